@@ -1,0 +1,102 @@
+// Minimal HTTP/1.1 over unix stream sockets: the daemon's API server and the
+// client hostctl uses. Only what the API needs: Content-Length bodies in both
+// directions, chunked transfer for streamed responses (the event stream), one
+// request per connection (Connection: close).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "common/result.h"
+
+namespace ds::http {
+
+inline constexpr std::size_t kMaxRequestBytes = 4u << 20;  // bodies larger are rejected (413)
+
+struct Request {
+    std::string method;                         // "GET", "POST", ...
+    std::string target;                         // as sent, e.g. "/v1/sweeps?limit=5"
+    std::string path;                           // percent-decoded path without query
+    std::map<std::string, std::string> query;   // decoded query parameters
+    std::map<std::string, std::string> headers; // names lower-cased
+    std::string body;
+    uid_t peer_uid = static_cast<uid_t>(-1);    // from SO_PEERCRED
+    pid_t peer_pid = 0;
+};
+
+// Receives the chunks of a streamed response. write() returns false once the
+// client has gone away; the producer must then stop.
+class ChunkSink {
+public:
+    virtual ~ChunkSink() = default;
+    virtual bool write(std::string_view data) = 0;
+};
+
+struct Response {
+    int status = 200;
+    std::string content_type = "application/json";
+    std::string body;
+    std::map<std::string, std::string> headers;
+    // When set, the body is produced by this callback with chunked transfer
+    // encoding (the event stream); `body` is ignored.
+    std::function<void(ChunkSink&)> stream;
+};
+
+using Handler = std::function<Response(const Request&)>;
+
+// Parses a request head + body from raw bytes (exposed for unit tests and
+// fuzzing). Error code errc::kProtocol with what is wrong.
+Result<Request> parse_request(std::string_view raw);
+std::string status_text(int status);
+
+// Serves `handler` on a unix socket, a thread per connection (bounded). The
+// handler must not throw; the server turns any escaped exception into a 500.
+class UnixServer {
+public:
+    UnixServer(std::string socket_path, Handler handler, mode_t socket_mode = 0660);
+    ~UnixServer();
+    UnixServer(const UnixServer&) = delete;
+    UnixServer& operator=(const UnixServer&) = delete;
+
+    // Binds (replacing a stale socket file, refusing a live one) and starts
+    // accepting in a background thread.
+    Status start();
+    // Stops accepting, closes the socket, waits for connection threads.
+    void stop();
+    const std::string& socket_path() const { return socket_path_; }
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+    std::string socket_path_;
+};
+
+struct ClientResponse {
+    int status = 0;
+    std::map<std::string, std::string> headers;  // lower-cased names
+    std::string body;
+};
+
+// One request to a unix-socket HTTP server. errc::kUnavailable when nothing
+// listens at `socket_path` (message says so), errc::kTimeout, errc::kProtocol
+// for a malformed response.
+Result<ClientResponse> request(const std::string& socket_path, std::string_view method,
+                               std::string_view target, std::string_view body = {},
+                               std::string_view content_type = "application/json",
+                               std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// GET a streamed (chunked) response and hand each complete line to `on_line`
+// as it arrives; stops when on_line returns false or the stream ends.
+Status stream_lines(const std::string& socket_path, std::string_view target,
+                    const std::function<bool(std::string_view line)>& on_line);
+
+}  // namespace ds::http

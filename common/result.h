@@ -1,0 +1,107 @@
+// Errors as values. Expected failures (bad input, an unreachable hypervisor, a
+// guest that lies) travel as Result<T>; exceptions thrown by libraries are
+// caught at the seam that calls them and turned into an Error there.
+#pragma once
+
+#include <cassert>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace ds {
+
+// Stable, machine-readable error codes. The API maps them to HTTP statuses in
+// exactly one place (daemon/api_errors.cpp); append only, never rename.
+namespace errc {
+inline constexpr const char* kInvalidSpec = "invalid_spec";
+inline constexpr const char* kInvalidArgument = "invalid_argument";
+inline constexpr const char* kNotFound = "not_found";
+inline constexpr const char* kConflict = "conflict";
+inline constexpr const char* kHypervisor = "hypervisor";
+inline constexpr const char* kStorage = "storage";
+inline constexpr const char* kAgent = "agent";
+inline constexpr const char* kProtocol = "protocol";
+inline constexpr const char* kTimeout = "timeout";
+inline constexpr const char* kSettingsMismatch = "settings_mismatch";
+inline constexpr const char* kCancelled = "cancelled";
+inline constexpr const char* kIo = "io";
+inline constexpr const char* kUnavailable = "unavailable";
+inline constexpr const char* kInternal = "internal";
+}  // namespace errc
+
+struct Error {
+    std::string code;     // one of errc::*
+    std::string message;  // for humans: says what is wrong and where
+};
+
+inline Error make_error(std::string code, std::string message) {
+    return Error{std::move(code), std::move(message)};
+}
+
+template <class T>
+class [[nodiscard]] Result {
+public:
+    Result(T value) : state_(std::move(value)) {}
+    Result(Error error) : state_(std::move(error)) {}
+
+    bool ok() const { return std::holds_alternative<T>(state_); }
+    explicit operator bool() const { return ok(); }
+
+    T& value() & {
+        assert(ok());
+        return std::get<T>(state_);
+    }
+    const T& value() const& {
+        assert(ok());
+        return std::get<T>(state_);
+    }
+    T&& value() && {
+        assert(ok());
+        return std::get<T>(std::move(state_));
+    }
+    T* operator->() { return &value(); }
+    const T* operator->() const { return &value(); }
+    T& operator*() & { return value(); }
+    const T& operator*() const& { return value(); }
+
+    const Error& error() const {
+        assert(!ok());
+        return std::get<Error>(state_);
+    }
+
+private:
+    std::variant<T, Error> state_;
+};
+
+// Result of an operation with no value.
+template <>
+class [[nodiscard]] Result<void> {
+public:
+    Result() = default;
+    Result(Error error) : error_(std::move(error)), failed_(true) {}
+
+    bool ok() const { return !failed_; }
+    explicit operator bool() const { return ok(); }
+    const Error& error() const {
+        assert(failed_);
+        return error_;
+    }
+
+private:
+    Error error_;
+    bool failed_ = false;
+};
+
+using Status = Result<void>;
+
+inline Status ok_status() { return Status(); }
+
+}  // namespace ds
+
+// Early return on failure: DS_TRY(status_expr); inside a function returning
+// any Result<U>.
+#define DS_TRY(expr)                                      \
+    do {                                                  \
+        auto&& ds_try_result_ = (expr);                   \
+        if (!ds_try_result_.ok()) return ds_try_result_.error(); \
+    } while (0)

@@ -1,0 +1,108 @@
+// The settings model: a storage configuration is the full, resolved set of
+// settings that can change a result. Its identity is the SHA-256 of its
+// canonical JSON, so the same configuration from two sweeps lines up.
+//
+// The axes are declared once, as data (kAxes in settings.cpp): the spec
+// parser, validation, `hostctl` help, docs and the stored record all come
+// from that one table.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace ds {
+
+using Json = nlohmann::json;
+
+enum class Bus { kVirtioBlk, kScsi, kScsiSingle, kSata };
+enum class CacheMode { kNone, kWriteback, kWritethrough, kDirectsync, kUnsafe };
+enum class AioMode { kDefault, kThreads, kNative, kIoUring };
+enum class DetectZeroes { kOff, kOn, kUnmap };
+enum class ImageFormat { kRaw, kQcow2 };
+
+// Spelling of each enum value, as in specs, JSON and libvirt where they agree.
+std::string_view to_string(Bus);          // "virtio-blk" "scsi" "scsi-single" "sata"
+std::string_view to_string(CacheMode);    // "none" "writeback" ... (libvirt's names)
+std::string_view to_string(AioMode);      // "default" "threads" "native" "io_uring"
+std::string_view to_string(DetectZeroes); // "off" "on" "unmap"
+std::string_view to_string(ImageFormat);  // "raw" "qcow2"
+
+// What the guest does to the data disk before the workload.
+struct FilesystemSpec {
+    std::string label;                      // as named in the spec, e.g. "ext4:barrier=0"
+    std::string type;                       // "ext4" | "xfs" | "btrfs"
+    std::vector<std::string> mkfs_options;  // extra argv for mkfs.TYPE, in order
+    std::string mount_options;              // comma-separated, "" = defaults
+    std::vector<std::string> post_format;   // named post-format steps (see docs/spec.md)
+
+    bool operator==(const FilesystemSpec&) const = default;
+};
+
+// One resolved storage configuration (every field has a value; defaults are
+// filled in by the spec parser).
+struct StorageConfig {
+    std::string hypervisor = "libvirt";  // hypervisor backend name
+    std::string storage = "file";        // storage backend name
+    std::string storage_pool;            // backend parameter ("" = backend default)
+    ImageFormat image_format = ImageFormat::kRaw;
+    std::uint64_t disk_size_bytes = 1ull << 30;
+    Bus bus = Bus::kScsiSingle;
+    CacheMode cache = CacheMode::kNone;
+    AioMode aio = AioMode::kDefault;
+    bool discard = false;
+    DetectZeroes detect_zeroes = DetectZeroes::kOff;
+    bool ssd = false;
+    bool iothread = false;
+    FilesystemSpec filesystem;
+
+    bool operator==(const StorageConfig&) const = default;
+};
+
+// Canonical JSON: every field, fixed key names, keys sorted (nlohmann's
+// default object is sorted), no whitespace when dumped.
+Json to_json(const StorageConfig&);
+Result<StorageConfig> storage_config_from_json(const Json&);
+std::string canonical_json(const StorageConfig&);
+// First 16 hex digits of SHA-256(canonical_json(config)).
+std::string config_id(const StorageConfig&);
+
+// Why a combination cannot exist, or "" when it can (e.g. ssd on virtio-blk:
+// virtio-blk has no rotation rate).
+std::string impossible_reason(const StorageConfig&);
+
+// Settings that trade safety for speed (cache=unsafe, barrier=0 ...), for
+// reports. Empty when the configuration is safe.
+std::vector<std::string> durability_risks(const StorageConfig&);
+
+// A benchmark to run on a configuration. `params` are the workload kind's own
+// options (for fio: fio's option names and meanings).
+struct Workload {
+    std::string name;   // unique within a sweep
+    std::string kind;   // "fio"
+    Json params;        // object
+
+    bool operator==(const Workload&) const = default;
+};
+Json to_json(const Workload&);
+Result<Workload> workload_from_json(const Json&);
+
+// One matrix axis, declared as data.
+enum class AxisKind { kEnum, kBool, kString, kSize };
+struct AxisDef {
+    std::string_view name;                 // key in [matrix]
+    AxisKind kind;
+    std::vector<std::string_view> values;  // allowed values for kEnum
+    std::string_view default_value;        // as written in a spec
+    std::string_view help;
+};
+std::span<const AxisDef> axes();
+const AxisDef* find_axis(std::string_view name);
+
+}  // namespace ds

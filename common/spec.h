@@ -1,0 +1,63 @@
+// Sweep specs (TOML, grammar in docs/spec.md) and their expansion into runs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/settings.h"
+
+namespace ds {
+
+struct SweepSpec {
+    std::string name;
+    int repetitions = 1;
+    std::string hypervisor = "libvirt";
+    // Axis name -> the values listed for it in [matrix] (as written). Axes not
+    // listed take their default.
+    std::map<std::string, std::vector<std::string>> matrix;
+    // Named filesystems from [filesystems.NAME] tables, usable in
+    // matrix.filesystem next to the "TYPE[+step...][:mountopts]" shorthand.
+    std::map<std::string, FilesystemSpec> filesystems;
+    std::vector<Workload> workloads;
+    std::uint64_t seed = 0;     // shuffle seed for run order (0 = derived from name)
+    int boot_timeout_s = 0;     // 0 = daemon default
+    int run_timeout_s = 0;      // 0 = daemon default
+};
+
+// Parses a spec. Errors name the source, line and column (malformed TOML),
+// or the key path and the valid choices (unknown key, unknown axis value).
+Result<SweepSpec> parse_sweep_spec(std::string_view toml_text, std::string_view source_name);
+
+// A filesystem shorthand "TYPE[+step...][:mountopts]" or a named filesystem.
+Result<FilesystemSpec> resolve_filesystem(const SweepSpec&, std::string_view value);
+
+struct DroppedCombination {
+    Json settings;       // the partial configuration as JSON
+    std::string reason;  // why it cannot exist
+};
+
+struct PlannedRun {
+    int sequence = 0;        // position in the execution order (0-based)
+    int config_index = 0;    // into SweepPlan::configs
+    int workload_index = 0;  // into SweepPlan::workloads
+    int repetition = 0;      // 0-based
+};
+
+struct SweepPlan {
+    std::vector<StorageConfig> configs;  // the possible combinations
+    std::vector<DroppedCombination> dropped;
+    std::vector<Workload> workloads;
+    // configs × workloads × repetitions, randomised-interleaved: each
+    // repetition round visits every (config, workload) once, in an order
+    // shuffled per round, so slow drift of the host spreads over all configs.
+    std::vector<PlannedRun> runs;
+    // Names of the axes that take more than one value (the compare columns).
+    std::vector<std::string> varying_axes;
+};
+
+Result<SweepPlan> expand_sweep(const SweepSpec&);
+
+}  // namespace ds

@@ -1,0 +1,61 @@
+// The hypervisor seam: define/boot a guest with the requested disk settings,
+// read back what is really in force, destroy it. One real implementation per
+// backend (libvirt now, proxmox later), chosen by name from a registry; a fake
+// for unit tests lives in tests/.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/settings.h"
+
+namespace ds {
+
+enum class Accel { kKvm, kTcg };
+std::string_view to_string(Accel);  // "kvm" | "tcg"
+
+// The guest image built by guest/build-image.sh.
+struct GuestImage {
+    std::string kernel;     // vmlinuz
+    std::string initrd;     // initramfs with the agent
+    std::string root_disk;  // read-only ext4 root file system image (raw)
+};
+
+struct VmRequest {
+    std::string name;              // unique domain name; starts with the daemon's prefix
+    StorageConfig config;          // the disk settings to apply to the data disk
+    std::string data_volume_path;  // the data disk (file path)
+    ImageFormat data_volume_format = ImageFormat::kRaw;
+    GuestImage image;
+    std::string agent_socket_path;  // unix socket QEMU binds for the agent channel
+    std::string console_log_path;   // guest serial console goes here
+    std::string kernel_cmdline_extra;
+    Accel accel = Accel::kTcg;
+    int vcpus = 1;
+    int memory_mib = 1024;
+};
+
+class Hypervisor {
+public:
+    virtual ~Hypervisor() = default;
+    virtual std::string name() const = 0;
+    // Defines and starts the guest. On failure nothing is left defined.
+    virtual Status start_vm(const VmRequest& request) = 0;
+    // The data disk's settings as the hypervisor has them in force (live
+    // config), as a JSON object with the same keys as to_json(StorageConfig)
+    // where they apply: bus, cache, aio, discard, detect_zeroes, ssd,
+    // iothread, image_format.
+    virtual Result<Json> applied_settings(const std::string& vm_name) = 0;
+    virtual Result<bool> is_running(const std::string& vm_name) = 0;
+    // Stops (hard) and removes the guest. Succeeds if it is already gone.
+    virtual Status destroy_vm(const std::string& vm_name) = 0;
+    // Names of the guests (running or defined) whose name starts with prefix,
+    // so a restarted daemon can clean what an earlier one left.
+    virtual Result<std::vector<std::string>> list_vms(const std::string& prefix) = 0;
+    // Versions recorded with each run: {"libvirt": "9.0.0", "qemu": "7.2.0", ...}.
+    virtual Json versions() = 0;
+};
+
+}  // namespace ds
