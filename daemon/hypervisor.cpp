@@ -1,0 +1,5 @@
+#include "daemon/hypervisor.h"
+
+namespace ds {
+std::string_view to_string(Accel accel) { return accel == Accel::kKvm ? "kvm" : "tcg"; }
+}  // namespace ds
