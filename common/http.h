@@ -53,6 +53,19 @@ struct Response {
 
 using Handler = std::function<Response(const Request&)>;
 
+// Bounds that keep one misbehaving client from pinning the server.
+struct ServerLimits {
+    // Whole request (head + body) must arrive within this; else 408 and close.
+    std::chrono::milliseconds request_timeout = std::chrono::seconds(10);
+    // A send that cannot progress for this long ends the connection (a
+    // stream's ChunkSink::write then returns false).
+    std::chrono::milliseconds write_timeout = std::chrono::seconds(30);
+    // Connections served at once; the next one gets 503 and is closed.
+    std::size_t max_connections = 64;
+    // Request heads (request line + headers) larger than this get 431.
+    std::size_t max_head_bytes = 64u << 10;
+};
+
 // Parses a request head + body from raw bytes (exposed for unit tests and
 // fuzzing). Error code errc::kProtocol with what is wrong.
 Result<Request> parse_request(std::string_view raw);
@@ -62,7 +75,8 @@ std::string status_text(int status);
 // handler must not throw; the server turns any escaped exception into a 500.
 class UnixServer {
 public:
-    UnixServer(std::string socket_path, Handler handler, mode_t socket_mode = 0660);
+    UnixServer(std::string socket_path, Handler handler, mode_t socket_mode = 0660,
+               ServerLimits limits = {});
     ~UnixServer();
     UnixServer(const UnixServer&) = delete;
     UnixServer& operator=(const UnixServer&) = delete;
@@ -70,7 +84,9 @@ public:
     // Binds (replacing a stale socket file, refusing a live one) and starts
     // accepting in a background thread.
     Status start();
-    // Stops accepting, closes the socket, waits for connection threads.
+    // Stops accepting, removes the socket file (if still ours), shuts down open
+    // connections (so stream writes fail) and waits for connection threads.
+    // A stream producer blocked elsewhere must notice on its own. Idempotent.
     void stop();
     const std::string& socket_path() const { return socket_path_; }
 
@@ -94,8 +110,29 @@ Result<ClientResponse> request(const std::string& socket_path, std::string_view 
                                std::string_view content_type = "application/json",
                                std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// A request with everything adjustable (extra headers, e.g. X-Spec-Name).
+struct ClientRequest {
+    std::string method = "GET";
+    std::string target;  // origin-form, e.g. "/v1/sweeps/3"
+    std::string body;
+    std::string content_type = "application/json";  // sent only with a body
+    std::map<std::string, std::string> headers;
+    std::chrono::milliseconds timeout = std::chrono::seconds(30);
+};
+Result<ClientResponse> request(const std::string& socket_path, const ClientRequest& req);
+
+// Sends `req` and, when the answer is 2xx, hands each line of the (chunked or
+// plain) body to `on_line` as it arrives, without a timeout once the head has
+// arrived. Returns the response head (body empty) after the stream ends or
+// on_line returns false. A non-2xx answer is returned whole (body filled,
+// on_line never called), so callers can read the API's JSON error. Errors are
+// transport failures only, as for request().
+Result<ClientResponse> stream_request(const std::string& socket_path, const ClientRequest& req,
+                                      const std::function<bool(std::string_view line)>& on_line);
+
 // GET a streamed (chunked) response and hand each complete line to `on_line`
-// as it arrives; stops when on_line returns false or the stream ends.
+// as it arrives; stops when on_line returns false or the stream ends. A non-2xx
+// answer is an Error carrying the API's error code and message.
 Status stream_lines(const std::string& socket_path, std::string_view target,
                     const std::function<bool(std::string_view line)>& on_line);
 

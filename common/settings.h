@@ -105,4 +105,31 @@ struct AxisDef {
 std::span<const AxisDef> axes();
 const AxisDef* find_axis(std::string_view name);
 
+// Inverse of to_string: false (and `out` untouched) when `text` is not one of
+// the enum's spellings.
+bool parse_enum(std::string_view text, Bus& out);
+bool parse_enum(std::string_view text, CacheMode& out);
+bool parse_enum(std::string_view text, AioMode& out);
+bool parse_enum(std::string_view text, DetectZeroes& out);
+bool parse_enum(std::string_view text, ImageFormat& out);
+
+// Filesystem types the guest agent can create: "ext4", "xfs", "btrfs".
+std::span<const std::string_view> filesystem_types();
+
+// Post-format steps, declared as data: the spec parser validates names and
+// fs types against this table; the guest agent executes them by name, in the
+// order listed, after mkfs and mount and before the workload.
+struct PostFormatStepDef {
+    std::string_view name;             // as written after '+' in a spec
+    std::string_view filesystem_type;  // the only type the step applies to
+    std::string_view help;             // what the agent does
+};
+std::span<const PostFormatStepDef> post_format_steps();
+const PostFormatStepDef* find_post_format_step(std::string_view name);
+
+// Why a filesystem cannot be made as specified regardless of the disk
+// settings (unknown type, a step or mount option of another type, a repeated
+// step), or "" when it can.
+std::string filesystem_problem(const FilesystemSpec&);
+
 }  // namespace ds

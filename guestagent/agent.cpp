@@ -1,1 +1,502 @@
-// replaced by the agent implementation
+#include "guestagent/agent.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "common/fio_metrics.h"
+#include "common/protocol.h"
+#include "common/version.h"
+#include "guestagent/fio_job.h"
+#include "guestagent/log.h"
+
+namespace ds::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr auto kFioVersionTimeout = 10s;
+constexpr auto kDevicePollInterval = 200ms;
+constexpr std::size_t kStderrTailBytes = 2000;
+
+// Phases named in "error" messages (docs/agent-protocol.md).
+constexpr std::string_view kPhaseJob = "job";
+constexpr std::string_view kPhaseDisk = "disk";
+constexpr std::string_view kPhaseFormat = "format";
+constexpr std::string_view kPhaseMount = "mount";
+constexpr std::string_view kPhasePostFormat = "post_format";
+constexpr std::string_view kPhaseBench = "bench";
+constexpr std::string_view kPhaseResult = "result";
+
+// How the agent carries out each post-format step of the shared table
+// (ds::post_format_steps(), settings.cpp). The argv ends with the mount point.
+struct PostFormatCommand {
+    std::string_view step;
+    std::vector<std::string_view> argv_before_mount_point;
+};
+const std::array<PostFormatCommand, 2> kPostFormatCommands = {{
+    // -f: btrfs refuses to lower metadata redundancy (dup -> single) without it.
+    {"single", {"btrfs", "balance", "start", "-f", "-mconvert=single", "-sconvert=single"}},
+    // On the empty top directory, so every file fio creates inherits No_COW.
+    {"nocow", {"chattr", "+C"}},
+}};
+
+const PostFormatCommand* find_post_format_command(std::string_view step) {
+    for (const auto& command : kPostFormatCommands) {
+        if (command.step == step) return &command;
+    }
+    return nullptr;
+}
+
+// The flag that makes mkfs.TYPE overwrite an existing file system without
+// asking (the data disk may hold one from an image or an earlier run).
+std::string_view mkfs_force_flag(std::string_view fs_type) {
+    return fs_type == "ext4" ? "-F" : "-f";
+}
+
+double seconds_since(Clock::time_point start) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    return std::round(seconds * 1000.0) / 1000.0;
+}
+
+std::string trim_trailing(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
+        text.pop_back();
+    }
+    return text;
+}
+
+// "fio ... failed (exit code 1): <stderr tail>"
+std::string describe_failure(const std::vector<std::string>& argv, const ProcessOutput& output) {
+    std::string tail = trim_trailing(output.stderr_text);
+    if (tail.size() > kStderrTailBytes) tail = "..." + tail.substr(tail.size() - kStderrTailBytes);
+    const std::string how = output.signal ? "killed by signal " + std::to_string(output.signal)
+                                          : "exit code " + std::to_string(output.exit_code);
+    return describe_command(argv) + " failed (" + how + ")" + (tail.empty() ? "" : ": " + tail);
+}
+
+// Field readers for parse_job: each names the field in its error.
+Error bad_field(const std::string& path, const std::string& what) {
+    return make_error(errc::kInvalidArgument, path + ": " + what);
+}
+
+Result<const Json*> object_field(const Json& parent, const char* key, const std::string& path) {
+    const auto found = parent.find(key);
+    if (found == parent.end()) return bad_field(path, "is missing");
+    if (!found->is_object()) {
+        return bad_field(path, std::string("is a ") + found->type_name() + ", expected an object");
+    }
+    return &*found;
+}
+
+Result<std::string> string_field(const Json& parent, const char* key, const std::string& path,
+                                 std::optional<std::string> default_value = std::nullopt) {
+    const auto found = parent.find(key);
+    if (found == parent.end()) {
+        if (default_value) return *default_value;
+        return bad_field(path, "is missing");
+    }
+    if (!found->is_string()) {
+        return bad_field(path, std::string("is a ") + found->type_name() + ", expected a string");
+    }
+    return found->get<std::string>();
+}
+
+Result<std::vector<std::string>> string_list_field(const Json& parent, const char* key,
+                                                   const std::string& path) {
+    const auto found = parent.find(key);
+    if (found == parent.end()) return std::vector<std::string>{};
+    if (!found->is_array()) {
+        return bad_field(path, std::string("is a ") + found->type_name() + ", expected an array");
+    }
+    std::vector<std::string> values;
+    for (std::size_t i = 0; i < found->size(); ++i) {
+        const Json& item = (*found)[i];
+        if (!item.is_string()) {
+            return bad_field(path + "[" + std::to_string(i) + "]",
+                             std::string("is a ") + item.type_name() + ", expected a string");
+        }
+        values.push_back(item.get<std::string>());
+    }
+    return values;
+}
+
+}  // namespace
+
+std::vector<std::string> agent_capabilities() {
+    std::vector<std::string> capabilities = {"fio"};
+    for (const auto type : filesystem_types()) capabilities.emplace_back(type);
+    return capabilities;
+}
+
+Result<AgentJob> parse_job(const Json& message) {
+    AgentJob job;
+    auto run_id = string_field(message, "run_id", "job.run_id");
+    if (!run_id) return run_id.error();
+    if (run_id->empty()) return bad_field("job.run_id", "is empty");
+    job.run_id = *run_id;
+
+    auto filesystem = object_field(message, "filesystem", "job.filesystem");
+    if (!filesystem) return filesystem.error();
+    const Json& fs = **filesystem;
+    auto type = string_field(fs, "type", "job.filesystem.type");
+    if (!type) return type.error();
+    const auto types = filesystem_types();
+    if (std::find(types.begin(), types.end(), *type) == types.end()) {
+        std::string valid;
+        for (const auto known : types) valid += (valid.empty() ? "" : ", ") + std::string(known);
+        return bad_field("job.filesystem.type", "'" + *type + "' is not one of " + valid);
+    }
+    job.filesystem.type = *type;
+    job.filesystem.label = fs.value("label", *type);
+    auto mkfs_options = string_list_field(fs, "mkfs_options", "job.filesystem.mkfs_options");
+    if (!mkfs_options) return mkfs_options.error();
+    job.filesystem.mkfs_options = *mkfs_options;
+    auto mount_options =
+        string_field(fs, "mount_options", "job.filesystem.mount_options", std::string());
+    if (!mount_options) return mount_options.error();
+    job.filesystem.mount_options = *mount_options;
+    auto steps = string_list_field(fs, "post_format", "job.filesystem.post_format");
+    if (!steps) return steps.error();
+    for (std::size_t i = 0; i < steps->size(); ++i) {
+        const std::string& step = (*steps)[i];
+        const std::string path = "job.filesystem.post_format[" + std::to_string(i) + "]";
+        const PostFormatStepDef* definition = find_post_format_step(step);
+        if (definition == nullptr || find_post_format_command(step) == nullptr) {
+            return bad_field(path, "unknown post-format step '" + step + "'");
+        }
+        if (definition->filesystem_type != job.filesystem.type) {
+            return bad_field(path, "step '" + step + "' applies to " +
+                                       std::string(definition->filesystem_type) + ", not " +
+                                       job.filesystem.type);
+        }
+    }
+    job.filesystem.post_format = *steps;
+
+    auto workload = object_field(message, "workload", "job.workload");
+    if (!workload) return workload.error();
+    const Json& w = **workload;
+    auto name = string_field(w, "name", "job.workload.name");
+    if (!name) return name.error();
+    // fio derives file names from it: keep it a plain file name.
+    if (name->empty() || name->find('/') != std::string::npos) {
+        return bad_field("job.workload.name", "'" + *name + "' must be non-empty without '/'");
+    }
+    auto kind = string_field(w, "kind", "job.workload.kind");
+    if (!kind) return kind.error();
+    if (*kind != "fio") {
+        return bad_field("job.workload.kind", "'" + *kind + "' is not supported (only fio)");
+    }
+    job.workload.name = *name;
+    job.workload.kind = *kind;
+    job.workload.params = w.value("params", Json::object());
+    if (!job.workload.params.is_object()) {
+        return bad_field("job.workload.params", "is not an object");
+    }
+    // Refuse bad fio params now, before the disk is formatted.
+    if (auto argv = build_fio_command(job.workload.name, job.workload.params, "/"); !argv) {
+        return bad_field("job.workload.params", argv.error().message);
+    }
+
+    const auto timeout = message.find("timeout_s");
+    if (timeout == message.end()) return bad_field("job.timeout_s", "is missing");
+    if (!timeout->is_number() || !(timeout->get<double>() > 0) ||
+        timeout->get<double>() > 7 * 24 * 3600) {
+        return bad_field("job.timeout_s",
+                         "is " + timeout->dump() + ", expected a positive number of seconds");
+    }
+    job.timeout_s = static_cast<int>(std::ceil(timeout->get<double>()));
+    return job;
+}
+
+Agent::Agent(Channel& channel, ProcessRunner& runner, GuestSystem& system, AgentOptions options)
+    : channel_(channel), runner_(runner), system_(system), options_(std::move(options)) {}
+
+Status Agent::send(std::string_view type, const Json& payload) {
+    const std::string line = protocol::encode(type, payload);
+    if (line.size() > protocol::kMaxMessageBytes) {
+        return make_error(errc::kProtocol, std::string(type) + " message of " +
+                                               std::to_string(line.size()) +
+                                               " bytes exceeds the protocol limit of " +
+                                               std::to_string(protocol::kMaxMessageBytes));
+    }
+    return channel_.write(line);
+}
+
+void Agent::send_progress(std::string_view phase, const std::string& message, double elapsed_s,
+                          std::optional<double> fraction) {
+    Json payload = {{"phase", phase}, {"message", message}, {"elapsed_s", elapsed_s}};
+    if (fraction) payload["fraction"] = std::clamp(*fraction, 0.0, 1.0);
+    // Progress is advisory: a failed write shows up again on the result.
+    if (auto status = send(protocol::kProgress, payload); !status) {
+        log_line("cannot send progress: " + status.error().message);
+    }
+}
+
+Json Agent::hello_payload() {
+    return {{"agent_version", std::string(disksweep_version())},
+            {"protocol", protocol::kVersion},
+            {"kernel", kernel_},
+            {"fio_version", fio_version_},
+            {"capabilities", agent_capabilities()}};
+}
+
+Result<SessionEnd> Agent::run_session() {
+    kernel_ = system_.kernel_release();
+    auto fio = runner_.run({"fio", "--version"}, kFioVersionTimeout);
+    fio_version_ = fio.ok() && fio->exit_code == 0 ? trim_trailing(fio->stdout_text) : "";
+    if (fio_version_.empty()) log_line("fio --version failed; is fio installed?");
+
+    if (auto status = send(protocol::kHello, hello_payload()); !status) {
+        return make_error(status.error().code, "sending hello: " + status.error().message);
+    }
+    log_line("hello sent (kernel " + kernel_ + ", " + fio_version_ + "), waiting for a job");
+
+    auto report_job_error = [this](const Json& run_id, const std::string& message) {
+        log_line("job rejected: " + message);
+        (void)send(protocol::kError,
+                   {{"run_id", run_id}, {"phase", kPhaseJob}, {"message", message}});
+        await_shutdown();
+        return SessionEnd::kErrorSent;
+    };
+
+    auto line = channel_.read_line(Clock::now() + options_.job_wait);
+    if (!line) {
+        // An oversized line leaves the channel writable: say what was wrong.
+        if (line.error().code == errc::kProtocol) {
+            return report_job_error(nullptr, line.error().message);
+        }
+        return make_error(line.error().code, "waiting for a job: " + line.error().message);
+    }
+    auto message = protocol::decode(*line);
+    if (!message) return report_job_error(nullptr, message.error().message);
+    const std::string type = (*message)["type"];
+    if (type == protocol::kShutdown) {
+        log_line("shutdown before any job");
+        return SessionEnd::kShutdownEarly;
+    }
+    const Json run_id = message->contains("run_id") && (*message)["run_id"].is_string()
+                            ? (*message)["run_id"]
+                            : Json(nullptr);
+    if (type != protocol::kJob) {
+        return report_job_error(run_id, "expected a job message, got '" + type + "'");
+    }
+    auto job = parse_job(*message);
+    if (!job) return report_job_error(run_id, job.error().message);
+
+    log_line("job " + job->run_id + ": " + job->filesystem.type + " / " + job->workload.name);
+    JobOutcome outcome = run_job(*job);
+    unmount_if_mounted();
+    system_.sync();
+
+    SessionEnd end = SessionEnd::kResultSent;
+    if (auto* result = std::get_if<Json>(&outcome)) {
+        if (auto status = send(protocol::kResult, *result); !status) {
+            if (status.error().code != errc::kProtocol) return status.error();
+            outcome = PhaseFailure{std::string(kPhaseResult), status.error().message};
+        }
+    }
+    if (auto* failure = std::get_if<PhaseFailure>(&outcome)) {
+        log_line("job " + job->run_id + " failed in " + failure->phase + ": " + failure->message);
+        DS_TRY(send(
+            protocol::kError,
+            {{"run_id", job->run_id}, {"phase", failure->phase}, {"message", failure->message}}));
+        end = SessionEnd::kErrorSent;
+    } else {
+        log_line("job " + job->run_id + ": result sent");
+    }
+    await_shutdown();
+    return end;
+}
+
+Agent::JobOutcome Agent::run_job(const AgentJob& job) {
+    const auto fail = [](std::string_view phase, const Error& error) {
+        return PhaseFailure{std::string(phase), error.message};
+    };
+
+    auto device_name = locate_data_disk();
+    if (!device_name) return fail(kPhaseDisk, device_name.error());
+    const std::string device_path = options_.data_device.empty()
+                                        ? options_.roots.dev + "/" + *device_name
+                                        : options_.data_device;
+
+    const auto format_start = Clock::now();
+    if (auto status = format(job, device_path); !status) return fail(kPhaseFormat, status.error());
+    const double format_s = seconds_since(format_start);
+
+    const auto mount_start = Clock::now();
+    send_progress(
+        kPhaseMount,
+        "mounting " + device_path + " at " + options_.mount_point +
+            (job.filesystem.mount_options.empty() ? "" : " with " + job.filesystem.mount_options),
+        0);
+    if (auto status = system_.make_directories(options_.mount_point); !status) {
+        return fail(kPhaseMount, status.error());
+    }
+    if (auto status = system_.mount(device_path, options_.mount_point, job.filesystem.type,
+                                    job.filesystem.mount_options);
+        !status) {
+        return fail(kPhaseMount, status.error());
+    }
+    mounted_ = true;
+    const double mount_s = seconds_since(mount_start);
+
+    const auto post_format_start = Clock::now();
+    if (auto status = run_post_format_steps(job); !status) {
+        return fail(kPhasePostFormat, status.error());
+    }
+    const double post_format_s = seconds_since(post_format_start);
+
+    const auto bench_start = Clock::now();
+    auto fio_output = run_fio(job);
+    if (!fio_output) return fail(kPhaseBench, fio_output.error());
+    const double bench_s = seconds_since(bench_start);
+    auto metrics = metrics_from_fio_json(*fio_output);
+    if (!metrics) return fail(kPhaseBench, metrics.error());
+
+    // Read back while still mounted: /proc/mounts shows the options in force.
+    Json readback = read_disk_readback(options_.roots, *device_name, options_.mount_point);
+
+    Json metrics_json = Json::object();
+    for (const auto& [key, value] : *metrics) metrics_json[key] = value;
+    return Json{{"run_id", job.run_id},
+                {"timings",
+                 {{"format_s", format_s},
+                  {"mount_s", mount_s},
+                  {"post_format_s", post_format_s},
+                  {"bench_s", bench_s}}},
+                {"fio", std::move(*fio_output)},
+                {"metrics", std::move(metrics_json)},
+                {"readback", std::move(readback)},
+                {"versions",
+                 {{"kernel", kernel_},
+                  {"fio", fio_version_},
+                  {"agent", std::string(disksweep_version())}}}};
+}
+
+Result<std::string> Agent::locate_data_disk() {
+    if (!options_.data_device.empty()) {
+        std::error_code error;
+        if (!std::filesystem::exists(options_.data_device, error)) {
+            return make_error(errc::kNotFound,
+                              "data device " + options_.data_device + " does not exist");
+        }
+        const auto resolved = std::filesystem::canonical(options_.data_device, error);
+        return (error ? std::filesystem::path(options_.data_device) : resolved).filename().string();
+    }
+    // The disk may still be appearing (asynchronous SCSI scan, devtmpfs).
+    const auto deadline = Clock::now() + options_.device_wait;
+    for (;;) {
+        auto name = find_disk_by_serial(options_.roots, protocol::kDataDiskSerial);
+        std::error_code error;
+        if (name.ok() && std::filesystem::exists(options_.roots.dev + "/" + *name, error)) {
+            return name;
+        }
+        if (Clock::now() >= deadline) {
+            if (!name.ok()) return name.error();
+            return make_error(errc::kNotFound, "data disk " + *name + " has no device node " +
+                                                   options_.roots.dev + "/" + *name);
+        }
+        std::this_thread::sleep_for(kDevicePollInterval);
+    }
+}
+
+Status Agent::format(const AgentJob& job, const std::string& device_path) {
+    const std::string& type = job.filesystem.type;
+    if (!filesystem_registered(options_.roots, type)) {
+        send_progress(kPhaseFormat, "loading the " + type + " module", 0);
+        auto loaded = run_checked(runner_, {"modprobe", type}, options_.command_timeout);
+        // A failed modprobe only matters if the kernel still lacks the type.
+        if (!loaded && !filesystem_registered(options_.roots, type)) return loaded.error();
+    }
+    std::vector<std::string> argv = {"mkfs." + type, std::string(mkfs_force_flag(type))};
+    argv.insert(argv.end(), job.filesystem.mkfs_options.begin(), job.filesystem.mkfs_options.end());
+    argv.push_back(device_path);
+    send_progress(kPhaseFormat, describe_command(argv), 0);
+    return run_checked(runner_, argv, options_.command_timeout);
+}
+
+Status Agent::run_post_format_steps(const AgentJob& job) {
+    const auto start = Clock::now();
+    for (const auto& step : job.filesystem.post_format) {
+        const PostFormatCommand* command = find_post_format_command(step);
+        if (command == nullptr) {  // parse_job already refused it
+            return make_error(errc::kInvalidArgument, "unknown post-format step '" + step + "'");
+        }
+        std::vector<std::string> argv(command->argv_before_mount_point.begin(),
+                                      command->argv_before_mount_point.end());
+        argv.push_back(options_.mount_point);
+        // Progress phases are format|mount|bench: a step is part of formatting.
+        send_progress(kPhaseFormat, "post-format step " + step + ": " + describe_command(argv),
+                      seconds_since(start));
+        DS_TRY(run_checked(runner_, argv, options_.command_timeout));
+    }
+    return ok_status();
+}
+
+Result<Json> Agent::run_fio(const AgentJob& job) {
+    auto argv = build_fio_command(job.workload.name, job.workload.params, options_.mount_point);
+    if (!argv) return argv.error();
+    const auto planned_s = planned_fio_seconds(job.workload.params);
+    const auto timeout = std::chrono::seconds(job.timeout_s);
+    const auto start = Clock::now();
+    send_progress(kPhaseBench, describe_command(*argv), 0,
+                  planned_s ? std::optional<double>(0.0) : std::nullopt);
+
+    // fio runs on its own thread so this one can report progress meanwhile.
+    auto running = std::async(std::launch::async,
+                              [this, &argv, timeout] { return runner_.run(*argv, timeout); });
+    while (running.wait_for(options_.progress_interval) != std::future_status::ready) {
+        const double elapsed = seconds_since(start);
+        std::optional<double> fraction;
+        if (planned_s) fraction = elapsed / *planned_s;
+        send_progress(kPhaseBench, "fio running", elapsed, fraction);
+    }
+    Result<ProcessOutput> output = make_error(errc::kInternal, "fio runner threw");
+    try {
+        output = running.get();
+    } catch (const std::exception& e) {
+        return make_error(errc::kInternal, std::string("running fio: ") + e.what());
+    }
+    if (!output) return output.error();
+    if (output->timed_out) {
+        return make_error(errc::kTimeout, "fio ran longer than the job's timeout_s of " +
+                                              std::to_string(job.timeout_s) + " s and was killed");
+    }
+    if (output->exit_code != 0) return make_error(errc::kAgent, describe_failure(*argv, *output));
+    send_progress(kPhaseBench, "fio finished", seconds_since(start),
+                  planned_s ? std::optional<double>(1.0) : std::nullopt);
+    return parse_fio_stdout(output->stdout_text);
+}
+
+void Agent::unmount_if_mounted() {
+    if (!mounted_) return;
+    if (auto status = system_.unmount(options_.mount_point); !status) {
+        log_line("cannot unmount the data disk: " + status.error().message);
+    }
+    mounted_ = false;
+}
+
+void Agent::await_shutdown() {
+    const auto deadline = Clock::now() + options_.shutdown_wait;
+    for (;;) {
+        auto line = channel_.read_line(deadline);
+        if (!line) {
+            log_line("no shutdown message (" + line.error().message + "); stopping anyway");
+            return;
+        }
+        auto message = protocol::decode(*line);
+        if (message && (*message)["type"] == protocol::kShutdown) {
+            log_line("shutdown requested by the host");
+            return;
+        }
+        log_line("ignoring message while waiting for shutdown: " +
+                 (message ? (*message)["type"].get<std::string>() : message.error().message));
+    }
+}
+
+}  // namespace ds::agent

@@ -1,1 +1,498 @@
-// replaced by the hostctl implementation
+#include "hostctl/commands.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "common/version.h"
+#include "hostctl/daemon_client.h"
+#include "hostctl/format.h"
+
+namespace ds::hostctl {
+namespace po = boost::program_options;
+namespace {
+
+// Everything a handler needs: the client, the parsed command line, streams.
+struct Invocation {
+    std::string command;  // e.g. "sweep show", for messages
+    std::string usage;
+    DaemonClient client;
+    bool json_output = false;
+    std::map<std::string, std::string> arguments;  // positional, by name
+    std::set<std::string> flags;                   // sub-command switches given
+    std::ostream& out;
+    std::ostream& err;
+    const Environment& environment;
+
+    const std::string& argument(const std::string& name) const { return arguments.at(name); }
+    bool flag(const std::string& name) const { return flags.count(name) > 0; }
+
+    ExitCode usage_error(const std::string& message) const {
+        err << "hostctl: " << command << ": " << message << "\nusage: " << usage << "\n";
+        return ExitCode::kUsage;
+    }
+    // Prints why an API call failed; the exit code says what kind of failure.
+    ExitCode fail(const ApiReply& reply) const {
+        err << "hostctl: " << reply.failure->message << "\n";
+        return reply.failure->kind == ApiFailure::Kind::kUnreachable ? ExitCode::kUnreachable
+                                                                     : ExitCode::kFailed;
+    }
+    // --json prints the API's answer as one line of JSON (so that a
+    // `sweep submit --wait --json` is NDJSON as a whole).
+    void print_json(const Json& body) const { out << body.dump() << "\n" << std::flush; }
+
+    std::chrono::steady_clock::time_point now() const {
+        return environment.now ? environment.now() : std::chrono::steady_clock::now();
+    }
+};
+
+using CommandHandler = ExitCode (*)(Invocation&);
+
+struct FlagSpec {
+    std::string_view name;
+    std::string_view help;
+};
+
+// One sub-command: its words, positional arguments (all required, in order),
+// switches, help text and handler. Usage lines and parsing come from this.
+struct CommandSpec {
+    std::string_view name;
+    std::vector<std::string_view> arguments;
+    std::vector<FlagSpec> flags;
+    std::string_view help;
+    CommandHandler handler;
+};
+
+constexpr std::string_view kGlobalUsage = "hostctl [--socket PATH] [--json]";
+
+std::string command_usage(const CommandSpec& command) {
+    std::string usage = std::string(command.name);
+    for (auto argument : command.arguments) usage += " " + std::string(argument);
+    for (const auto& flag : command.flags) usage += " [--" + std::string(flag.name) + "]";
+    return usage;
+}
+
+// A positive integer id argument, or a usage error.
+std::optional<long> id_argument(Invocation& invocation, const std::string& name) {
+    const std::string& text = invocation.argument(name);
+    long id = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id <= 0) {
+        invocation.usage_error(name + " must be a positive integer, not '" + text + "'");
+        return std::nullopt;
+    }
+    return id;
+}
+
+ExitCode print_get(Invocation& invocation, const std::string& target,
+                   std::string (*format)(const Json&)) {
+    ApiReply reply = invocation.client.get(target);
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+    } else {
+        invocation.out << format(reply.body);
+    }
+    return ExitCode::kOk;
+}
+
+// Follows a sweep's events until it finishes. kOk when every run succeeded,
+// kFailed when some did not (or the stream broke), kUnreachable as usual.
+ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
+    SweepProgress progress;
+    const auto started = invocation.now();
+    const bool draw_bar = invocation.environment.stdout_is_tty && !invocation.json_output;
+    std::ostream& out = invocation.out;
+    auto redraw = [&] { out << "\r\033[K" << format_progress_bar(progress) << std::flush; };
+
+    ApiReply reply = invocation.client.follow(
+        "/v1/sweeps/" + std::to_string(sweep_id) + "/events", [&](const Json& event) {
+            double elapsed = std::chrono::duration<double>(invocation.now() - started).count();
+            progress.apply(event, elapsed);
+            const std::string type = event.value("type", "");
+            if (invocation.json_output) {
+                if (type != "keepalive") invocation.print_json(event);
+            } else if (draw_bar) {
+                // Failures stay on screen above the bar; the rest is the bar.
+                if (type == "run_finished" && event.value("status", "") != "succeeded") {
+                    out << "\r\033[K" << format_event_line(event, progress) << "\n";
+                }
+                if (!progress.finished()) redraw();
+            } else if (type != "sweep_finished") {
+                std::string line = format_event_line(event, progress);
+                if (!line.empty()) out << line << "\n" << std::flush;
+            }
+            return !progress.finished();
+        });
+    if (!reply.ok()) {
+        if (draw_bar) out << "\n";
+        return invocation.fail(reply);
+    }
+    if (!progress.finished()) {
+        if (draw_bar) out << "\n";
+        invocation.err << "hostctl: the event stream of sweep " << sweep_id
+                       << " ended before the sweep finished\n";
+        return ExitCode::kFailed;
+    }
+    if (draw_bar) {
+        redraw();
+        out << "\n";
+    }
+    if (!invocation.json_output) out << format_watch_summary(sweep_id, progress) << "\n";
+    return progress.all_succeeded() ? ExitCode::kOk : ExitCode::kFailed;
+}
+
+ExitCode print_compare(Invocation& invocation, long sweep_id, bool csv) {
+    ApiReply reply = invocation.client.get("/v1/sweeps/" + std::to_string(sweep_id) + "/compare");
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+    } else {
+        invocation.out << (csv ? format_compare_csv(reply.body) : format_compare_table(reply.body));
+    }
+    return ExitCode::kOk;
+}
+
+ExitCode sweep_submit(Invocation& invocation) {
+    const std::string& path = invocation.argument("FILE");
+    std::ifstream file(path, std::ios::binary);
+    if (!file) {
+        invocation.err << "hostctl: cannot read sweep spec " << path << ": " << std::strerror(errno)
+                       << "\n";
+        return ExitCode::kFailed;
+    }
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (file.bad()) {
+        invocation.err << "hostctl: cannot read sweep spec " << path << "\n";
+        return ExitCode::kFailed;
+    }
+    // X-Spec-Name lets the daemon's errors point at the file ("FILE:7:1: ...").
+    ApiReply reply = invocation.client.post("/v1/sweeps", text.str(), "application/toml",
+                                            {{"X-Spec-Name", path}});
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+    } else {
+        invocation.out << format_submitted(reply.body);
+    }
+    if (!invocation.flag("wait")) return ExitCode::kOk;
+
+    Json id;
+    if (reply.body.is_object() && reply.body.contains("sweep") && reply.body["sweep"].is_object()) {
+        id = reply.body["sweep"].value("id", Json());
+    }
+    if (!id.is_number_integer()) {
+        invocation.err << "hostctl: disksweepd's answer names no sweep id to wait for\n";
+        return ExitCode::kFailed;
+    }
+    const long sweep_id = id.get<long>();
+    ExitCode outcome = watch_sweep(invocation, sweep_id);
+    if (outcome != ExitCode::kOk && outcome != ExitCode::kFailed) return outcome;
+    if (!invocation.json_output) invocation.out << "\n";
+    ExitCode compared = print_compare(invocation, sweep_id, /*csv=*/false);
+    return compared == ExitCode::kOk ? outcome : compared;
+}
+
+ExitCode sweep_list(Invocation& invocation) {
+    return print_get(invocation, "/v1/sweeps", format_sweep_list);
+}
+
+ExitCode sweep_show(Invocation& invocation) {
+    auto id = id_argument(invocation, "ID");
+    if (!id) return ExitCode::kUsage;
+    return print_get(invocation, "/v1/sweeps/" + std::to_string(*id), format_sweep_show);
+}
+
+ExitCode sweep_cancel(Invocation& invocation) {
+    auto id = id_argument(invocation, "ID");
+    if (!id) return ExitCode::kUsage;
+    ApiReply reply =
+        invocation.client.post("/v1/sweeps/" + std::to_string(*id) + "/cancel", "", "");
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+    } else {
+        invocation.out << format_cancelled(reply.body);
+    }
+    return ExitCode::kOk;
+}
+
+ExitCode sweep_watch(Invocation& invocation) {
+    auto id = id_argument(invocation, "ID");
+    if (!id) return ExitCode::kUsage;
+    return watch_sweep(invocation, *id);
+}
+
+ExitCode results_compare(Invocation& invocation) {
+    auto id = id_argument(invocation, "SWEEP");
+    if (!id) return ExitCode::kUsage;
+    if (invocation.flag("csv") && invocation.json_output) {
+        return invocation.usage_error("--csv and --json exclude each other");
+    }
+    return print_compare(invocation, *id, invocation.flag("csv"));
+}
+
+ExitCode results_show(Invocation& invocation) {
+    auto id = id_argument(invocation, "RUN");
+    if (!id) return ExitCode::kUsage;
+    return print_get(invocation, "/v1/runs/" + std::to_string(*id), format_run);
+}
+
+ExitCode version(Invocation& invocation) {
+    ApiReply reply = invocation.client.get("/v1/version");
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+    } else {
+        invocation.out << format_version(reply.body, disksweep_version());
+    }
+    return ExitCode::kOk;
+}
+
+const std::vector<CommandSpec>& command_table() {
+    static const std::vector<CommandSpec> kCommands = {
+        {"sweep submit",
+         {"FILE"},
+         {{"wait", "then follow it like 'sweep watch' and print 'results compare'"}},
+         "submit the sweep spec (TOML) in FILE; prints the sweep id, its number of runs and "
+         "the combinations dropped as impossible",
+         sweep_submit},
+        {"sweep list", {}, {}, "list all sweeps with their progress", sweep_list},
+        {"sweep show", {"ID"}, {}, "show a sweep and each of its runs", sweep_show},
+        {"sweep cancel",
+         {"ID"},
+         {},
+         "cancel a sweep: pending runs are dropped, running ones stopped",
+         sweep_cancel},
+        {"sweep watch",
+         {"ID"},
+         {},
+         "follow a sweep until it finishes; exit 0 only if every run succeeded",
+         sweep_watch},
+        {"results compare",
+         {"SWEEP"},
+         {{"csv", "print CSV with separate n, mean, stddev and ci95 columns"}},
+         "compare a sweep's configurations: each metric as mean ± stddev",
+         results_compare},
+        {"results show", {"RUN"}, {}, "show one run: settings, timings, metrics", results_show},
+        {"version", {}, {}, "print the versions of hostctl and disksweepd", version},
+    };
+    return kCommands;
+}
+
+std::string general_usage() {
+    std::string text = "usage: " + std::string(kGlobalUsage) + " COMMAND [ARGS]\n\n";
+    text += "global options:\n";
+    text += "  --socket PATH  the daemon's socket (default: $" +
+            std::string(kSocketEnvironmentVariable) + ", else " + std::string(kDefaultSocketPath) +
+            ")\n";
+    text += "  --json         print the API's JSON (one document per line) instead of tables\n";
+    text += "  --help         this text; 'hostctl help COMMAND' for one command\n\n";
+    text += "commands:\n";
+    std::size_t width = 0;
+    for (const auto& command : command_table()) {
+        width = std::max(width, command_usage(command).size());
+    }
+    for (const auto& command : command_table()) {
+        std::string usage = command_usage(command);
+        text += "  " + usage + std::string(width - usage.size() + 2, ' ') +
+                std::string(command.help) + "\n";
+    }
+    text += "\nexit status: 0 ok, 1 operation failed, 2 usage error, 3 daemon unreachable\n";
+    return text;
+}
+
+std::string command_help(const CommandSpec& command) {
+    std::string text = "usage: " + std::string(kGlobalUsage) + " " + command_usage(command) +
+                       "\n\n" + std::string(command.help) + "\n";
+    for (const auto& flag : command.flags) {
+        text += "  --" + std::string(flag.name) + "  " + std::string(flag.help) + "\n";
+    }
+    return text;
+}
+
+std::vector<std::string> split_words(std::string_view name) {
+    std::vector<std::string> words;
+    std::istringstream stream{std::string(name)};
+    for (std::string word; stream >> word;) words.push_back(word);
+    return words;
+}
+
+// The command whose words start `tokens` (longest match), or null.
+const CommandSpec* find_command(const std::vector<std::string>& tokens) {
+    const CommandSpec* best = nullptr;
+    std::size_t best_length = 0;
+    for (const auto& command : command_table()) {
+        auto words = split_words(command.name);
+        if (words.size() <= tokens.size() && words.size() > best_length &&
+            std::equal(words.begin(), words.end(), tokens.begin())) {
+            best = &command;
+            best_length = words.size();
+        }
+    }
+    return best;
+}
+
+// Explains a command line that names no known command.
+ExitCode unknown_command(const std::vector<std::string>& tokens, std::ostream& err) {
+    std::vector<std::string> group_members;
+    for (const auto& command : command_table()) {
+        auto words = split_words(command.name);
+        if (words.size() > 1 && words.front() == tokens.front()) group_members.push_back(words[1]);
+    }
+    if (!group_members.empty()) {
+        std::string members;
+        for (const auto& member : group_members) members += (members.empty() ? "" : ", ") + member;
+        if (tokens.size() == 1) {
+            err << "hostctl: '" << tokens.front() << "' needs a sub-command: " << members << "\n";
+        } else {
+            err << "hostctl: unknown command '" << tokens[0] << " " << tokens[1] << "'; '"
+                << tokens[0] << "' takes: " << members << "\n";
+        }
+    } else {
+        err << "hostctl: unknown command '" << tokens.front() << "'\n";
+    }
+    err << "Run 'hostctl --help' for the list of commands.\n";
+    return ExitCode::kUsage;
+}
+
+ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const Environment& environment) {
+    po::options_description global;
+    global.add_options()("socket", po::value<std::string>())("json", po::bool_switch())(
+        "help,h", po::bool_switch());
+    po::variables_map options;
+    std::vector<std::string> tokens;  // command words, arguments, sub-command switches
+    try {
+        // Global options may appear anywhere (`hostctl sweep list --json`);
+        // what they do not claim is the command's.
+        auto parsed = po::command_line_parser(args).options(global).allow_unregistered().run();
+        po::store(parsed, options);
+        po::notify(options);
+        tokens = po::collect_unrecognized(parsed.options, po::include_positional);
+    } catch (const po::error& e) {
+        err << "hostctl: " << e.what() << "\nRun 'hostctl --help' for usage.\n";
+        return ExitCode::kUsage;
+    }
+    const bool help = options["help"].as<bool>();
+
+    if (!tokens.empty() && tokens.front() == "help") {
+        tokens.erase(tokens.begin());
+        if (tokens.empty()) {
+            out << general_usage();
+            return ExitCode::kOk;
+        }
+        const CommandSpec* command = find_command(tokens);
+        if (!command) return unknown_command(tokens, err);
+        out << command_help(*command);
+        return ExitCode::kOk;
+    }
+    if (tokens.empty()) {
+        if (help) {
+            out << general_usage();
+            return ExitCode::kOk;
+        }
+        err << general_usage();
+        return ExitCode::kUsage;
+    }
+    const CommandSpec* command = find_command(tokens);
+    if (!command) return unknown_command(tokens, err);
+    if (help) {
+        out << command_help(*command);
+        return ExitCode::kOk;
+    }
+
+    std::string socket_path;
+    if (options.count("socket")) {
+        socket_path = options["socket"].as<std::string>();
+    } else if (auto from_environment = environment.variable
+                                           ? environment.variable(kSocketEnvironmentVariable)
+                                           : std::nullopt;
+               from_environment && !from_environment->empty()) {
+        socket_path = *from_environment;
+    } else {
+        socket_path = std::string(kDefaultSocketPath);
+    }
+
+    Invocation invocation{std::string(command->name),
+                          std::string(kGlobalUsage) + " " + command_usage(*command),
+                          DaemonClient(socket_path),
+                          options["json"].as<bool>(),
+                          {},
+                          {},
+                          out,
+                          err,
+                          environment};
+
+    // The command's own arguments and switches, declared by its table entry.
+    std::vector<std::string> command_tokens(tokens.begin() + split_words(command->name).size(),
+                                            tokens.end());
+    po::options_description command_options;
+    po::positional_options_description positional;
+    for (const auto& flag : command->flags) {
+        command_options.add_options()(std::string(flag.name).c_str(), po::bool_switch(),
+                                      std::string(flag.help).c_str());
+    }
+    for (auto argument : command->arguments) {
+        command_options.add_options()(std::string(argument).c_str(), po::value<std::string>());
+        positional.add(std::string(argument).c_str(), 1);
+    }
+    po::variables_map command_values;
+    try {
+        po::store(po::command_line_parser(command_tokens)
+                      .options(command_options)
+                      .positional(positional)
+                      .run(),
+                  command_values);
+        po::notify(command_values);
+    } catch (const po::error& e) {
+        return invocation.usage_error(e.what());
+    }
+    for (auto argument : command->arguments) {
+        std::string name(argument);
+        if (!command_values.count(name)) return invocation.usage_error("missing " + name);
+        invocation.arguments[name] = command_values[name].as<std::string>();
+    }
+    for (const auto& flag : command->flags) {
+        std::string name(flag.name);
+        if (command_values[name].as<bool>()) invocation.flags.insert(name);
+    }
+    return command->handler(invocation);
+}
+
+}  // namespace
+
+Environment process_environment() {
+    Environment environment;
+    environment.variable = [](std::string_view name) -> std::optional<std::string> {
+        const char* value = std::getenv(std::string(name).c_str());
+        if (!value) return std::nullopt;
+        return std::string(value);
+    };
+    environment.stdout_is_tty = ::isatty(STDOUT_FILENO) == 1;
+    environment.now = [] { return std::chrono::steady_clock::now(); };
+    return environment;
+}
+
+ExitCode run_hostctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                     const Environment& environment) {
+    // The seam where library exceptions (Boost, JSON, allocation) stop.
+    try {
+        return run(args, out, err, environment);
+    } catch (const std::exception& e) {
+        err << "hostctl: internal error: " << e.what() << "\n";
+        return ExitCode::kFailed;
+    }
+}
+
+}  // namespace ds::hostctl

@@ -1,0 +1,18 @@
+// SHA-256 (FIPS 180-4), for configuration identities. Not for secrets: no
+// constant-time guarantees are needed or given.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ds {
+
+// The 32-byte digest of `data`.
+std::array<std::uint8_t, 32> sha256_digest(std::string_view data);
+
+// The digest as 64 lower-case hex digits.
+std::string sha256_hex(std::string_view data);
+
+}  // namespace ds

@@ -1,0 +1,1017 @@
+// Sweep specs: TOML -> SweepSpec (grammar in docs/spec.md), and the expansion
+// of a spec into configurations and an execution order.
+#include "common/spec.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <set>
+
+#include "common/sha256.h"
+
+namespace ds {
+namespace {
+
+// Backends a spec may name. The daemon still refuses one it has not
+// configured; these lists only catch typos early and give the choices.
+const std::vector<std::string_view> kKnownHypervisors = {"libvirt"};
+const std::vector<std::string_view> kKnownStorageBackends = {"file", "lvm-thin", "rbd"};
+
+// A sweep may schedule at most this many runs (and its matrix may have at
+// most this many combinations): a guard against a typo exploding the matrix.
+constexpr std::uint64_t kMaxRuns = 10000;
+
+// ---------------------------------------------------------------------------
+// Small text helpers
+
+std::string join(const std::vector<std::string_view>& words, std::string_view separator = ", ") {
+    std::string joined;
+    for (std::size_t i = 0; i < words.size(); ++i) {
+        if (i > 0) joined += separator;
+        joined += words[i];
+    }
+    return joined;
+}
+
+std::string in_quotes(std::string_view text) {
+    return "'" + std::string(text) + "'";
+}
+
+bool is_name(std::string_view text) {
+    if (text.empty() || text.size() > 64) return false;
+    return std::all_of(text.begin(), text.end(), [](char c) {
+        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == '-';
+    });
+}
+
+bool contains(const std::vector<std::string_view>& words, std::string_view word) {
+    return std::find(words.begin(), words.end(), word) != words.end();
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> previous(b.size() + 1), current(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) previous[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        current[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            current[j] = std::min({previous[j] + 1, current[j - 1] + 1, substitution});
+        }
+        std::swap(previous, current);
+    }
+    return previous[b.size()];
+}
+
+// " Did you mean 'x'?" for the closest candidate within two edits, else "".
+std::string suggestion(std::string_view word, const std::vector<std::string_view>& candidates) {
+    std::string_view best;
+    std::size_t best_distance = 3;
+    for (std::string_view candidate : candidates) {
+        const std::size_t distance = edit_distance(word, candidate);
+        if (distance < best_distance && distance < std::max<std::size_t>(word.size(), 2)) {
+            best = candidate;
+            best_distance = distance;
+        }
+    }
+    return best.empty() ? "" : " Did you mean " + in_quotes(best) + "?";
+}
+
+std::string unknown_choice(std::string_view what, std::string_view word, std::string_view where,
+                           std::string_view valid_label,
+                           const std::vector<std::string_view>& valid) {
+    std::string message = "unknown " + std::string(what) + " " + in_quotes(word);
+    if (!where.empty()) message += " " + std::string(where);
+    message += "; " + std::string(valid_label) + ": " + join(valid) + ".";
+    return message + suggestion(word, valid);
+}
+
+// ---------------------------------------------------------------------------
+// Sizes and durations
+
+// "N" or "N" followed by k, m, g, t or p (powers of 1024, either case),
+// optionally followed by "iB" or "B" (fio's spellings). 0 on overflow.
+bool parse_size_text(std::string_view text, std::uint64_t& bytes) {
+    std::size_t digits = 0;
+    std::uint64_t number = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+        const std::uint64_t digit = static_cast<std::uint64_t>(text[digits] - '0');
+        if (number > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;
+        number = number * 10 + digit;
+        ++digits;
+    }
+    if (digits == 0) return false;
+    std::string_view suffix = text.substr(digits);
+    int shift = 0;
+    if (!suffix.empty()) {
+        static constexpr std::string_view kUnits = "kmgtp";
+        const char unit = static_cast<char>(suffix[0] | 0x20);  // lower-case ASCII letters
+        const std::size_t index = kUnits.find(unit);
+        if (index != std::string_view::npos) {
+            shift = 10 * static_cast<int>(index + 1);
+            suffix.remove_prefix(1);
+            if (suffix == "iB" || suffix == "ib" || suffix == "B" || suffix == "b") suffix = {};
+        }
+    }
+    if (!suffix.empty()) return false;
+    if (shift > 0 && number > (std::numeric_limits<std::uint64_t>::max() >> shift)) return false;
+    bytes = number << shift;
+    return true;
+}
+
+// "N" or "N" followed by one of `units` (name, multiplier). No fractions.
+struct DurationUnit {
+    std::string_view name;
+    std::uint64_t multiplier;
+};
+
+bool parse_duration_text(std::string_view text, const std::vector<DurationUnit>& units,
+                         std::uint64_t& value) {
+    std::size_t digits = 0;
+    std::uint64_t number = 0;
+    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+        if (number > 1'000'000'000'000ull) return false;
+        number = number * 10 + static_cast<std::uint64_t>(text[digits] - '0');
+        ++digits;
+    }
+    if (digits == 0) return false;
+    const std::string_view suffix = text.substr(digits);
+    if (suffix.empty()) {
+        value = number;
+        return true;
+    }
+    for (const auto& unit : units) {
+        if (unit.name == suffix) {
+            value = number * unit.multiplier;
+            return true;
+        }
+    }
+    return false;
+}
+
+// Spec timeouts: whole seconds, plain or with s, m, h.
+const std::vector<DurationUnit> kTimeoutUnits = {{"s", 1}, {"m", 60}, {"h", 3600}};
+// fio's time units (its default unit for runtime/ramp_time is seconds).
+const std::vector<DurationUnit> kFioTimeUnits = {{"us", 1}, {"ms", 1}, {"s", 1},
+                                                 {"m", 1},  {"h", 1},  {"d", 1}};
+
+// ---------------------------------------------------------------------------
+// Workload kinds and their options, as data.
+
+enum class OptionKind {
+    kEnum,         // a string from `values`
+    kSize,         // fio size: "4k", "256m", a byte count, or for size a percentage
+    kBlockSize,    // kSize, or "READ,WRITE[,TRIM]" sizes
+    kDuration,     // fio time: "10s", "500ms", or whole seconds
+    kCount,        // integer >= 1
+    kNonNegative,  // integer >= 0
+    kPercent,      // integer 0..100
+    kFlag,         // boolean (or 0/1, as fio writes it)
+};
+
+struct WorkloadOptionDef {
+    std::string_view name;
+    OptionKind kind;
+    std::vector<std::string_view> values;  // for kEnum
+    std::string_view help;
+};
+
+struct WorkloadKindDef {
+    std::string_view name;
+    std::vector<WorkloadOptionDef> options;
+};
+
+const std::vector<WorkloadKindDef>& workload_kinds() {
+    static const std::vector<WorkloadKindDef> kinds = {
+        {"fio",
+         {
+             {"rw",
+              OptionKind::kEnum,
+              {"read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"},
+              "I/O pattern"},
+             {"bs", OptionKind::kBlockSize, {}, "block size"},
+             {"size", OptionKind::kSize, {}, "bytes of file per job"},
+             {"runtime", OptionKind::kDuration, {}, "run time limit"},
+             {"iodepth", OptionKind::kCount, {}, "I/Os in flight per job"},
+             {"numjobs", OptionKind::kCount, {}, "parallel jobs"},
+             {"direct", OptionKind::kFlag, {}, "O_DIRECT"},
+             {"ioengine",
+              OptionKind::kEnum,
+              {"libaio", "psync", "sync", "io_uring", "posixaio"},
+              "I/O engine"},
+             {"rwmixread", OptionKind::kPercent, {}, "read share of a mixed workload"},
+             {"time_based", OptionKind::kFlag, {}, "run for runtime even if size is done"},
+             {"ramp_time", OptionKind::kDuration, {}, "warm-up excluded from results"},
+             {"fsync", OptionKind::kNonNegative, {}, "fsync every N writes"},
+             {"end_fsync", OptionKind::kFlag, {}, "fsync when the job ends"},
+             {"iodepth_batch_submit", OptionKind::kNonNegative, {}, "I/Os submitted at once"},
+             {"iodepth_batch_complete", OptionKind::kNonNegative, {}, "I/Os reaped at once"},
+         }},
+    };
+    return kinds;
+}
+
+const WorkloadKindDef* find_workload_kind(std::string_view name) {
+    for (const auto& kind : workload_kinds())
+        if (kind.name == name) return &kind;
+    return nullptr;
+}
+
+std::vector<std::string_view> workload_kind_names() {
+    std::vector<std::string_view> names;
+    for (const auto& kind : workload_kinds()) names.push_back(kind.name);
+    return names;
+}
+
+// ---------------------------------------------------------------------------
+// Axis values -> settings
+
+using ConfigSetter = std::function<void(StorageConfig&)>;
+
+Error spec_error(std::string message) {
+    return make_error(errc::kInvalidSpec, std::move(message));
+}
+
+template <class Enum>
+Result<ConfigSetter> enum_setter(const AxisDef& axis, std::string_view value,
+                                 Enum StorageConfig::*field) {
+    Enum parsed{};
+    if (!parse_enum(value, parsed)) {
+        return spec_error(unknown_choice("value", value, "for axis " + in_quotes(axis.name),
+                                         "valid values", axis.values));
+    }
+    return ConfigSetter([parsed, field](StorageConfig& config) { config.*field = parsed; });
+}
+
+Result<ConfigSetter> bool_setter(const AxisDef& axis, std::string_view value,
+                                 bool StorageConfig::*field) {
+    if (value != "true" && value != "false") {
+        return spec_error("axis " + in_quotes(axis.name) + " takes true or false, not " +
+                          in_quotes(value));
+    }
+    const bool parsed = value == "true";
+    return ConfigSetter([parsed, field](StorageConfig& config) { config.*field = parsed; });
+}
+
+// Checks one value of one axis and returns what it sets. The axis table says
+// which axes exist; this says which StorageConfig field each one sets.
+Result<ConfigSetter> axis_setter(const SweepSpec& spec, const AxisDef& axis,
+                                 std::string_view value) {
+    const std::string_view name = axis.name;
+    if (name == "storage") {
+        const std::size_t colon = value.find(':');
+        const std::string backend(value.substr(0, colon));
+        std::string pool;
+        if (colon != std::string_view::npos) {
+            pool = std::string(value.substr(colon + 1));
+            if (pool.empty() || pool.find_first_of(" \t") != std::string::npos)
+                return spec_error("storage " + in_quotes(value) + " needs a pool name after ':'");
+        }
+        if (!contains(kKnownStorageBackends, backend)) {
+            return spec_error(unknown_choice("storage backend", backend, "", "valid backends",
+                                             kKnownStorageBackends));
+        }
+        return ConfigSetter([backend, pool](StorageConfig& config) {
+            config.storage = backend;
+            config.storage_pool = pool;
+        });
+    }
+    if (name == "image_format") return enum_setter(axis, value, &StorageConfig::image_format);
+    if (name == "disk_size") {
+        std::uint64_t bytes = 0;
+        if (!parse_size_text(value, bytes) || bytes == 0) {
+            return spec_error("disk_size " + in_quotes(value) +
+                              " is not a size; write bytes or a number with k, m, g or t, "
+                              "e.g. \"1g\"");
+        }
+        return ConfigSetter([bytes](StorageConfig& config) { config.disk_size_bytes = bytes; });
+    }
+    if (name == "bus") return enum_setter(axis, value, &StorageConfig::bus);
+    if (name == "cache") return enum_setter(axis, value, &StorageConfig::cache);
+    if (name == "aio") return enum_setter(axis, value, &StorageConfig::aio);
+    if (name == "discard") return bool_setter(axis, value, &StorageConfig::discard);
+    if (name == "detect_zeroes") return enum_setter(axis, value, &StorageConfig::detect_zeroes);
+    if (name == "ssd") return bool_setter(axis, value, &StorageConfig::ssd);
+    if (name == "iothread") return bool_setter(axis, value, &StorageConfig::iothread);
+    if (name == "filesystem") {
+        Result<FilesystemSpec> filesystem = resolve_filesystem(spec, value);
+        if (!filesystem.ok()) return filesystem.error();
+        return ConfigSetter([resolved = std::move(filesystem).value()](StorageConfig& config) {
+            config.filesystem = resolved;
+        });
+    }
+    return make_error(errc::kInternal,
+                      "axis " + in_quotes(name) + " is declared but has no setter in spec.cpp");
+}
+
+std::vector<std::string_view> axis_names() {
+    std::vector<std::string_view> names;
+    for (const auto& axis : axes()) names.push_back(axis.name);
+    return names;
+}
+
+// ---------------------------------------------------------------------------
+// TOML -> SweepSpec
+
+std::string_view type_name(const toml::node& node) {
+    switch (node.type()) {
+        case toml::node_type::table:
+            return "a table";
+        case toml::node_type::array:
+            return "an array";
+        case toml::node_type::string:
+            return "a string";
+        case toml::node_type::integer:
+            return "an integer";
+        case toml::node_type::floating_point:
+            return "a float";
+        case toml::node_type::boolean:
+            return "a boolean";
+        case toml::node_type::date:
+            return "a date";
+        case toml::node_type::time:
+            return "a time";
+        case toml::node_type::date_time:
+            return "a date-time";
+        default:
+            return "nothing";
+    }
+}
+
+class SpecParser {
+  public:
+    explicit SpecParser(std::string_view source_name) : source_(source_name) {}
+
+    Result<SweepSpec> parse(const toml::table& root);
+
+  private:
+    // "SOURCE:LINE:COLUMN: message" (just "SOURCE: message" without a position).
+    Error error_at(const toml::source_region& region, std::string message) const {
+        std::string where = source_;
+        if (region.begin.line > 0) {
+            where +=
+                ":" + std::to_string(region.begin.line) + ":" + std::to_string(region.begin.column);
+        }
+        return spec_error(where + ": " + message);
+    }
+    Error error_without_position(std::string message) const {
+        return spec_error(source_ + ": " + message);
+    }
+    Error type_error(std::string_view key, const toml::node& node,
+                     std::string_view expected) const {
+        return error_at(node.source(), in_quotes(key) + " must be " + std::string(expected) +
+                                           ", not " + std::string(type_name(node)));
+    }
+
+    Status check_keys(const toml::table& table, const std::vector<std::string_view>& known,
+                      std::string_view what, std::string_view where) const;
+    Result<std::string> read_name(std::string_view key, const toml::node& node) const;
+    Result<int> read_timeout(std::string_view key, const toml::node& node) const;
+    Status parse_hypervisor(const toml::node& node);
+    Status parse_filesystems(const toml::node& node);
+    Status parse_matrix(const toml::node& node);
+    Status parse_workloads(const toml::node& node);
+    Status check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
+                                 std::string_view workload_name) const;
+
+    std::string source_;
+    SweepSpec spec_;
+};
+
+Status SpecParser::check_keys(const toml::table& table, const std::vector<std::string_view>& known,
+                              std::string_view what, std::string_view where) const {
+    for (auto&& [key, node] : table) {
+        if (!contains(known, key.str())) {
+            return error_at(key.source(),
+                            unknown_choice(what, key.str(), where, "valid keys", known));
+        }
+    }
+    return ok_status();
+}
+
+Result<std::string> SpecParser::read_name(std::string_view key, const toml::node& node) const {
+    const auto* text = node.as_string();
+    if (text == nullptr) return type_error(key, node, "a string");
+    if (!is_name(text->get())) {
+        return error_at(node.source(), in_quotes(key) + " " + in_quotes(text->get()) +
+                                           " must be 1 to 64 of A-Z a-z 0-9 . _ -");
+    }
+    return text->get();
+}
+
+Result<int> SpecParser::read_timeout(std::string_view key, const toml::node& node) const {
+    std::uint64_t seconds = 0;
+    if (const auto* integer = node.as_integer()) {
+        if (integer->get() <= 0)
+            return error_at(node.source(), in_quotes(key) + " must be a positive duration");
+        seconds = static_cast<std::uint64_t>(integer->get());
+    } else if (const auto* text = node.as_string()) {
+        if (!parse_duration_text(text->get(), kTimeoutUnits, seconds) || seconds == 0) {
+            return error_at(node.source(), in_quotes(key) + " " + in_quotes(text->get()) +
+                                               " is not a duration; write e.g. \"90s\", "
+                                               "\"10m\", \"1h\" or whole seconds");
+        }
+    } else {
+        return type_error(key, node, "a duration string like \"10m\" or an integer of seconds");
+    }
+    if (seconds > static_cast<std::uint64_t>(std::numeric_limits<int>::max()))
+        return error_at(node.source(), in_quotes(key) + " is too long");
+    return static_cast<int>(seconds);
+}
+
+Result<SweepSpec> SpecParser::parse(const toml::table& root) {
+    DS_TRY(check_keys(root,
+                      {"name", "repetitions", "seed", "boot_timeout", "run_timeout", "hypervisor",
+                       "matrix", "filesystems", "workload"},
+                      "key", "at the top level"));
+
+    const toml::node* name = root.get("name");
+    if (name == nullptr)
+        return error_without_position("missing required key 'name' (the sweep's name)");
+    Result<std::string> sweep_name = read_name("name", *name);
+    if (!sweep_name.ok()) return sweep_name.error();
+    spec_.name = sweep_name.value();
+
+    if (const toml::node* node = root.get("repetitions")) {
+        const auto* integer = node->as_integer();
+        if (integer == nullptr) return type_error("repetitions", *node, "an integer");
+        if (integer->get() < 1 || static_cast<std::uint64_t>(integer->get()) > kMaxRuns) {
+            return error_at(node->source(),
+                            "'repetitions' must be between 1 and " + std::to_string(kMaxRuns));
+        }
+        spec_.repetitions = static_cast<int>(integer->get());
+    }
+    if (const toml::node* node = root.get("seed")) {
+        const auto* integer = node->as_integer();
+        if (integer == nullptr) return type_error("seed", *node, "an integer");
+        if (integer->get() < 0) return error_at(node->source(), "'seed' must be >= 0");
+        spec_.seed = static_cast<std::uint64_t>(integer->get());
+    }
+    if (const toml::node* node = root.get("boot_timeout")) {
+        Result<int> seconds = read_timeout("boot_timeout", *node);
+        if (!seconds.ok()) return seconds.error();
+        spec_.boot_timeout_s = seconds.value();
+    }
+    if (const toml::node* node = root.get("run_timeout")) {
+        Result<int> seconds = read_timeout("run_timeout", *node);
+        if (!seconds.ok()) return seconds.error();
+        spec_.run_timeout_s = seconds.value();
+    }
+    if (const toml::node* node = root.get("hypervisor")) DS_TRY(parse_hypervisor(*node));
+    // Named filesystems first: matrix.filesystem values may refer to them.
+    if (const toml::node* node = root.get("filesystems")) DS_TRY(parse_filesystems(*node));
+    if (const toml::node* node = root.get("matrix")) DS_TRY(parse_matrix(*node));
+
+    const toml::node* workloads = root.get("workload");
+    if (workloads == nullptr) {
+        return error_without_position(
+            "no [[workload]]: a sweep needs at least one workload to run");
+    }
+    DS_TRY(parse_workloads(*workloads));
+    return std::move(spec_);
+}
+
+Status SpecParser::parse_hypervisor(const toml::node& node) {
+    const auto* table = node.as_table();
+    if (table == nullptr) return type_error("hypervisor", node, "a table ([hypervisor])");
+    DS_TRY(check_keys(*table, {"backend"}, "key", "in [hypervisor]"));
+    if (const toml::node* backend = table->get("backend")) {
+        const auto* text = backend->as_string();
+        if (text == nullptr) return type_error("backend", *backend, "a string");
+        if (!contains(kKnownHypervisors, text->get())) {
+            return error_at(backend->source(), unknown_choice("hypervisor backend", text->get(), "",
+                                                              "valid backends", kKnownHypervisors));
+        }
+        spec_.hypervisor = text->get();
+    }
+    return ok_status();
+}
+
+Status SpecParser::parse_filesystems(const toml::node& node) {
+    const auto* table = node.as_table();
+    if (table == nullptr) return type_error("filesystems", node, "a table ([filesystems.NAME])");
+    for (auto&& [key, definition_node] : *table) {
+        const std::string name(key.str());
+        if (!is_name(name)) {
+            return error_at(key.source(), "filesystem name " + in_quotes(name) +
+                                              " must be 1 to 64 of A-Z a-z 0-9 . _ -");
+        }
+        const auto fs_types = filesystem_types();
+        if (std::find(fs_types.begin(), fs_types.end(), name) != fs_types.end()) {
+            return error_at(key.source(), "filesystem name " + in_quotes(name) +
+                                              " is a filesystem type; pick another name");
+        }
+        const auto* definition = definition_node.as_table();
+        if (definition == nullptr)
+            return type_error("filesystems." + name, definition_node, "a table");
+        const std::string where = "in [filesystems." + name + "]";
+        DS_TRY(check_keys(*definition, {"type", "mkfs", "mount", "post_format"}, "key", where));
+
+        FilesystemSpec filesystem;
+        filesystem.label = name;
+        const toml::node* type = definition->get("type");
+        if (type == nullptr)
+            return error_at(definition->source(), "missing required key 'type' " + where);
+        if (!type->is_string()) return type_error("type", *type, "a string");
+        filesystem.type = type->as_string()->get();
+        const std::vector<std::string_view> valid_types(fs_types.begin(), fs_types.end());
+        if (!contains(valid_types, filesystem.type)) {
+            return error_at(type->source(), unknown_choice("filesystem type", filesystem.type,
+                                                           where, "valid types", valid_types));
+        }
+
+        auto read_strings = [&](std::string_view key_name, std::vector<std::string>& out,
+                                std::string_view expected) -> Status {
+            const toml::node* list = definition->get(key_name);
+            if (list == nullptr) return ok_status();
+            const auto* array = list->as_array();
+            if (array == nullptr) return type_error(key_name, *list, expected);
+            for (const toml::node& element : *array) {
+                if (!element.is_string()) return type_error(key_name, element, "a string");
+                out.push_back(element.as_string()->get());
+            }
+            return ok_status();
+        };
+        DS_TRY(read_strings("mkfs", filesystem.mkfs_options,
+                            "an array of strings (mkfs arguments, in order)"));
+        DS_TRY(read_strings("post_format", filesystem.post_format,
+                            "an array of post-format step names"));
+        if (const toml::node* mount = definition->get("mount")) {
+            if (!mount->is_string())
+                return type_error("mount", *mount, "a string of comma-separated mount options");
+            filesystem.mount_options = mount->as_string()->get();
+        }
+        if (std::string problem = filesystem_problem(filesystem); !problem.empty())
+            return error_at(definition->source(), "[filesystems." + name + "]: " + problem);
+        spec_.filesystems[name] = std::move(filesystem);
+    }
+    return ok_status();
+}
+
+Status SpecParser::parse_matrix(const toml::node& node) {
+    const auto* table = node.as_table();
+    if (table == nullptr) return type_error("matrix", node, "a table ([matrix])");
+    for (auto&& [key, value_node] : *table) {
+        const AxisDef* axis = find_axis(key.str());
+        if (axis == nullptr) {
+            return error_at(key.source(), unknown_choice("axis", key.str(), "in [matrix]",
+                                                         "valid axes", axis_names()));
+        }
+        std::vector<const toml::node*> elements;
+        if (const auto* array = value_node.as_array()) {
+            if (array->empty()) {
+                return error_at(value_node.source(),
+                                "axis " + in_quotes(axis->name) +
+                                    " in [matrix] lists no values; list at least one, or leave "
+                                    "the axis out for its default " +
+                                    in_quotes(axis->default_value));
+            }
+            for (const toml::node& element : *array) elements.push_back(&element);
+        } else {
+            elements.push_back(&value_node);
+        }
+
+        std::string_view expected;
+        switch (axis->kind) {
+            case AxisKind::kBool:
+                expected = "true or false";
+                break;
+            case AxisKind::kSize:
+                expected = "a size string like \"1g\" or an integer of bytes";
+                break;
+            default:
+                expected = "a string";
+                break;
+        }
+        std::vector<std::string> values;
+        for (const toml::node* element : elements) {
+            std::string text;
+            if (axis->kind == AxisKind::kBool && element->is_boolean()) {
+                text = element->as_boolean()->get() ? "true" : "false";
+            } else if (axis->kind == AxisKind::kSize && element->is_integer()) {
+                text = std::to_string(element->as_integer()->get());
+            } else if (axis->kind != AxisKind::kBool && element->is_string()) {
+                text = element->as_string()->get();
+            } else {
+                return error_at(element->source(), "values of axis " + in_quotes(axis->name) +
+                                                       " must be " + std::string(expected) +
+                                                       ", not " + std::string(type_name(*element)));
+            }
+            Result<ConfigSetter> setter = axis_setter(spec_, *axis, text);
+            if (!setter.ok()) return error_at(element->source(), setter.error().message);
+            if (std::find(values.begin(), values.end(), text) != values.end()) {
+                return error_at(element->source(), "value " + in_quotes(text) + " of axis " +
+                                                       in_quotes(axis->name) + " is listed twice");
+            }
+            values.push_back(std::move(text));
+        }
+        spec_.matrix[std::string(axis->name)] = std::move(values);
+    }
+    return ok_status();
+}
+
+Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
+                                         std::string_view workload_name) const {
+    const std::string key(option.name);
+    const std::string in_workload = " in workload " + in_quotes(workload_name);
+    auto bad_value = [&](std::string_view detail) {
+        return error_at(node.source(), in_quotes(key) + in_workload + ": " + std::string(detail));
+    };
+    const auto* text = node.as_string();
+    const auto* integer = node.as_integer();
+    switch (option.kind) {
+        case OptionKind::kEnum:
+            if (text == nullptr) return type_error(key, node, "a string");
+            if (!contains(option.values, text->get())) {
+                return error_at(node.source(),
+                                unknown_choice("value", text->get(), "for " + in_quotes(key),
+                                               "valid values", option.values));
+            }
+            return ok_status();
+        case OptionKind::kSize:
+        case OptionKind::kBlockSize: {
+            if (integer != nullptr) {
+                if (integer->get() <= 0) return bad_value("must be a positive size");
+                return ok_status();
+            }
+            if (text == nullptr) return type_error(key, node, "a size string like \"4k\"");
+            std::string_view value = text->get();
+            // fio's size may be a percentage of the file or device.
+            if (option.name == "size" && value.ends_with('%')) {
+                std::uint64_t percent = 0;
+                if (parse_duration_text(value.substr(0, value.size() - 1), {}, percent) &&
+                    percent >= 1 && percent <= 100)
+                    return ok_status();
+                return bad_value(in_quotes(value) + " is not a percentage between 1% and 100%");
+            }
+            // bs may give read,write[,trim] sizes.
+            const std::size_t max_parts = option.kind == OptionKind::kBlockSize ? 3 : 1;
+            std::size_t parts = 0;
+            while (true) {
+                const std::size_t comma = value.find(',');
+                std::uint64_t bytes = 0;
+                if (!parse_size_text(value.substr(0, comma), bytes) || bytes == 0 ||
+                    ++parts > max_parts) {
+                    return bad_value(in_quotes(text->get()) +
+                                     " is not a size; write e.g. \"4k\", \"256m\" or bytes");
+                }
+                if (comma == std::string_view::npos) break;
+                value.remove_prefix(comma + 1);
+            }
+            return ok_status();
+        }
+        case OptionKind::kDuration: {
+            if (integer != nullptr) {
+                if (integer->get() < 0) return bad_value("must not be negative");
+                return ok_status();
+            }
+            if (text == nullptr) return type_error(key, node, "a duration string like \"10s\"");
+            std::uint64_t amount = 0;
+            if (!parse_duration_text(text->get(), kFioTimeUnits, amount)) {
+                return bad_value(in_quotes(text->get()) +
+                                 " is not a duration; write e.g. \"10s\", \"500ms\", \"2m\" or "
+                                 "whole seconds");
+            }
+            return ok_status();
+        }
+        case OptionKind::kCount:
+        case OptionKind::kNonNegative:
+        case OptionKind::kPercent: {
+            if (integer == nullptr) return type_error(key, node, "an integer");
+            const std::int64_t value = integer->get();
+            if (option.kind == OptionKind::kCount && value < 1) return bad_value("must be >= 1");
+            if (option.kind == OptionKind::kNonNegative && value < 0)
+                return bad_value("must be >= 0");
+            if (option.kind == OptionKind::kPercent && (value < 0 || value > 100))
+                return bad_value("must be between 0 and 100");
+            return ok_status();
+        }
+        case OptionKind::kFlag:
+            if (node.is_boolean()) return ok_status();
+            if (integer != nullptr && (integer->get() == 0 || integer->get() == 1))
+                return ok_status();
+            return type_error(key, node, "a boolean (or 0/1)");
+    }
+    return ok_status();
+}
+
+Json option_value_as_json(const toml::node& node) {
+    if (const auto* text = node.as_string()) return text->get();
+    if (const auto* integer = node.as_integer()) return integer->get();
+    if (const auto* boolean = node.as_boolean()) return boolean->get();
+    return nullptr;  // unreachable after check_workload_option
+}
+
+bool is_truthy(const Json& value) {
+    return (value.is_boolean() && value.get<bool>()) ||
+           (value.is_number_integer() && value.get<std::int64_t>() != 0);
+}
+
+Status SpecParser::parse_workloads(const toml::node& node) {
+    const auto* array = node.as_array();
+    if (array == nullptr || !array->is_array_of_tables()) {
+        return error_at(node.source(),
+                        "'workload' must be an array of tables: write each as [[workload]]");
+    }
+    if (array->empty()) {
+        return error_at(node.source(), "no [[workload]]: a sweep needs at least one workload");
+    }
+    std::set<std::string> names;
+    for (std::size_t index = 0; index < array->size(); ++index) {
+        const toml::table& table = *array->get(index)->as_table();
+        const std::string where = "[[workload]] #" + std::to_string(index + 1);
+        const toml::node* kind_node = table.get("kind");
+        if (kind_node == nullptr)
+            return error_at(table.source(),
+                            where + " has no 'kind'; valid kinds: " + join(workload_kind_names()));
+        if (!kind_node->is_string()) return type_error("kind", *kind_node, "a string");
+        const std::string kind_name = kind_node->as_string()->get();
+        const WorkloadKindDef* kind = find_workload_kind(kind_name);
+        if (kind == nullptr) {
+            return error_at(kind_node->source(),
+                            unknown_choice("workload kind", kind_name, "", "valid kinds",
+                                           workload_kind_names()));
+        }
+
+        Workload workload;
+        workload.kind = kind_name;
+        workload.name = kind_name + "-" + std::to_string(index + 1);
+        if (const toml::node* name_node = table.get("name")) {
+            Result<std::string> name = read_name("name", *name_node);
+            if (!name.ok()) return name.error();
+            workload.name = name.value();
+        }
+        if (!names.insert(workload.name).second) {
+            return error_at(table.source(), "workload name " + in_quotes(workload.name) +
+                                                " is used twice; names must be unique");
+        }
+
+        std::vector<std::string_view> option_names;
+        for (const auto& option : kind->options) option_names.push_back(option.name);
+        workload.params = Json::object();
+        for (auto&& [key, value] : table) {
+            if (key.str() == "kind" || key.str() == "name") continue;
+            const auto option =
+                std::find_if(kind->options.begin(), kind->options.end(),
+                             [&](const WorkloadOptionDef& def) { return def.name == key.str(); });
+            if (option == kind->options.end()) {
+                return error_at(key.source(),
+                                unknown_choice(std::string(kind_name) + " option", key.str(),
+                                               "in workload " + in_quotes(workload.name),
+                                               "valid options", option_names));
+            }
+            DS_TRY(check_workload_option(*option, value, workload.name));
+            workload.params[std::string(key.str())] = option_value_as_json(value);
+        }
+        // fio with time_based and no runtime never stops.
+        if (kind_name == "fio" && workload.params.contains("time_based") &&
+            is_truthy(workload.params["time_based"]) && !workload.params.contains("runtime")) {
+            return error_at(table.source(), "workload " + in_quotes(workload.name) +
+                                                " sets time_based without runtime; fio would "
+                                                "run forever");
+        }
+        spec_.workloads.push_back(std::move(workload));
+    }
+    return ok_status();
+}
+
+// ---------------------------------------------------------------------------
+// Run order
+
+// splitmix64 (Steele, Lea, Flood 2014; constants as in Vigna's public-domain
+// reference): a tiny generator whose output depends only on its 64-bit state,
+// so the run order for a seed is the same on every platform and compiler.
+class SplitMix64 {
+  public:
+    explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+
+    std::uint64_t next() {
+        state_ += 0x9e3779b97f4a7c15ull;
+        std::uint64_t z = state_;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+
+    // Uniform in [0, bound), bound > 0, without modulo bias: outputs below
+    // 2^64 mod bound are rejected so every residue is equally likely.
+    std::uint64_t below(std::uint64_t bound) {
+        const std::uint64_t rejection_threshold = (0 - bound) % bound;
+        std::uint64_t draw = next();
+        while (draw < rejection_threshold) draw = next();
+        return draw % bound;
+    }
+
+  private:
+    std::uint64_t state_;
+};
+
+// The spec's seed, or (seed 0) the first 8 bytes of SHA-256(name), big-endian.
+std::uint64_t shuffle_seed(const SweepSpec& spec) {
+    if (spec.seed != 0) return spec.seed;
+    const auto digest = sha256_digest(spec.name);
+    std::uint64_t seed = 0;
+    for (int i = 0; i < 8; ++i) seed = (seed << 8) | digest[i];
+    return seed;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Public API
+
+Result<SweepSpec> parse_sweep_spec(std::string_view toml_text, std::string_view source_name) {
+    toml::table root;
+    try {
+        root = toml::parse(toml_text, source_name);
+    } catch (const toml::parse_error& error) {
+        const auto& begin = error.source().begin;
+        std::string message = std::string(source_name) + ":" + std::to_string(begin.line) + ":" +
+                              std::to_string(begin.column) + ": " +
+                              std::string(error.description());
+        // Sketches of specs often separate keys with ';', which TOML lacks.
+        if (error.description().find("';'") != std::string_view::npos)
+            message += " (TOML has no ';' separator: put each key = value on its own line)";
+        return spec_error(std::move(message));
+    } catch (const std::exception& error) {
+        return spec_error(std::string(source_name) + ": cannot parse: " + error.what());
+    }
+    SpecParser parser(source_name);
+    return parser.parse(root);
+}
+
+Result<FilesystemSpec> resolve_filesystem(const SweepSpec& spec, std::string_view value) {
+    if (const auto named = spec.filesystems.find(std::string(value));
+        named != spec.filesystems.end())
+        return named->second;
+
+    // TYPE[+STEP...][:MOUNTOPTS]
+    FilesystemSpec filesystem;
+    filesystem.label = std::string(value);
+    const std::size_t colon = value.find(':');
+    std::string_view head = value.substr(0, colon);
+    if (colon != std::string_view::npos) {
+        filesystem.mount_options = std::string(value.substr(colon + 1));
+        if (filesystem.mount_options.empty())
+            return spec_error("filesystem " + in_quotes(value) + " has no mount options after ':'");
+        if (filesystem.mount_options.find_first_of(" \t") != std::string::npos)
+            return spec_error("filesystem " + in_quotes(value) + ": mount options contain a space");
+    }
+    const std::size_t plus = head.find('+');
+    filesystem.type = std::string(head.substr(0, plus));
+    const auto types = filesystem_types();
+    if (std::find(types.begin(), types.end(), filesystem.type) == types.end()) {
+        std::vector<std::string_view> choices(types.begin(), types.end());
+        for (const auto& [name, named] : spec.filesystems) choices.push_back(name);
+        return spec_error(
+            unknown_choice("filesystem", filesystem.type, "", "valid filesystems", choices) +
+            " Shorthand: TYPE[+STEP...][:MOUNTOPTS].");
+    }
+    if (plus != std::string_view::npos) {
+        std::string_view steps = head.substr(plus + 1);
+        while (true) {
+            const std::size_t next = steps.find('+');
+            const std::string step(steps.substr(0, next));
+            if (find_post_format_step(step) == nullptr) {
+                std::vector<std::string_view> known_steps;
+                for (const auto& known : post_format_steps()) known_steps.push_back(known.name);
+                return spec_error(unknown_choice("post-format step", step,
+                                                 "in filesystem " + in_quotes(value), "valid steps",
+                                                 known_steps));
+            }
+            filesystem.post_format.push_back(step);
+            if (next == std::string_view::npos) break;
+            steps.remove_prefix(next + 1);
+        }
+    }
+    if (std::string problem = filesystem_problem(filesystem); !problem.empty())
+        return spec_error("filesystem " + in_quotes(value) + ": " + problem);
+    return filesystem;
+}
+
+Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
+    if (spec.repetitions < 1) return spec_error("repetitions must be >= 1");
+    if (spec.workloads.empty()) return spec_error("a sweep needs at least one workload");
+    if (!contains(kKnownHypervisors, spec.hypervisor)) {
+        return spec_error(unknown_choice("hypervisor backend", spec.hypervisor, "",
+                                         "valid backends", kKnownHypervisors));
+    }
+    std::set<std::string> workload_names;
+    for (const auto& workload : spec.workloads) {
+        if (!workload_names.insert(workload.name).second)
+            return spec_error("workload name " + in_quotes(workload.name) + " is used twice");
+    }
+    for (const auto& [axis_name, values] : spec.matrix) {
+        if (find_axis(axis_name) == nullptr) {
+            return spec_error(
+                unknown_choice("axis", axis_name, "in [matrix]", "valid axes", axis_names()));
+        }
+        if (values.empty())
+            return spec_error("axis " + in_quotes(axis_name) + " in [matrix] lists no values");
+    }
+
+    // Per axis (in table order), the setters of its values: the listed ones
+    // or the axis default. Two values that set the same thing ("1g", "1024m")
+    // would make identical configurations, so they are refused.
+    const auto axis_list = axes();
+    std::vector<std::vector<ConfigSetter>> setters(axis_list.size());
+    SweepPlan plan;
+    std::uint64_t combinations = 1;
+    for (std::size_t a = 0; a < axis_list.size(); ++a) {
+        const AxisDef& axis = axis_list[a];
+        const auto listed = spec.matrix.find(std::string(axis.name));
+        const std::vector<std::string> values =
+            listed != spec.matrix.end() ? listed->second
+                                        : std::vector<std::string>{std::string(axis.default_value)};
+        if (values.size() > 1) plan.varying_axes.emplace_back(axis.name);
+        std::vector<std::string> seen_json;
+        for (const auto& value : values) {
+            Result<ConfigSetter> setter = axis_setter(spec, axis, value);
+            if (!setter.ok()) return setter.error();
+            StorageConfig probe;
+            setter.value()(probe);
+            std::string probe_json = canonical_json(probe);
+            const auto same = std::find(seen_json.begin(), seen_json.end(), probe_json);
+            if (same != seen_json.end()) {
+                return spec_error(
+                    "axis " + in_quotes(axis.name) + ": " + in_quotes(value) + " and " +
+                    in_quotes(values[static_cast<std::size_t>(same - seen_json.begin())]) +
+                    " are the same setting");
+            }
+            seen_json.push_back(std::move(probe_json));
+            setters[a].push_back(std::move(setter).value());
+        }
+        combinations *= values.size();
+        if (combinations > kMaxRuns) {
+            return spec_error("the matrix has more than " + std::to_string(kMaxRuns) +
+                              " combinations; the limit is " + std::to_string(kMaxRuns) + " runs");
+        }
+    }
+
+    // Cross product, first axis outermost (an odometer over value indices).
+    std::vector<std::string> drop_reasons;  // distinct, in order of first appearance
+    std::vector<std::size_t> odometer(axis_list.size(), 0);
+    for (std::uint64_t n = 0; n < combinations; ++n) {
+        StorageConfig config;
+        config.hypervisor = spec.hypervisor;
+        for (std::size_t a = 0; a < axis_list.size(); ++a) setters[a][odometer[a]](config);
+        if (std::string reason = impossible_reason(config); !reason.empty()) {
+            if (std::find(drop_reasons.begin(), drop_reasons.end(), reason) == drop_reasons.end())
+                drop_reasons.push_back(reason);
+            plan.dropped.push_back(DroppedCombination{to_json(config), std::move(reason)});
+        } else {
+            plan.configs.push_back(std::move(config));
+        }
+        for (std::size_t a = axis_list.size(); a-- > 0;) {
+            if (++odometer[a] < setters[a].size()) break;
+            odometer[a] = 0;
+        }
+    }
+    if (plan.configs.empty()) {
+        std::vector<std::string_view> reasons(drop_reasons.begin(), drop_reasons.end());
+        return spec_error("all " + std::to_string(combinations) +
+                          " combinations were dropped: " + join(reasons, "; "));
+    }
+
+    const std::uint64_t pairs_per_round = plan.configs.size() * spec.workloads.size();
+    const std::uint64_t run_count = pairs_per_round * static_cast<std::uint64_t>(spec.repetitions);
+    if (run_count > kMaxRuns) {
+        return spec_error("the sweep would schedule " + std::to_string(run_count) + " runs (" +
+                          std::to_string(plan.configs.size()) + " configurations x " +
+                          std::to_string(spec.workloads.size()) + " workloads x " +
+                          std::to_string(spec.repetitions) + " repetitions); the limit is " +
+                          std::to_string(kMaxRuns));
+    }
+    plan.workloads = spec.workloads;
+
+    // Randomised-interleaved order: each round is a Fisher-Yates shuffle of
+    // all (config, workload) pairs, drawn from one generator stream.
+    SplitMix64 generator(shuffle_seed(spec));
+    plan.runs.reserve(run_count);
+    for (int round = 0; round < spec.repetitions; ++round) {
+        std::vector<PlannedRun> pairs;
+        pairs.reserve(pairs_per_round);
+        for (std::size_t c = 0; c < plan.configs.size(); ++c) {
+            for (std::size_t w = 0; w < plan.workloads.size(); ++w) {
+                PlannedRun run;
+                run.config_index = static_cast<int>(c);
+                run.workload_index = static_cast<int>(w);
+                run.repetition = round;
+                pairs.push_back(run);
+            }
+        }
+        for (std::size_t i = pairs.size(); i > 1; --i) {
+            const std::size_t j = static_cast<std::size_t>(generator.below(i));
+            std::swap(pairs[i - 1], pairs[j]);
+        }
+        for (auto& run : pairs) {
+            run.sequence = static_cast<int>(plan.runs.size());
+            plan.runs.push_back(run);
+        }
+    }
+    return plan;
+}
+
+}  // namespace ds

@@ -1,0 +1,51 @@
+// The host side of the agent protocol (docs/agent-protocol.md) on one run's
+// channel socket. Everything the guest sends is checked: type order, version,
+// size, deadlines. Any violation ends the session with an Error that says what
+// the guest did; the daemon carries on.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "common/protocol.h"
+#include "common/result.h"
+
+namespace ds {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+class AgentSession {
+public:
+    ~AgentSession();
+    AgentSession(AgentSession&&) noexcept;
+    AgentSession& operator=(AgentSession&&) = delete;
+
+    // Connects to the unix socket QEMU listens on for the agent channel,
+    // retrying until `deadline` (QEMU creates it while starting).
+    static Result<AgentSession> connect(const std::string& socket_path, Deadline deadline,
+                                        const std::atomic<bool>* cancelled = nullptr);
+
+    // Waits for the guest's hello. errc::kTimeout when nothing came in time.
+    Result<Json> await_hello(Deadline deadline);
+    Status send_job(const Json& job);
+    // Waits for the result, handing each progress message to `on_progress`.
+    // An `error` message from the guest becomes errc::kAgent with its phase
+    // and message. Anything else out of order is errc::kProtocol.
+    Result<Json> await_result(Deadline deadline, const std::function<void(const Json&)>& on_progress);
+    // Best effort: asks the guest to power off.
+    void send_shutdown();
+
+private:
+    AgentSession(int fd, const std::atomic<bool>* cancelled);
+    // Next decoded message, polling in short slices so cancellation is seen.
+    Result<Json> next_message(Deadline deadline);
+
+    int fd_ = -1;
+    const std::atomic<bool>* cancelled_ = nullptr;
+    std::unique_ptr<protocol::LineReader> reader_;
+};
+
+}  // namespace ds

@@ -1,0 +1,49 @@
+// Comparison reports: the runs of a sweep grouped by configuration and
+// workload, every metric as mean, spread and 95% confidence interval (never a
+// single number without its spread).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/result.h"
+#include "daemon/store.h"
+
+namespace ds {
+
+// The comparison of one sweep:
+//   {"sweep_id":1,
+//    "varying_axes":["filesystem","cache"],
+//    "metrics":["read_iops","write_iops",...],
+//    "rows":[{"config_id":"..","workload":"randrw","settings":{..config JSON..},
+//             "durability_risks":["cache=unsafe"],
+//             "runs":{"pending":0,"running":0,"succeeded":3,"failed":0,"cancelled":0},
+//             "metrics":{"read_iops":{"n":3,"mean":..,"stddev":..,"ci95_low":..,
+//                                     "ci95_high":..,"min":..,"max":..}}}]}
+// Contract:
+//  * One row per (config_id, workload name), in the order of each pair's
+//    first run by sequence.
+//  * Only succeeded runs contribute to the statistics; every run is counted
+//    in "runs" (every status is a key).
+//  * A row's "metrics" holds the metrics its succeeded runs reported (none
+//    when no run succeeded); the top-level "metrics" lists every metric that
+//    occurs in any row: the preferred ones first (read_iops, write_iops,
+//    read_bw_mib_s, write_bw_mib_s, read_clat_p99_us, write_clat_p99_us),
+//    then the rest alphabetically. Summaries follow ds::to_json(Summary):
+//    undefined values (the spread of one run) are null.
+//  * "durability_risks" comes from ds::durability_risks(); if the stored
+//    settings no longer parse it is null and "settings_error" says why.
+// Errors: kNotFound for an unknown sweep; the store's errors otherwise.
+Result<Json> compare_sweep(Store& store, std::int64_t sweep_id);
+
+// Every result of one configuration across all sweeps:
+//   {"config_id":"..","settings":{..},"durability_risks":[..],
+//    "metrics":[..as above..],
+//    "rows":[{"workload":"randrw","workload_params":{..ds::to_json(Workload)..},
+//             "sweep_ids":[1,4],"runs":{..counts..},"metrics":{..summaries..}}]}
+// One row per distinct workload (name and parameters: a name reused with other
+// parameters is another row), in the order of first appearance (by sweep, then
+// sequence). Errors: kNotFound for an unknown configuration.
+Result<Json> results_for_config(Store& store, const std::string& config_id);
+
+}  // namespace ds

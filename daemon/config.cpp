@@ -1,0 +1,205 @@
+#include "daemon/config.h"
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <cerrno>
+#include <cstring>
+
+#include "common/version.h"
+
+namespace ds {
+namespace po = boost::program_options;
+
+std::string DaemonConfig::effective_database() const {
+    return database.empty() ? state_dir + "/results.db" : database;
+}
+std::string DaemonConfig::effective_image_dir() const {
+    return image_dir.empty() ? state_dir + "/images" : image_dir;
+}
+std::string DaemonConfig::effective_volume_dir() const {
+    return volume_dir.empty() ? state_dir + "/volumes" : volume_dir;
+}
+std::string DaemonConfig::embedded_root() const { return state_dir + "/libvirt"; }
+std::string DaemonConfig::run_dir() const { return state_dir + "/runs"; }
+std::string DaemonConfig::effective_hypervisor_uri() const {
+    return hypervisor_uri.empty() ? "qemu:///embed?root=" + embedded_root() : hypervisor_uri;
+}
+
+namespace {
+
+std::string_view accel_name(AccelChoice choice) {
+    switch (choice) {
+        case AccelChoice::kKvm: return "kvm";
+        case AccelChoice::kTcg: return "tcg";
+        case AccelChoice::kAuto: break;
+    }
+    return "auto";
+}
+
+// One row per option: its name (flag and config-file key), help with the
+// default, and how it lands in DaemonConfig. The single declaration of the
+// daemon's options.
+struct DaemonOption {
+    const char* name;
+    const char* help;
+    std::function<po::value_semantic*(DaemonConfig&)> bind;
+};
+
+const std::vector<DaemonOption>& daemon_options() {
+    static const std::vector<DaemonOption> options = {
+        {"state-dir", "directory for the database, volumes, run files and the embedded libvirt root",
+         [](DaemonConfig& c) { return po::value(&c.state_dir)->default_value(c.state_dir); }},
+        {"socket", "unix socket of the HTTP API",
+         [](DaemonConfig& c) { return po::value(&c.socket_path)->default_value(c.socket_path); }},
+        {"database", "SQLite results database (default: STATE_DIR/results.db)",
+         [](DaemonConfig& c) { return po::value(&c.database); }},
+        {"image-dir", "guest image built by guest/build-image.sh (default: STATE_DIR/images)",
+         [](DaemonConfig& c) { return po::value(&c.image_dir); }},
+        {"volume-dir", "where the file storage backend creates data volumes (default: STATE_DIR/volumes)",
+         [](DaemonConfig& c) { return po::value(&c.volume_dir); }},
+        {"hypervisor-uri",
+         "libvirt URI (default: the embedded QEMU driver qemu:///embed?root=STATE_DIR/libvirt; "
+         "e.g. qemu:///system, qemu+ssh://host/system)",
+         [](DaemonConfig& c) { return po::value(&c.hypervisor_uri); }},
+        {"accel", "guest acceleration: auto (probe KVM, fall back to TCG), kvm, tcg",
+         [](DaemonConfig& c) {
+             return po::value<std::string>()->default_value("auto")->notifier(
+                 [&c](const std::string& v) {
+                     if (v == "kvm") c.accel = AccelChoice::kKvm;
+                     else if (v == "tcg") c.accel = AccelChoice::kTcg;
+                     else if (v == "auto") c.accel = AccelChoice::kAuto;
+                     else
+                         throw po::validation_error(po::validation_error::invalid_option_value,
+                                                    "accel", v);
+                 });
+         }},
+        {"max-parallel-runs", "runs executed at the same time",
+         [](DaemonConfig& c) {
+             return po::value(&c.max_parallel_runs)->default_value(c.max_parallel_runs);
+         }},
+        {"boot-timeout", "seconds a guest has to boot and say hello",
+         [](DaemonConfig& c) { return po::value(&c.boot_timeout_s)->default_value(c.boot_timeout_s); }},
+        {"run-timeout", "seconds a run may take after hello",
+         [](DaemonConfig& c) { return po::value(&c.run_timeout_s)->default_value(c.run_timeout_s); }},
+        {"probe-timeout", "seconds the KVM probe guest has to say hello",
+         [](DaemonConfig& c) {
+             return po::value(&c.probe_timeout_s)->default_value(c.probe_timeout_s);
+         }},
+        {"vcpus", "virtual CPUs per guest",
+         [](DaemonConfig& c) { return po::value(&c.vcpus)->default_value(c.vcpus); }},
+        {"memory-mib", "guest memory in MiB",
+         [](DaemonConfig& c) { return po::value(&c.memory_mib)->default_value(c.memory_mib); }},
+    };
+    return options;
+}
+
+// boost reports an unknown config-file key without its line; find it.
+int line_of_key(const std::string& path, const std::string& key) {
+    std::ifstream in(path);
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+        auto start = line.find_first_not_of(" \t");
+        if (start != std::string::npos && line.compare(start, key.size(), key) == 0) return number;
+    }
+    return 0;
+}
+
+std::string valid_keys() {
+    std::string out;
+    for (const auto& option : daemon_options()) {
+        if (!out.empty()) out += ", ";
+        out += option.name;
+    }
+    return out;
+}
+
+}  // namespace
+
+Json DaemonConfig::to_json() const {
+    return Json{{"state_dir", state_dir},
+                {"socket", socket_path},
+                {"database", effective_database()},
+                {"image_dir", effective_image_dir()},
+                {"volume_dir", effective_volume_dir()},
+                {"hypervisor_uri", effective_hypervisor_uri()},
+                {"accel", accel_name(accel)},
+                {"max_parallel_runs", max_parallel_runs},
+                {"boot_timeout_s", boot_timeout_s},
+                {"run_timeout_s", run_timeout_s},
+                {"probe_timeout_s", probe_timeout_s},
+                {"vcpus", vcpus},
+                {"memory_mib", memory_mib}};
+}
+
+Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const* argv) {
+    ParsedCommandLine parsed;
+    DaemonConfig& config = parsed.config;
+    std::string config_file;
+
+    po::options_description generic("disksweepd options");
+    generic.add_options()("help,h", "show this help")("version", "print the version")(
+        "config", po::value(&config_file), "config file (key = value lines, same keys as the flags)")(
+        "print-config", "print the effective configuration as JSON and exit");
+    po::options_description settings("settings (flags or config file)");
+    for (const auto& option : daemon_options()) {
+        settings.add_options()(option.name, option.bind(config), option.help);
+    }
+    po::options_description all;
+    all.add(generic).add(settings);
+
+    po::variables_map vm;
+    try {
+        po::store(po::parse_command_line(argc, argv, all), vm);
+        if (vm.count("config")) {
+            config_file = vm["config"].as<std::string>();
+            std::ifstream in(config_file);
+            if (!in) {
+                return make_error(errc::kInvalidArgument,
+                                  "cannot read config file " + config_file + ": " +
+                                      std::strerror(errno));
+            }
+            try {
+                po::store(po::parse_config_file(in, settings, /*allow_unregistered=*/false), vm);
+            } catch (const po::unknown_option& e) {
+                const std::string key = e.get_option_name();
+                int line = line_of_key(config_file, key);
+                return make_error(errc::kInvalidArgument,
+                                  config_file + (line ? ":" + std::to_string(line) : "") +
+                                      ": unknown key '" + key + "'; valid keys: " + valid_keys());
+            } catch (const po::error& e) {
+                return make_error(errc::kInvalidArgument, config_file + ": " + e.what());
+            }
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return make_error(errc::kInvalidArgument, std::string("disksweepd: ") + e.what());
+    }
+
+    if (vm.count("help")) {
+        std::ostringstream out;
+        out << "usage: disksweepd [--config FILE] [options]\n\n" << all << "\n";
+        parsed.exit_now = true;
+        parsed.output = out.str();
+        return parsed;
+    }
+    if (vm.count("version")) {
+        parsed.exit_now = true;
+        parsed.output = "disksweepd " + std::string(disksweep_version()) + "\n";
+        return parsed;
+    }
+    if (config.max_parallel_runs < 1 || config.boot_timeout_s < 1 || config.run_timeout_s < 1 ||
+        config.vcpus < 1 || config.memory_mib < 256) {
+        return make_error(errc::kInvalidArgument,
+                          "disksweepd: max-parallel-runs, boot-timeout, run-timeout and vcpus must "
+                          "be >= 1 and memory-mib >= 256");
+    }
+    if (vm.count("print-config")) {
+        parsed.exit_now = true;
+        parsed.output = config.to_json().dump(2) + "\n";
+    }
+    return parsed;
+}
+
+}  // namespace ds

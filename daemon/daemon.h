@@ -1,0 +1,41 @@
+// Wiring of disksweepd: store, hypervisor, storage, recovery of what a
+// previous instance left, acceleration probe, scheduler, API server, and the
+// systemd lifecycle (sd_notify READY/STOPPING when NOTIFY_SOCKET is set).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "daemon/config.h"
+#include "daemon/hypervisor.h"
+#include "daemon/storage.h"
+
+namespace ds {
+
+// Hypervisor and storage backends by name; an unknown name lists the valid ones.
+Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
+                                                    const DaemonConfig& config);
+Result<std::unique_ptr<StorageBackend>> make_storage(const std::string& backend,
+                                                     const DaemonConfig& config);
+
+// The guest image in config.effective_image_dir(); an Error says what is
+// missing and how to build it.
+Result<GuestImage> locate_guest_image(const DaemonConfig& config);
+
+// KVM if /dev/kvm exists and a probe guest says hello within the probe
+// timeout; TCG otherwise. `reason` says why.
+struct AccelDecision {
+    Accel accel = Accel::kTcg;
+    std::string reason;
+};
+AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hypervisor,
+                                  StorageBackend& storage, const GuestImage& image);
+
+// Sends a state line to systemd's NOTIFY_SOCKET, if set ("READY=1", ...).
+void sd_notify_state(const std::string& state);
+
+// Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
+int run_daemon(const DaemonConfig& config);
+
+}  // namespace ds

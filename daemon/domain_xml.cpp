@@ -1,0 +1,482 @@
+#include "daemon/domain_xml.h"
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <libxml/xmlerror.h>
+#include <libxml/xpath.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/protocol.h"
+
+namespace ds {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Our enums in libvirt's vocabulary (domain XML attribute values).
+
+std::string_view libvirt_cache(CacheMode cache) {
+    switch (cache) {
+        case CacheMode::kNone:
+            return "none";
+        case CacheMode::kWriteback:
+            return "writeback";
+        case CacheMode::kWritethrough:
+            return "writethrough";
+        case CacheMode::kDirectsync:
+            return "directsync";
+        case CacheMode::kUnsafe:
+            return "unsafe";
+    }
+    return "none";
+}
+
+// "" = leave the attribute out, QEMU's default applies.
+std::string_view libvirt_io(AioMode aio) {
+    switch (aio) {
+        case AioMode::kDefault:
+            return "";
+        case AioMode::kThreads:
+            return "threads";
+        case AioMode::kNative:
+            return "native";
+        case AioMode::kIoUring:
+            return "io_uring";
+    }
+    return "";
+}
+
+std::string_view libvirt_detect_zeroes(DetectZeroes detect_zeroes) {
+    switch (detect_zeroes) {
+        case DetectZeroes::kOff:
+            return "off";
+        case DetectZeroes::kOn:
+            return "on";
+        case DetectZeroes::kUnmap:
+            return "unmap";
+    }
+    return "off";
+}
+
+std::string_view libvirt_image_type(ImageFormat format) {
+    return format == ImageFormat::kQcow2 ? "qcow2" : "raw";
+}
+
+// The only IO thread the guest has; both virtio-blk and a virtio-scsi
+// controller refer to it by this id.
+constexpr int kIoThreadId = 1;
+
+// ---------------------------------------------------------------------------
+// A tiny indenting writer: keeps build_domain_xml readable and makes it hard
+// to forget escaping (attribute values and text always go through xml_escape).
+
+class XmlWriter {
+  public:
+    // <name attrs...> with children to follow; close with close(name).
+    void open(std::string_view name,
+              std::initializer_list<std::pair<std::string_view, std::string>> attrs = {}) {
+        start_tag(name, attrs);
+        out_ += ">\n";
+        ++depth_;
+    }
+    void close(std::string_view name) {
+        --depth_;
+        indent();
+        out_ += "</";
+        out_ += name;
+        out_ += ">\n";
+    }
+    // <name attrs.../>; attributes with an empty value are left out.
+    void empty(std::string_view name,
+               std::initializer_list<std::pair<std::string_view, std::string>> attrs = {}) {
+        start_tag(name, attrs);
+        out_ += "/>\n";
+    }
+    // <name attrs...>text</name>
+    void text(std::string_view name, std::string_view content,
+              std::initializer_list<std::pair<std::string_view, std::string>> attrs = {}) {
+        start_tag(name, attrs);
+        out_ += '>';
+        out_ += xml_escape(content);
+        out_ += "</";
+        out_ += name;
+        out_ += ">\n";
+    }
+    std::string take() { return std::move(out_); }
+
+  private:
+    void indent() { out_.append(static_cast<std::size_t>(depth_) * 2, ' '); }
+    void start_tag(std::string_view name,
+                   std::initializer_list<std::pair<std::string_view, std::string>> attrs) {
+        indent();
+        out_ += '<';
+        out_ += name;
+        for (const auto& [key, value] : attrs) {
+            if (value.empty()) continue;
+            out_ += ' ';
+            out_ += key;
+            out_ += "='";
+            out_ += xml_escape(value);
+            out_ += '\'';
+        }
+    }
+
+    std::string out_;
+    int depth_ = 0;
+};
+
+std::string str(std::string_view view) {
+    return std::string(view);
+}
+
+std::string kernel_cmdline(const VmRequest& request) {
+    // panic=-1: a panicking guest reboots at once, and on_reboot=destroy turns
+    // that into a stopped domain instead of a hung run.
+    std::string cmdline = "console=ttyS0 panic=-1";
+    if (!request.kernel_cmdline_extra.empty()) {
+        cmdline += ' ';
+        cmdline += request.kernel_cmdline_extra;
+    }
+    return cmdline;
+}
+
+void write_os(XmlWriter& xml, const VmRequest& request, DomainXmlDialect dialect) {
+    xml.open("os");
+    if (dialect == DomainXmlDialect::kQemu) {
+        xml.text("type", "hvm", {{"arch", "x86_64"}, {"machine", "q35"}});
+    } else {
+        xml.text("type", "hvm");
+    }
+    xml.text("kernel", request.image.kernel);
+    if (!request.image.initrd.empty()) xml.text("initrd", request.image.initrd);
+    xml.text("cmdline", kernel_cmdline(request));
+    xml.close("os");
+}
+
+void write_root_disk(XmlWriter& xml, const VmRequest& request) {
+    // Read-only and shared by every run, so nothing a run does can change the
+    // next run's root file system.
+    xml.open("disk", {{"type", "file"}, {"device", "disk"}});
+    xml.empty("driver", {{"name", "qemu"}, {"type", "raw"}});
+    xml.empty("source", {{"file", request.image.root_disk}});
+    xml.empty("target", {{"dev", "vda"}, {"bus", "virtio"}});
+    xml.empty("readonly");
+    xml.text("serial", protocol::kRootDiskSerial);
+    xml.close("disk");
+}
+
+bool is_block_device_path(const std::string& path) {
+    return path.rfind("/dev/", 0) == 0;
+}
+
+bool is_scsi(Bus bus) {
+    return bus == Bus::kScsi || bus == Bus::kScsiSingle;
+}
+
+void write_data_disk(XmlWriter& xml, const VmRequest& request) {
+    const StorageConfig& config = request.config;
+    const bool block = is_block_device_path(request.data_volume_path);
+    // IO thread on the disk itself exists only for virtio-blk; for SCSI it
+    // belongs to the controller (write_scsi_controller). On SATA it is written
+    // anyway so that libvirt refuses it with its own message.
+    const bool iothread_on_disk = config.iothread && !is_scsi(config.bus);
+
+    xml.open("disk", {{"type", block ? "block" : "file"}, {"device", "disk"}});
+    xml.empty("driver", {{"name", "qemu"},
+                         {"type", str(libvirt_image_type(request.data_volume_format))},
+                         {"cache", str(libvirt_cache(config.cache))},
+                         {"io", str(libvirt_io(config.aio))},
+                         {"discard", config.discard ? "unmap" : "ignore"},
+                         {"detect_zeroes", str(libvirt_detect_zeroes(config.detect_zeroes))},
+                         {"iothread", iothread_on_disk ? std::to_string(kIoThreadId) : ""}});
+    xml.empty("source", {{block ? "dev" : "file", request.data_volume_path}});
+
+    std::string dev;
+    std::string bus;
+    switch (config.bus) {
+        case Bus::kVirtioBlk:
+            dev = "vdb";
+            bus = "virtio";
+            break;
+        case Bus::kScsi:
+        case Bus::kScsiSingle:
+            dev = "sda";
+            bus = "scsi";
+            break;
+        case Bus::kSata:
+            dev = "sda";
+            bus = "sata";
+            break;
+    }
+    // rotation_rate='1' is how libvirt says "non-rotational" (SSD emulation).
+    xml.empty("target", {{"dev", dev}, {"bus", bus}, {"rotation_rate", config.ssd ? "1" : ""}});
+    xml.text("serial", protocol::kDataDiskSerial);
+    if (is_scsi(config.bus)) {
+        xml.empty(
+            "address",
+            {{"type", "drive"}, {"controller", "0"}, {"bus", "0"}, {"target", "0"}, {"unit", "0"}});
+    }
+    xml.close("disk");
+}
+
+// scsi: the one virtio-scsi controller every SCSI disk of the guest shares
+// (Proxmox's "virtio-scsi-pci"). scsi-single: a controller of the data disk's
+// own (Proxmox's "virtio-scsi-single"), which is where an IO thread for a SCSI
+// disk lives. In a guest with one SCSI disk both are one controller at index
+// 0; the user alias records which one was meant. An IO thread requested with
+// the shared controller is given to the shared controller.
+void write_scsi_controller(XmlWriter& xml, const StorageConfig& config) {
+    const bool own_controller = config.bus == Bus::kScsiSingle;
+    xml.open("controller", {{"type", "scsi"}, {"index", "0"}, {"model", "virtio-scsi"}});
+    if (config.iothread) xml.empty("driver", {{"iothread", std::to_string(kIoThreadId)}});
+    xml.empty("alias", {{"name", str(own_controller ? kDataDiskScsiControllerAlias
+                                                    : kSharedScsiControllerAlias)}});
+    xml.close("controller");
+}
+
+// ---------------------------------------------------------------------------
+// libxml2 plumbing for the reverse mapping.
+
+struct XmlDocFree {
+    void operator()(xmlDoc* doc) const { xmlFreeDoc(doc); }
+};
+struct XPathContextFree {
+    void operator()(xmlXPathContext* context) const { xmlXPathFreeContext(context); }
+};
+struct XPathObjectFree {
+    void operator()(xmlXPathObject* object) const { xmlXPathFreeObject(object); }
+};
+using XmlDocPtr = std::unique_ptr<xmlDoc, XmlDocFree>;
+using XPathContextPtr = std::unique_ptr<xmlXPathContext, XPathContextFree>;
+using XPathObjectPtr = std::unique_ptr<xmlXPathObject, XPathObjectFree>;
+
+void init_libxml_once() {
+    // xmlInitParser must run once before threads use libxml2 concurrently.
+    static std::once_flag once;
+    std::call_once(once, [] { xmlInitParser(); });
+}
+
+const xmlChar* to_xml_chars(const std::string& text) {
+    return reinterpret_cast<const xmlChar*>(text.c_str());
+}
+
+// The string value of XPath `expression` evaluated at `node` ("" when it
+// selects nothing).
+std::string xpath_string(xmlXPathContext* context, xmlNode* node, const std::string& expression) {
+    const std::string wrapped = "string(" + expression + ")";
+    XPathObjectPtr result(xmlXPathNodeEval(node, to_xml_chars(wrapped), context));
+    if (!result || result->type != XPATH_STRING || result->stringval == nullptr) return "";
+    return reinterpret_cast<const char*>(result->stringval);
+}
+
+// The first node `expression` selects at `node`, or nullptr.
+xmlNode* xpath_first_node(xmlXPathContext* context, xmlNode* node, const std::string& expression) {
+    XPathObjectPtr result(xmlXPathNodeEval(node, to_xml_chars(expression), context));
+    if (!result || result->type != XPATH_NODESET || result->nodesetval == nullptr ||
+        result->nodesetval->nodeNr == 0) {
+        return nullptr;
+    }
+    return result->nodesetval->nodeTab[0];
+}
+
+Error xml_error(const std::string& what) {
+    return make_error(errc::kHypervisor, "domain XML: " + what);
+}
+
+}  // namespace
+
+std::string xml_escape(std::string_view text) {
+    std::string escaped;
+    escaped.reserve(text.size());
+    for (char c : text) {
+        switch (c) {
+            case '&':
+                escaped += "&amp;";
+                break;
+            case '<':
+                escaped += "&lt;";
+                break;
+            case '>':
+                escaped += "&gt;";
+                break;
+            case '\'':
+                escaped += "&apos;";
+                break;
+            case '"':
+                escaped += "&quot;";
+                break;
+            default:
+                escaped += c;
+        }
+    }
+    return escaped;
+}
+
+std::string build_domain_xml(const VmRequest& request, DomainXmlDialect dialect) {
+    const StorageConfig& config = request.config;
+    XmlWriter xml;
+    // 'qemu' is libvirt's name for TCG (QEMU without hardware acceleration).
+    std::string domain_type = request.accel == Accel::kKvm ? "kvm" : "qemu";
+    if (dialect == DomainXmlDialect::kTestDriver) domain_type = "test";
+    xml.open("domain", {{"type", domain_type}});
+    xml.text("name", request.name);
+    xml.text("memory", std::to_string(request.memory_mib), {{"unit", "MiB"}});
+    xml.text("vcpu", std::to_string(request.vcpus));
+    // One IO thread whenever one is asked for: virtio-blk and virtio-scsi
+    // controllers use it; on SATA the disk's iothread attribute is then
+    // refused by libvirt for the real reason (AHCI has none).
+    if (config.iothread) xml.text("iothreads", std::to_string(kIoThreadId));
+    write_os(xml, request, dialect);
+    xml.open("features");
+    // ACPI so that `poweroff` in the guest ends the domain.
+    xml.empty("acpi");
+    xml.empty("apic");
+    xml.close("features");
+    if (dialect == DomainXmlDialect::kQemu && request.accel == Accel::kKvm) {
+        xml.empty("cpu", {{"mode", "host-passthrough"}});
+    }
+    xml.empty("clock", {{"offset", "utc"}});
+    // Every way the guest can end ends the domain: a run never reboots into a
+    // second life, and a transient domain disappears once destroyed.
+    xml.text("on_poweroff", "destroy");
+    xml.text("on_reboot", "destroy");
+    xml.text("on_crash", "destroy");
+
+    xml.open("devices");
+    write_root_disk(xml, request);
+    write_data_disk(xml, request);
+    if (is_scsi(config.bus)) write_scsi_controller(xml, config);
+    // No USB: nothing in the guest uses it, and it only adds noise.
+    xml.empty("controller", {{"type", "usb"}, {"model", "none"}});
+    xml.empty("controller", {{"type", "virtio-serial"}, {"index", "0"}});
+
+    xml.open("serial", {{"type", "file"}});
+    // append='off': each run's console log starts empty.
+    xml.empty("source", {{"path", request.console_log_path}, {"append", "off"}});
+    xml.empty("target", {{"port", "0"}});
+    xml.close("serial");
+
+    xml.open("channel", {{"type", "unix"}});
+    xml.empty("source", {{"mode", "bind"}, {"path", request.agent_socket_path}});
+    xml.empty("target", {{"type", "virtio"}, {"name", str(protocol::kChannelName)}});
+    xml.close("channel");
+
+    xml.empty("memballoon", {{"model", "none"}});
+    xml.close("devices");
+    xml.close("domain");
+    return xml.take();
+}
+
+std::string libvirt_unsupported_reason(const StorageConfig& config) {
+    std::vector<std::string> reasons;
+    if (config.ssd && config.bus == Bus::kVirtioBlk) {
+        reasons.push_back(
+            "ssd: virtio-blk has no rotation rate (libvirt accepts rotation_rate only on scsi, "
+            "sata, ide)");
+    }
+    if (config.iothread && config.bus == Bus::kSata) {
+        reasons.push_back("iothread: SATA (AHCI) disks have no IO thread");
+    }
+    if (config.aio == AioMode::kNative && config.cache != CacheMode::kNone &&
+        config.cache != CacheMode::kDirectsync) {
+        reasons.push_back(
+            "aio native: QEMU requires O_DIRECT, i.e. cache none or directsync, not " +
+            str(libvirt_cache(config.cache)));
+    }
+    if (config.detect_zeroes == DetectZeroes::kUnmap && !config.discard) {
+        reasons.push_back(
+            "detect_zeroes unmap: needs discard; without it libvirt passes detect-zeroes=on");
+    }
+    std::string joined;
+    for (const std::string& reason : reasons) {
+        if (!joined.empty()) joined += "; ";
+        joined += reason;
+    }
+    return joined;
+}
+
+Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
+    init_libxml_once();
+    // NONET: never fetch anything a document refers to. NOERROR/NOWARNING:
+    // errors come back as values, not as text on stderr.
+    XmlDocPtr doc(xmlReadMemory(live_xml.data(), static_cast<int>(live_xml.size()), "domain.xml",
+                                nullptr,
+                                XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+    if (!doc) {
+        const xmlError* error = xmlGetLastError();
+        std::string detail =
+            error != nullptr && error->message != nullptr ? error->message : "unknown error";
+        while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' '))
+            detail.pop_back();
+        return xml_error("does not parse: " + detail);
+    }
+    XPathContextPtr context(xmlXPathNewContext(doc.get()));
+    if (!context) return xml_error("cannot create an XPath context");
+    xmlNode* root = xmlDocGetRootElement(doc.get());
+
+    const std::string data_serial(protocol::kDataDiskSerial);
+    xmlNode* disk =
+        xpath_first_node(context.get(), root, "/domain/devices/disk[serial='" + data_serial + "']");
+    if (disk == nullptr) return xml_error("no disk with serial " + data_serial);
+
+    const auto disk_attr = [&](const std::string& path) {
+        return xpath_string(context.get(), disk, path);
+    };
+    const std::string target_bus = disk_attr("target/@bus");
+    const std::string discard = disk_attr("driver/@discard");
+    std::string detect_zeroes = disk_attr("driver/@detect_zeroes");
+    if (detect_zeroes.empty()) detect_zeroes = "off";
+    // libvirt passes detect-zeroes=unmap to QEMU only together with
+    // discard=unmap and 'on' otherwise (QEMU refuses unmap without it).
+    if (detect_zeroes == "unmap" && discard != "unmap") detect_zeroes = "on";
+    std::string cache = disk_attr("driver/@cache");
+    if (cache.empty()) cache = "default";
+    std::string aio = disk_attr("driver/@io");
+    if (aio.empty()) aio = str(to_string(AioMode::kDefault));
+    std::string image_format = disk_attr("driver/@type");
+    if (image_format.empty()) image_format = "raw";
+
+    std::string bus = target_bus;  // an unknown bus is reported as libvirt names it
+    bool iothread = !disk_attr("driver/@iothread").empty();
+    std::string controller_model;
+    if (target_bus == "virtio") {
+        bus = str(to_string(Bus::kVirtioBlk));
+    } else if (target_bus == "sata") {
+        bus = str(to_string(Bus::kSata));
+        controller_model = "ahci";
+    } else if (target_bus == "scsi") {
+        std::string controller_index = disk_attr("address/@controller");
+        if (controller_index.empty()) controller_index = "0";
+        xmlNode* controller = xpath_first_node(
+            context.get(), root,
+            "/domain/devices/controller[@type='scsi'][@index='" + controller_index + "']");
+        if (controller == nullptr)
+            return xml_error("no SCSI controller " + controller_index + " for the data disk");
+        const auto controller_attr = [&](const std::string& path) {
+            return xpath_string(context.get(), controller, path);
+        };
+        controller_model = controller_attr("@model");
+        iothread = !controller_attr("driver/@iothread").empty();
+        const std::string alias = controller_attr("alias/@name");
+        // A controller with an IO thread is the per-disk kind unless our own
+        // alias says it is the shared one (whose IO thread all its disks share).
+        const bool shared = alias == kSharedScsiControllerAlias || (alias.empty() && !iothread);
+        bus = str(to_string(shared ? Bus::kScsi : Bus::kScsiSingle));
+    }
+
+    return Json{
+        {"bus", bus},
+        {"cache", cache},
+        {"aio", aio},
+        {"discard", discard == "unmap"},
+        {"detect_zeroes", detect_zeroes},
+        {"ssd", disk_attr("target/@rotation_rate") == "1"},
+        {"iothread", iothread},
+        {"image_format", image_format},
+        {"controller_model", controller_model},
+    };
+}
+
+}  // namespace ds

@@ -1,0 +1,63 @@
+// libvirt domain XML for one benchmark guest, and the reverse mapping: from a
+// domain's live XML back to our names for the data disk's settings.
+//
+// The guest: q35, direct kernel boot, no graphics, no network, no balloon;
+// a read-only virtio-blk root disk (serial disksweep-root), the data disk under
+// test (serial disksweep-data) with the requested settings, the agent's
+// virtio-serial channel bound to a unix socket, the serial console to a file.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "common/settings.h"
+#include "daemon/hypervisor.h"
+
+namespace ds {
+
+// Which libvirt driver the XML is for. Only the <domain type> and the <os>
+// <type> element differ: libvirt's test driver (test:///default) knows only
+// domain type 'test' on i686 and has no q35 machine, so for it the arch and
+// machine attributes are left out. Every device is identical in both.
+enum class DomainXmlDialect { kQemu, kTestDriver };
+
+// User aliases ("ua-" prefix, kept by libvirt in the live XML) that mark the
+// SCSI controllers, so the reverse mapping can tell a shared controller from a
+// per-disk one even when neither has an IO thread.
+inline constexpr std::string_view kSharedScsiControllerAlias = "ua-disksweep-scsi-shared";
+inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-scsi-data";
+
+// The complete <domain> document for `request`. Contract:
+//  * every string taken from `request` is XML-escaped;
+//  * the data disk's driver type comes from request.data_volume_format (what
+//    the volume really is), not from request.config.image_format;
+//  * a data volume path under /dev/ becomes a block disk (<source dev>), any
+//    other path a file disk (<source file>); network disks (RBD) are not
+//    expressed yet;
+//  * every requested setting is written as asked, even one libvirt or QEMU
+//    will refuse (see libvirt_unsupported_reason): refusing is theirs to do,
+//    at start_vm, with their own message; what they silently change instead
+//    shows up in parse_applied_disk_settings. Nothing is dropped or faked here.
+std::string build_domain_xml(const VmRequest& request,
+                             DomainXmlDialect dialect = DomainXmlDialect::kQemu);
+
+// Why `config` cannot be applied as requested through libvirt 9.0 + QEMU 7.2,
+// or "" when it can. Examples: SSD emulation on virtio-blk (no rotation rate),
+// an IO thread on SATA (AHCI has none), aio=native without O_DIRECT.
+std::string libvirt_unsupported_reason(const StorageConfig& config);
+
+// The data disk's settings as written in a domain's XML (normally the live
+// XML), in our names: {"bus", "cache", "aio", "discard", "detect_zeroes",
+// "ssd", "iothread", "image_format", "controller_model"}. The data disk is
+// found by its serial (protocol::kDataDiskSerial). Values are what QEMU gets,
+// e.g. detect_zeroes 'unmap' without discard 'unmap' is reported as "on"
+// because libvirt downgrades it so. controller_model is the SCSI controller's
+// model ("virtio-scsi", ...), "ahci" for SATA, "" for virtio-blk. Errors:
+// errc::kHypervisor when the XML does not parse or has no such disk.
+Result<Json> parse_applied_disk_settings(const std::string& live_xml);
+
+// `text` with & < > ' " replaced by entities, safe in attributes and content.
+std::string xml_escape(std::string_view text);
+
+}  // namespace ds

@@ -1,0 +1,61 @@
+#include "daemon/events.h"
+
+#include <ctime>
+
+namespace ds {
+
+std::string utc_now_iso8601() {
+    std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char buffer[32];
+    std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return buffer;
+}
+
+void EventBus::publish(std::int64_t sweep_id, Json event) {
+    event["sweep_id"] = sweep_id;
+    event["time"] = utc_now_iso8601();
+    {
+        std::lock_guard lock(mutex_);
+        history_.push_back(Entry{next_sequence_++, sweep_id, std::move(event)});
+        while (history_.size() > history_limit_) history_.pop_front();
+    }
+    changed_.notify_all();
+}
+
+std::uint64_t EventBus::latest() const {
+    std::lock_guard lock(mutex_);
+    return next_sequence_ - 1;
+}
+
+bool EventBus::is_shut_down() const {
+    std::lock_guard lock(mutex_);
+    return shutting_down_;
+}
+
+void EventBus::shutdown() {
+    {
+        std::lock_guard lock(mutex_);
+        shutting_down_ = true;
+    }
+    changed_.notify_all();
+}
+
+std::vector<Json> EventBus::wait(std::int64_t sweep_id, std::uint64_t* cursor,
+                                 std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (*cursor == 0) *cursor = next_sequence_ - 1;
+    std::vector<Json> out;
+    auto collect = [&] {
+        for (const auto& entry : history_) {
+            if (entry.sequence > *cursor && entry.sweep_id == sweep_id) out.push_back(entry.event);
+        }
+        if (!history_.empty()) *cursor = std::max(*cursor, history_.back().sequence);
+        return !out.empty() || shutting_down_;
+    };
+    changed_.wait_for(lock, timeout, collect);
+    return out;
+}
+
+}  // namespace ds

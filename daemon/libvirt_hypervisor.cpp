@@ -1,0 +1,354 @@
+#include "daemon/libvirt_hypervisor.h"
+
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+namespace ds {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Process-wide libvirt setup.
+
+// libvirt's default error handler prints every error to stderr; ours are
+// values (see libvirt_error), so the handler does nothing.
+void ignore_libvirt_error(void* /*user_data*/, virErrorPtr /*error*/) {}
+
+// Once per process: initialise libvirt for threaded use, silence its error
+// printing, register its default event loop implementation (which cannot be
+// unregistered again). Returns false if either call failed.
+bool init_libvirt_once() {
+    static std::once_flag once;
+    static bool initialised = false;
+    std::call_once(once, [] {
+        if (virInitialize() < 0) return;
+        virSetErrorFunc(nullptr, ignore_libvirt_error);
+        if (virEventRegisterDefaultImpl() < 0) return;
+        initialised = true;
+    });
+    return initialised;
+}
+
+// The thread that runs libvirt's default event loop, shared by all
+// LibvirtHypervisor instances of the process: started by the first, stopped
+// (and joined) when the last one goes. libvirt's default loop must be run by
+// one thread only.
+class EventLoopThread {
+  public:
+    static void acquire() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (users_++ > 0) return;
+        stop_ = false;
+        thread_ = std::thread([] {
+            while (!stop_.load()) {
+                if (virEventRunDefaultImpl() < 0) {
+                    // Only fails on an internal poll error; do not spin.
+                    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                }
+            }
+        });
+    }
+    static void release() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (--users_ > 0) return;
+        stop_ = true;
+        // The loop sleeps in poll(); adding a timer wakes it, the timer fires
+        // at once and removes itself, and the loop then sees stop_.
+        virEventAddTimeout(
+            0, [](int timer, void*) { virEventRemoveTimeout(timer); }, nullptr, nullptr);
+        thread_.join();
+    }
+
+  private:
+    static inline std::mutex mutex_;
+    static inline int users_ = 0;
+    static inline std::atomic<bool> stop_{false};
+    static inline std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------
+// Small RAII and error helpers.
+
+struct DomainFree {
+    void operator()(virDomainPtr domain) const { virDomainFree(domain); }
+};
+using DomainHandle = std::unique_ptr<virDomain, DomainFree>;
+
+struct MallocFree {
+    void operator()(char* text) const { std::free(text); }
+};
+using LibvirtString = std::unique_ptr<char, MallocFree>;
+
+// The calling thread's last libvirt error code (VIR_ERR_OK if none).
+int last_error_code() {
+    virErrorPtr error = virGetLastError();
+    return error != nullptr ? error->code : VIR_ERR_OK;
+}
+
+// "libvirt: <message> (<uri>[, domain <name>])" from the calling thread's
+// last libvirt error, which is then reset.
+Error libvirt_error(const std::string& code, const std::string& fallback, const std::string& uri,
+                    const std::string& domain = "") {
+    virErrorPtr error = virGetLastError();
+    std::string message = error != nullptr && error->message != nullptr ? error->message : fallback;
+    std::string where = uri;
+    if (!domain.empty()) where += ", domain " + domain;
+    virResetLastError();
+    return make_error(code, "libvirt: " + message + " (" + where + ")");
+}
+
+// libvirt packs versions as major * 1,000,000 + minor * 1,000 + release.
+std::string version_string(unsigned long packed) {
+    return std::to_string(packed / 1000000) + "." + std::to_string(packed / 1000 % 1000) + "." +
+           std::to_string(packed % 1000);
+}
+
+constexpr std::string_view kEmbeddedUriPrefix = "qemu:///embed?root=";
+
+// The (percent-decoded) root of an embedded URI, or "" for any other URI.
+std::string embedded_root_of(const std::string& uri) {
+    if (uri.rfind(kEmbeddedUriPrefix, 0) != 0) return "";
+    std::string encoded = uri.substr(kEmbeddedUriPrefix.size());
+    encoded = encoded.substr(0, encoded.find('&'));
+    std::string decoded;
+    for (std::size_t i = 0; i < encoded.size(); ++i) {
+        const bool escape = encoded[i] == '%' && i + 2 < encoded.size() &&
+                            std::isxdigit(static_cast<unsigned char>(encoded[i + 1])) &&
+                            std::isxdigit(static_cast<unsigned char>(encoded[i + 2]));
+        if (escape) {
+            decoded += static_cast<char>(std::stoi(encoded.substr(i + 1, 2), nullptr, 16));
+            i += 2;
+        } else {
+            decoded += encoded[i];
+        }
+    }
+    return decoded;
+}
+
+}  // namespace
+
+std::string LibvirtHypervisor::embedded_uri(const std::string& root) {
+    std::string uri(kEmbeddedUriPrefix);
+    for (unsigned char c : root) {
+        const bool plain =
+            std::isalnum(c) || c == '/' || c == '-' || c == '_' || c == '.' || c == '~';
+        if (plain) {
+            uri += static_cast<char>(c);
+        } else {
+            char escaped[4];
+            std::snprintf(escaped, sizeof escaped, "%%%02X", c);
+            uri += escaped;
+        }
+    }
+    return uri;
+}
+
+Status write_embedded_qemu_conf(const std::string& root) {
+    namespace fs = std::filesystem;
+    if (root.empty() || root.front() != '/') {
+        return make_error(errc::kInvalidArgument,
+                          "embedded libvirt root must be an absolute path, got '" + root + "'");
+    }
+    const fs::path etc = fs::path(root) / "etc";
+    std::error_code ec;
+    fs::create_directories(etc, ec);
+    if (ec) return make_error(errc::kIo, "cannot create " + etc.string() + ": " + ec.message());
+
+    const fs::path conf = etc / "qemu.conf";
+    const fs::path temporary = etc / "qemu.conf.tmp";
+    {
+        std::ofstream out(temporary, std::ios::trunc);
+        out << "# Written by disksweepd for libvirt's embedded QEMU driver; rewritten on every "
+               "start.\n"
+               "# QEMU's stdout/stderr go to files, not to virtlogd (no daemon runs).\n"
+               "stdio_handler = \"file\"\n"
+               "# No SELinux/AppArmor labelling.\n"
+               "security_driver = \"none\"\n"
+               "# No private /dev mount namespace for QEMU.\n"
+               "namespaces = []\n"
+               "# QEMU runs as this process's own user and group (run as root, libvirt would\n"
+               "# otherwise want a 'libvirt-qemu' user), so it can open what the daemon made.\n"
+               "user = \"+"
+            << ::geteuid()
+            << "\"\n"
+               "group = \"+"
+            << ::getegid() << "\"\n";
+        out.flush();
+        if (!out) return make_error(errc::kIo, "cannot write " + temporary.string());
+    }
+    fs::rename(temporary, conf, ec);
+    if (ec)
+        return make_error(errc::kIo, "cannot rename " + temporary.string() + ": " + ec.message());
+    return ok_status();
+}
+
+bool kvm_device_present() {
+    return ::access("/dev/kvm", R_OK | W_OK) == 0;
+}
+
+Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
+    const std::string& uri, const std::string& embed_root_for_default) {
+    std::string effective_uri = uri;
+    if (effective_uri.empty()) {
+        if (embed_root_for_default.empty() || embed_root_for_default.front() != '/') {
+            return make_error(errc::kInvalidArgument,
+                              "embedded libvirt root must be an absolute path, got '" +
+                                  embed_root_for_default + "'");
+        }
+        effective_uri = embedded_uri(embed_root_for_default);
+    }
+    const std::string embedded_root = embedded_root_of(effective_uri);
+    if (!embedded_root.empty()) DS_TRY(write_embedded_qemu_conf(embedded_root));
+
+    if (!init_libvirt_once()) {
+        return libvirt_error(errc::kUnavailable, "cannot initialise libvirt", effective_uri);
+    }
+    // The event loop must run before an embedded driver is opened.
+    EventLoopThread::acquire();
+    virConnectPtr connection = virConnectOpen(effective_uri.c_str());
+    if (connection == nullptr) {
+        Error error = libvirt_error(errc::kUnavailable, "cannot connect", effective_uri);
+        EventLoopThread::release();
+        return error;
+    }
+    const char* type = virConnectGetType(connection);  // owned by libvirt
+    const DomainXmlDialect dialect = type != nullptr && std::string_view(type) == "TEST"
+                                         ? DomainXmlDialect::kTestDriver
+                                         : DomainXmlDialect::kQemu;
+    return std::unique_ptr<LibvirtHypervisor>(
+        new LibvirtHypervisor(connection, effective_uri, dialect));
+}
+
+LibvirtHypervisor::LibvirtHypervisor(virConnectPtr connection, std::string uri,
+                                     DomainXmlDialect dialect)
+    : connection_(connection), uri_(std::move(uri)), dialect_(dialect) {}
+
+LibvirtHypervisor::~LibvirtHypervisor() {
+    virConnectClose(connection_);
+    EventLoopThread::release();
+}
+
+Status LibvirtHypervisor::start_vm(const VmRequest& request) {
+    if (DomainHandle existing{virDomainLookupByName(connection_, request.name.c_str())}) {
+        return make_error(errc::kConflict,
+                          "libvirt: domain " + request.name + " already exists (" + uri_ + ")");
+    }
+    virResetLastError();  // the failed lookup's "no domain" is expected
+    const std::string xml = build_domain_xml(request, dialect_);
+    // VALIDATE: check the XML against libvirt's schema first, so a mistake in
+    // it is reported as such rather than as whatever it later breaks.
+    DomainHandle domain{virDomainCreateXML(connection_, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
+    if (!domain) return libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name);
+    return ok_status();
+}
+
+Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
+    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
+    if (!domain) {
+        const bool missing = last_error_code() == VIR_ERR_NO_DOMAIN;
+        return libvirt_error(missing ? errc::kNotFound : errc::kHypervisor, "cannot look up domain",
+                             uri_, vm_name);
+    }
+    // Flags 0: the live definition (what the running QEMU was started with).
+    LibvirtString xml{virDomainGetXMLDesc(domain.get(), 0)};
+    if (!xml) return libvirt_error(errc::kHypervisor, "cannot read domain XML", uri_, vm_name);
+    return parse_applied_disk_settings(xml.get());
+}
+
+Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {
+    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
+    if (!domain) {
+        if (last_error_code() == VIR_ERR_NO_DOMAIN) {
+            virResetLastError();
+            return false;
+        }
+        return libvirt_error(errc::kHypervisor, "cannot look up domain", uri_, vm_name);
+    }
+    const int active = virDomainIsActive(domain.get());
+    if (active < 0) {
+        // A transient domain that ended between lookup and query is gone.
+        if (last_error_code() == VIR_ERR_NO_DOMAIN) {
+            virResetLastError();
+            return false;
+        }
+        return libvirt_error(errc::kHypervisor, "cannot query domain state", uri_, vm_name);
+    }
+    return active == 1;
+}
+
+Status LibvirtHypervisor::destroy_vm(const std::string& vm_name) {
+    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
+    if (!domain) {
+        if (last_error_code() == VIR_ERR_NO_DOMAIN) {
+            virResetLastError();
+            return ok_status();
+        }
+        return libvirt_error(errc::kHypervisor, "cannot look up domain", uri_, vm_name);
+    }
+    if (virDomainIsActive(domain.get()) == 1 && virDomainDestroy(domain.get()) < 0) {
+        // It may have stopped on its own in the meantime (a transient domain
+        // then no longer exists; a persistent one is merely inactive).
+        const int code = last_error_code();
+        if (code != VIR_ERR_NO_DOMAIN && code != VIR_ERR_OPERATION_INVALID) {
+            return libvirt_error(errc::kHypervisor, "cannot destroy domain", uri_, vm_name);
+        }
+        virResetLastError();
+    }
+    if (virDomainIsPersistent(domain.get()) == 1 && virDomainUndefine(domain.get()) < 0) {
+        if (last_error_code() != VIR_ERR_NO_DOMAIN) {
+            return libvirt_error(errc::kHypervisor, "cannot undefine domain", uri_, vm_name);
+        }
+    }
+    virResetLastError();
+    return ok_status();
+}
+
+Result<std::vector<std::string>> LibvirtHypervisor::list_vms(const std::string& prefix) {
+    virDomainPtr* domains = nullptr;
+    // Flags 0: running and defined-but-inactive domains alike.
+    const int count = virConnectListAllDomains(connection_, &domains, 0);
+    if (count < 0) return libvirt_error(errc::kHypervisor, "cannot list domains", uri_);
+    std::vector<std::string> names;
+    for (int i = 0; i < count; ++i) {
+        DomainHandle domain{domains[i]};
+        const char* name = virDomainGetName(domain.get());  // owned by the domain object
+        if (name != nullptr && std::string_view(name).substr(0, prefix.size()) == prefix)
+            names.emplace_back(name);
+    }
+    std::free(domains);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Json LibvirtHypervisor::versions() {
+    Json versions = Json::object();
+    versions["hypervisor_uri"] = uri_;
+    unsigned long library_version = 0;
+    if (virConnectGetLibVersion(connection_, &library_version) == 0) {
+        versions["libvirt"] = version_string(library_version);
+    }
+    const char* type = virConnectGetType(connection_);
+    if (type != nullptr) versions["hypervisor_type"] = type;
+    unsigned long hypervisor_version = 0;
+    if (virConnectGetVersion(connection_, &hypervisor_version) == 0) {
+        versions["hypervisor_version"] = version_string(hypervisor_version);
+        if (type != nullptr && std::string_view(type) == "QEMU")
+            versions["qemu"] = version_string(hypervisor_version);
+    }
+    virResetLastError();
+    return versions;
+}
+
+}  // namespace ds

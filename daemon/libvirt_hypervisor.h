@@ -1,0 +1,95 @@
+// The libvirt hypervisor backend: guests as transient libvirt domains built by
+// build_domain_xml, through libvirt's C API only.
+//
+// By default it drives libvirt's embedded QEMU driver (qemu:///embed?root=DIR):
+// libvirt runs inside this process, no libvirtd is needed, and QEMU's state
+// lives under DIR. Any other URI (test:///default for tests, qemu:///system,
+// qemu+ssh://host/system) is used as given.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "daemon/domain_xml.h"
+#include "daemon/hypervisor.h"
+
+// libvirt's connection handle, without pulling libvirt's headers into ours.
+struct _virConnect;
+
+namespace ds {
+
+class LibvirtHypervisor : public Hypervisor {
+  public:
+    // Opens `uri`, or when `uri` is empty the embedded QEMU driver rooted at
+    // `embed_root_for_default` (an absolute directory, created if missing).
+    // For any embedded URI (the default or an explicit qemu:///embed?root=)
+    // DIR/etc/qemu.conf is written first (see write_embedded_qemu_conf).
+    // Also starts, once per process, libvirt's default event loop in a
+    // background thread (the embedded driver and remote keepalives need it);
+    // it stops when the last LibvirtHypervisor is destroyed.
+    // libvirt allows one embedded root per process: connecting to a second,
+    // different root while the first is open fails.
+    // Errors: errc::kInvalidArgument (relative root), errc::kIo (qemu.conf),
+    // errc::kUnavailable (libvirt refused the connection).
+    static Result<std::unique_ptr<LibvirtHypervisor>> connect(
+        const std::string& uri, const std::string& embed_root_for_default);
+
+    // "qemu:///embed?root=ROOT", ROOT percent-encoded where URIs need it.
+    static std::string embedded_uri(const std::string& root);
+
+    // Closes the connection. Guests keep running (the daemon destroys what it
+    // started; an embedded driver opened later on the same root finds them).
+    ~LibvirtHypervisor() override;
+    LibvirtHypervisor(const LibvirtHypervisor&) = delete;
+    LibvirtHypervisor& operator=(const LibvirtHypervisor&) = delete;
+
+    std::string name() const override { return "libvirt"; }
+    // A transient domain (virDomainCreateXML, schema-validated): it exists
+    // only while running, so a failed start leaves nothing defined and a
+    // destroyed guest is gone. errc::kConflict if a domain of that name
+    // exists already.
+    Status start_vm(const VmRequest& request) override;
+    // parse_applied_disk_settings of the live XML. errc::kNotFound if no such
+    // domain.
+    Result<Json> applied_settings(const std::string& vm_name) override;
+    Result<bool> is_running(const std::string& vm_name) override;
+    // Destroys the domain if it runs, undefines it if it is persistent (e.g.
+    // defined by hand or by an older daemon). Succeeds if it does not exist.
+    Status destroy_vm(const std::string& vm_name) override;
+    // Sorted names of all domains, running or defined, starting with prefix.
+    Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
+    // {"libvirt": "9.0.0", "hypervisor_type": "QEMU", "hypervisor_version":
+    //  "7.2.0", "qemu": "7.2.0" (QEMU drivers only), "hypervisor_uri": "..."}.
+    Json versions() override;
+
+    // The URI as opened and the XML dialect its driver needs.
+    const std::string& uri() const { return uri_; }
+    DomainXmlDialect dialect() const { return dialect_; }
+
+    // Thread safety: every method may be called from several threads at once.
+    // libvirt's connection object is thread-safe and its last-error is
+    // per-thread; this class keeps no other mutable state.
+
+  private:
+    LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect);
+
+    _virConnect* connection_;
+    std::string uri_;
+    DomainXmlDialect dialect_;
+};
+
+// Writes ROOT/etc/qemu.conf for the embedded QEMU driver (creating
+// directories): stdio_handler = "file" (no virtlogd), security_driver =
+// "none" (no SELinux/AppArmor labelling), namespaces = [] (no private /dev
+// mount namespace), user/group = this process's effective ids (QEMU runs as
+// the daemon does; as root libvirt would otherwise look for a 'libvirt-qemu'
+// user, which exists only with libvirt-daemon-system installed).
+Status write_embedded_qemu_conf(const std::string& root);
+
+// Whether /dev/kvm exists and is readable and writable by this process. Says
+// nothing about whether KVM really runs guests here (probe that with a boot).
+bool kvm_device_present();
+
+}  // namespace ds

@@ -1,0 +1,210 @@
+#include "daemon/settings_verify.h"
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+namespace ds {
+namespace {
+
+// How a mount option written in a spec appears in /proc/mounts when it is in
+// force. Tokens are compared whole (see mount_option_in_force for the one
+// generic rule, ":level" suffixes).
+struct MountOptionEquivalence {
+    std::string_view requested;
+    // Any one of these shown means the option is in force.
+    std::array<std::string_view, 3> shown_as;  // unused slots are empty
+    // The kernel does not print the option when it is in force because it is
+    // the default; then it is in force unless one of these is shown.
+    bool default_not_shown;
+    std::array<std::string_view, 2> contradicted_by;  // unused slots are empty
+};
+
+// The equivalence table. Options not listed here must appear verbatim.
+// clang-format off
+constexpr std::array kMountOptionEquivalences = {
+    // ext4 prints barrier=0 (and nobarrier) as "nobarrier"; barrier on is the
+    // default and not printed.
+    MountOptionEquivalence{"barrier=0", {"nobarrier"}, false, {}},
+    MountOptionEquivalence{"nobarrier", {"nobarrier"}, false, {}},
+    MountOptionEquivalence{"barrier", {}, true, {"nobarrier"}},
+    MountOptionEquivalence{"barrier=1", {}, true, {"nobarrier"}},
+    // btrfs prints plain "discard" as "discard" (synchronous) on some kernels
+    // and "discard=sync"/"discard=async" on others; any of them discards.
+    MountOptionEquivalence{"discard", {"discard", "discard=sync", "discard=async"}, false, {}},
+    // btrfs prints nodatacow as "nodatasum,nodatacow" (no CoW implies no data
+    // checksums); the extra nodatasum needs no rule, nodatacow is there.
+    MountOptionEquivalence{"nodatacow", {"nodatacow"}, false, {}},
+    // ext4 defaults that it does not print.
+    MountOptionEquivalence{"data=ordered", {"data=ordered"}, true, {"data=writeback", "data=journal"}},
+    MountOptionEquivalence{"delalloc", {}, true, {"nodelalloc"}},
+    MountOptionEquivalence{"user_xattr", {"user_xattr"}, true, {"nouser_xattr"}},
+    MountOptionEquivalence{"acl", {"acl"}, true, {"noacl"}},
+    // Generic VFS defaults.
+    MountOptionEquivalence{"defaults", {}, true, {}},
+    MountOptionEquivalence{"async", {}, true, {"sync"}},
+};
+// clang-format on
+
+bool shows(const std::vector<std::string>& shown_options, std::string_view token) {
+    return std::find(shown_options.begin(), shown_options.end(), token) != shown_options.end();
+}
+
+std::string on_off(bool value) {
+    return value ? "on" : "off";
+}
+
+// A JSON value as a person would write it in a spec.
+std::string display(const Json& value) {
+    if (value.is_boolean()) return on_off(value.get<bool>());
+    if (value.is_string()) return value.get<std::string>();
+    return value.dump();
+}
+
+std::string join(const std::vector<std::string>& items) {
+    std::string joined;
+    for (const std::string& item : items) {
+        if (!joined.empty()) joined += ',';
+        joined += item;
+    }
+    return joined;
+}
+
+void verify_hypervisor(const StorageConfig& requested, const Json& applied,
+                       std::vector<std::string>& mismatches) {
+    if (!applied.is_object()) {
+        mismatches.push_back("hypervisor settings: expected an object, got " + applied.dump());
+        return;
+    }
+    const std::array<std::pair<std::string_view, Json>, 8> expected = {{
+        {"bus", std::string(to_string(requested.bus))},
+        {"cache", std::string(to_string(requested.cache))},
+        {"aio", std::string(to_string(requested.aio))},
+        {"discard", requested.discard},
+        {"detect_zeroes", std::string(to_string(requested.detect_zeroes))},
+        {"ssd", requested.ssd},
+        {"iothread", requested.iothread},
+        {"image_format", std::string(to_string(requested.image_format))},
+    }};
+    for (const auto& [key, want] : expected) {
+        const std::string name(key);
+        if (!applied.contains(name)) {
+            mismatches.push_back(name + ": requested " + display(want) +
+                                 ", not reported by the hypervisor");
+        } else if (applied.at(name) != want) {
+            mismatches.push_back(name + ": requested " + display(want) + ", in force " +
+                                 display(applied.at(name)));
+        }
+    }
+}
+
+// A guest-reported number (the agent may send 0/1 or false/true).
+std::optional<long long> guest_number(const Json& guest, const char* key) {
+    if (!guest.contains(key)) return std::nullopt;
+    const Json& value = guest.at(key);
+    if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
+    if (value.is_number_integer()) return value.get<long long>();
+    return std::nullopt;
+}
+
+void verify_guest(const StorageConfig& requested, const Json& guest,
+                  std::vector<std::string>& mismatches) {
+    if (!guest.is_object()) {
+        mismatches.push_back("guest readback: expected an object, got " + guest.dump());
+        return;
+    }
+    const FilesystemSpec& filesystem = requested.filesystem;
+    if (!filesystem.type.empty()) {
+        const std::string fs_type = guest.value("fs_type", std::string());
+        if (fs_type != filesystem.type) {
+            mismatches.push_back("filesystem: requested " + filesystem.type + ", guest has " +
+                                 (fs_type.empty() ? std::string("none reported") : fs_type));
+        }
+        const std::vector<std::string> shown =
+            split_mount_options(guest.value("mount_options", std::string()));
+        for (const std::string& option : split_mount_options(filesystem.mount_options)) {
+            if (!mount_option_in_force(option, shown)) {
+                mismatches.push_back(
+                    "mount option " + option + ": requested, guest mounted with " +
+                    (shown.empty() ? std::string("no options reported") : join(shown)));
+            }
+        }
+    }
+
+    // Only the requested direction is checked. Without ssd, QEMU's scsi-hd and
+    // ide-hd report no rotation rate and Linux assumes rotational, but
+    // virtio-blk has no way to say either, so "not ssd" promises nothing the
+    // guest could check on every bus.
+    if (requested.ssd) {
+        const auto rotational = guest_number(guest, "rotational");
+        if (!rotational) {
+            mismatches.push_back("ssd: requested on, guest did not report rotational");
+        } else if (*rotational != 0) {
+            mismatches.push_back("ssd: requested on, guest sees a rotational disk (rotational=" +
+                                 std::to_string(*rotational) + ")");
+        }
+    }
+    // Only discard on is checked: with discard off (libvirt discard='ignore')
+    // QEMU still advertises discard to the guest (virtio-blk and scsi-hd keep
+    // the feature; the requests are dropped on the host side), so the guest
+    // cannot tell off from on. The hypervisor readback covers that direction.
+    if (requested.discard) {
+        const auto discard_max_bytes = guest_number(guest, "discard_max_bytes");
+        if (!discard_max_bytes) {
+            mismatches.push_back("discard: requested on, guest did not report discard_max_bytes");
+        } else if (*discard_max_bytes <= 0) {
+            mismatches.push_back(
+                "discard: requested on, guest sees no discard support (discard_max_bytes=" +
+                std::to_string(*discard_max_bytes) + ")");
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> split_mount_options(std::string_view options) {
+    std::vector<std::string> items;
+    std::size_t start = 0;
+    while (start <= options.size()) {
+        std::size_t end = options.find(',', start);
+        if (end == std::string_view::npos) end = options.size();
+        std::string_view item = options.substr(start, end - start);
+        while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+        while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+        if (!item.empty()) items.emplace_back(item);
+        start = end + 1;
+    }
+    return items;
+}
+
+bool mount_option_in_force(std::string_view requested,
+                           const std::vector<std::string>& shown_options) {
+    for (const MountOptionEquivalence& entry : kMountOptionEquivalences) {
+        if (entry.requested != requested) continue;
+        for (std::string_view form : entry.shown_as) {
+            if (!form.empty() && shows(shown_options, form)) return true;
+        }
+        if (!entry.default_not_shown) return false;
+        for (std::string_view contradiction : entry.contradicted_by) {
+            if (!contradiction.empty() && shows(shown_options, contradiction)) return false;
+        }
+        return true;
+    }
+    if (shows(shown_options, requested)) return true;
+    // The one generic rule: btrfs prints a compression algorithm with its
+    // level, so "compress=zstd" is in force as "compress=zstd:3".
+    const std::string with_level = std::string(requested) + ':';
+    return std::any_of(shown_options.begin(), shown_options.end(),
+                       [&](const std::string& shown) { return shown.rfind(with_level, 0) == 0; });
+}
+
+std::vector<std::string> verify_settings(const StorageConfig& requested,
+                                         const Json& applied_hypervisor,
+                                         const Json& guest_readback) {
+    std::vector<std::string> mismatches;
+    if (!applied_hypervisor.is_null()) verify_hypervisor(requested, applied_hypervisor, mismatches);
+    if (!guest_readback.is_null()) verify_guest(requested, guest_readback, mismatches);
+    return mismatches;
+}
+
+}  // namespace ds

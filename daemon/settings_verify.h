@@ -1,0 +1,46 @@
+// Did the run get the settings it asked for? Compares the requested storage
+// configuration with what the hypervisor has in force (read back from it) and
+// with what the guest sees (read back by the agent). A run whose settings are
+// not in force measures something else and must not be recorded as the
+// requested configuration.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/settings.h"
+
+namespace ds {
+
+// One human-readable line per mismatch, e.g. "cache: requested unsafe, in
+// force none"; empty when everything checked agrees.
+//
+// `applied_hypervisor`: Hypervisor::applied_settings(). Every key of
+// to_json(StorageConfig) that a hypervisor applies is compared: bus, cache,
+// aio, discard, detect_zeroes, ssd, iothread, image_format; a key it did not
+// report is a mismatch too. Null skips the hypervisor checks.
+//
+// `guest_readback`: the agent's view of the data disk, e.g.
+//   {"device":"sdb","fs_type":"ext4","mount_options":"rw,relatime",
+//    "rotational":0,"discard_max_bytes":1073741824,...}
+// Checked: fs_type equals filesystem.type; each requested mount option is in
+// force (see mount_option_in_force); ssd requested -> rotational 0; discard
+// requested -> discard_max_bytes > 0. Null skips the guest checks; a key the
+// checks need but the guest did not report is a mismatch.
+std::vector<std::string> verify_settings(const StorageConfig& requested,
+                                         const Json& applied_hypervisor,
+                                         const Json& guest_readback);
+
+// Whether mount option `requested` (as written in a spec, e.g. "barrier=0")
+// is in force given the options the guest's /proc/mounts shows for the
+// file system (split at commas). The kernel prints some options differently
+// from how they are written and leaves defaults out, so this goes through a
+// documented equivalence table (settings_verify.cpp) before comparing tokens.
+bool mount_option_in_force(std::string_view requested,
+                           const std::vector<std::string>& shown_options);
+
+// "a,b,,c" -> {"a","b","c"} (empty items and surrounding spaces dropped).
+std::vector<std::string> split_mount_options(std::string_view options);
+
+}  // namespace ds

@@ -1,0 +1,711 @@
+#include "daemon/store.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <set>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+namespace ds {
+namespace {
+
+// How long a statement waits for another connection's lock before giving up
+// with SQLITE_BUSY (-> errc::kUnavailable). Writes here are small; a lock held
+// this long means something is wrong elsewhere.
+constexpr int kBusyTimeoutMs = 5000;
+
+// Schema history. Append only: a released migration is never edited, a change
+// is a new migration (see docs/schema.md).
+constexpr std::array<Migration, 1> kMigrations = {{
+    {1, "initial schema: sweeps, configurations, runs, metrics",
+     R"sql(
+CREATE TABLE sweeps (
+    id                INTEGER PRIMARY KEY,
+    name              TEXT    NOT NULL,
+    spec_toml         TEXT    NOT NULL,
+    spec_source       TEXT    NOT NULL,
+    status            TEXT    NOT NULL
+                      CHECK (status IN ('queued','running','succeeded','failed','cancelled')),
+    created_at        TEXT    NOT NULL,
+    started_at        TEXT,
+    finished_at       TEXT,
+    total_runs        INTEGER NOT NULL,
+    dropped_json      TEXT    NOT NULL DEFAULT '[]',
+    varying_axes_json TEXT    NOT NULL DEFAULT '[]'
+);
+
+CREATE TABLE configurations (
+    config_id      TEXT PRIMARY KEY,
+    canonical_json TEXT NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE runs (
+    id                    INTEGER PRIMARY KEY,
+    sweep_id              INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    sequence              INTEGER NOT NULL,
+    repetition            INTEGER NOT NULL,
+    config_id             TEXT    NOT NULL REFERENCES configurations(config_id),
+    workload_name         TEXT    NOT NULL,
+    workload_json         TEXT    NOT NULL,
+    status                TEXT    NOT NULL
+                          CHECK (status IN ('pending','running','succeeded','failed','cancelled')),
+    failure_reason        TEXT,
+    accel                 TEXT,
+    vm_name               TEXT,
+    volume_name           TEXT,
+    console_log           TEXT,
+    started_at            TEXT,
+    finished_at           TEXT,
+    timings_json          TEXT    NOT NULL DEFAULT '{}',
+    versions_json         TEXT    NOT NULL DEFAULT '{}',
+    applied_settings_json TEXT    NOT NULL DEFAULT '{}',
+    raw_output            TEXT,
+    UNIQUE (sweep_id, sequence)
+);
+CREATE INDEX runs_by_status ON runs(status);
+CREATE INDEX runs_by_config ON runs(config_id);
+
+CREATE TABLE metrics (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    name   TEXT    NOT NULL,
+    value  REAL    NOT NULL,
+    PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+)sql"},
+}};
+
+constexpr std::array<std::string_view, 5> kRunStatuses = {
+    run_status::kPending, run_status::kRunning, run_status::kSucceeded, run_status::kFailed,
+    run_status::kCancelled};
+constexpr std::array<std::string_view, 5> kSweepStatuses = {
+    sweep_status::kQueued, sweep_status::kRunning, sweep_status::kSucceeded, sweep_status::kFailed,
+    sweep_status::kCancelled};
+
+bool is_one_of(std::string_view value, std::span<const std::string_view> choices) {
+    return std::find(choices.begin(), choices.end(), value) != choices.end();
+}
+
+std::string join(std::span<const std::string_view> values) {
+    std::string joined;
+    for (std::string_view value : values) {
+        if (!joined.empty()) joined += ", ";
+        joined += value;
+    }
+    return joined;
+}
+
+bool is_terminal_run_status(std::string_view status) {
+    return status == run_status::kSucceeded || status == run_status::kFailed ||
+           status == run_status::kCancelled;
+}
+
+// Turns an exception from SQLite into an Error whose code says what the caller
+// can do about it: kIo for the file system (full disk, I/O error, cannot open,
+// not a database), kUnavailable for a lock held past the busy timeout,
+// kConflict for a violated constraint. The message keeps SQLite's own words.
+Error sqlite_error(const std::string& context, const SQLite::Exception& exception) {
+    const int primary_code = exception.getErrorCode() & 0xff;
+    const char* code = errc::kInternal;
+    switch (primary_code) {
+        case SQLITE_FULL:
+        case SQLITE_IOERR:
+        case SQLITE_CANTOPEN:
+        case SQLITE_CORRUPT:
+        case SQLITE_NOTADB:
+        case SQLITE_READONLY:
+        case SQLITE_PERM:
+        case SQLITE_NOLFS:
+            code = errc::kIo;
+            break;
+        case SQLITE_BUSY:
+        case SQLITE_LOCKED:
+            code = errc::kUnavailable;
+            break;
+        case SQLITE_CONSTRAINT:
+            code = errc::kConflict;
+            break;
+        default:
+            break;
+    }
+    return make_error(code, context + ": " + exception.what());
+}
+
+// The seam: runs `body` (which returns a Result) and turns any exception from
+// SQLiteCpp or nlohmann::json into an Error, so none escapes the store.
+template <class Body>
+auto guarded(const std::string& context, Body&& body) -> decltype(body()) {
+    try {
+        return body();
+    } catch (const SQLite::Exception& exception) {
+        return sqlite_error(context, exception);
+    } catch (const Json::exception& exception) {
+        return make_error(errc::kInternal,
+                          context + ": malformed JSON stored in the database: " + exception.what());
+    } catch (const std::exception& exception) {
+        return make_error(errc::kInternal, context + ": " + exception.what());
+    }
+}
+
+// JSON columns. The guest is untrusted, so invalid UTF-8 in what it reported
+// is replaced rather than failing the whole write.
+std::string dump_json(const Json& value) {
+    return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// "" is stored as NULL (an unset timestamp or reason) and read back as "".
+void bind_text_or_null(SQLite::Statement& statement, int index, const std::string& value) {
+    if (value.empty()) {
+        statement.bind(index);
+    } else {
+        statement.bind(index, value);
+    }
+}
+
+std::string text_or_empty(const SQLite::Column& column) {
+    return column.isNull() ? std::string() : column.getString();
+}
+
+Json json_column(const SQLite::Column& column) {
+    return Json::parse(column.getString());
+}
+
+Error sweep_not_found(std::int64_t sweep_id) {
+    return make_error(errc::kNotFound, "sweep " + std::to_string(sweep_id) + " not found");
+}
+Error run_not_found(std::int64_t run_id) {
+    return make_error(errc::kNotFound, "run " + std::to_string(run_id) + " not found");
+}
+
+bool sweep_exists(SQLite::Database& db, std::int64_t sweep_id) {
+    SQLite::Statement query(db, "SELECT 1 FROM sweeps WHERE id = ?");
+    query.bind(1, sweep_id);
+    return query.executeStep();
+}
+
+// Why a run cannot make a transition: it does not exist, or its status.
+Error run_transition_error(SQLite::Database& db, std::int64_t run_id, std::string_view wanted) {
+    SQLite::Statement query(db, "SELECT status FROM runs WHERE id = ?");
+    query.bind(1, run_id);
+    if (!query.executeStep()) return run_not_found(run_id);
+    return make_error(errc::kConflict, "run " + std::to_string(run_id) + " is " +
+                                           query.getColumn(0).getString() + ", cannot become " +
+                                           std::string(wanted));
+}
+
+SweepRecord read_sweep(SQLite::Statement& row) {
+    SweepRecord sweep;
+    sweep.id = row.getColumn(0).getInt64();
+    sweep.name = row.getColumn(1).getString();
+    sweep.spec_toml = row.getColumn(2).getString();
+    sweep.spec_source = row.getColumn(3).getString();
+    sweep.status = row.getColumn(4).getString();
+    sweep.created_at = text_or_empty(row.getColumn(5));
+    sweep.started_at = text_or_empty(row.getColumn(6));
+    sweep.finished_at = text_or_empty(row.getColumn(7));
+    sweep.total_runs = row.getColumn(8).getInt();
+    sweep.dropped = json_column(row.getColumn(9));
+    sweep.varying_axes = json_column(row.getColumn(10));
+    return sweep;
+}
+
+constexpr const char* kSelectSweep =
+    "SELECT id, name, spec_toml, spec_source, status, created_at, started_at, finished_at, "
+    "total_runs, dropped_json, varying_axes_json FROM sweeps";
+
+// The one place that reads runs: `where` selects them (with one parameter),
+// rows come back by sweep then sequence, each with its metrics.
+using RunFilterValue = std::variant<std::int64_t, std::string>;
+
+void bind_filter(SQLite::Statement& statement, const RunFilterValue& value) {
+    if (const auto* number = std::get_if<std::int64_t>(&value)) {
+        statement.bind(1, *number);
+    } else {
+        statement.bind(1, std::get<std::string>(value));
+    }
+}
+
+std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where,
+                                  const RunFilterValue& value, RawOutput raw_output) {
+    const std::string raw_output_column =
+        raw_output == RawOutput::kInclude ? "r.raw_output" : "NULL";
+    SQLite::Statement query(
+        db,
+        "SELECT r.id, r.sweep_id, r.sequence, r.repetition, r.config_id, c.canonical_json, "
+        "r.workload_name, r.workload_json, r.status, r.failure_reason, r.accel, r.vm_name, "
+        "r.volume_name, r.console_log, r.started_at, r.finished_at, r.timings_json, "
+        "r.versions_json, r.applied_settings_json, " +
+            raw_output_column +
+            " FROM runs r JOIN configurations c ON c.config_id = r.config_id WHERE " + where +
+            " ORDER BY r.sweep_id, r.sequence");
+    bind_filter(query, value);
+
+    std::vector<RunRecord> runs;
+    while (query.executeStep()) {
+        RunRecord run;
+        run.id = query.getColumn(0).getInt64();
+        run.sweep_id = query.getColumn(1).getInt64();
+        run.sequence = query.getColumn(2).getInt();
+        run.repetition = query.getColumn(3).getInt();
+        run.config_id = query.getColumn(4).getString();
+        run.config = json_column(query.getColumn(5));
+        run.workload_name = query.getColumn(6).getString();
+        run.workload = json_column(query.getColumn(7));
+        run.status = query.getColumn(8).getString();
+        run.failure_reason = text_or_empty(query.getColumn(9));
+        run.accel = text_or_empty(query.getColumn(10));
+        run.vm_name = text_or_empty(query.getColumn(11));
+        run.volume_name = text_or_empty(query.getColumn(12));
+        run.console_log = text_or_empty(query.getColumn(13));
+        run.started_at = text_or_empty(query.getColumn(14));
+        run.finished_at = text_or_empty(query.getColumn(15));
+        run.timings = json_column(query.getColumn(16));
+        run.versions = json_column(query.getColumn(17));
+        run.applied_settings = json_column(query.getColumn(18));
+        run.raw_output = text_or_empty(query.getColumn(19));
+        runs.push_back(std::move(run));
+    }
+    if (runs.empty()) return runs;
+
+    std::unordered_map<std::int64_t, RunRecord*> runs_by_id;
+    for (RunRecord& run : runs) runs_by_id[run.id] = &run;
+    SQLite::Statement metrics(db,
+                              "SELECT m.run_id, m.name, m.value FROM metrics m "
+                              "JOIN runs r ON r.id = m.run_id WHERE " +
+                                  where);
+    bind_filter(metrics, value);
+    while (metrics.executeStep()) {
+        auto found = runs_by_id.find(metrics.getColumn(0).getInt64());
+        if (found == runs_by_id.end()) continue;
+        found->second->metrics[metrics.getColumn(1).getString()] = metrics.getColumn(2).getDouble();
+    }
+    return runs;
+}
+
+Error newer_schema_error(const std::string& path, int stored_version, int known_version) {
+    return make_error(errc::kConflict,
+                      "database " + path + " has schema version " + std::to_string(stored_version) +
+                          ", newer than the newest this disksweepd knows (" +
+                          std::to_string(known_version) +
+                          "): it was written by a newer disksweep; upgrade, or use another "
+                          "database");
+}
+
+// Brings the schema from its stored version up to migrations.size(), one
+// migration per IMMEDIATE transaction (re-reading the version inside it, so
+// two processes opening a fresh file at once do not both migrate).
+Status migrate(SQLite::Database& db, const std::string& path,
+               std::span<const Migration> migrations) {
+    const int known_version = static_cast<int>(migrations.size());
+    for (;;) {
+        SQLite::Transaction transaction(db, SQLite::TransactionBehavior::IMMEDIATE);
+        const int current_version = db.execAndGet("PRAGMA user_version").getInt();
+        if (current_version > known_version) {
+            return newer_schema_error(path, current_version, known_version);
+        }
+        if (current_version == known_version) return ok_status();
+
+        const Migration& migration = migrations[current_version];
+        try {
+            db.exec(std::string(migration.sql));
+            db.exec("PRAGMA user_version = " + std::to_string(migration.version));
+            transaction.commit();
+        } catch (const SQLite::Exception& exception) {
+            return sqlite_error("database " + path + ": migration " +
+                                    std::to_string(migration.version) + " (" +
+                                    std::string(migration.description) + ") failed",
+                                exception);
+        }
+    }
+}
+
+}  // namespace
+
+std::span<const std::string_view> all_run_statuses() {
+    return kRunStatuses;
+}
+
+std::span<const Migration> schema_migrations() {
+    return kMigrations;
+}
+
+Store::Store(std::string path, std::unique_ptr<SQLite::Database> db)
+    : path_(std::move(path)), db_(std::move(db)) {}
+
+Store::~Store() = default;
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+    return open(path, schema_migrations());
+}
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path,
+                                           std::span<const Migration> migrations) {
+    for (std::size_t index = 0; index < migrations.size(); ++index) {
+        if (migrations[index].version != static_cast<int>(index) + 1) {
+            return make_error(errc::kInternal, "migration list out of order: entry " +
+                                                   std::to_string(index) + " has version " +
+                                                   std::to_string(migrations[index].version));
+        }
+    }
+    return guarded("opening database " + path, [&]() -> Result<std::unique_ptr<Store>> {
+        auto db = std::make_unique<SQLite::Database>(
+            path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE, kBusyTimeoutMs);
+        // Refuse a newer schema before touching the file (even the journal mode).
+        const int stored_version = db->execAndGet("PRAGMA user_version").getInt();
+        if (stored_version > static_cast<int>(migrations.size())) {
+            return newer_schema_error(path, stored_version, static_cast<int>(migrations.size()));
+        }
+        // WAL: readers (API) do not block the writer (scheduler). The mode is
+        // persistent; the pragma answers the mode in force.
+        db->execAndGet("PRAGMA journal_mode = WAL");
+        // Per connection, and a no-op inside a transaction: set before migrating.
+        db->exec("PRAGMA foreign_keys = ON");
+        DS_TRY(migrate(*db, path, migrations));
+        return std::unique_ptr<Store>(new Store(path, std::move(db)));
+    });
+}
+
+Result<int> Store::schema_version() {
+    std::lock_guard lock(mutex_);
+    return guarded("reading schema version of " + path_, [&]() -> Result<int> {
+        return db_->execAndGet("PRAGMA user_version").getInt();
+    });
+}
+
+Result<std::int64_t> Store::create_sweep(const SweepRecord& sweep,
+                                         const std::vector<RunRecord>& planned_runs) {
+    if (!is_one_of(sweep.status, kSweepStatuses)) {
+        return make_error(errc::kInvalidArgument, "unknown sweep status '" + sweep.status +
+                                                      "' (valid: " + join(kSweepStatuses) + ")");
+    }
+    std::lock_guard lock(mutex_);
+    return guarded("creating sweep '" + sweep.name + "'", [&]() -> Result<std::int64_t> {
+        SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+
+        SQLite::Statement insert_sweep(
+            *db_,
+            "INSERT INTO sweeps (name, spec_toml, spec_source, status, created_at, started_at, "
+            "finished_at, total_runs, dropped_json, varying_axes_json) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+        insert_sweep.bind(1, sweep.name);
+        insert_sweep.bind(2, sweep.spec_toml);
+        insert_sweep.bind(3, sweep.spec_source);
+        insert_sweep.bind(4, sweep.status);
+        insert_sweep.bind(5, sweep.created_at);
+        bind_text_or_null(insert_sweep, 6, sweep.started_at);
+        bind_text_or_null(insert_sweep, 7, sweep.finished_at);
+        insert_sweep.bind(8, static_cast<std::int64_t>(planned_runs.size()));
+        insert_sweep.bind(9, dump_json(sweep.dropped.is_null() ? Json::array() : sweep.dropped));
+        insert_sweep.bind(
+            10, dump_json(sweep.varying_axes.is_null() ? Json::array() : sweep.varying_axes));
+        insert_sweep.exec();
+        const std::int64_t sweep_id = db_->getLastInsertRowid();
+
+        SQLite::Statement insert_config(
+            *db_, "INSERT OR IGNORE INTO configurations (config_id, canonical_json) VALUES (?, ?)");
+        SQLite::Statement stored_config(
+            *db_, "SELECT canonical_json FROM configurations WHERE config_id = ?");
+        SQLite::Statement insert_run(
+            *db_,
+            "INSERT INTO runs (sweep_id, sequence, repetition, config_id, workload_name, "
+            "workload_json, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')");
+
+        std::set<std::string> checked_config_ids;
+        for (const RunRecord& run : planned_runs) {
+            if (run.config_id.empty()) {
+                return make_error(
+                    errc::kInvalidArgument,
+                    "planned run " + std::to_string(run.sequence) + " has no config_id");
+            }
+            const std::string canonical = dump_json(run.config);
+            // Every run's JSON is compared with the stored one, also the
+            // second run of a config in this sweep: one id, one meaning.
+            if (checked_config_ids.insert(run.config_id).second) {
+                insert_config.bind(1, run.config_id);
+                insert_config.bind(2, canonical);
+                insert_config.exec();
+                insert_config.reset();
+            }
+            stored_config.bind(1, run.config_id);
+            stored_config.executeStep();
+            const std::string stored = stored_config.getColumn(0).getString();
+            stored_config.reset();
+            if (stored != canonical) {
+                return make_error(errc::kConflict,
+                                  "configuration " + run.config_id +
+                                      " is already stored with different settings: stored " +
+                                      stored + ", planned run " + std::to_string(run.sequence) +
+                                      " has " + canonical);
+            }
+
+            insert_run.bind(1, sweep_id);
+            insert_run.bind(2, run.sequence);
+            insert_run.bind(3, run.repetition);
+            insert_run.bind(4, run.config_id);
+            insert_run.bind(5, run.workload_name);
+            insert_run.bind(6, dump_json(run.workload));
+            insert_run.exec();
+            insert_run.reset();
+        }
+        transaction.commit();
+        return sweep_id;
+    });
+}
+
+Result<SweepRecord> Store::get_sweep(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    return guarded("reading sweep " + std::to_string(sweep_id), [&]() -> Result<SweepRecord> {
+        SQLite::Statement query(*db_, std::string(kSelectSweep) + " WHERE id = ?");
+        query.bind(1, sweep_id);
+        if (!query.executeStep()) return sweep_not_found(sweep_id);
+        return read_sweep(query);
+    });
+}
+
+Result<std::vector<SweepRecord>> Store::list_sweeps() {
+    std::lock_guard lock(mutex_);
+    return guarded("listing sweeps", [&]() -> Result<std::vector<SweepRecord>> {
+        SQLite::Statement query(*db_, std::string(kSelectSweep) + " ORDER BY id");
+        std::vector<SweepRecord> sweeps;
+        while (query.executeStep()) sweeps.push_back(read_sweep(query));
+        return sweeps;
+    });
+}
+
+Status Store::set_sweep_status(std::int64_t sweep_id, std::string_view status,
+                               const std::string& at) {
+    if (!is_one_of(status, kSweepStatuses)) {
+        return make_error(errc::kInvalidArgument, "unknown sweep status '" + std::string(status) +
+                                                      "' (valid: " + join(kSweepStatuses) + ")");
+    }
+    std::lock_guard lock(mutex_);
+    return guarded("setting status of sweep " + std::to_string(sweep_id), [&]() -> Status {
+        std::string sql;
+        bool binds_time = true;
+        if (status == sweep_status::kRunning) {
+            sql =
+                "UPDATE sweeps SET status = ?1, started_at = COALESCE(started_at, ?2) "
+                "WHERE id = ?3";
+        } else if (status == sweep_status::kQueued) {
+            sql = "UPDATE sweeps SET status = ?1 WHERE id = ?3";
+            binds_time = false;
+        } else {
+            sql = "UPDATE sweeps SET status = ?1, finished_at = ?2 WHERE id = ?3";
+        }
+        SQLite::Statement update(*db_, sql);
+        update.bind(1, std::string(status));
+        if (binds_time) bind_text_or_null(update, 2, at);
+        update.bind(3, sweep_id);
+        if (update.exec() == 0) return sweep_not_found(sweep_id);
+        return ok_status();
+    });
+}
+
+Result<std::vector<RunRecord>> Store::list_runs(std::int64_t sweep_id, RawOutput raw_output) {
+    std::lock_guard lock(mutex_);
+    return guarded("listing runs of sweep " + std::to_string(sweep_id),
+                   [&]() -> Result<std::vector<RunRecord>> {
+                       if (!sweep_exists(*db_, sweep_id)) return sweep_not_found(sweep_id);
+                       return query_runs(*db_, "r.sweep_id = ?", sweep_id, raw_output);
+                   });
+}
+
+Result<RunRecord> Store::get_run(std::int64_t run_id) {
+    std::lock_guard lock(mutex_);
+    return guarded("reading run " + std::to_string(run_id), [&]() -> Result<RunRecord> {
+        std::vector<RunRecord> runs = query_runs(*db_, "r.id = ?", run_id, RawOutput::kInclude);
+        if (runs.empty()) return run_not_found(run_id);
+        return std::move(runs.front());
+    });
+}
+
+Status Store::mark_run_running(std::int64_t run_id, const std::string& vm_name,
+                               const std::string& volume_name, const std::string& console_log,
+                               const std::string& accel, const std::string& started_at) {
+    std::lock_guard lock(mutex_);
+    return guarded("marking run " + std::to_string(run_id) + " running", [&]() -> Status {
+        SQLite::Statement update(*db_,
+                                 "UPDATE runs SET status = 'running', vm_name = ?, "
+                                 "volume_name = ?, console_log = ?, accel = ?, started_at = ? "
+                                 "WHERE id = ? AND status = 'pending'");
+        bind_text_or_null(update, 1, vm_name);
+        bind_text_or_null(update, 2, volume_name);
+        bind_text_or_null(update, 3, console_log);
+        bind_text_or_null(update, 4, accel);
+        bind_text_or_null(update, 5, started_at);
+        update.bind(6, run_id);
+        if (update.exec() == 0) return run_transition_error(*db_, run_id, run_status::kRunning);
+        return ok_status();
+    });
+}
+
+Status Store::finish_run(const RunRecord& run) {
+    if (!is_terminal_run_status(run.status)) {
+        return make_error(errc::kInvalidArgument, "run " + std::to_string(run.id) +
+                                                      " cannot finish as '" + run.status +
+                                                      "' (valid: succeeded, failed, cancelled)");
+    }
+    for (const auto& [name, value] : run.metrics) {
+        if (!std::isfinite(value)) {
+            return make_error(
+                errc::kInvalidArgument,
+                "metric " + name + " of run " + std::to_string(run.id) + " is not a finite number");
+        }
+    }
+    std::lock_guard lock(mutex_);
+    return guarded("recording the outcome of run " + std::to_string(run.id), [&]() -> Status {
+        SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement update(
+            *db_,
+            "UPDATE runs SET status = ?, failure_reason = ?, timings_json = ?, versions_json = ?, "
+            "applied_settings_json = ?, raw_output = ?, finished_at = ? "
+            "WHERE id = ? AND status IN ('pending', 'running')");
+        update.bind(1, run.status);
+        bind_text_or_null(update, 2, run.failure_reason);
+        update.bind(3, dump_json(run.timings.is_null() ? Json::object() : run.timings));
+        update.bind(4, dump_json(run.versions.is_null() ? Json::object() : run.versions));
+        update.bind(
+            5, dump_json(run.applied_settings.is_null() ? Json::object() : run.applied_settings));
+        bind_text_or_null(update, 6, run.raw_output);
+        bind_text_or_null(update, 7, run.finished_at);
+        update.bind(8, run.id);
+        if (update.exec() == 0) return run_transition_error(*db_, run.id, run.status);
+
+        SQLite::Statement clear_metrics(*db_, "DELETE FROM metrics WHERE run_id = ?");
+        clear_metrics.bind(1, run.id);
+        clear_metrics.exec();
+        SQLite::Statement insert_metric(
+            *db_, "INSERT INTO metrics (run_id, name, value) VALUES (?, ?, ?)");
+        for (const auto& [name, value] : run.metrics) {
+            insert_metric.bind(1, run.id);
+            insert_metric.bind(2, name);
+            insert_metric.bind(3, value);
+            insert_metric.exec();
+            insert_metric.reset();
+        }
+        transaction.commit();
+        return ok_status();
+    });
+}
+
+Result<std::vector<RunRecord>> Store::runs_with_status(std::string_view status,
+                                                       RawOutput raw_output) {
+    if (!is_one_of(status, kRunStatuses)) {
+        return make_error(errc::kInvalidArgument, "unknown run status '" + std::string(status) +
+                                                      "' (valid: " + join(kRunStatuses) + ")");
+    }
+    std::lock_guard lock(mutex_);
+    return guarded("listing " + std::string(status) + " runs",
+                   [&]() -> Result<std::vector<RunRecord>> {
+                       return query_runs(*db_, "r.status = ?", std::string(status), raw_output);
+                   });
+}
+
+Result<std::map<std::string, int>> Store::run_counts(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    return guarded("counting runs of sweep " + std::to_string(sweep_id),
+                   [&]() -> Result<std::map<std::string, int>> {
+                       if (!sweep_exists(*db_, sweep_id)) return sweep_not_found(sweep_id);
+                       std::map<std::string, int> counts;
+                       for (std::string_view status : kRunStatuses) counts[std::string(status)] = 0;
+                       SQLite::Statement query(
+                           *db_,
+                           "SELECT status, COUNT(*) FROM runs WHERE sweep_id = ? GROUP BY status");
+                       query.bind(1, sweep_id);
+                       while (query.executeStep()) {
+                           counts[query.getColumn(0).getString()] = query.getColumn(1).getInt();
+                       }
+                       return counts;
+                   });
+}
+
+Status Store::cancel_pending_runs(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    return guarded("cancelling pending runs of sweep " + std::to_string(sweep_id), [&]() -> Status {
+        if (!sweep_exists(*db_, sweep_id)) return sweep_not_found(sweep_id);
+        SQLite::Statement update(*db_,
+                                 "UPDATE runs SET status = 'cancelled', "
+                                 "failure_reason = 'cancelled before it started' "
+                                 "WHERE sweep_id = ? AND status = 'pending'");
+        update.bind(1, sweep_id);
+        update.exec();
+        return ok_status();
+    });
+}
+
+Result<Json> Store::get_configuration(const std::string& config_id) {
+    std::lock_guard lock(mutex_);
+    return guarded("reading configuration " + config_id, [&]() -> Result<Json> {
+        SQLite::Statement query(*db_,
+                                "SELECT canonical_json FROM configurations WHERE config_id = ?");
+        query.bind(1, config_id);
+        if (!query.executeStep()) {
+            return make_error(errc::kNotFound, "configuration " + config_id + " not found");
+        }
+        return json_column(query.getColumn(0));
+    });
+}
+
+Result<std::vector<RunRecord>> Store::runs_for_config(const std::string& config_id,
+                                                      RawOutput raw_output) {
+    std::lock_guard lock(mutex_);
+    return guarded("listing runs of configuration " + config_id,
+                   [&]() -> Result<std::vector<RunRecord>> {
+                       return query_runs(*db_, "r.config_id = ?", config_id, raw_output);
+                   });
+}
+
+namespace {
+Json text_or_null(const std::string& value) {
+    return value.empty() ? Json(nullptr) : Json(value);
+}
+}  // namespace
+
+Json to_json(const SweepRecord& sweep) {
+    return Json{
+        {"id", sweep.id},
+        {"name", sweep.name},
+        {"status", sweep.status},
+        {"created_at", text_or_null(sweep.created_at)},
+        {"started_at", text_or_null(sweep.started_at)},
+        {"finished_at", text_or_null(sweep.finished_at)},
+        {"total_runs", sweep.total_runs},
+        {"spec_source", sweep.spec_source},
+        {"spec_toml", sweep.spec_toml},
+        {"dropped", sweep.dropped},
+        {"varying_axes", sweep.varying_axes},
+    };
+}
+
+Json to_json(const RunRecord& run, bool include_raw_output) {
+    Json json{
+        {"id", run.id},
+        {"sweep_id", run.sweep_id},
+        {"sequence", run.sequence},
+        {"repetition", run.repetition},
+        {"config_id", run.config_id},
+        {"config", run.config},
+        {"workload_name", run.workload_name},
+        {"workload", run.workload},
+        {"status", run.status},
+        {"failure_reason", text_or_null(run.failure_reason)},
+        {"accel", text_or_null(run.accel)},
+        {"vm_name", text_or_null(run.vm_name)},
+        {"volume_name", text_or_null(run.volume_name)},
+        {"console_log", text_or_null(run.console_log)},
+        {"started_at", text_or_null(run.started_at)},
+        {"finished_at", text_or_null(run.finished_at)},
+        {"timings", run.timings},
+        {"versions", run.versions},
+        {"applied_settings", run.applied_settings},
+        {"metrics", Json(run.metrics)},
+    };
+    if (include_raw_output) json["raw_output"] = run.raw_output;
+    return json;
+}
+
+}  // namespace ds

@@ -1,0 +1,200 @@
+// The result store: one SQLite database (WAL) holding every sweep, every run,
+// the exact configuration that produced it and its results. The schema is
+// written down in docs/schema.md and versioned with PRAGMA user_version;
+// migrations are append-only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace SQLite {
+class Database;
+}
+
+namespace ds {
+
+using Json = nlohmann::json;
+
+// Status spellings as stored and as shown by the API.
+namespace sweep_status {
+inline constexpr const char* kQueued = "queued";
+inline constexpr const char* kRunning = "running";
+inline constexpr const char* kSucceeded = "succeeded";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kCancelled = "cancelled";
+}  // namespace sweep_status
+
+namespace run_status {
+inline constexpr const char* kPending = "pending";
+inline constexpr const char* kRunning = "running";
+inline constexpr const char* kSucceeded = "succeeded";
+inline constexpr const char* kFailed = "failed";
+inline constexpr const char* kCancelled = "cancelled";
+}  // namespace run_status
+
+// Every run status, in lifecycle order (the keys of run_counts()).
+std::span<const std::string_view> all_run_statuses();
+
+// Timestamps are ISO-8601 UTC strings chosen by the caller (the clock is the
+// caller's); "" means "not yet" and is stored as NULL.
+struct SweepRecord {
+    std::int64_t id = 0;  // assigned by create_sweep
+    std::string name;
+    std::string spec_toml;    // the spec exactly as submitted
+    std::string spec_source;  // where it came from (file name, "api")
+    std::string status = sweep_status::kQueued;
+    std::string created_at;
+    std::string started_at;
+    std::string finished_at;
+    int total_runs = 0;                 // set by create_sweep to the number of planned runs
+    Json dropped = Json::array();       // [{"settings":{..},"reason":".."}]
+    Json varying_axes = Json::array();  // ["filesystem","cache"]
+};
+
+struct RunRecord {
+    std::int64_t id = 0;           // assigned by create_sweep
+    std::int64_t sweep_id = 0;     // assigned by create_sweep
+    int sequence = 0;              // execution order within the sweep (unique per sweep)
+    int repetition = 0;            // 0-based
+    std::string config_id;         // ds::config_id(config)
+    Json config = Json::object();  // canonical settings (ds::to_json(StorageConfig))
+    std::string workload_name;
+    Json workload = Json::object();  // ds::to_json(Workload)
+    std::string status = run_status::kPending;
+    std::string failure_reason;
+    std::string accel;  // "kvm" | "tcg"
+    std::string vm_name;
+    std::string volume_name;
+    std::string console_log;  // path of the guest's console log
+    std::string started_at;
+    std::string finished_at;
+    Json timings = Json::object();  // {provision_s, boot_s, format_s, bench_s, teardown_s, total_s}
+    Json versions = Json::object();          // {"qemu":"7.2.0","kernel":..,"fio":..}
+    Json applied_settings = Json::object();  // {"hypervisor":{..},"guest":{..}} as read back
+    std::string raw_output;                  // the benchmark's own output (fio JSON text)
+    std::map<std::string, double> metrics;   // normalised, e.g. "read_iops" -> 251.3
+};
+
+// One schema migration: `sql` (one or more statements) takes a database at
+// version-1 to `version`. Applied in one transaction together with the
+// user_version bump, so a failing step leaves the database at version-1.
+struct Migration {
+    int version;
+    std::string_view description;
+    std::string_view sql;
+};
+
+// The migrations this build knows, in order (versions 1, 2, ...). Append
+// only: never edit a migration that has been released.
+std::span<const Migration> schema_migrations();
+
+// Whether RunRecord::raw_output is read back (it can be large; listings that
+// only need metrics skip it).
+enum class RawOutput { kInclude, kOmit };
+
+// Thread-safe: one mutex guards the connection; every public method takes it
+// for its whole duration, so each call sees and leaves a consistent state.
+// Several Store objects (or processes) may open the same file: SQLite's
+// locking plus a busy timeout serialise their writes.
+//
+// Errors: errc::kNotFound ("sweep 12 not found", "run 7 not found"),
+// errc::kInvalidArgument (a status that does not exist, a non-finite metric),
+// errc::kConflict (a state transition that is not allowed, a database newer
+// than this build), errc::kIo (cannot open, disk full, I/O error, not a
+// database: with SQLite's message), errc::kUnavailable (still locked by
+// another process after the busy timeout), errc::kInternal (anything else).
+class Store {
+  public:
+    // Opens (creating if needed) the database at `path`, switches it to WAL,
+    // enables foreign keys and brings the schema up to date. A database whose
+    // schema version is newer than the code knows is refused (kConflict).
+    static Result<std::unique_ptr<Store>> open(const std::string& path);
+    // As above with an explicit migration list (tests exercise the migration
+    // runner with it). The list must be numbered 1..N without gaps.
+    static Result<std::unique_ptr<Store>> open(const std::string& path,
+                                               std::span<const Migration> migrations);
+
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    // The schema version of the open database.
+    Result<int> schema_version();
+
+    // In one transaction: the sweep (total_runs = planned_runs.size()), one
+    // `configurations` row per distinct config_id, and every planned run as
+    // pending (their id, sweep_id and status fields are ignored). A config_id
+    // already stored with different canonical JSON is a kConflict (the
+    // identity of a configuration must never change meaning).
+    Result<std::int64_t> create_sweep(const SweepRecord& sweep,
+                                      const std::vector<RunRecord>& planned_runs);
+    Result<SweepRecord> get_sweep(std::int64_t sweep_id);
+    Result<std::vector<SweepRecord>> list_sweeps();  // by id, oldest first
+    // Sets the status; `at` becomes started_at for "running" (kept if already
+    // set, e.g. when a restarted daemon resumes) and finished_at for
+    // succeeded/failed/cancelled. For "queued", `at` is unused.
+    Status set_sweep_status(std::int64_t sweep_id, std::string_view status, const std::string& at);
+
+    // Runs of a sweep ordered by sequence, with their metrics.
+    Result<std::vector<RunRecord>> list_runs(std::int64_t sweep_id,
+                                             RawOutput raw_output = RawOutput::kInclude);
+    Result<RunRecord> get_run(std::int64_t run_id);
+    // pending -> running. kConflict when the run is not pending (e.g. it was
+    // cancelled meanwhile), so the scheduler never starts a cancelled run.
+    Status mark_run_running(std::int64_t run_id, const std::string& vm_name,
+                            const std::string& volume_name, const std::string& console_log,
+                            const std::string& accel, const std::string& started_at);
+    // Records the outcome of run.id in one transaction: status (succeeded,
+    // failed or cancelled), failure_reason, timings, versions,
+    // applied_settings, raw_output, finished_at, and replaces its metrics.
+    // The run must be pending or running (kConflict once finished); metric
+    // values must be finite (kInvalidArgument; SQLite cannot store NaN).
+    Status finish_run(const RunRecord& run);
+    // Runs in `status` across all sweeps, by sweep then sequence. With
+    // "running" at start-up: the runs a crashed daemon left behind.
+    Result<std::vector<RunRecord>> runs_with_status(std::string_view status,
+                                                    RawOutput raw_output = RawOutput::kOmit);
+    // Number of runs of the sweep in each status; every status is a key.
+    Result<std::map<std::string, int>> run_counts(std::int64_t sweep_id);
+    // Every pending run of the sweep becomes cancelled (running ones are left
+    // to the scheduler, which finishes them with finish_run).
+    Status cancel_pending_runs(std::int64_t sweep_id);
+
+    // Cross-sweep queries.
+    // The canonical settings stored for config_id (kNotFound if none).
+    Result<Json> get_configuration(const std::string& config_id);
+    // Every run of that configuration in any sweep, by sweep then sequence.
+    Result<std::vector<RunRecord>> runs_for_config(const std::string& config_id,
+                                                   RawOutput raw_output = RawOutput::kOmit);
+
+  private:
+    Store(std::string path, std::unique_ptr<SQLite::Database> db);
+
+    const std::string path_;
+    std::mutex mutex_;                      // guards db_ (and every statement on it)
+    std::unique_ptr<SQLite::Database> db_;  // GUARDED_BY(mutex_)
+};
+
+// API shapes (docs/api.md). Empty strings (unset timestamps, no failure
+// reason) become null. Sweep: {"id","name","status","created_at",
+// "started_at","finished_at","total_runs","spec_source","spec_toml",
+// "dropped","varying_axes"}; the API handler adds "counts" (run_counts())
+// and "eta_s", which are not stored.
+Json to_json(const SweepRecord& sweep);
+// Run: {"id","sweep_id","sequence","repetition","config_id","config",
+// "workload_name","workload","status","failure_reason","accel","vm_name",
+// "volume_name","console_log","started_at","finished_at","timings",
+// "versions","applied_settings","metrics":{name:value}} plus "raw_output"
+// (a string) when include_raw_output.
+Json to_json(const RunRecord& run, bool include_raw_output);
+
+}  // namespace ds

@@ -1,0 +1,367 @@
+#include "daemon/api.h"
+
+#include <charconv>
+#include <regex>
+#include <thread>
+
+#include "common/version.h"
+#include "daemon/compare.h"
+
+namespace ds {
+
+int http_status_for(const Error& error) {
+    const std::string& code = error.code;
+    if (code == errc::kInvalidSpec || code == errc::kInvalidArgument) return 400;
+    if (code == errc::kNotFound) return 404;
+    if (code == errc::kConflict) return 409;
+    if (code == errc::kUnavailable) return 503;
+    if (code == errc::kTimeout) return 504;
+    return 500;
+}
+
+http::Response error_response(const Error& error) {
+    http::Response response;
+    response.status = http_status_for(error);
+    response.body =
+        Json{{"error", {{"code", error.code}, {"message", error.message}}}}.dump() + "\n";
+    return response;
+}
+
+Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
+                                        const SweepTimeouts& defaults) {
+    auto spec = parse_sweep_spec(spec_text, source);
+    if (!spec.ok()) return spec.error();
+    auto plan = expand_sweep(spec.value());
+    if (!plan.ok()) return plan.error();
+
+    SweepSubmission submission;
+    submission.timeouts = defaults;
+    if (spec->boot_timeout_s > 0) submission.timeouts.boot_timeout_s = spec->boot_timeout_s;
+    if (spec->run_timeout_s > 0) submission.timeouts.run_timeout_s = spec->run_timeout_s;
+
+    SweepRecord& sweep = submission.sweep;
+    sweep.name = spec->name;
+    sweep.spec_toml = std::string(spec_text);
+    sweep.spec_source = std::string(source);
+    sweep.status = "queued";
+    sweep.created_at = utc_now_iso8601();
+    sweep.total_runs = static_cast<int>(plan->runs.size());
+    sweep.dropped = Json::array();
+    for (const auto& dropped : plan->dropped) {
+        sweep.dropped.push_back({{"settings", dropped.settings}, {"reason", dropped.reason}});
+    }
+    sweep.varying_axes = plan->varying_axes;
+
+    for (const auto& planned : plan->runs) {
+        RunRecord run;
+        const StorageConfig& config = plan->configs[planned.config_index];
+        const Workload& workload = plan->workloads[planned.workload_index];
+        run.sequence = planned.sequence;
+        run.repetition = planned.repetition;
+        run.config_id = config_id(config);
+        run.config = to_json(config);
+        run.workload_name = workload.name;
+        run.workload = to_json(workload);
+        run.status = "pending";
+        submission.runs.push_back(std::move(run));
+    }
+    return submission;
+}
+
+namespace {
+
+using Params = std::vector<std::string>;  // regex captures of the route
+using RouteHandler = std::function<Result<http::Response>(const http::Request&, const Params&)>;
+
+struct Route {
+    std::string method;
+    std::regex pattern;
+    RouteHandler handler;
+};
+
+http::Response json_response(const Json& body, int status = 200) {
+    http::Response response;
+    response.status = status;
+    response.body = body.dump() + "\n";
+    return response;
+}
+
+Result<std::int64_t> parse_id(const std::string& text, const char* what) {
+    std::int64_t value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || value <= 0) {
+        return make_error(errc::kInvalidArgument,
+                          std::string("invalid ") + what + " id '" + text + "'");
+    }
+    return value;
+}
+
+Result<Json> sweep_summary(Store& store, const SweepRecord& sweep, Scheduler* scheduler) {
+    Json json = to_json(sweep);
+    auto counts = store.run_counts(sweep.id);
+    if (!counts.ok()) return counts.error();
+    json["counts"] = counts.value();
+    if (scheduler) {
+        double eta = scheduler->eta_seconds(sweep.id);
+        if (eta >= 0) json["eta_s"] = eta;
+    }
+    return json;
+}
+
+class Api {
+public:
+    explicit Api(ApiContext context) : ctx_(std::move(context)) {
+        add("GET", "/v1/version", [this](auto& r, auto& p) { return version(r, p); });
+        add("GET", "/v1/status", [this](auto& r, auto& p) { return status(r, p); });
+        add("GET", "/v1/sweeps", [this](auto& r, auto& p) { return list_sweeps(r, p); });
+        add("POST", "/v1/sweeps", [this](auto& r, auto& p) { return submit_sweep(r, p); });
+        add("GET", "/v1/sweeps/([^/]+)", [this](auto& r, auto& p) { return show_sweep(r, p); });
+        add("POST", "/v1/sweeps/([^/]+)/cancel",
+            [this](auto& r, auto& p) { return cancel_sweep(r, p); });
+        add("GET", "/v1/sweeps/([^/]+)/runs", [this](auto& r, auto& p) { return list_runs(r, p); });
+        add("GET", "/v1/sweeps/([^/]+)/events",
+            [this](auto& r, auto& p) { return sweep_events(r, p); });
+        add("GET", "/v1/sweeps/([^/]+)/compare",
+            [this](auto& r, auto& p) { return compare(r, p); });
+        add("GET", "/v1/runs/([^/]+)", [this](auto& r, auto& p) { return show_run(r, p); });
+        add("GET", "/v1/configurations/([^/]+)/results",
+            [this](auto& r, auto& p) { return config_results(r, p); });
+    }
+
+    // The single dispatcher: routing, and every Error becomes a response here.
+    http::Response handle(const http::Request& request) {
+        bool path_matched = false;
+        std::string allowed;
+        for (const auto& route : routes_) {
+            std::smatch match;
+            if (!std::regex_match(request.path, match, route.pattern)) continue;
+            path_matched = true;
+            if (route.method != request.method) {
+                allowed += (allowed.empty() ? "" : ", ") + route.method;
+                continue;
+            }
+            Params params(match.begin() + 1, match.end());
+            try {
+                auto response = route.handler(request, params);
+                if (!response.ok()) return error_response(response.error());
+                return std::move(response).value();
+            } catch (const std::exception& e) {
+                return error_response(make_error(errc::kInternal, e.what()));
+            }
+        }
+        if (path_matched) {
+            auto response = error_response(make_error(
+                errc::kInvalidArgument,
+                request.method + " not allowed on " + request.path + "; allowed: " + allowed));
+            response.status = 405;
+            response.headers["Allow"] = allowed;
+            return response;
+        }
+        return error_response(make_error(errc::kNotFound, "no such endpoint: " + request.method +
+                                                              " " + request.path +
+                                                              " (see docs/api.md)"));
+    }
+
+private:
+    void add(std::string method, const std::string& pattern, RouteHandler handler) {
+        routes_.push_back(Route{std::move(method), std::regex(pattern), std::move(handler)});
+    }
+
+    Result<http::Response> version(const http::Request&, const Params&) {
+        return json_response({{"api", kApiVersion},
+                              {"version", std::string(disksweep_version())},
+                              {"capabilities",
+                               {"sweeps", "events", "compare", "cancel", "hypervisor:libvirt",
+                                "storage:file", "workload:fio"}}});
+    }
+
+    Result<http::Response> status(const http::Request&, const Params&) {
+        Json body = ctx_.status ? ctx_.status() : Json::object();
+        body["api"] = kApiVersion;
+        body["version"] = std::string(disksweep_version());
+        return json_response(body);
+    }
+
+    Result<http::Response> list_sweeps(const http::Request&, const Params&) {
+        auto sweeps = ctx_.store->list_sweeps();
+        if (!sweeps.ok()) return sweeps.error();
+        Json list = Json::array();
+        for (const auto& sweep : sweeps.value()) {
+            auto summary = sweep_summary(*ctx_.store, sweep, ctx_.scheduler);
+            if (!summary.ok()) return summary.error();
+            list.push_back(summary.value());
+        }
+        return json_response({{"sweeps", list}});
+    }
+
+    Result<http::Response> submit_sweep(const http::Request& request, const Params&) {
+        std::string spec_text = request.body;
+        std::string source = "request body";
+        auto header = request.headers.find("x-spec-name");
+        if (header != request.headers.end() && !header->second.empty()) source = header->second;
+        auto type = request.headers.find("content-type");
+        if (type != request.headers.end() &&
+            type->second.rfind("application/json", 0) == 0) {
+            // {"spec": "<toml>", "source": "name"}: for clients that only speak JSON.
+            Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+            if (!body.is_object() || !body.contains("spec") || !body["spec"].is_string()) {
+                return make_error(errc::kInvalidArgument,
+                                  "a JSON submission must be {\"spec\": \"<TOML text>\"}");
+            }
+            spec_text = body["spec"].get<std::string>();
+            if (body.contains("source") && body["source"].is_string()) {
+                source = body["source"].get<std::string>();
+            }
+        }
+        if (spec_text.empty()) {
+            return make_error(errc::kInvalidSpec, "empty sweep spec: POST the TOML text as the "
+                                                  "body (Content-Type: application/toml)");
+        }
+        auto submission = plan_submission(spec_text, source, ctx_.default_timeouts);
+        if (!submission.ok()) return submission.error();
+        if (!ctx_.image_problem.empty()) {
+            return make_error(errc::kUnavailable, "cannot run sweeps: " + ctx_.image_problem);
+        }
+        auto id = ctx_.store->create_sweep(submission->sweep, submission->runs);
+        if (!id.ok()) return id.error();
+        auto queued = ctx_.scheduler->submit(id.value(), submission->timeouts);
+        if (!queued.ok()) return queued.error();
+        auto sweep = ctx_.store->get_sweep(id.value());
+        if (!sweep.ok()) return sweep.error();
+        auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
+        if (!summary.ok()) return summary.error();
+        return json_response({{"sweep", summary.value()},
+                              {"dropped", sweep->dropped},
+                              {"varying_axes", sweep->varying_axes}},
+                             201);
+    }
+
+    Result<http::Response> show_sweep(const http::Request&, const Params& params) {
+        auto id = parse_id(params[0], "sweep");
+        if (!id.ok()) return id.error();
+        auto sweep = ctx_.store->get_sweep(id.value());
+        if (!sweep.ok()) return sweep.error();
+        auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
+        if (!summary.ok()) return summary.error();
+        auto runs = runs_json(id.value());
+        if (!runs.ok()) return runs.error();
+        return json_response({{"sweep", summary.value()}, {"runs", runs.value()}});
+    }
+
+    Result<Json> runs_json(std::int64_t sweep_id) {
+        auto runs = ctx_.store->list_runs(sweep_id);
+        if (!runs.ok()) return runs.error();
+        Json list = Json::array();
+        for (const auto& run : runs.value()) list.push_back(to_json(run, false));
+        return list;
+    }
+
+    Result<http::Response> list_runs(const http::Request&, const Params& params) {
+        auto id = parse_id(params[0], "sweep");
+        if (!id.ok()) return id.error();
+        auto sweep = ctx_.store->get_sweep(id.value());
+        if (!sweep.ok()) return sweep.error();
+        auto runs = runs_json(id.value());
+        if (!runs.ok()) return runs.error();
+        return json_response({{"runs", runs.value()}});
+    }
+
+    Result<http::Response> cancel_sweep(const http::Request&, const Params& params) {
+        auto id = parse_id(params[0], "sweep");
+        if (!id.ok()) return id.error();
+        DS_TRY(ctx_.scheduler->cancel(id.value()));
+        auto sweep = ctx_.store->get_sweep(id.value());
+        if (!sweep.ok()) return sweep.error();
+        auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
+        if (!summary.ok()) return summary.error();
+        return json_response({{"sweep", summary.value()}});
+    }
+
+    Result<http::Response> show_run(const http::Request&, const Params& params) {
+        auto id = parse_id(params[0], "run");
+        if (!id.ok()) return id.error();
+        auto run = ctx_.store->get_run(id.value());
+        if (!run.ok()) return run.error();
+        return json_response({{"run", to_json(run.value(), true)}});
+    }
+
+    Result<http::Response> compare(const http::Request&, const Params& params) {
+        auto id = parse_id(params[0], "sweep");
+        if (!id.ok()) return id.error();
+        auto result = compare_sweep(*ctx_.store, id.value());
+        if (!result.ok()) return result.error();
+        return json_response(result.value());
+    }
+
+    Result<http::Response> config_results(const http::Request&, const Params& params) {
+        auto result = results_for_config(*ctx_.store, params[0]);
+        if (!result.ok()) return result.error();
+        return json_response(result.value());
+    }
+
+    // NDJSON event stream: a snapshot first, then live events until the sweep
+    // finishes or the client goes away.
+    Result<http::Response> sweep_events(const http::Request&, const Params& params) {
+        auto id = parse_id(params[0], "sweep");
+        if (!id.ok()) return id.error();
+        auto sweep = ctx_.store->get_sweep(id.value());
+        if (!sweep.ok()) return sweep.error();
+        http::Response response;
+        response.content_type = "application/x-ndjson";
+        Store* store = ctx_.store;
+        EventBus* events = ctx_.events;
+        Scheduler* scheduler = ctx_.scheduler;
+        std::int64_t sweep_id = id.value();
+        response.stream = [store, events, scheduler, sweep_id](http::ChunkSink& sink) {
+            std::uint64_t cursor = events->latest();
+            auto current = store->get_sweep(sweep_id);
+            if (!current.ok()) return;
+            auto summary = sweep_summary(*store, current.value(), scheduler);
+            Json snapshot = {{"type", "snapshot"},
+                             {"sweep_id", sweep_id},
+                             {"status", current->status},
+                             {"total_runs", current->total_runs},
+                             {"time", utc_now_iso8601()}};
+            if (summary.ok()) {
+                snapshot["counts"] = (*summary)["counts"];
+                if (summary->contains("eta_s")) snapshot["eta_s"] = (*summary)["eta_s"];
+            }
+            if (!sink.write(snapshot.dump() + "\n")) return;
+            const std::string& status = current->status;
+            if (status == "succeeded" || status == "failed" || status == "cancelled") {
+                Json end = {{"type", "sweep_finished"}, {"sweep_id", sweep_id},
+                            {"status", status},         {"time", utc_now_iso8601()}};
+                if (summary.ok()) end["counts"] = (*summary)["counts"];
+                sink.write(end.dump() + "\n");
+                return;
+            }
+            while (true) {
+                auto batch = events->wait(sweep_id, &cursor, std::chrono::seconds(15));
+                if (events->is_shut_down()) return;
+                if (batch.empty()) {
+                    // Keep-alive, and notice clients that went away.
+                    if (!sink.write("{\"type\":\"keepalive\"}\n")) return;
+                    continue;
+                }
+                for (auto& event : batch) {
+                    event["total_runs"] = current->total_runs;
+                    if (!sink.write(event.dump() + "\n")) return;
+                    if (event.value("type", "") == "sweep_finished") return;
+                }
+            }
+        };
+        return response;
+    }
+
+    ApiContext ctx_;
+    std::vector<Route> routes_;
+};
+
+}  // namespace
+
+http::Handler make_api_handler(ApiContext context) {
+    auto api = std::make_shared<Api>(std::move(context));
+    return [api](const http::Request& request) { return api->handle(request); };
+}
+
+}  // namespace ds

@@ -1,0 +1,47 @@
+// The daemon's HTTP/JSON API (docs/api.md). Handlers return Result<Json>;
+// the router is the one place where errors become responses.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/http.h"
+#include "common/spec.h"
+#include "daemon/events.h"
+#include "daemon/scheduler.h"
+#include "daemon/store.h"
+
+namespace ds {
+
+inline constexpr int kApiVersion = 1;
+
+struct ApiContext {
+    Store* store = nullptr;
+    Scheduler* scheduler = nullptr;
+    EventBus* events = nullptr;
+    SweepTimeouts default_timeouts;
+    // Non-empty when runs cannot work (e.g. no guest image): submissions are
+    // refused with this message instead of failing every run.
+    std::string image_problem;
+    // Facts about this daemon for GET /v1/status (accel, URIs, versions).
+    std::function<Json()> status;
+};
+
+// Error code -> HTTP status, and the JSON error body. Used by every handler.
+int http_status_for(const Error& error);
+http::Response error_response(const Error& error);
+
+// Builds the request handler for http::UnixServer.
+http::Handler make_api_handler(ApiContext context);
+
+// Turns a parsed + expanded spec into the records the store keeps (the
+// sweep and its planned runs). Exposed for tests.
+struct SweepSubmission {
+    SweepRecord sweep;
+    std::vector<RunRecord> runs;
+    SweepTimeouts timeouts;
+};
+Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
+                                        const SweepTimeouts& defaults);
+
+}  // namespace ds

@@ -1,0 +1,351 @@
+#include "daemon/daemon.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "common/http.h"
+#include "common/process.h"
+#include "common/version.h"
+#include "daemon/agent_session.h"
+#include "daemon/api.h"
+#include "daemon/events.h"
+#include "daemon/file_storage.h"
+#include "daemon/libvirt_hypervisor.h"
+#include "daemon/run_executor.h"
+#include "daemon/scheduler.h"
+#include "daemon/store.h"
+
+namespace ds {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void log_line(const std::string& text) { std::cerr << "disksweepd: " << text << std::endl; }
+
+// Holds an exclusive lock on STATE_DIR/disksweepd.lock for the daemon's life:
+// two daemons on one state dir would destroy each other's guests.
+class StateLock {
+public:
+    static Result<StateLock> acquire(const std::string& state_dir) {
+        std::string path = state_dir + "/disksweepd.lock";
+        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            return make_error(errc::kIo, "cannot open " + path + ": " + std::strerror(errno));
+        }
+        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            char pid[32] = {};
+            (void)!::pread(fd, pid, sizeof pid - 1, 0);
+            ::close(fd);
+            return make_error(errc::kConflict, "another disksweepd (pid " +
+                                                   std::string(pid[0] ? pid : "?") +
+                                                   ") is using " + state_dir);
+        }
+        std::string me = std::to_string(::getpid()) + "\n";
+        (void)!::ftruncate(fd, 0);
+        (void)!::pwrite(fd, me.data(), me.size(), 0);
+        return StateLock(fd);
+    }
+    StateLock(StateLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    ~StateLock() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+
+private:
+    explicit StateLock(int fd) : fd_(fd) {}
+    int fd_;
+};
+
+Status ensure_directory(const std::string& path) {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) return make_error(errc::kIo, "cannot create directory " + path + ": " + ec.message());
+    return ok_status();
+}
+
+CommandRunner command_runner() {
+    auto runner = std::make_shared<RealProcessRunner>();
+    return [runner](const std::vector<std::string>& argv) {
+        return run_checked(*runner, argv, std::chrono::seconds(120));
+    };
+}
+
+// What an earlier daemon (crashed or killed) left: its guests, its volumes,
+// and runs still marked running. Guests and volumes go; the runs are
+// recorded as failed with the reason, so no measurement silently vanishes.
+void recover_leftovers(Hypervisor& hypervisor, StorageBackend& storage, Store& store) {
+    const std::string prefix(kResourcePrefix);
+    if (auto vms = hypervisor.list_vms(prefix); vms.ok()) {
+        for (const auto& vm : vms.value()) {
+            Status destroyed = hypervisor.destroy_vm(vm);
+            log_line("recovery: destroyed leftover guest " + vm +
+                     (destroyed.ok() ? "" : " (failed: " + destroyed.error().message + ")"));
+        }
+    } else {
+        log_line("recovery: cannot list guests: " + vms.error().message);
+    }
+    if (auto volumes = storage.list_volumes(prefix); volumes.ok()) {
+        for (const auto& volume : volumes.value()) {
+            Status removed = storage.remove_volume(volume);
+            log_line("recovery: removed leftover volume " + volume +
+                     (removed.ok() ? "" : " (failed: " + removed.error().message + ")"));
+        }
+    }
+    if (auto runs = store.runs_with_status("running"); runs.ok()) {
+        for (auto run : runs.value()) {
+            run.status = "failed";
+            run.failure_reason =
+                "interrupted: disksweepd stopped during this run (cleaned up at the next start)";
+            run.finished_at = utc_now_iso8601();
+            Status stored = store.finish_run(run);
+            log_line("recovery: run " + std::to_string(run.id) + " marked failed (interrupted)" +
+                     (stored.ok() ? "" : ": " + stored.error().message));
+        }
+    }
+}
+
+}  // namespace
+
+void sd_notify_state(const std::string& state) {
+    const char* socket_path = std::getenv("NOTIFY_SOCKET");
+    if (!socket_path || !*socket_path) return;
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::string path = socket_path;
+    if (path.size() >= sizeof address.sun_path) return;
+    std::memcpy(address.sun_path, path.data(), path.size());
+    if (path[0] == '@') address.sun_path[0] = '\0';  // abstract namespace
+    socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
+    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    (void)::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
+                   reinterpret_cast<sockaddr*>(&address), length);
+    ::close(fd);
+}
+
+Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
+                                                    const DaemonConfig& config) {
+    if (backend == "libvirt") {
+        auto hypervisor =
+            LibvirtHypervisor::connect(config.effective_hypervisor_uri(), config.embedded_root());
+        if (!hypervisor.ok()) return hypervisor.error();
+        return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
+    }
+    return make_error(errc::kInvalidArgument,
+                      "unknown hypervisor backend '" + backend + "'; valid: libvirt");
+}
+
+Result<std::unique_ptr<StorageBackend>> make_storage(const std::string& backend,
+                                                     const DaemonConfig& config) {
+    if (backend == "file") {
+        return std::unique_ptr<StorageBackend>(
+            std::make_unique<FileStorage>(config.effective_volume_dir(), command_runner()));
+    }
+    return make_error(errc::kInvalidArgument,
+                      "unknown storage backend '" + backend + "'; valid: file");
+}
+
+Result<GuestImage> locate_guest_image(const DaemonConfig& config) {
+    const std::string dir = config.effective_image_dir();
+    GuestImage image{dir + "/vmlinuz", dir + "/initrd.img", dir + "/root.img"};
+    for (const auto& path : {image.kernel, image.initrd, image.root_disk}) {
+        if (!fs::exists(path)) {
+            return make_error(errc::kUnavailable,
+                              "guest image incomplete: " + path +
+                                  " is missing; build it with: guest/build-image.sh " + dir +
+                                  " build/guestagent/disksweep-agent");
+        }
+    }
+    return image;
+}
+
+AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hypervisor,
+                                  StorageBackend& storage, const GuestImage& image) {
+    if (config.accel == AccelChoice::kTcg) return {Accel::kTcg, "configured: tcg"};
+    if (config.accel == AccelChoice::kKvm) return {Accel::kKvm, "configured: kvm"};
+    if (::access("/dev/kvm", R_OK | W_OK) != 0) {
+        return {Accel::kTcg, "no usable /dev/kvm (" + std::string(std::strerror(errno)) + ")"};
+    }
+    // /dev/kvm can exist and still not run guests (nested setups that hang in
+    // the BIOS): only a guest that boots to its agent proves KVM works.
+    const std::string name = std::string(kResourcePrefix) + "probe";
+    (void)hypervisor.destroy_vm(name);
+    (void)storage.remove_volume(name);
+    StorageConfig probe_config;
+    probe_config.disk_size_bytes = 64ull << 20;
+    auto volume = storage.create_volume(name, probe_config);
+    if (!volume.ok()) return {Accel::kTcg, "probe volume: " + volume.error().message};
+    VmRequest request;
+    request.name = name;
+    request.config = probe_config;
+    request.data_volume_path = volume->path;
+    request.image = image;
+    request.agent_socket_path = config.run_dir() + "/probe.agent.sock";
+    request.console_log_path = config.run_dir() + "/probe.console.log";
+    request.accel = Accel::kKvm;
+    fs::remove(request.agent_socket_path);
+    AccelDecision decision{Accel::kTcg, ""};
+    auto started = std::chrono::steady_clock::now();
+    Status booted = hypervisor.start_vm(request);
+    if (!booted.ok()) {
+        decision.reason = "KVM probe guest did not start: " + booted.error().message;
+    } else {
+        auto deadline = started + std::chrono::seconds(config.probe_timeout_s);
+        auto session = AgentSession::connect(request.agent_socket_path, deadline);
+        auto hello = session.ok() ? session->await_hello(deadline) : Result<Json>(session.error());
+        if (hello.ok()) {
+            double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            decision = {Accel::kKvm,
+                        "KVM probe guest reached its agent in " + std::to_string(seconds) + " s"};
+        } else {
+            decision.reason = "KVM probe guest did not reach its agent within " +
+                              std::to_string(config.probe_timeout_s) +
+                              " s: " + hello.error().message;
+        }
+    }
+    (void)hypervisor.destroy_vm(name);
+    (void)storage.remove_volume(name);
+    fs::remove(request.agent_socket_path);
+    return decision;
+}
+
+int run_daemon(const DaemonConfig& config) {
+    // Block the stop signals in every thread (threads inherit the mask); the
+    // main thread takes them with sigwait once everything runs.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    signal(SIGPIPE, SIG_IGN);
+
+    for (const auto& dir : {config.state_dir, config.run_dir(), config.embedded_root(),
+                            fs::path(config.socket_path).parent_path().string()}) {
+        if (dir.empty()) continue;
+        if (Status made = ensure_directory(dir); !made.ok()) {
+            log_line(made.error().message);
+            return 1;
+        }
+    }
+    auto lock = StateLock::acquire(config.state_dir);
+    if (!lock.ok()) {
+        log_line(lock.error().message);
+        return 1;
+    }
+    auto store = Store::open(config.effective_database());
+    if (!store.ok()) {
+        log_line("cannot open the results database: " + store.error().message);
+        return 1;
+    }
+    auto hypervisor = make_hypervisor("libvirt", config);
+    if (!hypervisor.ok()) {
+        log_line("cannot open hypervisor " + config.effective_hypervisor_uri() + ": " +
+                 hypervisor.error().message);
+        return 1;
+    }
+    auto storage = make_storage("file", config);
+    if (!storage.ok()) {
+        log_line(storage.error().message);
+        return 1;
+    }
+    recover_leftovers(**hypervisor, **storage, **store);
+
+    auto image = locate_guest_image(config);
+    AccelDecision accel{Accel::kTcg, "no guest image to probe with"};
+    if (image.ok()) {
+        log_line("probing acceleration...");
+        accel = decide_acceleration(config, **hypervisor, **storage, image.value());
+    } else {
+        log_line("warning: " + image.error().message + " (sweeps are refused until it exists)");
+    }
+    log_line(std::string("acceleration: ") + std::string(to_string(accel.accel)) + " (" +
+             accel.reason + ")");
+
+    EventBus events;
+    RunEnvironment environment;
+    environment.hypervisor = hypervisor->get();
+    environment.storage = storage->get();
+    environment.store = store->get();
+    environment.events = &events;
+    environment.config = &config;
+    if (image.ok()) environment.image = image.value();
+    environment.accel = accel.accel;
+    auto executor = std::make_shared<RunExecutor>(environment);
+    Scheduler scheduler(
+        **store, events,
+        [executor](const RunRecord& run, const SweepTimeouts& timeouts,
+                   const std::atomic<bool>& cancelled) {
+            return executor->execute(run, timeouts.boot_timeout_s, timeouts.run_timeout_s,
+                                     cancelled);
+        },
+        config.max_parallel_runs);
+    scheduler.start();
+
+    SweepTimeouts defaults{config.boot_timeout_s, config.run_timeout_s};
+    // Resume sweeps an earlier daemon did not finish.
+    if (auto sweeps = (*store)->list_sweeps(); sweeps.ok()) {
+        for (const auto& sweep : sweeps.value()) {
+            if (sweep.status != "queued" && sweep.status != "running") continue;
+            auto plan = plan_submission(sweep.spec_toml, sweep.spec_source, defaults);
+            SweepTimeouts timeouts = plan.ok() ? plan->timeouts : defaults;
+            Status resumed = scheduler.submit(sweep.id, timeouts);
+            log_line("resuming sweep " + std::to_string(sweep.id) +
+                     (resumed.ok() ? "" : ": " + resumed.error().message));
+        }
+    }
+
+    ApiContext context;
+    context.store = store->get();
+    context.scheduler = &scheduler;
+    context.events = &events;
+    context.default_timeouts = defaults;
+    Hypervisor* hv = hypervisor->get();
+    bool image_ready = image.ok();
+    std::string image_problem = image.ok() ? "" : image.error().message;
+    context.image_problem = image_problem;
+    context.status = [&config, hv, accel, image_ready, image_problem] {
+        Json status = {{"accel", std::string(to_string(accel.accel))},
+                       {"accel_reason", accel.reason},
+                       {"hypervisor", {{"backend", "libvirt"},
+                                       {"uri", config.effective_hypervisor_uri()}}},
+                       {"versions", hv->versions()},
+                       {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
+                       {"config", config.to_json()}};
+        return status;
+    };
+    http::UnixServer server(config.socket_path, make_api_handler(context));
+    if (Status started = server.start(); !started.ok()) {
+        log_line(started.error().message);
+        scheduler.stop();
+        return 1;
+    }
+
+    log_line("disksweepd " + std::string(disksweep_version()) + " ready on " + config.socket_path +
+             " (hypervisor " + config.effective_hypervisor_uri() + ")");
+    sd_notify_state("READY=1\nSTATUS=serving on " + config.socket_path);
+    int received = 0;
+    sigwait(&stop_signals, &received);
+    log_line(std::string("received ") + strsignal(received));
+
+    log_line("stopping: cancelling running runs and tearing down their guests");
+    sd_notify_state("STOPPING=1");
+    events.shutdown();
+    server.stop();
+    scheduler.stop();
+    log_line("stopped");
+    return 0;
+}
+
+}  // namespace ds

@@ -1,0 +1,273 @@
+#include "daemon/run_executor.h"
+
+#include <filesystem>
+
+#include "common/fio_metrics.h"
+#include "common/version.h"
+#include "daemon/agent_session.h"
+#include "daemon/settings_verify.h"
+
+namespace ds {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string join_lines(const std::vector<std::string>& lines, const char* separator) {
+    std::string out;
+    for (const auto& line : lines) {
+        if (!out.empty()) out += separator;
+        out += line;
+    }
+    return out;
+}
+
+// The last lines of the guest console, to put next to a boot failure.
+std::string console_tail(const std::string& path, std::size_t max_bytes = 600) {
+    std::error_code ec;
+    auto size = std::filesystem::file_size(path, ec);
+    if (ec || size == 0) return "";
+    FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) return "";
+    std::size_t take = std::min<std::size_t>(size, max_bytes);
+    std::fseek(file, static_cast<long>(size - take), SEEK_SET);
+    std::string text(take, '\0');
+    text.resize(std::fread(text.data(), 1, take, file));
+    std::fclose(file);
+    return text;
+}
+
+}  // namespace
+
+std::string RunExecutor::vm_name_for(std::int64_t run_id) {
+    return std::string(kResourcePrefix) + std::to_string(run_id);
+}
+
+RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int run_timeout_s,
+                               const std::atomic<bool>& cancelled) {
+    RunRecord run = planned;
+    const auto run_start = Clock::now();
+    const std::string vm_name = vm_name_for(run.id);
+    const std::string run_dir = env_.config->run_dir();
+    const std::string socket_path = run_dir + "/" + vm_name + ".agent.sock";
+    run.vm_name = vm_name;
+    run.volume_name = vm_name + "-data";
+    run.console_log = run_dir + "/" + vm_name + ".console.log";
+    run.accel = std::string(to_string(env_.accel));
+    run.started_at = utc_now_iso8601();
+    run.status = "running";
+    Status marked = env_.store->mark_run_running(run.id, run.vm_name, run.volume_name,
+                                                 run.console_log, run.accel, run.started_at);
+    if (!marked.ok()) {
+        // Cancelled between being queued and starting (or the store failed):
+        // start nothing, report the run as the store has it.
+        auto current = env_.store->get_run(run.id);
+        if (current.ok()) return current.value();
+        run.status = "failed";
+        run.failure_reason = "cannot start run: " + marked.error().message;
+        return run;
+    }
+    env_.events->publish(run.sweep_id, Json{{"type", "run_started"},
+                                            {"run_id", run.id},
+                                            {"config_id", run.config_id},
+                                            {"workload", run.workload_name},
+                                            {"repetition", run.repetition}});
+
+    Json timings = Json::object();
+    Json versions = {{"disksweepd", std::string(disksweep_version())}};
+    for (auto& [key, value] : env_.hypervisor->versions().items()) versions[key] = value;
+    versions["accel"] = run.accel;
+    Json applied = Json::object();
+
+    std::filesystem::create_directories(run_dir);
+    std::filesystem::remove(socket_path);
+    std::filesystem::remove(run.console_log);
+
+    bool volume_created = false;
+
+    // The body of the run; any failure returns its Error and the caller
+    // records it. Teardown follows in every case.
+    auto body = [&]() -> Status {
+        auto parsed_config = storage_config_from_json(run.config);
+        if (!parsed_config.ok()) return parsed_config.error();
+        const StorageConfig& config = parsed_config.value();
+
+        auto phase_start = Clock::now();
+        auto volume = env_.storage->create_volume(run.volume_name, config);
+        if (!volume.ok()) return volume.error();
+        volume_created = true;
+        timings["provision_s"] = seconds_since(phase_start);
+
+        phase_start = Clock::now();
+        VmRequest request;
+        request.name = vm_name;
+        request.config = config;
+        request.data_volume_path = volume->path;
+        request.data_volume_format = volume->format;
+        request.image = env_.image;
+        request.agent_socket_path = socket_path;
+        request.console_log_path = run.console_log;
+        request.accel = env_.accel;
+        request.vcpus = env_.config->vcpus;
+        request.memory_mib = env_.config->memory_mib;
+        DS_TRY(env_.hypervisor->start_vm(request));
+
+        auto applied_hypervisor = env_.hypervisor->applied_settings(vm_name);
+        if (!applied_hypervisor.ok()) return applied_hypervisor.error();
+        applied["hypervisor"] = applied_hypervisor.value();
+
+        const auto boot_deadline = Clock::now() + std::chrono::seconds(boot_timeout_s);
+        auto session = AgentSession::connect(socket_path, boot_deadline, &cancelled);
+        if (!session.ok()) return session.error();
+        auto hello = session->await_hello(boot_deadline);
+        if (!hello.ok()) {
+            if (hello.error().code == errc::kTimeout || hello.error().code == errc::kIo) {
+                auto running = env_.hypervisor->is_running(vm_name);
+                std::string state =
+                    running.ok() && !running.value() ? " (the guest stopped)" : "";
+                std::string tail = console_tail(run.console_log);
+                return make_error(errc::kTimeout,
+                                  "agent did not connect within " + std::to_string(boot_timeout_s) +
+                                      " s" + state + "; console log: " + run.console_log +
+                                      (tail.empty() ? "" : "\n--- console tail ---\n" + tail));
+            }
+            return hello.error();
+        }
+        timings["boot_s"] = seconds_since(phase_start);
+        for (const char* key : {"agent_version", "kernel", "fio_version"}) {
+            if (hello->contains(key) && (*hello)[key].is_string()) versions[key] = (*hello)[key];
+        }
+        env_.events->publish(run.sweep_id, Json{{"type", "run_progress"},
+                                                {"run_id", run.id},
+                                                {"phase", "booted"},
+                                                {"message", "agent connected"}});
+
+        Json job = {{"run_id", run.id},
+                    {"filesystem",
+                     {{"type", config.filesystem.type},
+                      {"mkfs_options", config.filesystem.mkfs_options},
+                      {"mount_options", config.filesystem.mount_options},
+                      {"post_format", config.filesystem.post_format}}},
+                    {"workload", run.workload},
+                    {"timeout_s", run_timeout_s}};
+        DS_TRY(session->send_job(job));
+        const auto run_deadline = Clock::now() + std::chrono::seconds(run_timeout_s);
+        phase_start = Clock::now();
+        auto result = session->await_result(run_deadline, [&](const Json& progress) {
+            Json event = {{"type", "run_progress"}, {"run_id", run.id}};
+            for (const char* key : {"phase", "message", "fraction", "elapsed_s"}) {
+                if (progress.contains(key)) event[key] = progress[key];
+            }
+            env_.events->publish(run.sweep_id, std::move(event));
+        });
+        if (!result.ok()) {
+            const Error& error = result.error();
+            if (error.code == errc::kIo || error.code == errc::kTimeout) {
+                auto running = env_.hypervisor->is_running(vm_name);
+                bool stopped = running.ok() && !running.value();
+                std::string what = error.code == errc::kTimeout
+                                       ? "run exceeded its time limit of " +
+                                             std::to_string(run_timeout_s) + " s"
+                                       : "agent channel closed: " + error.message;
+                return make_error(error.code, what + (stopped ? " (the guest stopped unexpectedly)"
+                                                              : "") +
+                                                  "; console log: " + run.console_log);
+            }
+            return error;
+        }
+        session->send_shutdown();
+        const Json& payload = result.value();
+
+        // The guest is untrusted: metrics are re-derived from the raw fio
+        // output rather than taken from its "metrics".
+        if (!payload.contains("fio") || !payload["fio"].is_object()) {
+            return make_error(errc::kProtocol, "agent result has no fio output object");
+        }
+        auto metrics = metrics_from_fio_json(payload["fio"]);
+        if (!metrics.ok()) {
+            return make_error(errc::kProtocol,
+                              "agent result has unusable fio output: " + metrics.error().message);
+        }
+        run.metrics = metrics.value();
+        run.raw_output = payload["fio"].dump();
+        if (payload.contains("timings") && payload["timings"].is_object()) {
+            for (const char* key : {"format_s", "mount_s", "bench_s"}) {
+                if (payload["timings"].contains(key) && payload["timings"][key].is_number()) {
+                    timings[key] = payload["timings"][key];
+                }
+            }
+        }
+        timings["guest_s"] = seconds_since(phase_start);
+        Json readback = payload.value("readback", Json::object());
+        if (!readback.is_object()) readback = Json::object();
+        applied["guest"] = readback;
+        if (payload.contains("versions") && payload["versions"].is_object()) {
+            for (auto& [key, value] : payload["versions"].items()) {
+                if (value.is_string()) versions["guest_" + key] = value;
+            }
+        }
+
+        auto mismatches = verify_settings(config, applied["hypervisor"], readback);
+        applied["verified"] = mismatches.empty();
+        if (!mismatches.empty()) {
+            return make_error(errc::kSettingsMismatch,
+                              "settings not in force: " + join_lines(mismatches, "; "));
+        }
+        return ok_status();
+    };
+
+    Status outcome = body();
+
+    // Teardown, always.
+    auto teardown_start = Clock::now();
+    std::string teardown_problems;
+    // Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
+    Status destroyed = env_.hypervisor->destroy_vm(vm_name);
+    if (!destroyed.ok()) teardown_problems += destroyed.error().message + "; ";
+    if (volume_created) {
+        Status removed = env_.storage->remove_volume(run.volume_name);
+        if (!removed.ok()) teardown_problems += removed.error().message + "; ";
+    }
+    std::filesystem::remove(socket_path);
+    timings["teardown_s"] = seconds_since(teardown_start);
+    timings["total_s"] = seconds_since(run_start);
+
+    if (outcome.ok()) {
+        run.status = "succeeded";
+        run.failure_reason.clear();
+        // A clean run keeps no console log; a failed one keeps it for reading.
+        std::filesystem::remove(run.console_log);
+        run.console_log.clear();
+    } else if (outcome.error().code == errc::kCancelled) {
+        run.status = "cancelled";
+        run.failure_reason = "cancelled";
+    } else {
+        run.status = "failed";
+        run.failure_reason = outcome.error().message;
+    }
+    if (!teardown_problems.empty()) {
+        run.failure_reason += (run.failure_reason.empty() ? "" : "; ") +
+                              std::string("teardown: ") + teardown_problems;
+    }
+    run.timings = timings;
+    run.versions = versions;
+    run.applied_settings = applied;
+    run.finished_at = utc_now_iso8601();
+    Status stored = env_.store->finish_run(run);
+    if (!stored.ok()) {
+        run.status = "failed";
+        run.failure_reason = "cannot record result: " + stored.error().message;
+    }
+    env_.events->publish(run.sweep_id, Json{{"type", "run_finished"},
+                                            {"run_id", run.id},
+                                            {"status", run.status},
+                                            {"message", run.failure_reason},
+                                            {"total_s", timings["total_s"]}});
+    return run;
+}
+
+}  // namespace ds

@@ -1,0 +1,48 @@
+// Executes one run end to end: volume -> guest -> agent -> verify -> record
+// -> teardown. Teardown always happens, whatever failed, so no VM, QEMU
+// process or volume outlives its run.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+
+#include "daemon/config.h"
+#include "daemon/events.h"
+#include "daemon/hypervisor.h"
+#include "daemon/storage.h"
+#include "daemon/store.h"
+
+namespace ds {
+
+// Names of everything the daemon creates start with this, so a restarted
+// daemon can find and clean what an earlier one left behind.
+inline constexpr std::string_view kResourcePrefix = "disksweep-r";
+
+struct RunEnvironment {
+    Hypervisor* hypervisor = nullptr;
+    StorageBackend* storage = nullptr;
+    Store* store = nullptr;
+    EventBus* events = nullptr;
+    const DaemonConfig* config = nullptr;
+    GuestImage image;
+    Accel accel = Accel::kTcg;
+};
+
+class RunExecutor {
+public:
+    explicit RunExecutor(RunEnvironment environment) : env_(std::move(environment)) {}
+
+    // Runs `run` (status pending in the store) and records its outcome.
+    // `cancelled` is polled; when set the run ends as cancelled. Returns the
+    // finished record as stored.
+    RunRecord execute(const RunRecord& run, int boot_timeout_s, int run_timeout_s,
+                      const std::atomic<bool>& cancelled);
+
+    static std::string vm_name_for(std::int64_t run_id);
+
+private:
+    RunEnvironment env_;
+};
+
+}  // namespace ds

@@ -1,0 +1,164 @@
+#include "daemon/scheduler.h"
+
+#include <chrono>
+
+namespace ds {
+
+Scheduler::Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs)
+    : store_(store),
+      events_(events),
+      execute_(std::move(execute)),
+      max_parallel_runs_(std::max(1, max_parallel_runs)) {}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::start() {
+    std::lock_guard lock(mutex_);
+    stopping_ = false;
+    for (int i = 0; i < max_parallel_runs_; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+void Scheduler::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        if (workers_.empty()) return;
+        stopping_ = true;
+        for (auto& sweep : sweeps_) sweep.cancel_flag->store(true);
+    }
+    work_available_.notify_all();
+    for (auto& worker : workers_) worker.join();
+    workers_.clear();
+}
+
+Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
+    auto runs = store_.list_runs(sweep_id);
+    if (!runs.ok()) return runs.error();
+    QueuedSweep sweep;
+    sweep.id = sweep_id;
+    sweep.timeouts = timeouts;
+    for (auto& run : runs.value()) {
+        if (run.status == "pending") sweep.pending.push_back(std::move(run));
+        else if (run.status == "failed") sweep.any_failed = true;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        for (const auto& queued : sweeps_) {
+            if (queued.id == sweep_id) {
+                return make_error(errc::kConflict,
+                                  "sweep " + std::to_string(sweep_id) + " is already queued");
+            }
+        }
+        sweeps_.push_back(std::move(sweep));
+        if (sweeps_.back().pending.empty()) {
+            finish_sweep_locked(sweeps_.back());
+            sweeps_.pop_back();
+            return ok_status();
+        }
+    }
+    work_available_.notify_all();
+    return ok_status();
+}
+
+Status Scheduler::cancel(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    for (auto it = sweeps_.begin(); it != sweeps_.end(); ++it) {
+        if (it->id != sweep_id) continue;
+        it->cancelled = true;
+        it->cancel_flag->store(true);
+        it->pending.clear();
+        DS_TRY(store_.cancel_pending_runs(sweep_id));
+        if (it->running == 0) {
+            finish_sweep_locked(*it);
+            sweeps_.erase(it);
+        }
+        return ok_status();
+    }
+    auto sweep = store_.get_sweep(sweep_id);
+    if (!sweep.ok()) return sweep.error();
+    return make_error(errc::kConflict, "sweep " + std::to_string(sweep_id) + " is already " +
+                                           sweep->status + "; nothing to cancel");
+}
+
+double Scheduler::eta_seconds(std::int64_t sweep_id) const {
+    std::lock_guard lock(mutex_);
+    for (const auto& sweep : sweeps_) {
+        if (sweep.id != sweep_id) continue;
+        if (sweep.finished_runs == 0) return -1;
+        double mean = sweep.finished_seconds / sweep.finished_runs;
+        double remaining = static_cast<double>(sweep.pending.size()) + 0.5 * sweep.running;
+        return mean * remaining / max_parallel_runs_;
+    }
+    return -1;
+}
+
+void Scheduler::finish_sweep_locked(QueuedSweep& sweep) {
+    std::string status = sweep.cancelled ? "cancelled" : sweep.any_failed ? "failed" : "succeeded";
+    (void)store_.set_sweep_status(sweep.id, status, utc_now_iso8601());
+    Json event = {{"type", "sweep_finished"}, {"status", status}};
+    auto counts = store_.run_counts(sweep.id);
+    if (counts.ok()) event["counts"] = counts.value();
+    events_.publish(sweep.id, std::move(event));
+}
+
+void Scheduler::worker_loop() {
+    while (true) {
+        RunRecord run;
+        SweepTimeouts timeouts;
+        std::shared_ptr<std::atomic<bool>> cancel_flag;
+        {
+            std::unique_lock lock(mutex_);
+            QueuedSweep* chosen = nullptr;
+            work_available_.wait(lock, [&] {
+                if (stopping_) return true;
+                for (auto& sweep : sweeps_) {
+                    if (!sweep.pending.empty()) {
+                        chosen = &sweep;
+                        return true;
+                    }
+                }
+                return false;
+            });
+            if (stopping_) return;
+            run = std::move(chosen->pending.front());
+            chosen->pending.pop_front();
+            chosen->running++;
+            timeouts = chosen->timeouts;
+            cancel_flag = chosen->cancel_flag;
+            if (!chosen->started) {
+                chosen->started = true;
+                (void)store_.set_sweep_status(chosen->id, "running", utc_now_iso8601());
+            }
+        }
+
+        auto started = std::chrono::steady_clock::now();
+        RunRecord finished = execute_(run, timeouts, *cancel_flag);
+        double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+        std::lock_guard lock(mutex_);
+        for (auto it = sweeps_.begin(); it != sweeps_.end(); ++it) {
+            if (it->id != run.sweep_id) continue;
+            it->running--;
+            it->finished_runs++;
+            it->finished_seconds += seconds;
+            if (finished.status == "failed") it->any_failed = true;
+            Json event = {{"type", "progress"}};
+            auto counts = store_.run_counts(it->id);
+            if (counts.ok()) event["counts"] = counts.value();
+            double mean = it->finished_seconds / it->finished_runs;
+            event["eta_s"] =
+                mean * (static_cast<double>(it->pending.size()) + 0.5 * it->running) /
+                max_parallel_runs_;
+            events_.publish(it->id, std::move(event));
+            // A daemon that is stopping leaves its sweeps queued/running in
+            // the store: the next start resumes them.
+            if (it->pending.empty() && it->running == 0 && !stopping_) {
+                finish_sweep_locked(*it);
+                sweeps_.erase(it);
+            }
+            break;
+        }
+    }
+}
+
+}  // namespace ds

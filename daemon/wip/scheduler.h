@@ -1,0 +1,76 @@
+// Runs the runs of submitted sweeps, at most N at once, each sweep's runs in
+// its planned (randomised-interleaved) order, sweeps first come first served.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "daemon/events.h"
+#include "daemon/store.h"
+
+namespace ds {
+
+struct SweepTimeouts {
+    int boot_timeout_s = 60;
+    int run_timeout_s = 900;
+};
+
+class Scheduler {
+public:
+    // Executes one run and returns its finished record; must not throw.
+    using ExecuteRun = std::function<RunRecord(const RunRecord&, const SweepTimeouts&,
+                                               const std::atomic<bool>& cancelled)>;
+
+    Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs);
+    ~Scheduler();
+
+    void start();
+    // Cancels what runs (the executor tears its guests down) and joins.
+    void stop();
+
+    // Queues the sweep's pending runs (from the store).
+    Status submit(std::int64_t sweep_id, SweepTimeouts timeouts);
+    // Pending runs become cancelled; running ones are told to stop.
+    Status cancel(std::int64_t sweep_id);
+    // Seconds until the sweep is done, from the mean duration of its finished
+    // runs; negative when unknown.
+    double eta_seconds(std::int64_t sweep_id) const;
+
+private:
+    struct QueuedSweep {
+        std::int64_t id = 0;
+        SweepTimeouts timeouts;
+        std::deque<RunRecord> pending;
+        int running = 0;
+        bool started = false;
+        bool any_failed = false;
+        bool cancelled = false;
+        std::shared_ptr<std::atomic<bool>> cancel_flag = std::make_shared<std::atomic<bool>>(false);
+        double finished_seconds = 0;
+        int finished_runs = 0;
+    };
+
+    void worker_loop();
+    void finish_sweep_locked(QueuedSweep& sweep);
+
+    Store& store_;
+    EventBus& events_;
+    ExecuteRun execute_;
+    int max_parallel_runs_;
+
+    mutable std::mutex mutex_;
+    std::condition_variable work_available_;
+    std::list<QueuedSweep> sweeps_;  // guarded by mutex_
+    bool stopping_ = false;          // guarded by mutex_
+    std::vector<std::thread> workers_;
+};
+
+}  // namespace ds

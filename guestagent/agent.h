@@ -1,0 +1,103 @@
+// The guest agent's session with the host (docs/agent-protocol.md):
+//   hello -> job -> progress... -> result | error -> (shutdown | EOF | 30 s)
+// It formats the data disk, mounts it, runs the post-format steps and fio,
+// reads back what the guest sees, and reports. Every outside effect goes
+// through Channel, ds::ProcessRunner and GuestSystem so the whole flow runs in
+// unit tests with fakes; powering off is the caller's business (init.h).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "common/process.h"
+#include "common/result.h"
+#include "common/settings.h"
+#include "guestagent/channel.h"
+#include "guestagent/discovery.h"
+#include "guestagent/guest_system.h"
+
+namespace ds::agent {
+
+// The file system types and workload kinds this agent can run ("hello").
+std::vector<std::string> agent_capabilities();
+
+struct AgentOptions {
+    SystemRoots roots;
+    std::string mount_point = "/mnt/disksweep";
+    // Block device to use instead of looking up protocol::kDataDiskSerial
+    // (e.g. "/dev/loop3" in tests). Its readback comes from
+    // roots.sysfs/block/<basename>.
+    std::string data_device;
+    // How long to wait for the host's job after hello, for the data disk to
+    // appear (SCSI scanning is asynchronous), and for shutdown after the
+    // result.
+    std::chrono::milliseconds job_wait = std::chrono::minutes(5);
+    std::chrono::milliseconds device_wait = std::chrono::seconds(30);
+    std::chrono::milliseconds shutdown_wait = std::chrono::seconds(30);
+    // Bound on each command other than fio (modprobe, mkfs, post-format).
+    std::chrono::milliseconds command_timeout = std::chrono::minutes(10);
+    // Interval of bench progress messages.
+    std::chrono::milliseconds progress_interval = std::chrono::seconds(1);
+};
+
+// A validated "job" message.
+struct AgentJob {
+    std::string run_id;
+    FilesystemSpec filesystem;
+    Workload workload;
+    int timeout_s = 0;  // bound on the fio run
+};
+
+// Checks a decoded job message field by field. errc::kInvalidArgument naming
+// the field ("job.filesystem.type: ..."); rejects file system types and
+// post-format steps the agent cannot run and workload kinds other than fio.
+Result<AgentJob> parse_job(const Json& message);
+
+// How the session ended, for the caller's log and exit status.
+enum class SessionEnd {
+    kResultSent,     // the job ran and its result was delivered
+    kErrorSent,      // the job failed and the error was delivered
+    kShutdownEarly,  // the host sent shutdown instead of a job
+};
+
+class Agent {
+  public:
+    Agent(Channel& channel, ProcessRunner& runner, GuestSystem& system, AgentOptions options);
+
+    // Runs one session. An Error means the channel itself failed (nothing
+    // more can be reported); a failing job is SessionEnd::kErrorSent.
+    Result<SessionEnd> run_session();
+
+  private:
+    struct PhaseFailure {
+        std::string phase;
+        std::string message;
+    };
+    using JobOutcome = std::variant<Json, PhaseFailure>;
+
+    Status send(std::string_view type, const Json& payload);
+    void send_progress(std::string_view phase, const std::string& message, double elapsed_s,
+                       std::optional<double> fraction = std::nullopt);
+    Json hello_payload();
+    JobOutcome run_job(const AgentJob& job);
+    Result<std::string> locate_data_disk();
+    Status format(const AgentJob& job, const std::string& device_path);
+    Status run_post_format_steps(const AgentJob& job);
+    Result<Json> run_fio(const AgentJob& job);
+    void unmount_if_mounted();
+    void await_shutdown();
+
+    Channel& channel_;
+    ProcessRunner& runner_;
+    GuestSystem& system_;
+    AgentOptions options_;
+    std::string kernel_;
+    std::string fio_version_;
+    bool mounted_ = false;
+};
+
+}  // namespace ds::agent

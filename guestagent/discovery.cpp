@@ -1,0 +1,176 @@
+#include "guestagent/discovery.h"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace ds::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> read_file(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::ostringstream content;
+    content << in.rdbuf();
+    if (in.bad()) return std::nullopt;
+    return content.str();
+}
+
+std::string trim(std::string_view text) {
+    const auto is_padding = [](char c) {
+        return c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\0';
+    };
+    while (!text.empty() && is_padding(text.front())) text.remove_prefix(1);
+    while (!text.empty() && is_padding(text.back())) text.remove_suffix(1);
+    return std::string(text);
+}
+
+// Sorted directory entry names; empty when the directory is missing.
+std::vector<std::string> list_directory(const fs::path& directory) {
+    std::vector<std::string> names;
+    std::error_code error;
+    for (fs::directory_iterator it(directory, error), end; !error && it != end;
+         it.increment(error)) {
+        names.push_back(it->path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string disk_serial(const fs::path& block_dir) {
+    if (auto serial = read_file(block_dir / "serial")) return trim(*serial);
+    if (auto page = read_file(block_dir / "device" / "vpd_pg80")) {
+        return serial_from_vpd_page80(*page);
+    }
+    return {};
+}
+
+// /proc/mounts escapes space, tab, newline and backslash as \ooo.
+std::string decode_mount_field(std::string_view field) {
+    std::string out;
+    for (std::size_t i = 0; i < field.size(); ++i) {
+        if (field[i] == '\\' && i + 3 < field.size()) {
+            int value = 0;
+            const auto digits = field.substr(i + 1, 3);
+            const auto [end, error] =
+                std::from_chars(digits.data(), digits.data() + digits.size(), value, 8);
+            if (error == std::errc() && end == digits.data() + digits.size()) {
+                out.push_back(static_cast<char>(value));
+                i += 3;
+                continue;
+            }
+        }
+        out.push_back(field[i]);
+    }
+    return out;
+}
+
+std::optional<long long> read_integer(const fs::path& path) {
+    const auto text = read_file(path);
+    if (!text) return std::nullopt;
+    const std::string value = trim(*text);
+    long long number = 0;
+    const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (error != std::errc() || end != value.data() + value.size()) return std::nullopt;
+    return number;
+}
+
+}  // namespace
+
+std::string serial_from_vpd_page80(std::string_view page) {
+    constexpr std::size_t kHeaderBytes = 4;
+    if (page.size() < kHeaderBytes) return {};
+    const std::size_t length =
+        (static_cast<unsigned char>(page[2]) << 8) | static_cast<unsigned char>(page[3]);
+    const auto serial = page.substr(kHeaderBytes, std::min(length, page.size() - kHeaderBytes));
+    return trim(serial);
+}
+
+Result<std::string> find_virtio_port(const SystemRoots& roots, std::string_view channel_name) {
+    const fs::path ports = fs::path(roots.sysfs) / "class" / "virtio-ports";
+    std::string seen;
+    for (const auto& port : list_directory(ports)) {
+        const std::string name = trim(read_file(ports / port / "name").value_or(""));
+        if (name == channel_name) return port;
+        seen += " " + port + "(name='" + name + "')";
+    }
+    return make_error(errc::kNotFound, "no virtio-serial port named " + std::string(channel_name) +
+                                           " in " + ports.string() +
+                                           "; ports:" + (seen.empty() ? " none" : seen));
+}
+
+Result<std::string> find_disk_by_serial(const SystemRoots& roots, std::string_view serial) {
+    const fs::path block = fs::path(roots.sysfs) / "block";
+    std::string seen;
+    for (const auto& disk : list_directory(block)) {
+        const std::string disk_serial_text = disk_serial(block / disk);
+        if (disk_serial_text == serial) return disk;
+        seen += " " + disk + "(serial='" + disk_serial_text + "')";
+    }
+    return make_error(errc::kNotFound, "no disk with serial " + std::string(serial) + " in " +
+                                           block.string() +
+                                           "; disks:" + (seen.empty() ? " none" : seen));
+}
+
+std::optional<MountEntry> find_mount(const SystemRoots& roots, std::string_view mount_point) {
+    std::ifstream in(fs::path(roots.proc) / "mounts");
+    std::optional<MountEntry> found;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        MountEntry entry;
+        if (!(fields >> entry.device >> entry.mount_point >> entry.fs_type >> entry.options)) {
+            continue;
+        }
+        entry.device = decode_mount_field(entry.device);
+        entry.mount_point = decode_mount_field(entry.mount_point);
+        entry.options = decode_mount_field(entry.options);
+        if (entry.mount_point == mount_point) found = std::move(entry);
+    }
+    return found;
+}
+
+bool filesystem_registered(const SystemRoots& roots, std::string_view fs_type) {
+    std::ifstream in(fs::path(roots.proc) / "filesystems");
+    std::string line;
+    while (std::getline(in, line)) {
+        // "nodev\tsysfs" or "\text4"
+        const auto tab = line.rfind('\t');
+        if (trim(tab == std::string::npos ? line : line.substr(tab + 1)) == fs_type) return true;
+    }
+    return false;
+}
+
+Json read_disk_readback(const SystemRoots& roots, const std::string& device_name,
+                        std::string_view mount_point) {
+    Json readback = Json::object();
+    readback["device"] = device_name;
+    if (const auto mount = find_mount(roots, mount_point)) {
+        readback["fs_type"] = mount->fs_type;
+        readback["mount_options"] = mount->options;
+    }
+    const fs::path queue = fs::path(roots.sysfs) / "block" / device_name / "queue";
+    for (const char* key :
+         {"rotational", "discard_max_bytes", "logical_block_size", "read_ahead_kb"}) {
+        if (const auto value = read_integer(queue / key)) readback[key] = *value;
+    }
+    if (const auto schedulers = read_file(queue / "scheduler")) {
+        // "mq-deadline kyber [none]" -> "none"; a lone "none" has no brackets.
+        const std::string text = trim(*schedulers);
+        const auto open = text.find('[');
+        const auto close = text.find(']', open);
+        if (open != std::string::npos && close != std::string::npos) {
+            readback["scheduler"] = text.substr(open + 1, close - open - 1);
+        } else if (!text.empty() && text.find(' ') == std::string::npos) {
+            readback["scheduler"] = text;
+        }
+    }
+    return readback;
+}
+
+}  // namespace ds::agent

@@ -1,0 +1,60 @@
+// What the agent finds out about the guest from sysfs and procfs: its channel
+// port, the data disk (by serial, without udev), and the settings in force on
+// that disk. Every path is under a configurable root so tests can build a
+// fake tree in a temporary directory.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "common/settings.h"
+
+namespace ds::agent {
+
+struct SystemRoots {
+    std::string sysfs = "/sys";
+    std::string proc = "/proc";
+    std::string dev = "/dev";
+};
+
+// The name of the virtio-serial port whose sysfs "name" is `channel_name`
+// (e.g. "vport0p1"; the device node is roots.dev + "/vport0p1").
+// errc::kNotFound listing the ports seen.
+Result<std::string> find_virtio_port(const SystemRoots& roots, std::string_view channel_name);
+
+// The block device (e.g. "sdb", "vdb") whose serial is `serial`: virtio-blk
+// exposes it in /sys/block/NAME/serial, SCSI and SATA disks in the VPD page
+// 0x80 at /sys/block/NAME/device/vpd_pg80. errc::kNotFound listing the disks
+// seen with their serials.
+Result<std::string> find_disk_by_serial(const SystemRoots& roots, std::string_view serial);
+
+// The serial in a raw VPD page 0x80 (Unit Serial Number): a 4-byte header
+// whose bytes 2..3 are the big-endian length, then the ASCII serial, which
+// devices may pad with spaces or NULs (stripped). Empty if malformed.
+std::string serial_from_vpd_page80(std::string_view page);
+
+struct MountEntry {
+    std::string device;
+    std::string mount_point;
+    std::string fs_type;
+    std::string options;
+};
+// The last (topmost) /proc/mounts entry for `mount_point`, with the octal
+// escapes (\040 for a space) decoded.
+std::optional<MountEntry> find_mount(const SystemRoots& roots, std::string_view mount_point);
+
+// Whether /proc/filesystems lists `fs_type` (built in or module loaded).
+bool filesystem_registered(const SystemRoots& roots, std::string_view fs_type);
+
+// What the guest sees of disk `device_name` mounted at `mount_point`:
+//   {"device", "fs_type", "mount_options"  (from /proc/mounts),
+//    "rotational", "discard_max_bytes", "logical_block_size", "read_ahead_kb"
+//    (integers from /sys/block/DEV/queue), "scheduler" (the active one, the
+//    bracketed entry of queue/scheduler)}
+// A value that cannot be read is left out; the host decides what it needs.
+Json read_disk_readback(const SystemRoots& roots, const std::string& device_name,
+                        std::string_view mount_point);
+
+}  // namespace ds::agent

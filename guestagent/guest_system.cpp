@@ -1,0 +1,142 @@
+#include "guestagent/guest_system.h"
+
+#include <sys/klog.h>
+#include <sys/mount.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace ds::agent {
+namespace {
+
+// The generic options mount(8) turns into flags. `set` adds `flag`, the
+// opposite spelling clears it; "relatime"-style access-time options also
+// clear the other access-time modes, as the kernel expects one of them.
+struct MountFlagOption {
+    std::string_view name;
+    unsigned long flag;
+    bool set;
+};
+constexpr unsigned long kAtimeModes = MS_NOATIME | MS_RELATIME | MS_STRICTATIME;
+constexpr std::array<MountFlagOption, 22> kMountFlagOptions = {{
+    {"ro", MS_RDONLY, true},
+    {"rw", MS_RDONLY, false},
+    {"nosuid", MS_NOSUID, true},
+    {"suid", MS_NOSUID, false},
+    {"nodev", MS_NODEV, true},
+    {"dev", MS_NODEV, false},
+    {"noexec", MS_NOEXEC, true},
+    {"exec", MS_NOEXEC, false},
+    {"sync", MS_SYNCHRONOUS, true},
+    {"async", MS_SYNCHRONOUS, false},
+    {"dirsync", MS_DIRSYNC, true},
+    {"noatime", MS_NOATIME, true},
+    {"atime", MS_NOATIME, false},
+    {"nodiratime", MS_NODIRATIME, true},
+    {"diratime", MS_NODIRATIME, false},
+    {"relatime", MS_RELATIME, true},
+    {"norelatime", MS_RELATIME, false},
+    {"strictatime", MS_STRICTATIME, true},
+    {"nostrictatime", MS_STRICTATIME, false},
+    {"lazytime", MS_LAZYTIME, true},
+    {"nolazytime", MS_LAZYTIME, false},
+    {"silent", MS_SILENT, true},
+}};
+
+std::string errno_text() {
+    return std::strerror(errno);
+}
+
+// The last `count` lines of the kernel log, where a file system says why it
+// refused a mount (e.g. 'EXT4-fs (sdb): Unrecognized mount option "x"').
+// Empty when the log cannot be read.
+std::string kernel_log_tail(int count) {
+    constexpr int kSyslogActionReadAll = 3;
+    constexpr int kSyslogActionSizeBuffer = 10;
+    const int size = ::klogctl(kSyslogActionSizeBuffer, nullptr, 0);
+    if (size <= 0) return {};
+    std::string log(static_cast<std::size_t>(size), '\0');
+    const int got = ::klogctl(kSyslogActionReadAll, log.data(), size);
+    if (got <= 0) return {};
+    log.resize(static_cast<std::size_t>(got));
+    while (!log.empty() && log.back() == '\n') log.pop_back();
+    std::size_t start = log.size();
+    for (int lines = 0; lines < count && start != std::string::npos && start > 0; ++lines) {
+        start = log.rfind('\n', start - 1);
+    }
+    return start == std::string::npos ? log : log.substr(start + 1);
+}
+
+}  // namespace
+
+MountRequest split_mount_options(std::string_view options) {
+    MountRequest request;
+    while (!options.empty()) {
+        const auto comma = options.find(',');
+        const std::string_view option = options.substr(0, comma);
+        options = comma == std::string_view::npos ? std::string_view() : options.substr(comma + 1);
+        if (option.empty() || option == "defaults") continue;
+        bool generic = false;
+        for (const auto& known : kMountFlagOptions) {
+            if (known.name != option) continue;
+            generic = true;
+            if (known.set) {
+                if (known.flag & kAtimeModes) request.flags &= ~kAtimeModes;
+                request.flags |= known.flag;
+            } else {
+                request.flags &= ~known.flag;
+            }
+        }
+        if (generic) continue;
+        if (!request.data.empty()) request.data += ',';
+        request.data += option;
+    }
+    return request;
+}
+
+Status RealGuestSystem::make_directories(const std::string& path) {
+    std::error_code error;
+    std::filesystem::create_directories(path, error);
+    if (error)
+        return make_error(errc::kIo, "cannot create directory " + path + ": " + error.message());
+    return ok_status();
+}
+
+Status RealGuestSystem::mount(const std::string& device, const std::string& target,
+                              const std::string& fs_type, const std::string& options) {
+    const MountRequest request = split_mount_options(options);
+    if (::mount(device.c_str(), target.c_str(), fs_type.c_str(), request.flags,
+                request.data.empty() ? nullptr : request.data.c_str()) != 0) {
+        // The kernel's reason for EINVAL (an option it rejects) is only in
+        // its log, so its last lines go into the message.
+        const std::string reason = errno_text();
+        std::string log = kernel_log_tail(2);
+        return make_error(errc::kIo, "mount -t " + fs_type + " -o '" + options + "' " + device +
+                                         " " + target + ": " + reason +
+                                         (log.empty() ? "" : "; kernel log: " + log));
+    }
+    return ok_status();
+}
+
+Status RealGuestSystem::unmount(const std::string& target) {
+    if (::umount2(target.c_str(), 0) != 0) {
+        return make_error(errc::kIo, "umount " + target + ": " + errno_text());
+    }
+    return ok_status();
+}
+
+void RealGuestSystem::sync() {
+    ::sync();
+}
+
+std::string RealGuestSystem::kernel_release() {
+    utsname names{};
+    if (::uname(&names) != 0) return "unknown";
+    return names.release;
+}
+
+}  // namespace ds::agent

@@ -1,0 +1,49 @@
+// The operating-system calls the agent makes other than running programs
+// (those go through ds::ProcessRunner): mounting, syncing, the kernel
+// release. Abstract so the job flow can be unit-tested without root;
+// RealGuestSystem is the one real implementation.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace ds::agent {
+
+class GuestSystem {
+  public:
+    virtual ~GuestSystem() = default;
+    // mkdir -p; an existing directory is fine.
+    virtual Status make_directories(const std::string& path) = 0;
+    // Mounts block device `device` of type `fs_type` at `target` with the
+    // comma-separated `options` ("" = defaults), as mount(8) would.
+    virtual Status mount(const std::string& device, const std::string& target,
+                         const std::string& fs_type, const std::string& options) = 0;
+    virtual Status unmount(const std::string& target) = 0;
+    virtual void sync() = 0;
+    // uname -r
+    virtual std::string kernel_release() = 0;
+};
+
+// mount(2)/umount2(2)/sync(2)/uname(2).
+class RealGuestSystem : public GuestSystem {
+  public:
+    Status make_directories(const std::string& path) override;
+    Status mount(const std::string& device, const std::string& target, const std::string& fs_type,
+                 const std::string& options) override;
+    Status unmount(const std::string& target) override;
+    void sync() override;
+    std::string kernel_release() override;
+};
+
+// mount(8)'s split of an option string: the generic options become MS_*
+// flags for mount(2), everything else ("data=writeback", "nodatacow",
+// "barrier=0") is passed to the file system as its data string, in order.
+struct MountRequest {
+    unsigned long flags = 0;
+    std::string data;
+};
+MountRequest split_mount_options(std::string_view options);
+
+}  // namespace ds::agent

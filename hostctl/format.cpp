@@ -1,0 +1,699 @@
+#include "hostctl/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace ds::hostctl {
+namespace {
+
+const Json kNull = nullptr;
+
+// Field access that never throws: the daemon may be older or newer than us.
+const Json& field(const Json& object, std::string_view key) {
+    if (!object.is_object()) return kNull;
+    auto it = object.find(key);
+    return it == object.end() ? kNull : *it;
+}
+
+std::string text_of(const Json& value, std::string_view fallback = "-") {
+    if (value.is_string()) {
+        const auto& text = value.get_ref<const std::string&>();
+        return text.empty() ? std::string(fallback) : text;
+    }
+    if (value.is_null()) return std::string(fallback);
+    return format_setting_value(value);
+}
+
+std::string text_field(const Json& object, std::string_view key, std::string_view fallback = "-") {
+    return text_of(field(object, key), fallback);
+}
+
+std::optional<double> number_field(const Json& object, std::string_view key) {
+    const Json& value = field(object, key);
+    if (!value.is_number()) return std::nullopt;
+    double number = value.get<double>();
+    if (!std::isfinite(number)) return std::nullopt;
+    return number;
+}
+
+long integer_field(const Json& object, std::string_view key, long fallback = 0) {
+    auto number = number_field(object, key);
+    return number ? static_cast<long>(std::llround(*number)) : fallback;
+}
+
+// Failure reasons and messages can span lines; a table cell cannot.
+std::string single_line(std::string text) {
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    std::replace(text.begin(), text.end(), '\r', ' ');
+    return text;
+}
+
+std::string fixed(double value, int decimals) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+    std::string text = buffer;
+    // Rounding can leave "-0" or "-0.00", which reads like a real sign.
+    if (text.front() == '-' && text.find_first_not_of("-0.") == std::string::npos) {
+        text.erase(0, 1);
+    }
+    return text;
+}
+
+constexpr int kMaxDecimals = 6;
+
+std::string pad_left(const std::string& text, std::size_t width) {
+    std::size_t shown = display_width(text);
+    return shown >= width ? text : std::string(width - shown, ' ') + text;
+}
+
+std::string pad_right(const std::string& text, std::size_t width) {
+    std::size_t shown = display_width(text);
+    return shown >= width ? text : text + std::string(width - shown, ' ');
+}
+
+// "k=v k=v" for the given keys of a settings object.
+std::string settings_summary(const Json& settings, const std::vector<std::string>& keys) {
+    std::string summary;
+    for (const auto& key : keys) {
+        const Json& value = field(settings, key);
+        if (value.is_null()) continue;
+        if (!summary.empty()) summary += ' ';
+        summary += key + "=" + format_setting_value(value);
+    }
+    return summary;
+}
+
+std::vector<std::string> string_list(const Json& array) {
+    std::vector<std::string> items;
+    if (!array.is_array()) return items;
+    for (const auto& item : array) items.push_back(text_of(item, ""));
+    return items;
+}
+
+// A run's full settings: the API calls them "config" (older drafts "settings").
+const Json& run_settings(const Json& run) {
+    const Json& config = field(run, "config");
+    return config.is_object() ? config : field(run, "settings");
+}
+
+// A run's workload name: "workload_name", or "workload" when that is a name.
+std::string run_workload(const Json& run) {
+    const Json& name = field(run, "workload_name");
+    if (name.is_string()) return text_of(name);
+    const Json& workload = field(run, "workload");
+    if (workload.is_object()) return text_field(workload, "name");
+    return text_of(workload);
+}
+
+std::string plural(long count, std::string_view singular, std::string_view many) {
+    return std::to_string(count) + " " + std::string(count == 1 ? singular : many);
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+    std::string joined;
+    for (const auto& item : items) {
+        if (!joined.empty()) joined += separator;
+        joined += item;
+    }
+    return joined;
+}
+
+std::string counts_phrase(const RunCounts& counts) {
+    return std::to_string(counts.succeeded) + " succeeded, " + std::to_string(counts.failed) +
+           " failed, " + std::to_string(counts.cancelled) + " cancelled";
+}
+
+}  // namespace
+
+std::size_t display_width(std::string_view utf8) {
+    // Count every byte that does not continue a multi-byte sequence.
+    return static_cast<std::size_t>(std::count_if(utf8.begin(), utf8.end(), [](char c) {
+        return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    }));
+}
+
+Table::Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
+
+void Table::add_row(std::vector<std::string> cells) {
+    cells.resize(columns_.size());
+    rows_.push_back(std::move(cells));
+}
+
+std::string Table::render() const {
+    std::vector<std::size_t> widths(columns_.size());
+    for (std::size_t c = 0; c < columns_.size(); ++c) {
+        widths[c] = display_width(columns_[c].header);
+        for (const auto& row : rows_) widths[c] = std::max(widths[c], display_width(row[c]));
+    }
+    auto render_line = [&](auto cell_at) {
+        std::string line;
+        for (std::size_t c = 0; c < columns_.size(); ++c) {
+            const std::string& cell = cell_at(c);
+            if (c > 0) line += "  ";
+            line += columns_[c].align == Align::kRight ? pad_left(cell, widths[c])
+                                                       : pad_right(cell, widths[c]);
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        return line + "\n";
+    };
+    std::string text =
+        render_line([&](std::size_t c) -> const std::string& { return columns_[c].header; });
+    for (const auto& row : rows_) {
+        text += render_line([&](std::size_t c) -> const std::string& { return row[c]; });
+    }
+    return text;
+}
+
+MeanSpread format_mean_spread(double mean, std::optional<double> stddev) {
+    if (stddev && std::isfinite(*stddev) && *stddev > 0) {
+        int exponent = static_cast<int>(std::floor(std::log10(*stddev)));
+        int decimals = std::clamp(1 - exponent, 0, kMaxDecimals);
+        return {fixed(mean, decimals), fixed(*stddev, decimals)};
+    }
+    int decimals = 0;
+    if (mean != 0 && std::isfinite(mean)) {
+        int exponent = static_cast<int>(std::floor(std::log10(std::fabs(mean))));
+        decimals = std::clamp(3 - exponent, 0, kMaxDecimals);
+    }
+    MeanSpread result{fixed(mean, decimals), ""};
+    if (stddev && *stddev == 0) result.spread = "0";
+    return result;
+}
+
+std::string format_mean_stddev(double mean, std::optional<double> stddev) {
+    MeanSpread parts = format_mean_spread(mean, stddev);
+    return parts.spread.empty() ? parts.mean : parts.mean + " ± " + parts.spread;
+}
+
+std::string csv_field(std::string_view text) {
+    if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+    std::string quoted = "\"";
+    for (char c : text) {
+        if (c == '"') quoted += '"';
+        quoted += c;
+    }
+    return quoted + "\"";
+}
+
+std::string format_setting_value(const Json& value) {
+    if (value.is_string()) return value.get<std::string>();
+    if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+    if (value.is_null()) return "";
+    return value.dump();
+}
+
+std::string format_duration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "-";
+    long total = std::lround(seconds);
+    char buffer[32];
+    if (total < 60) {
+        std::snprintf(buffer, sizeof buffer, "%lds", total);
+    } else if (total < 3600) {
+        std::snprintf(buffer, sizeof buffer, "%ldm%02lds", total / 60, total % 60);
+    } else {
+        std::snprintf(buffer, sizeof buffer, "%ldh%02ldm", total / 3600, (total % 3600) / 60);
+    }
+    return buffer;
+}
+
+std::string format_submitted(const Json& reply) {
+    const Json& sweep = field(reply, "sweep");
+    std::string text =
+        "sweep " + text_field(sweep, "id") + " \"" + text_field(sweep, "name", "") +
+        "\" submitted: " + plural(integer_field(sweep, "total_runs"), "run", "runs") + ", " +
+        text_field(sweep, "status", "queued") + "\n";
+    std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
+    if (axes.empty()) axes = string_list(field(sweep, "varying_axes"));
+    if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
+
+    const Json& dropped = field(reply, "dropped");
+    if (dropped.is_array() && !dropped.empty()) {
+        text += "dropped " +
+                plural(static_cast<long>(dropped.size()), "combination", "combinations") +
+                " that cannot exist:\n";
+        for (const auto& combination : dropped) {
+            const Json& settings = field(combination, "settings");
+            // The varying settings say which combination it was; the rest
+            // is the same for every combination.
+            std::string which = settings_summary(settings, axes);
+            if (which.empty() && settings.is_object()) {
+                std::vector<std::string> keys;
+                for (const auto& item : settings.items()) keys.push_back(item.key());
+                which = settings_summary(settings, keys);
+            }
+            text += "  " + (which.empty() ? std::string("(unnamed)") : which) + ": " +
+                    single_line(text_field(combination, "reason")) + "\n";
+        }
+    }
+    return text;
+}
+
+RunCounts parse_counts(const Json& counts) {
+    RunCounts parsed;
+    parsed.pending = integer_field(counts, "pending");
+    parsed.running = integer_field(counts, "running");
+    parsed.succeeded = integer_field(counts, "succeeded");
+    parsed.failed = integer_field(counts, "failed");
+    parsed.cancelled = integer_field(counts, "cancelled");
+    return parsed;
+}
+
+std::string format_sweep_list(const Json& reply) {
+    const Json& sweeps = field(reply, "sweeps");
+    if (!sweeps.is_array() || sweeps.empty()) return "no sweeps\n";
+    Table table({{"id", Align::kRight},
+                 {"name"},
+                 {"status"},
+                 {"done", Align::kRight},
+                 {"failed", Align::kRight},
+                 {"created"}});
+    for (const auto& sweep : sweeps) {
+        RunCounts counts = parse_counts(field(sweep, "counts"));
+        table.add_row({text_field(sweep, "id"), text_field(sweep, "name"),
+                       text_field(sweep, "status"),
+                       std::to_string(counts.done()) + "/" +
+                           std::to_string(integer_field(sweep, "total_runs")),
+                       std::to_string(counts.failed), text_field(sweep, "created_at")});
+    }
+    return table.render();
+}
+
+std::string format_sweep_show(const Json& reply) {
+    const Json& sweep = field(reply, "sweep");
+    const Json& runs = field(reply, "runs");
+    RunCounts counts = parse_counts(field(sweep, "counts"));
+    std::string text = "sweep " + text_field(sweep, "id") + " \"" + text_field(sweep, "name", "") +
+                       "\": " + text_field(sweep, "status") + ", " + std::to_string(counts.done()) +
+                       "/" + std::to_string(integer_field(sweep, "total_runs")) + " runs done (" +
+                       counts_phrase(counts) + ")";
+    if (auto eta = number_field(sweep, "eta_s")) text += ", ETA " + format_duration(*eta);
+    text += "\ncreated " + text_field(sweep, "created_at") + "\n";
+    if (!runs.is_array() || runs.empty()) return text + "no runs\n";
+
+    // The settings that tell this sweep's configurations apart.
+    std::vector<std::string> differing;
+    std::map<std::string, std::set<std::string>> values_by_key;
+    for (const auto& run : runs) {
+        const Json& settings = run_settings(run);
+        if (!settings.is_object()) continue;
+        for (const auto& item : settings.items())
+            values_by_key[item.key()].insert(item.value().dump());
+    }
+    std::vector<std::string> axes = string_list(field(sweep, "varying_axes"));
+    for (const auto& [key, values] : values_by_key) {
+        if (values.size() > 1 && std::find(axes.begin(), axes.end(), key) == axes.end()) {
+            axes.push_back(key);
+        }
+    }
+    for (const auto& axis : axes) {
+        auto it = values_by_key.find(axis);
+        if (it != values_by_key.end()) differing.push_back(axis);
+    }
+
+    Table table({{"id", Align::kRight},
+                 {"config"},
+                 {"workload"},
+                 {"rep", Align::kRight},
+                 {"status"},
+                 {"reason"}});
+    for (const auto& run : runs) {
+        std::string config = settings_summary(run_settings(run), differing);
+        if (config.empty()) config = text_field(run, "config_id").substr(0, 12);
+        table.add_row({text_field(run, "id"), config, run_workload(run),
+                       text_field(run, "repetition"), text_field(run, "status"),
+                       single_line(text_field(run, "failure_reason", ""))});
+    }
+    return text + table.render();
+}
+
+std::string format_cancelled(const Json& reply) {
+    const Json& sweep = field(reply, "sweep");
+    RunCounts counts = parse_counts(field(sweep, "counts"));
+    std::string text = "sweep " + text_field(sweep, "id") + " " + text_field(sweep, "status");
+    if (field(sweep, "counts").is_object()) text += " (" + counts_phrase(counts) + ")";
+    return text + "\n";
+}
+
+namespace {
+
+struct CompareColumns {
+    std::vector<std::string> axes;
+    std::vector<std::string> metrics;
+};
+
+CompareColumns compare_columns(const Json& compare) {
+    CompareColumns columns;
+    columns.axes = string_list(field(compare, "varying_axes"));
+    columns.metrics = string_list(field(compare, "metrics"));
+    if (columns.metrics.empty()) {
+        // Derive from the rows when the daemon does not list them.
+        std::set<std::string> seen;
+        for (const auto& row : field(compare, "rows")) {
+            const Json& metrics = field(row, "metrics");
+            if (!metrics.is_object()) continue;
+            for (const auto& item : metrics.items()) {
+                if (seen.insert(item.key()).second) columns.metrics.push_back(item.key());
+            }
+        }
+    }
+    return columns;
+}
+
+std::string risks_of(const Json& row) {
+    std::vector<std::string> risks = string_list(field(row, "durability_risks"));
+    return risks.empty() ? "" : "unsafe: " + join(risks, ", ");
+}
+
+}  // namespace
+
+std::string format_compare_table(const Json& compare) {
+    const Json& rows = field(compare, "rows");
+    std::string sweep_id = text_field(compare, "sweep_id");
+    if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
+    CompareColumns columns = compare_columns(compare);
+
+    bool any_risk = false;
+    for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
+
+    // Metric cells are built first, so each column can be aligned on "±".
+    std::vector<std::vector<MeanSpread>> cells(rows.size());
+    std::vector<std::size_t> mean_width(columns.metrics.size(), 0);
+    std::vector<std::size_t> spread_width(columns.metrics.size(), 0);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        for (std::size_t m = 0; m < columns.metrics.size(); ++m) {
+            const Json& summary = field(field(rows[r], "metrics"), columns.metrics[m]);
+            auto mean = number_field(summary, "mean");
+            MeanSpread cell = mean && integer_field(summary, "n", 1) > 0
+                                  ? format_mean_spread(*mean, number_field(summary, "stddev"))
+                                  : MeanSpread{"-", ""};
+            mean_width[m] = std::max(mean_width[m], display_width(cell.mean));
+            spread_width[m] = std::max(spread_width[m], display_width(cell.spread));
+            cells[r].push_back(std::move(cell));
+        }
+    }
+
+    std::vector<Table::Column> header;
+    const bool show_config_id = columns.axes.empty();
+    if (show_config_id) header.push_back({"config"});
+    for (const auto& axis : columns.axes) header.push_back({axis});
+    header.push_back({"workload"});
+    for (const auto& metric : columns.metrics) header.push_back({metric, Align::kRight});
+    header.push_back({"n", Align::kRight});
+    if (any_risk) header.push_back({"!"});
+    Table table(std::move(header));
+
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const Json& row = rows[r];
+        std::vector<std::string> line;
+        if (show_config_id) line.push_back(text_field(row, "config_id").substr(0, 12));
+        for (const auto& axis : columns.axes) {
+            line.push_back(text_of(field(field(row, "settings"), axis)));
+        }
+        line.push_back(text_field(row, "workload"));
+        for (std::size_t m = 0; m < columns.metrics.size(); ++m) {
+            const MeanSpread& cell = cells[r][m];
+            std::string text = pad_left(cell.mean, mean_width[m]);
+            if (spread_width[m] > 0) {
+                text += cell.spread.empty() ? std::string(3 + spread_width[m], ' ')
+                                            : " ± " + pad_right(cell.spread, spread_width[m]);
+            }
+            line.push_back(text);
+        }
+        const Json& runs = field(row, "runs");
+        long failed = integer_field(runs, "failed");
+        std::string n = std::to_string(integer_field(runs, "succeeded"));
+        if (failed > 0) n += " (" + std::to_string(failed) + " failed)";
+        line.push_back(n);
+        if (any_risk) line.push_back(risks_of(row));
+        table.add_row(std::move(line));
+    }
+
+    std::string text = "sweep " + sweep_id +
+                       ": mean ± stddev over n succeeded runs per configuration and workload\n" +
+                       table.render();
+    if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
+    return text;
+}
+
+std::string format_compare_csv(const Json& compare) {
+    CompareColumns columns = compare_columns(compare);
+    static const char* kSummaryFields[] = {"n", "mean", "stddev", "ci95_low", "ci95_high"};
+
+    std::vector<std::string> header = {"sweep_id", "config_id", "workload"};
+    for (const auto& axis : columns.axes) header.push_back(axis);
+    header.push_back("runs_succeeded");
+    header.push_back("runs_failed");
+    for (const auto& metric : columns.metrics) {
+        for (const char* part : kSummaryFields) header.push_back(metric + "_" + part);
+    }
+    header.push_back("durability_risks");
+
+    auto csv_line = [](const std::vector<std::string>& fields) {
+        std::string line;
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+            if (i > 0) line += ',';
+            line += csv_field(fields[i]);
+        }
+        return line + "\n";
+    };
+    // Numbers at full precision (JSON's shortest round-trip form); absent or
+    // null values (the spread of a single run) as empty fields.
+    auto number_text = [](const Json& value) {
+        return value.is_number() ? value.dump() : std::string();
+    };
+
+    std::string text = csv_line(header);
+    const Json& rows = field(compare, "rows");
+    if (!rows.is_array()) return text;
+    for (const auto& row : rows) {
+        std::vector<std::string> line = {number_text(field(compare, "sweep_id")),
+                                         text_field(row, "config_id", ""),
+                                         text_field(row, "workload", "")};
+        for (const auto& axis : columns.axes) {
+            line.push_back(format_setting_value(field(field(row, "settings"), axis)));
+        }
+        const Json& runs = field(row, "runs");
+        line.push_back(std::to_string(integer_field(runs, "succeeded")));
+        line.push_back(std::to_string(integer_field(runs, "failed")));
+        for (const auto& metric : columns.metrics) {
+            const Json& summary = field(field(row, "metrics"), metric);
+            for (const char* part : kSummaryFields) {
+                const Json& value = field(summary, part);
+                // A metric no run reported has n = 0, not an empty field.
+                line.push_back(
+                    std::string_view(part) == "n" && !value.is_number() ? "0" : number_text(value));
+            }
+        }
+        line.push_back(join(string_list(field(row, "durability_risks")), ";"));
+        text += csv_line(line);
+    }
+    return text;
+}
+
+std::string format_run(const Json& reply) {
+    const Json& run = field(reply, "run");
+    if (!run.is_object()) return "no run in the daemon's answer\n";
+
+    std::string text = "run " + text_field(run, "id") + " of sweep " + text_field(run, "sweep_id") +
+                       ": " + text_field(run, "status") + "\n";
+    // Scalars first, the important ones in a fixed order, then the rest.
+    static const std::vector<std::string> kFirst = {
+        "status", "failure_reason", "config_id",   "workload_name", "repetition", "sequence",
+        "accel",  "started_at",     "finished_at", "vm_name",       "volume_name"};
+    std::vector<std::pair<std::string, std::string>> scalars;
+    std::set<std::string> shown = {"id", "sweep_id", "raw_output", "console_log"};
+    auto add_scalar = [&](const std::string& key, const Json& value) {
+        if (shown.count(key) || value.is_object() || value.is_array() || value.is_null()) return;
+        shown.insert(key);
+        scalars.emplace_back(key, single_line(format_setting_value(value)));
+    };
+    for (const auto& key : kFirst) add_scalar(key, field(run, key));
+    for (const auto& item : run.items()) add_scalar(item.key(), item.value());
+    std::size_t key_width = 0;
+    for (const auto& [key, value] : scalars) key_width = std::max(key_width, key.size() + 1);
+    for (const auto& [key, value] : scalars) {
+        text += "  " + pad_right(key + ":", key_width) + " " + value + "\n";
+    }
+
+    // Objects as sections, nested objects flattened to dotted keys.
+    std::function<void(const std::string&, const Json&,
+                       std::vector<std::pair<std::string, std::string>>&)>
+        flatten = [&](const std::string& prefix, const Json& value,
+                      std::vector<std::pair<std::string, std::string>>& out) {
+            if (value.is_object() && !value.empty()) {
+                for (const auto& item : value.items()) {
+                    flatten(prefix.empty() ? item.key() : prefix + "." + item.key(), item.value(),
+                            out);
+                }
+            } else {
+                out.emplace_back(prefix, single_line(format_setting_value(value)));
+            }
+        };
+    for (const auto& item : run.items()) {
+        if (shown.count(item.key())) continue;
+        if (!item.value().is_object() && !item.value().is_array()) continue;
+        std::vector<std::pair<std::string, std::string>> entries;
+        if (item.value().is_object()) {
+            flatten("", item.value(), entries);
+        } else {
+            for (const auto& element : item.value()) {
+                entries.emplace_back("-", single_line(format_setting_value(element)));
+            }
+        }
+        text += item.key() + ":\n";
+        if (entries.empty()) text += "  (none)\n";
+        std::size_t width = 0;
+        for (const auto& [key, value] : entries) width = std::max(width, display_width(key));
+        for (const auto& [key, value] : entries) {
+            text += "  " + pad_right(key, width) + "  " + value + "\n";
+        }
+    }
+    for (const char* bulky : {"console_log", "raw_output"}) {
+        const Json& value = field(run, bulky);
+        if (value.is_string()) {
+            text += std::string(bulky) + ": " +
+                    std::to_string(value.get_ref<const std::string&>().size()) +
+                    " bytes (hostctl --json results show " + text_field(run, "id") +
+                    " prints it)\n";
+        }
+    }
+    return text;
+}
+
+std::string format_version(const Json& reply, std::string_view client_version) {
+    std::string text = "hostctl " + std::string(client_version) + "\n";
+    text +=
+        "disksweepd " + text_field(reply, "version") + " (API " + text_field(reply, "api") + ")\n";
+    std::vector<std::string> capabilities = string_list(field(reply, "capabilities"));
+    if (!capabilities.empty()) text += "capabilities: " + join(capabilities, ", ") + "\n";
+    return text;
+}
+
+void SweepProgress::apply(const Json& event, double seconds_since_start) {
+    const std::string type = text_field(event, "type", "");
+    if (auto total = number_field(event, "total_runs")) total_runs_ = std::lround(*total);
+
+    const Json& counts = field(event, "counts");
+    if (counts.is_object()) {
+        counts_ = parse_counts(counts);
+    } else if (type == "run_started") {
+        // Between authoritative counts, keep the bar moving on our own.
+        if (counts_.pending > 0) --counts_.pending;
+        ++counts_.running;
+    } else if (type == "run_finished") {
+        if (counts_.running > 0) --counts_.running;
+        std::string status = text_field(event, "status", "");
+        if (status == "succeeded")
+            ++counts_.succeeded;
+        else if (status == "failed")
+            ++counts_.failed;
+        else if (status == "cancelled")
+            ++counts_.cancelled;
+    }
+
+    if (type == "sweep_finished") {
+        finished_ = true;
+        final_status_ = text_field(event, "status", "");
+        eta_seconds_.reset();
+        return;
+    }
+    if (type == "keepalive" || type == "run_progress") return;  // counts unchanged
+
+    if (!first_seen_at_) {
+        first_seen_at_ = seconds_since_start;
+        done_when_first_seen_ = counts_.done();
+    }
+    // The daemon's estimate wins whenever it has given one; ours is the rate
+    // of runs finished while watching, once there is a second to go by.
+    const long remaining = std::max(0L, total_runs_ - counts_.done());
+    const double watched = seconds_since_start - *first_seen_at_;
+    if (auto eta = number_field(event, "eta_s")) {
+        eta_seconds_ = std::max(0.0, *eta);
+        daemon_estimates_ = true;
+    } else if (long done_since = counts_.done() - done_when_first_seen_;
+               !daemon_estimates_ && done_since > 0 && watched >= 1.0) {
+        eta_seconds_ = watched / static_cast<double>(done_since) * static_cast<double>(remaining);
+    }
+    if (remaining == 0) eta_seconds_.reset();
+}
+
+bool SweepProgress::all_succeeded() const {
+    if (!finished_) return false;
+    if (!final_status_.empty()) return final_status_ == "succeeded";
+    return counts_.failed == 0 && counts_.cancelled == 0 && counts_.succeeded == total_runs_;
+}
+
+std::string format_progress_bar(const SweepProgress& progress, int bar_width) {
+    const RunCounts& counts = progress.counts();
+    long total = std::max(progress.total_runs(), counts.done());
+    int filled = total > 0 ? static_cast<int>(bar_width * counts.done() / total) : 0;
+    std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
+                      std::string(static_cast<std::size_t>(bar_width - filled), '-') + "]";
+    std::string text = bar + "  " + std::to_string(counts.done()) + "/" + std::to_string(total) +
+                       " runs  " + std::to_string(counts.succeeded) + " ok  " +
+                       std::to_string(counts.failed) + " failed";
+    if (counts.cancelled > 0) text += "  " + std::to_string(counts.cancelled) + " cancelled";
+    text += "  " + std::to_string(counts.running) + " running";
+    if (!progress.finished() && counts.done() < total) {
+        auto eta = progress.eta_seconds();
+        text += "  ETA " + (eta ? format_duration(*eta) : std::string("?"));
+    }
+    return text;
+}
+
+std::string format_event_line(const Json& event, const SweepProgress& progress) {
+    const std::string type = text_field(event, "type", "");
+    const std::string run = "run " + text_field(event, "run_id");
+    const std::string message = single_line(text_field(event, "message", ""));
+    const RunCounts& counts = progress.counts();
+    auto tally = [&] {
+        std::string text = "(" + std::to_string(counts.done()) + "/" +
+                           std::to_string(progress.total_runs()) + " done, " +
+                           std::to_string(counts.failed) + " failed";
+        if (auto eta = progress.eta_seconds()) {
+            text += ", ETA " + format_duration(*eta);
+        }
+        return text + ")";
+    };
+    if (type == "snapshot") {
+        return "sweep " + text_field(event, "sweep_id") + " " + text_field(event, "status") + ": " +
+               std::to_string(counts.done()) + "/" + std::to_string(progress.total_runs()) +
+               " runs done (" + counts_phrase(counts) + "), " + std::to_string(counts.running) +
+               " running";
+    }
+    if (type == "run_started") {
+        std::string text = run + " started";
+        std::string workload = text_field(event, "workload", "");
+        if (!workload.empty()) text += ": " + workload;
+        if (field(event, "repetition").is_number()) {
+            text += " repetition " + text_field(event, "repetition");
+        }
+        return text;
+    }
+    if (type == "run_progress") {
+        if (message.empty()) return "";
+        std::string phase = text_field(event, "phase", "");
+        return run + ": " + (phase.empty() ? "" : phase + ": ") + message;
+    }
+    if (type == "run_finished") {
+        std::string text = run + " " + text_field(event, "status");
+        if (!message.empty()) text += ": " + message;
+        return text + " " + tally();
+    }
+    if (type == "sweep_finished")
+        return format_watch_summary(integer_field(event, "sweep_id"), progress);
+    return "";  // progress, keepalive and types newer than this client
+}
+
+std::string format_watch_summary(long sweep_id, const SweepProgress& progress) {
+    std::string status = progress.final_status().empty() ? "finished" : progress.final_status();
+    return "sweep " + std::to_string(sweep_id) + " " + status + ": " +
+           counts_phrase(progress.counts()) + " of " + std::to_string(progress.total_runs()) +
+           " runs";
+}
+
+}  // namespace ds::hostctl

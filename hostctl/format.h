@@ -1,0 +1,137 @@
+// How hostctl prints the daemon's answers. Every function here is pure: the
+// API's JSON in (as documented in docs/api.md), text out; nothing touches the
+// terminal, so tests can check exact output. The functions tolerate missing
+// or extra fields (older or newer daemons) and print "-" for what is absent.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds::hostctl {
+
+using Json = nlohmann::json;
+
+// Terminal columns taken by UTF-8 text: one per code point (the tables hold
+// no double-width characters), so "±" counts as one, not two bytes.
+std::size_t display_width(std::string_view utf8);
+
+enum class Align { kLeft, kRight };
+
+// A text table: a header row, then rows; columns separated by two spaces,
+// padded to the widest cell, no trailing blanks.
+class Table {
+  public:
+    struct Column {
+        std::string header;
+        Align align = Align::kLeft;
+    };
+    explicit Table(std::vector<Column> columns);
+    // A row with fewer cells than columns is padded with empty cells.
+    void add_row(std::vector<std::string> cells);
+    bool empty() const { return rows_.empty(); }
+    std::string render() const;
+
+  private:
+    std::vector<Column> columns_;
+    std::vector<std::vector<std::string>> rows_;
+};
+
+// "mean ± stddev" rounded to the spread: as many decimals as give the stddev
+// two significant digits, the mean to the same decimal place (1234.56 ± 45.6
+// → "1235 ± 46", 3.3123 ± 0.1234 → "3.31 ± 0.12"); integer digits are never
+// rounded away (183500 ± 20412.5 → "183500 ± 20412"). Without a spread (a
+// single run: the API sends null) the mean alone, to four significant digits,
+// so the n column tells the reader there is no spread to show.
+struct MeanSpread {
+    std::string mean;
+    std::string spread;  // empty when there is no stddev
+};
+MeanSpread format_mean_spread(double mean, std::optional<double> stddev);
+std::string format_mean_stddev(double mean, std::optional<double> stddev);
+
+// One RFC 4180 field: quoted when it holds a comma, quote, CR or LF.
+std::string csv_field(std::string_view text);
+
+// A setting's value as a user writes it in a spec: strings bare, booleans
+// true/false, numbers as given, anything else as compact JSON.
+std::string format_setting_value(const Json& value);
+
+// Seconds as "45s", "2m05s", "1h02m".
+std::string format_duration(double seconds);
+
+// POST /v1/sweeps reply: id, name, run count, varying axes, dropped
+// combinations with their reasons.
+std::string format_submitted(const Json& reply);
+// GET /v1/sweeps reply.
+std::string format_sweep_list(const Json& reply);
+// GET /v1/sweeps/{id} reply: summary line, then one row per run. The config
+// column shows the settings that differ between the sweep's runs.
+std::string format_sweep_show(const Json& reply);
+// POST /v1/sweeps/{id}/cancel reply.
+std::string format_cancelled(const Json& reply);
+// GET /v1/sweeps/{id}/compare reply as a table: one row per (configuration,
+// workload), the varying settings as columns, each metric as mean ± stddev
+// aligned on "±", an n column (succeeded runs, and failed ones if any), and a
+// trailing "!" column naming durability risks when any row has one.
+std::string format_compare_table(const Json& compare);
+// The same as CSV with separate n/mean/stddev/ci95 columns per metric and
+// full-precision numbers; just the header line when there are no rows.
+std::string format_compare_csv(const Json& compare);
+// GET /v1/runs/{id} reply: scalar fields, then each object field as an
+// aligned section; raw_output only by size (it is in --json).
+std::string format_run(const Json& reply);
+// GET /v1/version reply, next to hostctl's own version.
+std::string format_version(const Json& reply, std::string_view client_version);
+
+// Per-status run counts of a sweep, as the API sends them.
+struct RunCounts {
+    long pending = 0;
+    long running = 0;
+    long succeeded = 0;
+    long failed = 0;
+    long cancelled = 0;
+    long done() const { return succeeded + failed + cancelled; }
+};
+RunCounts parse_counts(const Json& counts);
+
+// What a watcher knows about a sweep, folded from its event stream.
+class SweepProgress {
+  public:
+    // Takes in one event; `seconds_since_start` is the watcher's own clock,
+    // used to estimate the time left when the daemon sends no eta_s.
+    void apply(const Json& event, double seconds_since_start);
+
+    long total_runs() const { return total_runs_; }
+    const RunCounts& counts() const { return counts_; }
+    // Time left; unknown before any estimate and once no run is left.
+    std::optional<double> eta_seconds() const { return eta_seconds_; }
+    bool finished() const { return finished_; }
+    // True once finished with every run succeeded.
+    bool all_succeeded() const;
+    const std::string& final_status() const { return final_status_; }
+
+  private:
+    long total_runs_ = 0;
+    RunCounts counts_;
+    std::optional<double> eta_seconds_;
+    bool finished_ = false;
+    std::string final_status_;
+    // First observation, for the local rate estimate.
+    std::optional<double> first_seen_at_;
+    long done_when_first_seen_ = 0;
+    bool daemon_estimates_ = false;  // an event carried eta_s
+};
+
+// "[#########-----------]  4/8 runs  3 ok  1 failed  2 running  ETA 2m05s"
+std::string format_progress_bar(const SweepProgress& progress, int bar_width = 24);
+// A plain line for one event (non-TTY output), or "" for events not worth a
+// line (progress ticks without a message, unknown types).
+std::string format_event_line(const Json& event, const SweepProgress& progress);
+// Closing line after sweep_finished: status and final counts.
+std::string format_watch_summary(long sweep_id, const SweepProgress& progress);
+
+}  // namespace ds::hostctl

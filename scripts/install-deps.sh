@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package disksweep needs to build, test and run.
+# Idempotent; run as root.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake ninja-build pkg-config clang-format
+  libvirt-dev libxml2-dev libboost-program-options-dev libsqlitecpp-dev libsqlite3-dev
+  libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev
+  # run: libvirt's embedded QEMU driver, QEMU, qemu-img
+  libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
+  # guest image: Debian root fs, kernel modules, initramfs
+  mmdebstrap busybox-static cpio zstd kmod e2fsprogs xfsprogs btrfs-progs
+  # tests and tools: host-side mkfs/mount on loop devices, fio, curl over the socket
+  fio util-linux curl sqlite3 ca-certificates
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
+    || missing+=("$package")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "[deps] all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "[deps] installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "[deps] done"

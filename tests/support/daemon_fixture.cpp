@@ -1,0 +1,119 @@
+#include "support/daemon_fixture.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace ds::test {
+namespace fs = std::filesystem;
+
+std::string hostctl_binary() { return HOSTCTL_BIN; }
+std::string daemon_binary() { return DISKSWEEPD_BIN; }
+
+DaemonFixture::DaemonFixture(std::vector<std::string> extra_args) : args_(std::move(extra_args)) {
+    char pattern[] = "/tmp/disksweep-test-XXXXXX";
+    state_dir_ = ::mkdtemp(pattern);
+    socket_ = state_dir_ + "/api.sock";
+    ready_ = launch();
+}
+
+bool DaemonFixture::launch() {
+    std::vector<std::string> argv = {daemon_binary(), "--state-dir", state_dir_, "--socket",
+                                     socket_};
+    argv.insert(argv.end(), args_.begin(), args_.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        int log = ::open((state_dir_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        ::dup2(log, 1);
+        ::dup2(log, 2);
+        std::vector<char*> args;
+        for (auto& arg : argv) args.push_back(arg.data());
+        args.push_back(nullptr);
+        ::execv(args[0], args.data());
+        ::_exit(127);
+    }
+    // Ready when the API answers (the daemon may probe acceleration first).
+    for (int i = 0; i < 1200; ++i) {
+        int status = 0;
+        if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            return false;
+        }
+        if (fs::exists(socket_) && hostctl({"sweep", "list"}).exit_code == 0) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
+bool DaemonFixture::restart() {
+    ready_ = launch();
+    return ready_;
+}
+
+int DaemonFixture::stop(int signal) {
+    if (pid_ <= 0) return -1;
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+}
+
+DaemonFixture::~DaemonFixture() {
+    if (pid_ > 0) stop(SIGTERM);
+    if (std::getenv("DISKSWEEP_KEEP_TEST_DIRS") == nullptr) {
+        std::error_code ec;
+        fs::remove_all(state_dir_, ec);
+    }
+}
+
+std::string DaemonFixture::log() const {
+    std::ifstream in(state_dir_ + "/daemon.log");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+HostctlResult DaemonFixture::hostctl(const std::vector<std::string>& args,
+                                     std::chrono::seconds timeout) const {
+    std::vector<std::string> argv = {hostctl_binary(), "--socket", socket_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    RealProcessRunner runner;
+    auto output = runner.run(argv, timeout);
+    if (!output.ok()) return {-1, "", output.error().message};
+    return {output->exit_code, output->stdout_text, output->stderr_text};
+}
+
+std::string write_temp_file(const std::string& name, const std::string& content) {
+    std::string path = "/tmp/" + name;
+    std::ofstream(path) << content;
+    return path;
+}
+
+std::vector<pid_t> qemu_processes_mentioning(const std::string& needle) {
+    std::vector<pid_t> pids;
+    for (const auto& entry : fs::directory_iterator("/proc")) {
+        const std::string name = entry.path().filename();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream in(entry.path() / "cmdline");
+        std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        for (auto& c : cmdline) {
+            if (c == '\0') c = ' ';
+        }
+        if (cmdline.find("qemu-system") != std::string::npos &&
+            cmdline.find(needle) != std::string::npos) {
+            pids.push_back(std::stoi(name));
+        }
+    }
+    return pids;
+}
+
+}  // namespace ds::test

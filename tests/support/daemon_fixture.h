@@ -1,0 +1,57 @@
+// Test support: a real disksweepd process on a temporary state dir, and the
+// real hostctl binary to talk to it. Used by the integration and e2e tiers.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+#include "common/settings.h"
+
+namespace ds::test {
+
+struct HostctlResult {
+    int exit_code = -1;
+    std::string out;
+    std::string err;
+};
+
+class DaemonFixture {
+public:
+    // Starts disksweepd with `extra_args` on a fresh state dir under /tmp.
+    explicit DaemonFixture(std::vector<std::string> extra_args);
+    ~DaemonFixture();  // SIGTERM, wait, remove the state dir
+
+    bool ready() const { return ready_; }
+    const std::string& state_dir() const { return state_dir_; }
+    const std::string& socket() const { return socket_; }
+    std::string database() const { return state_dir_ + "/results.db"; }
+    std::string log() const;  // the daemon's stderr so far
+    pid_t pid() const { return pid_; }
+
+    HostctlResult hostctl(const std::vector<std::string>& args,
+                          std::chrono::seconds timeout = std::chrono::seconds(60)) const;
+    // Sends `signal` and waits for the process to exit (returns its status).
+    int stop(int signal);
+    // Starts the daemon again on the same state dir (after stop()).
+    bool restart();
+
+private:
+    bool launch();
+    std::vector<std::string> args_;
+    std::string state_dir_;
+    std::string socket_;
+    pid_t pid_ = -1;
+    bool ready_ = false;
+};
+
+std::string write_temp_file(const std::string& name, const std::string& content);
+// PIDs of running qemu-system processes whose command line mentions `needle`.
+std::vector<pid_t> qemu_processes_mentioning(const std::string& needle);
+std::string hostctl_binary();
+std::string daemon_binary();
+
+}  // namespace ds::test

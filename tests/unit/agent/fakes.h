@@ -1,0 +1,249 @@
+// Test doubles for the agent's seams: a scripted ProcessRunner, a GuestSystem
+// that records mounts into a fake /proc/mounts, a fake sysfs/procfs/dev tree
+// in a temporary directory, and the host end of a socketpair channel.
+#pragma once
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "common/process.h"
+#include "common/protocol.h"
+#include "guestagent/channel.h"
+#include "guestagent/discovery.h"
+#include "guestagent/guest_system.h"
+
+namespace ds::agent::testing {
+
+namespace fs = std::filesystem;
+
+inline std::string read_text(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream content;
+    content << in.rdbuf();
+    return content.str();
+}
+
+inline void write_text(const fs::path& path, std::string_view text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+}
+
+// Real fio 3.33 output recorded on the development host (tests/data/fio).
+inline std::string recorded_fio_output(const std::string& name = "randrw_4k_numjobs1.json") {
+    return read_text(fs::path(__FILE__).parent_path().parent_path().parent_path() / "data" / "fio" /
+                     name);
+}
+
+class TempDir {
+  public:
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "disksweep-agent-test.XXXXXX").string();
+        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const fs::path& path() const { return path_; }
+
+  private:
+    fs::path path_;
+};
+
+// A guest as sysfs/procfs/dev show it: root disk vda (virtio-blk serial), data
+// disk sdb (SCSI, serial in VPD page 0x80), the agent's virtio-serial port.
+class FakeGuestTree {
+  public:
+    FakeGuestTree() {
+        write_text(sys() / "block/vda/serial", "disksweep-root\n");
+        write_text(sys() / "block/vda/queue/rotational", "1\n");
+        add_scsi_disk("sdb", "disksweep-data");
+        write_text(sys() / "class/virtio-ports/vport0p0/name", "org.qemu.guest_agent.0\n");
+        write_text(sys() / "class/virtio-ports/vport0p1/name", "org.disksweep.agent.0\n");
+        write_text(proc() / "filesystems", "nodev\tsysfs\nnodev\ttmpfs\n\text4\n\tbtrfs\n");
+        write_text(proc() / "mounts", "sysfs /sys sysfs rw,nosuid 0 0\n");
+        write_text(dev() / "vda", "");
+    }
+
+    // A SCSI disk whose VPD page 0x80 carries `serial` (space padded, as
+    // some devices do), with queue settings of an emulated SSD.
+    void add_scsi_disk(const std::string& name, const std::string& serial) {
+        std::string page = {'\0', '\x80', '\0', static_cast<char>(serial.size() + 2)};
+        page += serial + "  ";
+        write_text(sys() / "block" / name / "device/vpd_pg80", page);
+        write_text(sys() / "block" / name / "queue/rotational", "0\n");
+        write_text(sys() / "block" / name / "queue/discard_max_bytes", "1073741824\n");
+        write_text(sys() / "block" / name / "queue/logical_block_size", "512\n");
+        write_text(sys() / "block" / name / "queue/read_ahead_kb", "128\n");
+        write_text(sys() / "block" / name / "queue/scheduler", "mq-deadline kyber [none]\n");
+        write_text(dev() / name, "");
+    }
+
+    SystemRoots roots() const { return {sys().string(), proc().string(), dev().string()}; }
+    fs::path sys() const { return dir_.path() / "sys"; }
+    fs::path proc() const { return dir_.path() / "proc"; }
+    fs::path dev() const { return dir_.path() / "dev"; }
+    fs::path mnt() const { return dir_.path() / "mnt/disksweep"; }
+
+  private:
+    TempDir dir_;
+};
+
+// Scripted programs. By default: fio --version prints fio-3.33, fio runs for
+// `fio_delay` and prints the recorded randrw output, everything else exits 0.
+// `script` may override any command (return nullopt to fall through).
+class FakeProcessRunner : public ProcessRunner {
+  public:
+    using Script = std::function<std::optional<Result<ProcessOutput>>(
+        const std::vector<std::string>& argv, std::chrono::milliseconds timeout)>;
+
+    Result<ProcessOutput> run(const std::vector<std::string>& argv,
+                              std::chrono::milliseconds timeout) override {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            commands_.push_back(argv);
+        }
+        if (script) {
+            if (auto scripted = script(argv, timeout)) return *scripted;
+        }
+        ProcessOutput output;
+        output.exit_code = 0;
+        if (argv.size() == 2 && argv[0] == "fio" && argv[1] == "--version") {
+            output.stdout_text = "fio-3.33\n";
+        } else if (!argv.empty() && argv[0] == "fio") {
+            std::this_thread::sleep_for(fio_delay);
+            output.stdout_text = fio_stdout;
+        }
+        return output;
+    }
+
+    std::vector<std::vector<std::string>> commands() const {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return commands_;
+    }
+    // The first recorded command whose argv[0] is `program`.
+    std::optional<std::vector<std::string>> command(const std::string& program) const {
+        for (const auto& argv : commands()) {
+            if (!argv.empty() && argv[0] == program) return argv;
+        }
+        return std::nullopt;
+    }
+
+    Script script;
+    std::chrono::milliseconds fio_delay{0};
+    std::string fio_stdout = recorded_fio_output();
+
+  private:
+    mutable std::mutex mutex_;
+    std::vector<std::vector<std::string>> commands_;
+};
+
+// Records calls; a mount appends the entry the kernel would show to the fake
+// /proc/mounts (generic option "rw,relatime" first, as the kernel prints).
+class FakeGuestSystem : public GuestSystem {
+  public:
+    explicit FakeGuestSystem(fs::path proc_root) : proc_root_(std::move(proc_root)) {}
+
+    Status make_directories(const std::string& path) override {
+        directories.push_back(path);
+        return ok_status();
+    }
+    Status mount(const std::string& device, const std::string& target, const std::string& fs_type,
+                 const std::string& options) override {
+        mounts.push_back({device, target, fs_type, options});
+        if (!mount_error.empty()) return make_error(errc::kIo, mount_error);
+        std::ofstream(proc_root_ / "mounts", std::ios::app)
+            << device << " " << target << " " << fs_type << " rw,relatime"
+            << (options.empty() ? "" : "," + options) << " 0 0\n";
+        return ok_status();
+    }
+    Status unmount(const std::string& target) override {
+        unmounts.push_back(target);
+        return ok_status();
+    }
+    void sync() override { ++syncs; }
+    std::string kernel_release() override { return "6.1.0-test-amd64"; }
+
+    struct MountCall {
+        std::string device, target, fs_type, options;
+    };
+    std::vector<std::string> directories;
+    std::vector<MountCall> mounts;
+    std::vector<std::string> unmounts;
+    int syncs = 0;
+    std::string mount_error;  // non-empty: mount fails with this message
+
+  private:
+    fs::path proc_root_;
+};
+
+// The host's end of a socketpair whose other end is the agent's Channel.
+class HostEnd {
+  public:
+    HostEnd() {
+        int fds[2];
+        REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
+        host_fd_ = fds[0];
+        agent_channel_ = std::make_unique<FdChannel>(fds[1]);
+        reader_ = std::make_unique<protocol::LineReader>(host_fd_);
+    }
+    ~HostEnd() { close(); }
+    void close() {
+        if (host_fd_ >= 0) ::close(host_fd_);
+        host_fd_ = -1;
+    }
+
+    Channel& agent_channel() { return *agent_channel_; }
+
+    void send(std::string_view type, const Json& payload) {
+        REQUIRE(protocol::write_all(host_fd_, protocol::encode(type, payload)).ok());
+    }
+    void send_raw(std::string_view bytes) { REQUIRE(protocol::write_all(host_fd_, bytes).ok()); }
+
+    // The next message; fails the test if none arrives within 10 s.
+    Json next() {
+        auto line = reader_->read_line(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+        INFO((line.ok() ? std::string() : line.error().message));
+        REQUIRE(line.ok());
+        auto message = protocol::decode(*line);
+        INFO((message.ok() ? std::string() : message.error().message));
+        REQUIRE(message.ok());
+        return *message;
+    }
+    // Skips progress messages (collecting them) until a message of another type.
+    Json next_non_progress(std::vector<Json>* progress = nullptr) {
+        for (;;) {
+            Json message = next();
+            if (message["type"] != protocol::kProgress) return message;
+            if (progress) progress->push_back(message);
+        }
+    }
+    // True when the agent closed its end (read returns EOF) within 5 s.
+    bool agent_closed() {
+        auto line = reader_->read_line(std::chrono::steady_clock::now() + std::chrono::seconds(5));
+        return !line.ok() && line.error().code == errc::kIo;
+    }
+
+    // Releases the agent's channel (the agent side closes on destruction).
+    void close_agent_side() { agent_channel_.reset(); }
+
+  private:
+    int host_fd_ = -1;
+    std::unique_ptr<Channel> agent_channel_;
+    std::unique_ptr<protocol::LineReader> reader_;
+};
+
+}  // namespace ds::agent::testing

@@ -1,0 +1,264 @@
+#include "daemon/compare.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "common/settings.h"
+#include "daemon/store.h"
+
+namespace ds {
+namespace {
+
+class TempDir {
+  public:
+    TempDir() {
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / "disksweep-compare-test-XXXXXX").string();
+        REQUIRE(mkdtemp(pattern.data()) != nullptr);
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+  private:
+    std::filesystem::path path_;
+};
+
+StorageConfig make_config(CacheMode cache, const std::string& filesystem_type,
+                          const std::string& mount_options = "") {
+    StorageConfig config;
+    config.cache = cache;
+    config.filesystem.label = filesystem_type;
+    config.filesystem.type = filesystem_type;
+    config.filesystem.mount_options = mount_options;
+    return config;
+}
+
+RunRecord planned_run(const StorageConfig& config, const std::string& workload, int sequence,
+                      int repetition) {
+    RunRecord run;
+    run.sequence = sequence;
+    run.repetition = repetition;
+    run.config_id = config_id(config);
+    run.config = to_json(config);
+    run.workload_name = workload;
+    run.workload = to_json(Workload{workload, "fio", Json{{"rw", workload}, {"bs", "4k"}}});
+    return run;
+}
+
+// Records the outcome of the run with the given sequence.
+void finish(Store& store, std::int64_t sweep_id, int sequence, const std::string& status,
+            std::map<std::string, double> metrics) {
+    auto runs = store.list_runs(sweep_id, RawOutput::kOmit);
+    REQUIRE(runs.ok());
+    RunRecord run = runs.value().at(sequence);
+    REQUIRE(run.sequence == sequence);
+    REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", "tcg", "t").ok());
+    run.status = status;
+    if (status == run_status::kFailed) run.failure_reason = "agent: guest went silent";
+    run.metrics = std::move(metrics);
+    auto finished = store.finish_run(run);
+    INFO((finished.ok() ? "" : finished.error().message));
+    REQUIRE(finished.ok());
+}
+
+std::int64_t create(Store& store, const std::string& name, const std::vector<RunRecord>& runs) {
+    SweepRecord sweep;
+    sweep.name = name;
+    sweep.spec_toml = "name = \"" + name + "\"";
+    sweep.spec_source = "api";
+    sweep.created_at = "2024-05-01T10:00:00Z";
+    sweep.varying_axes = Json::array({"filesystem", "cache"});
+    auto id = store.create_sweep(sweep, runs);
+    INFO((id.ok() ? "" : id.error().message));
+    REQUIRE(id.ok());
+    return id.value();
+}
+
+const StorageConfig kSafeExt4 = make_config(CacheMode::kNone, "ext4");
+const StorageConfig kUnsafeBtrfs = make_config(CacheMode::kUnsafe, "btrfs");
+const StorageConfig kNoBarrierExt4 = make_config(CacheMode::kNone, "ext4", "barrier=0");
+
+// Sequence: 0 btrfs, 1 ext4, 2 ext4, 3 btrfs, 4 ext4, 5 btrfs, 6 ext4-nobarrier.
+std::vector<RunRecord> interleaved_runs() {
+    return {planned_run(kUnsafeBtrfs, "randrw", 0, 0),  planned_run(kSafeExt4, "randrw", 1, 0),
+            planned_run(kSafeExt4, "randrw", 2, 1),     planned_run(kUnsafeBtrfs, "randrw", 3, 1),
+            planned_run(kSafeExt4, "randrw", 4, 2),     planned_run(kUnsafeBtrfs, "randrw", 5, 2),
+            planned_run(kNoBarrierExt4, "randrw", 6, 0)};
+}
+
+const Json& row_for(const Json& report, const std::string& config_id) {
+    for (const Json& row : report["rows"]) {
+        if (row["config_id"] == config_id) return row;
+    }
+    FAIL("no row for " << config_id);
+    static const Json kNone;
+    return kNone;
+}
+
+TEST_CASE("compare: statistics per configuration with known numbers", "[compare]") {
+    TempDir dir;
+    auto opened = Store::open(dir.file("results.db"));
+    REQUIRE(opened.ok());
+    Store& store = *opened.value();
+    const std::int64_t sweep_id = create(store, "seed", interleaved_runs());
+
+    // ext4: read_iops 10, 12, 14 -> mean 12, sd 2, CI 12 ± 4.303·2/√3.
+    finish(store, sweep_id, 1, "succeeded",
+           {{"read_iops", 10}, {"write_iops", 20}, {"zz_custom", 1}, {"elapsed_s", 3}});
+    finish(store, sweep_id, 2, "succeeded",
+           {{"read_iops", 12}, {"write_iops", 20}, {"zz_custom", 2}, {"elapsed_s", 3}});
+    finish(store, sweep_id, 4, "succeeded",
+           {{"read_iops", 14}, {"write_iops", 20}, {"zz_custom", 3}, {"elapsed_s", 3}});
+    // btrfs: 100 and 200 succeed; the failed run's 999 must not count.
+    finish(store, sweep_id, 0, "succeeded", {{"read_iops", 100}, {"write_iops", 50}});
+    finish(store, sweep_id, 3, "failed", {{"read_iops", 999}, {"write_iops", 999}});
+    finish(store, sweep_id, 5, "succeeded", {{"read_iops", 200}, {"write_iops", 70}});
+    // The ext4 barrier=0 run stays pending.
+
+    auto compared = compare_sweep(store, sweep_id);
+    INFO((compared.ok() ? "" : compared.error().message));
+    REQUIRE(compared.ok());
+    const Json& report = compared.value();
+
+    CHECK(report["sweep_id"] == sweep_id);
+    CHECK(report["varying_axes"] == Json::array({"filesystem", "cache"}));
+    CHECK(report["metrics"] == Json::array({"read_iops", "write_iops", "elapsed_s", "zz_custom"}));
+
+    // Rows in the order of their first run.
+    REQUIRE(report["rows"].size() == 3);
+    CHECK(report["rows"][0]["config_id"] == config_id(kUnsafeBtrfs));
+    CHECK(report["rows"][1]["config_id"] == config_id(kSafeExt4));
+    CHECK(report["rows"][2]["config_id"] == config_id(kNoBarrierExt4));
+
+    const Json& ext4 = row_for(report, config_id(kSafeExt4));
+    CHECK(ext4["workload"] == "randrw");
+    CHECK(ext4["settings"] == to_json(kSafeExt4));
+    CHECK(ext4["durability_risks"] == Json::array());
+    CHECK(ext4["runs"] ==
+          Json{{"pending", 0}, {"running", 0}, {"succeeded", 3}, {"failed", 0}, {"cancelled", 0}});
+    const Json& read_iops = ext4["metrics"]["read_iops"];
+    const double half_width = 4.303 * 2.0 / std::sqrt(3.0);
+    CHECK(read_iops["n"] == 3);
+    CHECK(read_iops["mean"].get<double>() == Approx(12.0));
+    CHECK(read_iops["stddev"].get<double>() == Approx(2.0));
+    CHECK(read_iops["ci95_low"].get<double>() == Approx(12.0 - half_width).epsilon(1e-4));
+    CHECK(read_iops["ci95_high"].get<double>() == Approx(12.0 + half_width).epsilon(1e-4));
+    CHECK(read_iops["min"] == 10.0);
+    CHECK(read_iops["max"] == 14.0);
+    CHECK(ext4["metrics"]["write_iops"]["stddev"] == 0.0);
+    CHECK(ext4["metrics"]["zz_custom"]["mean"].get<double>() == Approx(2.0));
+
+    const Json& btrfs = row_for(report, config_id(kUnsafeBtrfs));
+    CHECK(btrfs["durability_risks"] == Json::array({"cache=unsafe"}));
+    CHECK(btrfs["runs"]["succeeded"] == 2);
+    CHECK(btrfs["runs"]["failed"] == 1);
+    const Json& btrfs_read = btrfs["metrics"]["read_iops"];
+    CHECK(btrfs_read["n"] == 2);
+    CHECK(btrfs_read["mean"].get<double>() == Approx(150.0));
+    CHECK(btrfs_read["max"] == 200.0);
+    // sd of {100, 200} = 70.71; CI 150 ± 12.706 · 70.71 / √2 = 150 ± 635.3.
+    CHECK(btrfs_read["stddev"].get<double>() == Approx(std::sqrt(5000.0)));
+    CHECK(btrfs_read["ci95_high"].get<double>() == Approx(150.0 + 12.706 * 50.0).epsilon(1e-4));
+    CHECK_FALSE(btrfs["metrics"].contains("elapsed_s"));
+
+    const Json& pending = row_for(report, config_id(kNoBarrierExt4));
+    CHECK(pending["durability_risks"] == Json::array({"barrier=0"}));
+    CHECK(pending["runs"]["pending"] == 1);
+    CHECK(pending["metrics"] == Json::object());
+}
+
+TEST_CASE("compare: one succeeded run has no spread", "[compare]") {
+    TempDir dir;
+    auto store = std::move(Store::open(dir.file("results.db")).value());
+    const std::int64_t sweep_id =
+        create(*store, "single", {planned_run(kSafeExt4, "seqread", 0, 0)});
+    finish(*store, sweep_id, 0, "succeeded", {{"read_bw_mib_s", 3.3}});
+
+    const Json report = compare_sweep(*store, sweep_id).value();
+    const Json& bandwidth = report["rows"][0]["metrics"]["read_bw_mib_s"];
+    CHECK(bandwidth["n"] == 1);
+    CHECK(bandwidth["mean"] == 3.3);
+    CHECK(bandwidth["stddev"].is_null());
+    CHECK(bandwidth["ci95_low"].is_null());
+    CHECK(bandwidth["ci95_high"].is_null());
+    CHECK(report["rows"][0]["workload"] == "seqread");
+}
+
+TEST_CASE("compare: one row per configuration and workload", "[compare]") {
+    TempDir dir;
+    auto store = std::move(Store::open(dir.file("results.db")).value());
+    const std::int64_t sweep_id =
+        create(*store, "two-workloads",
+               {planned_run(kSafeExt4, "randrw", 0, 0), planned_run(kSafeExt4, "seqwrite", 1, 0),
+                planned_run(kSafeExt4, "randrw", 2, 1)});
+    finish(*store, sweep_id, 0, "succeeded", {{"write_clat_p99_us", 800}, {"read_iops", 5}});
+    finish(*store, sweep_id, 1, "succeeded", {{"write_bw_mib_s", 90}});
+    finish(*store, sweep_id, 2, "succeeded", {{"write_clat_p99_us", 1200}, {"read_iops", 7}});
+
+    const Json report = compare_sweep(*store, sweep_id).value();
+    REQUIRE(report["rows"].size() == 2);
+    CHECK(report["rows"][0]["workload"] == "randrw");
+    CHECK(report["rows"][0]["metrics"]["write_clat_p99_us"]["mean"].get<double>() ==
+          Approx(1000.0));
+    CHECK(report["rows"][1]["workload"] == "seqwrite");
+    CHECK(report["metrics"] == Json::array({"read_iops", "write_bw_mib_s", "write_clat_p99_us"}));
+}
+
+TEST_CASE("compare: an unknown sweep is not found", "[compare]") {
+    TempDir dir;
+    auto store = std::move(Store::open(dir.file("results.db")).value());
+    auto report = compare_sweep(*store, 42);
+    REQUIRE_FALSE(report.ok());
+    CHECK(report.error().code == errc::kNotFound);
+    CHECK(report.error().message == "sweep 42 not found");
+}
+
+TEST_CASE("results_for_config: one configuration across sweeps", "[compare]") {
+    TempDir dir;
+    auto store = std::move(Store::open(dir.file("results.db")).value());
+    const std::int64_t first =
+        create(*store, "first",
+               {planned_run(kUnsafeBtrfs, "randrw", 0, 0), planned_run(kSafeExt4, "randrw", 1, 0)});
+    const std::int64_t second = create(
+        *store, "second",
+        {planned_run(kUnsafeBtrfs, "randrw", 0, 0), planned_run(kUnsafeBtrfs, "randrw", 1, 1),
+         planned_run(kUnsafeBtrfs, "seqread", 2, 0)});
+    finish(*store, first, 0, "succeeded", {{"read_iops", 10}});
+    finish(*store, first, 1, "succeeded", {{"read_iops", 1000}});  // other config
+    finish(*store, second, 0, "succeeded", {{"read_iops", 12}});
+    finish(*store, second, 1, "succeeded", {{"read_iops", 14}});
+    finish(*store, second, 2, "failed", {});
+
+    auto results = results_for_config(*store, config_id(kUnsafeBtrfs));
+    INFO((results.ok() ? "" : results.error().message));
+    REQUIRE(results.ok());
+    const Json& report = results.value();
+    CHECK(report["config_id"] == config_id(kUnsafeBtrfs));
+    CHECK(report["settings"] == to_json(kUnsafeBtrfs));
+    CHECK(report["durability_risks"] == Json::array({"cache=unsafe"}));
+    CHECK(report["metrics"] == Json::array({"read_iops"}));
+    REQUIRE(report["rows"].size() == 2);
+    const Json& randrw = report["rows"][0];
+    CHECK(randrw["workload"] == "randrw");
+    CHECK(randrw["workload_params"]["params"]["rw"] == "randrw");
+    CHECK(randrw["sweep_ids"] == Json::array({first, second}));
+    CHECK(randrw["runs"]["succeeded"] == 3);
+    CHECK(randrw["metrics"]["read_iops"]["mean"].get<double>() == Approx(12.0));
+    CHECK(randrw["metrics"]["read_iops"]["stddev"].get<double>() == Approx(2.0));
+    const Json& seqread = report["rows"][1];
+    CHECK(seqread["runs"]["failed"] == 1);
+    CHECK(seqread["metrics"] == Json::object());
+
+    auto unknown = results_for_config(*store, "ffffffffffffffff");
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.error().code == errc::kNotFound);
+}
+
+}  // namespace
+}  // namespace ds

@@ -1,0 +1,209 @@
+#include "daemon/settings_verify.h"
+
+#include <catch2/catch.hpp>
+
+namespace ds {
+namespace {
+
+// The reference Ceph study's configuration: scsi-single, IO thread, SSD
+// emulation, discard, ext4 with barrier=0,data=writeback.
+StorageConfig reference_config() {
+    StorageConfig config;
+    config.bus = Bus::kScsiSingle;
+    config.cache = CacheMode::kUnsafe;
+    config.aio = AioMode::kIoUring;
+    config.discard = true;
+    config.detect_zeroes = DetectZeroes::kUnmap;
+    config.ssd = true;
+    config.iothread = true;
+    config.filesystem.label = "ext4:barrier=0,data=writeback";
+    config.filesystem.type = "ext4";
+    config.filesystem.mount_options = "barrier=0,data=writeback";
+    return config;
+}
+
+Json matching_hypervisor() {
+    return Json{
+        {"bus", "scsi-single"}, {"cache", "unsafe"},        {"aio", "io_uring"},
+        {"discard", true},      {"detect_zeroes", "unmap"}, {"ssd", true},
+        {"iothread", true},     {"image_format", "raw"},    {"controller_model", "virtio-scsi"}};
+}
+
+Json matching_guest() {
+    return Json{{"device", "sda"},
+                {"fs_type", "ext4"},
+                {"mount_options", "rw,relatime,nobarrier,data=writeback"},
+                {"rotational", 0},
+                {"discard_max_bytes", 1073741824},
+                {"scheduler", "[mq-deadline] none"},
+                {"logical_block_size", 512}};
+}
+
+}  // namespace
+
+TEST_CASE("verify_settings: everything in force", "[settings_verify]") {
+    CHECK(verify_settings(reference_config(), matching_hypervisor(), matching_guest()).empty());
+}
+
+TEST_CASE("verify_settings: null readbacks skip their checks", "[settings_verify]") {
+    CHECK(verify_settings(reference_config(), nullptr, nullptr).empty());
+    CHECK(verify_settings(reference_config(), matching_hypervisor(), nullptr).empty());
+    CHECK(verify_settings(reference_config(), nullptr, matching_guest()).empty());
+}
+
+TEST_CASE("verify_settings: hypervisor mismatches, one line each", "[settings_verify]") {
+    Json applied = matching_hypervisor();
+    applied["cache"] = "none";
+    applied["discard"] = false;
+    applied["bus"] = "scsi";
+    applied.erase("aio");
+    const std::vector<std::string> mismatches =
+        verify_settings(reference_config(), applied, nullptr);
+    REQUIRE(mismatches.size() == 4);
+    CHECK(mismatches[0] == "bus: requested scsi-single, in force scsi");
+    CHECK(mismatches[1] == "cache: requested unsafe, in force none");
+    CHECK(mismatches[2] == "aio: requested io_uring, not reported by the hypervisor");
+    CHECK(mismatches[3] == "discard: requested on, in force off");
+}
+
+TEST_CASE("verify_settings: every hypervisor key is compared", "[settings_verify]") {
+    const std::vector<std::pair<std::string, Json>> wrong_values = {
+        {"bus", "sata"},     {"cache", "writeback"},    {"aio", "threads"},
+        {"discard", false},  {"detect_zeroes", "on"},   {"ssd", false},
+        {"iothread", false}, {"image_format", "qcow2"},
+    };
+    for (const auto& [key, value] : wrong_values) {
+        Json applied = matching_hypervisor();
+        applied[key] = value;
+        const std::vector<std::string> mismatches =
+            verify_settings(reference_config(), applied, nullptr);
+        INFO(key);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0].rfind(key + ": requested ", 0) == 0);
+    }
+    // controller_model is informational: not part of the request.
+    Json applied = matching_hypervisor();
+    applied["controller_model"] = "lsilogic";
+    CHECK(verify_settings(reference_config(), applied, nullptr).empty());
+}
+
+TEST_CASE("verify_settings: guest mismatches", "[settings_verify]") {
+    SECTION("wrong filesystem") {
+        Json guest = matching_guest();
+        guest["fs_type"] = "xfs";
+        const auto mismatches = verify_settings(reference_config(), nullptr, guest);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0] == "filesystem: requested ext4, guest has xfs");
+    }
+    SECTION("mount option not in force") {
+        Json guest = matching_guest();
+        guest["mount_options"] = "rw,relatime,data=writeback";
+        const auto mismatches = verify_settings(reference_config(), nullptr, guest);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0] ==
+              "mount option barrier=0: requested, guest mounted with rw,relatime,data=writeback");
+    }
+    SECTION("rotational disk despite ssd") {
+        Json guest = matching_guest();
+        guest["rotational"] = 1;
+        const auto mismatches = verify_settings(reference_config(), nullptr, guest);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0] == "ssd: requested on, guest sees a rotational disk (rotational=1)");
+    }
+    SECTION("no discard support despite discard") {
+        Json guest = matching_guest();
+        guest["discard_max_bytes"] = 0;
+        const auto mismatches = verify_settings(reference_config(), nullptr, guest);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0] ==
+              "discard: requested on, guest sees no discard support (discard_max_bytes=0)");
+    }
+    SECTION("keys the checks need are missing") {
+        const auto mismatches = verify_settings(reference_config(), nullptr, Json::object());
+        REQUIRE(mismatches.size() == 5);
+        CHECK(mismatches[0] == "filesystem: requested ext4, guest has none reported");
+        CHECK(mismatches[3] == "ssd: requested on, guest did not report rotational");
+        CHECK(mismatches[4] == "discard: requested on, guest did not report discard_max_bytes");
+    }
+    SECTION("not an object") {
+        const auto mismatches = verify_settings(reference_config(), Json::array(), Json("x"));
+        REQUIRE(mismatches.size() == 2);
+    }
+}
+
+TEST_CASE("verify_settings: what the guest cannot tell is not demanded", "[settings_verify]") {
+    StorageConfig config = reference_config();
+    config.ssd = false;
+    config.discard = false;
+    config.filesystem.mount_options = "";
+    Json guest = matching_guest();
+    // QEMU keeps advertising discard with discard='ignore', and a rotational
+    // flag either way says nothing when ssd was not asked for.
+    guest["discard_max_bytes"] = 2147450880;
+    guest["rotational"] = 0;
+    guest["mount_options"] = "rw,relatime";
+    CHECK(verify_settings(config, nullptr, guest).empty());
+    // A rotational report is fine too.
+    guest["rotational"] = true;
+    CHECK(verify_settings(config, nullptr, guest).empty());
+}
+
+TEST_CASE("verify_settings: the reference btrfs configurations", "[settings_verify]") {
+    StorageConfig config = reference_config();
+    config.filesystem.type = "btrfs";
+    config.filesystem.mount_options = "nodatacow,discard";
+    Json guest = matching_guest();
+    guest["fs_type"] = "btrfs";
+    guest["mount_options"] =
+        "rw,relatime,ssd,discard=async,nodatasum,nodatacow,space_cache=v2,subvolid=5,subvol=/";
+    CHECK(verify_settings(config, nullptr, guest).empty());
+}
+
+TEST_CASE("mount options: the equivalence table", "[settings_verify]") {
+    using Shown = std::vector<std::string>;
+    // ext4 shows barrier=0 as nobarrier.
+    CHECK(mount_option_in_force("barrier=0", Shown{"rw", "relatime", "nobarrier"}));
+    CHECK_FALSE(mount_option_in_force("barrier=0", Shown{"rw", "relatime"}));
+    CHECK_FALSE(mount_option_in_force("barrier=0", Shown{"rw", "barrier=0x"}));
+    CHECK(mount_option_in_force("nobarrier", Shown{"nobarrier"}));
+    // Barriers on is the default and not shown.
+    CHECK(mount_option_in_force("barrier", Shown{"rw", "relatime"}));
+    CHECK(mount_option_in_force("barrier=1", Shown{"rw"}));
+    CHECK_FALSE(mount_option_in_force("barrier=1", Shown{"rw", "nobarrier"}));
+    // btrfs shows nodatacow together with nodatasum.
+    CHECK(mount_option_in_force("nodatacow", Shown{"rw", "nodatasum", "nodatacow"}));
+    CHECK_FALSE(mount_option_in_force("nodatacow", Shown{"rw", "nodatasum"}));
+    // discard: plain, sync or async all discard.
+    CHECK(mount_option_in_force("discard", Shown{"rw", "discard"}));
+    CHECK(mount_option_in_force("discard", Shown{"rw", "discard=async"}));
+    CHECK(mount_option_in_force("discard", Shown{"rw", "discard=sync"}));
+    CHECK_FALSE(mount_option_in_force("discard", Shown{"rw", "nodiscard"}));
+    // An explicit discard mode must be the one shown.
+    CHECK(mount_option_in_force("discard=async", Shown{"discard=async"}));
+    CHECK_FALSE(mount_option_in_force("discard=async", Shown{"discard"}));
+    // ext4 defaults that are not printed.
+    CHECK(mount_option_in_force("data=ordered", Shown{"rw", "relatime"}));
+    CHECK(mount_option_in_force("data=ordered", Shown{"rw", "data=ordered"}));
+    CHECK_FALSE(mount_option_in_force("data=ordered", Shown{"rw", "data=writeback"}));
+    CHECK(mount_option_in_force("delalloc", Shown{"rw"}));
+    CHECK_FALSE(mount_option_in_force("delalloc", Shown{"rw", "nodelalloc"}));
+    CHECK(mount_option_in_force("defaults", Shown{}));
+    // Everything else verbatim...
+    CHECK(mount_option_in_force("data=writeback", Shown{"rw", "data=writeback"}));
+    CHECK(mount_option_in_force("noatime", Shown{"rw", "noatime"}));
+    CHECK_FALSE(mount_option_in_force("noatime", Shown{"rw", "relatime"}));
+    CHECK_FALSE(mount_option_in_force("commit=60", Shown{"rw", "commit=600"}));
+    // ...except a compression algorithm, which btrfs prints with its level.
+    CHECK(mount_option_in_force("compress=zstd", Shown{"rw", "compress=zstd:3"}));
+    CHECK(mount_option_in_force("compress=zstd:1", Shown{"rw", "compress=zstd:1"}));
+    CHECK_FALSE(mount_option_in_force("compress=zstd:1", Shown{"rw", "compress=zstd:3"}));
+    CHECK_FALSE(mount_option_in_force("compress=zstd", Shown{"rw", "compress=lzo"}));
+}
+
+TEST_CASE("split_mount_options", "[settings_verify]") {
+    CHECK(split_mount_options("") == std::vector<std::string>{});
+    CHECK(split_mount_options("rw") == std::vector<std::string>{"rw"});
+    CHECK(split_mount_options("rw,, relatime ,") == std::vector<std::string>{"rw", "relatime"});
+}
+
+}  // namespace ds

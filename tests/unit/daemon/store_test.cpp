@@ -1,0 +1,696 @@
+#include "daemon/store.h"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "common/settings.h"
+
+namespace ds {
+namespace {
+
+// A fresh directory under /tmp, removed with everything in it.
+class TempDir {
+  public:
+    TempDir() {
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / "disksweep-store-test-XXXXXX").string();
+        REQUIRE(mkdtemp(pattern.data()) != nullptr);
+        path_ = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path_, ignored);
+    }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+  private:
+    std::filesystem::path path_;
+};
+
+std::unique_ptr<Store> open_store(const std::string& path) {
+    auto store = Store::open(path);
+    INFO((store.ok() ? "" : store.error().message));
+    REQUIRE(store.ok());
+    return std::move(store.value());
+}
+
+StorageConfig make_config(CacheMode cache, const std::string& filesystem) {
+    StorageConfig config;
+    config.cache = cache;
+    config.filesystem.label = filesystem;
+    config.filesystem.type = filesystem;
+    return config;
+}
+
+Workload fio_workload() {
+    return Workload{"randrw", "fio", Json{{"rw", "randrw"}, {"bs", "4k"}, {"iodepth", 64}}};
+}
+
+RunRecord planned_run(const StorageConfig& config, int sequence, int repetition) {
+    RunRecord run;
+    run.sequence = sequence;
+    run.repetition = repetition;
+    run.config_id = config_id(config);
+    run.config = to_json(config);
+    run.workload_name = "randrw";
+    run.workload = to_json(fio_workload());
+    return run;
+}
+
+SweepRecord make_sweep(const std::string& name) {
+    SweepRecord sweep;
+    sweep.name = name;
+    sweep.spec_toml = "name = \"" + name + "\"\n";
+    sweep.spec_source = name + ".toml";
+    sweep.created_at = "2024-05-01T10:00:00Z";
+    sweep.dropped = Json::array({Json{{"settings", {{"bus", "virtio-blk"}, {"ssd", true}}},
+                                      {"reason", "virtio-blk has no rotation rate"}}});
+    sweep.varying_axes = Json::array({"cache", "filesystem"});
+    return sweep;
+}
+
+// Two configurations × two repetitions, planned out of sequence order.
+std::vector<RunRecord> four_runs() {
+    const StorageConfig safe = make_config(CacheMode::kNone, "ext4");
+    const StorageConfig fast = make_config(CacheMode::kUnsafe, "btrfs");
+    return {planned_run(fast, 2, 1), planned_run(safe, 0, 0), planned_run(fast, 1, 0),
+            planned_run(safe, 3, 1)};
+}
+
+std::int64_t create(Store& store, const SweepRecord& sweep, const std::vector<RunRecord>& runs) {
+    auto id = store.create_sweep(sweep, runs);
+    INFO((id.ok() ? "" : id.error().message));
+    REQUIRE(id.ok());
+    return id.value();
+}
+
+void require_ok(const Status& status) {
+    INFO((status.ok() ? "" : status.error().code + ": " + status.error().message));
+    REQUIRE(status.ok());
+}
+
+// Reads the file with a separate, plain connection.
+int table_count(const std::string& path, const std::string& table) {
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    return db.execAndGet("SELECT COUNT(*) FROM " + table).getInt();
+}
+
+TEST_CASE("store: migrates an empty file to the current schema", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    REQUIRE(store->schema_version().value() == static_cast<int>(schema_migrations().size()));
+
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    for (const char* table : {"sweeps", "configurations", "runs", "metrics"}) {
+        INFO(table);
+        CHECK(db.tableExists(table));
+    }
+    CHECK(db.execAndGet("PRAGMA journal_mode").getString() == "wal");
+    CHECK(db.execAndGet("PRAGMA user_version").getInt() ==
+          static_cast<int>(schema_migrations().size()));
+}
+
+TEST_CASE("store: reopening is idempotent and keeps the data", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::int64_t sweep_id = 0;
+    {
+        auto store = open_store(path);
+        sweep_id = create(*store, make_sweep("first"), four_runs());
+    }
+    for (int reopen = 0; reopen < 2; ++reopen) {
+        auto store = open_store(path);
+        CHECK(store->schema_version().value() == static_cast<int>(schema_migrations().size()));
+        auto sweep = store->get_sweep(sweep_id);
+        REQUIRE(sweep.ok());
+        CHECK(sweep->name == "first");
+        CHECK(store->list_runs(sweep_id)->size() == 4);
+    }
+}
+
+TEST_CASE("store: a database from a newer disksweep is refused", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("future.db");
+    {
+        SQLite::Database db(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+        db.exec("CREATE TABLE from_the_future (x INTEGER)");
+        db.exec("PRAGMA user_version = 99");
+    }
+    auto store = Store::open(path);
+    REQUIRE_FALSE(store.ok());
+    CHECK(store.error().code == errc::kConflict);
+    const std::string& message = store.error().message;
+    CHECK_THAT(message, Catch::Contains(path));
+    CHECK_THAT(message, Catch::Contains("schema version 99"));
+    CHECK_THAT(message, Catch::Contains("newer"));
+    CHECK_THAT(message, Catch::Contains("(" + std::to_string(schema_migrations().size()) + ")"));
+
+    // Refused without being touched: still version 99, not switched to WAL.
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    CHECK(db.execAndGet("PRAGMA user_version").getInt() == 99);
+    CHECK(db.execAndGet("PRAGMA journal_mode").getString() == "delete");
+}
+
+TEST_CASE("store: migrations apply in order, each in its own transaction", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::vector<Migration> migrations(schema_migrations().begin(), schema_migrations().end());
+    const int current = static_cast<int>(migrations.size());
+    const int next = current + 1;
+
+    SECTION("a later migration is applied to an existing database") {
+        { open_store(path); }
+        migrations.push_back(
+            {next, "add notes", "CREATE TABLE notes (run_id INTEGER, text TEXT);"});
+        auto store = Store::open(path, migrations);
+        REQUIRE(store.ok());
+        CHECK(store.value()->schema_version().value() == next);
+        SQLite::Database db(path, SQLite::OPEN_READONLY);
+        CHECK(db.tableExists("notes"));
+        store.value().reset();
+
+        // The older code refuses what the newer code wrote.
+        auto older = Store::open(path);
+        REQUIRE_FALSE(older.ok());
+        CHECK(older.error().code == errc::kConflict);
+        CHECK_THAT(older.error().message, Catch::Contains("newer"));
+    }
+
+    SECTION("a failing migration leaves the previous version intact") {
+        migrations.push_back({next, "broken step",
+                              "CREATE TABLE half_done (x INTEGER);"
+                              "INSERT INTO no_such_table VALUES (1);"});
+        auto store = Store::open(path, migrations);
+        REQUIRE_FALSE(store.ok());
+        CHECK_THAT(store.error().message,
+                   Catch::Contains("migration " + std::to_string(next) + " (broken step)"));
+        CHECK_THAT(store.error().message, Catch::Contains("no_such_table"));
+
+        SQLite::Database db(path, SQLite::OPEN_READONLY);
+        CHECK(db.execAndGet("PRAGMA user_version").getInt() == current);
+        CHECK(db.tableExists("runs"));
+        CHECK_FALSE(db.tableExists("half_done"));
+        // The current code still opens it.
+        open_store(path);
+    }
+
+    SECTION("a list with a gap is rejected") {
+        migrations.push_back({next + 1, "skips a number", "SELECT 1;"});
+        auto store = Store::open(path, migrations);
+        REQUIRE_FALSE(store.ok());
+        CHECK(store.error().code == errc::kInternal);
+    }
+}
+
+TEST_CASE("store: create, get and list sweeps and runs", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    const std::int64_t sweep_id = create(*store, make_sweep("seed-fio"), four_runs());
+
+    auto sweep = store->get_sweep(sweep_id);
+    REQUIRE(sweep.ok());
+    CHECK(sweep->id == sweep_id);
+    CHECK(sweep->name == "seed-fio");
+    CHECK(sweep->spec_toml == "name = \"seed-fio\"\n");
+    CHECK(sweep->spec_source == "seed-fio.toml");
+    CHECK(sweep->status == "queued");
+    CHECK(sweep->created_at == "2024-05-01T10:00:00Z");
+    CHECK(sweep->started_at.empty());
+    CHECK(sweep->finished_at.empty());
+    CHECK(sweep->total_runs == 4);
+    CHECK(sweep->dropped == make_sweep("x").dropped);
+    CHECK(sweep->varying_axes == Json::array({"cache", "filesystem"}));
+
+    auto runs = store->list_runs(sweep_id);
+    REQUIRE(runs.ok());
+    REQUIRE(runs->size() == 4);
+    for (int index = 0; index < 4; ++index) {
+        const RunRecord& run = runs.value()[index];
+        CHECK(run.sequence == index);
+        CHECK(run.sweep_id == sweep_id);
+        CHECK(run.status == "pending");
+        CHECK(run.workload_name == "randrw");
+        CHECK(run.workload == to_json(fio_workload()));
+        CHECK(run.metrics.empty());
+        CHECK(run.started_at.empty());
+    }
+    const StorageConfig fast = make_config(CacheMode::kUnsafe, "btrfs");
+    CHECK(runs.value()[1].config_id == config_id(fast));
+    CHECK(runs.value()[1].config == to_json(fast));
+    CHECK(runs.value()[2].repetition == 1);
+
+    // One configurations row per distinct config.
+    CHECK(table_count(path, "configurations") == 2);
+    auto stored_config = store->get_configuration(config_id(fast));
+    REQUIRE(stored_config.ok());
+    CHECK(stored_config.value() == to_json(fast));
+
+    auto run = store->get_run(runs.value()[3].id);
+    REQUIRE(run.ok());
+    CHECK(run->sequence == 3);
+
+    // A second sweep of the same configurations reuses their rows.
+    const std::int64_t second_id = create(*store, make_sweep("again"), four_runs());
+    CHECK(second_id != sweep_id);
+    CHECK(table_count(path, "configurations") == 2);
+    auto sweeps = store->list_sweeps();
+    REQUIRE(sweeps.ok());
+    REQUIRE(sweeps->size() == 2);
+    CHECK(sweeps.value()[0].name == "seed-fio");
+    CHECK(sweeps.value()[1].name == "again");
+    CHECK(store->runs_for_config(config_id(fast))->size() == 4);
+}
+
+TEST_CASE("store: not found errors name what is missing", "[store]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+
+    auto sweep = store->get_sweep(12);
+    REQUIRE_FALSE(sweep.ok());
+    CHECK(sweep.error().code == errc::kNotFound);
+    CHECK(sweep.error().message == "sweep 12 not found");
+
+    auto run = store->get_run(7);
+    REQUIRE_FALSE(run.ok());
+    CHECK(run.error().code == errc::kNotFound);
+    CHECK(run.error().message == "run 7 not found");
+
+    CHECK(store->list_runs(12).error().code == errc::kNotFound);
+    CHECK(store->run_counts(12).error().code == errc::kNotFound);
+    CHECK(store->cancel_pending_runs(12).error().code == errc::kNotFound);
+    CHECK(store->set_sweep_status(12, "running", "t").error().code == errc::kNotFound);
+    CHECK(store->mark_run_running(7, "vm", "vol", "log", "tcg", "t").error().code ==
+          errc::kNotFound);
+    RunRecord missing;
+    missing.id = 7;
+    missing.status = "failed";
+    CHECK(store->finish_run(missing).error().message == "run 7 not found");
+    CHECK(store->get_configuration("0123456789abcdef").error().code == errc::kNotFound);
+}
+
+TEST_CASE("store: a config_id must not change its meaning", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    create(*store, make_sweep("first"), four_runs());
+
+    std::vector<RunRecord> runs = four_runs();
+    runs[3].config["cache"] = "writeback";  // same id, other settings
+    auto second = store->create_sweep(make_sweep("second"), runs);
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error().code == errc::kConflict);
+    CHECK_THAT(second.error().message, Catch::Contains(runs[3].config_id));
+
+    // Nothing of the failed sweep remains.
+    CHECK(store->list_sweeps()->size() == 1);
+    CHECK(table_count(path, "runs") == 4);
+
+    // Duplicate sequence numbers violate the schema: also a conflict, also
+    // rolled back.
+    std::vector<RunRecord> duplicate = four_runs();
+    duplicate[1].sequence = duplicate[0].sequence;
+    auto third = store->create_sweep(make_sweep("third"), duplicate);
+    REQUIRE_FALSE(third.ok());
+    CHECK(third.error().code == errc::kConflict);
+    CHECK(store->list_sweeps()->size() == 1);
+}
+
+TEST_CASE("store: sweep status transitions set their timestamps", "[store]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+
+    require_ok(store->set_sweep_status(sweep_id, sweep_status::kRunning, "2024-05-01T10:01:00Z"));
+    CHECK(store->get_sweep(sweep_id)->started_at == "2024-05-01T10:01:00Z");
+    // A restarted daemon resuming the sweep keeps the original start.
+    require_ok(store->set_sweep_status(sweep_id, sweep_status::kRunning, "2024-05-01T11:00:00Z"));
+    CHECK(store->get_sweep(sweep_id)->started_at == "2024-05-01T10:01:00Z");
+    CHECK(store->get_sweep(sweep_id)->finished_at.empty());
+
+    require_ok(store->set_sweep_status(sweep_id, sweep_status::kSucceeded, "2024-05-01T12:00:00Z"));
+    auto sweep = store->get_sweep(sweep_id);
+    CHECK(sweep->status == "succeeded");
+    CHECK(sweep->started_at == "2024-05-01T10:01:00Z");
+    CHECK(sweep->finished_at == "2024-05-01T12:00:00Z");
+
+    auto bogus = store->set_sweep_status(sweep_id, "exploded", "t");
+    REQUIRE_FALSE(bogus.ok());
+    CHECK(bogus.error().code == errc::kInvalidArgument);
+    CHECK_THAT(bogus.error().message, Catch::Contains("queued, running"));
+}
+
+RunRecord finished(const RunRecord& planned) {
+    RunRecord run = planned;
+    run.status = run_status::kSucceeded;
+    run.finished_at = "2024-05-01T10:05:00Z";
+    run.timings = Json{{"provision_s", 0.5}, {"boot_s", 4.25},     {"format_s", 1.0},
+                       {"bench_s", 10.5},    {"teardown_s", 0.75}, {"total_s", 17.0}};
+    run.versions = Json{{"qemu", "7.2.0"}, {"kernel", "6.1.0-21-amd64"}, {"fio", "fio-3.33"}};
+    run.applied_settings =
+        Json{{"hypervisor", {{"cache", "unsafe"}, {"discard", "unmap"}}},
+             {"guest", {{"scheduler", "none"}, {"mount_options", "rw,relatime"}}}};
+    run.raw_output = R"({"fio version":"fio-3.33","jobs":[]})";
+    run.metrics = {{"read_iops", 251.5}, {"write_iops", 249.25}, {"read_clat_p99_us", 1.5e6}};
+    return run;
+}
+
+TEST_CASE("store: a run's lifecycle round-trips every column", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+    const RunRecord planned = store->list_runs(sweep_id)->front();
+
+    require_ok(store->mark_run_running(planned.id, "ds-vm-1", "ds-vol-1", "/var/log/ds/1.log",
+                                       "tcg", "2024-05-01T10:02:00Z"));
+    auto running = store->get_run(planned.id);
+    REQUIRE(running.ok());
+    CHECK(running->status == "running");
+    CHECK(running->vm_name == "ds-vm-1");
+    CHECK(running->volume_name == "ds-vol-1");
+    CHECK(running->console_log == "/var/log/ds/1.log");
+    CHECK(running->accel == "tcg");
+    CHECK(running->started_at == "2024-05-01T10:02:00Z");
+    // Starting twice is a conflict.
+    auto again = store->mark_run_running(planned.id, "x", "y", "z", "kvm", "t");
+    REQUIRE_FALSE(again.ok());
+    CHECK(again.error().code == errc::kConflict);
+    CHECK_THAT(again.error().message, Catch::Contains("is running"));
+
+    const RunRecord outcome = finished(running.value());
+    require_ok(store->finish_run(outcome));
+
+    auto stored = store->get_run(planned.id);
+    REQUIRE(stored.ok());
+    CHECK(stored->status == "succeeded");
+    CHECK(stored->failure_reason.empty());
+    CHECK(stored->finished_at == "2024-05-01T10:05:00Z");
+    CHECK(stored->started_at == "2024-05-01T10:02:00Z");
+    CHECK(stored->vm_name == "ds-vm-1");
+    CHECK(stored->timings == outcome.timings);
+    CHECK(stored->versions == outcome.versions);
+    CHECK(stored->applied_settings == outcome.applied_settings);
+    CHECK(stored->raw_output == outcome.raw_output);
+    CHECK(stored->metrics == outcome.metrics);
+    CHECK(stored->config == planned.config);
+    CHECK(table_count(path, "metrics") == 3);
+
+    // Listings can leave the raw output out; metrics are still there.
+    auto listed = store->list_runs(sweep_id, RawOutput::kOmit);
+    CHECK(listed->front().raw_output.empty());
+    CHECK(listed->front().metrics == outcome.metrics);
+    CHECK(store->list_runs(sweep_id)->front().raw_output == outcome.raw_output);
+
+    // A finished run stays finished.
+    RunRecord rewrite = outcome;
+    rewrite.status = run_status::kFailed;
+    auto refused = store->finish_run(rewrite);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == errc::kConflict);
+    CHECK_THAT(refused.error().message, Catch::Contains("is succeeded"));
+    CHECK(store->get_run(planned.id)->status == "succeeded");
+}
+
+TEST_CASE("store: finish_run validates before writing", "[store]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+    RunRecord run = finished(store->list_runs(sweep_id)->front());
+
+    run.metrics["read_iops"] = std::numeric_limits<double>::quiet_NaN();
+    auto nan = store->finish_run(run);
+    REQUIRE_FALSE(nan.ok());
+    CHECK(nan.error().code == errc::kInvalidArgument);
+    CHECK_THAT(nan.error().message, Catch::Contains("read_iops"));
+
+    run.metrics["read_iops"] = 1;
+    run.status = run_status::kRunning;
+    CHECK(store->finish_run(run).error().code == errc::kInvalidArgument);
+    CHECK(store->get_run(run.id)->status == "pending");
+
+    // A failure recorded straight from pending (e.g. provisioning failed).
+    run.status = run_status::kFailed;
+    run.failure_reason = "storage: cannot create volume";
+    run.metrics.clear();
+    require_ok(store->finish_run(run));
+    auto stored = store->get_run(run.id);
+    CHECK(stored->status == "failed");
+    CHECK(stored->failure_reason == "storage: cannot create volume");
+    CHECK(stored->metrics.empty());
+}
+
+TEST_CASE("store: counts by status and cancelling pending runs", "[store]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+    const std::int64_t other_id = create(*store, make_sweep("other"), four_runs());
+    auto runs = store->list_runs(sweep_id).value();
+
+    auto counts = store->run_counts(sweep_id);
+    REQUIRE(counts.ok());
+    CHECK(counts.value() ==
+          std::map<std::string, int>{
+              {"pending", 4}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}});
+
+    require_ok(store->mark_run_running(runs[0].id, "vm0", "vol0", "log0", "tcg", "t0"));
+    require_ok(store->mark_run_running(runs[1].id, "vm1", "vol1", "log1", "tcg", "t1"));
+    require_ok(store->finish_run(finished(runs[1])));
+    require_ok(store->cancel_pending_runs(sweep_id));
+
+    counts = store->run_counts(sweep_id);
+    CHECK(counts.value() ==
+          std::map<std::string, int>{
+              {"pending", 0}, {"running", 1}, {"succeeded", 1}, {"failed", 0}, {"cancelled", 2}});
+    auto cancelled = store->get_run(runs[3].id);
+    CHECK(cancelled->status == "cancelled");
+    CHECK_FALSE(cancelled->failure_reason.empty());
+    // The scheduler cannot start a cancelled run.
+    auto start = store->mark_run_running(runs[3].id, "vm", "vol", "log", "tcg", "t");
+    REQUIRE_FALSE(start.ok());
+    CHECK(start.error().code == errc::kConflict);
+    CHECK_THAT(start.error().message, Catch::Contains("is cancelled"));
+    // Another sweep is untouched.
+    CHECK(store->run_counts(other_id)->at("pending") == 4);
+}
+
+TEST_CASE("store: runs left running by a crashed daemon are found on restart", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::int64_t first_id = 0;
+    std::int64_t second_id = 0;
+    {
+        auto store = open_store(path);
+        first_id = create(*store, make_sweep("a"), four_runs());
+        second_id = create(*store, make_sweep("b"), four_runs());
+        auto first_runs = store->list_runs(first_id).value();
+        auto second_runs = store->list_runs(second_id).value();
+        require_ok(
+            store->mark_run_running(second_runs[2].id, "ds-b-2", "vol-b-2", "log", "tcg", "t"));
+        require_ok(
+            store->mark_run_running(first_runs[1].id, "ds-a-1", "vol-a-1", "log", "kvm", "t"));
+        require_ok(
+            store->mark_run_running(first_runs[0].id, "ds-a-0", "vol-a-0", "log", "kvm", "t"));
+        require_ok(store->finish_run(finished(first_runs[0])));
+        // The daemon dies here: the store goes away without anything else.
+    }
+    auto store = open_store(path);
+    auto running = store->runs_with_status(run_status::kRunning);
+    REQUIRE(running.ok());
+    REQUIRE(running->size() == 2);
+    CHECK(running.value()[0].sweep_id == first_id);
+    CHECK(running.value()[0].vm_name == "ds-a-1");
+    CHECK(running.value()[0].volume_name == "vol-a-1");
+    CHECK(running.value()[1].sweep_id == second_id);
+    CHECK(running.value()[1].vm_name == "ds-b-2");
+
+    // Recovery records them as failed; then nothing is left running.
+    for (RunRecord run : running.value()) {
+        run.status = run_status::kFailed;
+        run.failure_reason = "daemon restarted while the run was in progress";
+        require_ok(store->finish_run(run));
+    }
+    CHECK(store->runs_with_status(run_status::kRunning)->empty());
+    CHECK(store->runs_with_status(run_status::kFailed)->size() == 2);
+    CHECK(store->runs_with_status("bogus").error().code == errc::kInvalidArgument);
+}
+
+TEST_CASE("store: four threads share one store, a second connection reads along", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    constexpr int kThreads = 4;
+    constexpr int kRunsPerSweep = 20;
+
+    std::atomic<int> failures{0};
+    std::vector<std::int64_t> sweep_ids(kThreads);
+    auto worker = [&](int thread_index) {
+        const StorageConfig config =
+            make_config(CacheMode::kNone, thread_index % 2 ? "ext4" : "btrfs");
+        std::vector<RunRecord> runs;
+        for (int sequence = 0; sequence < kRunsPerSweep; ++sequence) {
+            runs.push_back(planned_run(config, sequence, sequence));
+        }
+        auto sweep_id = store->create_sweep(make_sweep("t" + std::to_string(thread_index)), runs);
+        if (!sweep_id.ok()) {
+            ++failures;
+            return;
+        }
+        sweep_ids[thread_index] = sweep_id.value();
+        auto planned = store->list_runs(sweep_id.value());
+        if (!planned.ok()) {
+            ++failures;
+            return;
+        }
+        for (const RunRecord& run : planned.value()) {
+            if (!store->mark_run_running(run.id, "vm", "vol", "log", "tcg", "t").ok()) ++failures;
+            RunRecord outcome = finished(run);
+            outcome.metrics = {{"read_iops", static_cast<double>(run.sequence)}};
+            if (!store->finish_run(outcome).ok()) ++failures;
+            if (!store->run_counts(sweep_id.value()).ok()) ++failures;
+        }
+    };
+    std::atomic<bool> done{false};
+    auto reader = [&] {
+        // Its own connection to the same file: WAL lets it read while the
+        // writers write; the busy timeout covers the short write locks.
+        auto second = Store::open(path);
+        if (!second.ok()) {
+            ++failures;
+            return;
+        }
+        while (!done) {
+            auto sweeps = second.value()->list_sweeps();
+            if (!sweeps.ok()) {
+                ++failures;
+                continue;
+            }
+            for (const SweepRecord& sweep : sweeps.value()) {
+                if (!second.value()->list_runs(sweep.id, RawOutput::kOmit).ok()) ++failures;
+            }
+        }
+    };
+
+    std::thread reader_thread(reader);
+    std::vector<std::thread> threads;
+    for (int index = 0; index < kThreads; ++index) threads.emplace_back(worker, index);
+    for (std::thread& thread : threads) thread.join();
+    done = true;
+    reader_thread.join();
+
+    CHECK(failures == 0);
+    CHECK(store->list_sweeps()->size() == kThreads);
+    for (std::int64_t sweep_id : sweep_ids) {
+        CHECK(store->run_counts(sweep_id)->at("succeeded") == kRunsPerSweep);
+        auto runs = store->list_runs(sweep_id);
+        REQUIRE(runs->size() == kRunsPerSweep);
+        CHECK(runs->back().metrics.at("read_iops") == kRunsPerSweep - 1);
+    }
+    CHECK(table_count(path, "metrics") == kThreads * kRunsPerSweep);
+}
+
+TEST_CASE("store: file system failures are io errors with SQLite's message", "[store]") {
+    TempDir dir;
+
+    SECTION("a directory that does not exist") {
+        auto store = Store::open(dir.file("missing/results.db"));
+        REQUIRE_FALSE(store.ok());
+        CHECK(store.error().code == errc::kIo);
+        CHECK_THAT(store.error().message, Catch::Contains("missing/results.db"));
+        CHECK_THAT(store.error().message, Catch::Contains("unable to open database file"));
+    }
+
+    SECTION("a file that is not a database") {
+        const std::string path = dir.file("notes.txt");
+        std::ofstream(path) << std::string(8192, 'x');
+        auto store = Store::open(path);
+        REQUIRE_FALSE(store.ok());
+        CHECK(store.error().code == errc::kIo);
+        CHECK_THAT(store.error().message, Catch::Contains("not a database"));
+    }
+
+    SECTION("a full disk while recording a result") {
+        const std::string path = dir.file("results.db");
+        auto store = open_store(path);
+        const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+        RunRecord run = finished(store->list_runs(sweep_id)->front());
+        run.raw_output = std::string(4 << 20, 'r');  // needs 4 MiB of WAL
+
+        // Files may not grow past 1 MiB: writes beyond fail with EFBIG, as
+        // they would with ENOSPC on a full disk (SIGXFSZ ignored so the write
+        // returns the error instead of killing the process).
+        const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+        rlimit previous_limit{};
+        REQUIRE(getrlimit(RLIMIT_FSIZE, &previous_limit) == 0);
+        rlimit small_limit = previous_limit;
+        small_limit.rlim_cur = 1 << 20;
+        REQUIRE(setrlimit(RLIMIT_FSIZE, &small_limit) == 0);
+        Status status = store->finish_run(run);
+        REQUIRE(setrlimit(RLIMIT_FSIZE, &previous_limit) == 0);
+        std::signal(SIGXFSZ, previous_handler);
+
+        REQUIRE_FALSE(status.ok());
+        CHECK(status.error().code == errc::kIo);
+        CHECK_THAT(status.error().message,
+                   Catch::Contains("recording the outcome of run " + std::to_string(run.id)));
+        // Nothing half-written; with room again, the same write succeeds.
+        CHECK(store->get_run(run.id)->status == "pending");
+        CHECK(store->get_run(run.id)->metrics.empty());
+        require_ok(store->finish_run(run));
+        CHECK(store->get_run(run.id)->raw_output.size() == run.raw_output.size());
+    }
+}
+
+TEST_CASE("store: JSON shapes for the API", "[store]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+
+    const Json sweep = to_json(store->get_sweep(sweep_id).value());
+    CHECK(sweep["id"] == sweep_id);
+    CHECK(sweep["name"] == "s");
+    CHECK(sweep["status"] == "queued");
+    CHECK(sweep["created_at"] == "2024-05-01T10:00:00Z");
+    CHECK(sweep["started_at"].is_null());
+    CHECK(sweep["finished_at"].is_null());
+    CHECK(sweep["total_runs"] == 4);
+    CHECK(sweep["varying_axes"] == Json::array({"cache", "filesystem"}));
+    CHECK(sweep["dropped"][0]["reason"] == "virtio-blk has no rotation rate");
+    CHECK(sweep["spec_source"] == "s.toml");
+    CHECK(sweep.contains("spec_toml"));
+
+    const RunRecord planned = store->list_runs(sweep_id)->front();
+    const Json pending = to_json(planned, false);
+    CHECK(pending["status"] == "pending");
+    CHECK(pending["failure_reason"].is_null());
+    CHECK(pending["vm_name"].is_null());
+    CHECK(pending["metrics"] == Json::object());
+    CHECK_FALSE(pending.contains("raw_output"));
+
+    require_ok(store->finish_run(finished(planned)));
+    const Json done = to_json(store->get_run(planned.id).value(), true);
+    CHECK(done["id"] == planned.id);
+    CHECK(done["sweep_id"] == sweep_id);
+    CHECK(done["sequence"] == 0);
+    CHECK(done["config_id"] == planned.config_id);
+    CHECK(done["config"] == planned.config);
+    CHECK(done["workload_name"] == "randrw");
+    CHECK(done["timings"]["boot_s"] == 4.25);
+    CHECK(done["versions"]["qemu"] == "7.2.0");
+    CHECK(done["applied_settings"]["hypervisor"]["cache"] == "unsafe");
+    CHECK(done["metrics"]["read_iops"] == 251.5);
+    CHECK(done["raw_output"] == finished(planned).raw_output);
+}
+
+}  // namespace
+}  // namespace ds

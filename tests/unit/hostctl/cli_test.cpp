@@ -1,0 +1,482 @@
+// hostctl end to end over a real unix socket, against a test double of
+// disksweepd: a UnixServer that answers canned API responses and records
+// what it was asked.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "common/http.h"
+#include "hostctl/commands.h"
+#include "hostctl/format.h"
+
+namespace fs = std::filesystem;
+using ds::hostctl::ExitCode;
+using ds::hostctl::Json;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        char pattern[] = "/tmp/ds-hostctl-XXXXXX";
+        REQUIRE(::mkdtemp(pattern) != nullptr);
+        path = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path, ignored);
+    }
+};
+
+ds::http::Response json_response(int status, const Json& body) {
+    ds::http::Response response;
+    response.status = status;
+    response.body = body.dump();
+    return response;
+}
+
+ds::http::Response event_stream(std::vector<Json> events) {
+    ds::http::Response response;
+    response.content_type = "application/x-ndjson";
+    response.stream = [events = std::move(events)](ds::http::ChunkSink& sink) {
+        for (const auto& event : events) {
+            if (!sink.write(event.dump() + "\n")) return;
+        }
+    };
+    return response;
+}
+
+// The daemon's stand-in: canned answers by "METHOD /path"; 404 otherwise.
+class FakeDaemon {
+  public:
+    explicit FakeDaemon(const TempDir& dir)
+        : socket_path_((dir.path / "disksweepd.sock").string()),
+          server_(socket_path_,
+                  [this](const ds::http::Request& request) { return answer(request); }) {
+        REQUIRE(server_.start().ok());
+    }
+
+    void on(const std::string& method_and_path, ds::http::Response response) {
+        std::lock_guard lock(mutex_);
+        routes_[method_and_path] = std::move(response);
+    }
+    std::vector<ds::http::Request> requests() {
+        std::lock_guard lock(mutex_);
+        return requests_;
+    }
+    const std::string& socket_path() const { return socket_path_; }
+
+  private:
+    ds::http::Response answer(const ds::http::Request& request) {
+        std::lock_guard lock(mutex_);
+        requests_.push_back(request);
+        auto route = routes_.find(request.method + " " + request.path);
+        if (route == routes_.end()) {
+            return json_response(
+                404,
+                {{"error", {{"code", "not_found"}, {"message", "no endpoint " + request.path}}}});
+        }
+        return route->second;
+    }
+
+    std::string socket_path_;
+    std::mutex mutex_;
+    std::map<std::string, ds::http::Response> routes_;
+    std::vector<ds::http::Request> requests_;
+    ds::http::UnixServer server_;  // last: stops before the routes go away
+};
+
+struct Outcome {
+    ExitCode code;
+    std::string out;
+    std::string err;
+};
+
+Outcome run_hostctl(std::vector<std::string> args, bool tty = false,
+                    std::map<std::string, std::string> variables = {}) {
+    ds::hostctl::Environment environment;
+    environment.variable = [variables](std::string_view name) -> std::optional<std::string> {
+        auto it = variables.find(std::string(name));
+        if (it == variables.end()) return std::nullopt;
+        return it->second;
+    };
+    environment.stdout_is_tty = tty;
+    std::ostringstream out, err;
+    ExitCode code = ds::hostctl::run_hostctl(args, out, err, environment);
+    return {code, out.str(), err.str()};
+}
+
+const Json kSubmitted = Json::parse(R"({
+  "sweep": {"id": 4, "name": "seed-fio-rbd", "status": "queued", "total_runs": 2},
+  "dropped": [{"settings": {"filesystem": "ext4", "bus": "virtio-blk"},
+               "reason": "ssd emulation needs a SCSI or SATA disk"}],
+  "varying_axes": ["filesystem", "bus"]})");
+
+const Json kCompare = Json::parse(R"({
+  "sweep_id": 4, "varying_axes": ["filesystem"], "metrics": ["read_iops"],
+  "rows": [
+    {"config_id": "aa", "workload": "randrw", "settings": {"filesystem": "ext4"},
+     "durability_risks": [], "runs": {"succeeded": 1, "failed": 0},
+     "metrics": {"read_iops": {"n": 1, "mean": 256.0, "stddev": null}}},
+    {"config_id": "bb", "workload": "randrw", "settings": {"filesystem": "btrfs"},
+     "durability_risks": ["cache=unsafe"], "runs": {"succeeded": 0, "failed": 1},
+     "metrics": {}}]})");
+
+std::vector<Json> finished_events(const std::string& second_run_status) {
+    bool failed = second_run_status == "failed";
+    return {
+        Json::parse(R"({"type":"snapshot","sweep_id":4,"status":"running","total_runs":2,
+                        "counts":{"pending":2,"running":0,"succeeded":0,"failed":0,
+                                  "cancelled":0}})"),
+        Json::parse(R"({"type":"run_started","sweep_id":4,"run_id":10,"workload":"randrw",
+                        "repetition":0,"total_runs":2})"),
+        Json::parse(R"({"type":"keepalive"})"),
+        Json::parse(R"({"type":"run_finished","sweep_id":4,"run_id":10,"status":"succeeded",
+                        "message":null,"total_runs":2})"),
+        Json::parse(R"({"type":"progress","sweep_id":4,"total_runs":2,"eta_s":30,
+                        "counts":{"pending":1,"running":0,"succeeded":1,"failed":0,
+                                  "cancelled":0}})"),
+        Json{{"type", "run_finished"},
+             {"sweep_id", 4},
+             {"run_id", 11},
+             {"status", second_run_status},
+             {"message", failed ? "fio exited 1: cannot open /mnt/data/fio" : ""},
+             {"total_runs", 2}},
+        Json{{"type", "sweep_finished"},
+             {"sweep_id", 4},
+             {"status", failed ? "failed" : "succeeded"},
+             {"total_runs", 2},
+             {"counts",
+              {{"pending", 0},
+               {"running", 0},
+               {"succeeded", failed ? 1 : 2},
+               {"failed", failed ? 1 : 0},
+               {"cancelled", 0}}}},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("sweep submit posts the spec and prints what was scheduled", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    daemon.on("POST /v1/sweeps", json_response(201, kSubmitted));
+    fs::path spec = dir.path / "seed.toml";
+    const std::string spec_text = "name = \"seed-fio-rbd\"\n[matrix]\nfilesystem = [\"ext4\"]\n";
+    std::ofstream(spec) << spec_text;
+
+    auto outcome =
+        run_hostctl({"--socket", daemon.socket_path(), "sweep", "submit", spec.string()});
+    INFO(outcome.err);
+    CHECK(outcome.code == ExitCode::kOk);
+    CHECK(outcome.out ==
+          "sweep 4 \"seed-fio-rbd\" submitted: 2 runs, queued\n"
+          "varying: filesystem, bus\n"
+          "dropped 1 combination that cannot exist:\n"
+          "  filesystem=ext4 bus=virtio-blk: ssd emulation needs a SCSI or SATA "
+          "disk\n");
+    auto requests = daemon.requests();
+    REQUIRE(requests.size() == 1);
+    CHECK(requests[0].body == spec_text);
+    CHECK(requests[0].headers.at("content-type") == "application/toml");
+    CHECK(requests[0].headers.at("x-spec-name") == spec.string());
+}
+
+TEST_CASE("sweep submit --wait follows the sweep and prints the comparison", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    daemon.on("POST /v1/sweeps", json_response(201, kSubmitted));
+    daemon.on("GET /v1/sweeps/4/compare", json_response(200, kCompare));
+    fs::path spec = dir.path / "seed.toml";
+    std::ofstream(spec) << "name = \"seed\"\n";
+
+    SECTION("all runs succeed: exit 0") {
+        daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("succeeded")));
+        auto outcome = run_hostctl(
+            {"sweep", "submit", spec.string(), "--wait", "--socket", daemon.socket_path()});
+        INFO(outcome.err);
+        CHECK(outcome.code == ExitCode::kOk);
+        CHECK(outcome.out == ds::hostctl::format_submitted(kSubmitted) +
+                                 "sweep 4 running: 0/2 runs done (0 succeeded, 0 failed, 0 "
+                                 "cancelled), 0 running\n"
+                                 "run 10 started: randrw repetition 0\n"
+                                 "run 10 succeeded (1/2 done, 0 failed)\n"
+                                 "run 11 succeeded (2/2 done, 0 failed)\n"
+                                 "sweep 4 succeeded: 2 succeeded, 0 failed, 0 cancelled of 2 runs\n"
+                                 "\n" +
+                                 ds::hostctl::format_compare_table(kCompare));
+    }
+    SECTION("a run fails: exit 1, the comparison still printed") {
+        daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("failed")));
+        auto outcome = run_hostctl(
+            {"--socket", daemon.socket_path(), "sweep", "submit", "--wait", spec.string()});
+        CHECK(outcome.code == ExitCode::kFailed);
+        CHECK_THAT(outcome.out,
+                   Catch::Contains("run 11 failed: fio exited 1: cannot open /mnt/data/fio"));
+        CHECK_THAT(outcome.out, Catch::EndsWith(ds::hostctl::format_compare_table(kCompare)));
+    }
+    SECTION("--json prints one JSON document per line") {
+        daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("succeeded")));
+        auto outcome = run_hostctl({"--socket", daemon.socket_path(), "--json", "sweep", "submit",
+                                    "--wait", spec.string()});
+        CHECK(outcome.code == ExitCode::kOk);
+        std::istringstream lines(outcome.out);
+        std::vector<Json> documents;
+        for (std::string line; std::getline(lines, line);) documents.push_back(Json::parse(line));
+        REQUIRE(documents.size() == 8);  // submitted, 6 events (no keepalive), compare
+        CHECK(documents.front() == kSubmitted);
+        CHECK(documents[1]["type"] == "snapshot");
+        CHECK(documents.back() == kCompare);
+    }
+}
+
+TEST_CASE("sweep watch draws a progress bar on a terminal", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("failed")));
+    auto outcome = run_hostctl({"--socket", daemon.socket_path(), "sweep", "watch", "4"},
+                               /*tty=*/true);
+    CHECK(outcome.code == ExitCode::kFailed);
+    CHECK_THAT(outcome.out,
+               Catch::StartsWith("\r\033[K[------------------------]  0/2 runs  0 ok  0 failed  "
+                                 "0 running  ETA ?"));
+    // The failure is printed on its own line, then the bar is redrawn.
+    CHECK_THAT(outcome.out, Catch::Contains("\r\033[Krun 11 failed: fio exited 1: cannot open "
+                                            "/mnt/data/fio (2/2 done, 1 failed)\n\r\033[K"));
+    CHECK_THAT(outcome.out,
+               Catch::EndsWith("\r\033[K[########################]  2/2 runs  1 ok  1 failed  "
+                               "0 running\nsweep 4 failed: 1 succeeded, 1 failed, 0 cancelled of "
+                               "2 runs\n"));
+}
+
+TEST_CASE("sweep watch of a finished sweep returns at once", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    auto events = finished_events("succeeded");
+    daemon.on("GET /v1/sweeps/4/events", event_stream({events.front(), events.back()}));
+    auto outcome = run_hostctl({"--socket", daemon.socket_path(), "sweep", "watch", "4"});
+    CHECK(outcome.code == ExitCode::kOk);
+    CHECK_THAT(outcome.out, Catch::EndsWith("sweep 4 succeeded: 2 succeeded, 0 failed, 0 "
+                                            "cancelled of 2 runs\n"));
+}
+
+TEST_CASE("sweep watch fails when the stream breaks off or is garbled", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    auto events = finished_events("succeeded");
+    daemon.on("GET /v1/sweeps/4/events", event_stream({events[0], events[1]}));
+    auto cut = run_hostctl({"--socket", daemon.socket_path(), "sweep", "watch", "4"});
+    CHECK(cut.code == ExitCode::kFailed);
+    CHECK(cut.err == "hostctl: the event stream of sweep 4 ended before the sweep finished\n");
+
+    ds::http::Response garbled;
+    garbled.stream = [](ds::http::ChunkSink& sink) { sink.write("<html>\n"); };
+    daemon.on("GET /v1/sweeps/5/events", garbled);
+    auto bad = run_hostctl({"--socket", daemon.socket_path(), "sweep", "watch", "5"});
+    CHECK(bad.code == ExitCode::kFailed);
+    CHECK(bad.err ==
+          "hostctl: disksweepd sent an event that is not a JSON object on GET "
+          "/v1/sweeps/5/events: <html>\n");
+}
+
+TEST_CASE("list, show, cancel and results print the daemon's answers", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    const Json sweeps = Json::parse(R"({"sweeps": [{"id": 4, "name": "seed", "status": "running",
+        "total_runs": 2, "counts": {"pending": 1, "running": 1, "succeeded": 0, "failed": 0,
+        "cancelled": 0}, "created_at": "2026-11-29T20:00:00Z"}]})");
+    const Json sweep = Json::parse(R"({"sweep": {"id": 4, "name": "seed", "status": "running",
+        "total_runs": 1, "counts": {"pending": 0, "running": 1}},
+        "runs": [{"id": 10, "config_id": "aa", "workload_name": "randrw", "repetition": 0,
+                  "status": "running", "config": {"filesystem": "ext4"}}]})");
+    const Json cancelled = Json::parse(R"({"sweep": {"id": 4, "status": "cancelled",
+        "counts": {"pending": 0, "running": 0, "succeeded": 0, "failed": 0, "cancelled": 2}}})");
+    const Json run = Json::parse(R"({"run": {"id": 10, "sweep_id": 4, "status": "succeeded",
+        "metrics": {"read_iops": 256.0}, "raw_output": "{}"}})");
+    daemon.on("GET /v1/sweeps", json_response(200, sweeps));
+    daemon.on("GET /v1/sweeps/4", json_response(200, sweep));
+    daemon.on("POST /v1/sweeps/4/cancel", json_response(200, cancelled));
+    daemon.on("GET /v1/runs/10", json_response(200, run));
+    daemon.on("GET /v1/sweeps/4/compare", json_response(200, kCompare));
+    daemon.on("GET /v1/version",
+              json_response(200, {{"api", 1}, {"version", "0.1.0"}, {"capabilities", {"events"}}}));
+    const std::vector<std::string> socket = {"--socket", daemon.socket_path()};
+    auto with_socket = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), socket.begin(), socket.end());
+        return run_hostctl(args);
+    };
+
+    auto list = with_socket({"sweep", "list"});
+    CHECK(list.code == ExitCode::kOk);
+    CHECK(list.out == ds::hostctl::format_sweep_list(sweeps));
+
+    auto show = with_socket({"sweep", "show", "4"});
+    CHECK(show.code == ExitCode::kOk);
+    CHECK(show.out == ds::hostctl::format_sweep_show(sweep));
+
+    auto cancel = with_socket({"sweep", "cancel", "4"});
+    CHECK(cancel.code == ExitCode::kOk);
+    CHECK(cancel.out == "sweep 4 cancelled (0 succeeded, 0 failed, 2 cancelled)\n");
+
+    auto run_details = with_socket({"results", "show", "10"});
+    CHECK(run_details.code == ExitCode::kOk);
+    CHECK(run_details.out == ds::hostctl::format_run(run));
+
+    auto table = with_socket({"results", "compare", "4"});
+    CHECK(table.code == ExitCode::kOk);
+    CHECK(table.out == ds::hostctl::format_compare_table(kCompare));
+    CHECK_THAT(table.out, Catch::Contains("0 (1 failed)  unsafe: cache=unsafe"));
+
+    auto csv = with_socket({"results", "compare", "4", "--csv"});
+    CHECK(csv.code == ExitCode::kOk);
+    CHECK(csv.out == ds::hostctl::format_compare_csv(kCompare));
+
+    auto json = with_socket({"results", "compare", "--json", "4"});
+    CHECK(json.code == ExitCode::kOk);
+    CHECK(Json::parse(json.out) == kCompare);
+
+    auto version = with_socket({"version"});
+    CHECK(version.code == ExitCode::kOk);
+    CHECK_THAT(version.out, Catch::Contains("disksweepd 0.1.0 (API 1)\ncapabilities: events\n"));
+
+    std::vector<std::string> asked;
+    for (const auto& request : daemon.requests())
+        asked.push_back(request.method + " " + request.target);
+    CHECK(asked == std::vector<std::string>{"GET /v1/sweeps", "GET /v1/sweeps/4",
+                                            "POST /v1/sweeps/4/cancel", "GET /v1/runs/10",
+                                            "GET /v1/sweeps/4/compare", "GET /v1/sweeps/4/compare",
+                                            "GET /v1/sweeps/4/compare", "GET /v1/version"});
+}
+
+TEST_CASE("API errors print the daemon's message and exit 1", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    daemon.on(
+        "POST /v1/sweeps",
+        json_response(400, {{"error",
+                             {{"code", "invalid_spec"},
+                              {"message", "bad.toml:7:1: unknown axis 'cach' in [matrix]"}}}}));
+    ds::http::Response not_json;
+    not_json.status = 500;
+    not_json.content_type = "text/plain";
+    not_json.body = "oops";
+    daemon.on("GET /v1/sweeps", not_json);
+    fs::path spec = dir.path / "bad.toml";
+    std::ofstream(spec) << "[matrix]\ncach = [\"none\"]\n";
+
+    auto invalid =
+        run_hostctl({"--socket", daemon.socket_path(), "sweep", "submit", spec.string()});
+    CHECK(invalid.code == ExitCode::kFailed);
+    CHECK(invalid.out.empty());
+    CHECK(invalid.err == "hostctl: bad.toml:7:1: unknown axis 'cach' in [matrix]\n");
+
+    auto missing = run_hostctl({"--socket", daemon.socket_path(), "sweep", "show", "99"});
+    CHECK(missing.code == ExitCode::kFailed);
+    CHECK(missing.err == "hostctl: no endpoint /v1/sweeps/99\n");
+
+    auto missing_stream = run_hostctl({"--socket", daemon.socket_path(), "sweep", "watch", "99"});
+    CHECK(missing_stream.code == ExitCode::kFailed);
+    CHECK(missing_stream.err == "hostctl: no endpoint /v1/sweeps/99/events\n");
+
+    auto broken = run_hostctl({"--socket", daemon.socket_path(), "sweep", "list"});
+    CHECK(broken.code == ExitCode::kFailed);
+    CHECK(broken.err ==
+          "hostctl: disksweepd answered GET /v1/sweeps with HTTP 500 Internal Server Error\n");
+}
+
+TEST_CASE("an unreachable daemon exits 3 and says how to start it", "[hostctl][cli]") {
+    TempDir dir;
+    const std::string socket = (dir.path / "disksweepd.sock").string();
+    const std::string expected = "hostctl: cannot reach disksweepd at " + socket +
+                                 " (No such file or directory). Start it with: disksweepd --config "
+                                 "config/disksweepd.conf  (or: systemctl start disksweepd)\n";
+
+    auto flag = run_hostctl({"--socket", socket, "sweep", "list"});
+    CHECK(flag.code == ExitCode::kUnreachable);
+    CHECK(flag.err == expected);
+    CHECK(flag.out.empty());
+
+    // The socket comes from DISKSWEEP_SOCKET when --socket is not given.
+    auto from_environment =
+        run_hostctl({"sweep", "watch", "1"}, false, {{"DISKSWEEP_SOCKET", socket}});
+    CHECK(from_environment.code == ExitCode::kUnreachable);
+    CHECK(from_environment.err == expected);
+
+    auto fallback = run_hostctl({"sweep", "list"});
+    CHECK(fallback.code == ExitCode::kUnreachable);
+    CHECK_THAT(fallback.err, Catch::StartsWith("hostctl: cannot reach disksweepd at "
+                                               "/run/disksweep/disksweepd.sock ("));
+}
+
+TEST_CASE("--socket wins over DISKSWEEP_SOCKET", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    daemon.on("GET /v1/sweeps", json_response(200, {{"sweeps", Json::array()}}));
+    auto outcome = run_hostctl({"sweep", "list", "--socket", daemon.socket_path()}, false,
+                               {{"DISKSWEEP_SOCKET", (dir.path / "elsewhere.sock").string()}});
+    CHECK(outcome.code == ExitCode::kOk);
+    CHECK(outcome.out == "no sweeps\n");
+    auto from_environment =
+        run_hostctl({"sweep", "list"}, false, {{"DISKSWEEP_SOCKET", daemon.socket_path()}});
+    CHECK(from_environment.code == ExitCode::kOk);
+}
+
+TEST_CASE("usage errors exit 2 without asking the daemon", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    const std::string socket = "--socket=" + daemon.socket_path();
+    struct Case {
+        std::vector<std::string> args;
+        std::string err_start;
+    };
+    const Case cases[] = {
+        {{socket}, "usage: hostctl [--socket PATH] [--json] COMMAND [ARGS]"},
+        {{socket, "frobnicate"}, "hostctl: unknown command 'frobnicate'\n"},
+        {{socket, "sweep"},
+         "hostctl: 'sweep' needs a sub-command: submit, list, show, cancel, "
+         "watch\n"},
+        {{socket, "sweep", "show"},
+         "hostctl: sweep show: missing ID\nusage: hostctl [--socket "
+         "PATH] [--json] sweep show ID\n"},
+        {{socket, "sweep", "show", "abc"},
+         "hostctl: sweep show: ID must be a positive integer, not 'abc'\n"},
+        {{socket, "sweep", "show", "0"}, "hostctl: sweep show: ID must be a positive integer"},
+        {{socket, "sweep", "show", "1", "2"}, "hostctl: sweep show: too many positional"},
+        {{socket, "sweep", "list", "--wait"}, "hostctl: sweep list: unrecognised option '--wait'"},
+        {{socket, "results", "compare", "1", "--csv", "--json"},
+         "hostctl: results compare: --csv and --json exclude each other\n"},
+        {{"--socket"}, "hostctl: the required argument for option '--socket' is missing"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.args.back());
+        auto outcome = run_hostctl(c.args);
+        CHECK(outcome.code == ExitCode::kUsage);
+        CHECK_THAT(outcome.err, Catch::StartsWith(c.err_start));
+    }
+    CHECK(daemon.requests().empty());
+
+    auto help = run_hostctl({"--help"});
+    CHECK(help.code == ExitCode::kOk);
+    CHECK_THAT(help.out, Catch::Contains("  results compare SWEEP [--csv]  "));
+    auto command_help = run_hostctl({"help", "sweep", "submit"});
+    CHECK(command_help.code == ExitCode::kOk);
+    CHECK_THAT(command_help.out,
+               Catch::StartsWith("usage: hostctl [--socket PATH] [--json] sweep submit FILE "
+                                 "[--wait]\n"));
+}
+
+TEST_CASE("an unreadable spec file is reported with its path", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    auto outcome = run_hostctl(
+        {"--socket", daemon.socket_path(), "sweep", "submit", (dir.path / "absent.toml").string()});
+    CHECK(outcome.code == ExitCode::kFailed);
+    CHECK(outcome.err == "hostctl: cannot read sweep spec " + (dir.path / "absent.toml").string() +
+                             ": No such file or directory\n");
+    CHECK(daemon.requests().empty());
+}

@@ -1,0 +1,305 @@
+// hostctl's printers: JSON as the daemon sends it (docs/api.md) in, exact
+// text out.
+#include "hostctl/format.h"
+
+#include <catch2/catch.hpp>
+
+using ds::hostctl::Json;
+
+namespace {
+
+// A comparison as daemon/compare.cpp produces it: four configurations of the
+// reference fio study, one of them with only failed runs, one unsafe.
+Json realistic_compare() {
+    return Json::parse(R"({
+      "sweep_id": 7,
+      "varying_axes": ["filesystem", "cache"],
+      "metrics": ["read_iops", "read_bw_mib_s", "write_clat_p99_us"],
+      "rows": [
+        {"config_id": "ab12cd34ef56aa", "workload": "randrw",
+         "settings": {"filesystem": "ext4", "cache": "none", "discard": true},
+         "durability_risks": [],
+         "runs": {"pending": 0, "running": 0, "succeeded": 3, "failed": 0, "cancelled": 0},
+         "metrics": {
+           "read_iops": {"n": 3, "mean": 256.4, "stddev": 12.31, "ci95_low": 225.8,
+                         "ci95_high": 287.0, "min": 244.0, "max": 268.5},
+           "read_bw_mib_s": {"n": 3, "mean": 1.0016, "stddev": 0.0482, "ci95_low": 0.882,
+                             "ci95_high": 1.121, "min": 0.95, "max": 1.05},
+           "write_clat_p99_us": {"n": 3, "mean": 183500.0, "stddev": 20412.5,
+                                 "ci95_low": 132800.1, "ci95_high": 234199.9,
+                                 "min": 160000, "max": 200000}}},
+        {"config_id": "99ffee00112233", "workload": "randrw",
+         "settings": {"filesystem": "btrfs:nodatacow", "cache": "unsafe", "discard": true},
+         "durability_risks": ["cache=unsafe"],
+         "runs": {"pending": 0, "running": 0, "succeeded": 2, "failed": 1, "cancelled": 0},
+         "metrics": {
+           "read_iops": {"n": 2, "mean": 845.25, "stddev": 102.7, "ci95_low": -77.5,
+                         "ci95_high": 1768.0, "min": 772.6, "max": 917.9},
+           "read_bw_mib_s": {"n": 2, "mean": 3.3019, "stddev": 0.4012, "ci95_low": -0.3,
+                             "ci95_high": 6.9, "min": 3.0, "max": 3.6},
+           "write_clat_p99_us": {"n": 2, "mean": 52000.0, "stddev": 0.0, "ci95_low": 52000.0,
+                                 "ci95_high": 52000.0, "min": 52000, "max": 52000}}},
+        {"config_id": "5555aaaabbbbcc", "workload": "randrw",
+         "settings": {"filesystem": "btrfs", "cache": "none", "discard": true},
+         "durability_risks": [],
+         "runs": {"pending": 0, "running": 0, "succeeded": 1, "failed": 0, "cancelled": 0},
+         "metrics": {
+           "read_iops": {"n": 1, "mean": 812.5, "stddev": null, "ci95_low": null,
+                         "ci95_high": null, "min": 812.5, "max": 812.5}}},
+        {"config_id": "0000111122223", "workload": "randrw",
+         "settings": {"filesystem": "xfs, \"special\"", "cache": "writeback", "discard": true},
+         "durability_risks": [],
+         "runs": {"pending": 0, "running": 0, "succeeded": 0, "failed": 3, "cancelled": 0},
+         "metrics": {}}
+      ]})");
+}
+
+}  // namespace
+
+TEST_CASE("mean ± stddev keeps two significant digits of the spread", "[hostctl][format]") {
+    using ds::hostctl::format_mean_stddev;
+    CHECK(format_mean_stddev(1234.567, 45.6) == "1235 ± 46");
+    CHECK(format_mean_stddev(3.3123, 0.1234) == "3.31 ± 0.12");
+    CHECK(format_mean_stddev(1.0, 0.1) == "1.00 ± 0.10");
+    CHECK(format_mean_stddev(845.25, 102.7) == "845 ± 103");
+    CHECK(format_mean_stddev(183500, 20412.5) == "183500 ± 20412");           // integer digits stay
+    CHECK(format_mean_stddev(0.000123, 0.0000045) == "0.000123 ± 0.000005");  // capped at 6
+    CHECK(format_mean_stddev(-0.001, 0.2) == "0.00 ± 0.20");                  // no "-0.00"
+    CHECK(format_mean_stddev(812.5, std::nullopt) == "812.5");                // one run: no spread
+    CHECK(format_mean_stddev(3.30192, std::nullopt) == "3.302");
+    CHECK(format_mean_stddev(52000, 0.0) == "52000 ± 0");
+    CHECK(format_mean_stddev(0, std::nullopt) == "0");
+}
+
+TEST_CASE("display width counts code points, not bytes", "[hostctl][format]") {
+    CHECK(ds::hostctl::display_width("1.00 ± 0.10") == 11);
+    CHECK(ds::hostctl::display_width("") == 0);
+    CHECK(ds::hostctl::display_width("ä€") == 2);
+}
+
+TEST_CASE("tables align columns and leave no trailing blanks", "[hostctl][format]") {
+    using ds::hostctl::Align;
+    ds::hostctl::Table table({{"name"}, {"value", Align::kRight}, {"note"}});
+    table.add_row({"a", "1 ± 2", ""});
+    table.add_row({"longer", "10", "x"});
+    table.add_row({"short"});
+    CHECK(table.render() ==
+          "name    value  note\n"
+          "a       1 ± 2\n"
+          "longer     10  x\n"
+          "short\n");
+}
+
+TEST_CASE("CSV fields are quoted only when needed", "[hostctl][format]") {
+    using ds::hostctl::csv_field;
+    CHECK(csv_field("ext4") == "ext4");
+    CHECK(csv_field("barrier=0,data=writeback") == "\"barrier=0,data=writeback\"");
+    CHECK(csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
+    CHECK(csv_field("two\nlines") == "\"two\nlines\"");
+    CHECK(csv_field("") == "");
+}
+
+TEST_CASE("compare table: varying settings, aligned spreads, n, risks", "[hostctl][format]") {
+    // Columns in terminal cells; "±" lines up within each metric column.
+    std::string expected =
+        "sweep 7: mean ± stddev over n succeeded runs per configuration and workload\n"
+        "filesystem       cache      workload    read_iops  read_bw_mib_s  write_clat_p99_us"
+        "             n  !\n"
+        "ext4             none       randrw      256 ± 12   1.002 ± 0.048     183500 ± 20412"
+        "             3\n"
+        "btrfs:nodatacow  unsafe     randrw      845 ± 103   3.30 ± 0.40       52000 ± 0    "
+        "  2 (1 failed)  unsafe: cache=unsafe\n"
+        "btrfs            none       randrw    812.5            -                  -         "
+        "            1\n"
+        "xfs, \"special\"   writeback  randrw        -            -                  -       "
+        "   0 (3 failed)\n"
+        "! = settings that can lose data on a power failure or crash\n";
+    std::string table = ds::hostctl::format_compare_table(realistic_compare());
+    INFO(table);
+    CHECK(table == expected);
+}
+
+TEST_CASE("compare table without results says so", "[hostctl][format]") {
+    Json empty = {{"sweep_id", 3}, {"varying_axes", Json::array()}, {"rows", Json::array()}};
+    CHECK(ds::hostctl::format_compare_table(empty) == "sweep 3 has no results yet\n");
+    CHECK(ds::hostctl::format_compare_csv(empty) ==
+          "sweep_id,config_id,workload,runs_succeeded,runs_failed,durability_risks\n");
+}
+
+TEST_CASE("compare table of a single configuration shows its id", "[hostctl][format]") {
+    Json compare = Json::parse(R"({"sweep_id": 2, "varying_axes": [], "metrics": ["read_iops"],
+        "rows": [{"config_id": "0123456789abcdef", "workload": "atis", "settings": {},
+                  "durability_risks": null, "settings_error": "no longer parses",
+                  "runs": {"succeeded": 2, "failed": 0},
+                  "metrics": {"read_iops": {"n": 2, "mean": 10.0, "stddev": 1.0}}}]})");
+    CHECK(ds::hostctl::format_compare_table(compare) ==
+          "sweep 2: mean ± stddev over n succeeded runs per configuration and workload\n"
+          "config        workload   read_iops  n\n"
+          "0123456789ab  atis      10.0 ± 1.0  2\n");
+}
+
+TEST_CASE("compare CSV has separate columns at full precision", "[hostctl][format]") {
+    std::string csv = ds::hostctl::format_compare_csv(realistic_compare());
+    INFO(csv);
+    std::string header =
+        "sweep_id,config_id,workload,filesystem,cache,runs_succeeded,runs_failed,"
+        "read_iops_n,read_iops_mean,read_iops_stddev,read_iops_ci95_low,read_iops_ci95_high,"
+        "read_bw_mib_s_n,read_bw_mib_s_mean,read_bw_mib_s_stddev,read_bw_mib_s_ci95_low,"
+        "read_bw_mib_s_ci95_high,"
+        "write_clat_p99_us_n,write_clat_p99_us_mean,write_clat_p99_us_stddev,"
+        "write_clat_p99_us_ci95_low,write_clat_p99_us_ci95_high,durability_risks\n";
+    CHECK(csv.substr(0, header.size()) == header);
+    CHECK_THAT(csv, Catch::Contains("\n7,ab12cd34ef56aa,randrw,ext4,none,3,0,"
+                                    "3,256.4,12.31,225.8,287.0,"
+                                    "3,1.0016,0.0482,0.882,1.121,"
+                                    "3,183500.0,20412.5,132800.1,234199.9,\n"));
+    CHECK_THAT(csv, Catch::Contains("\n7,99ffee00112233,randrw,btrfs:nodatacow,unsafe,2,1,"));
+    CHECK_THAT(csv, Catch::Contains(",cache=unsafe\n"));
+    // One run: the spread and interval are empty, not zero.
+    CHECK_THAT(csv,
+               Catch::Contains("\n7,5555aaaabbbbcc,randrw,btrfs,none,1,0,1,812.5,,,,0,,,,,0,,,,,\n"));
+    // Failed only: n = 0 everywhere; the value with a comma and quotes is quoted.
+    CHECK_THAT(csv, Catch::Contains("\n7,0000111122223,randrw,\"xfs, \"\"special\"\"\",writeback,"
+                                    "0,3,0,,,,,0,,,,,0,,,,,\n"));
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
+}
+
+TEST_CASE("submitted sweep lists run count and dropped combinations", "[hostctl][format]") {
+    Json reply = Json::parse(R"({
+      "sweep": {"id": 12, "name": "seed-fio-rbd", "status": "queued", "total_runs": 30},
+      "varying_axes": ["filesystem", "cache", "bus"],
+      "dropped": [
+        {"settings": {"filesystem": "ext4", "cache": "none", "bus": "virtio-blk", "ssd": true},
+         "reason": "ssd emulation needs a SCSI or SATA disk; virtio-blk has no rotation rate"},
+        {"settings": {"filesystem": "btrfs", "cache": "unsafe", "bus": "virtio-blk"},
+         "reason": "two\nlines"}]})");
+    CHECK(ds::hostctl::format_submitted(reply) ==
+          "sweep 12 \"seed-fio-rbd\" submitted: 30 runs, queued\n"
+          "varying: filesystem, cache, bus\n"
+          "dropped 2 combinations that cannot exist:\n"
+          "  filesystem=ext4 cache=none bus=virtio-blk: ssd emulation needs a SCSI or SATA disk; "
+          "virtio-blk has no rotation rate\n"
+          "  filesystem=btrfs cache=unsafe bus=virtio-blk: two lines\n");
+
+    Json nothing_dropped = {{"sweep", {{"id", 1}, {"name", "one"}, {"total_runs", 1}}},
+                            {"dropped", Json::array()}};
+    CHECK(ds::hostctl::format_submitted(nothing_dropped) ==
+          "sweep 1 \"one\" submitted: 1 run, queued\n");
+}
+
+TEST_CASE("sweep list and show", "[hostctl][format]") {
+    Json list = Json::parse(R"({"sweeps": [
+      {"id": 1, "name": "atis", "status": "succeeded", "total_runs": 6,
+       "counts": {"pending": 0, "running": 0, "succeeded": 6, "failed": 0, "cancelled": 0},
+       "created_at": "2026-11-29T20:00:00Z"},
+      {"id": 12, "name": "seed-fio-rbd", "status": "running", "total_runs": 30,
+       "counts": {"pending": 20, "running": 2, "succeeded": 7, "failed": 1, "cancelled": 0},
+       "created_at": "2026-11-29T21:10:05Z"}]})");
+    CHECK(ds::hostctl::format_sweep_list(list) ==
+          "id  name          status     done  failed  created\n"
+          " 1  atis          succeeded   6/6       0  2026-11-29T20:00:00Z\n"
+          "12  seed-fio-rbd  running    8/30       1  2026-11-29T21:10:05Z\n");
+    CHECK(ds::hostctl::format_sweep_list(Json::parse(R"({"sweeps": []})")) == "no sweeps\n");
+
+    Json show = Json::parse(R"({
+      "sweep": {"id": 12, "name": "seed-fio-rbd", "status": "running", "total_runs": 4,
+                "counts": {"pending": 1, "running": 1, "succeeded": 1, "failed": 1,
+                           "cancelled": 0},
+                "eta_s": 125, "created_at": "2026-11-29T21:10:05Z",
+                "varying_axes": ["filesystem"]},
+      "runs": [
+        {"id": 40, "sequence": 0, "config_id": "ab12", "workload_name": "randrw",
+         "workload": {"kind": "fio"}, "repetition": 0, "status": "succeeded",
+         "failure_reason": null, "config": {"filesystem": "ext4", "cache": "none"}},
+        {"id": 41, "sequence": 1, "config_id": "cd34", "workload_name": "randrw",
+         "repetition": 0, "status": "failed",
+         "failure_reason": "agent: mkfs.btrfs exited 1:\nERROR: device busy",
+         "config": {"filesystem": "btrfs", "cache": "unsafe"}},
+        {"id": 42, "sequence": 2, "config_id": "ab12", "workload": "randrw",
+         "repetition": 1, "status": "running",
+         "settings": {"filesystem": "ext4", "cache": "none"}},
+        {"id": 43, "sequence": 3, "config_id": "cd34", "workload_name": "randrw",
+         "repetition": 1, "status": "pending",
+         "config": {"filesystem": "btrfs", "cache": "unsafe"}}]})");
+    CHECK(ds::hostctl::format_sweep_show(show) ==
+          "sweep 12 \"seed-fio-rbd\": running, 2/4 runs done (1 succeeded, 1 failed, 0 "
+          "cancelled), ETA 2m05s\n"
+          "created 2026-11-29T21:10:05Z\n"
+          "id  config                         workload  rep  status     reason\n"
+          "40  filesystem=ext4 cache=none     randrw      0  succeeded\n"
+          "41  filesystem=btrfs cache=unsafe  randrw      0  failed     agent: mkfs.btrfs exited "
+          "1: ERROR: device busy\n"
+          "42  filesystem=ext4 cache=none     randrw      1  running\n"
+          "43  filesystem=btrfs cache=unsafe  randrw      1  pending\n");
+}
+
+TEST_CASE("run details: scalars, sections, bulky fields by size", "[hostctl][format]") {
+    Json reply = Json::parse(R"({"run": {
+      "id": 41, "sweep_id": 12, "sequence": 1, "repetition": 0, "config_id": "cd34",
+      "workload_name": "randrw", "status": "succeeded", "failure_reason": null, "accel": "tcg",
+      "timings": {"boot_s": 4.2, "bench_s": 10.5},
+      "metrics": {"read_iops": 845.2},
+      "applied_settings": {"hypervisor": {"cache": "unsafe"}, "verified": true},
+      "raw_output": "{\"fio version\": \"fio-3.33\"}"}})");
+    CHECK(ds::hostctl::format_run(reply) ==
+          "run 41 of sweep 12: succeeded\n"
+          "  status:        succeeded\n"
+          "  config_id:     cd34\n"
+          "  workload_name: randrw\n"
+          "  repetition:    0\n"
+          "  sequence:      1\n"
+          "  accel:         tcg\n"
+          "applied_settings:\n"
+          "  hypervisor.cache  unsafe\n"
+          "  verified          true\n"
+          "metrics:\n"
+          "  read_iops  845.2\n"
+          "timings:\n"
+          "  bench_s  10.5\n"
+          "  boot_s   4.2\n"
+          "raw_output: 27 bytes (hostctl --json results show 41 prints it)\n");
+}
+
+TEST_CASE("progress follows the event stream", "[hostctl][format]") {
+    ds::hostctl::SweepProgress progress;
+    progress.apply(Json::parse(R"({"type":"snapshot","sweep_id":12,"status":"running",
+        "total_runs":8,"counts":{"pending":6,"running":1,"succeeded":1,"failed":0,
+        "cancelled":0}})"),
+                   0);
+    CHECK(ds::hostctl::format_progress_bar(progress, 8) ==
+          "[#-------]  1/8 runs  1 ok  0 failed  1 running  ETA ?");
+
+    // No eta_s from the daemon: estimated from what finished while watching.
+    Json failed = Json::parse(R"({"type":"run_finished","run_id":5,"status":"failed",
+        "message":"guest did not boot within 300 s","total_runs":8})");
+    progress.apply(failed, 60);
+    CHECK(progress.counts().failed == 1);
+    CHECK(progress.counts().running == 0);
+    REQUIRE(progress.eta_seconds());
+    CHECK(*progress.eta_seconds() == Approx(360));
+    CHECK(ds::hostctl::format_event_line(failed, progress) ==
+          "run 5 failed: guest did not boot within 300 s (2/8 done, 1 failed, ETA 6m00s)");
+
+    // The daemon's own numbers win when present.
+    progress.apply(Json::parse(R"({"type":"progress","counts":{"pending":4,"running":2,
+        "succeeded":1,"failed":1,"cancelled":0},"eta_s":3725.4})"),
+                   61);
+    CHECK(ds::hostctl::format_progress_bar(progress, 8) ==
+          "[##------]  2/8 runs  1 ok  1 failed  2 running  ETA 1h02m");
+    CHECK(ds::hostctl::format_event_line(Json::parse(R"({"type":"keepalive"})"), progress) == "");
+    CHECK(ds::hostctl::format_event_line(
+              Json::parse(R"({"type":"run_progress","run_id":6,"phase":"booted",
+                  "message":"agent connected"})"),
+              progress) == "run 6: booted: agent connected");
+
+    CHECK_FALSE(progress.finished());
+    progress.apply(Json::parse(R"({"type":"sweep_finished","status":"failed","counts":{
+        "pending":0,"running":0,"succeeded":7,"failed":1,"cancelled":0}})"),
+                   500);
+    CHECK(progress.finished());
+    CHECK_FALSE(progress.all_succeeded());
+    CHECK(ds::hostctl::format_watch_summary(12, progress) ==
+          "sweep 12 failed: 7 succeeded, 1 failed, 0 cancelled of 8 runs");
+    CHECK(ds::hostctl::format_progress_bar(progress, 8) ==
+          "[########]  8/8 runs  7 ok  1 failed  0 running");
+}
