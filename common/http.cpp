@@ -142,6 +142,12 @@ bool is_token(std::string_view text) {
     });
 }
 
+// A header value may not hold CR, LF or NUL: they would end the header early
+// and let the rest be read as headers of its own (header injection).
+bool is_safe_header_value(std::string_view value) {
+    return value.find_first_of(std::string_view("\r\n\0", 3)) == std::string_view::npos;
+}
+
 int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -354,6 +360,7 @@ std::string response_head(const Response& response, bool chunked) {
             lowered == "connection" || lowered == "content-type") {
             continue;
         }
+        if (!is_token(name) || !is_safe_header_value(value)) continue;  // never split the head
         head += name + ": " + value + "\r\n";
     }
     head += "Connection: close\r\n\r\n";
@@ -1065,10 +1072,39 @@ std::string describe(const std::string& socket_path, const ClientRequest& req) {
     return req.method + " " + req.target + " on " + socket_path;
 }
 
+// What cannot be sent as given: the request line and headers must not break
+// the framing (a file name with a newline in X-Spec-Name, say).
+Status validate_request(const ClientRequest& req) {
+    if (!is_token(req.method)) {
+        return make_error(errc::kInvalidArgument, "invalid HTTP method '" + req.method + "'");
+    }
+    if (req.target.empty() || req.target.front() != '/' ||
+        std::any_of(req.target.begin(), req.target.end(),
+                    [](unsigned char c) { return c <= 0x20 || c == 0x7f; })) {
+        return make_error(errc::kInvalidArgument,
+                          "request target '" + req.target +
+                              "' must start with '/' and hold no spaces or control characters "
+                              "(percent-encode them)");
+    }
+    if (!is_safe_header_value(req.content_type)) {
+        return make_error(errc::kInvalidArgument, "Content-Type holds a line break");
+    }
+    for (const auto& [name, value] : req.headers) {
+        if (!is_token(name) || !is_safe_header_value(value)) {
+            return make_error(errc::kInvalidArgument,
+                              "header '" + name +
+                                  "' cannot be sent: its name must be a token "
+                                  "and its value may not hold CR, LF or NUL");
+        }
+    }
+    return ok_status();
+}
+
 // Connects, sends `req` and reads the response head; leftover bytes in `buffer`.
 Result<ClientResponse> exchange_head(const std::string& socket_path, const ClientRequest& req,
                                      FileDescriptor& fd, std::string& buffer,
                                      Clock::time_point deadline) {
+    DS_TRY(validate_request(req));
     auto connected = connect_to(socket_path, req.timeout);
     if (!connected) return connected.error();
     fd = std::move(*connected);

@@ -60,6 +60,9 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
         return make_error(errc::kIo, std::string("fork: ") + std::strerror(errno));
     }
     if (pid == 0) {
+        // Own process group, so a timeout kills the whole tree (fio forks
+        // a worker per job).
+        ::setpgid(0, 0);
         int devnull = ::open("/dev/null", O_RDONLY);
         if (devnull >= 0) ::dup2(devnull, 0);
         ::dup2(out_pipe[1], 1);
@@ -92,6 +95,7 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
             deadline - std::chrono::steady_clock::now());
         if (left.count() <= 0) {
             output.timed_out = true;
+            ::kill(-pid, SIGKILL);
             ::kill(pid, SIGKILL);
             break;
         }

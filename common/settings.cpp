@@ -352,12 +352,44 @@ Json to_json(const StorageConfig& config) {
         {"filesystem",
          Json{
              {"type", filesystem.type},
-             {"label", filesystem.label},
              {"mkfs_options", filesystem.mkfs_options},
              {"mount_options", filesystem.mount_options},
              {"post_format", filesystem.post_format},
          }},
     };
+}
+
+std::string filesystem_shorthand(const FilesystemSpec& filesystem) {
+    std::string text = filesystem.type;
+    for (const auto& step : filesystem.post_format) text += "+" + step;
+    if (!filesystem.mount_options.empty()) text += ":" + filesystem.mount_options;
+    if (!filesystem.mkfs_options.empty()) {
+        text += " mkfs=";
+        for (std::size_t i = 0; i < filesystem.mkfs_options.size(); ++i) {
+            text += (i ? " " : "") + filesystem.mkfs_options[i];
+        }
+    }
+    return text;
+}
+
+std::string filesystem_shorthand(const Json& filesystem) {
+    if (!filesystem.is_object() || !filesystem.contains("type") || !filesystem["type"].is_string()) {
+        return filesystem.dump();
+    }
+    FilesystemSpec spec;
+    spec.type = filesystem["type"].get<std::string>();
+    auto strings = [&](const char* key, std::vector<std::string>& out) {
+        if (!filesystem.contains(key) || !filesystem[key].is_array()) return;
+        for (const auto& item : filesystem[key]) {
+            if (item.is_string()) out.push_back(item.get<std::string>());
+        }
+    };
+    strings("mkfs_options", spec.mkfs_options);
+    strings("post_format", spec.post_format);
+    if (filesystem.contains("mount_options") && filesystem["mount_options"].is_string()) {
+        spec.mount_options = filesystem["mount_options"].get<std::string>();
+    }
+    return filesystem_shorthand(spec);
 }
 
 // Missing keys keep their defaults, so records written before a field

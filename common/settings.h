@@ -42,7 +42,11 @@ struct FilesystemSpec {
     std::string mount_options;              // comma-separated, "" = defaults
     std::vector<std::string> post_format;   // named post-format steps (see docs/spec.md)
 
-    bool operator==(const FilesystemSpec&) const = default;
+    // Equal settings; the label is a name, not a setting.
+    bool operator==(const FilesystemSpec& other) const {
+        return type == other.type && mkfs_options == other.mkfs_options &&
+               mount_options == other.mount_options && post_format == other.post_format;
+    }
 };
 
 // One resolved storage configuration (every field has a value; defaults are
@@ -65,7 +69,16 @@ struct StorageConfig {
     bool operator==(const StorageConfig&) const = default;
 };
 
-// Canonical JSON: every field, fixed key names, keys sorted (nlohmann's
+// "TYPE[+step...][:mountopts][ mkfs=ARGS]": how reports name a filesystem.
+// Derived from the settings, not from the spec's label, so the same
+// filesystem reads the same in every sweep.
+std::string filesystem_shorthand(const FilesystemSpec&);
+// The same for the "filesystem" object of a configuration's JSON; falls back
+// to the JSON text for anything else.
+std::string filesystem_shorthand(const Json& filesystem);
+
+// Canonical JSON: every field (the filesystem's label excluded: it is the
+// spec's name for the filesystem, not a setting), fixed key names, keys sorted (nlohmann's
 // default object is sorted), no whitespace when dumped.
 Json to_json(const StorageConfig&);
 Result<StorageConfig> storage_config_from_json(const Json&);

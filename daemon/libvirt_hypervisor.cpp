@@ -2,6 +2,7 @@
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,7 +52,7 @@ class EventLoopThread {
         std::lock_guard<std::mutex> lock(mutex_);
         if (users_++ > 0) return;
         stop_ = false;
-        thread_ = std::thread([] {
+        thread_ = new std::thread([] {
             while (!stop_.load()) {
                 if (virEventRunDefaultImpl() < 0) {
                     // Only fails on an internal poll error; do not spin.
@@ -68,14 +69,18 @@ class EventLoopThread {
         // at once and removes itself, and the loop then sees stop_.
         virEventAddTimeout(
             0, [](int timer, void*) { virEventRemoveTimeout(timer); }, nullptr, nullptr);
-        thread_.join();
+        thread_->join();
+        delete thread_;
+        thread_ = nullptr;
     }
 
   private:
     static inline std::mutex mutex_;
     static inline int users_ = 0;
     static inline std::atomic<bool> stop_{false};
-    static inline std::thread thread_;
+    // A pointer, never destroyed at exit: a process that exits with a
+    // hypervisor still open must not std::terminate on a joinable thread.
+    static inline std::thread* thread_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------
@@ -114,6 +119,9 @@ std::string version_string(unsigned long packed) {
     return std::to_string(packed / 1000000) + "." + std::to_string(packed / 1000 % 1000) + "." +
            std::to_string(packed % 1000);
 }
+
+// The user (and group) Debian's libvirt is built to run QEMU as.
+constexpr const char* kDebianQemuUser = "libvirt-qemu";
 
 constexpr std::string_view kEmbeddedUriPrefix = "qemu:///embed?root=";
 
@@ -221,6 +229,15 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
     if (connection == nullptr) {
         Error error = libvirt_error(errc::kUnavailable, "cannot connect", effective_uri);
         EventLoopThread::release();
+        // Run as root, the embedded driver looks up Debian's QEMU user before
+        // it reads qemu.conf, so the user= line there cannot help.
+        if (!embedded_root.empty() && ::geteuid() == 0 && ::getpwnam(kDebianQemuUser) == nullptr) {
+            error.message +=
+                std::string("; as root the embedded QEMU driver needs the '") + kDebianQemuUser +
+                "' user and group (package libvirt-daemon-system creates them, or: useradd "
+                "--system --user-group --no-create-home " +
+                kDebianQemuUser + ")";
+        }
         return error;
     }
     const char* type = virConnectGetType(connection);  // owned by libvirt

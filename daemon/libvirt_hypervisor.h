@@ -29,6 +29,9 @@ class LibvirtHypervisor : public Hypervisor {
     // Also starts, once per process, libvirt's default event loop in a
     // background thread (the embedded driver and remote keepalives need it);
     // it stops when the last LibvirtHypervisor is destroyed.
+    // Run as root, libvirt's embedded driver needs the 'libvirt-qemu' user and
+    // group to exist (it looks them up before reading qemu.conf; Debian's
+    // libvirt-daemon-system creates them); the error then says so.
     // libvirt allows one embedded root per process: connecting to a second,
     // different root while the first is open fails.
     // Errors: errc::kInvalidArgument (relative root), errc::kIo (qemu.conf),

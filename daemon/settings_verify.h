@@ -25,8 +25,9 @@ namespace ds {
 //   {"device":"sdb","fs_type":"ext4","mount_options":"rw,relatime",
 //    "rotational":0,"discard_max_bytes":1073741824,...}
 // Checked: fs_type equals filesystem.type; each requested mount option is in
-// force (see mount_option_in_force); ssd requested -> rotational 0; discard
-// requested -> discard_max_bytes > 0. Null skips the guest checks; a key the
+// force (see mount_option_in_force); rotational is 0 exactly when ssd was
+// requested; discard requested -> discard_max_bytes > 0 (discard off is not
+// visible to the guest, see settings_verify.cpp). Null skips the guest checks; a key the
 // checks need but the guest did not report is a mismatch.
 std::vector<std::string> verify_settings(const StorageConfig& requested,
                                          const Json& applied_hypervisor,

@@ -19,7 +19,9 @@ bool is_pid1() {
 }
 
 void run_as_init(const std::function<int()>& session) {
-    ::setenv("PATH", kInitPath, /*overwrite=*/0);
+    // As init we define the environment: the initramfs PATH (/bin) lacks
+    // the sbin directories of the real root where mkfs and modprobe live.
+    ::setenv("PATH", kInitPath, /*overwrite=*/1);
     const pid_t child = ::fork();
     if (child == 0) {
         // The session process: default signal dispositions, its own exit.

@@ -1,5 +1,7 @@
 #include "hostctl/format.h"
 
+#include "common/settings.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -203,6 +205,7 @@ std::string format_setting_value(const Json& value) {
     if (value.is_string()) return value.get<std::string>();
     if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
     if (value.is_null()) return "";
+    if (value.is_object() && value.contains("type")) return filesystem_shorthand(value);
     return value.dump();
 }
 

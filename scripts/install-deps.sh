@@ -16,6 +16,15 @@ packages=(
   fio util-linux curl sqlite3 ca-certificates
 )
 
+# libvirt's QEMU driver, run as root, looks up its default 'libvirt-qemu'
+# user before reading qemu.conf (libvirt-daemon-system would create it; we
+# do not need that package's system services).
+ensure_libvirt_user() {
+  getent group libvirt-qemu >/dev/null || groupadd --system libvirt-qemu
+  getent passwd libvirt-qemu >/dev/null \
+    || useradd --system --gid libvirt-qemu --no-create-home --shell /usr/sbin/nologin libvirt-qemu
+}
+
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -23,10 +32,12 @@ for package in "${packages[@]}"; do
 done
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "[deps] all ${#packages[@]} packages present"
+  ensure_libvirt_user
   exit 0
 fi
 echo "[deps] installing: ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+ensure_libvirt_user
 echo "[deps] done"

@@ -363,6 +363,31 @@ TEST_CASE("a non-socket file at the socket path is left alone", "[http][socket]"
     CHECK(fs::is_regular_file(dir.socket()));
 }
 
+TEST_CASE("client refuses headers that would break the request's framing", "[http][socket]") {
+    TempDir dir;
+    std::atomic<int> handled{0};
+    UnixServer server(dir.socket(), [&](const Request& r) {
+        ++handled;
+        return echo(r);
+    });
+    REQUIRE(server.start().ok());
+    ClientRequest req;
+    req.method = "POST";
+    req.target = "/v1/sweeps";
+    req.headers["X-Spec-Name"] = "evil.toml\r\nX-Injected: 1";
+    auto refused = ds::http::request(dir.socket(), req);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == ds::errc::kInvalidArgument);
+    CHECK_THAT(refused.error().message, Catch::Contains("header 'X-Spec-Name' cannot be sent"));
+
+    req.headers.clear();
+    req.target = "/v1/sweeps/a b";
+    auto spaced = ds::http::request(dir.socket(), req);
+    REQUIRE_FALSE(spaced.ok());
+    CHECK_THAT(spaced.error().message, Catch::Contains("percent-encode"));
+    CHECK(handled == 0);
+}
+
 TEST_CASE("client reports a missing daemon and timeouts clearly", "[http][socket]") {
     TempDir dir;
     auto missing = ds::http::request(dir.socket("absent.sock"), "GET", "/v1/version");

@@ -413,7 +413,7 @@ TEST_CASE("an unreachable daemon exits 3 and says how to start it", "[hostctl][c
                                                "/run/disksweep/disksweepd.sock ("));
 }
 
-TEST_CASE("--socket wins over DISKSWEEP_SOCKET", "[hostctl][cli]") {
+TEST_CASE("the --socket option wins over DISKSWEEP_SOCKET", "[hostctl][cli]") {
     TempDir dir;
     FakeDaemon daemon(dir);
     daemon.on("GET /v1/sweeps", json_response(200, {{"sweeps", Json::array()}}));

@@ -156,8 +156,8 @@ TEST_CASE("compare CSV has separate columns at full precision", "[hostctl][forma
     CHECK_THAT(csv, Catch::Contains("\n7,99ffee00112233,randrw,btrfs:nodatacow,unsafe,2,1,"));
     CHECK_THAT(csv, Catch::Contains(",cache=unsafe\n"));
     // One run: the spread and interval are empty, not zero.
-    CHECK_THAT(csv,
-               Catch::Contains("\n7,5555aaaabbbbcc,randrw,btrfs,none,1,0,1,812.5,,,,0,,,,,0,,,,,\n"));
+    CHECK_THAT(
+        csv, Catch::Contains("\n7,5555aaaabbbbcc,randrw,btrfs,none,1,0,1,812.5,,,,0,,,,,0,,,,,\n"));
     // Failed only: n = 0 everywhere; the value with a comma and quotes is quoted.
     CHECK_THAT(csv, Catch::Contains("\n7,0000111122223,randrw,\"xfs, \"\"special\"\"\",writeback,"
                                     "0,3,0,,,,,0,,,,,0,,,,,\n"));

@@ -31,7 +31,7 @@ void Scheduler::stop() {
 }
 
 Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
-    auto runs = store_.list_runs(sweep_id);
+    auto runs = store_.list_runs(sweep_id, RawOutput::kOmit);
     if (!runs.ok()) return runs.error();
     QueuedSweep sweep;
     sweep.id = sweep_id;

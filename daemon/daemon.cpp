@@ -159,6 +159,9 @@ Result<std::unique_ptr<StorageBackend>> make_storage(const std::string& backend,
 Result<GuestImage> locate_guest_image(const DaemonConfig& config) {
     const std::string dir = config.effective_image_dir();
     GuestImage image{dir + "/vmlinuz", dir + "/initrd.img", dir + "/root.img"};
+    // The uncompressed ELF kernel boots straight into the kernel (PVH entry),
+    // skipping firmware setup and decompression: about 10 s less under TCG.
+    if (fs::exists(dir + "/vmlinux")) image.kernel = dir + "/vmlinux";
     for (const auto& path : {image.kernel, image.initrd, image.root_disk}) {
         if (!fs::exists(path)) {
             return make_error(errc::kUnavailable,
@@ -265,7 +268,7 @@ int run_daemon(const DaemonConfig& config) {
     auto image = locate_guest_image(config);
     AccelDecision accel{Accel::kTcg, "no guest image to probe with"};
     if (image.ok()) {
-        log_line("probing acceleration...");
+        if (config.accel == AccelChoice::kAuto) log_line("probing acceleration...");
         accel = decide_acceleration(config, **hypervisor, **storage, image.value());
     } else {
         log_line("warning: " + image.error().message + " (sweeps are refused until it exists)");

@@ -82,7 +82,8 @@ struct Route {
 http::Response json_response(const Json& body, int status = 200) {
     http::Response response;
     response.status = status;
-    response.body = body.dump() + "\n";
+    // Guest output is untrusted: invalid UTF-8 is replaced, never thrown on.
+    response.body = body.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
     return response;
 }
 
@@ -249,7 +250,7 @@ private:
     }
 
     Result<Json> runs_json(std::int64_t sweep_id) {
-        auto runs = ctx_.store->list_runs(sweep_id);
+        auto runs = ctx_.store->list_runs(sweep_id, RawOutput::kOmit);
         if (!runs.ok()) return runs.error();
         Json list = Json::array();
         for (const auto& run : runs.value()) list.push_back(to_json(run, false));

@@ -79,7 +79,8 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
 
     Json timings = Json::object();
     Json versions = {{"disksweepd", std::string(disksweep_version())}};
-    for (auto& [key, value] : env_.hypervisor->versions().items()) versions[key] = value;
+    const Json hypervisor_versions = env_.hypervisor->versions();
+    for (auto& [key, value] : hypervisor_versions.items()) versions[key] = value;
     versions["accel"] = run.accel;
     Json applied = Json::object();
 
@@ -146,7 +147,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
                                                 {"phase", "booted"},
                                                 {"message", "agent connected"}});
 
-        Json job = {{"run_id", run.id},
+        Json job = {{"run_id", std::to_string(run.id)},
                     {"filesystem",
                      {{"type", config.filesystem.type},
                       {"mkfs_options", config.filesystem.mkfs_options},
@@ -195,7 +196,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         run.metrics = metrics.value();
         run.raw_output = payload["fio"].dump();
         if (payload.contains("timings") && payload["timings"].is_object()) {
-            for (const char* key : {"format_s", "mount_s", "bench_s"}) {
+            for (const char* key : {"format_s", "post_format_s", "mount_s", "bench_s"}) {
                 if (payload["timings"].contains(key) && payload["timings"][key].is_number()) {
                     timings[key] = payload["timings"][key];
                 }
