@@ -123,8 +123,8 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
 
         const auto boot_deadline = Clock::now() + std::chrono::seconds(boot_timeout_s);
         auto session = AgentSession::connect(socket_path, boot_deadline, &cancelled);
-        if (!session.ok()) return session.error();
-        auto hello = session->await_hello(boot_deadline);
+        auto hello = session.ok() ? session->await_hello(boot_deadline)
+                                  : Result<Json>(session.error());
         if (!hello.ok()) {
             if (hello.error().code == errc::kTimeout || hello.error().code == errc::kIo) {
                 auto running = env_.hypervisor->is_running(vm_name);

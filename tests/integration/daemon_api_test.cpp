@@ -1,0 +1,216 @@
+// disksweepd and hostctl over the real unix socket, with libvirt's
+// test:///default driver behind the daemon (no guest boots here: the e2e
+// tier does those). Guests on the test driver never say hello, which makes
+// it the real path for boot failures, cleanup and crash recovery.
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/process.h"
+#include "support/daemon_fixture.h"
+
+using ds::Json;
+using ds::test::DaemonFixture;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The test driver boots nothing, so any files will do as the guest image.
+std::string fake_image_dir() {
+    std::string dir = "/tmp/disksweep-fake-image";
+    fs::create_directories(dir);
+    for (const char* name : {"vmlinuz", "initrd.img", "root.img"}) {
+        std::ofstream(dir + "/" + name) << "not a real image\n";
+    }
+    return dir;
+}
+
+std::vector<std::string> test_driver_args(int boot_timeout_s) {
+    return {"--hypervisor-uri", "test:///default", "--image-dir", fake_image_dir(), "--accel",
+            "tcg", "--boot-timeout", std::to_string(boot_timeout_s)};
+}
+
+const char* kOneRun = R"(
+name = "one-run"
+[matrix]
+filesystem = "ext4"
+cache = "unsafe"
+[[workload]]
+kind = "fio"
+rw = "randread"
+bs = "4k"
+size = "8m"
+runtime = "1s"
+)";
+
+std::string curl(const DaemonFixture& daemon, const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"curl", "-s", "--unix-socket", daemon.socket()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ds::RealProcessRunner runner;
+    auto output = runner.run(argv, std::chrono::seconds(30));
+    return output.ok() ? output->stdout_text : "";
+}
+
+Json sweep_json(const DaemonFixture& daemon, int id) {
+    auto shown = daemon.hostctl({"--json", "sweep", "show", std::to_string(id)});
+    if (shown.exit_code != 0) return Json();
+    return Json::parse(shown.out, nullptr, false);
+}
+
+}  // namespace
+
+TEST_CASE("hostctl without a daemon says so and how to start it", "[integration][hostctl]") {
+    ds::RealProcessRunner runner;
+    auto output = runner.run({ds::test::hostctl_binary(), "--socket", "/tmp/no-such-disksweepd.sock",
+                              "sweep", "list"},
+                             std::chrono::seconds(10));
+    REQUIRE(output.ok());
+    CHECK(output->exit_code == 3);
+    CHECK(output->stderr_text.find("cannot reach disksweepd at /tmp/no-such-disksweepd.sock") !=
+          std::string::npos);
+    CHECK(output->stderr_text.find("Start it with") != std::string::npos);
+}
+
+TEST_CASE("the API answers over the socket, to hostctl and to curl", "[integration][api]") {
+    DaemonFixture daemon(test_driver_args(2));
+    REQUIRE(daemon.ready());
+
+    Json empty = Json::parse(curl(daemon, {"http://x/v1/sweeps"}), nullptr, false);
+    CHECK(empty == Json{{"sweeps", Json::array()}});
+
+    Json version = Json::parse(curl(daemon, {"http://x/v1/version"}), nullptr, false);
+    CHECK(version["api"] == 1);
+
+    Json missing = Json::parse(curl(daemon, {"http://x/v1/sweeps/42"}), nullptr, false);
+    CHECK(missing["error"]["code"] == "not_found");
+    CHECK(missing["error"]["message"] == "sweep 42 not found");
+
+    Json wrong = Json::parse(curl(daemon, {"http://x/v1/nothing"}), nullptr, false);
+    CHECK(wrong["error"]["code"] == "not_found");
+
+    SECTION("malformed TOML names the file, line and column") {
+        auto path = ds::test::write_temp_file("bad-syntax.toml", "name = \"x\"\n[matrix\ncache = 1\n");
+        auto result = daemon.hostctl({"sweep", "submit", path});
+        CHECK(result.exit_code == 1);
+        CHECK(result.err.find(path + ":2:") != std::string::npos);
+    }
+    SECTION("an unknown axis is named, with the valid ones") {
+        auto path = ds::test::write_temp_file(
+            "bad-axis.toml",
+            "name = \"x\"\n[matrix]\ncach = [\"none\"]\n[[workload]]\nkind = \"fio\"\nrw = \"read\"\n");
+        auto result = daemon.hostctl({"sweep", "submit", path});
+        CHECK(result.exit_code == 1);
+        CHECK(result.err.find(path + ":3:1") != std::string::npos);
+        CHECK(result.err.find("unknown axis 'cach'") != std::string::npos);
+        CHECK(result.err.find("cache") != std::string::npos);
+    }
+    SECTION("an unknown axis value is named, with the valid ones") {
+        auto path = ds::test::write_temp_file(
+            "bad-value.toml",
+            "name = \"x\"\n[matrix]\ncache = [\"fast\"]\n[[workload]]\nkind = \"fio\"\nrw = \"read\"\n");
+        auto result = daemon.hostctl({"sweep", "submit", path});
+        CHECK(result.exit_code == 1);
+        CHECK(result.err.find("fast") != std::string::npos);
+        CHECK(result.err.find("writethrough") != std::string::npos);
+    }
+    SECTION("impossible combinations are dropped with their reason") {
+        auto path = ds::test::write_temp_file("dropped.toml", R"(
+name = "dropped"
+[matrix]
+bus = ["virtio-blk", "scsi-single"]
+ssd = true
+[[workload]]
+kind = "fio"
+rw = "read"
+size = "4m"
+)");
+        auto result = daemon.hostctl({"--json", "sweep", "submit", path});
+        REQUIRE(result.exit_code == 0);
+        Json submitted = Json::parse(result.out.substr(0, result.out.find('\n')));
+        REQUIRE(submitted["dropped"].size() == 1);
+        CHECK(submitted["dropped"][0]["reason"].get<std::string>().find("virtio-blk") !=
+              std::string::npos);
+        CHECK(submitted["sweep"]["total_runs"] == 1);
+    }
+    // Nothing was stored for the rejected specs.
+    SQLite::Database db(daemon.database(), SQLite::OPEN_READONLY);
+    SQLite::Statement sweeps(db, "SELECT COUNT(*) FROM sweeps WHERE name = 'x'");
+    REQUIRE(sweeps.executeStep());
+    CHECK(sweeps.getColumn(0).getInt() == 0);
+}
+
+TEST_CASE("a guest that never says hello fails its run and leaves nothing", "[integration][api]") {
+    DaemonFixture daemon(test_driver_args(2));
+    REQUIRE(daemon.ready());
+    auto path = ds::test::write_temp_file("one-run.toml", kOneRun);
+    auto result = daemon.hostctl({"sweep", "submit", path, "--wait"}, std::chrono::seconds(60));
+    CHECK(result.exit_code == 1);
+    Json sweep = sweep_json(daemon, 1);
+    REQUIRE(sweep["runs"].size() == 1);
+    CHECK(sweep["sweep"]["status"] == "failed");
+    const std::string reason = sweep["runs"][0]["failure_reason"];
+    CHECK(reason.find("agent did not connect within 2 s") != std::string::npos);
+    CHECK(reason.find("console log: " + daemon.state_dir() + "/runs/") != std::string::npos);
+    CHECK(fs::is_empty(daemon.state_dir() + "/volumes"));
+
+    Json compare = Json::parse(daemon.hostctl({"--json", "results", "compare", "1"}).out);
+    REQUIRE(compare["rows"].size() == 1);
+    CHECK(compare["rows"][0]["runs"]["failed"] == 1);
+    CHECK(compare["rows"][0]["durability_risks"] == Json({"cache=unsafe"}));
+}
+
+TEST_CASE("cancelling a sweep cancels its pending runs", "[integration][api]") {
+    DaemonFixture daemon(test_driver_args(5));
+    REQUIRE(daemon.ready());
+    // repetitions is a top-level key: it goes before any table.
+    auto path = ds::test::write_temp_file("cancel.toml", "repetitions = 4\n" + std::string(kOneRun));
+    REQUIRE(daemon.hostctl({"sweep", "submit", path}).exit_code == 0);
+    auto cancelled = daemon.hostctl({"sweep", "cancel", "1"});
+    CHECK(cancelled.exit_code == 0);
+    Json sweep;
+    for (int i = 0; i < 100; ++i) {
+        sweep = sweep_json(daemon, 1);
+        if (sweep["sweep"]["status"] == "cancelled") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    CHECK(sweep["sweep"]["status"] == "cancelled");
+    CHECK(sweep["sweep"]["counts"]["cancelled"].get<int>() >= 3);
+    CHECK(sweep["sweep"]["counts"]["pending"] == 0);
+    // Cancelling again is a conflict, not a crash.
+    CHECK(daemon.hostctl({"sweep", "cancel", "1"}).exit_code == 1);
+}
+
+TEST_CASE("a daemon killed mid-sweep is cleaned up and resumed by the next one",
+          "[integration][recovery]") {
+    DaemonFixture daemon(test_driver_args(20));
+    REQUIRE(daemon.ready());
+    auto path = ds::test::write_temp_file("recover.toml", "repetitions = 2\n" + std::string(kOneRun));
+    REQUIRE(daemon.hostctl({"sweep", "submit", path}).exit_code == 0);
+    // Wait until the first run is running (its volume exists), then SIGKILL.
+    bool running = false;
+    for (int i = 0; i < 100 && !running; ++i) {
+        running = sweep_json(daemon, 1)["sweep"]["counts"]["running"] == 1;
+        if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    REQUIRE(running);
+    REQUIRE(!fs::is_empty(daemon.state_dir() + "/volumes"));
+    daemon.stop(SIGKILL);
+
+    REQUIRE(daemon.restart());
+    CHECK(daemon.log().find("recovery: removed leftover volume disksweep-r") != std::string::npos);
+    Json sweep = sweep_json(daemon, 1);
+    Json first = sweep["runs"][0]["status"] == "failed" ? sweep["runs"][0] : sweep["runs"][1];
+    CHECK(first["status"] == "failed");
+    CHECK(first["failure_reason"].get<std::string>().find("interrupted") != std::string::npos);
+    // The sweep goes on with the run that had not started.
+    auto watched = daemon.hostctl({"sweep", "watch", "1"}, std::chrono::seconds(120));
+    CHECK(watched.exit_code == 1);
+    sweep = sweep_json(daemon, 1);
+    CHECK(sweep["sweep"]["status"] == "failed");
+    CHECK(sweep["sweep"]["counts"]["failed"] == 2);
+    CHECK(fs::is_empty(daemon.state_dir() + "/volumes"));
+}
