@@ -23,20 +23,20 @@ namespace ds::http {
 inline constexpr std::size_t kMaxRequestBytes = 4u << 20;  // bodies larger are rejected (413)
 
 struct Request {
-    std::string method;                         // "GET", "POST", ...
-    std::string target;                         // as sent, e.g. "/v1/sweeps?limit=5"
-    std::string path;                           // percent-decoded path without query
-    std::map<std::string, std::string> query;   // decoded query parameters
-    std::map<std::string, std::string> headers; // names lower-cased
+    std::string method;                          // "GET", "POST", ...
+    std::string target;                          // as sent, e.g. "/v1/sweeps?limit=5"
+    std::string path;                            // percent-decoded path without query
+    std::map<std::string, std::string> query;    // decoded query parameters
+    std::map<std::string, std::string> headers;  // names lower-cased
     std::string body;
-    uid_t peer_uid = static_cast<uid_t>(-1);    // from SO_PEERCRED
+    uid_t peer_uid = static_cast<uid_t>(-1);  // from SO_PEERCRED
     pid_t peer_pid = 0;
 };
 
 // Receives the chunks of a streamed response. write() returns false once the
 // client has gone away; the producer must then stop.
 class ChunkSink {
-public:
+  public:
     virtual ~ChunkSink() = default;
     virtual bool write(std::string_view data) = 0;
 };
@@ -74,7 +74,7 @@ std::string status_text(int status);
 // Serves `handler` on a unix socket, a thread per connection (bounded). The
 // handler must not throw; the server turns any escaped exception into a 500.
 class UnixServer {
-public:
+  public:
     UnixServer(std::string socket_path, Handler handler, mode_t socket_mode = 0660,
                ServerLimits limits = {});
     ~UnixServer();
@@ -90,7 +90,7 @@ public:
     void stop();
     const std::string& socket_path() const { return socket_path_; }
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
     std::string socket_path_;

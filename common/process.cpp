@@ -53,8 +53,8 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
 
     pid_t pid = ::fork();
     if (pid < 0) {
-        for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0],
-                       exec_pipe[1]}) {
+        for (int fd :
+             {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
             ::close(fd);
         }
         return make_error(errc::kIo, std::string("fork: ") + std::strerror(errno));

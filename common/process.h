@@ -12,15 +12,15 @@
 namespace ds {
 
 struct ProcessOutput {
-    int exit_code = -1;    // -1 when killed by a signal
-    int signal = 0;        // the signal that ended it, 0 if it exited
+    int exit_code = -1;  // -1 when killed by a signal
+    int signal = 0;      // the signal that ended it, 0 if it exited
     bool timed_out = false;
     std::string stdout_text;
     std::string stderr_text;
 };
 
 class ProcessRunner {
-public:
+  public:
     virtual ~ProcessRunner() = default;
     // Runs argv (argv[0] looked up in PATH) to completion or until `timeout`
     // (then SIGKILL). Fails only when it cannot be started at all; a
@@ -31,7 +31,7 @@ public:
 
 // fork/exec with pipes; output capped at 16 MiB per stream.
 class RealProcessRunner : public ProcessRunner {
-public:
+  public:
     Result<ProcessOutput> run(const std::vector<std::string>& argv,
                               std::chrono::milliseconds timeout) override;
 };

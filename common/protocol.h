@@ -42,14 +42,14 @@ Result<Json> decode(std::string_view line);
 // Reads newline-delimited messages from a file descriptor with a bound on
 // line size and a deadline. Does not own the fd.
 class LineReader {
-public:
+  public:
     explicit LineReader(int fd, std::size_t max_line = kMaxMessageBytes);
     // Returns the next complete line, or: errc::kTimeout when the deadline
     // passes, errc::kProtocol when a line exceeds max_line, errc::kIo on EOF
     // ("channel closed") or a read error.
     Result<std::string> read_line(std::chrono::steady_clock::time_point deadline);
 
-private:
+  private:
     int fd_;
     std::size_t max_line_;
     std::string buffer_;

@@ -40,7 +40,7 @@ inline Error make_error(std::string code, std::string message) {
 
 template <class T>
 class [[nodiscard]] Result {
-public:
+  public:
     Result(T value) : state_(std::move(value)) {}
     Result(Error error) : state_(std::move(error)) {}
 
@@ -69,14 +69,14 @@ public:
         return std::get<Error>(state_);
     }
 
-private:
+  private:
     std::variant<T, Error> state_;
 };
 
 // Result of an operation with no value.
 template <>
 class [[nodiscard]] Result<void> {
-public:
+  public:
     Result() = default;
     Result(Error error) : error_(std::move(error)), failed_(true) {}
 
@@ -87,21 +87,23 @@ public:
         return error_;
     }
 
-private:
+  private:
     Error error_;
     bool failed_ = false;
 };
 
 using Status = Result<void>;
 
-inline Status ok_status() { return Status(); }
+inline Status ok_status() {
+    return Status();
+}
 
 }  // namespace ds
 
 // Early return on failure: DS_TRY(status_expr); inside a function returning
 // any Result<U>.
-#define DS_TRY(expr)                                      \
-    do {                                                  \
-        auto&& ds_try_result_ = (expr);                   \
+#define DS_TRY(expr)                                             \
+    do {                                                         \
+        auto&& ds_try_result_ = (expr);                          \
         if (!ds_try_result_.ok()) return ds_try_result_.error(); \
     } while (0)

@@ -373,7 +373,8 @@ std::string filesystem_shorthand(const FilesystemSpec& filesystem) {
 }
 
 std::string filesystem_shorthand(const Json& filesystem) {
-    if (!filesystem.is_object() || !filesystem.contains("type") || !filesystem["type"].is_string()) {
+    if (!filesystem.is_object() || !filesystem.contains("type") ||
+        !filesystem["type"].is_string()) {
         return filesystem.dump();
     }
     FilesystemSpec spec;

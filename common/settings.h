@@ -28,11 +28,11 @@ enum class DetectZeroes { kOff, kOn, kUnmap };
 enum class ImageFormat { kRaw, kQcow2 };
 
 // Spelling of each enum value, as in specs, JSON and libvirt where they agree.
-std::string_view to_string(Bus);          // "virtio-blk" "scsi" "scsi-single" "sata"
-std::string_view to_string(CacheMode);    // "none" "writeback" ... (libvirt's names)
-std::string_view to_string(AioMode);      // "default" "threads" "native" "io_uring"
-std::string_view to_string(DetectZeroes); // "off" "on" "unmap"
-std::string_view to_string(ImageFormat);  // "raw" "qcow2"
+std::string_view to_string(Bus);           // "virtio-blk" "scsi" "scsi-single" "sata"
+std::string_view to_string(CacheMode);     // "none" "writeback" ... (libvirt's names)
+std::string_view to_string(AioMode);       // "default" "threads" "native" "io_uring"
+std::string_view to_string(DetectZeroes);  // "off" "on" "unmap"
+std::string_view to_string(ImageFormat);   // "raw" "qcow2"
 
 // What the guest does to the data disk before the workload.
 struct FilesystemSpec {
@@ -97,9 +97,9 @@ std::vector<std::string> durability_risks(const StorageConfig&);
 // A benchmark to run on a configuration. `params` are the workload kind's own
 // options (for fio: fio's option names and meanings).
 struct Workload {
-    std::string name;   // unique within a sweep
-    std::string kind;   // "fio"
-    Json params;        // object
+    std::string name;  // unique within a sweep
+    std::string kind;  // "fio"
+    Json params;       // object
 
     bool operator==(const Workload&) const = default;
 };
@@ -109,7 +109,7 @@ Result<Workload> workload_from_json(const Json&);
 // One matrix axis, declared as data.
 enum class AxisKind { kEnum, kBool, kString, kSize };
 struct AxisDef {
-    std::string_view name;                 // key in [matrix]
+    std::string_view name;  // key in [matrix]
     AxisKind kind;
     std::vector<std::string_view> values;  // allowed values for kEnum
     std::string_view default_value;        // as written in a spec

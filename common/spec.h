@@ -22,9 +22,9 @@ struct SweepSpec {
     // matrix.filesystem next to the "TYPE[+step...][:mountopts]" shorthand.
     std::map<std::string, FilesystemSpec> filesystems;
     std::vector<Workload> workloads;
-    std::uint64_t seed = 0;     // shuffle seed for run order (0 = derived from name)
-    int boot_timeout_s = 0;     // 0 = daemon default
-    int run_timeout_s = 0;      // 0 = daemon default
+    std::uint64_t seed = 0;  // shuffle seed for run order (0 = derived from name)
+    int boot_timeout_s = 0;  // 0 = daemon default
+    int run_timeout_s = 0;   // 0 = daemon default
 };
 
 // Parses a spec. Errors name the source, line and column (malformed TOML),

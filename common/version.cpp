@@ -1,5 +1,7 @@
 #include "common/version.h"
 
 namespace ds {
-std::string_view disksweep_version() { return DISKSWEEP_VERSION; }
+std::string_view disksweep_version() {
+    return DISKSWEEP_VERSION;
+}
 }  // namespace ds

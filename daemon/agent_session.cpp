@@ -105,8 +105,8 @@ Result<Json> AgentSession::await_result(Deadline deadline,
                                    : "(no message)";
             return make_error(errc::kAgent, "agent failed during " + phase + ": " + text);
         }
-        return make_error(errc::kProtocol, "agent sent unexpected '" + type +
-                                               "' while a job was running");
+        return make_error(errc::kProtocol,
+                          "agent sent unexpected '" + type + "' while a job was running");
     }
 }
 

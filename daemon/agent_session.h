@@ -18,7 +18,7 @@ namespace ds {
 using Deadline = std::chrono::steady_clock::time_point;
 
 class AgentSession {
-public:
+  public:
     ~AgentSession();
     AgentSession(AgentSession&&) noexcept;
     AgentSession& operator=(AgentSession&&) = delete;
@@ -34,11 +34,12 @@ public:
     // Waits for the result, handing each progress message to `on_progress`.
     // An `error` message from the guest becomes errc::kAgent with its phase
     // and message. Anything else out of order is errc::kProtocol.
-    Result<Json> await_result(Deadline deadline, const std::function<void(const Json&)>& on_progress);
+    Result<Json> await_result(Deadline deadline,
+                              const std::function<void(const Json&)>& on_progress);
     // Best effort: asks the guest to power off.
     void send_shutdown();
 
-private:
+  private:
     AgentSession(int fd, const std::atomic<bool>* cancelled);
     // Next decoded message, polling in short slices so cancellation is seen.
     Result<Json> next_message(Deadline deadline);

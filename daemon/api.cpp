@@ -110,7 +110,7 @@ Result<Json> sweep_summary(Store& store, const SweepRecord& sweep, Scheduler* sc
 }
 
 class Api {
-public:
+  public:
     explicit Api(ApiContext context) : ctx_(std::move(context)) {
         add("GET", "/v1/version", [this](auto& r, auto& p) { return version(r, p); });
         add("GET", "/v1/status", [this](auto& r, auto& p) { return status(r, p); });
@@ -158,12 +158,12 @@ public:
             response.headers["Allow"] = allowed;
             return response;
         }
-        return error_response(make_error(errc::kNotFound, "no such endpoint: " + request.method +
-                                                              " " + request.path +
-                                                              " (see docs/api.md)"));
+        return error_response(make_error(
+            errc::kNotFound,
+            "no such endpoint: " + request.method + " " + request.path + " (see docs/api.md)"));
     }
 
-private:
+  private:
     void add(std::string method, const std::string& pattern, RouteHandler handler) {
         routes_.push_back(Route{std::move(method), std::regex(pattern), std::move(handler)});
     }
@@ -201,8 +201,7 @@ private:
         auto header = request.headers.find("x-spec-name");
         if (header != request.headers.end() && !header->second.empty()) source = header->second;
         auto type = request.headers.find("content-type");
-        if (type != request.headers.end() &&
-            type->second.rfind("application/json", 0) == 0) {
+        if (type != request.headers.end() && type->second.rfind("application/json", 0) == 0) {
             // {"spec": "<toml>", "source": "name"}: for clients that only speak JSON.
             Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
             if (!body.is_object() || !body.contains("spec") || !body["spec"].is_string()) {
@@ -215,8 +214,9 @@ private:
             }
         }
         if (spec_text.empty()) {
-            return make_error(errc::kInvalidSpec, "empty sweep spec: POST the TOML text as the "
-                                                  "body (Content-Type: application/toml)");
+            return make_error(errc::kInvalidSpec,
+                              "empty sweep spec: POST the TOML text as the "
+                              "body (Content-Type: application/toml)");
         }
         auto submission = plan_submission(spec_text, source, ctx_.default_timeouts);
         if (!submission.ok()) return submission.error();
@@ -330,8 +330,10 @@ private:
             if (!sink.write(snapshot.dump() + "\n")) return;
             const std::string& status = current->status;
             if (status == "succeeded" || status == "failed" || status == "cancelled") {
-                Json end = {{"type", "sweep_finished"}, {"sweep_id", sweep_id},
-                            {"status", status},         {"time", utc_now_iso8601()}};
+                Json end = {{"type", "sweep_finished"},
+                            {"sweep_id", sweep_id},
+                            {"status", status},
+                            {"time", utc_now_iso8601()}};
                 if (summary.ok()) end["counts"] = (*summary)["counts"];
                 sink.write(end.dump() + "\n");
                 return;

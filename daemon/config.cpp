@@ -1,11 +1,11 @@
 #include "daemon/config.h"
 
 #include <boost/program_options.hpp>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
-#include <cerrno>
-#include <cstring>
 
 #include "common/version.h"
 
@@ -21,8 +21,12 @@ std::string DaemonConfig::effective_image_dir() const {
 std::string DaemonConfig::effective_volume_dir() const {
     return volume_dir.empty() ? state_dir + "/volumes" : volume_dir;
 }
-std::string DaemonConfig::embedded_root() const { return state_dir + "/libvirt"; }
-std::string DaemonConfig::run_dir() const { return state_dir + "/runs"; }
+std::string DaemonConfig::embedded_root() const {
+    return state_dir + "/libvirt";
+}
+std::string DaemonConfig::run_dir() const {
+    return state_dir + "/runs";
+}
 std::string DaemonConfig::effective_hypervisor_uri() const {
     return hypervisor_uri.empty() ? "qemu:///embed?root=" + embedded_root() : hypervisor_uri;
 }
@@ -31,9 +35,12 @@ namespace {
 
 std::string_view accel_name(AccelChoice choice) {
     switch (choice) {
-        case AccelChoice::kKvm: return "kvm";
-        case AccelChoice::kTcg: return "tcg";
-        case AccelChoice::kAuto: break;
+        case AccelChoice::kKvm:
+            return "kvm";
+        case AccelChoice::kTcg:
+            return "tcg";
+        case AccelChoice::kAuto:
+            break;
     }
     return "auto";
 }
@@ -49,7 +56,8 @@ struct DaemonOption {
 
 const std::vector<DaemonOption>& daemon_options() {
     static const std::vector<DaemonOption> options = {
-        {"state-dir", "directory for the database, volumes, run files and the embedded libvirt root",
+        {"state-dir",
+         "directory for the database, volumes, run files and the embedded libvirt root",
          [](DaemonConfig& c) { return po::value(&c.state_dir)->default_value(c.state_dir); }},
         {"socket", "unix socket of the HTTP API",
          [](DaemonConfig& c) { return po::value(&c.socket_path)->default_value(c.socket_path); }},
@@ -57,7 +65,8 @@ const std::vector<DaemonOption>& daemon_options() {
          [](DaemonConfig& c) { return po::value(&c.database); }},
         {"image-dir", "guest image built by guest/build-image.sh (default: STATE_DIR/images)",
          [](DaemonConfig& c) { return po::value(&c.image_dir); }},
-        {"volume-dir", "where the file storage backend creates data volumes (default: STATE_DIR/volumes)",
+        {"volume-dir",
+         "where the file storage backend creates data volumes (default: STATE_DIR/volumes)",
          [](DaemonConfig& c) { return po::value(&c.volume_dir); }},
         {"hypervisor-uri",
          "libvirt URI (default: the embedded QEMU driver qemu:///embed?root=STATE_DIR/libvirt; "
@@ -67,9 +76,12 @@ const std::vector<DaemonOption>& daemon_options() {
          [](DaemonConfig& c) {
              return po::value<std::string>()->default_value("auto")->notifier(
                  [&c](const std::string& v) {
-                     if (v == "kvm") c.accel = AccelChoice::kKvm;
-                     else if (v == "tcg") c.accel = AccelChoice::kTcg;
-                     else if (v == "auto") c.accel = AccelChoice::kAuto;
+                     if (v == "kvm")
+                         c.accel = AccelChoice::kKvm;
+                     else if (v == "tcg")
+                         c.accel = AccelChoice::kTcg;
+                     else if (v == "auto")
+                         c.accel = AccelChoice::kAuto;
                      else
                          throw po::validation_error(po::validation_error::invalid_option_value,
                                                     "accel", v);
@@ -80,9 +92,13 @@ const std::vector<DaemonOption>& daemon_options() {
              return po::value(&c.max_parallel_runs)->default_value(c.max_parallel_runs);
          }},
         {"boot-timeout", "seconds a guest has to boot and say hello",
-         [](DaemonConfig& c) { return po::value(&c.boot_timeout_s)->default_value(c.boot_timeout_s); }},
+         [](DaemonConfig& c) {
+             return po::value(&c.boot_timeout_s)->default_value(c.boot_timeout_s);
+         }},
         {"run-timeout", "seconds a run may take after hello",
-         [](DaemonConfig& c) { return po::value(&c.run_timeout_s)->default_value(c.run_timeout_s); }},
+         [](DaemonConfig& c) {
+             return po::value(&c.run_timeout_s)->default_value(c.run_timeout_s);
+         }},
         {"probe-timeout", "seconds the KVM probe guest has to say hello",
          [](DaemonConfig& c) {
              return po::value(&c.probe_timeout_s)->default_value(c.probe_timeout_s);
@@ -140,7 +156,8 @@ Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const*
 
     po::options_description generic("disksweepd options");
     generic.add_options()("help,h", "show this help")("version", "print the version")(
-        "config", po::value(&config_file), "config file (key = value lines, same keys as the flags)")(
+        "config", po::value(&config_file),
+        "config file (key = value lines, same keys as the flags)")(
         "print-config", "print the effective configuration as JSON and exit");
     po::options_description settings("settings (flags or config file)");
     for (const auto& option : daemon_options()) {
@@ -156,9 +173,8 @@ Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const*
             config_file = vm["config"].as<std::string>();
             std::ifstream in(config_file);
             if (!in) {
-                return make_error(errc::kInvalidArgument,
-                                  "cannot read config file " + config_file + ": " +
-                                      std::strerror(errno));
+                return make_error(errc::kInvalidArgument, "cannot read config file " + config_file +
+                                                              ": " + std::strerror(errno));
             }
             try {
                 po::store(po::parse_config_file(in, settings, /*allow_unregistered=*/false), vm);

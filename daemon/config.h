@@ -16,15 +16,15 @@ enum class AccelChoice { kAuto, kKvm, kTcg };
 struct DaemonConfig {
     std::string state_dir = "/var/lib/disksweep";  // database, volumes, embedded libvirt root
     std::string socket_path = "/run/disksweep/disksweepd.sock";
-    std::string database;         // default: <state_dir>/results.db
-    std::string image_dir;        // default: <state_dir>/images (guest/build-image.sh output)
-    std::string volume_dir;       // default: <state_dir>/volumes (file storage backend)
-    std::string hypervisor_uri;   // default: qemu:///embed?root=<state_dir>/libvirt
+    std::string database;        // default: <state_dir>/results.db
+    std::string image_dir;       // default: <state_dir>/images (guest/build-image.sh output)
+    std::string volume_dir;      // default: <state_dir>/volumes (file storage backend)
+    std::string hypervisor_uri;  // default: qemu:///embed?root=<state_dir>/libvirt
     AccelChoice accel = AccelChoice::kAuto;
     int max_parallel_runs = 1;
-    int boot_timeout_s = 60;      // guest must say hello within this
-    int run_timeout_s = 900;      // whole run, after hello
-    int probe_timeout_s = 20;     // KVM probe boot
+    int boot_timeout_s = 60;   // guest must say hello within this
+    int run_timeout_s = 900;   // whole run, after hello
+    int probe_timeout_s = 20;  // KVM probe boot
     int vcpus = 1;
     int memory_mib = 1024;
     bool keep_failed_console_logs = true;

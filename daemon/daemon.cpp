@@ -32,12 +32,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void log_line(const std::string& text) { std::cerr << "disksweepd: " << text << std::endl; }
+void log_line(const std::string& text) {
+    std::cerr << "disksweepd: " << text << std::endl;
+}
 
 // Holds an exclusive lock on STATE_DIR/disksweepd.lock for the daemon's life:
 // two daemons on one state dir would destroy each other's guests.
 class StateLock {
-public:
+  public:
     static Result<StateLock> acquire(const std::string& state_dir) {
         std::string path = state_dir + "/disksweepd.lock";
         int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -49,8 +51,8 @@ public:
             (void)!::pread(fd, pid, sizeof pid - 1, 0);
             ::close(fd);
             return make_error(errc::kConflict, "another disksweepd (pid " +
-                                                   std::string(pid[0] ? pid : "?") +
-                                                   ") is using " + state_dir);
+                                                   std::string(pid[0] ? pid : "?") + ") is using " +
+                                                   state_dir);
         }
         std::string me = std::to_string(::getpid()) + "\n";
         (void)!::ftruncate(fd, 0);
@@ -62,7 +64,7 @@ public:
         if (fd_ >= 0) ::close(fd_);
     }
 
-private:
+  private:
     explicit StateLock(int fd) : fd_(fd) {}
     int fd_;
 };
@@ -319,13 +321,13 @@ int run_daemon(const DaemonConfig& config) {
     std::string image_problem = image.ok() ? "" : image.error().message;
     context.image_problem = image_problem;
     context.status = [&config, hv, accel, image_ready, image_problem] {
-        Json status = {{"accel", std::string(to_string(accel.accel))},
-                       {"accel_reason", accel.reason},
-                       {"hypervisor", {{"backend", "libvirt"},
-                                       {"uri", config.effective_hypervisor_uri()}}},
-                       {"versions", hv->versions()},
-                       {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
-                       {"config", config.to_json()}};
+        Json status = {
+            {"accel", std::string(to_string(accel.accel))},
+            {"accel_reason", accel.reason},
+            {"hypervisor", {{"backend", "libvirt"}, {"uri", config.effective_hypervisor_uri()}}},
+            {"versions", hv->versions()},
+            {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
+            {"config", config.to_json()}};
         return status;
     };
     http::UnixServer server(config.socket_path, make_api_handler(context));

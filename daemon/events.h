@@ -14,7 +14,7 @@
 namespace ds {
 
 class EventBus {
-public:
+  public:
     explicit EventBus(std::size_t history_limit = 10000) : history_limit_(history_limit) {}
 
     // Appends an event for a sweep; adds "sweep_id" and "time" (UTC ISO-8601).
@@ -34,7 +34,7 @@ public:
     void shutdown();
     bool is_shut_down() const;
 
-private:
+  private:
     struct Entry {
         std::uint64_t sequence;
         std::int64_t sweep_id;
@@ -42,7 +42,7 @@ private:
     };
     mutable std::mutex mutex_;
     std::condition_variable changed_;
-    std::deque<Entry> history_;  // guarded by mutex_
+    std::deque<Entry> history_;        // guarded by mutex_
     std::uint64_t next_sequence_ = 1;  // guarded by mutex_
     bool shutting_down_ = false;       // guarded by mutex_
     std::size_t history_limit_;

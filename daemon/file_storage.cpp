@@ -31,8 +31,8 @@ Result<Volume> FileStorage::create_volume(const std::string& name, const Storage
                                     std::to_string(config.disk_size_bytes)});
         if (!made.ok()) {
             fs::remove(volume.path, ec);
-            return make_error(errc::kStorage, "qemu-img create " + volume.path + " failed: " +
-                                                  made.error().message);
+            return make_error(errc::kStorage, "qemu-img create " + volume.path +
+                                                  " failed: " + made.error().message);
         }
         return volume;
     }

@@ -14,14 +14,14 @@ namespace ds {
 using CommandRunner = std::function<Status(const std::vector<std::string>& argv)>;
 
 class FileStorage : public StorageBackend {
-public:
+  public:
     FileStorage(std::string directory, CommandRunner run_command);
     std::string name() const override { return "file"; }
     Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
     Status remove_volume(const std::string& name) override;
     Result<std::vector<std::string>> list_volumes(const std::string& prefix) override;
 
-private:
+  private:
     std::string path_of(const std::string& name, ImageFormat format) const;
     std::string directory_;
     CommandRunner run_command_;

@@ -1,5 +1,7 @@
 #include "daemon/hypervisor.h"
 
 namespace ds {
-std::string_view to_string(Accel accel) { return accel == Accel::kKvm ? "kvm" : "tcg"; }
+std::string_view to_string(Accel accel) {
+    return accel == Accel::kKvm ? "kvm" : "tcg";
+}
 }  // namespace ds

@@ -38,7 +38,7 @@ struct VmRequest {
 };
 
 class Hypervisor {
-public:
+  public:
     virtual ~Hypervisor() = default;
     virtual std::string name() const = 0;
     // Defines and starts the guest. On failure nothing is left defined.

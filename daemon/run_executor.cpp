@@ -1,6 +1,7 @@
 #include "daemon/run_executor.h"
 
 #include <filesystem>
+#include <thread>
 
 #include "common/fio_metrics.h"
 #include "common/version.h"
@@ -39,6 +40,17 @@ std::string console_tail(const std::string& path, std::size_t max_bytes = 600) {
     text.resize(std::fread(text.data(), 1, take, file));
     std::fclose(file);
     return text;
+}
+
+// Whether the guest is gone. The hypervisor may notice a dead QEMU a moment
+// after its channel closed, so this waits up to two seconds for that.
+bool guest_stopped(Hypervisor& hypervisor, const std::string& vm_name) {
+    for (int attempt = 0; attempt < 20; ++attempt) {
+        auto running = hypervisor.is_running(vm_name);
+        if (running.ok() && !running.value()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
 }
 
 }  // namespace
@@ -123,13 +135,12 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
 
         const auto boot_deadline = Clock::now() + std::chrono::seconds(boot_timeout_s);
         auto session = AgentSession::connect(socket_path, boot_deadline, &cancelled);
-        auto hello = session.ok() ? session->await_hello(boot_deadline)
-                                  : Result<Json>(session.error());
+        auto hello =
+            session.ok() ? session->await_hello(boot_deadline) : Result<Json>(session.error());
         if (!hello.ok()) {
             if (hello.error().code == errc::kTimeout || hello.error().code == errc::kIo) {
-                auto running = env_.hypervisor->is_running(vm_name);
                 std::string state =
-                    running.ok() && !running.value() ? " (the guest stopped)" : "";
+                    guest_stopped(*env_.hypervisor, vm_name) ? " (the guest stopped)" : "";
                 std::string tail = console_tail(run.console_log);
                 return make_error(errc::kTimeout,
                                   "agent did not connect within " + std::to_string(boot_timeout_s) +
@@ -168,15 +179,14 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         if (!result.ok()) {
             const Error& error = result.error();
             if (error.code == errc::kIo || error.code == errc::kTimeout) {
-                auto running = env_.hypervisor->is_running(vm_name);
-                bool stopped = running.ok() && !running.value();
-                std::string what = error.code == errc::kTimeout
-                                       ? "run exceeded its time limit of " +
-                                             std::to_string(run_timeout_s) + " s"
-                                       : "agent channel closed: " + error.message;
-                return make_error(error.code, what + (stopped ? " (the guest stopped unexpectedly)"
-                                                              : "") +
-                                                  "; console log: " + run.console_log);
+                std::string what =
+                    error.code == errc::kTimeout
+                        ? "run exceeded its time limit of " + std::to_string(run_timeout_s) + " s"
+                        : "lost the guest agent mid-run (" + error.message + ")";
+                if (error.code == errc::kIo && guest_stopped(*env_.hypervisor, vm_name)) {
+                    what += ": the guest stopped unexpectedly";
+                }
+                return make_error(error.code, what + "; console log: " + run.console_log);
             }
             return error;
         }
@@ -251,8 +261,8 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         run.failure_reason = outcome.error().message;
     }
     if (!teardown_problems.empty()) {
-        run.failure_reason += (run.failure_reason.empty() ? "" : "; ") +
-                              std::string("teardown: ") + teardown_problems;
+        run.failure_reason += (run.failure_reason.empty() ? "" : "; ") + std::string("teardown: ") +
+                              teardown_problems;
     }
     run.timings = timings;
     run.versions = versions;

@@ -30,7 +30,7 @@ struct RunEnvironment {
 };
 
 class RunExecutor {
-public:
+  public:
     explicit RunExecutor(RunEnvironment environment) : env_(std::move(environment)) {}
 
     // Runs `run` (status pending in the store) and records its outcome.
@@ -41,7 +41,7 @@ public:
 
     static std::string vm_name_for(std::int64_t run_id);
 
-private:
+  private:
     RunEnvironment env_;
 };
 

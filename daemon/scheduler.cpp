@@ -10,7 +10,9 @@ Scheduler::Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max
       execute_(std::move(execute)),
       max_parallel_runs_(std::max(1, max_parallel_runs)) {}
 
-Scheduler::~Scheduler() { stop(); }
+Scheduler::~Scheduler() {
+    stop();
+}
 
 void Scheduler::start() {
     std::lock_guard lock(mutex_);
@@ -37,8 +39,10 @@ Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
     sweep.id = sweep_id;
     sweep.timeouts = timeouts;
     for (auto& run : runs.value()) {
-        if (run.status == "pending") sweep.pending.push_back(std::move(run));
-        else if (run.status == "failed") sweep.any_failed = true;
+        if (run.status == "pending")
+            sweep.pending.push_back(std::move(run));
+        else if (run.status == "failed")
+            sweep.any_failed = true;
     }
     {
         std::lock_guard lock(mutex_);
@@ -146,9 +150,8 @@ void Scheduler::worker_loop() {
             auto counts = store_.run_counts(it->id);
             if (counts.ok()) event["counts"] = counts.value();
             double mean = it->finished_seconds / it->finished_runs;
-            event["eta_s"] =
-                mean * (static_cast<double>(it->pending.size()) + 0.5 * it->running) /
-                max_parallel_runs_;
+            event["eta_s"] = mean * (static_cast<double>(it->pending.size()) + 0.5 * it->running) /
+                             max_parallel_runs_;
             events_.publish(it->id, std::move(event));
             // A daemon that is stopping leaves its sweeps queued/running in
             // the store: the next start resumes them.

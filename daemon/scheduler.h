@@ -24,7 +24,7 @@ struct SweepTimeouts {
 };
 
 class Scheduler {
-public:
+  public:
     // Executes one run and returns its finished record; must not throw.
     using ExecuteRun = std::function<RunRecord(const RunRecord&, const SweepTimeouts&,
                                                const std::atomic<bool>& cancelled)>;
@@ -44,7 +44,7 @@ public:
     // runs; negative when unknown.
     double eta_seconds(std::int64_t sweep_id) const;
 
-private:
+  private:
     struct QueuedSweep {
         std::int64_t id = 0;
         SweepTimeouts timeouts;

@@ -17,7 +17,7 @@ struct Volume {
 };
 
 class StorageBackend {
-public:
+  public:
     virtual ~StorageBackend() = default;
     virtual std::string name() const = 0;
     // Creates an empty volume of config.disk_size_bytes in config.image_format.

@@ -248,6 +248,10 @@ ExitCode results_show(Invocation& invocation) {
     return print_get(invocation, "/v1/runs/" + std::to_string(*id), format_run);
 }
 
+ExitCode status(Invocation& invocation) {
+    return print_get(invocation, "/v1/status", format_status);
+}
+
 ExitCode version(Invocation& invocation) {
     ApiReply reply = invocation.client.get("/v1/version");
     if (!reply.ok()) return invocation.fail(reply);
@@ -285,6 +289,11 @@ const std::vector<CommandSpec>& command_table() {
          "compare a sweep's configurations: each metric as mean ± stddev",
          results_compare},
         {"results show", {"RUN"}, {}, "show one run: settings, timings, metrics", results_show},
+        {"status",
+         {},
+         {},
+         "show the daemon: acceleration and why, hypervisor, guest image, config",
+         status},
         {"version", {}, {}, "print the versions of hostctl and disksweepd", version},
     };
     return kCommands;

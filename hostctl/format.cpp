@@ -1,13 +1,13 @@
 #include "hostctl/format.h"
 
-#include "common/settings.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
+
+#include "common/settings.h"
 
 namespace ds::hostctl {
 namespace {
@@ -697,6 +697,28 @@ std::string format_watch_summary(long sweep_id, const SweepProgress& progress) {
     return "sweep " + std::to_string(sweep_id) + " " + status + ": " +
            counts_phrase(progress.counts()) + " of " + std::to_string(progress.total_runs()) +
            " runs";
+}
+
+std::string format_status(const Json& reply) {
+    auto text = [](const Json& object, const char* key) {
+        return object.is_object() && object.contains(key) ? format_setting_value(object[key])
+                                                          : std::string("?");
+    };
+    const Json& hypervisor = reply.value("hypervisor", Json::object());
+    const Json& versions = reply.value("versions", Json::object());
+    const Json& image = reply.value("guest_image", Json::object());
+    const Json& config = reply.value("config", Json::object());
+    std::string out;
+    out += "disksweepd " + text(reply, "version") + " (API " + text(reply, "api") + ")\n";
+    out += "acceleration: " + text(reply, "accel") + " (" + text(reply, "accel_reason") + ")\n";
+    out += "hypervisor:   " + text(hypervisor, "backend") + " " + text(hypervisor, "uri") +
+           " (libvirt " + text(versions, "libvirt") + ", qemu " + text(versions, "qemu") + ")\n";
+    bool ready = image.is_object() && image.value("ready", false);
+    out += "guest image:  " +
+           (ready ? text(config, "image_dir") : "NOT READY: " + text(image, "problem")) + "\n";
+    out += "database:     " + text(config, "database") + "\n";
+    out += "parallel:     " + text(config, "max_parallel_runs") + " run(s) at once\n";
+    return out;
 }
 
 }  // namespace ds::hostctl

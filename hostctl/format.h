@@ -86,6 +86,8 @@ std::string format_compare_csv(const Json& compare);
 std::string format_run(const Json& reply);
 // GET /v1/version reply, next to hostctl's own version.
 std::string format_version(const Json& reply, std::string_view client_version);
+// GET /v1/status: acceleration (and why), hypervisor, guest image, paths.
+std::string format_status(const Json& reply);
 
 // Per-status run counts of a sweep, as the API sends them.
 struct RunCounts {

@@ -22,11 +22,13 @@ std::string image_dir() {
     return dir ? dir : "/var/lib/disksweep/images";
 }
 
-bool image_present() { return std::filesystem::exists(image_dir() + "/root.img"); }
+bool image_present() {
+    return std::filesystem::exists(image_dir() + "/root.img");
+}
 
 std::vector<std::string> daemon_args(int boot_timeout = 120) {
-    return {"--image-dir", image_dir(), "--accel", "tcg", "--boot-timeout",
-            std::to_string(boot_timeout)};
+    return {"--image-dir", image_dir(),      "--accel",
+            "tcg",         "--boot-timeout", std::to_string(boot_timeout)};
 }
 
 const char* kTwoByTwo = R"(
@@ -58,20 +60,23 @@ time_based = true
 }  // namespace
 
 TEST_CASE("a 2x2 sweep runs in real guests, is verified, stored and compared", "[e2e]") {
-    if (!image_present()) FAIL("guest image missing in " + image_dir() + ": run scripts/build-guest-image.sh");
+    if (!image_present())
+        FAIL("guest image missing in " + image_dir() + ": run scripts/build-guest-image.sh");
     DaemonFixture daemon(daemon_args());
     REQUIRE(daemon.ready());
     auto spec = ds::test::write_temp_file("e2e-2x2.toml", kTwoByTwo);
 
-    auto submitted = daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(1200));
+    auto submitted =
+        daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(1200));
     INFO(submitted.out << submitted.err << daemon.log());
     REQUIRE(submitted.exit_code == 0);
 
     // Every run is in SQLite, succeeded, with metrics and verified settings.
     SQLite::Database db(daemon.database(), SQLite::OPEN_READONLY);
     SQLite::Statement runs(db,
-                           "SELECT id, status, config_json, applied_settings_json, raw_output "
-                           "FROM runs ORDER BY sequence");
+                           "SELECT r.id, r.status, c.canonical_json, r.applied_settings_json, "
+                           "r.raw_output FROM runs r JOIN configurations c USING (config_id) "
+                           "ORDER BY r.sequence");
     int count = 0;
     std::set<std::string> seen;
     while (runs.executeStep()) {
@@ -92,7 +97,8 @@ TEST_CASE("a 2x2 sweep runs in real guests, is verified, stored and compared", "
     }
     CHECK(count == 4);
     CHECK(seen == std::set<std::string>{"ext4/none", "ext4/unsafe", "btrfs/none", "btrfs/unsafe"});
-    SQLite::Statement metrics(db, "SELECT COUNT(*) FROM metrics WHERE name = 'write_iops' AND value > 0");
+    SQLite::Statement metrics(
+        db, "SELECT COUNT(*) FROM metrics WHERE name = 'write_iops' AND value > 0");
     REQUIRE(metrics.executeStep());
     CHECK(metrics.getColumn(0).getInt() == 4);
 
@@ -169,8 +175,8 @@ time_based = true
     // Follow the event stream; when the first run's benchmark is under way,
     // kill its QEMU process.
     bool killed = false;
-    auto streamed = ds::http::stream_lines(
-        daemon.socket(), "/v1/sweeps/1/events", [&](std::string_view line) {
+    auto streamed =
+        ds::http::stream_lines(daemon.socket(), "/v1/sweeps/1/events", [&](std::string_view line) {
             Json event = Json::parse(line, nullptr, false);
             if (event.value("type", "") != "run_progress" || event.value("phase", "") != "bench") {
                 return event.value("type", "") != "sweep_finished";
@@ -194,7 +200,8 @@ time_based = true
     for (const auto& run : sweep["runs"]) {
         if (run["status"] == "failed") {
             ++failed;
-            CHECK(run["failure_reason"].get<std::string>().find("guest") != std::string::npos);
+            CHECK(run["failure_reason"].get<std::string>().find("lost the guest agent mid-run") !=
+                  std::string::npos);
         }
         if (run["status"] == "succeeded") ++succeeded;
     }

@@ -30,8 +30,10 @@ std::string fake_image_dir() {
 }
 
 std::vector<std::string> test_driver_args(int boot_timeout_s) {
-    return {"--hypervisor-uri", "test:///default", "--image-dir", fake_image_dir(), "--accel",
-            "tcg", "--boot-timeout", std::to_string(boot_timeout_s)};
+    return {"--hypervisor-uri", "test:///default",
+            "--image-dir",      fake_image_dir(),
+            "--accel",          "tcg",
+            "--boot-timeout",   std::to_string(boot_timeout_s)};
 }
 
 const char* kOneRun = R"(
@@ -65,9 +67,9 @@ Json sweep_json(const DaemonFixture& daemon, int id) {
 
 TEST_CASE("hostctl without a daemon says so and how to start it", "[integration][hostctl]") {
     ds::RealProcessRunner runner;
-    auto output = runner.run({ds::test::hostctl_binary(), "--socket", "/tmp/no-such-disksweepd.sock",
-                              "sweep", "list"},
-                             std::chrono::seconds(10));
+    auto output = runner.run(
+        {ds::test::hostctl_binary(), "--socket", "/tmp/no-such-disksweepd.sock", "sweep", "list"},
+        std::chrono::seconds(10));
     REQUIRE(output.ok());
     CHECK(output->exit_code == 3);
     CHECK(output->stderr_text.find("cannot reach disksweepd at /tmp/no-such-disksweepd.sock") !=
@@ -93,15 +95,17 @@ TEST_CASE("the API answers over the socket, to hostctl and to curl", "[integrati
     CHECK(wrong["error"]["code"] == "not_found");
 
     SECTION("malformed TOML names the file, line and column") {
-        auto path = ds::test::write_temp_file("bad-syntax.toml", "name = \"x\"\n[matrix\ncache = 1\n");
+        auto path =
+            ds::test::write_temp_file("bad-syntax.toml", "name = \"x\"\n[matrix\ncache = 1\n");
         auto result = daemon.hostctl({"sweep", "submit", path});
         CHECK(result.exit_code == 1);
         CHECK(result.err.find(path + ":2:") != std::string::npos);
     }
     SECTION("an unknown axis is named, with the valid ones") {
-        auto path = ds::test::write_temp_file(
-            "bad-axis.toml",
-            "name = \"x\"\n[matrix]\ncach = [\"none\"]\n[[workload]]\nkind = \"fio\"\nrw = \"read\"\n");
+        auto path =
+            ds::test::write_temp_file("bad-axis.toml",
+                                      "name = \"x\"\n[matrix]\ncach = "
+                                      "[\"none\"]\n[[workload]]\nkind = \"fio\"\nrw = \"read\"\n");
         auto result = daemon.hostctl({"sweep", "submit", path});
         CHECK(result.exit_code == 1);
         CHECK(result.err.find(path + ":3:1") != std::string::npos);
@@ -109,9 +113,10 @@ TEST_CASE("the API answers over the socket, to hostctl and to curl", "[integrati
         CHECK(result.err.find("cache") != std::string::npos);
     }
     SECTION("an unknown axis value is named, with the valid ones") {
-        auto path = ds::test::write_temp_file(
-            "bad-value.toml",
-            "name = \"x\"\n[matrix]\ncache = [\"fast\"]\n[[workload]]\nkind = \"fio\"\nrw = \"read\"\n");
+        auto path =
+            ds::test::write_temp_file("bad-value.toml",
+                                      "name = \"x\"\n[matrix]\ncache = "
+                                      "[\"fast\"]\n[[workload]]\nkind = \"fio\"\nrw = \"read\"\n");
         auto result = daemon.hostctl({"sweep", "submit", path});
         CHECK(result.exit_code == 1);
         CHECK(result.err.find("fast") != std::string::npos);
@@ -167,7 +172,8 @@ TEST_CASE("cancelling a sweep cancels its pending runs", "[integration][api]") {
     DaemonFixture daemon(test_driver_args(5));
     REQUIRE(daemon.ready());
     // repetitions is a top-level key: it goes before any table.
-    auto path = ds::test::write_temp_file("cancel.toml", "repetitions = 4\n" + std::string(kOneRun));
+    auto path =
+        ds::test::write_temp_file("cancel.toml", "repetitions = 4\n" + std::string(kOneRun));
     REQUIRE(daemon.hostctl({"sweep", "submit", path}).exit_code == 0);
     auto cancelled = daemon.hostctl({"sweep", "cancel", "1"});
     CHECK(cancelled.exit_code == 0);
@@ -188,7 +194,8 @@ TEST_CASE("a daemon killed mid-sweep is cleaned up and resumed by the next one",
           "[integration][recovery]") {
     DaemonFixture daemon(test_driver_args(20));
     REQUIRE(daemon.ready());
-    auto path = ds::test::write_temp_file("recover.toml", "repetitions = 2\n" + std::string(kOneRun));
+    auto path =
+        ds::test::write_temp_file("recover.toml", "repetitions = 2\n" + std::string(kOneRun));
     REQUIRE(daemon.hostctl({"sweep", "submit", path}).exit_code == 0);
     // Wait until the first run is running (its volume exists), then SIGKILL.
     bool running = false;

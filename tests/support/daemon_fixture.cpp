@@ -15,8 +15,12 @@
 namespace ds::test {
 namespace fs = std::filesystem;
 
-std::string hostctl_binary() { return HOSTCTL_BIN; }
-std::string daemon_binary() { return DISKSWEEPD_BIN; }
+std::string hostctl_binary() {
+    return HOSTCTL_BIN;
+}
+std::string daemon_binary() {
+    return DISKSWEEPD_BIN;
+}
 
 DaemonFixture::DaemonFixture(std::vector<std::string> extra_args) : args_(std::move(extra_args)) {
     char pattern[] = "/tmp/disksweep-test-XXXXXX";

@@ -20,7 +20,7 @@ struct HostctlResult {
 };
 
 class DaemonFixture {
-public:
+  public:
     // Starts disksweepd with `extra_args` on a fresh state dir under /tmp.
     explicit DaemonFixture(std::vector<std::string> extra_args);
     ~DaemonFixture();  // SIGTERM, wait, remove the state dir
@@ -39,7 +39,7 @@ public:
     // Starts the daemon again on the same state dir (after stop()).
     bool restart();
 
-private:
+  private:
     bool launch();
     std::vector<std::string> args_;
     std::string state_dir_;

@@ -1,0 +1,52 @@
+#include "guestagent/io_engine.h"
+
+#include <array>
+#include <cstring>
+
+namespace ds::io {
+namespace {
+
+constexpr std::array<const EngineDescriptor*, 3> kEngines = {&kLibaioEngine, &kPsyncEngine,
+                                                            &kNullEngine};
+
+}  // namespace
+
+std::span<const EngineDescriptor* const> all_engines() {
+    return kEngines;
+}
+
+std::string engine_names() {
+    std::string names;
+    for (const EngineDescriptor* engine : kEngines) {
+        if (!names.empty()) names += ", ";
+        names += engine->name;
+    }
+    return names;
+}
+
+Result<const EngineDescriptor*> engine_by_name(std::string_view name) {
+    for (const EngineDescriptor* engine : kEngines) {
+        if (engine->name != name) continue;
+        if (engine->ops_version != kIoEngineOpsVersion) {
+            return make_error(errc::kInternal,
+                              "ioengine " + std::string(name) + " implements ops version " +
+                                  std::to_string(engine->ops_version) + ", the runner needs " +
+                                  std::to_string(kIoEngineOpsVersion));
+        }
+        return engine;
+    }
+    return make_error(errc::kInvalidArgument, "unsupported ioengine '" + std::string(name) +
+                                                  "'; supported: " + engine_names());
+}
+
+std::string describe_errno(int error_number) {
+    const char* name = strerrorname_np(error_number);
+    const char* text = strerrordesc_np(error_number);
+    std::string out = name ? name : "errno " + std::to_string(error_number);
+    out += " (";
+    out += text ? text : "unknown error";
+    out += ")";
+    return out;
+}
+
+}  // namespace ds::io

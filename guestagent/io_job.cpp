@@ -1,0 +1,632 @@
+#include "guestagent/io_job.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <latch>
+#include <memory>
+#include <optional>
+#include <system_error>
+#include <utility>
+#include <thread>
+#include <vector>
+
+#include "guestagent/io_report.h"
+
+namespace ds::io {
+namespace {
+
+constexpr std::uint64_t kNsPerSecond = 1000000000;
+constexpr std::size_t kBufferAlignment = 4096;  // O_DIRECT on any device we target
+constexpr std::size_t kLayoutChunk = 1 << 20;
+
+std::uint64_t now_ns() {
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<std::uint64_t>(now.tv_sec) * kNsPerSecond +
+           static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+// splitmix64: fast, 64 good bits per call; seeded per job so runs repeat
+// (fio's randrepeat=1).
+class Random {
+  public:
+    explicit Random(std::uint64_t seed) : state_(seed) {}
+    std::uint64_t next() {
+        std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    // Uniform in [0, bound) (Lemire's multiply-shift, no division).
+    std::uint64_t below(std::uint64_t bound) {
+        return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next()) * bound) >> 64);
+    }
+
+  private:
+    std::uint64_t state_;
+};
+
+void fill_random(void* buffer, std::size_t bytes, std::uint64_t seed) {
+    Random random(seed);
+    auto* words = static_cast<std::uint64_t*>(buffer);
+    for (std::size_t i = 0; i < bytes / sizeof(std::uint64_t); ++i) words[i] = random.next();
+}
+
+struct AlignedFree {
+    void operator()(void* memory) const { std::free(memory); }
+};
+using AlignedBuffer = std::unique_ptr<void, AlignedFree>;
+
+Result<AlignedBuffer> allocate_aligned(std::size_t bytes) {
+    void* memory = nullptr;
+    const int result = posix_memalign(&memory, kBufferAlignment, std::max<std::size_t>(bytes, 1));
+    if (result != 0) {
+        return make_error(errc::kIo, "cannot allocate " + std::to_string(bytes) +
+                                         " bytes of I/O buffers: " + describe_errno(result));
+    }
+    return AlignedBuffer(memory);
+}
+
+class FileDescriptor {
+  public:
+    FileDescriptor() = default;
+    explicit FileDescriptor(int fd) : fd_(fd) {}
+    FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+    FileDescriptor& operator=(FileDescriptor&& other) noexcept {
+        std::swap(fd_, other.fd_);
+        return *this;
+    }
+    ~FileDescriptor() {
+        if (fd_ >= 0) close(fd_);
+    }
+    int get() const { return fd_; }
+
+  private:
+    int fd_ = -1;
+};
+
+Error io_error(const std::string& what, int error_number) {
+    return make_error(errc::kIo, what + ": " + describe_errno(error_number));
+}
+
+// One job's file and the part of it the job uses: [0, size).
+struct JobTarget {
+    std::string path;  // empty for diskless engines
+    std::uint64_t size = 0;
+};
+
+// Writes [from, to) of `path` with pseudo-random data and fsyncs it,
+// creating the file if needed.
+Status lay_out(const std::string& path, std::uint64_t from, std::uint64_t to) {
+    FileDescriptor fd(open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+    if (fd.get() < 0) return io_error("cannot create " + path, errno);
+    auto chunk = allocate_aligned(kLayoutChunk);
+    if (!chunk) return chunk.error();
+    fill_random(chunk->get(), kLayoutChunk, 0x1a70u);
+    std::uint64_t offset = from;
+    while (offset < to) {
+        const std::size_t length =
+            static_cast<std::size_t>(std::min<std::uint64_t>(kLayoutChunk, to - offset));
+        const ssize_t written =
+            pwrite(fd.get(), chunk->get(), length, static_cast<off_t>(offset));
+        if (written < 0 && errno == EINTR) continue;
+        if (written < 0) {
+            return io_error("laying out " + path + " at offset " + std::to_string(offset), errno);
+        }
+        if (written == 0) {
+            return make_error(errc::kIo, "laying out " + path + ": write returned 0 at offset " +
+                                             std::to_string(offset));
+        }
+        offset += static_cast<std::uint64_t>(written);
+    }
+    if (fsync(fd.get()) != 0) return io_error("fsync of " + path + " after laying it out", errno);
+    return ok_status();
+}
+
+// Sizes and, where needed, lays out `path` for a job of `wanted` bytes.
+Result<JobTarget> prepare_file(const std::string& path, std::optional<std::uint64_t> wanted) {
+    struct stat info {};
+    if (stat(path.c_str(), &info) != 0) {
+        if (errno != ENOENT) return io_error("cannot stat " + path, errno);
+        if (!wanted) {
+            return make_error(errc::kInvalidArgument,
+                              "io job option 'size' is required: " + path + " does not exist");
+        }
+        DS_TRY(lay_out(path, 0, *wanted));
+        return JobTarget{path, *wanted};
+    }
+    if (S_ISBLK(info.st_mode)) {
+        FileDescriptor fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (fd.get() < 0) return io_error("cannot open " + path, errno);
+        std::uint64_t device_bytes = 0;
+        if (ioctl(fd.get(), BLKGETSIZE64, &device_bytes) != 0) {
+            return io_error("cannot read the size of " + path, errno);
+        }
+        const std::uint64_t size = wanted.value_or(device_bytes);
+        if (size > device_bytes || size == 0) {
+            return make_error(errc::kInvalidArgument,
+                              "io job option 'size': " + std::to_string(size) +
+                                  " bytes does not fit block device " + path + " of " +
+                                  std::to_string(device_bytes) + " bytes");
+        }
+        return JobTarget{path, size};
+    }
+    if (S_ISCHR(info.st_mode)) {
+        if (!wanted) {
+            return make_error(errc::kInvalidArgument,
+                              "io job option 'size' is required for character device " + path);
+        }
+        return JobTarget{path, *wanted};
+    }
+    if (!S_ISREG(info.st_mode)) {
+        return make_error(errc::kInvalidArgument,
+                          path + " is neither a regular file nor a block or character device");
+    }
+    const auto existing = static_cast<std::uint64_t>(info.st_size);
+    const std::uint64_t size = wanted.value_or(existing);
+    if (size == 0) {
+        return make_error(errc::kInvalidArgument,
+                          "io job option 'size' is required: " + path + " is empty");
+    }
+    if (existing < size) DS_TRY(lay_out(path, existing, size));
+    return JobTarget{path, size};
+}
+
+Result<std::vector<JobTarget>> prepare_targets(const JobOptions& options) {
+    std::vector<JobTarget> targets;
+    if (options.engine->diskless) {
+        targets.assign(options.numjobs, JobTarget{"", *options.size});
+        return targets;
+    }
+    if (!options.filename.empty()) {
+        std::string path = options.filename;
+        if (!options.directory.empty() && path.front() != '/') {
+            path = options.directory + "/" + path;
+        }
+        auto target = prepare_file(path, options.size);
+        if (!target) return target.error();
+        targets.assign(options.numjobs, *target);
+        return targets;
+    }
+    if (!options.size) {
+        return make_error(errc::kInvalidArgument,
+                          "io job option 'size' is required when the job creates its own files "
+                          "(no filename)");
+    }
+    const std::string directory = options.directory.empty() ? "." : options.directory;
+    for (unsigned job = 0; job < options.numjobs; ++job) {
+        auto target =
+            prepare_file(directory + "/" + options.name + "." + std::to_string(job) + ".0",
+                         options.size);
+        if (!target) return target.error();
+        targets.push_back(*target);
+    }
+    return targets;
+}
+
+double seconds_of(const timeval& time) {
+    return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
+}
+
+// State all job threads share.
+struct SharedState {
+    const std::atomic<bool>* stop = nullptr;
+    std::atomic<bool> abort{false};  // a job failed: the others stop too
+};
+
+// One job: one thread, one engine instance, one fd, iodepth units.
+class JobRunner {
+  public:
+    JobRunner(const JobOptions& options, JobTarget target, unsigned job_index,
+              SharedState& shared)
+        : options_(options),
+          target_(std::move(target)),
+          job_index_(job_index),
+          shared_(shared),
+          random_(0x5eedull + job_index),
+          blocks_(target_.size / options.bs),
+          depth_(options.iodepth) {
+        stats_.job_index = job_index;
+    }
+
+    // Opens the file, allocates buffers and initialises the engine. Runs on
+    // the caller's thread before the job threads start.
+    Status setup() {
+        if (!options_.engine->diskless) {
+            int flags = O_CLOEXEC | (rw_writes(options_.rw) ? O_RDWR : O_RDONLY);
+            if (options_.direct) flags |= O_DIRECT;
+            fd_ = FileDescriptor(open(target_.path.c_str(), flags));
+            if (fd_.get() < 0) {
+                const int error_number = errno;
+                std::string what = "cannot open " + target_.path;
+                if (options_.direct && error_number == EINVAL) {
+                    what += " with O_DIRECT (direct=1): its file system does not support it";
+                }
+                return io_error(what, error_number);
+            }
+        }
+        auto buffers = allocate_aligned(static_cast<std::size_t>(depth_) * options_.bs);
+        if (!buffers) return buffers.error();
+        buffers_ = std::move(*buffers);
+        // Random contents, so compressing or zero-detecting storage (QEMU's
+        // detect_zeroes) sees data, as with fio's default buffers.
+        fill_random(buffers_.get(), static_cast<std::size_t>(depth_) * options_.bs,
+                    0xb0ffe7ull + job_index_);
+        units_.resize(depth_);
+        free_.reserve(depth_);
+        retry_.reserve(depth_);
+        unsubmitted_.reserve(depth_);
+        for (unsigned i = 0; i < depth_; ++i) {
+            IoUnit& unit = units_[i];
+            unit.fd = fd_.get();
+            unit.index = i;
+            free_.push_back(depth_ - 1 - i);
+        }
+        engine_ = options_.engine->create();
+        const EngineSetup setup{depth_, &options_.engine_options};
+        return engine_->init(setup);
+    }
+
+    // The I/O loop, on the job's own thread. Never throws.
+    void run() noexcept {
+        rusage before{};
+        getrusage(RUSAGE_THREAD, &before);
+        start_ns_ = now_ns();
+        std::uint64_t now = start_ns_;
+        ramp_end_ns_ = start_ns_ + static_cast<std::uint64_t>(options_.ramp_time_s * 1e9);
+        end_ns_ = options_.runtime_s > 0
+                      ? ramp_end_ns_ + static_cast<std::uint64_t>(options_.runtime_s * 1e9)
+                      : UINT64_MAX;
+        if (ramp_end_ns_ == start_ns_) begin_measuring(start_ns_);
+        const std::uint64_t budget = options_.time_based ? UINT64_MAX : blocks_;
+        const bool synchronous = options_.engine->synchronous;
+
+        bool stopping = false;
+        while (!error_) {
+            if (!stopping &&
+                (issued_ >= budget || now >= end_ns_ ||
+                 shared_.abort.load(std::memory_order_relaxed) ||
+                 (shared_.stop && shared_.stop->load(std::memory_order_relaxed)))) {
+                stopping = true;
+            }
+            // 1. Queue: retries of short transfers first, then new I/O while
+            //    units are free.
+            bool busy = false;
+            while (!error_) {
+                IoUnit* unit = nullptr;
+                bool fresh = false;
+                if (!retry_.empty()) {
+                    unit = retry_.back();
+                    retry_.pop_back();
+                } else if (!stopping && !free_.empty() && issued_ < budget) {
+                    unit = &units_[free_.back()];
+                    free_.pop_back();
+                    prepare(*unit);
+                    ++issued_;
+                    fresh = true;
+                } else {
+                    break;
+                }
+                if (synchronous) unit->issue_ns = now_ns();
+                auto outcome = engine_->queue(*unit);
+                if (!outcome) {
+                    fail(outcome.error().message);
+                    break;
+                }
+                if (*outcome == QueueOutcome::kCompleted) {
+                    now = now_ns();
+                    advance_clock(now);
+                    complete(*unit, now);
+                    if (now >= end_ns_) stopping = true;
+                    continue;
+                }
+                if (*outcome == QueueOutcome::kBusy) {
+                    if (fresh) {
+                        free_.push_back(unit->index);
+                        --issued_;
+                    } else {
+                        retry_.push_back(unit);
+                    }
+                    busy = true;
+                    break;
+                }
+                unsubmitted_.push_back(unit);
+                if (unsubmitted_.size() >= options_.iodepth_batch_submit) commit(now);
+            }
+            if (error_) break;
+            if (!unsubmitted_.empty()) commit(now);
+            if (error_) break;
+
+            // 2. Reap, as fio: when the queue is full (or cannot take more
+            //    now), or every time in polling mode (iodepth_batch_complete
+            //    = 0). Draining at the end always waits for at least one.
+            const unsigned outstanding = depth_ - static_cast<unsigned>(free_.size());
+            if (outstanding == 0) {
+                if (stopping || issued_ >= budget) break;
+                continue;
+            }
+            const bool draining = stopping || issued_ >= budget;
+            const bool full = free_.empty() || busy || engine_pending_ > 0 || draining;
+            unsigned min_events = 0;
+            if (draining) {
+                min_events = 1;
+            } else if (full) {
+                min_events = options_.iodepth_batch_complete;
+            } else if (options_.iodepth_batch_complete != 0) {
+                continue;  // room for more I/O: queue it before waiting
+            }
+            auto reaped = engine_->getevents(min_events, depth_);
+            if (!reaped) {
+                fail(reaped.error().message);
+                break;
+            }
+            now = now_ns();
+            advance_clock(now);
+            for (unsigned i = 0; i < *reaped; ++i) complete(engine_->event(i), now);
+        }
+        drain();
+        if (last_completion_ns_ > measure_start_ns_) {
+            stats_.runtime_ns = last_completion_ns_ - measure_start_ns_;
+        }
+        stats_.elapsed_ns = now_ns() - start_ns_;
+        rusage after{};
+        getrusage(RUSAGE_THREAD, &after);
+        stats_.user_cpu_s = seconds_of(after.ru_utime) - seconds_of(before.ru_utime);
+        stats_.system_cpu_s = seconds_of(after.ru_stime) - seconds_of(before.ru_stime);
+        stats_.context_switches = static_cast<std::uint64_t>(
+            (after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw));
+    }
+
+    const std::optional<Error>& error() const { return error_; }
+    JobStats take_stats() { return std::move(stats_); }
+
+    ~JobRunner() {
+        if (engine_) engine_->cleanup();
+    }
+
+  private:
+    // Fills a free unit with the next I/O of the job's pattern.
+    void prepare(IoUnit& unit) {
+        IoDirection direction = IoDirection::kRead;
+        switch (options_.rw) {
+            case RwMode::kRead:
+            case RwMode::kRandRead: direction = IoDirection::kRead; break;
+            case RwMode::kWrite:
+            case RwMode::kRandWrite: direction = IoDirection::kWrite; break;
+            case RwMode::kRandRw:
+            case RwMode::kReadWrite:
+                direction = random_.below(100) < options_.rwmixread ? IoDirection::kRead
+                                                                    : IoDirection::kWrite;
+                break;
+        }
+        std::uint64_t block = 0;
+        if (rw_is_random(options_.rw)) {
+            block = random_.below(blocks_);
+        } else {
+            // Sequential, each direction with its own position (as fio's
+            // readwrite), wrapping around at the end of the region.
+            std::uint64_t& position = sequential_[static_cast<int>(direction)];
+            block = position;
+            position = position + 1 == blocks_ ? 0 : position + 1;
+        }
+        unit.direction = direction;
+        unit.buffer = static_cast<char*>(buffers_.get()) + std::size_t{unit.index} * options_.bs;
+        unit.offset = block * options_.bs;
+        unit.length = static_cast<std::uint32_t>(options_.bs);
+        unit.requested = unit.length;
+    }
+
+    // Commits what was queued; the units the engine submitted get their
+    // issue time (one clock read per commit, as fio's libaio).
+    void commit(std::uint64_t& now) {
+        auto remaining = engine_->commit();
+        if (!remaining) {
+            fail(remaining.error().message);
+            return;
+        }
+        const std::size_t submitted = unsubmitted_.size() - *remaining;
+        if (submitted > 0 && !options_.engine->synchronous) {
+            now = now_ns();
+            for (std::size_t i = 0; i < submitted; ++i) unsubmitted_[i]->issue_ns = now;
+        }
+        unsubmitted_.erase(unsubmitted_.begin(),
+                           unsubmitted_.begin() + static_cast<long>(submitted));
+        engine_pending_ = *remaining;
+    }
+
+    // Time moved to `now`: end the ramp, take per-second samples.
+    void advance_clock(std::uint64_t now) {
+        if (!measuring_) {
+            if (now >= ramp_end_ns_) begin_measuring(now);
+            return;
+        }
+        if (now >= next_sample_ns_) take_sample(now);
+    }
+
+    void begin_measuring(std::uint64_t now) {
+        measuring_ = true;
+        for (auto& direction : stats_.directions) direction = DirectionStats{};
+        issued_ = 0;  // size counts from the end of the ramp
+        measure_start_ns_ = now;
+        last_completion_ns_ = now;
+        last_sample_ns_ = now;
+        next_sample_ns_ = now + kNsPerSecond;
+        sampled_ios_ = {};
+        sampled_bytes_ = {};
+    }
+
+    void take_sample(std::uint64_t now) {
+        const double seconds = static_cast<double>(now - last_sample_ns_) / 1e9;
+        for (int d = 0; d < kIoDirections; ++d) {
+            DirectionStats& direction = stats_.directions[d];
+            direction.iops_per_second.push_back(
+                static_cast<double>(direction.ios - sampled_ios_[d]) / seconds);
+            direction.bw_bytes_per_second.push_back(
+                static_cast<double>(direction.bytes - sampled_bytes_[d]) / seconds);
+            sampled_ios_[d] = direction.ios;
+            sampled_bytes_[d] = direction.bytes;
+        }
+        last_sample_ns_ = now;
+        next_sample_ns_ += kNsPerSecond;
+        if (next_sample_ns_ <= now) next_sample_ns_ = now + kNsPerSecond;
+    }
+
+    // A unit came back with its result at time `now`.
+    void complete(IoUnit& unit, std::uint64_t now) {
+        const auto transferred = unit.result;
+        if (transferred < 0 || transferred == 0) {
+            const char* verb = unit.direction == IoDirection::kRead ? "read" : "write";
+            std::string what = "job " + std::to_string(job_index_) + ": " + verb + " of " +
+                               std::to_string(unit.length) + " bytes at offset " +
+                               std::to_string(unit.offset) + " on " +
+                               (target_.path.empty() ? std::string("(null)") : target_.path);
+            free_.push_back(unit.index);
+            if (transferred < 0) {
+                // This one I/O failed (ENOSPC, EIO, ...): the job fails, as
+                // fio's default continue_on_error=none.
+                fail(what + " failed: " + describe_errno(static_cast<int>(-transferred)));
+            } else {
+                fail(what + " transferred nothing (past the end of the file or device?)");
+            }
+            return;
+        }
+        if (static_cast<std::uint64_t>(transferred) < unit.length) {
+            // Short transfer: queue the rest again (fio does the same).
+            ++stats_.directions[static_cast<int>(unit.direction)].short_ios;
+            unit.buffer = static_cast<char*>(unit.buffer) + transferred;
+            unit.offset += static_cast<std::uint64_t>(transferred);
+            unit.length -= static_cast<std::uint32_t>(transferred);
+            retry_.push_back(&unit);
+            return;
+        }
+        if (measuring_) {
+            DirectionStats& direction = stats_.directions[static_cast<int>(unit.direction)];
+            direction.clat.record(now > unit.issue_ns ? now - unit.issue_ns : 0);
+            ++direction.ios;
+            direction.bytes += unit.requested;
+            last_completion_ns_ = now;
+        }
+        free_.push_back(unit.index);
+    }
+
+    // After a failure or the end: waits for everything still submitted so
+    // no buffer is freed under the kernel's feet. Results are ignored.
+    void drain() {
+        if (!engine_) return;
+        unsigned outstanding =
+            depth_ - static_cast<unsigned>(free_.size() + retry_.size() + unsubmitted_.size());
+        while (outstanding > 0) {
+            auto reaped = engine_->getevents(1, depth_);
+            if (!reaped || *reaped == 0) break;  // cleanup's io_destroy waits for the rest
+            outstanding -= std::min(outstanding, *reaped);
+        }
+    }
+
+    void fail(std::string message) {
+        if (!error_) error_ = make_error(errc::kIo, std::move(message));
+        shared_.abort.store(true, std::memory_order_relaxed);
+    }
+
+    const JobOptions& options_;
+    JobTarget target_;
+    unsigned job_index_;
+    SharedState& shared_;
+    Random random_;
+    std::uint64_t blocks_;
+    unsigned depth_;
+
+    FileDescriptor fd_;
+    AlignedBuffer buffers_;
+    std::unique_ptr<IoEngine> engine_;
+    std::vector<IoUnit> units_;
+    std::vector<std::uint32_t> free_;     // indexes of units nobody holds
+    std::vector<IoUnit*> retry_;          // short transfers waiting to be queued again
+    std::vector<IoUnit*> unsubmitted_;    // queued, not yet submitted, in queue order
+    unsigned engine_pending_ = 0;         // the engine's count of the same
+    std::uint64_t sequential_[kIoDirections] = {0, 0};
+
+    std::uint64_t issued_ = 0;
+    std::uint64_t start_ns_ = 0;
+    std::uint64_t ramp_end_ns_ = 0;
+    std::uint64_t end_ns_ = 0;
+    bool measuring_ = false;
+    std::uint64_t measure_start_ns_ = 0;
+    std::uint64_t last_completion_ns_ = 0;
+    std::uint64_t last_sample_ns_ = 0;
+    std::uint64_t next_sample_ns_ = 0;
+    std::array<std::uint64_t, kIoDirections> sampled_ios_{};
+    std::array<std::uint64_t, kIoDirections> sampled_bytes_{};
+
+    JobStats stats_;
+    std::optional<Error> error_;
+};
+
+}  // namespace
+
+Result<Json> run_io_job(const Json& params, const std::atomic<bool>* stop) {
+    auto options = parse_job_options(params);
+    if (!options) return options.error();
+    return run_io_job(*options, stop);
+}
+
+Result<Json> run_io_job(const JobOptions& options, const std::atomic<bool>* stop) {
+    if (options.engine == nullptr) {
+        return make_error(errc::kInvalidArgument, "io job options have no resolved engine");
+    }
+    const auto started = std::chrono::system_clock::now();
+    auto targets = prepare_targets(options);
+    if (!targets) return targets.error();
+
+    SharedState shared;
+    shared.stop = stop;
+    std::vector<std::unique_ptr<JobRunner>> runners;
+    for (unsigned job = 0; job < options.numjobs; ++job) {
+        runners.push_back(std::make_unique<JobRunner>(options, (*targets)[job], job, shared));
+        if (auto status = runners.back()->setup(); !status) {
+            return make_error(status.error().code,
+                              "job " + std::to_string(job) + ": " + status.error().message);
+        }
+    }
+
+    // All jobs start together once every thread exists.
+    std::latch start_gate(1);
+    std::vector<std::thread> threads;
+    std::optional<Error> spawn_error;
+    for (auto& runner : runners) {
+        try {
+            threads.emplace_back([&start_gate, &runner] {
+                start_gate.wait();
+                runner->run();
+            });
+        } catch (const std::system_error& e) {
+            spawn_error = make_error(errc::kIo, std::string("cannot start a job thread: ") + e.what());
+            shared.abort.store(true);
+            break;
+        }
+    }
+    start_gate.count_down();
+    for (auto& thread : threads) thread.join();
+    if (spawn_error) return *spawn_error;
+
+    for (const auto& runner : runners) {
+        if (runner->error()) return *runner->error();
+    }
+    if (stop && stop->load()) {
+        return make_error(errc::kCancelled, "io job stopped before it ended");
+    }
+    std::vector<JobStats> stats;
+    for (auto& runner : runners) stats.push_back(runner->take_stats());
+    return io_report_json(options, stats, started);
+}
+
+}  // namespace ds::io

@@ -1,0 +1,81 @@
+// Job parameters of the native I/O engine: a subset of fio's job options,
+// with fio's names, value syntax and meanings, read from the same JSON
+// params object the agent's fio workload uses ({"rw":"randrw","bs":"4k"}).
+// The options are declared once, as data (job_option_specs() plus each
+// engine's own table); parsing, validation, error messages and
+// docs/io-engine.md come from those tables.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+#include "common/settings.h"
+#include "guestagent/io_engine.h"
+
+namespace ds::io {
+
+// fio's rw= values. kReadWrite is fio's "readwrite" (alias "rw"): mixed
+// sequential; kRandRw mixed random; the mix is rwmixread.
+enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw, kReadWrite };
+
+std::string_view rw_mode_name(RwMode mode);
+bool rw_is_random(RwMode mode);
+bool rw_reads(RwMode mode);   // the job issues reads
+bool rw_writes(RwMode mode);  // the job issues writes
+
+// A parsed job. Defaults are fio 3.33's.
+struct JobOptions {
+    std::string name = "disksweep-io";  // fio: name (files are <name>.<job>.0)
+    std::string ioengine = "psync";     // fio's default engine on Linux
+    RwMode rw = RwMode::kRead;
+    unsigned rwmixread = 50;                 // percent of a mixed job's I/Os that read
+    std::uint64_t bs = 4096;                 // bytes per I/O, both directions
+    unsigned iodepth = 1;                    // units outstanding per job
+    unsigned numjobs = 1;                    // threads, each with its own engine instance
+    std::optional<std::uint64_t> size;       // bytes per job; nullopt: the file's or device's
+    std::string filename;                    // one file or device, shared by all jobs
+    std::string directory;                   // without filename: per-job files in here
+    bool direct = false;                     // O_DIRECT
+    double runtime_s = 0;                    // 0: until `size` bytes are done
+    bool time_based = false;                 // run for runtime_s, wrapping around the file
+    double ramp_time_s = 0;                  // I/O before this is not measured
+    unsigned iodepth_batch_submit = 1;       // units per commit (0 in params = iodepth)
+    unsigned iodepth_batch_complete = 1;     // min completions per reap (0 = poll)
+    bool group_reporting = false;            // one merged entry in "jobs" instead of one per job
+    EngineOptionValues engine_options;       // the chosen engine's own options
+    const EngineDescriptor* engine = nullptr;  // resolved `ioengine`, never null once parsed
+    Json given = Json::object();               // the params exactly as given
+};
+
+// The general options (engine-independent), in the order help lists them.
+std::span<const OptionSpec> job_option_specs();
+
+// Parses and validates `params` (a JSON object of fio option name -> value).
+// errc::kInvalidArgument with a message naming the option, e.g.
+//   "io job option 'bs': \"4x\" is not a size (fio syntax: 4k, 1m, 512)";
+//   "unsupported io job option 'verify'; supported: bs, direct, ...";
+// rejects fio syntax the engine does not implement (bs ranges "4k-16k",
+// per-direction "4k,8k", several files "a:b", percentages in size) with a
+// message saying so. Cross-checks: rwmixread 0..100, bs > 0 (multiple of
+// 512 when direct), size >= bs, time_based needs runtime > 0,
+// iodepth_batch_* <= iodepth, numjobs 1..256, iodepth 1..4096.
+Result<JobOptions> parse_job_options(const Json& params);
+
+// Every option with its resolved value (sizes in bytes, times in seconds,
+// engine options under their names), for the result's "resolved options".
+Json resolved_options_json(const JobOptions& options);
+
+// fio's value syntax, shared with the engines' option tables.
+// Sizes: a plain number is bytes; suffixes k/m/g/t/p (optionally followed by
+// b) are powers of 1024, ki/mi/gi/ti/pi (optionally + b) powers of 1000, as
+// in fio's default kb_base=1024; case-insensitive.
+std::optional<std::uint64_t> parse_fio_size(std::string_view text);
+// Times: a number with an optional unit us/usec, ms/msec, s/sec, m/min,
+// h/hour, d/day; no unit = seconds (fio's default for runtime, ramp_time).
+std::optional<double> parse_fio_seconds(std::string_view text);
+
+}  // namespace ds::io

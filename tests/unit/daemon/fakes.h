@@ -1,0 +1,279 @@
+// Test doubles for the daemon's seams (hypervisor, storage) plus helpers for
+// unit tests of its orchestration: a real Store in a temporary directory, a
+// real EventBus, and a scripted fake guest agent that plays the guest side of
+// docs/agent-protocol.md over the same kind of unix socket QEMU would bind.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/protocol.h"
+#include "common/settings.h"
+#include "daemon/config.h"
+#include "daemon/events.h"
+#include "daemon/hypervisor.h"
+#include "daemon/run_executor.h"
+#include "daemon/storage.h"
+#include "daemon/store.h"
+
+namespace ds::testing {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// A fresh directory under /tmp (short path: agent sockets live inside it),
+// removed with everything in it.
+class TempDir {
+  public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const fs::path& path() const { return path_; }
+    std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+  private:
+    fs::path path_;
+};
+
+std::string read_text(const fs::path& path);
+void write_text(const fs::path& path, const std::string& text);
+
+// Real fio 3.33 output recorded on the development host (tests/data/fio).
+fs::path fio_data_path(const std::string& name);
+Json recorded_fio(const std::string& name = "randrw_4k_numjobs1.json");
+
+// SIGPIPE must not kill the test binary when one side writes to a closed
+// channel (disksweepd ignores it too, daemon.cpp run_daemon).
+void ignore_sigpipe();
+
+// ---------------------------------------------------------------------------
+// The scripted fake guest agent.
+
+// The guest's end of one agent channel, handed to a script. Every wait is cut
+// short when the hypervisor destroys the VM.
+class GuestChannel {
+  public:
+    GuestChannel(int fd, const VmRequest& request, const std::atomic<bool>& stop,
+                 std::function<void(const Json&)> record, std::function<void()> power_off);
+    ~GuestChannel();
+
+    const VmRequest& request() const { return request_; }
+
+    // Sends one encoded protocol message; false when the host end is gone.
+    bool send(std::string_view type, const Json& payload);
+    // Sends raw bytes (garbage, oversized lines, other versions).
+    bool send_raw(std::string_view bytes);
+    // Next message from the host, or nothing on timeout, EOF or destroy.
+    std::optional<Json> receive(std::chrono::milliseconds timeout);
+    // Closes the channel (the host reads EOF).
+    void close();
+    // The guest powers off: the hypervisor reports it not running, then the
+    // channel closes.
+    void power_off();
+    // Sleeps, returning early (false) when the VM is destroyed.
+    bool sleep(std::chrono::milliseconds duration);
+    bool stopped() const { return stop_.load(); }
+    bool closed() const { return fd_ < 0; }
+
+  private:
+    int fd_;
+    const VmRequest& request_;
+    const std::atomic<bool>& stop_;
+    std::function<void(const Json&)> record_;
+    std::function<void()> power_off_;
+    std::string buffer_;
+    bool eof_ = false;
+};
+
+using GuestScript = std::function<void(GuestChannel&)>;
+
+// What the agent would read back for `request` when every setting is in
+// force: fs_type, mount_options (as /proc/mounts prints them), rotational 0
+// exactly when ssd was requested, discard_max_bytes > 0 when discard was.
+Json matching_readback(const VmRequest& request);
+
+// The hypervisor's view of `config` when everything is in force (the keys
+// verify_settings checks).
+Json matching_applied_settings(const StorageConfig& config);
+
+// Knobs of the well-behaved guest script.
+struct GuestBehaviour {
+    std::string fio_file = "randrw_4k_numjobs1.json";
+    Json fio;                   // when set, sent instead of the recorded file
+    Json readback_patch;        // JSON merge patch applied to matching_readback()
+    Json metrics;               // the guest's own (untrusted) metrics
+    int progress_messages = 2;  // bench progress messages before the result
+    // Called (on the guest thread) after the job arrived and before the
+    // result; returning false ends the script there (the guest goes silent).
+    std::function<bool(GuestChannel&)> before_result;
+};
+
+// hello -> job -> progress (format, bench...) -> result.
+GuestScript well_behaved_guest(GuestBehaviour behaviour = {});
+// The standard hello message.
+Json hello_payload();
+
+// ---------------------------------------------------------------------------
+// FakeHypervisor: records every call; start_vm binds request.agent_socket_path
+// (as QEMU does) and runs the guest script on a thread against the first
+// connection; destroy_vm stops and joins that thread.
+class FakeHypervisor : public Hypervisor {
+  public:
+    FakeHypervisor();
+    ~FakeHypervisor() override;
+
+    // --- configuration (before the run) ---
+    // The script every started guest plays. No script: QEMU never creates
+    // the agent socket.
+    void set_guest_script(GuestScript script);
+    void set_no_agent_socket();
+    void fail_start(std::string message);
+    // JSON merge patch applied to what applied_settings() reports.
+    void set_applied_patch(Json patch);
+    void fail_applied_settings(std::string message);
+    void set_console_text(std::string text);
+
+    // --- recorded ---
+    std::vector<std::string> started() const;
+    std::vector<std::string> destroyed() const;
+    int destroy_count(const std::string& name) const;
+    std::vector<std::string> live_vms() const;
+    std::optional<VmRequest> request_for(const std::string& name) const;
+    // Messages the guest of `name` received from the host, in order (kept
+    // after the VM is destroyed).
+    std::vector<Json> guest_received(const std::string& name) const;
+    // Did the guest of `name` get a connection from the host at all?
+    bool guest_connected(const std::string& name) const;
+
+    // --- Hypervisor ---
+    std::string name() const override { return "fake"; }
+    Status start_vm(const VmRequest& request) override;
+    Result<Json> applied_settings(const std::string& vm_name) override;
+    Result<bool> is_running(const std::string& vm_name) override;
+    Status destroy_vm(const std::string& vm_name) override;
+    Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
+    Json versions() override { return Json{{"qemu", "7.2.0-fake"}, {"libvirt", "9.0.0-fake"}}; }
+
+  private:
+    struct GuestLog {
+        std::mutex mutex;
+        std::vector<Json> received;
+        std::atomic<bool> connected{false};
+    };
+    struct Vm {
+        VmRequest request;
+        std::shared_ptr<std::atomic<bool>> stop = std::make_shared<std::atomic<bool>>(false);
+        std::shared_ptr<std::atomic<bool>> powered_off = std::make_shared<std::atomic<bool>>(false);
+        int listen_fd = -1;
+        std::thread guest;
+    };
+    static void guest_main(int listen_fd, VmRequest request, GuestScript script,
+                           std::shared_ptr<std::atomic<bool>> stop,
+                           std::shared_ptr<std::atomic<bool>> powered_off,
+                           std::shared_ptr<GuestLog> log);
+    static void stop_vm(Vm& vm);
+
+    mutable std::mutex mutex_;
+    GuestScript script_;
+    bool no_socket_ = false;
+    std::optional<std::string> start_failure_;
+    std::optional<std::string> applied_failure_;
+    Json applied_patch_;
+    std::string console_text_ = "[    0.000000] Linux version 6.1.0-fake (fake guest)\n";
+    std::map<std::string, std::unique_ptr<Vm>> vms_;
+    std::map<std::string, std::shared_ptr<GuestLog>> logs_;
+    std::map<std::string, VmRequest> requests_;
+    std::vector<std::string> started_;
+    std::vector<std::string> destroyed_;
+};
+
+// ---------------------------------------------------------------------------
+// FakeStorage: in-memory volumes; records create/remove.
+class FakeStorage : public StorageBackend {
+  public:
+    void fail_create(std::string message);
+
+    std::vector<std::string> created() const;
+    std::vector<std::string> removed() const;
+    int remove_count(const std::string& name) const;
+    std::vector<std::string> live_volumes() const;
+
+    std::string name() const override { return "fake"; }
+    Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
+    Status remove_volume(const std::string& name) override;
+    Result<std::vector<std::string>> list_volumes(const std::string& prefix) override;
+
+  private:
+    mutable std::mutex mutex_;
+    std::optional<std::string> create_failure_;
+    std::set<std::string> live_;
+    std::vector<std::string> created_;
+    std::vector<std::string> removed_;
+};
+
+// ---------------------------------------------------------------------------
+// Store and event helpers.
+
+// ssd + discard + scsi-single + iothread + cache=unsafe, ext4 with mount
+// options: the Ceph reference study's disk.
+StorageConfig reference_config();
+Workload fio_workload();
+RunRecord planned_run(const StorageConfig& config, const Workload& workload, int sequence,
+                      int repetition);
+
+std::unique_ptr<Store> open_store(const std::string& path);
+// Creates a sweep of `count` runs of reference_config() (sequences 0..count-1)
+// and returns its id.
+std::int64_t create_sweep(Store& store, int count, const std::string& name = "sweep");
+
+// Collects the events of one sweep published after construction.
+class EventLog {
+  public:
+    EventLog(EventBus& bus, std::int64_t sweep_id);
+    // Everything new since the last call (does not wait).
+    std::vector<Json> take();
+    // Everything so far (accumulated across calls to all()).
+    const std::vector<Json>& all();
+    // Waits up to `timeout` until an event of `type` has been seen.
+    bool wait_for(const std::string& type, std::chrono::milliseconds timeout);
+    std::vector<std::string> types();
+
+  private:
+    EventBus& bus_;
+    std::int64_t sweep_id_;
+    std::uint64_t cursor_;
+    std::vector<Json> seen_;
+};
+
+// Everything a RunExecutor needs, with fakes behind the seams.
+struct ExecutorFixture {
+    ExecutorFixture();
+    TempDir dir;
+    DaemonConfig config;
+    std::unique_ptr<Store> store;
+    EventBus events;
+    FakeHypervisor hypervisor;
+    FakeStorage storage;
+
+    RunEnvironment environment();
+    // A new one-run sweep; returns the pending run as stored.
+    RunRecord pending_run(const StorageConfig& config = reference_config());
+    RunRecord execute(const RunRecord& run, int boot_timeout_s = 5, int run_timeout_s = 10);
+    RunRecord execute(const RunRecord& run, int boot_timeout_s, int run_timeout_s,
+                      const std::atomic<bool>& cancelled);
+    RunRecord stored(std::int64_t run_id);
+};
+
+}  // namespace ds::testing

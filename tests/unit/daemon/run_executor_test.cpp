@@ -1,0 +1,451 @@
+// RunExecutor end to end against fakes behind the seams: a FakeHypervisor
+// whose guests are scripted agents on a real unix socket, a FakeStorage, a
+// real Store in a temporary directory and a real EventBus. Every case checks
+// that the run leaves nothing behind: the VM destroyed, the volume removed.
+#include "daemon/run_executor.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <thread>
+
+#include "common/fio_metrics.h"
+#include "fakes.h"
+
+namespace ds {
+namespace {
+
+using namespace ds::testing;
+using Catch::Matchers::Contains;
+
+std::string socket_path_of(const ExecutorFixture& fixture, const RunRecord& run) {
+    return fixture.config.run_dir() + "/" + RunExecutor::vm_name_for(run.id) + ".agent.sock";
+}
+
+// Whatever happened, nothing outlives the run: the VM destroyed exactly once
+// (destroy_vm is called even when start_vm failed half-way), the volume
+// removed exactly once if it was created, the agent socket gone, and the
+// store holding what execute() returned.
+void check_nothing_left(ExecutorFixture& fixture, const RunRecord& finished) {
+    const std::string vm = RunExecutor::vm_name_for(finished.id);
+    CHECK(fixture.hypervisor.live_vms().empty());
+    CHECK(fixture.hypervisor.destroy_count(vm) == 1);
+    CHECK(fixture.storage.live_volumes().empty());
+    const auto created = fixture.storage.created();
+    const bool volume_created =
+        std::find(created.begin(), created.end(), vm + "-data") != created.end();
+    CHECK(fixture.storage.remove_count(vm + "-data") == (volume_created ? 1 : 0));
+    CHECK_FALSE(std::filesystem::exists(socket_path_of(fixture, finished)));
+
+    const RunRecord stored = fixture.stored(finished.id);
+    CHECK(stored.status == finished.status);
+    CHECK(stored.failure_reason == finished.failure_reason);
+    CHECK(stored.timings.contains("teardown_s"));
+    CHECK(stored.timings.contains("total_s"));
+    CHECK_FALSE(stored.finished_at.empty());
+}
+
+// Runs one run with `script` as the guest and returns the finished record.
+RunRecord run_with_guest(ExecutorFixture& fixture, GuestScript script, int boot_timeout_s = 5,
+                         int run_timeout_s = 10) {
+    fixture.hypervisor.set_guest_script(std::move(script));
+    const RunRecord run = fixture.pending_run();
+    RunRecord finished = fixture.execute(run, boot_timeout_s, run_timeout_s);
+    INFO("failure reason: " << finished.failure_reason);
+    check_nothing_left(fixture, finished);
+    return finished;
+}
+
+// A guest that says hello, reads the job, then does `then`.
+GuestScript after_job(std::function<void(GuestChannel&)> then) {
+    return [then](GuestChannel& channel) {
+        if (!channel.send(protocol::kHello, hello_payload())) return;
+        auto job = channel.receive(10s);
+        if (!job) return;
+        then(channel);
+    };
+}
+
+TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived metrics",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    EventLog events(fixture.events, fixture.pending_run().sweep_id);  // not this sweep: see below
+    GuestBehaviour behaviour;
+    // The guest is untrusted: its own metrics are lies the host must ignore.
+    behaviour.metrics = Json{{"read_iops", 1e9}, {"write_iops", 1e9}, {"made_up", 1.0}};
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    const RunRecord run = fixture.pending_run();
+    EventLog run_events(fixture.events, run.sweep_id);
+
+    const RunRecord finished = fixture.execute(run);
+    INFO("failure reason: " << finished.failure_reason);
+    REQUIRE(finished.status == "succeeded");
+    CHECK(finished.failure_reason.empty());
+    check_nothing_left(fixture, finished);
+
+    const RunRecord stored = fixture.stored(run.id);
+    const Json fio = recorded_fio();
+    const auto expected = metrics_from_fio_json(fio);
+    REQUIRE(expected.ok());
+    CHECK(stored.metrics == expected.value());
+    CHECK(stored.metrics.at("read_iops") == Approx(12480.759620));
+    CHECK(stored.metrics.count("made_up") == 0);
+    CHECK(Json::parse(stored.raw_output) == fio);
+
+    CHECK(stored.applied_settings.at("verified") == true);
+    CHECK(stored.applied_settings.at("hypervisor") ==
+          matching_applied_settings(reference_config()));
+    CHECK(stored.applied_settings.at("guest").at("rotational") == 0);
+    CHECK(stored.applied_settings.at("guest").at("fs_type") == "ext4");
+
+    for (const char* key : {"provision_s", "boot_s", "bench_s", "format_s", "mount_s", "guest_s",
+                            "teardown_s", "total_s"}) {
+        INFO(key);
+        REQUIRE(stored.timings.contains(key));
+        CHECK(stored.timings.at(key).get<double>() >= 0);
+    }
+    CHECK(stored.timings.at("bench_s") == 2.5);  // the guest's own figure for its bench
+
+    CHECK(stored.versions.at("agent_version") == "0.1.0-fake");
+    CHECK(stored.versions.at("kernel") == "6.1.0-fake-amd64");
+    CHECK(stored.versions.at("fio_version") == "fio-3.33");
+    CHECK(stored.versions.at("qemu") == "7.2.0-fake");
+    CHECK(stored.versions.at("guest_agent") == "0.1.0");
+    CHECK(stored.versions.at("accel") == "tcg");
+    CHECK(stored.accel == "tcg");
+    CHECK(stored.vm_name == "disksweep-r" + std::to_string(run.id));
+    CHECK(stored.volume_name == stored.vm_name + "-data");
+
+    // What the hypervisor was asked for.
+    const auto request = fixture.hypervisor.request_for(stored.vm_name);
+    REQUIRE(request);
+    CHECK(request->config == reference_config());
+    CHECK(request->data_volume_path == "/fake/volumes/" + stored.volume_name + ".raw");
+    CHECK(request->agent_socket_path == socket_path_of(fixture, run));
+    CHECK(request->image.kernel == "/fake/vmlinuz");
+    CHECK(request->accel == Accel::kTcg);
+    // A clean run keeps no console log.
+    CHECK(finished.console_log.empty());
+    CHECK_FALSE(std::filesystem::exists(request->console_log_path));
+
+    // What the guest was told: the job, then shutdown after its result.
+    const auto received = fixture.hypervisor.guest_received(stored.vm_name);
+    REQUIRE(received.size() == 2);
+    const Json& job = received[0];
+    CHECK(job.at("type") == "job");
+    CHECK(job.at("run_id") == std::to_string(run.id));
+    CHECK(job.at("filesystem").at("type") == "ext4");
+    CHECK(job.at("filesystem").at("mount_options") == "noatime,data=writeback");
+    CHECK(job.at("workload") == to_json(fio_workload()));
+    CHECK(job.at("timeout_s") == 10);
+    CHECK(received[1].at("type") == "shutdown");
+
+    // Events: started, booted, the guest's progress in order, finished.
+    const auto types = run_events.types();
+    REQUIRE(types.size() == 7);
+    CHECK(types.front() == "run_started");
+    CHECK(types.back() == "run_finished");
+    const auto all = run_events.all();
+    CHECK(all[1].at("phase") == "booted");
+    CHECK(all[2].at("phase") == "format");
+    CHECK(all[3].at("phase") == "mount");
+    CHECK(all[4].at("phase") == "bench");
+    CHECK(all[4].at("fraction") == 0.5);
+    CHECK(all[5].at("fraction") == 1.0);
+    CHECK(all[6].at("status") == "succeeded");
+    CHECK(all[6].at("run_id") == run.id);
+    CHECK(events.all().empty());  // nothing leaked into another sweep's stream
+}
+
+TEST_CASE("executor: no agent within the boot timeout fails with the console log",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_console_text(
+        "[    1.234567] Kernel panic - not syncing: VFS: Unable to mount root fs\n");
+    SECTION("QEMU never created the socket") {
+        fixture.hypervisor.set_no_agent_socket();
+    }
+    SECTION("the socket is there but the agent never speaks") {
+        fixture.hypervisor.set_guest_script([](GuestChannel& channel) { channel.sleep(30s); });
+    }
+    const RunRecord run = fixture.pending_run();
+    const auto start = std::chrono::steady_clock::now();
+    const RunRecord finished = fixture.execute(run, /*boot_timeout_s=*/1, 10);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    INFO(finished.failure_reason);
+    CHECK(finished.status == "failed");
+    CHECK_THAT(finished.failure_reason, Contains("agent did not connect within 1 s"));
+    CHECK_THAT(finished.failure_reason, Contains("console log: " + finished.console_log));
+    CHECK_THAT(finished.failure_reason, Contains("Kernel panic - not syncing"));
+    CHECK_FALSE(finished.failure_reason.find("guest stopped") != std::string::npos);
+    CHECK(seconds < 4);
+    // A failed run keeps its console log for reading.
+    CHECK(std::filesystem::exists(finished.console_log));
+    CHECK(fixture.stored(run.id).console_log == finished.console_log);
+    check_nothing_left(fixture, finished);
+}
+
+TEST_CASE("executor: a guest that powers off during boot is reported as stopped",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    const RunRecord finished = run_with_guest(
+        fixture, [](GuestChannel& channel) { channel.power_off(); }, 1);
+    CHECK(finished.status == "failed");
+    CHECK_THAT(finished.failure_reason, Contains("agent did not connect within 1 s"));
+    CHECK_THAT(finished.failure_reason, Contains("(the guest stopped)"));
+}
+
+TEST_CASE("executor: protocol violations by the guest fail the run with the reason",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    std::string expected;
+    GuestScript script;
+    SECTION("a line that is not JSON") {
+        script = [](GuestChannel& channel) { channel.send_raw("this is not json\n"); };
+        expected = "message is not valid JSON";
+    }
+    SECTION("JSON that is not an object") {
+        script = [](GuestChannel& channel) { channel.send_raw("[1,2,3]\n"); };
+        expected = "expected an object";
+    }
+    SECTION("an oversized line") {
+        script = [](GuestChannel& channel) {
+            channel.send_raw(std::string(protocol::kMaxMessageBytes + 4096, 'x'));
+        };
+        expected = "exceeds the limit of " + std::to_string(protocol::kMaxMessageBytes) + " bytes";
+    }
+    SECTION("another protocol version") {
+        script = [](GuestChannel& channel) {
+            channel.send_raw(R"({"v":2,"type":"hello","agent_version":"9"})"
+                             "\n");
+        };
+        expected = "unsupported protocol version 2 (this side speaks 1)";
+    }
+    SECTION("an unknown message type") {
+        script = [](GuestChannel& channel) {
+            channel.send_raw(R"({"v":1,"type":"gossip"})"
+                             "\n");
+        };
+        expected = "unknown message type \"gossip\"";
+    }
+    SECTION("a result before hello") {
+        script = [](GuestChannel& channel) {
+            channel.send(protocol::kResult, Json{{"fio", recorded_fio()}});
+        };
+        expected = "agent sent 'result' before 'hello'";
+    }
+    SECTION("a second hello while the job runs") {
+        script = after_job(
+            [](GuestChannel& channel) { channel.send(protocol::kHello, hello_payload()); });
+        expected = "agent sent unexpected 'hello' while a job was running";
+    }
+    SECTION("a job sent by the guest") {
+        script = after_job([](GuestChannel& channel) {
+            channel.send(protocol::kJob, Json{{"run_id", "1"}});
+        });
+        expected = "agent sent unexpected 'job' while a job was running";
+    }
+    SECTION("garbage after progress") {
+        script = after_job([](GuestChannel& channel) {
+            channel.send(protocol::kProgress, Json{{"phase", "bench"}, {"message", "fio"}});
+            channel.send_raw("{\"v\":1,\"type\":\n");
+        });
+        expected = "message is not valid JSON";
+    }
+    const RunRecord finished = run_with_guest(fixture, script);
+    INFO(finished.failure_reason);
+    CHECK(finished.status == "failed");
+    CHECK_THAT(finished.failure_reason, Contains(expected));
+    // Nothing was measured.
+    CHECK(fixture.stored(finished.id).metrics.empty());
+}
+
+TEST_CASE("executor: an error from the guest fails the run with its phase and message",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    const RunRecord finished = run_with_guest(
+        fixture, after_job([](GuestChannel& channel) {
+            channel.send(protocol::kProgress, Json{{"phase", "format"}, {"message", "mkfs.ext4"}});
+            channel.send(protocol::kError, Json{{"run_id", "1"},
+                                                {"phase", "format"},
+                                                {"message", "mkfs.ext4: No space left on device"}});
+        }));
+    CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason ==
+          "agent failed during format: mkfs.ext4: No space left on device");
+}
+
+TEST_CASE("executor: a channel closed mid-run fails the run and says so", "[run_executor]") {
+    ExecutorFixture fixture;
+    SECTION("the channel closes, the guest still runs") {
+        const RunRecord finished = run_with_guest(
+            fixture, after_job([](GuestChannel& channel) {
+                channel.send(protocol::kProgress, Json{{"phase", "bench"}, {"message", "fio"}});
+                channel.close();
+            }));
+        CHECK(finished.status == "failed");
+        CHECK_THAT(finished.failure_reason, Contains("channel closed"));
+        CHECK_THAT(finished.failure_reason, Contains("console log: " + finished.console_log));
+        CHECK_FALSE(finished.failure_reason.find("stopped") != std::string::npos);
+    }
+    SECTION("the guest powers off") {
+        const RunRecord finished =
+            run_with_guest(fixture, after_job([](GuestChannel& channel) { channel.power_off(); }));
+        CHECK(finished.status == "failed");
+        CHECK_THAT(finished.failure_reason, Contains("channel closed"));
+        CHECK_THAT(finished.failure_reason, Contains("the guest stopped unexpectedly"));
+        CHECK_THAT(finished.failure_reason, Contains("console log: " + finished.console_log));
+    }
+    SECTION("in the middle of a message") {
+        const RunRecord finished =
+            run_with_guest(fixture, after_job([](GuestChannel& channel) {
+                               channel.send_raw(R"({"v":1,"type":"result","fio":{)");
+                               channel.power_off();
+                           }));
+        CHECK(finished.status == "failed");
+        CHECK_THAT(finished.failure_reason, Contains("channel closed in the middle of a message"));
+    }
+}
+
+TEST_CASE("executor: a guest that stays silent after the job hits the run timeout",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    const RunRecord finished =
+        run_with_guest(fixture, after_job([](GuestChannel& channel) { channel.sleep(30s); }), 5, 1);
+    CHECK(finished.status == "failed");
+    CHECK_THAT(finished.failure_reason, Contains("run exceeded its time limit of 1 s"));
+}
+
+TEST_CASE("executor: a result with unusable fio output is refused", "[run_executor]") {
+    ExecutorFixture fixture;
+    GuestBehaviour behaviour;
+    std::string expected;
+    SECTION("fio JSON without jobs") {
+        behaviour.fio = Json{{"fio version", "fio-3.33"}, {"jobs", "garbage"}};
+        behaviour.metrics = Json{{"read_iops", 100.0}};
+        expected = "agent result has unusable fio output";
+    }
+    SECTION("a job that reports an error") {
+        Json fio = recorded_fio();
+        fio["jobs"][0]["error"] = 28;
+        behaviour.fio = fio;
+        expected = "agent result has unusable fio output";
+    }
+    SECTION("fio output that is not an object") {
+        behaviour.fio = Json("fio: ENOSPC");
+        expected = "agent result has no fio output object";
+    }
+    const RunRecord finished = run_with_guest(fixture, well_behaved_guest(behaviour));
+    CHECK(finished.status == "failed");
+    CHECK_THAT(finished.failure_reason, Contains(expected));
+    CHECK(fixture.stored(finished.id).metrics.empty());
+}
+
+TEST_CASE("executor: settings not in force fail the run with the difference", "[run_executor]") {
+    ExecutorFixture fixture;
+    GuestBehaviour behaviour;
+    std::vector<std::string> expected;
+    SECTION("the guest sees a rotational disk although ssd was requested") {
+        behaviour.readback_patch = Json{{"rotational", 1}};
+        expected = {"ssd: requested on, guest sees a rotational disk (rotational=1)"};
+    }
+    SECTION("the guest mounted another file system without the options") {
+        behaviour.readback_patch = Json{{"fs_type", "xfs"}, {"mount_options", "rw,relatime"}};
+        expected = {"filesystem: requested ext4, guest has xfs",
+                    "mount option noatime: requested, guest mounted with rw,relatime"};
+    }
+    SECTION("the hypervisor applied another cache mode") {
+        fixture.hypervisor.set_applied_patch(Json{{"cache", "writeback"}});
+        expected = {"cache: requested unsafe, in force writeback"};
+    }
+    SECTION("the hypervisor does not report iothread") {
+        fixture.hypervisor.set_applied_patch(Json{{"iothread", nullptr}});
+        expected = {"iothread: requested on, not reported by the hypervisor"};
+    }
+    const RunRecord finished = run_with_guest(fixture, well_behaved_guest(behaviour));
+    INFO(finished.failure_reason);
+    CHECK(finished.status == "failed");
+    CHECK_THAT(finished.failure_reason, Contains("settings not in force: "));
+    for (const auto& line : expected) CHECK_THAT(finished.failure_reason, Contains(line));
+    const RunRecord stored = fixture.stored(finished.id);
+    CHECK(stored.applied_settings.at("verified") == false);
+    CHECK(stored.applied_settings.contains("guest"));
+}
+
+TEST_CASE("executor: a hypervisor that cannot report applied settings fails the run",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.fail_applied_settings("cannot read domain XML: connection reset");
+    const RunRecord finished = run_with_guest(fixture, well_behaved_guest());
+    CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason == "cannot read domain XML: connection reset");
+}
+
+TEST_CASE("executor: cancellation ends the run as cancelled and tears down", "[run_executor]") {
+    ExecutorFixture fixture;
+    std::atomic<bool> cancelled{false};
+    std::thread canceller;
+    SECTION("while the benchmark runs") {
+        GuestBehaviour behaviour;
+        behaviour.before_result = [&cancelled](GuestChannel& channel) {
+            cancelled = true;  // the daemon cancels while fio runs
+            channel.sleep(30s);
+            return false;
+        };
+        fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    }
+    SECTION("while waiting for the agent socket") {
+        fixture.hypervisor.set_no_agent_socket();
+        canceller = std::thread([&cancelled] {
+            std::this_thread::sleep_for(200ms);
+            cancelled = true;
+        });
+    }
+    const RunRecord run = fixture.pending_run();
+    const auto start = std::chrono::steady_clock::now();
+    const RunRecord finished = fixture.execute(run, 30, 30, cancelled);
+    if (canceller.joinable()) canceller.join();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(finished.status == "cancelled");
+    CHECK(finished.failure_reason == "cancelled");
+    CHECK(seconds < 3);
+    check_nothing_left(fixture, finished);
+}
+
+TEST_CASE("executor: a storage failure fails the run before any VM starts", "[run_executor]") {
+    ExecutorFixture fixture;
+    fixture.storage.fail_create("lvcreate: Insufficient free space in thin pool");
+    const RunRecord finished = run_with_guest(fixture, well_behaved_guest());
+    CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason == "lvcreate: Insufficient free space in thin pool");
+    CHECK(fixture.hypervisor.started().empty());
+    CHECK(fixture.storage.created().empty());
+    CHECK(fixture.storage.removed().empty());
+}
+
+TEST_CASE("executor: a VM that fails to start fails the run and frees the volume",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.fail_start("internal error: qemu unexpectedly closed the monitor");
+    const RunRecord finished = run_with_guest(fixture, well_behaved_guest());
+    CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason == "internal error: qemu unexpectedly closed the monitor");
+    CHECK(fixture.hypervisor.started().size() == 1);
+    CHECK(fixture.storage.created().size() == 1);
+}
+
+TEST_CASE("executor: a run cancelled before it started is not started", "[run_executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord run = fixture.pending_run();
+    REQUIRE(fixture.store->cancel_pending_runs(run.sweep_id).ok());
+    const RunRecord finished = fixture.execute(run);
+    CHECK(finished.status == "cancelled");
+    CHECK(fixture.hypervisor.started().empty());
+    CHECK(fixture.hypervisor.destroyed().empty());
+    CHECK(fixture.storage.created().empty());
+}
+
+}  // namespace
+}  // namespace ds
