@@ -1,0 +1,71 @@
+// The file storage backend with the real qemu-img: one fresh volume per run,
+// raw (sparse) or qcow2, listed by prefix and removed afterwards.
+#include "daemon/file_storage.h"
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "common/process.h"
+
+namespace fs = std::filesystem;
+using namespace ds;
+
+namespace {
+CommandRunner real_runner() {
+    auto runner = std::make_shared<RealProcessRunner>();
+    return [runner](const std::vector<std::string>& argv) {
+        return run_checked(*runner, argv, std::chrono::seconds(60));
+    };
+}
+}  // namespace
+
+TEST_CASE("file storage creates raw and qcow2 volumes and removes them", "[integration][storage]") {
+    char pattern[] = "/tmp/disksweep-volumes-XXXXXX";
+    const std::string dir = ::mkdtemp(pattern);
+    FileStorage storage(dir + "/volumes", real_runner());
+
+    StorageConfig raw_config;
+    raw_config.disk_size_bytes = 256ull << 20;
+    auto raw = storage.create_volume("disksweep-r1-data", raw_config);
+    REQUIRE(raw.ok());
+    CHECK(raw->format == ImageFormat::kRaw);
+    CHECK(fs::file_size(raw->path) == 256ull << 20);
+    struct stat info {};
+    REQUIRE(::stat(raw->path.c_str(), &info) == 0);
+    CHECK(info.st_blocks == 0);  // sparse: nothing allocated yet
+
+    // The same name twice is refused: two runs never share a volume.
+    CHECK_FALSE(storage.create_volume("disksweep-r1-data", raw_config).ok());
+
+    StorageConfig qcow2_config = raw_config;
+    qcow2_config.image_format = ImageFormat::kQcow2;
+    auto qcow2 = storage.create_volume("disksweep-r2-data", qcow2_config);
+    REQUIRE(qcow2.ok());
+    std::ifstream in(qcow2->path, std::ios::binary);
+    char magic[4] = {};
+    in.read(magic, 4);
+    CHECK(std::string(magic, 4) == "QFI\xfb");  // qcow2 header magic
+
+    auto listed = storage.list_volumes("disksweep-r");
+    REQUIRE(listed.ok());
+    std::sort(listed->begin(), listed->end());
+    CHECK(*listed == std::vector<std::string>{"disksweep-r1-data", "disksweep-r2-data"});
+
+    CHECK(storage.remove_volume("disksweep-r1-data").ok());
+    CHECK(storage.remove_volume("disksweep-r2-data").ok());
+    CHECK(storage.remove_volume("disksweep-r2-data").ok());  // already gone: fine
+    CHECK(storage.list_volumes("disksweep-r")->empty());
+    fs::remove_all(dir);
+}
+
+TEST_CASE("file storage reports a volume it cannot create", "[integration][storage]") {
+    FileStorage storage("/proc/disksweep-cannot-exist", real_runner());
+    StorageConfig config;
+    auto volume = storage.create_volume("disksweep-r1-data", config);
+    REQUIRE_FALSE(volume.ok());
+    CHECK(volume.error().code == errc::kStorage);
+    CHECK(volume.error().message.find("/proc/disksweep-cannot-exist") != std::string::npos);
+}
