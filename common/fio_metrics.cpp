@@ -158,6 +158,10 @@ Result<std::map<std::string, double>> metrics_from_fio_json(const Json& fio_outp
     std::map<std::string, double> metrics;
     emit("read", read, metrics);
     emit("write", write, metrics);
+    // Each job's numbers are finite, but their sum can still overflow.
+    for (const auto& [name, value] : metrics) {
+        if (!std::isfinite(value)) return invalid(name, "sums to a non-finite value over the jobs");
+    }
     return metrics;
 }
 

@@ -117,7 +117,9 @@ int line_of_key(const std::string& path, const std::string& key) {
     std::string line;
     for (int number = 1; std::getline(in, line); ++number) {
         auto start = line.find_first_not_of(" \t");
-        if (start != std::string::npos && line.compare(start, key.size(), key) == 0) return number;
+        if (start == std::string::npos || line.compare(start, key.size(), key) != 0) continue;
+        char after = start + key.size() < line.size() ? line[start + key.size()] : '\0';
+        if (after == ' ' || after == '\t' || after == '=' || after == '\0') return number;
     }
     return 0;
 }

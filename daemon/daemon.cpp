@@ -279,7 +279,9 @@ int run_daemon(const DaemonConfig& config) {
              accel.reason + ")");
 
     EventBus events;
+    std::atomic<bool> shutting_down{false};
     RunEnvironment environment;
+    environment.shutting_down = &shutting_down;
     environment.hypervisor = hypervisor->get();
     environment.storage = storage->get();
     environment.store = store->get();
@@ -346,6 +348,7 @@ int run_daemon(const DaemonConfig& config) {
 
     log_line("stopping: cancelling running runs and tearing down their guests");
     sd_notify_state("STOPPING=1");
+    shutting_down = true;
     events.shutdown();
     server.stop();
     scheduler.stop();

@@ -96,15 +96,20 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
     versions["accel"] = run.accel;
     Json applied = Json::object();
 
-    std::filesystem::create_directories(run_dir);
-    std::filesystem::remove(socket_path);
-    std::filesystem::remove(run.console_log);
+    // Never throw out of a scheduler worker: error_code overloads throughout.
+    std::error_code fs_error;
+    std::filesystem::create_directories(run_dir, fs_error);
+    std::filesystem::remove(socket_path, fs_error);
+    std::filesystem::remove(run.console_log, fs_error);
 
     bool volume_created = false;
 
     // The body of the run; any failure returns its Error and the caller
     // records it. Teardown follows in every case.
     auto body = [&]() -> Status {
+        if (!std::filesystem::is_directory(run_dir, fs_error)) {
+            return make_error(errc::kIo, "cannot create the run directory " + run_dir);
+        }
         auto parsed_config = storage_config_from_json(run.config);
         if (!parsed_config.ok()) return parsed_config.error();
         const StorageConfig& config = parsed_config.value();
@@ -139,8 +144,8 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
             session.ok() ? session->await_hello(boot_deadline) : Result<Json>(session.error());
         if (!hello.ok()) {
             if (hello.error().code == errc::kTimeout || hello.error().code == errc::kIo) {
-                std::string state =
-                    guest_stopped(*env_.hypervisor, vm_name) ? " (the guest stopped)" : "";
+                auto running = env_.hypervisor->is_running(vm_name);
+                std::string state = running.ok() && !running.value() ? " (the guest stopped)" : "";
                 std::string tail = console_tail(run.console_log);
                 return make_error(errc::kTimeout,
                                   "agent did not connect within " + std::to_string(boot_timeout_s) +
@@ -192,6 +197,12 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         }
         session->send_shutdown();
         const Json& payload = result.value();
+        if (payload.value("run_id", Json()) != job["run_id"]) {
+            return make_error(errc::kProtocol, "agent sent a result for run " +
+                                                   payload.value("run_id", Json()).dump() +
+                                                   ", not for this run (" + job["run_id"].dump() +
+                                                   ")");
+        }
 
         // The guest is untrusted: metrics are re-derived from the raw fio
         // output rather than taken from its "metrics".
@@ -243,7 +254,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         Status removed = env_.storage->remove_volume(run.volume_name);
         if (!removed.ok()) teardown_problems += removed.error().message + "; ";
     }
-    std::filesystem::remove(socket_path);
+    std::filesystem::remove(socket_path, fs_error);
     timings["teardown_s"] = seconds_since(teardown_start);
     timings["total_s"] = seconds_since(run_start);
 
@@ -251,8 +262,14 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         run.status = "succeeded";
         run.failure_reason.clear();
         // A clean run keeps no console log; a failed one keeps it for reading.
-        std::filesystem::remove(run.console_log);
+        std::filesystem::remove(run.console_log, fs_error);
         run.console_log.clear();
+    } else if (outcome.error().code == errc::kCancelled && env_.shutting_down &&
+               env_.shutting_down->load()) {
+        // Not the user's cancel: the daemon is stopping. The run was not
+        // measured; say so (the next daemon resumes the sweep's pending runs).
+        run.status = "failed";
+        run.failure_reason = "interrupted: disksweepd stopped during this run";
     } else if (outcome.error().code == errc::kCancelled) {
         run.status = "cancelled";
         run.failure_reason = "cancelled";
@@ -269,7 +286,15 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
     run.applied_settings = applied;
     run.finished_at = utc_now_iso8601();
     Status stored = env_.store->finish_run(run);
-    if (!stored.ok()) {
+    if (!stored.ok() && stored.error().code != errc::kConflict) {
+        // E.g. a value SQLite cannot hold: record the failure without the
+        // measurements rather than leave the run 'running' forever.
+        run.status = "failed";
+        run.failure_reason = "cannot record result: " + stored.error().message;
+        run.metrics.clear();
+        run.raw_output.clear();
+        (void)env_.store->finish_run(run);
+    } else if (!stored.ok()) {
         run.status = "failed";
         run.failure_reason = "cannot record result: " + stored.error().message;
     }

@@ -27,6 +27,9 @@ struct RunEnvironment {
     const DaemonConfig* config = nullptr;
     GuestImage image;
     Accel accel = Accel::kTcg;
+    // Set when the daemon is stopping: a run cancelled then is recorded as
+    // interrupted (failed), not as cancelled by the user.
+    const std::atomic<bool>* shutting_down = nullptr;
 };
 
 class RunExecutor {

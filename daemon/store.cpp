@@ -562,7 +562,7 @@ Status Store::finish_run(const RunRecord& run) {
         SQLite::Statement update(
             *db_,
             "UPDATE runs SET status = ?, failure_reason = ?, timings_json = ?, versions_json = ?, "
-            "applied_settings_json = ?, raw_output = ?, finished_at = ? "
+            "applied_settings_json = ?, raw_output = ?, finished_at = ?, console_log = ? "
             "WHERE id = ? AND status IN ('pending', 'running')");
         update.bind(1, run.status);
         bind_text_or_null(update, 2, run.failure_reason);
@@ -572,7 +572,9 @@ Status Store::finish_run(const RunRecord& run) {
             5, dump_json(run.applied_settings.is_null() ? Json::object() : run.applied_settings));
         bind_text_or_null(update, 6, run.raw_output);
         bind_text_or_null(update, 7, run.finished_at);
-        update.bind(8, run.id);
+        // The executor drops the console log of a clean run: keep the record true.
+        bind_text_or_null(update, 8, run.console_log);
+        update.bind(9, run.id);
         if (update.exec() == 0) return run_transition_error(*db_, run.id, run.status);
 
         SQLite::Statement clear_metrics(*db_, "DELETE FROM metrics WHERE run_id = ?");

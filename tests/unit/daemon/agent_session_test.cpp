@@ -114,7 +114,7 @@ TEST_CASE("agent session: connect gives up at the deadline, on cancel, on a long
         CHECK(session.error().code == errc::kTimeout);
         CHECK(session.error().message ==
               "cannot connect to the agent channel " + path + ": No such file or directory");
-        CHECK(seconds_since(start) < 1.0);
+        CHECK(seconds_since(start) < 2.0);
     }
     SECTION("cancelled") {
         std::atomic<bool> cancelled{true};
@@ -303,7 +303,7 @@ TEST_CASE("agent session: await_result times out, and sees cancellation promptly
         REQUIRE_FALSE(outcome.ok());
         CHECK(outcome.error().code == errc::kTimeout);
         CHECK(progress >= 2);
-        CHECK(seconds < 0.6);
+        CHECK(seconds < 1.5);  // the deadline, not the chatter, ends it
     }
     SECTION("cancel") {
         std::thread canceller([&] {
@@ -316,7 +316,7 @@ TEST_CASE("agent session: await_result times out, and sees cancellation promptly
         canceller.join();
         REQUIRE_FALSE(outcome.ok());
         CHECK(outcome.error().code == errc::kCancelled);
-        CHECK(seconds < 0.6);  // polled in 250 ms slices
+        CHECK(seconds < 1.5);  // polled in 250 ms slices, not at the 10 s deadline
     }
     SECTION("cancelled before hello") {
         cancelled = true;

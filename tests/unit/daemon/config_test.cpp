@@ -230,5 +230,15 @@ TEST_CASE("config: --help and --version print and exit", "[config]") {
     CHECK(version->output == "disksweepd " + std::string(disksweep_version()) + "\n");
 }
 
+TEST_CASE("an unknown key that prefixes a valid one is reported on its own line",
+          "[config][regression]") {
+    TempDir dir;
+    const std::string file = dir.file("prefix.conf");
+    write_text(file, "state-dir = /x\nstate = 2\n");
+    // line_of_key matches "state" against "state-dir = /x" on line 1.
+    CHECK_THAT(parse_error({"--config", file}).message,
+               StartsWith(file + ":2: unknown key 'state'"));
+}
+
 }  // namespace
 }  // namespace ds

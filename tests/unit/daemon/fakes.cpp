@@ -47,9 +47,8 @@ fs::path fio_data_path(const std::string& name) {
 }
 
 Json recorded_fio(const std::string& name) {
-    const std::string text = read_text(fio_data_path(name));
-    REQUIRE(!text.empty());
-    return Json::parse(text);
+    // Throws (on a test's thread) when the file is missing or not JSON.
+    return Json::parse(read_text(fio_data_path(name)));
 }
 
 void ignore_sigpipe() {
@@ -128,6 +127,23 @@ std::optional<Json> GuestChannel::receive(std::chrono::milliseconds timeout) {
     }
 }
 
+void GuestChannel::drain() {
+    while (fd_ >= 0 && !eof_) {
+        char chunk[64 * 1024];
+        const ssize_t count = ::read(fd_, chunk, sizeof chunk);
+        if (count < 0 && errno == EINTR) continue;
+        if (count <= 0) break;
+        buffer_.append(chunk, static_cast<std::size_t>(count));
+    }
+    for (auto newline = buffer_.find('\n'); newline != std::string::npos;
+         newline = buffer_.find('\n')) {
+        auto message = protocol::decode(std::string_view(buffer_).substr(0, newline));
+        record_(message.ok() ? message.value()
+                             : Json{{"type", "undecodable"}, {"line", buffer_.substr(0, newline)}});
+        buffer_.erase(0, newline + 1);
+    }
+}
+
 void GuestChannel::close() {
     if (fd_ >= 0) {
         ::shutdown(fd_, SHUT_RDWR);
@@ -185,7 +201,14 @@ Json hello_payload() {
 }
 
 GuestScript well_behaved_guest(GuestBehaviour behaviour) {
-    return [behaviour](GuestChannel& channel) {
+    // Prepared here, on the test's thread; the script runs on the guest's.
+    const Json fio = behaviour.fio.is_null() ? recorded_fio(behaviour.fio_file) : behaviour.fio;
+    Json metrics = behaviour.metrics;
+    if (metrics.is_null()) {
+        auto honest = metrics_from_fio_json(fio);
+        metrics = honest.ok() ? Json(honest.value()) : Json::object();
+    }
+    return [behaviour, fio, metrics](GuestChannel& channel) {
         if (!channel.send(protocol::kHello, hello_payload())) return;
         auto job = channel.receive(10s);
         if (!job || job->value("type", std::string()) != protocol::kJob) return;
@@ -203,12 +226,6 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
                               {"fraction", (i + 1.0) / behaviour.progress_messages}});
         }
         if (behaviour.before_result && !behaviour.before_result(channel)) return;
-        Json fio = behaviour.fio.is_null() ? recorded_fio(behaviour.fio_file) : behaviour.fio;
-        Json metrics = behaviour.metrics;
-        if (metrics.is_null()) {
-            auto honest = metrics_from_fio_json(fio);
-            metrics = honest.ok() ? Json(honest.value()) : Json::object();
-        }
         Json readback = matching_readback(channel.request());
         if (!behaviour.readback_patch.is_null()) readback.merge_patch(behaviour.readback_patch);
         channel.send(
@@ -384,6 +401,8 @@ void FakeHypervisor::guest_main(int listen_fd, VmRequest request, GuestScript sc
     while (!stop->load()) {
         if (channel.closed() || !channel.receive(20ms)) std::this_thread::sleep_for(5ms);
     }
+    // What the host wrote before destroying the VM is in the socket buffer.
+    channel.drain();
 }
 
 void FakeHypervisor::stop_vm(Vm& vm) {

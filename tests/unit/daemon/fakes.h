@@ -77,6 +77,9 @@ class GuestChannel {
     bool send_raw(std::string_view bytes);
     // Next message from the host, or nothing on timeout, EOF or destroy.
     std::optional<Json> receive(std::chrono::milliseconds timeout);
+    // Records whatever complete messages are already buffered, without
+    // waiting (after the VM was destroyed).
+    void drain();
     // Closes the channel (the host reads EOF).
     void close();
     // The guest powers off: the hypervisor reports it not running, then the

@@ -68,7 +68,8 @@ GuestScript after_job(std::function<void(GuestChannel&)> then) {
 TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived metrics",
           "[run_executor]") {
     ExecutorFixture fixture;
-    EventLog events(fixture.events, fixture.pending_run().sweep_id);  // not this sweep: see below
+    // Another sweep's stream, which must see none of this run's events.
+    EventLog other_sweep_events(fixture.events, fixture.pending_run().sweep_id);
     GuestBehaviour behaviour;
     // The guest is untrusted: its own metrics are lies the host must ignore.
     behaviour.metrics = Json{{"read_iops", 1e9}, {"write_iops", 1e9}, {"made_up", 1.0}};
@@ -153,7 +154,7 @@ TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived 
     CHECK(all[5].at("fraction") == 1.0);
     CHECK(all[6].at("status") == "succeeded");
     CHECK(all[6].at("run_id") == run.id);
-    CHECK(events.all().empty());  // nothing leaked into another sweep's stream
+    CHECK(other_sweep_events.all().empty());
 }
 
 TEST_CASE("executor: no agent within the boot timeout fails with the console log",
@@ -178,7 +179,7 @@ TEST_CASE("executor: no agent within the boot timeout fails with the console log
     CHECK_THAT(finished.failure_reason, Contains("console log: " + finished.console_log));
     CHECK_THAT(finished.failure_reason, Contains("Kernel panic - not syncing"));
     CHECK_FALSE(finished.failure_reason.find("guest stopped") != std::string::npos);
-    CHECK(seconds < 4);
+    CHECK(seconds < 6);  // the 1 s timeout, not the 10 s run timeout
     // A failed run keeps its console log for reading.
     CHECK(std::filesystem::exists(finished.console_log));
     CHECK(fixture.stored(run.id).console_log == finished.console_log);
@@ -229,8 +230,8 @@ TEST_CASE("executor: protocol violations by the guest fail the run with the reas
         expected = "unknown message type \"gossip\"";
     }
     SECTION("a result before hello") {
-        script = [](GuestChannel& channel) {
-            channel.send(protocol::kResult, Json{{"fio", recorded_fio()}});
+        script = [fio = recorded_fio()](GuestChannel& channel) {
+            channel.send(protocol::kResult, Json{{"fio", fio}});
         };
         expected = "agent sent 'result' before 'hello'";
     }
@@ -445,6 +446,64 @@ TEST_CASE("executor: a run cancelled before it started is not started", "[run_ex
     CHECK(fixture.hypervisor.started().empty());
     CHECK(fixture.hypervisor.destroyed().empty());
     CHECK(fixture.storage.created().empty());
+}
+
+// Regressions: each of these was a bug once.
+
+TEST_CASE("fio numbers whose sum overflows fail the run, which is still recorded",
+          "[run_executor][regression]") {
+    // Each value is finite (JSON cannot carry more), their sum is not:
+    // metrics_from_fio_json returns inf, Store::finish_run refuses it, and
+    // the executor returns "failed" while the store keeps "running".
+    ExecutorFixture fixture;
+    GuestBehaviour behaviour;
+    Json fio = recorded_fio("randrw_4k_numjobs2.json");
+    fio["jobs"][0]["read"]["iops"] = 1.5e308;
+    fio["jobs"][1]["read"]["iops"] = 1.5e308;
+    behaviour.fio = fio;
+    behaviour.metrics = Json::object();
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    const RunRecord run = fixture.pending_run();
+    const RunRecord finished = fixture.execute(run);
+    CHECK(finished.status == "failed");
+    CHECK(fixture.stored(run.id).status == "failed");
+}
+
+TEST_CASE("a result for another run id (sent before the job) is refused",
+          "[run_executor][regression]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_guest_script([fio = recorded_fio()](GuestChannel& channel) {
+        channel.send(protocol::kHello, hello_payload());
+        channel.send(protocol::kResult, Json{{"run_id", "not-this-run"},
+                                             {"fio", fio},
+                                             {"readback", matching_readback(channel.request())}});
+    });
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    CHECK(finished.status == "failed");
+}
+
+TEST_CASE("a succeeded run's stored console_log is cleared with the deleted file",
+          "[run_executor][regression]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    REQUIRE(finished.status == "succeeded");
+    const std::string stored = fixture.stored(finished.id).console_log;
+    CHECK((stored.empty() || std::filesystem::exists(stored)));
+}
+
+TEST_CASE("an unusable run directory fails the run instead of throwing",
+          "[run_executor][regression]") {
+    // Scheduler::ExecuteRun must not throw (an exception on a worker thread
+    // terminates the daemon), but execute() uses the throwing overloads of
+    // std::filesystem::create_directories/remove.
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord run = fixture.pending_run();
+    write_text(fixture.config.run_dir(), "a file where the run directory should be\n");
+    RunRecord finished;
+    CHECK_NOTHROW(finished = fixture.execute(run));
+    CHECK(finished.status == "failed");
 }
 
 }  // namespace
