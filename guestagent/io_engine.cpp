@@ -7,7 +7,7 @@ namespace ds::io {
 namespace {
 
 constexpr std::array<const EngineDescriptor*, 3> kEngines = {&kLibaioEngine, &kPsyncEngine,
-                                                            &kNullEngine};
+                                                             &kNullEngine};
 
 }  // namespace
 

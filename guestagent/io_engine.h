@@ -31,16 +31,19 @@ enum class OptionType {
     kTime,  // seconds: a number, or a string with a unit ("10s", "500ms")
 };
 
-// One option as data: its name as fio spells it, how it is written, and the
-// one-line help that error messages and docs/io-engine.md show.
+// One option as data: its name as fio spells it, how it is written, the
+// one-line help that error messages and docs/io-engine.md show, and (for an
+// engine's own options) its default in EngineOptionValues units.
 struct OptionSpec {
     std::string_view name;
     OptionType type;
     std::string_view help;
+    std::int64_t default_value = 0;
 };
 
 // An engine's own options after parsing: name -> value (bools as 0/1, sizes
-// in bytes, times in microseconds). Only names from the engine's table.
+// in bytes, times in microseconds). Exactly the names of the engine's table:
+// parse_job_options fills in the default of every option not given.
 using EngineOptionValues = std::map<std::string, std::int64_t, std::less<>>;
 
 enum class IoDirection : std::uint8_t { kRead = 0, kWrite = 1 };
@@ -72,7 +75,7 @@ enum class QueueOutcome {
 };
 
 struct EngineSetup {
-    unsigned iodepth = 1;  // most units ever outstanding at once (>= 1)
+    unsigned iodepth = 1;                         // most units ever outstanding at once (>= 1)
     const EngineOptionValues* options = nullptr;  // never null
 };
 

@@ -14,10 +14,15 @@
 namespace ds::io {
 namespace {
 
-constexpr std::array<OptionSpec, 1> kLibaioOptions = {{
+constexpr std::array<OptionSpec, 2> kLibaioOptions = {{
     {"userspace_reap", OptionType::kBool,
-     "when polling (iodepth_batch_complete=0), read completions from the AIO ring in user "
-     "space instead of calling io_getevents (0)"},
+     "fio's: when polling (iodepth_batch_complete_min=0), read completions from the AIO ring "
+     "in user space instead of calling io_getevents (0)",
+     0},
+    {"ring_first", OptionType::kBool,
+     "disksweep's: take completions already in the AIO ring without a system call, and call "
+     "io_getevents only to wait for more (1)",
+     1},
 }};
 
 // How often commit() retries EAGAIN while nothing is in flight (so reaping
@@ -49,8 +54,9 @@ class LibaioEngine final : public IoEngine {
   public:
     Status init(const EngineSetup& setup) override {
         depth_ = setup.iodepth;
-        const auto reap = setup.options->find("userspace_reap");
-        userspace_reap_ = reap != setup.options->end() && reap->second != 0;
+        // parse_job_options fills in every option of this engine.
+        userspace_reap_ = setup.options->at("userspace_reap") != 0;
+        ring_first_ = setup.options->at("ring_first") != 0;
         iocbs_.resize(depth_);
         pending_.reserve(depth_);
         events_.resize(depth_);
@@ -61,14 +67,15 @@ class LibaioEngine final : public IoEngine {
                 case EAGAIN:  // the system-wide limit of AIO events is used up
                     return op_error("io_setup", -result,
                                     "the system's AIO event limit (/proc/sys/fs/aio-max-nr) "
-                                    "cannot take iodepth=" + std::to_string(depth_) + " more");
+                                    "cannot take iodepth=" +
+                                        std::to_string(depth_) + " more");
                 case ENOSYS:  // kernel built without CONFIG_AIO
                     return op_error("io_setup", -result,
                                     "this kernel has no native AIO; use ioengine=psync");
                 default:  // EINVAL (depth over the limit), ENOMEM, EFAULT
-                    return op_error("io_setup", -result,
-                                    "cannot create an AIO context for iodepth=" +
-                                        std::to_string(depth_));
+                    return op_error(
+                        "io_setup", -result,
+                        "cannot create an AIO context for iodepth=" + std::to_string(depth_));
             }
         }
         context_ready_ = true;
@@ -144,7 +151,8 @@ class LibaioEngine final : public IoEngine {
                     return op_error(
                         "io_submit", error_number,
                         "the file does not support AIO, or the I/O is not aligned for O_DIRECT "
-                        "(offset " + std::to_string(bad.u.c.offset) + ", length " +
+                        "(offset " +
+                            std::to_string(bad.u.c.offset) + ", length " +
                             std::to_string(bad.u.c.nbytes) + ")");
                 }
                 case EFAULT:  // an iocb or buffer address is invalid: a bug in the runner
@@ -165,7 +173,10 @@ class LibaioEngine final : public IoEngine {
         max = std::min({max, inflight_, depth_});
         if (max == 0) return 0u;
         unsigned reaped = 0;
-        if (userspace_reap_ && min == 0 && ring_usable()) {
+        // From the ring when what is there already meets `min` (the same
+        // events io_getevents would return, without the system call).
+        if ((ring_first_ || (userspace_reap_ && min == 0)) && ring_usable() &&
+            ring_ready() >= min) {
             reaped = reap_ring(max);
         } else {
             while (true) {
@@ -212,11 +223,20 @@ class LibaioEngine final : public IoEngine {
     ~LibaioEngine() override { cleanup(); }
 
   private:
-    // Whether the ring is in the format reap_ring() reads; when not,
-    // userspace_reap quietly falls back to io_getevents.
+    // Whether the ring is in the format reap_ring() reads (fs/aio.c's
+    // AIO_RING_MAGIC, no incompatible features); when not, reaping quietly
+    // falls back to io_getevents.
     bool ring_usable() const {
         const auto* ring = reinterpret_cast<const AioRing*>(context_);
         return ring->magic == kAioRingMagic && ring->incompat_features == 0;
+    }
+
+    // Completed events waiting in the ring.
+    unsigned ring_ready() const {
+        const auto* ring = reinterpret_cast<const AioRing*>(context_);
+        const unsigned head = ring->head;
+        const unsigned tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+        return tail >= head ? tail - head : ring->nr - head + tail;
     }
 
     // fio's userspace_reap: take completed events straight from the ring the
@@ -237,6 +257,7 @@ class LibaioEngine final : public IoEngine {
 
     unsigned depth_ = 1;
     bool userspace_reap_ = false;
+    bool ring_first_ = true;
     io_context_t context_ = nullptr;
     bool context_ready_ = false;
     std::vector<iocb> iocbs_;       // one per unit index

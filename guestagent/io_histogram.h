@@ -18,8 +18,7 @@ class LatencyHistogram {
     // Largest value kept in its own bucket: 2^44 ns (about 4.9 hours); larger
     // values land in the last bucket (min/max/mean stay exact).
     static constexpr unsigned kMaxValueBits = 44;
-    static constexpr unsigned kBucketCount =
-        (kMaxValueBits - kSubBucketBits + 1) << kSubBucketBits;
+    static constexpr unsigned kBucketCount = (kMaxValueBits - kSubBucketBits + 1) << kSubBucketBits;
     // Bound on |reported - exact| / exact for percentile().
     static constexpr double kMaxRelativeError = 1.0 / (2 << kSubBucketBits);
 

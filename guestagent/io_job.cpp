@@ -16,8 +16,8 @@
 #include <memory>
 #include <optional>
 #include <system_error>
-#include <utility>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "guestagent/io_report.h"
@@ -117,8 +117,7 @@ Status lay_out(const std::string& path, std::uint64_t from, std::uint64_t to) {
     while (offset < to) {
         const std::size_t length =
             static_cast<std::size_t>(std::min<std::uint64_t>(kLayoutChunk, to - offset));
-        const ssize_t written =
-            pwrite(fd.get(), chunk->get(), length, static_cast<off_t>(offset));
+        const ssize_t written = pwrite(fd.get(), chunk->get(), length, static_cast<off_t>(offset));
         if (written < 0 && errno == EINTR) continue;
         if (written < 0) {
             return io_error("laying out " + path + " at offset " + std::to_string(offset), errno);
@@ -205,9 +204,8 @@ Result<std::vector<JobTarget>> prepare_targets(const JobOptions& options) {
     }
     const std::string directory = options.directory.empty() ? "." : options.directory;
     for (unsigned job = 0; job < options.numjobs; ++job) {
-        auto target =
-            prepare_file(directory + "/" + options.name + "." + std::to_string(job) + ".0",
-                         options.size);
+        auto target = prepare_file(
+            directory + "/" + options.name + "." + std::to_string(job) + ".0", options.size);
         if (!target) return target.error();
         targets.push_back(*target);
     }
@@ -227,8 +225,7 @@ struct SharedState {
 // One job: one thread, one engine instance, one fd, iodepth units.
 class JobRunner {
   public:
-    JobRunner(const JobOptions& options, JobTarget target, unsigned job_index,
-              SharedState& shared)
+    JobRunner(const JobOptions& options, JobTarget target, unsigned job_index, SharedState& shared)
         : options_(options),
           target_(std::move(target)),
           job_index_(job_index),
@@ -291,14 +288,16 @@ class JobRunner {
         const std::uint64_t budget = options_.time_based ? UINT64_MAX : blocks_;
         const bool synchronous = options_.engine->synchronous;
 
+        // Whether to stop issuing new I/O: the size is done, the runtime is
+        // over, another job failed or the caller asked to stop.
+        auto should_stop = [&](std::uint64_t at) {
+            return issued_ >= budget || at >= end_ns_ ||
+                   shared_.abort.load(std::memory_order_relaxed) ||
+                   (shared_.stop && shared_.stop->load(std::memory_order_relaxed));
+        };
         bool stopping = false;
         while (!error_) {
-            if (!stopping &&
-                (issued_ >= budget || now >= end_ns_ ||
-                 shared_.abort.load(std::memory_order_relaxed) ||
-                 (shared_.stop && shared_.stop->load(std::memory_order_relaxed)))) {
-                stopping = true;
-            }
+            if (!stopping) stopping = should_stop(now);
             // 1. Queue: retries of short transfers first, then new I/O while
             //    units are free.
             bool busy = false;
@@ -327,7 +326,7 @@ class JobRunner {
                     now = now_ns();
                     advance_clock(now);
                     complete(*unit, now);
-                    if (now >= end_ns_) stopping = true;
+                    stopping = stopping || should_stop(now);
                     continue;
                 }
                 if (*outcome == QueueOutcome::kBusy) {
@@ -348,31 +347,43 @@ class JobRunner {
             if (error_) break;
 
             // 2. Reap, as fio: when the queue is full (or cannot take more
-            //    now), or every time in polling mode (iodepth_batch_complete
-            //    = 0). Draining at the end always waits for at least one.
+            //    now), waiting for at least max(1, iodepth_batch_complete_min)
+            //    and taking at most iodepth_batch_complete_max per call, until
+            //    no more than iodepth_low are outstanding (by default one
+            //    call: the queue stays full, as fio keeps it). With
+            //    iodepth_batch_complete_min = 0 also check, without waiting,
+            //    on every pass. Draining at the end takes anything.
             const unsigned outstanding = depth_ - static_cast<unsigned>(free_.size());
             if (outstanding == 0) {
                 if (stopping || issued_ >= budget) break;
                 continue;
             }
             const bool draining = stopping || issued_ >= budget;
-            const bool full = free_.empty() || busy || engine_pending_ > 0 || draining;
+            const bool full = free_.empty() || busy || engine_pending_ > 0;
             unsigned min_events = 0;
+            unsigned max_events = options_.iodepth_batch_complete_max;
             if (draining) {
                 min_events = 1;
+                max_events = depth_;
             } else if (full) {
-                min_events = options_.iodepth_batch_complete;
+                min_events = std::max(1u, options_.iodepth_batch_complete);
             } else if (options_.iodepth_batch_complete != 0) {
                 continue;  // room for more I/O: queue it before waiting
             }
-            auto reaped = engine_->getevents(min_events, depth_);
-            if (!reaped) {
-                fail(reaped.error().message);
-                break;
+            while (true) {
+                auto reaped = engine_->getevents(min_events, max_events);
+                if (!reaped) {
+                    fail(reaped.error().message);
+                    break;
+                }
+                now = now_ns();
+                advance_clock(now);
+                for (unsigned i = 0; i < *reaped; ++i) complete(engine_->event(i), now);
+                if (draining || !full || *reaped == 0 || error_ || !retry_.empty() ||
+                    depth_ - free_.size() <= options_.iodepth_low) {
+                    break;
+                }
             }
-            now = now_ns();
-            advance_clock(now);
-            for (unsigned i = 0; i < *reaped; ++i) complete(engine_->event(i), now);
         }
         drain();
         if (last_completion_ns_ > measure_start_ns_) {
@@ -383,8 +394,8 @@ class JobRunner {
         getrusage(RUSAGE_THREAD, &after);
         stats_.user_cpu_s = seconds_of(after.ru_utime) - seconds_of(before.ru_utime);
         stats_.system_cpu_s = seconds_of(after.ru_stime) - seconds_of(before.ru_stime);
-        stats_.context_switches = static_cast<std::uint64_t>(
-            (after.ru_nvcsw - before.ru_nvcsw) + (after.ru_nivcsw - before.ru_nivcsw));
+        stats_.context_switches = static_cast<std::uint64_t>((after.ru_nvcsw - before.ru_nvcsw) +
+                                                             (after.ru_nivcsw - before.ru_nivcsw));
     }
 
     const std::optional<Error>& error() const { return error_; }
@@ -400,9 +411,13 @@ class JobRunner {
         IoDirection direction = IoDirection::kRead;
         switch (options_.rw) {
             case RwMode::kRead:
-            case RwMode::kRandRead: direction = IoDirection::kRead; break;
+            case RwMode::kRandRead:
+                direction = IoDirection::kRead;
+                break;
             case RwMode::kWrite:
-            case RwMode::kRandWrite: direction = IoDirection::kWrite; break;
+            case RwMode::kRandWrite:
+                direction = IoDirection::kWrite;
+                break;
             case RwMode::kRandRw:
             case RwMode::kReadWrite:
                 direction = random_.below(100) < options_.rwmixread ? IoDirection::kRead
@@ -486,9 +501,8 @@ class JobRunner {
         const auto transferred = unit.result;
         if (transferred < 0 || transferred == 0) {
             const char* verb = unit.direction == IoDirection::kRead ? "read" : "write";
-            std::string what = "job " + std::to_string(job_index_) + ": " + verb + " of " +
-                               std::to_string(unit.length) + " bytes at offset " +
-                               std::to_string(unit.offset) + " on " +
+            std::string what = std::string(verb) + " of " + std::to_string(unit.length) +
+                               " bytes at offset " + std::to_string(unit.offset) + " on " +
                                (target_.path.empty() ? std::string("(null)") : target_.path);
             free_.push_back(unit.index);
             if (transferred < 0) {
@@ -532,8 +546,11 @@ class JobRunner {
         }
     }
 
-    void fail(std::string message) {
-        if (!error_) error_ = make_error(errc::kIo, std::move(message));
+    // Records the job's first error, prefixed with "job N: ", and stops the
+    // other jobs.
+    void fail(const std::string& message) {
+        if (!error_)
+            error_ = make_error(errc::kIo, "job " + std::to_string(job_index_) + ": " + message);
         shared_.abort.store(true, std::memory_order_relaxed);
     }
 
@@ -549,10 +566,10 @@ class JobRunner {
     AlignedBuffer buffers_;
     std::unique_ptr<IoEngine> engine_;
     std::vector<IoUnit> units_;
-    std::vector<std::uint32_t> free_;     // indexes of units nobody holds
-    std::vector<IoUnit*> retry_;          // short transfers waiting to be queued again
-    std::vector<IoUnit*> unsubmitted_;    // queued, not yet submitted, in queue order
-    unsigned engine_pending_ = 0;         // the engine's count of the same
+    std::vector<std::uint32_t> free_;   // indexes of units nobody holds
+    std::vector<IoUnit*> retry_;        // short transfers waiting to be queued again
+    std::vector<IoUnit*> unsubmitted_;  // queued, not yet submitted, in queue order
+    unsigned engine_pending_ = 0;       // the engine's count of the same
     std::uint64_t sequential_[kIoDirections] = {0, 0};
 
     std::uint64_t issued_ = 0;
@@ -609,7 +626,8 @@ Result<Json> run_io_job(const JobOptions& options, const std::atomic<bool>* stop
                 runner->run();
             });
         } catch (const std::system_error& e) {
-            spawn_error = make_error(errc::kIo, std::string("cannot start a job thread: ") + e.what());
+            spawn_error =
+                make_error(errc::kIo, std::string("cannot start a job thread: ") + e.what());
             shared.abort.store(true);
             break;
         }

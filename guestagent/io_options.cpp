@@ -15,8 +15,7 @@ constexpr std::uint64_t kMaxBlockSize = 256ull << 20;  // IoUnit::length is 32-b
 constexpr std::uint64_t kDirectAlignment = 512;
 
 Error invalid_option(std::string_view name, const std::string& what) {
-    return make_error(errc::kInvalidArgument,
-                      "io job option '" + std::string(name) + "': " + what);
+    return make_error(errc::kInvalidArgument, "io job option '" + std::string(name) + "': " + what);
 }
 
 std::string lower(std::string_view text) {
@@ -29,10 +28,10 @@ std::string lower(std::string_view text) {
 // A value converted according to its OptionSpec::type; only the member for
 // that type is meaningful.
 struct OptionValue {
-    std::string text;           // kString
-    bool flag = false;          // kBool
-    std::uint64_t number = 0;   // kInt, kSize (bytes)
-    double seconds = 0;         // kTime
+    std::string text;          // kString
+    bool flag = false;         // kBool
+    std::uint64_t number = 0;  // kInt, kSize (bytes)
+    double seconds = 0;        // kTime
 };
 
 // Converts a JSON value to `spec.type`, or says why it cannot.
@@ -43,8 +42,8 @@ Result<OptionValue> convert(const OptionSpec& spec, const Json& value) {
     switch (spec.type) {
         case OptionType::kString:
             if (!is_text && !value.is_number()) {
-                return invalid_option(spec.name, std::string("is a ") + value.type_name() +
-                                                     ", expected a string");
+                return invalid_option(
+                    spec.name, std::string("is a ") + value.type_name() + ", expected a string");
             }
             out.text = text;
             return out;
@@ -62,7 +61,7 @@ Result<OptionValue> convert(const OptionSpec& spec, const Json& value) {
             return out;
         }
         case OptionType::kInt: {
-            if (value.is_number_unsigned()) {
+            if (value.is_number_integer() && value.get<std::int64_t>() >= 0) {
                 out.number = value.get<std::uint64_t>();
                 return out;
             }
@@ -75,7 +74,7 @@ Result<OptionValue> convert(const OptionSpec& spec, const Json& value) {
             return out;
         }
         case OptionType::kSize: {
-            if (value.is_number_unsigned()) {
+            if (value.is_number_integer() && value.get<std::int64_t>() >= 0) {
                 out.number = value.get<std::uint64_t>();
                 return out;
             }
@@ -83,7 +82,8 @@ Result<OptionValue> convert(const OptionSpec& spec, const Json& value) {
                 return invalid_option(spec.name, text + " is not a size (fio syntax: 4k, 1m, 512)");
             }
             if (text.find('%') != std::string::npos) {
-                return invalid_option(spec.name, "percentages (\"" + text + "\") are not supported");
+                return invalid_option(spec.name,
+                                      "percentages (\"" + text + "\") are not supported");
             }
             const auto bytes = parse_fio_size(text);
             if (!bytes) {
@@ -147,6 +147,13 @@ Status set_bs(JobOptions& job, std::string_view name, const OptionValue& value) 
     return ok_status();
 }
 
+// A count option, capped at kMaxIodepth (parse_job_options caps it further).
+template <unsigned JobOptions::*Field>
+Status set_count(JobOptions& job, std::string_view, const OptionValue& value) {
+    job.*Field = static_cast<unsigned>(std::min<std::uint64_t>(value.number, kMaxIodepth));
+    return ok_status();
+}
+
 // General options as data: the spec and how its converted value lands in
 // JobOptions (range checks that need no other option happen here).
 struct GeneralOption {
@@ -154,7 +161,7 @@ struct GeneralOption {
     Status (*apply)(JobOptions&, std::string_view name, const OptionValue&);
 };
 
-const std::array<GeneralOption, 21> kGeneralOptions = {{
+const std::array<GeneralOption, 23> kGeneralOptions = {{
     {{"name", OptionType::kString, "job name; per-job files are <name>.<job>.0"},
      [](JobOptions& job, std::string_view name, const OptionValue& v) -> Status {
          if (v.text.empty() || v.text.find('/') != std::string::npos) {
@@ -202,9 +209,8 @@ const std::array<GeneralOption, 21> kGeneralOptions = {{
      [](JobOptions& job, std::string_view name, const OptionValue& v) -> Status {
          if (v.text.empty()) return invalid_option(name, "is empty");
          if (v.text.find(':') != std::string::npos) {
-             return invalid_option(name,
-                                   "several files separated by ':' are not supported (\"" +
-                                       v.text + "\")");
+             return invalid_option(
+                 name, "several files separated by ':' are not supported (\"" + v.text + "\")");
          }
          job.filename = v.text;
          return ok_status();
@@ -239,26 +245,20 @@ const std::array<GeneralOption, 21> kGeneralOptions = {{
          return ok_status();
      }},
     {{"iodepth_batch_submit", OptionType::kInt, "units submitted per commit (1; 0 = iodepth)"},
-     [](JobOptions& job, std::string_view, const OptionValue& v) {
-         job.iodepth_batch_submit = static_cast<unsigned>(std::min<std::uint64_t>(v.number, kMaxIodepth));
-         return ok_status();
-     }},
+     set_count<&JobOptions::iodepth_batch_submit>},
     {{"iodepth_batch", OptionType::kInt, "alias of iodepth_batch_submit"},
-     [](JobOptions& job, std::string_view, const OptionValue& v) {
-         job.iodepth_batch_submit = static_cast<unsigned>(std::min<std::uint64_t>(v.number, kMaxIodepth));
-         return ok_status();
-     }},
-    {{"iodepth_batch_complete", OptionType::kInt,
-      "least completions to wait for per reap (1; 0 = poll without waiting)"},
-     [](JobOptions& job, std::string_view, const OptionValue& v) {
-         job.iodepth_batch_complete = static_cast<unsigned>(std::min<std::uint64_t>(v.number, kMaxIodepth));
-         return ok_status();
-     }},
-    {{"iodepth_batch_complete_min", OptionType::kInt, "alias of iodepth_batch_complete"},
-     [](JobOptions& job, std::string_view, const OptionValue& v) {
-         job.iodepth_batch_complete = static_cast<unsigned>(std::min<std::uint64_t>(v.number, kMaxIodepth));
-         return ok_status();
-     }},
+     set_count<&JobOptions::iodepth_batch_submit>},
+    {{"iodepth_batch_complete_min", OptionType::kInt,
+      "least completions one reap waits for (1; 0 = also poll when the queue is not full)"},
+     set_count<&JobOptions::iodepth_batch_complete>},
+    {{"iodepth_batch_complete", OptionType::kInt, "alias of iodepth_batch_complete_min"},
+     set_count<&JobOptions::iodepth_batch_complete>},
+    {{"iodepth_batch_complete_max", OptionType::kInt,
+      "most completions one reap takes (default: iodepth_batch_complete_min, at least 1)"},
+     set_count<&JobOptions::iodepth_batch_complete_max>},
+    {{"iodepth_low", OptionType::kInt,
+      "a full queue is reaped down to this many before refilling (default: iodepth)"},
+     set_count<&JobOptions::iodepth_low>},
     {{"group_reporting", OptionType::kBool, "report all jobs as one merged entry (0)"},
      [](JobOptions& job, std::string_view, const OptionValue& v) {
          job.group_reporting = v.flag;
@@ -279,8 +279,8 @@ std::string general_option_names() {
 }
 
 Error unsupported_option(const std::string& name, const EngineDescriptor& engine) {
-    std::string message = "unsupported io job option '" + name +
-                          "'; supported: " + general_option_names();
+    std::string message =
+        "unsupported io job option '" + name + "'; supported: " + general_option_names();
     if (!engine.options.empty()) {
         message += "; ioengine=" + std::string(engine.name) + " also takes: ";
         for (std::size_t i = 0; i < engine.options.size(); ++i) {
@@ -310,12 +310,18 @@ std::optional<std::uint64_t> scale_of(std::string_view suffix) {
 
 std::string_view rw_mode_name(RwMode mode) {
     switch (mode) {
-        case RwMode::kRead: return "read";
-        case RwMode::kWrite: return "write";
-        case RwMode::kRandRead: return "randread";
-        case RwMode::kRandWrite: return "randwrite";
-        case RwMode::kRandRw: return "randrw";
-        case RwMode::kReadWrite: return "readwrite";
+        case RwMode::kRead:
+            return "read";
+        case RwMode::kWrite:
+            return "write";
+        case RwMode::kRandRead:
+            return "randread";
+        case RwMode::kRandWrite:
+            return "randwrite";
+        case RwMode::kRandRw:
+            return "randrw";
+        case RwMode::kReadWrite:
+            return "readwrite";
     }
     return "?";
 }
@@ -387,8 +393,8 @@ Result<JobOptions> parse_job_options(const Json& params) {
     // The engine first: its table decides which further names are valid.
     if (const auto engine = params.find("ioengine"); engine != params.end()) {
         if (!engine->is_string()) {
-            return invalid_option("ioengine", std::string("is a ") + engine->type_name() +
-                                                  ", expected a string");
+            return invalid_option(
+                "ioengine", std::string("is a ") + engine->type_name() + ", expected a string");
         }
         job.ioengine = engine->get<std::string>();
     }
@@ -405,8 +411,8 @@ Result<JobOptions> parse_job_options(const Json& params) {
             if ((name == "bs" || name == "blocksize") && value.is_string()) {
                 const auto& text = value.get_ref<const std::string&>();
                 if (text.find_first_of(",:") != std::string::npos) {
-                    return invalid_option(name, "per-direction block sizes (\"" + text +
-                                                    "\") are not supported");
+                    return invalid_option(
+                        name, "per-direction block sizes (\"" + text + "\") are not supported");
                 }
                 if (text.find('-') != std::string::npos) {
                     return invalid_option(name,
@@ -426,31 +432,39 @@ Result<JobOptions> parse_job_options(const Json& params) {
         if (!converted) return converted.error();
         std::int64_t stored = 0;
         switch (own->type) {
-            case OptionType::kBool: stored = converted->flag ? 1 : 0; break;
+            case OptionType::kBool:
+                stored = converted->flag ? 1 : 0;
+                break;
             case OptionType::kInt:
             case OptionType::kSize:
-                stored = static_cast<std::int64_t>(
-                    std::min<std::uint64_t>(converted->number, std::numeric_limits<std::int64_t>::max()));
+                stored = static_cast<std::int64_t>(std::min<std::uint64_t>(
+                    converted->number, std::numeric_limits<std::int64_t>::max()));
                 break;
-            case OptionType::kTime: stored = std::llround(converted->seconds * 1e6); break;
+            case OptionType::kTime:
+                stored = std::llround(converted->seconds * 1e6);
+                break;
             case OptionType::kString:
                 return invalid_option(name, "string-valued engine options are not supported");
         }
         job.engine_options[name] = stored;
     }
 
+    for (const OptionSpec& spec : job.engine->options) {
+        job.engine_options.try_emplace(std::string(spec.name), spec.default_value);
+    }
+
     // Checks that involve more than one option.
     if (job.bs == 0 || job.bs > kMaxBlockSize) {
-        return invalid_option("bs", std::to_string(job.bs) + " is out of range 1.." +
-                                        std::to_string(kMaxBlockSize));
+        return invalid_option(
+            "bs", std::to_string(job.bs) + " is out of range 1.." + std::to_string(kMaxBlockSize));
     }
     if (job.direct && job.bs % kDirectAlignment != 0) {
-        return invalid_option("bs", std::to_string(job.bs) +
-                                        " is not a multiple of 512, which direct=1 needs");
+        return invalid_option(
+            "bs", std::to_string(job.bs) + " is not a multiple of 512, which direct=1 needs");
     }
     if (job.size && *job.size < job.bs) {
-        return invalid_option("size", std::to_string(*job.size) + " is smaller than bs=" +
-                                          std::to_string(job.bs));
+        return invalid_option(
+            "size", std::to_string(*job.size) + " is smaller than bs=" + std::to_string(job.bs));
     }
     if (job.time_based && job.runtime_s <= 0) {
         return invalid_option("time_based", "needs runtime > 0");
@@ -463,6 +477,11 @@ Result<JobOptions> parse_job_options(const Json& params) {
         job.iodepth_batch_submit = job.iodepth;
     }
     job.iodepth_batch_complete = std::min(job.iodepth_batch_complete, job.iodepth);
+    // fio: the max defaults to the min and is raised to it; a reap takes at
+    // least one.
+    job.iodepth_batch_complete_max = std::clamp(
+        std::max(job.iodepth_batch_complete_max, job.iodepth_batch_complete), 1u, job.iodepth);
+    if (job.iodepth_low == 0 || job.iodepth_low > job.iodepth) job.iodepth_low = job.iodepth;
     return job;
 }
 
@@ -480,7 +499,9 @@ Json resolved_options_json(const JobOptions& job) {
         {"time_based", job.time_based},
         {"ramp_time", job.ramp_time_s},
         {"iodepth_batch_submit", job.iodepth_batch_submit},
-        {"iodepth_batch_complete", job.iodepth_batch_complete},
+        {"iodepth_batch_complete_min", job.iodepth_batch_complete},
+        {"iodepth_batch_complete_max", job.iodepth_batch_complete_max},
+        {"iodepth_low", job.iodepth_low},
         {"group_reporting", job.group_reporting},
     };
     out["size"] = job.size ? Json(*job.size) : Json(nullptr);
@@ -488,7 +509,8 @@ Json resolved_options_json(const JobOptions& job) {
     if (!job.directory.empty()) out["directory"] = job.directory;
     for (const OptionSpec& spec : job.engine->options) {
         const auto value = job.engine_options.find(spec.name);
-        const std::int64_t number = value == job.engine_options.end() ? 0 : value->second;
+        const std::int64_t number =
+            value == job.engine_options.end() ? spec.default_value : value->second;
         if (spec.type == OptionType::kBool) {
             out[std::string(spec.name)] = number != 0;
         } else {

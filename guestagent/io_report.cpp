@@ -57,9 +57,8 @@ Json direction_json(const DirectionStats& stats, std::uint64_t runtime_ns) {
         {"drop_ios", 0},
     };
     Json clat = {
-        {"min", stats.clat.min()},    {"max", stats.clat.max()},
-        {"mean", stats.clat.mean()},  {"stddev", stats.clat.stddev()},
-        {"N", stats.clat.count()},
+        {"min", stats.clat.min()},       {"max", stats.clat.max()}, {"mean", stats.clat.mean()},
+        {"stddev", stats.clat.stddev()}, {"N", stats.clat.count()},
     };
     if (stats.clat.count() > 0) {
         Json percentiles = Json::object();
@@ -154,7 +153,8 @@ JobStats merge_job_stats(const std::vector<JobStats>& jobs) {
     // CPU% per job, as fio's group_reporting: total CPU over total runtime,
     // expressed against the merged runtime.
     if (runtime_sum > 0) {
-        const double share = static_cast<double>(merged.runtime_ns) / static_cast<double>(runtime_sum);
+        const double share =
+            static_cast<double>(merged.runtime_ns) / static_cast<double>(runtime_sum);
         merged.user_cpu_s *= share;
         merged.system_cpu_s *= share;
     }

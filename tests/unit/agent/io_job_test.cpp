@@ -1,0 +1,308 @@
+// The native I/O engine end to end: the null engine through the runner,
+// psync and libaio on real temporary files, the per-I/O error path, and the
+// report's shape (fio's, read back by ds::metrics_from_fio_json).
+#include "guestagent/io_job.h"
+
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/fio_metrics.h"
+#include "guestagent/io_report.h"
+
+using ds::Json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        std::string pattern = (fs::temp_directory_path() / "ds-io-test-XXXXXX").string();
+        REQUIRE(mkdtemp(pattern.data()) != nullptr);
+        path = pattern;
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path, ignored);
+    }
+};
+
+double total_ios(const Json& report) {
+    double total = 0;
+    for (const auto& job : report["jobs"]) {
+        total += job["read"]["total_ios"].get<double>() + job["write"]["total_ios"].get<double>();
+    }
+    return total;
+}
+
+// Checks one direction's latency section: percentiles present, monotone,
+// within [min, max], mean within [min, max].
+void check_latencies(const Json& direction) {
+    const Json& clat = direction["clat_ns"];
+    REQUIRE(clat["N"].get<double>() > 0);
+    const double low = clat["min"].get<double>();
+    const double high = clat["max"].get<double>();
+    CHECK(low > 0);
+    CHECK(low <= clat["mean"].get<double>());
+    CHECK(clat["mean"].get<double>() <= high);
+    double previous = 0;
+    std::size_t seen = 0;
+    for (double percent : ds::io::kReportedPercentiles) {
+        char key[32];
+        std::snprintf(key, sizeof key, "%f", percent);
+        INFO(key);
+        REQUIRE(clat["percentile"].contains(key));
+        const double value = clat["percentile"][key].get<double>();
+        CHECK(value >= previous);
+        CHECK(value >= low);
+        CHECK(value <= high);
+        previous = value;
+        ++seen;
+    }
+    CHECK(seen == 17);
+}
+
+Json run_ok(const Json& params) {
+    auto report = ds::io::run_io_job(params, nullptr);
+    if (!report) FAIL(report.error().message);
+    return *report;
+}
+
+std::string run_error(const Json& params, const char* code) {
+    auto report = ds::io::run_io_job(params, nullptr);
+    REQUIRE_FALSE(report.ok());
+    INFO(report.error().message);
+    CHECK(report.error().code == code);
+    return report.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("io job: the null engine does exactly size/bs I/Os and reports them as fio would",
+          "[io_job]") {
+    const Json report = run_ok({{"ioengine", "null"},
+                                {"rw", "randrw"},
+                                {"bs", "4k"},
+                                {"size", "8m"},
+                                {"iodepth", 16},
+                                {"iodepth_batch_submit", 4},
+                                {"name", "nulltest"}});
+    REQUIRE(report["jobs"].size() == 1);
+    const Json& job = report["jobs"][0];
+    CHECK(job["jobname"] == "nulltest");
+    CHECK(job["error"] == 0);
+    CHECK(total_ios(report) == 2048);
+    const double reads = job["read"]["total_ios"].get<double>();
+    CHECK(reads > 2048 * 0.4);  // rwmixread=50 by default
+    CHECK(reads < 2048 * 0.6);
+    CHECK(job["read"]["io_bytes"].get<double>() == reads * 4096);
+    CHECK(job["job options"]["iodepth"] == "16");
+    CHECK(report["resolved options"]["ioengine"] == "null");
+    CHECK(report["engine"]["ops_version"] == ds::io::kIoEngineOpsVersion);
+
+    auto metrics = ds::metrics_from_fio_json(report);
+    REQUIRE(metrics.ok());
+    CHECK(metrics->at("read_iops") > 10000);  // nothing limits the null engine but the runner
+    CHECK(metrics->at("write_iops") > 10000);
+    CHECK(metrics->at("read_bw_mib_s") == Approx(metrics->at("read_iops") * 4096 / 1048576.0));
+    CHECK(metrics->count("read_clat_p99_us") == 1);
+    CHECK(metrics->at("read_clat_p50_us") <= metrics->at("read_clat_p99_us"));
+}
+
+TEST_CASE("io job: numjobs, group_reporting and the merged section", "[io_job]") {
+    const Json params = {{"ioengine", "null"}, {"rw", "randread"}, {"bs", "4k"},
+                         {"size", "1m"},       {"iodepth", 4},     {"numjobs", 3}};
+    const Json separate = run_ok(params);
+    REQUIRE(separate["jobs"].size() == 3);
+    for (const auto& job : separate["jobs"]) {
+        CHECK(job["read"]["total_ios"] == 256);
+        CHECK(job["write"]["total_ios"] == 0);
+    }
+    CHECK(separate["all jobs"]["read"]["total_ios"] == 768);
+    CHECK(separate["all jobs"]["read"]["clat_ns"]["N"] == 768);
+
+    Json grouped_params = params;
+    grouped_params["group_reporting"] = true;
+    const Json grouped = run_ok(grouped_params);
+    REQUIRE(grouped["jobs"].size() == 1);
+    CHECK(grouped["jobs"][0]["read"]["total_ios"] == 768);
+    auto metrics = ds::metrics_from_fio_json(grouped);
+    REQUIRE(metrics.ok());
+    CHECK(metrics->count("write_iops") == 0);  // a read-only job has no write metrics
+}
+
+TEST_CASE("io job: time_based runs for the runtime and samples every second", "[io_job]") {
+    const auto started = std::chrono::steady_clock::now();
+    const Json report = run_ok({{"ioengine", "null"},
+                                {"rw", "randwrite"},
+                                {"size", "1m"},
+                                {"iodepth", 8},
+                                {"runtime", "1200ms"},
+                                {"time_based", 1},
+                                {"ramp_time", "100ms"}});
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    CHECK(elapsed >= 1.3);
+    CHECK(elapsed < 5);
+    const Json& write = report["jobs"][0]["write"];
+    CHECK(write["runtime"].get<double>() >= 1150);
+    CHECK(write["runtime"].get<double>() <= 1400);
+    CHECK(write["total_ios"].get<double>() > 256);  // wrapped around the 1 MiB file many times
+    REQUIRE(write["iops_samples"] == 1);
+    CHECK(write["iops_per_second"][0].get<double>() > 0);
+    CHECK(write["iops_min"].get<double>() <= write["iops_max"].get<double>());
+}
+
+TEST_CASE("io job: the stop flag cancels a running job", "[io_job]") {
+    std::atomic<bool> stop{false};
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        stop = true;
+    });
+    const auto started = std::chrono::steady_clock::now();
+    auto report = ds::io::run_io_job({{"ioengine", "null"},
+                                      {"size", "1m"},
+                                      {"runtime", "30s"},
+                                      {"time_based", 1},
+                                      {"numjobs", 2}},
+                                     &stop);
+    stopper.join();
+    REQUIRE_FALSE(report.ok());
+    CHECK(report.error().code == ds::errc::kCancelled);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+}
+
+TEST_CASE("io job: the stop flag also ends a synchronous size-bound job", "[io_job]") {
+    // 100 GiB of /dev/zero would take minutes; the stop must be seen
+    // between single I/Os.
+    std::atomic<bool> stop{false};
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        stop = true;
+    });
+    const auto started = std::chrono::steady_clock::now();
+    auto report = ds::io::run_io_job(
+        {{"ioengine", "psync"}, {"filename", "/dev/zero"}, {"size", "100g"}, {"bs", "4k"}}, &stop);
+    stopper.join();
+    REQUIRE_FALSE(report.ok());
+    CHECK(report.error().code == ds::errc::kCancelled);
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+}
+
+TEST_CASE("io job: psync reads a laid-out file sequentially, exactly once", "[io_job]") {
+    TempDir dir;
+    const Json report = run_ok({{"ioengine", "psync"},
+                                {"rw", "read"},
+                                {"bs", "64k"},
+                                {"size", "1m"},
+                                {"directory", dir.path.string()},
+                                {"name", "seq"}});
+    // fio's file naming, laid out to the full size first.
+    CHECK(fs::file_size(dir.path / "seq.0.0") == 1u << 20);
+    const Json& read = report["jobs"][0]["read"];
+    CHECK(read["total_ios"] == 16);
+    CHECK(read["io_bytes"] == 1u << 20);
+    check_latencies(read);
+}
+
+TEST_CASE("io job: psync and libaio on a temporary file give plausible numbers", "[io_job]") {
+    TempDir dir;
+    for (const char* engine : {"psync", "libaio"}) {
+        INFO(engine);
+        Json params = {{"ioengine", engine}, {"rw", "randrw"},
+                       {"bs", "4k"},         {"size", "8m"},
+                       {"iodepth", 16},      {"runtime", "1100ms"},
+                       {"time_based", true}, {"directory", dir.path.string()},
+                       {"rwmixread", 70},    {"direct", 1}};
+        auto report = ds::io::run_io_job(params, nullptr);
+        if (!report && report.error().message.find("O_DIRECT") != std::string::npos) {
+            WARN("no O_DIRECT on " << dir.path << ", running buffered");
+            params["direct"] = 0;
+            report = ds::io::run_io_job(params, nullptr);
+        }
+        REQUIRE(report.ok());
+        const Json& job = (*report)["jobs"][0];
+        const double reads = job["read"]["total_ios"].get<double>();
+        const double writes = job["write"]["total_ios"].get<double>();
+        CHECK(reads + writes > 1000);  // any disk or page cache does 1000 4k I/Os a second
+        CHECK(reads / (reads + writes) == Approx(0.7).margin(0.05));
+        check_latencies(job["read"]);
+        check_latencies(job["write"]);
+        // Bandwidth and IOPS agree; latency is below the whole runtime.
+        CHECK(job["read"]["bw_bytes"].get<double>() ==
+              Approx(job["read"]["iops"].get<double>() * 4096).epsilon(0.01));
+        CHECK(job["read"]["clat_ns"]["max"].get<double>() < 1.1e9);
+        CHECK(job["usr_cpu"].get<double>() + job["sys_cpu"].get<double>() > 0);
+        auto metrics = ds::metrics_from_fio_json(*report);
+        REQUIRE(metrics.ok());
+        CHECK(metrics->at("read_iops") > 0);
+        CHECK(metrics->at("write_clat_p99_9_us") >= metrics->at("write_clat_p50_us"));
+    }
+}
+
+TEST_CASE("io job: a failing write fails the job with the errno's text", "[io_job]") {
+    // /dev/full: every write is ENOSPC.
+    const auto psync = run_error(
+        {{"ioengine", "psync"}, {"rw", "write"}, {"size", "1m"}, {"filename", "/dev/full"}},
+        ds::errc::kIo);
+    CHECK(psync.find("No space left on device") != std::string::npos);
+    CHECK(psync.find("job 0: write of 4096 bytes at offset 0 on /dev/full") != std::string::npos);
+    // /dev/full has no AIO write: io_submit's EINVAL is fatal, with a reason.
+    const auto libaio = run_error({{"ioengine", "libaio"},
+                                   {"rw", "write"},
+                                   {"size", "1m"},
+                                   {"iodepth", 4},
+                                   {"filename", "/dev/full"}},
+                                  ds::errc::kIo);
+    CHECK(libaio.find("io_submit failed with EINVAL") != std::string::npos);
+    CHECK(libaio.find("does not support AIO") != std::string::npos);
+}
+
+TEST_CASE("io job: libaio reports a per-I/O ENOSPC from a full file system", "[io_job]") {
+    // A 64 KiB tmpfs holding a sparse 8 MiB file: writes into the holes
+    // fail one by one with -ENOSPC in their completion events.
+    TempDir dir;
+    if (geteuid() != 0 || mount("ds-io-test", dir.path.c_str(), "tmpfs", 0, "size=64k") != 0) {
+        WARN("cannot mount a tmpfs here (not root?): ENOSPC-through-libaio not tested");
+        return;
+    }
+    struct Unmount {
+        const fs::path& path;
+        ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+    } unmount{dir.path};
+    const auto file = dir.path / "sparse";
+    { std::ofstream(file).close(); }
+    fs::resize_file(file, 8u << 20);
+    for (const char* engine : {"libaio", "psync"}) {
+        INFO(engine);
+        const auto message = run_error({{"ioengine", engine},
+                                        {"rw", "randwrite"},
+                                        {"size", "8m"},
+                                        {"iodepth", 8},
+                                        {"filename", file.string()},
+                                        {"runtime", "5s"},
+                                        {"numjobs", 2}},
+                                       ds::errc::kIo);
+        CHECK(message.find("No space left on device") != std::string::npos);
+        CHECK(message.find("ENOSPC") != std::string::npos);
+    }
+}
+
+TEST_CASE("io job: targets that cannot work are refused before any I/O", "[io_job]") {
+    TempDir dir;
+    CHECK(run_error({{"directory", dir.path.string()}}, ds::errc::kInvalidArgument)
+              .find("'size' is required") != std::string::npos);
+    CHECK(run_error({{"filename", (dir.path / "absent").string()}}, ds::errc::kInvalidArgument)
+              .find("does not exist") != std::string::npos);
+    CHECK(run_error({{"filename", dir.path.string()}, {"size", "1m"}}, ds::errc::kInvalidArgument)
+              .find("neither a regular file") != std::string::npos);
+    CHECK(run_error({{"rw", "randrw"}, {"verify", 1}}, ds::errc::kInvalidArgument)
+              .find("unsupported io job option 'verify'") != std::string::npos);
+    CHECK(run_error({{"directory", (dir.path / "missing").string()}, {"size", "1m"}}, ds::errc::kIo)
+              .find("No such file or directory") != std::string::npos);
+}
