@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 
+#include "guestagent/io_options.h"
+
 namespace ds::agent {
 namespace {
 
@@ -11,46 +13,11 @@ Error invalid_param(const std::string& name, const std::string& what) {
     return make_error(errc::kInvalidArgument, "workload param '" + name + "' " + what);
 }
 
-// Seconds in one unit of fio's time suffixes (fio's default unit is seconds).
-std::optional<double> seconds_per_unit(std::string_view unit) {
-    struct Unit {
-        std::string_view name;
-        double seconds;
-    };
-    static constexpr std::array<Unit, 13> kUnits = {{
-        {"", 1},
-        {"us", 1e-6},
-        {"usec", 1e-6},
-        {"ms", 1e-3},
-        {"msec", 1e-3},
-        {"s", 1},
-        {"sec", 1},
-        {"m", 60},
-        {"min", 60},
-        {"h", 3600},
-        {"hour", 3600},
-        {"d", 86400},
-        {"day", 86400},
-    }};
-    for (const auto& known : kUnits) {
-        if (known.name == unit) return known.seconds;
-    }
-    return std::nullopt;
-}
-
+// fio's time syntax, as the native engine reads it (one parser serves both).
 std::optional<double> parse_fio_time(const Json& value) {
     if (value.is_number()) return value.get<double>();
     if (!value.is_string()) return std::nullopt;
-    const auto& text = value.get_ref<const std::string&>();
-    double number = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
-    if (error != std::errc()) return std::nullopt;
-    std::string unit(end, text.data() + text.size());
-    std::transform(unit.begin(), unit.end(), unit.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const auto scale = seconds_per_unit(unit);
-    if (!scale) return std::nullopt;
-    return number * *scale;
+    return io::parse_fio_seconds(value.get_ref<const std::string&>());
 }
 
 }  // namespace
