@@ -14,6 +14,7 @@
 #include "common/process.h"
 #include "daemon/domain_xml.h"
 #include "daemon/libvirt_hypervisor.h"
+#include "support/temp_dir.h"
 
 namespace ds {
 namespace {
@@ -21,23 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A fresh directory under the system temp dir, removed at scope exit.
-class TempDir {
-  public:
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "disksweep-libvirt-XXXXXX").string();
-        REQUIRE(mkdtemp(pattern.data()) != nullptr);
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    const fs::path& path() const { return path_; }
-
-  private:
-    fs::path path_;
-};
+using ds::test::TempDir;
 
 VmRequest request_for(const std::string& name, const StorageConfig& config, const fs::path& dir) {
     VmRequest request;

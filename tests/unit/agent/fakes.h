@@ -20,6 +20,7 @@
 #include "guestagent/channel.h"
 #include "guestagent/discovery.h"
 #include "guestagent/guest_system.h"
+#include "support/temp_dir.h"
 
 namespace ds::agent::testing {
 
@@ -44,24 +45,7 @@ inline std::string recorded_fio_output(const std::string& name = "randrw_4k_numj
                      name);
 }
 
-class TempDir {
-  public:
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "disksweep-agent-test.XXXXXX").string();
-        REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path_, ignored);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-
-  private:
-    fs::path path_;
-};
+using ds::test::TempDir;
 
 // A guest as sysfs/procfs/dev show it: root disk vda (virtio-blk serial), data
 // disk sdb (SCSI, serial in VPD page 0x80), the agent's virtio-serial port.

@@ -13,24 +13,14 @@
 
 #include "common/fio_metrics.h"
 #include "guestagent/io_report.h"
+#include "support/temp_dir.h"
 
 using ds::Json;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        std::string pattern = (fs::temp_directory_path() / "ds-io-test-XXXXXX").string();
-        REQUIRE(mkdtemp(pattern.data()) != nullptr);
-        path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-};
+using ds::test::TempDir;
 
 double total_ios(const Json& report) {
     double total = 0;
@@ -200,10 +190,10 @@ TEST_CASE("io job: psync reads a laid-out file sequentially, exactly once", "[io
                                 {"rw", "read"},
                                 {"bs", "64k"},
                                 {"size", "1m"},
-                                {"directory", dir.path.string()},
+                                {"directory", dir.path().string()},
                                 {"name", "seq"}});
     // fio's file naming, laid out to the full size first.
-    CHECK(fs::file_size(dir.path / "seq.0.0") == 1u << 20);
+    CHECK(fs::file_size(dir.path() / "seq.0.0") == 1u << 20);
     const Json& read = report["jobs"][0]["read"];
     CHECK(read["total_ios"] == 16);
     CHECK(read["io_bytes"] == 1u << 20);
@@ -217,11 +207,11 @@ TEST_CASE("io job: psync and libaio on a temporary file give plausible numbers",
         Json params = {{"ioengine", engine}, {"rw", "randrw"},
                        {"bs", "4k"},         {"size", "8m"},
                        {"iodepth", 16},      {"runtime", "1100ms"},
-                       {"time_based", true}, {"directory", dir.path.string()},
+                       {"time_based", true}, {"directory", dir.path().string()},
                        {"rwmixread", 70},    {"direct", 1}};
         auto report = ds::io::run_io_job(params, nullptr);
         if (!report && report.error().message.find("O_DIRECT") != std::string::npos) {
-            WARN("no O_DIRECT on " << dir.path << ", running buffered");
+            WARN("no O_DIRECT on " << dir.path() << ", running buffered");
             params["direct"] = 0;
             report = ds::io::run_io_job(params, nullptr);
         }
@@ -267,15 +257,15 @@ TEST_CASE("io job: libaio reports a per-I/O ENOSPC from a full file system", "[i
     // A 64 KiB tmpfs holding a sparse 8 MiB file: writes into the holes
     // fail one by one with -ENOSPC in their completion events.
     TempDir dir;
-    if (geteuid() != 0 || mount("ds-io-test", dir.path.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    if (geteuid() != 0 || mount("ds-io-test", dir.path().c_str(), "tmpfs", 0, "size=64k") != 0) {
         WARN("cannot mount a tmpfs here (not root?): ENOSPC-through-libaio not tested");
         return;
     }
     struct Unmount {
         const fs::path& path;
         ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-    } unmount{dir.path};
-    const auto file = dir.path / "sparse";
+    } unmount{dir.path()};
+    const auto file = dir.path() / "sparse";
     { std::ofstream(file).close(); }
     fs::resize_file(file, 8u << 20);
     for (const char* engine : {"libaio", "psync"}) {
@@ -295,14 +285,15 @@ TEST_CASE("io job: libaio reports a per-I/O ENOSPC from a full file system", "[i
 
 TEST_CASE("io job: targets that cannot work are refused before any I/O", "[io_job]") {
     TempDir dir;
-    CHECK(run_error({{"directory", dir.path.string()}}, ds::errc::kInvalidArgument)
+    CHECK(run_error({{"directory", dir.path().string()}}, ds::errc::kInvalidArgument)
               .find("'size' is required") != std::string::npos);
-    CHECK(run_error({{"filename", (dir.path / "absent").string()}}, ds::errc::kInvalidArgument)
+    CHECK(run_error({{"filename", (dir.path() / "absent").string()}}, ds::errc::kInvalidArgument)
               .find("does not exist") != std::string::npos);
-    CHECK(run_error({{"filename", dir.path.string()}, {"size", "1m"}}, ds::errc::kInvalidArgument)
+    CHECK(run_error({{"filename", dir.path().string()}, {"size", "1m"}}, ds::errc::kInvalidArgument)
               .find("neither a regular file") != std::string::npos);
     CHECK(run_error({{"rw", "randrw"}, {"verify", 1}}, ds::errc::kInvalidArgument)
               .find("unsupported io job option 'verify'") != std::string::npos);
-    CHECK(run_error({{"directory", (dir.path / "missing").string()}, {"size", "1m"}}, ds::errc::kIo)
-              .find("No such file or directory") != std::string::npos);
+    CHECK(
+        run_error({{"directory", (dir.path() / "missing").string()}, {"size", "1m"}}, ds::errc::kIo)
+            .find("No such file or directory") != std::string::npos);
 }

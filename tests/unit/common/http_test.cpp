@@ -18,6 +18,8 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
+
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ds::http::ClientRequest;
@@ -27,19 +29,7 @@ using ds::http::UnixServer;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        char pattern[] = "/tmp/ds-http-XXXXXX";
-        REQUIRE(::mkdtemp(pattern) != nullptr);
-        path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-    std::string socket(const char* name = "api.sock") const { return (path / name).string(); }
-};
+using ds::test::TempDir;
 
 int connect_raw(const std::string& path) {
     int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
@@ -175,11 +165,11 @@ TEST_CASE("parse_request rejects malformed requests saying what is wrong", "[htt
 
 TEST_CASE("server and client exchange requests over a unix socket", "[http][socket]") {
     TempDir dir;
-    UnixServer server(dir.socket(), echo);
+    UnixServer server(dir.file("api.sock"), echo);
     REQUIRE(server.start().ok());
 
     SECTION("GET with query and peer credentials") {
-        auto response = ds::http::request(dir.socket(), "GET", "/v1/version?x=1%202");
+        auto response = ds::http::request(dir.file("api.sock"), "GET", "/v1/version?x=1%202");
         REQUIRE(response.ok());
         CHECK(response->status == 200);
         CHECK(response->headers.at("content-type") == "application/json");
@@ -196,7 +186,7 @@ TEST_CASE("server and client exchange requests over a unix socket", "[http][sock
         req.body = std::string(3000, 'x') + "\nname = \"é\"";
         req.content_type = "application/toml";
         req.headers["X-Spec-Name"] = "config/sweeps/seed.toml";
-        auto response = ds::http::request(dir.socket(), req);
+        auto response = ds::http::request(dir.file("api.sock"), req);
         REQUIRE(response.ok());
         auto seen = nlohmann::json::parse(response->body);
         CHECK(seen["method"] == "POST");
@@ -205,12 +195,12 @@ TEST_CASE("server and client exchange requests over a unix socket", "[http][sock
         CHECK(seen["headers"]["content-type"] == "application/toml");
     }
     SECTION("socket mode is applied") {
-        CHECK((fs::status(dir.socket()).permissions() & fs::perms::all) ==
+        CHECK((fs::status(dir.file("api.sock")).permissions() & fs::perms::all) ==
               (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
                fs::perms::group_write));
     }
     server.stop();
-    CHECK_FALSE(fs::exists(dir.socket()));
+    CHECK_FALSE(fs::exists(dir.file("api.sock")));
 }
 
 TEST_CASE("server answers bad and oversized requests with JSON errors", "[http][socket]") {
@@ -219,7 +209,7 @@ TEST_CASE("server answers bad and oversized requests with JSON errors", "[http][
     ds::http::ServerLimits limits;
     limits.max_head_bytes = 1024;
     UnixServer server(
-        dir.socket(),
+        dir.file("api.sock"),
         [&](const Request& r) {
             ++handled;
             return echo(r);
@@ -227,24 +217,24 @@ TEST_CASE("server answers bad and oversized requests with JSON errors", "[http][
         0600, limits);
     REQUIRE(server.start().ok());
 
-    auto bad = raw_exchange(dir.socket(), "GARBAGE\r\n\r\n");
+    auto bad = raw_exchange(dir.file("api.sock"), "GARBAGE\r\n\r\n");
     CHECK(status_of(bad) == 400);
     CHECK(body_of(bad)["error"]["code"] == "protocol");
     CHECK_THAT(body_of(bad)["error"]["message"].get<std::string>(),
                Catch::Contains("malformed request line"));
 
-    auto too_large =
-        raw_exchange(dir.socket(), "POST /v1/sweeps HTTP/1.1\r\nContent-Length: 5000000\r\n\r\nab");
+    auto too_large = raw_exchange(dir.file("api.sock"),
+                                  "POST /v1/sweeps HTTP/1.1\r\nContent-Length: 5000000\r\n\r\nab");
     CHECK(status_of(too_large) == 413);
     CHECK_THAT(body_of(too_large)["error"]["message"].get<std::string>(),
                Catch::Contains("exceeds the limit"));
 
-    auto huge_head =
-        raw_exchange(dir.socket(), "GET /v1/x HTTP/1.1\r\nX-Pad: " + std::string(2000, 'p'));
+    auto huge_head = raw_exchange(dir.file("api.sock"),
+                                  "GET /v1/x HTTP/1.1\r\nX-Pad: " + std::string(2000, 'p'));
     CHECK(status_of(huge_head) == 431);
 
     auto pipelined =
-        raw_exchange(dir.socket(), "GET /v1/x HTTP/1.1\r\n\r\nGET /v1/y HTTP/1.1\r\n\r\n");
+        raw_exchange(dir.file("api.sock"), "GET /v1/x HTTP/1.1\r\n\r\nGET /v1/y HTTP/1.1\r\n\r\n");
     CHECK(status_of(pipelined) == 400);
     CHECK(handled == 0);
 }
@@ -254,10 +244,10 @@ TEST_CASE("a slow client gets 408 and does not pin the server", "[http][socket]"
     ds::http::ServerLimits limits;
     limits.request_timeout = 300ms;
     limits.max_connections = 1;
-    UnixServer server(dir.socket(), echo, 0600, limits);
+    UnixServer server(dir.file("api.sock"), echo, 0600, limits);
     REQUIRE(server.start().ok());
 
-    int slow = connect_raw(dir.socket());
+    int slow = connect_raw(dir.file("api.sock"));
     REQUIRE(slow >= 0);
     ::send(slow, "GET /v1/x HT", 12, MSG_NOSIGNAL);  // and then nothing more
     auto started = std::chrono::steady_clock::now();
@@ -269,7 +259,7 @@ TEST_CASE("a slow client gets 408 and does not pin the server", "[http][socket]"
     CHECK(waited < 2s);
 
     // The single connection slot is free again.
-    auto response = ds::http::request(dir.socket(), "GET", "/v1/version");
+    auto response = ds::http::request(dir.file("api.sock"), "GET", "/v1/version");
     REQUIRE(response.ok());
     CHECK(response->status == 200);
 }
@@ -283,7 +273,7 @@ TEST_CASE("connections beyond the cap get 503", "[http][socket]") {
     auto released = release.get_future().share();
     std::once_flag once;
     UnixServer server(
-        dir.socket(),
+        dir.file("api.sock"),
         [&](const Request& r) {
             std::call_once(once, [&] { entered.set_value(); });
             released.wait();
@@ -292,10 +282,11 @@ TEST_CASE("connections beyond the cap get 503", "[http][socket]") {
         0600, limits);
     REQUIRE(server.start().ok());
 
-    auto first = std::async(std::launch::async,
-                            [&] { return ds::http::request(dir.socket(), "GET", "/v1/first"); });
+    auto first = std::async(std::launch::async, [&] {
+        return ds::http::request(dir.file("api.sock"), "GET", "/v1/first");
+    });
     entered.get_future().wait();
-    auto second = ds::http::request(dir.socket(), "GET", "/v1/second");
+    auto second = ds::http::request(dir.file("api.sock"), "GET", "/v1/second");
     REQUIRE(second.ok());
     CHECK(second->status == 503);
     CHECK(nlohmann::json::parse(second->body)["error"]["code"] == "unavailable");
@@ -307,11 +298,11 @@ TEST_CASE("connections beyond the cap get 503", "[http][socket]") {
 
 TEST_CASE("a handler that throws becomes a 500 with a JSON error", "[http][socket]") {
     TempDir dir;
-    UnixServer server(dir.socket(), [](const Request&) -> Response {
+    UnixServer server(dir.file("api.sock"), [](const Request&) -> Response {
         throw std::runtime_error("database is locked");
     });
     REQUIRE(server.start().ok());
-    auto response = ds::http::request(dir.socket(), "GET", "/v1/sweeps");
+    auto response = ds::http::request(dir.file("api.sock"), "GET", "/v1/sweeps");
     REQUIRE(response.ok());
     CHECK(response->status == 500);
     auto body = nlohmann::json::parse(response->body);
@@ -327,46 +318,47 @@ TEST_CASE("a stale socket file is replaced, a live one refused", "[http][socket]
         int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
         sockaddr_un address{};
         address.sun_family = AF_UNIX;
-        std::strcpy(address.sun_path, dir.socket().c_str());
+        std::strcpy(address.sun_path, dir.file("api.sock").c_str());
         REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
         ::close(fd);
-        REQUIRE(fs::is_socket(dir.socket()));
+        REQUIRE(fs::is_socket(dir.file("api.sock")));
     }
-    auto refused = ds::http::request(dir.socket(), "GET", "/v1/version");
+    auto refused = ds::http::request(dir.file("api.sock"), "GET", "/v1/version");
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == ds::errc::kUnavailable);
     CHECK(refused.error().message ==
-          "cannot connect to disksweepd at " + dir.socket() + ": Connection refused");
+          "cannot connect to disksweepd at " + dir.file("api.sock") + ": Connection refused");
 
-    UnixServer first(dir.socket(), echo);
+    UnixServer first(dir.file("api.sock"), echo);
     REQUIRE(first.start().ok());
-    REQUIRE(ds::http::request(dir.socket(), "GET", "/v1/version").ok());
+    REQUIRE(ds::http::request(dir.file("api.sock"), "GET", "/v1/version").ok());
 
-    UnixServer second(dir.socket(), echo);
+    UnixServer second(dir.file("api.sock"), echo);
     auto started = second.start();
     REQUIRE_FALSE(started.ok());
     CHECK(started.error().code == ds::errc::kConflict);
-    CHECK_THAT(started.error().message, Catch::Contains("already listening on " + dir.socket()));
+    CHECK_THAT(started.error().message,
+               Catch::Contains("already listening on " + dir.file("api.sock")));
     second.stop();  // must not remove the live server's socket
-    auto still_served = ds::http::request(dir.socket(), "GET", "/v1/version");
+    auto still_served = ds::http::request(dir.file("api.sock"), "GET", "/v1/version");
     REQUIRE(still_served.ok());
     CHECK(still_served->status == 200);
 }
 
 TEST_CASE("a non-socket file at the socket path is left alone", "[http][socket]") {
     TempDir dir;
-    std::ofstream(dir.socket()) << "precious";
-    UnixServer server(dir.socket(), echo);
+    std::ofstream(dir.file("api.sock")) << "precious";
+    UnixServer server(dir.file("api.sock"), echo);
     auto started = server.start();
     REQUIRE_FALSE(started.ok());
     CHECK_THAT(started.error().message, Catch::Contains("is not a socket"));
-    CHECK(fs::is_regular_file(dir.socket()));
+    CHECK(fs::is_regular_file(dir.file("api.sock")));
 }
 
 TEST_CASE("client refuses headers that would break the request's framing", "[http][socket]") {
     TempDir dir;
     std::atomic<int> handled{0};
-    UnixServer server(dir.socket(), [&](const Request& r) {
+    UnixServer server(dir.file("api.sock"), [&](const Request& r) {
         ++handled;
         return echo(r);
     });
@@ -375,14 +367,14 @@ TEST_CASE("client refuses headers that would break the request's framing", "[htt
     req.method = "POST";
     req.target = "/v1/sweeps";
     req.headers["X-Spec-Name"] = "evil.toml\r\nX-Injected: 1";
-    auto refused = ds::http::request(dir.socket(), req);
+    auto refused = ds::http::request(dir.file("api.sock"), req);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == ds::errc::kInvalidArgument);
     CHECK_THAT(refused.error().message, Catch::Contains("header 'X-Spec-Name' cannot be sent"));
 
     req.headers.clear();
     req.target = "/v1/sweeps/a b";
-    auto spaced = ds::http::request(dir.socket(), req);
+    auto spaced = ds::http::request(dir.file("api.sock"), req);
     REQUIRE_FALSE(spaced.ok());
     CHECK_THAT(spaced.error().message, Catch::Contains("percent-encode"));
     CHECK(handled == 0);
@@ -390,13 +382,13 @@ TEST_CASE("client refuses headers that would break the request's framing", "[htt
 
 TEST_CASE("client reports a missing daemon and timeouts clearly", "[http][socket]") {
     TempDir dir;
-    auto missing = ds::http::request(dir.socket("absent.sock"), "GET", "/v1/version");
+    auto missing = ds::http::request(dir.file("absent.sock"), "GET", "/v1/version");
     REQUIRE_FALSE(missing.ok());
     CHECK(missing.error().code == ds::errc::kUnavailable);
-    CHECK(missing.error().message == "cannot connect to disksweepd at " +
-                                         dir.socket("absent.sock") + ": No such file or directory");
+    CHECK(missing.error().message == "cannot connect to disksweepd at " + dir.file("absent.sock") +
+                                         ": No such file or directory");
 
-    UnixServer slow(dir.socket(), [](const Request& r) {
+    UnixServer slow(dir.file("api.sock"), [](const Request& r) {
         std::this_thread::sleep_for(400ms);
         return echo(r);
     });
@@ -404,14 +396,14 @@ TEST_CASE("client reports a missing daemon and timeouts clearly", "[http][socket
     ClientRequest req;
     req.target = "/v1/version";
     req.timeout = 100ms;
-    auto timed_out = ds::http::request(dir.socket(), req);
+    auto timed_out = ds::http::request(dir.file("api.sock"), req);
     REQUIRE_FALSE(timed_out.ok());
     CHECK(timed_out.error().code == ds::errc::kTimeout);
 }
 
 TEST_CASE("streamed responses arrive as lines", "[http][socket]") {
     TempDir dir;
-    UnixServer server(dir.socket(), [](const Request& request) {
+    UnixServer server(dir.file("api.sock"), [](const Request& request) {
         Response response;
         if (request.path == "/v1/missing") {
             response.status = 404;
@@ -432,31 +424,31 @@ TEST_CASE("streamed responses arrive as lines", "[http][socket]") {
     REQUIRE(server.start().ok());
 
     std::vector<std::string> lines;
-    auto streamed =
-        ds::http::stream_lines(dir.socket(), "/v1/sweeps/1/events", [&](std::string_view line) {
-            lines.emplace_back(line);
-            return true;
-        });
+    auto streamed = ds::http::stream_lines(dir.file("api.sock"), "/v1/sweeps/1/events",
+                                           [&](std::string_view line) {
+                                               lines.emplace_back(line);
+                                               return true;
+                                           });
     REQUIRE(streamed.ok());
     CHECK(lines == std::vector<std::string>{"{\"n\":1}", "{\"n\":2}", "{\"n\":3}", "{\"n\":4}"});
 
     lines.clear();
-    auto stopped_early =
-        ds::http::stream_lines(dir.socket(), "/v1/sweeps/1/events", [&](std::string_view line) {
-            lines.emplace_back(line);
-            return false;
-        });
+    auto stopped_early = ds::http::stream_lines(dir.file("api.sock"), "/v1/sweeps/1/events",
+                                                [&](std::string_view line) {
+                                                    lines.emplace_back(line);
+                                                    return false;
+                                                });
     REQUIRE(stopped_early.ok());
     CHECK(lines.size() == 1);
 
-    auto not_found =
-        ds::http::stream_lines(dir.socket(), "/v1/missing", [](std::string_view) { return true; });
+    auto not_found = ds::http::stream_lines(dir.file("api.sock"), "/v1/missing",
+                                            [](std::string_view) { return true; });
     REQUIRE_FALSE(not_found.ok());
     CHECK(not_found.error().code == "not_found");
     CHECK(not_found.error().message == "no sweep 7");
 
     // The buffered request() de-chunks a streamed body too.
-    auto whole = ds::http::request(dir.socket(), "GET", "/v1/sweeps/1/events");
+    auto whole = ds::http::request(dir.file("api.sock"), "GET", "/v1/sweeps/1/events");
     REQUIRE(whole.ok());
     CHECK(whole->body == "{\"n\":1}\n{\"n\":2}\r\n{\"n\":3}\n{\"n\":4}");
 }
@@ -464,7 +456,7 @@ TEST_CASE("streamed responses arrive as lines", "[http][socket]") {
 TEST_CASE("a stream producer learns that its client went away", "[http][socket]") {
     TempDir dir;
     std::promise<int> writes_until_failure;
-    UnixServer server(dir.socket(), [&](const Request&) {
+    UnixServer server(dir.file("api.sock"), [&](const Request&) {
         Response response;
         response.stream = [&](ds::http::ChunkSink& sink) {
             int writes = 0;
@@ -480,7 +472,7 @@ TEST_CASE("a stream producer learns that its client went away", "[http][socket]"
     });
     REQUIRE(server.start().ok());
     int seen = 0;
-    auto streamed = ds::http::stream_lines(dir.socket(), "/v1/sweeps/1/events",
+    auto streamed = ds::http::stream_lines(dir.file("api.sock"), "/v1/sweeps/1/events",
                                            [&](std::string_view) { return ++seen < 3; });
     REQUIRE(streamed.ok());
     auto result = writes_until_failure.get_future();
@@ -491,7 +483,7 @@ TEST_CASE("a stream producer learns that its client went away", "[http][socket]"
 TEST_CASE("stop() ends an open stream", "[http][socket]") {
     TempDir dir;
     std::promise<void> streaming;
-    auto server = std::make_unique<UnixServer>(dir.socket(), [&](const Request&) {
+    auto server = std::make_unique<UnixServer>(dir.file("api.sock"), [&](const Request&) {
         Response response;
         response.stream = [&](ds::http::ChunkSink& sink) {
             sink.write("{\"type\":\"snapshot\"}\n");
@@ -502,7 +494,7 @@ TEST_CASE("stop() ends an open stream", "[http][socket]") {
     });
     REQUIRE(server->start().ok());
     auto client = std::async(std::launch::async, [&] {
-        return ds::http::stream_lines(dir.socket(), "/v1/sweeps/1/events",
+        return ds::http::stream_lines(dir.file("api.sock"), "/v1/sweeps/1/events",
                                       [](std::string_view) { return true; });
     });
     streaming.get_future().wait();
@@ -519,7 +511,7 @@ TEST_CASE("curl talks to the server", "[http][socket][curl]") {
         return;
     }
     TempDir dir;
-    UnixServer server(dir.socket(), [](const Request& request) {
+    UnixServer server(dir.file("api.sock"), [](const Request& request) {
         if (request.path == "/v1/sweeps/1/events") {
             Response response;
             response.content_type = "application/x-ndjson";
@@ -534,14 +526,14 @@ TEST_CASE("curl talks to the server", "[http][socket][curl]") {
         return response;
     });
     REQUIRE(server.start().ok());
-    const std::string curl = "curl -sS --max-time 10 --unix-socket " + dir.socket() + " ";
+    const std::string curl = "curl -sS --max-time 10 --unix-socket " + dir.file("api.sock") + " ";
 
     auto get = nlohmann::json::parse(run_command(curl + "'http://x/v1/runs/a%2Fb?q=1'"));
     CHECK(get["path"] == "/v1/runs/a/b");
     CHECK(get["query"]["q"] == "1");
 
     // Over 1024 bytes: curl 7.88 sends "Expect: 100-continue" and waits for it.
-    fs::path spec = dir.path / "spec.toml";
+    fs::path spec = dir.path() / "spec.toml";
     std::string spec_text = "name = \"seed\"\n# " + std::string(5000, 'x') + "\n";
     std::ofstream(spec) << spec_text;
     auto started = std::chrono::steady_clock::now();

@@ -7,27 +7,12 @@
 
 #include "common/settings.h"
 #include "daemon/store.h"
+#include "support/temp_dir.h"
 
 namespace ds {
 namespace {
 
-class TempDir {
-  public:
-    TempDir() {
-        std::string pattern =
-            (std::filesystem::temp_directory_path() / "disksweep-compare-test-XXXXXX").string();
-        REQUIRE(mkdtemp(pattern.data()) != nullptr);
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-  private:
-    std::filesystem::path path_;
-};
+using ds::test::TempDir;
 
 StorageConfig make_config(CacheMode cache, const std::string& filesystem_type,
                           const std::string& mount_options = "") {

@@ -18,17 +18,6 @@
 
 namespace ds::testing {
 
-TempDir::TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "dsd-test.XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-}
-
-TempDir::~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-}
-
 std::string read_text(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream content;

@@ -26,6 +26,7 @@
 #include "daemon/run_executor.h"
 #include "daemon/storage.h"
 #include "daemon/store.h"
+#include "support/temp_dir.h"
 
 namespace ds::testing {
 
@@ -33,19 +34,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 // A fresh directory under /tmp (short path: agent sockets live inside it),
-// removed with everything in it.
-class TempDir {
-  public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const fs::path& path() const { return path_; }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-  private:
-    fs::path path_;
-};
+using ds::test::TempDir;
 
 std::string read_text(const fs::path& path);
 void write_text(const fs::path& path, const std::string& text);

@@ -13,28 +13,12 @@
 #include <thread>
 
 #include "common/settings.h"
+#include "support/temp_dir.h"
 
 namespace ds {
 namespace {
 
-// A fresh directory under /tmp, removed with everything in it.
-class TempDir {
-  public:
-    TempDir() {
-        std::string pattern =
-            (std::filesystem::temp_directory_path() / "disksweep-store-test-XXXXXX").string();
-        REQUIRE(mkdtemp(pattern.data()) != nullptr);
-        path_ = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        std::filesystem::remove_all(path_, ignored);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-
-  private:
-    std::filesystem::path path_;
-};
+using ds::test::TempDir;
 
 std::unique_ptr<Store> open_store(const std::string& path) {
     auto store = Store::open(path);

@@ -13,6 +13,7 @@
 #include "common/http.h"
 #include "hostctl/commands.h"
 #include "hostctl/format.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using ds::hostctl::ExitCode;
@@ -20,18 +21,7 @@ using ds::hostctl::Json;
 
 namespace {
 
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        char pattern[] = "/tmp/ds-hostctl-XXXXXX";
-        REQUIRE(::mkdtemp(pattern) != nullptr);
-        path = pattern;
-    }
-    ~TempDir() {
-        std::error_code ignored;
-        fs::remove_all(path, ignored);
-    }
-};
+using ds::test::TempDir;
 
 ds::http::Response json_response(int status, const Json& body) {
     ds::http::Response response;
@@ -55,7 +45,7 @@ ds::http::Response event_stream(std::vector<Json> events) {
 class FakeDaemon {
   public:
     explicit FakeDaemon(const TempDir& dir)
-        : socket_path_((dir.path / "disksweepd.sock").string()),
+        : socket_path_((dir.path() / "disksweepd.sock").string()),
           server_(socket_path_,
                   [this](const ds::http::Request& request) { return answer(request); }) {
         REQUIRE(server_.start().ok());
@@ -166,7 +156,7 @@ TEST_CASE("sweep submit posts the spec and prints what was scheduled", "[hostctl
     TempDir dir;
     FakeDaemon daemon(dir);
     daemon.on("POST /v1/sweeps", json_response(201, kSubmitted));
-    fs::path spec = dir.path / "seed.toml";
+    fs::path spec = dir.path() / "seed.toml";
     const std::string spec_text = "name = \"seed-fio-rbd\"\n[matrix]\nfilesystem = [\"ext4\"]\n";
     std::ofstream(spec) << spec_text;
 
@@ -192,7 +182,7 @@ TEST_CASE("sweep submit --wait follows the sweep and prints the comparison", "[h
     FakeDaemon daemon(dir);
     daemon.on("POST /v1/sweeps", json_response(201, kSubmitted));
     daemon.on("GET /v1/sweeps/4/compare", json_response(200, kCompare));
-    fs::path spec = dir.path / "seed.toml";
+    fs::path spec = dir.path() / "seed.toml";
     std::ofstream(spec) << "name = \"seed\"\n";
 
     SECTION("all runs succeed: exit 0") {
@@ -366,7 +356,7 @@ TEST_CASE("API errors print the daemon's message and exit 1", "[hostctl][cli]") 
     not_json.content_type = "text/plain";
     not_json.body = "oops";
     daemon.on("GET /v1/sweeps", not_json);
-    fs::path spec = dir.path / "bad.toml";
+    fs::path spec = dir.path() / "bad.toml";
     std::ofstream(spec) << "[matrix]\ncach = [\"none\"]\n";
 
     auto invalid =
@@ -391,7 +381,7 @@ TEST_CASE("API errors print the daemon's message and exit 1", "[hostctl][cli]") 
 
 TEST_CASE("an unreachable daemon exits 3 and says how to start it", "[hostctl][cli]") {
     TempDir dir;
-    const std::string socket = (dir.path / "disksweepd.sock").string();
+    const std::string socket = (dir.path() / "disksweepd.sock").string();
     const std::string expected = "hostctl: cannot reach disksweepd at " + socket +
                                  " (No such file or directory). Start it with: disksweepd --config "
                                  "config/disksweepd.conf  (or: systemctl start disksweepd)\n";
@@ -418,7 +408,7 @@ TEST_CASE("the --socket option wins over DISKSWEEP_SOCKET", "[hostctl][cli]") {
     FakeDaemon daemon(dir);
     daemon.on("GET /v1/sweeps", json_response(200, {{"sweeps", Json::array()}}));
     auto outcome = run_hostctl({"sweep", "list", "--socket", daemon.socket_path()}, false,
-                               {{"DISKSWEEP_SOCKET", (dir.path / "elsewhere.sock").string()}});
+                               {{"DISKSWEEP_SOCKET", (dir.path() / "elsewhere.sock").string()}});
     CHECK(outcome.code == ExitCode::kOk);
     CHECK(outcome.out == "no sweeps\n");
     auto from_environment =
@@ -473,10 +463,11 @@ TEST_CASE("usage errors exit 2 without asking the daemon", "[hostctl][cli]") {
 TEST_CASE("an unreadable spec file is reported with its path", "[hostctl][cli]") {
     TempDir dir;
     FakeDaemon daemon(dir);
-    auto outcome = run_hostctl(
-        {"--socket", daemon.socket_path(), "sweep", "submit", (dir.path / "absent.toml").string()});
+    auto outcome = run_hostctl({"--socket", daemon.socket_path(), "sweep", "submit",
+                                (dir.path() / "absent.toml").string()});
     CHECK(outcome.code == ExitCode::kFailed);
-    CHECK(outcome.err == "hostctl: cannot read sweep spec " + (dir.path / "absent.toml").string() +
+    CHECK(outcome.err == "hostctl: cannot read sweep spec " +
+                             (dir.path() / "absent.toml").string() +
                              ": No such file or directory\n");
     CHECK(daemon.requests().empty());
 }
