@@ -673,14 +673,17 @@ void UnixServer::Impl::serve(int fd) {
                                                    std::to_string(limits.request_timeout.count()) +
                                                    " ms"));
     };
+    auto head_too_large = [&] {
+        refuse(431,
+               make_error(errc::kProtocol, "request head exceeds " +
+                                               std::to_string(limits.max_head_bytes) + " bytes"));
+    };
     std::string buffer;
     std::size_t head_end = std::string::npos;
     int error_number = 0;
     while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos) {
         if (buffer.size() > limits.max_head_bytes) {
-            return refuse(431, make_error(errc::kProtocol,
-                                          "request head exceeds " +
-                                              std::to_string(limits.max_head_bytes) + " bytes"));
+            return head_too_large();
         }
         switch (read_some(fd, buffer, deadline, error_number)) {
             case ReadOutcome::kData:
@@ -698,9 +701,7 @@ void UnixServer::Impl::serve(int fd) {
         }
     }
     if (head_end > limits.max_head_bytes) {
-        return refuse(
-            431, make_error(errc::kProtocol, "request head exceeds " +
-                                                 std::to_string(limits.max_head_bytes) + " bytes"));
+        return head_too_large();
     }
 
     RequestHead head;

@@ -14,6 +14,7 @@
 #include "common/process.h"
 #include "daemon/domain_xml.h"
 #include "daemon/libvirt_hypervisor.h"
+#include "support/disk_settings.h"
 #include "support/temp_dir.h"
 
 namespace ds {
@@ -71,18 +72,7 @@ std::vector<StorageConfig> sample_configs() {
     return configs;
 }
 
-Json expected_applied(const StorageConfig& config) {
-    return Json{
-        {"bus", std::string(to_string(config.bus))},
-        {"cache", std::string(to_string(config.cache))},
-        {"aio", std::string(to_string(config.aio))},
-        {"discard", config.discard},
-        {"detect_zeroes", std::string(to_string(config.detect_zeroes))},
-        {"ssd", config.ssd},
-        {"iothread", config.iothread},
-        {"image_format", std::string(to_string(config.image_format))},
-    };
-}
+using ds::test::expected_applied;
 
 // libvirt allows one embedded QEMU driver root per process, so every test
 // here shares this one (a space in it checks the URI's escaping).
@@ -357,14 +347,7 @@ TEST_CASE("embedded QEMU driver: the guest image boots with our XML",
     TempDir dir;
     // The reference Ceph study's disk settings, under TCG (KVM is not usable
     // for guests on every host; the lead's probe decides elsewhere).
-    StorageConfig config;
-    config.bus = Bus::kScsiSingle;
-    config.cache = CacheMode::kUnsafe;
-    config.aio = AioMode::kIoUring;
-    config.discard = true;
-    config.detect_zeroes = DetectZeroes::kUnmap;
-    config.ssd = true;
-    config.iothread = true;
+    StorageConfig config = ds::test::reference_disk_config();
     const std::string name = "disksweep-it-boot-" + std::to_string(::getpid());
     VmRequest request = request_for(name, config, dir.path());
     request.image.kernel = (image / "vmlinuz").string();

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/protocol.h"
+#include "support/disk_settings.h"
 
 namespace ds {
 namespace {
@@ -22,19 +23,7 @@ VmRequest sample_request() {
     return request;
 }
 
-// What parse_applied_disk_settings must give back for `config`.
-Json expected_applied(const StorageConfig& config) {
-    return Json{
-        {"bus", std::string(to_string(config.bus))},
-        {"cache", std::string(to_string(config.cache))},
-        {"aio", std::string(to_string(config.aio))},
-        {"discard", config.discard},
-        {"detect_zeroes", std::string(to_string(config.detect_zeroes))},
-        {"ssd", config.ssd},
-        {"iothread", config.iothread},
-        {"image_format", std::string(to_string(config.image_format))},
-    };
-}
+using ds::test::expected_applied;
 
 Json without_controller_model(Json applied) {
     applied.erase("controller_model");

@@ -2,20 +2,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/disk_settings.h"
+
 namespace ds {
 namespace {
 
 // The reference Ceph study's configuration: scsi-single, IO thread, SSD
 // emulation, discard, ext4 with barrier=0,data=writeback.
 StorageConfig reference_config() {
-    StorageConfig config;
-    config.bus = Bus::kScsiSingle;
-    config.cache = CacheMode::kUnsafe;
-    config.aio = AioMode::kIoUring;
-    config.discard = true;
-    config.detect_zeroes = DetectZeroes::kUnmap;
-    config.ssd = true;
-    config.iothread = true;
+    StorageConfig config = ds::test::reference_disk_config();
     config.filesystem.label = "ext4:barrier=0,data=writeback";
     config.filesystem.type = "ext4";
     config.filesystem.mount_options = "barrier=0,data=writeback";
