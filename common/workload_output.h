@@ -1,0 +1,77 @@
+// Normalised metrics of every workload kind, from the raw output the guest
+// agent sent (result.output, docs/agent-protocol.md). Both the agent and the
+// daemon call this: the daemon re-derives the metrics because the guest is
+// untrusted. Also: whether a MariaDB server variable shown by SHOW VARIABLES
+// is the value a workload asked for.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/settings.h"
+
+namespace ds {
+
+// The image variant a workload kind needs: "" = the base image (fio, io),
+// "mariadb" for mariadb-atis and sysbench-oltp. Unknown kinds: "".
+std::string_view image_variant_for_kind(std::string_view kind);
+
+// One phase line of sql-bench's output, e.g.
+//   "Time for select_simple_join (500): 3.1 wallclock secs (...)"
+//   "Estimated time for select_key_prefix_join (100): 21 wallclock secs (...)"
+struct SqlBenchPhase {
+    std::string name;        // "insert", "select_simple_join", "create_table", ...
+    long long count = 0;     // the number in parentheses
+    double wall_s = 0;       // wallclock seconds
+    bool estimated = false;  // sql-bench printed an estimate, not a measurement
+};
+struct SqlBenchReport {
+    std::string test;                  // e.g. "ATIS table test"
+    std::vector<SqlBenchPhase> phases;  // in output order
+    double total_s = 0;                 // "Total time: N wallclock secs"
+    bool total_estimated = false;       // "Estimated total time: ..."
+};
+// errc::kInvalidArgument naming the line (1-based) when a line that starts
+// like a time line does not parse, or when there is no total line.
+Result<SqlBenchReport> parse_sqlbench_output(std::string_view text);
+
+// Metrics by kind; names in the units their suffix says.
+//   fio, io:        metrics_from_fio_json(output) (fio_metrics.h)
+//   mariadb-atis:   output {"stdout": sql-bench's output, ...}
+//                   total_s, phase_<name>_s for each measured phase (summed
+//                   when a name repeats), estimated_phases (count of
+//                   estimate lines; their times are NOT in any metric)
+//   sysbench-oltp:  output {"stdout": sysbench run's output, ...}
+//                   tps, qps, latency_avg_ms, latency_max_ms,
+//                   latency_p50_ms, latency_p95_ms, latency_p99_ms (those
+//                   sysbench reported), errors_per_s, reconnects_per_s
+// errc::kInvalidArgument for an unknown kind or malformed output, naming
+// what is wrong.
+Result<std::map<std::string, double>> metrics_from_workload_output(std::string_view kind,
+                                                                   const Json& output);
+
+// The metric a comparison ranks by default, and whether lower is better:
+// fio/io "read_iops" (higher), mariadb-atis "total_s" (lower),
+// sysbench-oltp "tps" (higher).
+struct PrimaryMetric {
+    std::string_view name;
+    bool lower_is_better = false;
+};
+PrimaryMetric primary_metric_for_kind(std::string_view kind);
+
+// Whether SHOW VARIABLES' `shown` value is what `requested` (as written in a
+// spec: string, integer or boolean JSON) asks for variable `name`. Handles
+// MariaDB's spellings: booleans 0/1/true/false/on/off -> ON/OFF, sizes with
+// K/M/G suffixes -> bytes, enum values case-insensitively.
+bool server_variable_matches(std::string_view name, const Json& requested, std::string_view shown);
+
+// Variables a workload's `server` table sets that trade durability for
+// speed: innodb_flush_method=nosync, innodb_flush_log_at_trx_commit=0|2,
+// innodb_doublewrite=0, sync_binlog=0 is NOT listed (default). Each as
+// "name=value".
+std::vector<std::string> server_variable_risks(const Json& server_variables);
+
+}  // namespace ds

@@ -1,0 +1,58 @@
+// What every workload kind's runner gets from the agent and gives back.
+// The agent (agent.cpp) has formatted and mounted the disk under test and run
+// the post-format steps; a runner only runs its benchmark in `work_dir` and
+// returns the raw output the daemon parses (common/workload_output.h).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/process.h"
+#include "common/result.h"
+#include "common/settings.h"
+
+namespace ds::agent {
+
+struct WorkloadContext {
+    ProcessRunner& runner;
+    // Directory on the filesystem under test (the mount point: the `nocow`
+    // step has made it +C, so what is created below inherits No_COW).
+    std::string work_dir;
+    // A writable directory on tmpfs for sockets, pid files, config files.
+    std::string scratch_dir;
+    // The workload's own bound (spec `timeout`, else the job's timeout_s).
+    // A runner that exceeds it stops what it started and returns errc::kTimeout.
+    std::chrono::seconds time_limit{0};
+    // Progress for the host, at most about once a second:
+    // (message, seconds since the workload started, fraction done if known).
+    std::function<void(const std::string& message, double elapsed_s,
+                       std::optional<double> fraction)>
+        progress;
+};
+
+struct WorkloadOutput {
+    // Kind-specific raw output: result.output (metrics_from_workload_output).
+    Json output = Json::object();
+    // Verified state the runner read back (e.g. {"server_variables": {...},
+    // "server_version": "..."}): merged into result.readback.
+    Json readback = Json::object();
+};
+
+// Errors: errc::kTimeout (time limit, the workload was stopped),
+// errc::kInvalidArgument (bad params), errc::kAgent (a command failed: the
+// message carries its own error line, e.g. the server's "[ERROR] ..." line),
+// errc::kIo (no space left on device, with that text in the message).
+using WorkloadRunner = Result<WorkloadOutput> (*)(const Workload&, WorkloadContext&);
+
+// guestagent/mariadb_workload.cpp
+Result<WorkloadOutput> run_mariadb_atis(const Workload&, WorkloadContext&);
+Result<WorkloadOutput> run_sysbench_oltp(const Workload&, WorkloadContext&);
+// Checks params before the disk is formatted (same errors as the runners'
+// kInvalidArgument).
+Status check_mariadb_atis_params(const Json& params);
+Status check_sysbench_oltp_params(const Json& params);
+
+}  // namespace ds::agent
