@@ -6,27 +6,30 @@
 // the I/Os the run reports), the cores it used (CPU time / wall time) and
 // the read/write completion-latency p99.
 //
-// With numjobs > 1 it also runs fio --thread=1. fio's default runs each job
-// in its own process that calls setsid(), so with the kernel's autogroup
-// scheduling (sched_autogroup_enabled=1) each fio job is its own scheduling
-// group and, on a machine busy with other work, fio gets up to numjobs
-// times the CPU share of a single process; ds-io, like fio --thread=1,
-// runs its jobs as threads of one process. On an otherwise idle machine
-// (a benchmark guest) the two are the same.
+// Both run each job as its own process in its own session (fio's default,
+// and ds-io's: with autogroup scheduling every session is a scheduling
+// group, so the process model decides the CPU share on a busy machine).
+// With numjobs > 1 it also runs both with --thread=1 (jobs as threads of
+// one process) and compares those two as a second pair.
 //
 //   engine_vs_fio [--rounds=5] [--runtime=3] [--numjobs=1,4] [--size=256m]
 //                 [--targets=tmpfs,loop] [--workdir=/dev/shm/disksweep-bench]
-//                 [--fio=fio] [--fio-thread=auto|on|off] [--set=KEY=VALUE]...
+//                 [--loop-file=PATH] [--loop-size=SIZE] [--engine=PATH]
+//                 [--fio=fio] [--threads=auto|on|off] [--set=KEY=VALUE]...
 //
 // Targets: "tmpfs" = per-job files in --workdir (O_DIRECT works on tmpfs
-// since Linux 6.6); "loop" = a loop device over a file in --workdir, shared
-// by all jobs (needs root and losetup); anything else is taken as a path
-// (a block device or file) used as filename=. The job is fio's
+// since Linux 6.6); "loop" = a loop device over --loop-file (default
+// <workdir>/loop-backing.img) of --loop-size (default --size), shared by
+// all jobs, each working on the whole device (needs root and losetup);
+// anything else is taken as a path (a block device or file) used as
+// filename=. Ratios are of the medians; the per-round ratios' medians
+// follow in parentheses. The 1-minute load average is sampled before every run and
+// printed per table (min / median / max). The job is fio's
 //   --rw=randrw --bs=4k --direct=1 --ioengine=libaio --iodepth=64
 //   --numjobs=N --size=SIZE --runtime=R --time_based=1 --group_reporting=1
-// plus any --set overrides. Prints a table per (target, numjobs) with the
-// medians and the engine/fio ratios; exit status 0 unless something failed
-// to run.
+// (--size omitted for the loop target) plus any --set overrides. Prints a table per (target,
+// numjobs) with the medians and the engine/fio ratios; exit status 0 unless something failed to
+// run.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -59,7 +62,10 @@ struct Settings {
     std::vector<std::string> targets = {"tmpfs", "loop"};
     std::string workdir = "/dev/shm/disksweep-bench";
     std::string fio = "fio";
-    std::string fio_thread = "auto";  // also run fio --thread=1: auto = when numjobs > 1
+    std::string engine = DS_IO_BIN;
+    std::string threads = "auto";  // also run both with --thread=1: auto = when numjobs > 1
+    std::string loop_file;         // empty: <workdir>/loop-backing.img
+    std::string loop_size;         // empty: size
     std::vector<std::pair<std::string, std::string>> overrides;
 };
 
@@ -202,15 +208,31 @@ struct Target {
     std::string key;          // "filename" or "directory"
     std::string value;        // its value
     std::string loop_device;  // to detach afterwards
+    std::string loop_file;    // to delete afterwards
 };
+
+// The 1-minute load average, from /proc/loadavg (-1 when unreadable).
+double load_average() {
+    std::FILE* file = std::fopen("/proc/loadavg", "r");
+    if (!file) return -1;
+    double load = -1;
+    if (std::fscanf(file, "%lf", &load) != 1) load = -1;
+    std::fclose(file);
+    return load;
+}
+
+std::string loop_file_of(const Settings& settings) {
+    return settings.loop_file.empty() ? settings.workdir + "/loop-backing.img" : settings.loop_file;
+}
 
 std::optional<Target> prepare_target(const std::string& spec, const Settings& settings,
                                      std::uint64_t size_bytes) {
     mkdir(settings.workdir.c_str(), 0755);
     if (spec == "tmpfs")
-        return Target{"tmpfs files (" + settings.workdir + ")", "directory", settings.workdir, ""};
+        return Target{"tmpfs files (" + settings.workdir + ")", "directory", settings.workdir, "",
+                      ""};
     if (spec == "loop") {
-        const std::string backing = settings.workdir + "/loop-backing.img";
+        const std::string backing = loop_file_of(settings);
         if (!fill_file(backing, size_bytes)) {
             std::cerr << "loop: cannot write " << backing << "\n";
             return std::nullopt;
@@ -224,15 +246,17 @@ std::optional<Target> prepare_target(const std::string& spec, const Settings& se
         }
         std::string device = attached->out;
         device.erase(device.find_last_not_of(" \n") + 1);
-        return Target{"loop device " + device + " over tmpfs", "filename", device, device};
+        return Target{"loop device " + device + " over " + backing, "filename", device, device,
+                      backing};
     }
-    return Target{spec, "filename", spec, ""};
+    return Target{spec, "filename", spec, "", ""};
 }
 
 void release_target(const Target& target, const Settings& settings) {
     if (target.loop_device.empty()) return;
     (void)run_child({"losetup", "-d", target.loop_device});
-    unlink((settings.workdir + "/loop-backing.img").c_str());
+    unlink(target.loop_file.c_str());
+    (void)settings;
 }
 
 std::vector<std::string> job_argv(const std::string& program, const Settings& settings,
@@ -246,12 +270,13 @@ std::vector<std::string> job_argv(const std::string& program, const Settings& se
         {"ioengine", "libaio"},
         {"iodepth", "64"},
         {"numjobs", std::to_string(numjobs)},
-        {"size", settings.size},
         {"runtime", runtime},
         {"time_based", "1"},
         {"group_reporting", "1"},
         {target.key, target.value},
     };
+    // A loop device is worked on whole (its size is --loop-size).
+    if (target.loop_device.empty()) options["size"] = settings.size;
     for (const auto& [key, value] : settings.overrides) options[key] = value;
     std::vector<std::string> argv = {program, "--output-format=json"};
     for (const auto& [key, value] : options) argv.push_back("--" + key + "=" + value);
@@ -293,11 +318,29 @@ std::string ratios(const Measurement& a, const Measurement& b) {
     return text;
 }
 
+// The median over rounds of a/b per round (rounds where both ran), field
+// by field: robust to load that drifts between rounds, since the two runs of
+// a round are adjacent in time.
+Measurement paired_ratio_medians(const std::vector<std::optional<Measurement>>& a,
+                                 const std::vector<std::optional<Measurement>>& b) {
+    std::vector<Measurement> per_round;
+    for (std::size_t round = 0; round < std::min(a.size(), b.size()); ++round) {
+        if (!a[round] || !b[round]) continue;
+        per_round.push_back({ratio(a[round]->iops, b[round]->iops),
+                             ratio(a[round]->cpu_s_per_mio, b[round]->cpu_s_per_mio),
+                             ratio(a[round]->cores, b[round]->cores),
+                             ratio(a[round]->read_p99_us, b[round]->read_p99_us),
+                             ratio(a[round]->write_p99_us, b[round]->write_p99_us)});
+    }
+    return medians(per_round);
+}
+
 int usage(const std::string& problem) {
     std::cerr << "engine_vs_fio: " << problem << "\n"
               << "usage: engine_vs_fio [--rounds=5] [--runtime=3] [--numjobs=1,4] "
-                 "[--size=256m] [--targets=tmpfs,loop|PATH] [--workdir=DIR] [--fio=fio] "
-                 "[--fio-thread=auto|on|off] [--set=KEY=VALUE]...\n";
+                 "[--size=256m] [--targets=tmpfs,loop|PATH] [--workdir=DIR] [--loop-file=PATH] "
+                 "[--loop-size=SIZE] [--engine=PATH] [--fio=fio] [--threads=auto|on|off] "
+                 "[--set=KEY=VALUE]...\n";
     return 2;
 }
 
@@ -330,11 +373,17 @@ int main(int argc, char** argv) {
             settings.workdir = value;
         } else if (name == "fio") {
             settings.fio = value;
-        } else if (name == "fio-thread") {
+        } else if (name == "engine") {
+            settings.engine = value;
+        } else if (name == "loop-file") {
+            settings.loop_file = value;
+        } else if (name == "loop-size") {
+            settings.loop_size = value;
+        } else if (name == "threads" || name == "fio-thread") {
             if (value != "auto" && value != "on" && value != "off") {
-                return usage("--fio-thread is auto, on or off");
+                return usage("--threads is auto, on or off");
             }
-            settings.fio_thread = value;
+            settings.threads = value;
         } else if (name == "set") {
             const auto inner = value.find('=');
             if (inner == std::string::npos) return usage("--set needs KEY=VALUE");
@@ -345,57 +394,51 @@ int main(int argc, char** argv) {
     }
     const auto size_bytes = ds::io::parse_fio_size(settings.size);
     if (!size_bytes) return usage("--size is not a size");
+    const auto loop_bytes =
+        ds::io::parse_fio_size(settings.loop_size.empty() ? settings.size : settings.loop_size);
+    if (!loop_bytes) return usage("--loop-size is not a size");
 
     int failures = 0;
     std::vector<std::string> summary;
     for (const auto& spec : settings.targets) {
-        auto target = prepare_target(spec, settings, *size_bytes);
+        auto target = prepare_target(spec, settings, *loop_bytes);
         if (!target) {
             ++failures;
             continue;
         }
         for (unsigned numjobs : settings.numjobs) {
             std::printf("\n%s, randrw 4k iodepth=64 numjobs=%u size=%s runtime=%ss, %d rounds\n",
-                        target->label.c_str(), numjobs, settings.size.c_str(),
+                        target->label.c_str(), numjobs,
+                        target->loop_device.empty() ? settings.size.c_str() : "device",
                         settings.runtime.c_str(), settings.rounds);
             struct Tool {
                 std::string name;
-                std::vector<std::string> (*argv)(const Settings&, const Target&, unsigned,
-                                                 const std::string&);
+                std::string program;
+                bool thread = false;
                 std::vector<Measurement> runs;
+                std::vector<std::optional<Measurement>> by_round;
             };
-            std::vector<Tool> tools = {
-                {"engine",
-                 [](const Settings& s, const Target& t, unsigned n, const std::string& r) {
-                     return job_argv(DS_IO_BIN, s, t, n, r);
-                 },
-                 {}},
-                {"fio",
-                 [](const Settings& s, const Target& t, unsigned n, const std::string& r) {
-                     return job_argv(s.fio, s, t, n, r);
-                 },
-                 {}},
-            };
-            if (settings.fio_thread == "on" || (settings.fio_thread == "auto" && numjobs > 1)) {
-                tools.push_back(
-                    {"fio-thread",
-                     [](const Settings& s, const Target& t, unsigned n, const std::string& r) {
-                         auto argv = job_argv(s.fio, s, t, n, r);
-                         argv.push_back("--thread=1");
-                         return argv;
-                     },
-                     {}});
+            std::vector<Tool> tools = {{"engine", settings.engine, false, {}},
+                                       {"fio", settings.fio, false, {}}};
+            if (settings.threads == "on" || (settings.threads == "auto" && numjobs > 1)) {
+                tools.push_back({"engine-thr", settings.engine, true, {}});
+                tools.push_back({"fio-thr", settings.fio, true, {}});
             }
+            auto argv_of = [&](const Tool& tool, const std::string& runtime) {
+                auto argv = job_argv(tool.program, settings, *target, numjobs, runtime);
+                if (tool.thread) argv.push_back("--thread=1");
+                return argv;
+            };
             // Unmeasured warm-up of each: lays out per-job files, warms caches.
-            for (const auto& tool : tools) {
-                (void)measure(tool.name, tool.argv(settings, *target, numjobs, "1"));
-            }
+            for (const auto& tool : tools) (void)measure(tool.name, argv_of(tool, "1"));
             print_header();
+            std::vector<double> loads;
             for (int round = 0; round < settings.rounds; ++round) {
                 for (std::size_t slot = 0; slot < tools.size(); ++slot) {
                     Tool& tool = tools[(slot + static_cast<std::size_t>(round)) % tools.size()];
-                    const auto result =
-                        measure(tool.name, tool.argv(settings, *target, numjobs, settings.runtime));
+                    loads.push_back(load_average());
+                    const auto result = measure(tool.name, argv_of(tool, settings.runtime));
+                    tool.by_round.push_back(result);
                     if (!result) {
                         ++failures;
                         continue;
@@ -404,24 +447,40 @@ int main(int argc, char** argv) {
                     tool.runs.push_back(*result);
                 }
             }
-            std::printf("  median:\n");
+            std::sort(loads.begin(), loads.end());
+            char load_text[128];
+            std::snprintf(load_text, sizeof load_text,
+                          "load average (1 min) before the runs: min %.2f median %.2f max %.2f",
+                          loads.front(), median(loads), loads.back());
+            std::printf("  %s\n  median:\n", load_text);
             std::vector<Measurement> median_of;
             for (const auto& tool : tools) {
                 median_of.push_back(medians(tool.runs));
                 print_row(tool.name, median_of.back());
             }
-            std::string line = target->label + " numjobs=" + std::to_string(numjobs) + ":";
+            std::string line =
+                target->label + " numjobs=" + std::to_string(numjobs) + ", " + load_text + ":";
             char numbers[256];
             for (std::size_t i = 0; i < tools.size(); ++i) {
-                std::snprintf(numbers, sizeof numbers,
-                              " %s %.0f IOPS %.3f CPU-s/MIO p99 %.0f/%.0f us;",
-                              tools[i].name.c_str(), median_of[i].iops, median_of[i].cpu_s_per_mio,
-                              median_of[i].read_p99_us, median_of[i].write_p99_us);
+                std::snprintf(
+                    numbers, sizeof numbers,
+                    "\n      %-10s %8.0f IOPS %6.3f CPU-s/MIO %5.2f cores p99 %.0f/%.0f us",
+                    tools[i].name.c_str(), median_of[i].iops, median_of[i].cpu_s_per_mio,
+                    median_of[i].cores, median_of[i].read_p99_us, median_of[i].write_p99_us);
                 line += numbers;
             }
-            for (std::size_t i = 1; i < tools.size(); ++i) {
-                const std::string versus =
-                    "engine/" + tools[i].name + ": " + ratios(median_of[0], median_of[i]);
+            // Pairs: (engine, fio) and, when run, (engine-thr, fio-thr).
+            for (std::size_t i = 0; i + 1 < tools.size(); i += 2) {
+                const Measurement paired =
+                    paired_ratio_medians(tools[i].by_round, tools[i + 1].by_round);
+                char paired_text[160];
+                std::snprintf(paired_text, sizeof paired_text,
+                              " (per-round ratio medians: IOPS x%.2f, CPU/IO x%.2f, p99 read "
+                              "x%.2f write x%.2f)",
+                              paired.iops, paired.cpu_s_per_mio, paired.read_p99_us,
+                              paired.write_p99_us);
+                const std::string versus = tools[i].name + "/" + tools[i + 1].name + ": " +
+                                           ratios(median_of[i], median_of[i + 1]) + paired_text;
                 std::printf("  %s\n", versus.c_str());
                 line += "\n      " + versus;
             }

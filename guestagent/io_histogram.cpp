@@ -50,6 +50,23 @@ std::uint64_t LatencyHistogram::bucket_width(unsigned bucket) {
     return 1ull << ((bucket >> kSubBucketBits) - 1);
 }
 
+std::optional<LatencyHistogram> LatencyHistogram::restore(std::span<const std::uint64_t> counts,
+                                                          std::uint64_t min, std::uint64_t max,
+                                                          double sum, double sum_squares) {
+    if (counts.size() != kBucketCount) return std::nullopt;
+    LatencyHistogram out;
+    std::copy(counts.begin(), counts.end(), out.counts_.begin());
+    for (const std::uint64_t count : counts) out.count_ += count;
+    if (out.count_ > 0) {
+        if (min > max) return std::nullopt;
+        out.min_ = min;
+        out.max_ = max;
+        out.sum_ = sum;
+        out.sum_squares_ = sum_squares;
+    }
+    return out;
+}
+
 std::uint64_t LatencyHistogram::percentile(double percent) const {
     if (count_ == 0) return 0;
     const double clamped = std::clamp(percent, 0.0, 100.0);

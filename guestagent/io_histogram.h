@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 namespace ds::io {
@@ -62,6 +64,20 @@ class LatencyHistogram {
     }
     static std::uint64_t bucket_low(unsigned bucket);
     static std::uint64_t bucket_width(unsigned bucket);
+
+    // The raw state, so a histogram can cross a process boundary (a job run
+    // as its own process sends its statistics to the parent, io_report.h):
+    // every bucket's count (kBucketCount of them) and the exact sums.
+    std::span<const std::uint64_t> counts() const { return counts_; }
+    double sum() const { return sum_; }
+    double sum_squares() const { return sum_squares_; }
+
+    // The histogram whose counts(), min(), max(), sum() and sum_squares()
+    // were these. nullopt when they cannot be one: not kBucketCount counts,
+    // or min > max with values recorded.
+    static std::optional<LatencyHistogram> restore(std::span<const std::uint64_t> counts,
+                                                   std::uint64_t min, std::uint64_t max, double sum,
+                                                   double sum_squares);
 
   private:
     std::vector<std::uint64_t> counts_;  // kBucketCount entries

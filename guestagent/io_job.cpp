@@ -2,14 +2,19 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <latch>
@@ -216,14 +221,19 @@ double seconds_of(const timeval& time) {
     return static_cast<double>(time.tv_sec) + static_cast<double>(time.tv_usec) / 1e6;
 }
 
-// State all job threads share.
+// The flags every job reads on each pass of its loop. With jobs as threads
+// they live in run_io_job's frame; with jobs as processes in a shared
+// anonymous mapping (ProcessFlags). Written only to stop, so the cache line
+// stays shared-clean while jobs run.
 struct SharedState {
-    const std::atomic<bool>* stop = nullptr;
-    std::atomic<bool> abort{false};  // a job failed: the others stop too
+    const std::atomic<bool>* stop = nullptr;  // the caller asks all jobs to stop
+    std::atomic<bool>* abort = nullptr;       // a job failed: the others stop too
 };
 
-// One job: one thread, one engine instance, one fd, iodepth units.
-class JobRunner {
+// One job: one thread or process, one engine instance, one fd, iodepth
+// units. Aligned to a cache line so no two jobs' hot state (counters,
+// free list, clock) share one when jobs are threads.
+class alignas(64) JobRunner {
   public:
     JobRunner(const JobOptions& options, JobTarget target, unsigned job_index, SharedState& shared)
         : options_(options),
@@ -236,9 +246,9 @@ class JobRunner {
         stats_.job_index = job_index;
     }
 
-    // Opens the file, allocates buffers and initialises the engine. Runs on
-    // the caller's thread before the job threads start.
-    Status setup() {
+    // Opens the job's file. Runs in the caller before any job starts, so a
+    // file that cannot be opened fails the job before any I/O.
+    Status open_file() {
         if (!options_.engine->diskless) {
             int flags = O_CLOEXEC | (rw_writes(options_.rw) ? O_RDWR : O_RDONLY);
             if (options_.direct) flags |= O_DIRECT;
@@ -252,6 +262,17 @@ class JobRunner {
                 return io_error(what, error_number);
             }
         }
+        return ok_status();
+    }
+
+    int fd() const { return fd_.get(); }
+
+    // Allocates the buffers and units and initialises the engine, in the
+    // thread or process that runs the job: an AIO context belongs to the
+    // process that created it (a forked child cannot use its parent's), and
+    // a job process's buffers are then its own pages, not copy-on-write
+    // ones.
+    Status setup_io() {
         auto buffers = allocate_aligned(static_cast<std::size_t>(depth_) * options_.bs);
         if (!buffers) return buffers.error();
         buffers_ = std::move(*buffers);
@@ -292,7 +313,7 @@ class JobRunner {
         // over, another job failed or the caller asked to stop.
         auto should_stop = [&](std::uint64_t at) {
             return issued_ >= budget || at >= end_ns_ ||
-                   shared_.abort.load(std::memory_order_relaxed) ||
+                   shared_.abort->load(std::memory_order_relaxed) ||
                    (shared_.stop && shared_.stop->load(std::memory_order_relaxed));
         };
         bool stopping = false;
@@ -400,6 +421,7 @@ class JobRunner {
 
     const std::optional<Error>& error() const { return error_; }
     JobStats take_stats() { return std::move(stats_); }
+    unsigned job_index() const { return job_index_; }
 
     ~JobRunner() {
         if (engine_) engine_->cleanup();
@@ -551,7 +573,7 @@ class JobRunner {
     void fail(const std::string& message) {
         if (!error_)
             error_ = make_error(errc::kIo, "job " + std::to_string(job_index_) + ": " + message);
-        shared_.abort.store(true, std::memory_order_relaxed);
+        shared_.abort->store(true, std::memory_order_relaxed);
     }
 
     const JobOptions& options_;
@@ -588,6 +610,318 @@ class JobRunner {
     std::optional<Error> error_;
 };
 
+using Runners = std::vector<std::unique_ptr<JobRunner>>;
+
+Error job_error(unsigned job, const Error& error) {
+    return make_error(error.code, "job " + std::to_string(job) + ": " + error.message);
+}
+
+// Jobs as threads of this process (fio's thread=1): they start together
+// once every thread exists.
+Result<std::vector<JobStats>> run_as_threads(Runners& runners, SharedState& shared) {
+    for (auto& runner : runners) {
+        if (auto status = runner->setup_io(); !status) {
+            return job_error(runner->job_index(), status.error());
+        }
+    }
+    std::latch start_gate(1);
+    std::vector<std::thread> threads;
+    std::optional<Error> spawn_error;
+    for (auto& runner : runners) {
+        try {
+            threads.emplace_back([&start_gate, &runner] {
+                start_gate.wait();
+                runner->run();
+            });
+        } catch (const std::system_error& e) {
+            spawn_error =
+                make_error(errc::kIo, std::string("cannot start a job thread: ") + e.what());
+            shared.abort->store(true);
+            break;
+        }
+    }
+    start_gate.count_down();
+    for (auto& thread : threads) thread.join();
+    if (spawn_error) return *spawn_error;
+    for (const auto& runner : runners) {
+        if (runner->error()) return *runner->error();
+    }
+    std::vector<JobStats> stats;
+    for (auto& runner : runners) stats.push_back(runner->take_stats());
+    return stats;
+}
+
+// --- Jobs as processes (fio's default) ---------------------------------
+//
+// Each job is a forked child that calls setsid(), as fio's job processes
+// do. With autogroup scheduling (sched_autogroup_enabled=1, the default of
+// most distributions) every session is its own scheduling group, so on a
+// machine busy with other work N job processes get N shares of the CPU
+// where N threads of one process get one (docs/io-engine.md has the
+// measurements). The parent and the children share ProcessFlags through an
+// anonymous shared mapping; each child reports through its own pipe:
+//   'R'                                  set up, waiting for the start
+//   'S' u64 n, n bytes                   encode_job_stats of its statistics
+//   'E' u64 n, code, u64 m, message      its error ("job N: ...")
+// and then exits. The start is the gate pipe: the parent closes its write
+// end once every child reported 'R', and each child's read() returns 0.
+
+struct ProcessFlags {
+    std::atomic<bool> stop{false};   // relayed by the parent from the caller's flag
+    std::atomic<bool> abort{false};  // set by a failing job or by the parent
+};
+static_assert(std::atomic<bool>::is_always_lock_free,
+              "flags shared between processes must be lock-free atomics");
+
+struct UnmapFlags {
+    void operator()(ProcessFlags* flags) const {
+        flags->~ProcessFlags();
+        munmap(flags, sizeof(ProcessFlags));
+    }
+};
+using SharedFlags = std::unique_ptr<ProcessFlags, UnmapFlags>;
+
+Result<SharedFlags> map_shared_flags() {
+    void* memory = mmap(nullptr, sizeof(ProcessFlags), PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) {
+        return io_error("cannot map the flags shared with job processes", errno);
+    }
+    return SharedFlags(new (memory) ProcessFlags);
+}
+
+// Whole-buffer write; false when the pipe is gone.
+bool write_all(int fd, const std::string& bytes) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t written = write(fd, bytes.data() + done, bytes.size() - done);
+        if (written < 0 && errno == EINTR) continue;
+        if (written <= 0) return false;
+        done += static_cast<std::size_t>(written);
+    }
+    return true;
+}
+
+void append_u64(std::string& out, std::uint64_t value) {
+    out.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+std::string error_frame(const Error& error) {
+    std::string frame = "E";
+    append_u64(frame, error.code.size());
+    frame += error.code;
+    append_u64(frame, error.message.size());
+    frame += error.message;
+    return frame;
+}
+
+std::string stats_frame(const JobStats& stats) {
+    const std::string encoded = encode_job_stats(stats);
+    std::string frame = "S";
+    append_u64(frame, encoded.size());
+    frame += encoded;
+    return frame;
+}
+
+// Closes every descriptor the child inherited except stdio and `keep`: the
+// caller's sockets and files (the agent's channel, other jobs' pipes) must
+// not stay open in, or be touched by, a job process.
+void close_inherited_fds(std::vector<int> keep) {
+    keep.push_back(STDERR_FILENO);
+    std::sort(keep.begin(), keep.end());
+    unsigned from = 0;
+    for (const int fd : keep) {
+        if (fd < 0) continue;
+        const auto kept = static_cast<unsigned>(fd);
+        if (kept > from) {
+            if (close_range(from, kept - 1, 0) != 0) {
+                for (unsigned each = from; each < kept; ++each) close(static_cast<int>(each));
+            }
+        }
+        from = std::max(from, kept + 1);
+    }
+    if (close_range(from, ~0u, 0) != 0) {
+        for (unsigned each = from; each < 65536; ++each) close(static_cast<int>(each));
+    }
+}
+
+// The body of a job process; never returns. Runs in a child forked from a
+// possibly multithreaded caller, so it only uses its own runner, the
+// kernel and malloc (which glibc keeps usable across fork), and leaves
+// with _exit (no atexit handlers, no stdio flush of the parent's buffers).
+[[noreturn]] void job_process(JobRunner& runner, int result_fd, int gate_fd, pid_t parent) {
+    // Die with the thread that forked us: run_io_job waits for every job,
+    // so that only happens when the caller itself dies.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    setsid();  // its own session: its own autogroup, as fio's jobs
+    close_inherited_fds({STDIN_FILENO, STDOUT_FILENO, runner.fd(), result_fd, gate_fd});
+    if (auto status = runner.setup_io(); !status) {
+        (void)write_all(result_fd, error_frame(job_error(runner.job_index(), status.error())));
+        _exit(0);
+    }
+    if (!write_all(result_fd, "R")) _exit(1);
+    char byte = 0;
+    while (read(gate_fd, &byte, 1) < 0 && errno == EINTR) {
+    }
+    runner.run();
+    const std::string frame =
+        runner.error() ? error_frame(*runner.error()) : stats_frame(runner.take_stats());
+    _exit(write_all(result_fd, frame) ? 0 : 1);
+}
+
+// What one job process sent, decoded.
+Result<JobStats> decode_frame(unsigned job, std::string_view bytes, int wait_status) {
+    auto take_u64 = [&](std::uint64_t& value) {
+        if (bytes.size() < sizeof value) return false;
+        std::memcpy(&value, bytes.data(), sizeof value);
+        bytes.remove_prefix(sizeof value);
+        return true;
+    };
+    auto take_text = [&](std::string& text) {
+        std::uint64_t size = 0;
+        if (!take_u64(size) || size > bytes.size()) return false;
+        text.assign(bytes.substr(0, size));
+        bytes.remove_prefix(size);
+        return true;
+    };
+    if (!bytes.empty() && bytes.front() == 'R') bytes.remove_prefix(1);
+    const char kind = bytes.empty() ? '\0' : bytes.front();
+    if (!bytes.empty()) bytes.remove_prefix(1);
+    if (kind == 'E') {
+        Error error;
+        if (take_text(error.code) && take_text(error.message)) return error;
+    } else if (kind == 'S') {
+        std::string encoded;
+        if (take_text(encoded)) return decode_job_stats(encoded);
+    }
+    std::string how = "ended";
+    if (WIFEXITED(wait_status)) {
+        how = "exited with status " + std::to_string(WEXITSTATUS(wait_status));
+    } else if (WIFSIGNALED(wait_status)) {
+        const char* name = sigabbrev_np(WTERMSIG(wait_status));
+        how = "was killed by signal " + std::to_string(WTERMSIG(wait_status)) +
+              (name ? std::string(" (SIG") + name + ")" : std::string());
+    }
+    return make_error(errc::kIo, "job " + std::to_string(job) + ": its process " + how +
+                                     " without a complete report");
+}
+
+Result<std::vector<JobStats>> run_as_processes(Runners& runners, ProcessFlags& flags,
+                                               const std::atomic<bool>* stop) {
+    struct Child {
+        pid_t pid = -1;
+        FileDescriptor result;
+        std::string bytes;
+        bool eof = false;
+        int wait_status = 0;
+    };
+    std::vector<Child> children(runners.size());
+    int gate[2];
+    if (pipe2(gate, O_CLOEXEC) != 0) return io_error("cannot create the job start pipe", errno);
+    FileDescriptor gate_read(gate[0]);
+    FileDescriptor gate_write(gate[1]);
+
+    // Reads what `child` has sent so far (one read); false on EOF or error.
+    auto read_some = [](Child& child) {
+        char buffer[65536];
+        while (true) {
+            const ssize_t got = read(child.result.get(), buffer, sizeof buffer);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                child.eof = true;
+                return false;
+            }
+            child.bytes.append(buffer, static_cast<std::size_t>(got));
+            return true;
+        }
+    };
+
+    const pid_t parent = getpid();
+    std::optional<Error> spawn_error;
+    std::size_t started = 0;
+    for (; started < runners.size(); ++started) {
+        int result[2];
+        if (pipe2(result, O_CLOEXEC) != 0) {
+            spawn_error =
+                io_error("cannot create the result pipe of job " + std::to_string(started), errno);
+            break;
+        }
+        FileDescriptor read_end(result[0]);
+        FileDescriptor write_end(result[1]);
+        const pid_t pid = fork();
+        if (pid == 0) job_process(*runners[started], write_end.get(), gate_read.get(), parent);
+        if (pid < 0) {
+            spawn_error =
+                io_error("cannot start the process of job " + std::to_string(started), errno);
+            break;
+        }
+        children[started].pid = pid;
+        children[started].result = std::move(read_end);
+        // write_end closes here: the pipe reads EOF once the child is gone.
+    }
+
+    // Start only when every job is set up: a job whose setup failed (or
+    // could not be started) aborts the others before any I/O.
+    bool all_ready = !spawn_error;
+    for (std::size_t job = 0; job < started; ++job) {
+        Child& child = children[job];
+        while (child.bytes.empty() && read_some(child)) {
+        }
+        if (child.bytes.empty() || child.bytes.front() != 'R') all_ready = false;
+    }
+    if (!all_ready) flags.abort.store(true);
+    gate_write = FileDescriptor();  // every child's read() of the gate returns 0: go
+
+    // Collect the reports, relaying the caller's stop flag meanwhile (it
+    // lives in this process's memory, which the children do not share).
+    constexpr int kStopPollMs = 20;
+    std::vector<pollfd> waiting;
+    std::vector<std::size_t> waiting_job;
+    while (true) {
+        if (stop && stop->load(std::memory_order_relaxed)) flags.stop.store(true);
+        waiting.clear();
+        waiting_job.clear();
+        for (std::size_t job = 0; job < started; ++job) {
+            if (children[job].eof) continue;
+            waiting.push_back({children[job].result.get(), POLLIN, 0});
+            waiting_job.push_back(job);
+        }
+        if (waiting.empty()) break;
+        const int ready = poll(waiting.data(), waiting.size(), stop ? kStopPollMs : -1);
+        if (ready < 0 && errno != EINTR) {
+            // Cannot happen with valid descriptors; read blocking instead.
+            for (const std::size_t job : waiting_job) {
+                while (read_some(children[job])) {
+                }
+            }
+            break;
+        }
+        for (std::size_t i = 0; ready > 0 && i < waiting.size(); ++i) {
+            if (waiting[i].revents != 0) (void)read_some(children[waiting_job[i]]);
+        }
+    }
+    for (std::size_t job = 0; job < started; ++job) {
+        while (waitpid(children[job].pid, &children[job].wait_status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (spawn_error) return *spawn_error;
+
+    std::vector<JobStats> stats;
+    std::optional<Error> first_error;
+    for (std::size_t job = 0; job < started; ++job) {
+        auto decoded = decode_frame(static_cast<unsigned>(job), children[job].bytes,
+                                    children[job].wait_status);
+        if (!decoded) {
+            if (!first_error) first_error = decoded.error();
+            continue;
+        }
+        stats.push_back(std::move(*decoded));
+    }
+    if (first_error) return *first_error;
+    return stats;
+}
+
 }  // namespace
 
 Result<Json> run_io_job(const Json& params, const std::atomic<bool>* stop) {
@@ -604,47 +938,31 @@ Result<Json> run_io_job(const JobOptions& options, const std::atomic<bool>* stop
     auto targets = prepare_targets(options);
     if (!targets) return targets.error();
 
+    std::atomic<bool> thread_abort{false};
+    SharedFlags process_flags;
     SharedState shared;
-    shared.stop = stop;
-    std::vector<std::unique_ptr<JobRunner>> runners;
+    if (options.thread) {
+        shared = SharedState{stop, &thread_abort};
+    } else {
+        auto mapped = map_shared_flags();
+        if (!mapped) return mapped.error();
+        process_flags = std::move(*mapped);
+        shared = SharedState{&process_flags->stop, &process_flags->abort};
+    }
+    Runners runners;
     for (unsigned job = 0; job < options.numjobs; ++job) {
         runners.push_back(std::make_unique<JobRunner>(options, (*targets)[job], job, shared));
-        if (auto status = runners.back()->setup(); !status) {
-            return make_error(status.error().code,
-                              "job " + std::to_string(job) + ": " + status.error().message);
+        if (auto status = runners.back()->open_file(); !status) {
+            return job_error(job, status.error());
         }
     }
-
-    // All jobs start together once every thread exists.
-    std::latch start_gate(1);
-    std::vector<std::thread> threads;
-    std::optional<Error> spawn_error;
-    for (auto& runner : runners) {
-        try {
-            threads.emplace_back([&start_gate, &runner] {
-                start_gate.wait();
-                runner->run();
-            });
-        } catch (const std::system_error& e) {
-            spawn_error =
-                make_error(errc::kIo, std::string("cannot start a job thread: ") + e.what());
-            shared.abort.store(true);
-            break;
-        }
-    }
-    start_gate.count_down();
-    for (auto& thread : threads) thread.join();
-    if (spawn_error) return *spawn_error;
-
-    for (const auto& runner : runners) {
-        if (runner->error()) return *runner->error();
-    }
+    auto stats = options.thread ? run_as_threads(runners, shared)
+                                : run_as_processes(runners, *process_flags, stop);
+    if (!stats) return stats.error();
     if (stop && stop->load()) {
         return make_error(errc::kCancelled, "io job stopped before it ended");
     }
-    std::vector<JobStats> stats;
-    for (auto& runner : runners) stats.push_back(runner->take_stats());
-    return io_report_json(options, stats, started);
+    return io_report_json(options, *stats, started);
 }
 
 }  // namespace ds::io

@@ -1,8 +1,10 @@
-// Running a native I/O job: numjobs threads, each with its own engine
+// Running a native I/O job: numjobs jobs, each with its own engine
 // instance (its own AIO context), its own I/O buffers and its own file
 // descriptor, doing the job's I/O pattern until its size or runtime is
-// done. See docs/io-engine.md for the semantics and how they compare with
-// fio's.
+// done. As fio's default, each job is a process forked from the caller in
+// its own session (setsid: its own scheduling autogroup); with the option
+// thread=1 the jobs are threads of the caller. See docs/io-engine.md for
+// the semantics and how they compare with fio's.
 #pragma once
 
 #include <atomic>
@@ -13,7 +15,9 @@
 
 namespace ds::io {
 
-// Parses `params` (io_options.h) and runs the job. Blocks until it is done.
+// Parses `params` (io_options.h) and runs the job. Blocks until it is done
+// and, with job processes, until every one of them has exited and been
+// waited for (by pid; the caller must not reap them with waitpid(-1)).
 //
 // Files: with `filename`, every job works on that one file or block device
 // over [0, size) (size defaults to the file's or device's size); without

@@ -161,7 +161,7 @@ struct GeneralOption {
     Status (*apply)(JobOptions&, std::string_view name, const OptionValue&);
 };
 
-const std::array<GeneralOption, 23> kGeneralOptions = {{
+const std::array<GeneralOption, 24> kGeneralOptions = {{
     {{"name", OptionType::kString, "job name; per-job files are <name>.<job>.0"},
      [](JobOptions& job, std::string_view name, const OptionValue& v) -> Status {
          if (v.text.empty() || v.text.find('/') != std::string::npos) {
@@ -192,7 +192,7 @@ const std::array<GeneralOption, 23> kGeneralOptions = {{
          job.iodepth = *depth;
          return ok_status();
      }},
-    {{"numjobs", OptionType::kInt, "jobs (threads) running the same workload (1)"},
+    {{"numjobs", OptionType::kInt, "jobs running the same workload, each its own process (1)"},
      [](JobOptions& job, std::string_view name, const OptionValue& v) -> Status {
          auto jobs = bounded(name, v.number, 1, kMaxNumjobs);
          if (!jobs) return jobs.error();
@@ -262,6 +262,12 @@ const std::array<GeneralOption, 23> kGeneralOptions = {{
     {{"group_reporting", OptionType::kBool, "report all jobs as one merged entry (0)"},
      [](JobOptions& job, std::string_view, const OptionValue& v) {
          job.group_reporting = v.flag;
+         return ok_status();
+     }},
+    {{"thread", OptionType::kBool,
+      "run jobs as threads of one process instead of one process (own session) each (0)"},
+     [](JobOptions& job, std::string_view, const OptionValue& v) {
+         job.thread = v.flag;
          return ok_status();
      }},
 }};
@@ -503,6 +509,7 @@ Json resolved_options_json(const JobOptions& job) {
         {"iodepth_batch_complete_max", job.iodepth_batch_complete_max},
         {"iodepth_low", job.iodepth_low},
         {"group_reporting", job.group_reporting},
+        {"thread", job.thread},
     };
     out["size"] = job.size ? Json(*job.size) : Json(nullptr);
     if (!job.filename.empty()) out["filename"] = job.filename;

@@ -32,22 +32,23 @@ struct JobOptions {
     std::string name = "disksweep-io";  // fio: name (files are <name>.<job>.0)
     std::string ioengine = "psync";     // fio's default engine on Linux
     RwMode rw = RwMode::kRead;
-    unsigned rwmixread = 50;                   // percent of a mixed job's I/Os that read
-    std::uint64_t bs = 4096;                   // bytes per I/O, both directions
-    unsigned iodepth = 1;                      // units outstanding per job
-    unsigned numjobs = 1;                      // threads, each with its own engine instance
-    std::optional<std::uint64_t> size;         // bytes per job; nullopt: the file's or device's
-    std::string filename;                      // one file or device, shared by all jobs
-    std::string directory;                     // without filename: per-job files in here
-    bool direct = false;                       // O_DIRECT
-    double runtime_s = 0;                      // 0: until `size` bytes are done
-    bool time_based = false;                   // run for runtime_s, wrapping around the file
-    double ramp_time_s = 0;                    // I/O before this is not measured
-    unsigned iodepth_batch_submit = 1;         // units per commit (0 in params = iodepth)
-    unsigned iodepth_batch_complete = 1;       // min completions per reap (0 = poll)
-    unsigned iodepth_batch_complete_max = 0;   // max per reap (0 in params = the min, >= 1)
-    unsigned iodepth_low = 0;                  // reap a full queue down to this (0 = iodepth)
-    bool group_reporting = false;              // one merged entry in "jobs" instead of one per job
+    unsigned rwmixread = 50;                  // percent of a mixed job's I/Os that read
+    std::uint64_t bs = 4096;                  // bytes per I/O, both directions
+    unsigned iodepth = 1;                     // units outstanding per job
+    unsigned numjobs = 1;                     // jobs, each with its own engine instance
+    std::optional<std::uint64_t> size;        // bytes per job; nullopt: the file's or device's
+    std::string filename;                     // one file or device, shared by all jobs
+    std::string directory;                    // without filename: per-job files in here
+    bool direct = false;                      // O_DIRECT
+    double runtime_s = 0;                     // 0: until `size` bytes are done
+    bool time_based = false;                  // run for runtime_s, wrapping around the file
+    double ramp_time_s = 0;                   // I/O before this is not measured
+    unsigned iodepth_batch_submit = 1;        // units per commit (0 in params = iodepth)
+    unsigned iodepth_batch_complete = 1;      // min completions per reap (0 = poll)
+    unsigned iodepth_batch_complete_max = 0;  // max per reap (0 in params = the min, >= 1)
+    unsigned iodepth_low = 0;                 // reap a full queue down to this (0 = iodepth)
+    bool group_reporting = false;             // one merged entry in "jobs" instead of one per job
+    bool thread = false;  // fio's: jobs as threads of the caller, not processes (io_job.h)
     EngineOptionValues engine_options;         // the chosen engine's own options, all of them
     const EngineDescriptor* engine = nullptr;  // resolved `ioengine`, never null once parsed
     Json given = Json::object();               // the params exactly as given

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <type_traits>
 
 #include "common/version.h"
 
@@ -117,6 +119,136 @@ Json job_json(const JobOptions& options, const JobStats& stats, const std::strin
 }
 
 }  // namespace
+
+namespace {
+
+// "dsiojs01": bumped when the encoding changes.
+constexpr std::uint64_t kStatsMagic = 0x3130736a6f697364ull;
+
+class Encoder {
+  public:
+    template <class T>
+    void put(T value) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        out_.append(reinterpret_cast<const char*>(&value), sizeof value);
+    }
+    void put_series(const std::vector<double>& series) {
+        put<std::uint64_t>(series.size());
+        out_.append(reinterpret_cast<const char*>(series.data()), series.size() * sizeof(double));
+    }
+    std::string take() { return std::move(out_); }
+
+  private:
+    std::string out_;
+};
+
+class Decoder {
+  public:
+    explicit Decoder(std::string_view in) : in_(in) {}
+    // False (and nothing read) when fewer than sizeof(T) bytes are left.
+    template <class T>
+    bool get(T& value) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        if (in_.size() < sizeof value) return false;
+        std::memcpy(&value, in_.data(), sizeof value);
+        in_.remove_prefix(sizeof value);
+        return true;
+    }
+    bool get_series(std::vector<double>& series) {
+        std::uint64_t size = 0;
+        if (!get(size) || size > in_.size() / sizeof(double)) return false;
+        series.resize(size);
+        std::memcpy(series.data(), in_.data(), size * sizeof(double));
+        in_.remove_prefix(size * sizeof(double));
+        return true;
+    }
+    bool done() const { return in_.empty(); }
+
+  private:
+    std::string_view in_;
+};
+
+}  // namespace
+
+std::string encode_job_stats(const JobStats& stats) {
+    Encoder out;
+    out.put(kStatsMagic);
+    out.put<std::uint64_t>(stats.job_index);
+    out.put(stats.runtime_ns);
+    out.put(stats.elapsed_ns);
+    out.put(stats.user_cpu_s);
+    out.put(stats.system_cpu_s);
+    out.put(stats.context_switches);
+    for (const DirectionStats& direction : stats.directions) {
+        out.put(direction.ios);
+        out.put(direction.bytes);
+        out.put(direction.short_ios);
+        const LatencyHistogram& clat = direction.clat;
+        out.put(clat.min());
+        out.put(clat.max());
+        out.put(clat.sum());
+        out.put(clat.sum_squares());
+        // Sparse: a histogram is 4864 buckets, a job touches a few hundred.
+        const auto counts = clat.counts();
+        const auto used = static_cast<std::uint64_t>(
+            std::count_if(counts.begin(), counts.end(), [](std::uint64_t c) { return c > 0; }));
+        out.put(used);
+        for (std::uint32_t bucket = 0; bucket < counts.size(); ++bucket) {
+            if (counts[bucket] == 0) continue;
+            out.put(bucket);
+            out.put(counts[bucket]);
+        }
+        out.put_series(direction.iops_per_second);
+        out.put_series(direction.bw_bytes_per_second);
+    }
+    return out.take();
+}
+
+Result<JobStats> decode_job_stats(std::string_view bytes) {
+    auto corrupt = [&](const std::string& what) {
+        return make_error(errc::kIo, "job statistics from a job process are unreadable (" +
+                                         std::to_string(bytes.size()) + " bytes): " + what);
+    };
+    Decoder in(bytes);
+    std::uint64_t magic = 0;
+    if (!in.get(magic) || magic != kStatsMagic) return corrupt("wrong magic");
+    JobStats stats;
+    std::uint64_t job_index = 0;
+    if (!in.get(job_index) || !in.get(stats.runtime_ns) || !in.get(stats.elapsed_ns) ||
+        !in.get(stats.user_cpu_s) || !in.get(stats.system_cpu_s) ||
+        !in.get(stats.context_switches)) {
+        return corrupt("truncated header");
+    }
+    stats.job_index = static_cast<unsigned>(job_index);
+    for (DirectionStats& direction : stats.directions) {
+        std::uint64_t min = 0, max = 0, used = 0;
+        double sum = 0, sum_squares = 0;
+        if (!in.get(direction.ios) || !in.get(direction.bytes) || !in.get(direction.short_ios) ||
+            !in.get(min) || !in.get(max) || !in.get(sum) || !in.get(sum_squares) || !in.get(used) ||
+            used > LatencyHistogram::kBucketCount) {
+            return corrupt("truncated direction");
+        }
+        std::vector<std::uint64_t> counts(LatencyHistogram::kBucketCount, 0);
+        for (std::uint64_t i = 0; i < used; ++i) {
+            std::uint32_t bucket = 0;
+            std::uint64_t count = 0;
+            if (!in.get(bucket) || !in.get(count)) return corrupt("truncated histogram");
+            if (bucket >= counts.size()) {
+                return corrupt("histogram bucket " + std::to_string(bucket) + " out of range");
+            }
+            counts[bucket] = count;
+        }
+        auto clat = LatencyHistogram::restore(counts, min, max, sum, sum_squares);
+        if (!clat) return corrupt("inconsistent histogram (min > max)");
+        direction.clat = std::move(*clat);
+        if (!in.get_series(direction.iops_per_second) ||
+            !in.get_series(direction.bw_bytes_per_second)) {
+            return corrupt("truncated per-second samples");
+        }
+    }
+    if (!in.done()) return corrupt("trailing bytes");
+    return stats;
+}
 
 JobStats merge_job_stats(const std::vector<JobStats>& jobs) {
     JobStats merged;

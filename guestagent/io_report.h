@@ -9,8 +9,11 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/result.h"
 #include "common/settings.h"
 #include "guestagent/io_histogram.h"
 #include "guestagent/io_options.h"
@@ -50,6 +53,16 @@ JobStats merge_job_stats(const std::vector<JobStats>& jobs);
 // the job began.
 Json io_report_json(const JobOptions& options, const std::vector<JobStats>& jobs,
                     std::chrono::system_clock::time_point started);
+
+// A job's statistics as bytes and back, for a job that ran as its own
+// process (io_job.h) and reports to the parent through a pipe. The encoding
+// is for one build on one machine (native byte order, versioned by a magic
+// prefix); decode_job_stats(encode_job_stats(s)) equals s.
+// decode_job_stats: errc::kIo naming what is wrong when the bytes are not
+// one complete encoding (truncated, wrong magic, bad histogram, trailing
+// bytes).
+std::string encode_job_stats(const JobStats& stats);
+Result<JobStats> decode_job_stats(std::string_view bytes);
 
 // fio's default percentile list, as in clat_ns.percentile.
 inline constexpr std::array<double, 17> kReportedPercentiles = {

@@ -118,3 +118,32 @@ TEST_CASE("histogram: empty, constant and reset", "[io_histogram]") {
     CHECK(histogram.count() == 0);
     CHECK(histogram.max() == 0);
 }
+
+TEST_CASE("histogram: restore rebuilds a histogram from its raw state", "[io_histogram]") {
+    LatencyHistogram original;
+    std::mt19937_64 generator(5);
+    std::uniform_int_distribution<std::uint64_t> values(100, 50000000);
+    for (int i = 0; i < 5000; ++i) original.record(values(generator));
+    const auto copy = LatencyHistogram::restore(original.counts(), original.min(), original.max(),
+                                                original.sum(), original.sum_squares());
+    REQUIRE(copy.has_value());
+    CHECK(copy->count() == original.count());
+    CHECK(copy->min() == original.min());
+    CHECK(copy->max() == original.max());
+    CHECK(copy->mean() == original.mean());
+    CHECK(copy->stddev() == original.stddev());
+    for (double percent : {1.0, 50.0, 99.0, 99.99})
+        CHECK(copy->percentile(percent) == original.percentile(percent));
+
+    const LatencyHistogram empty;
+    const auto empty_copy =
+        LatencyHistogram::restore(empty.counts(), empty.min(), empty.max(), 0, 0);
+    REQUIRE(empty_copy.has_value());
+    CHECK(empty_copy->count() == 0);
+    CHECK(empty_copy->min() == 0);
+
+    // Not a histogram: the wrong number of buckets, or min above max.
+    const std::vector<std::uint64_t> too_few(10, 1);
+    CHECK_FALSE(LatencyHistogram::restore(too_few, 1, 2, 3, 4).has_value());
+    CHECK_FALSE(LatencyHistogram::restore(original.counts(), 9, 1, 0, 0).has_value());
+}

@@ -4,11 +4,14 @@
 #include "guestagent/io_job.h"
 
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "common/fio_metrics.h"
@@ -296,4 +299,145 @@ TEST_CASE("io job: targets that cannot work are refused before any I/O", "[io_jo
     CHECK(
         run_error({{"directory", (dir.path() / "missing").string()}, {"size", "1m"}}, ds::errc::kIo)
             .find("No such file or directory") != std::string::npos);
+}
+
+namespace {
+
+// The children of this process that are alive now: pid -> session id,
+// from /proc/<pid>/stat ("pid (comm) state ppid pgrp session ...").
+std::map<int, int> child_sessions() {
+    std::map<int, int> out;
+    const int self = static_cast<int>(getpid());
+    std::error_code error;
+    for (const auto& entry : fs::directory_iterator("/proc", error)) {
+        const std::string name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+        std::ifstream file(entry.path() / "stat");
+        std::string line;
+        if (!std::getline(file, line)) continue;
+        const auto close = line.rfind(')');
+        if (close == std::string::npos) continue;
+        std::istringstream fields(line.substr(close + 2));
+        char state = 0;
+        int parent = 0, group = 0, session = 0;
+        if (!(fields >> state >> parent >> group >> session) || parent != self) continue;
+        out[std::stoi(name)] = session;
+    }
+    return out;
+}
+
+double children_cpu_seconds() {
+    rusage usage{};
+    getrusage(RUSAGE_CHILDREN, &usage);
+    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+TEST_CASE("io job: jobs are processes in their own sessions, or threads with thread=1",
+          "[io_job]") {
+    const Json params = {{"ioengine", "null"}, {"size", "1m"}, {"runtime", "1s"},
+                         {"time_based", 1},    {"numjobs", 3}, {"iodepth", 8}};
+    SECTION("processes (fio's default)") {
+        std::map<int, int> seen;
+        std::atomic<bool> done{false};
+        std::thread watcher([&] {
+            while (!done) {
+                for (const auto& [pid, session] : child_sessions()) seen[pid] = session;
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            }
+        });
+        const double cpu_before = children_cpu_seconds();
+        const Json report = run_ok(params);
+        done = true;
+        watcher.join();
+        // Three job processes, each the leader of its own session (so each
+        // is its own autogroup), none in ours.
+        REQUIRE(seen.size() == 3);
+        for (const auto& [pid, session] : seen) {
+            CHECK(session == pid);
+            CHECK(session != getsid(0));
+        }
+        // The children's CPU (the null engine spins for the runtime) was
+        // waited for, and their statistics reached the report.
+        CHECK(children_cpu_seconds() - cpu_before > 0.5);
+        REQUIRE(report["jobs"].size() == 3);
+        for (const auto& job : report["jobs"]) {
+            CHECK(job["read"]["total_ios"].get<double>() > 1000);
+            CHECK(job["read"]["iops_samples"] == 1);
+            CHECK(job["usr_cpu"].get<double>() + job["sys_cpu"].get<double>() > 10);
+        }
+        CHECK(report["resolved options"]["thread"] == false);
+    }
+    SECTION("threads") {
+        Json threaded = params;
+        threaded["thread"] = true;
+        const double cpu_before = children_cpu_seconds();
+        const Json report = run_ok(threaded);
+        CHECK(children_cpu_seconds() - cpu_before < 0.1);  // no child did the work
+        REQUIRE(report["jobs"].size() == 3);
+        for (const auto& job : report["jobs"]) CHECK(job["read"]["total_ios"].get<double>() > 1000);
+        CHECK(report["resolved options"]["thread"] == true);
+    }
+}
+
+TEST_CASE("io job: the stop flag reaches job threads and job processes alike", "[io_job]") {
+    for (const bool thread : {false, true}) {
+        INFO("thread=" << thread);
+        std::atomic<bool> stop{false};
+        std::thread stopper([&] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            stop = true;
+        });
+        const auto started = std::chrono::steady_clock::now();
+        auto report = ds::io::run_io_job({{"ioengine", "null"},
+                                          {"size", "1m"},
+                                          {"runtime", "30s"},
+                                          {"time_based", 1},
+                                          {"numjobs", 4},
+                                          {"thread", thread}},
+                                         &stop);
+        stopper.join();
+        REQUIRE_FALSE(report.ok());
+        CHECK(report.error().code == ds::errc::kCancelled);
+        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+    }
+}
+
+TEST_CASE("io job: a job process that cannot set up stops the others before any I/O", "[io_job]") {
+    // 20 AIO contexts of 4096 events need 81920 of fs.aio-max-nr (65536 by
+    // default): some job process's io_setup fails with EAGAIN after others
+    // succeeded. The job fails with that reason and nothing is written.
+    std::ifstream limit_file("/proc/sys/fs/aio-max-nr");
+    unsigned long limit = 0;
+    if (!(limit_file >> limit) || limit >= 20ul * 4096) {
+        WARN("fs.aio-max-nr is " << limit << ": io_setup cannot be made to fail here");
+        return;
+    }
+    TempDir dir;
+    const std::string file = dir.file("target");
+    {
+        std::ofstream out(file);
+        out << std::string(1 << 20, 'a');
+    }
+    for (const bool thread : {false, true}) {
+        INFO("thread=" << thread);
+        const auto message = run_error({{"ioengine", "libaio"},
+                                        {"rw", "write"},
+                                        {"bs", "512"},
+                                        {"iodepth", 4096},
+                                        {"numjobs", 20},
+                                        {"size", "1m"},
+                                        {"filename", file},
+                                        {"thread", thread}},
+                                       ds::errc::kIo);
+        CHECK(message.find("io_setup failed with EAGAIN") != std::string::npos);
+        CHECK(message.find("aio-max-nr") != std::string::npos);
+        CHECK(message.rfind("job ", 0) == 0);
+        std::ifstream in(file);
+        const std::string contents((std::istreambuf_iterator<char>(in)),
+                                   std::istreambuf_iterator<char>());
+        CHECK(contents == std::string(1 << 20, 'a'));  // no write happened
+    }
 }

@@ -61,6 +61,10 @@ TEST_CASE("io options: fio's defaults", "[io_options]") {
     CHECK_FALSE(options->size.has_value());
     CHECK_FALSE(options->direct);
     CHECK_FALSE(options->group_reporting);
+    CHECK_FALSE(options->thread);  // jobs are processes, as fio's default
+    auto threads = parse_job_options({{"thread", "1"}});
+    REQUIRE(threads.ok());
+    CHECK(threads->thread);
 }
 
 TEST_CASE("io options: an unsupported option is named and the supported ones listed",
