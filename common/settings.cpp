@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <set>
 
 #include "common/sha256.h"
@@ -19,6 +20,8 @@ constexpr std::array<std::string_view, 5> kCacheNames = {"none", "writeback", "w
 constexpr std::array<std::string_view, 4> kAioNames = {"default", "threads", "native", "io_uring"};
 constexpr std::array<std::string_view, 3> kDetectZeroesNames = {"off", "on", "unmap"};
 constexpr std::array<std::string_view, 2> kImageFormatNames = {"raw", "qcow2"};
+constexpr std::array<std::string_view, 5> kIoSchedulerNames = {"default", "none", "mq-deadline",
+                                                               "bfq", "kyber"};
 
 constexpr std::array<std::string_view, 3> kFilesystemTypes = {"ext4", "xfs", "btrfs"};
 
@@ -70,6 +73,18 @@ const std::vector<AxisDef>& axis_table() {
          {},
          "false",
          "a dedicated QEMU IO thread for the disk (or its controller); not on sata"},
+        {"scheduler", AxisKind::kEnum, as_vector(kIoSchedulerNames), "default",
+         "the guest's I/O scheduler for the data disk; default leaves the kernel's choice"},
+        {"read_ahead_kb",
+         AxisKind::kDefaultOrCount,
+         {},
+         "default",
+         "the data disk's read-ahead in KiB (integer >= 0); default leaves the kernel's value"},
+        {"nr_requests",
+         AxisKind::kDefaultOrCount,
+         {},
+         "default",
+         "the data disk's request queue depth (integer >= 1); default leaves the kernel's value"},
         {"filesystem",
          AxisKind::kString,
          {},
@@ -224,6 +239,20 @@ Status read_enum(const Json& object, const char* key, const std::array<std::stri
     return ok_status();
 }
 
+// An optional unsigned integer >= minimum; absent leaves `out` as it is.
+Status read_optional_count(const Json& object, const char* key, std::uint64_t minimum,
+                           std::optional<std::uint64_t>& out) {
+    const auto it = object.find(key);
+    if (it == object.end()) return ok_status();
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() < minimum) {
+        return make_error(
+            errc::kInvalidArgument,
+            std::string("'") + key + "' must be an integer >= " + std::to_string(minimum));
+    }
+    out = it->get<std::uint64_t>();
+    return ok_status();
+}
+
 Status reject_unknown_keys(const Json& object, const std::set<std::string_view>& known,
                            std::string_view where) {
     for (const auto& [key, value] : object.items()) {
@@ -252,6 +281,9 @@ std::string_view to_string(DetectZeroes value) {
 std::string_view to_string(ImageFormat value) {
     return kImageFormatNames.at(static_cast<std::size_t>(value));
 }
+std::string_view to_string(IoScheduler value) {
+    return kIoSchedulerNames.at(static_cast<std::size_t>(value));
+}
 
 bool parse_enum(std::string_view text, Bus& out) {
     return parse_by_name(text, kBusNames, out);
@@ -267,6 +299,9 @@ bool parse_enum(std::string_view text, DetectZeroes& out) {
 }
 bool parse_enum(std::string_view text, ImageFormat& out) {
     return parse_by_name(text, kImageFormatNames, out);
+}
+bool parse_enum(std::string_view text, IoScheduler& out) {
+    return parse_by_name(text, kIoSchedulerNames, out);
 }
 
 std::span<const AxisDef> axes() {
@@ -334,9 +369,31 @@ std::string filesystem_problem(const FilesystemSpec& filesystem) {
     return "";
 }
 
+Json block_settings_json(const StorageConfig& config) {
+    Json block = Json::object();
+    if (config.scheduler != IoScheduler::kDefault)
+        block["scheduler"] = std::string(to_string(config.scheduler));
+    if (config.read_ahead_kb) block["read_ahead_kb"] = *config.read_ahead_kb;
+    if (config.nr_requests) block["nr_requests"] = *config.nr_requests;
+    return block;
+}
+
+std::string block_settings_shorthand(const Json& config) {
+    std::string text;
+    if (!config.is_object()) return text;
+    for (const char* key : {"scheduler", "read_ahead_kb", "nr_requests"}) {
+        const auto it = config.find(key);
+        if (it == config.end() || it->is_null()) continue;
+        if (it->is_string() && it->get<std::string>() == "default") continue;
+        if (!text.empty()) text += ' ';
+        text += std::string(key) + "=" + (it->is_string() ? it->get<std::string>() : it->dump());
+    }
+    return text;
+}
+
 Json to_json(const StorageConfig& config) {
     const FilesystemSpec& filesystem = config.filesystem;
-    return Json{
+    Json json{
         {"hypervisor", config.hypervisor},
         {"storage", config.storage},
         {"storage_pool", config.storage_pool},
@@ -357,6 +414,11 @@ Json to_json(const StorageConfig& config) {
              {"post_format", filesystem.post_format},
          }},
     };
+    // Only when set: a configuration that leaves the block layer alone hashes
+    // exactly as it did before these fields existed.
+    const Json block = block_settings_json(config);  // named: items() does not extend its life
+    for (const auto& [key, value] : block.items()) json[key] = value;
+    return json;
 }
 
 std::string filesystem_shorthand(const FilesystemSpec& filesystem) {
@@ -402,7 +464,8 @@ Result<StorageConfig> storage_config_from_json(const Json& json) {
     DS_TRY(reject_unknown_keys(
         json,
         {"hypervisor", "storage", "storage_pool", "image_format", "disk_size_bytes", "bus", "cache",
-         "aio", "discard", "detect_zeroes", "ssd", "iothread", "filesystem"},
+         "aio", "discard", "detect_zeroes", "ssd", "iothread", "scheduler", "read_ahead_kb",
+         "nr_requests", "filesystem"},
         "storage configuration"));
     StorageConfig config;
     DS_TRY(read_string(json, "hypervisor", config.hypervisor));
@@ -422,6 +485,9 @@ Result<StorageConfig> storage_config_from_json(const Json& json) {
     DS_TRY(read_enum(json, "detect_zeroes", kDetectZeroesNames, config.detect_zeroes));
     DS_TRY(read_bool(json, "ssd", config.ssd));
     DS_TRY(read_bool(json, "iothread", config.iothread));
+    DS_TRY(read_enum(json, "scheduler", kIoSchedulerNames, config.scheduler));
+    DS_TRY(read_optional_count(json, "read_ahead_kb", 0, config.read_ahead_kb));
+    DS_TRY(read_optional_count(json, "nr_requests", 1, config.nr_requests));
     if (const auto it = json.find("filesystem"); it != json.end()) {
         const Json& filesystem = *it;
         if (!filesystem.is_object())
@@ -498,17 +564,29 @@ std::vector<std::string> durability_risks(const StorageConfig& config) {
 }
 
 Json to_json(const Workload& workload) {
-    return Json{{"name", workload.name},
-                {"kind", workload.kind},
-                {"params", workload.params.is_null() ? Json::object() : workload.params}};
+    Json json{{"name", workload.name},
+              {"kind", workload.kind},
+              {"params", workload.params.is_null() ? Json::object() : workload.params}};
+    if (!workload.filesystems.empty()) json["filesystems"] = workload.filesystems;
+    if (workload.timeout_s > 0) json["timeout_s"] = workload.timeout_s;
+    return json;
 }
 
 Result<Workload> workload_from_json(const Json& json) {
     if (!json.is_object()) return make_error(errc::kInvalidArgument, "workload must be an object");
-    DS_TRY(reject_unknown_keys(json, {"name", "kind", "params"}, "workload"));
+    DS_TRY(reject_unknown_keys(json, {"name", "kind", "params", "filesystems", "timeout_s"},
+                               "workload"));
     Workload workload;
     DS_TRY(read_string(json, "name", workload.name));
     DS_TRY(read_string(json, "kind", workload.kind));
+    DS_TRY(read_string_list(json, "filesystems", workload.filesystems));
+    if (const auto it = json.find("timeout_s"); it != json.end()) {
+        if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+            it->get<std::int64_t>() > std::numeric_limits<int>::max())
+            return make_error(errc::kInvalidArgument,
+                              "workload 'timeout_s' must be a non-negative integer of seconds");
+        workload.timeout_s = static_cast<int>(it->get<std::int64_t>());
+    }
     if (workload.name.empty()) return make_error(errc::kInvalidArgument, "workload has no 'name'");
     if (workload.kind.empty()) return make_error(errc::kInvalidArgument, "workload has no 'kind'");
     workload.params = Json::object();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,9 @@ enum class CacheMode { kNone, kWriteback, kWritethrough, kDirectsync, kUnsafe };
 enum class AioMode { kDefault, kThreads, kNative, kIoUring };
 enum class DetectZeroes { kOff, kOn, kUnmap };
 enum class ImageFormat { kRaw, kQcow2 };
+// The guest's I/O scheduler for the data disk; kDefault leaves the kernel's
+// choice alone (nothing is written to sysfs).
+enum class IoScheduler { kDefault, kNone, kMqDeadline, kBfq, kKyber };
 
 // Spelling of each enum value, as in specs, JSON and libvirt where they agree.
 std::string_view to_string(Bus);           // "virtio-blk" "scsi" "scsi-single" "sata"
@@ -33,6 +37,7 @@ std::string_view to_string(CacheMode);     // "none" "writeback" ... (libvirt's 
 std::string_view to_string(AioMode);       // "default" "threads" "native" "io_uring"
 std::string_view to_string(DetectZeroes);  // "off" "on" "unmap"
 std::string_view to_string(ImageFormat);   // "raw" "qcow2"
+std::string_view to_string(IoScheduler);   // "default" "none" "mq-deadline" "bfq" "kyber"
 
 // What the guest does to the data disk before the workload.
 struct FilesystemSpec {
@@ -64,10 +69,25 @@ struct StorageConfig {
     DetectZeroes detect_zeroes = DetectZeroes::kOff;
     bool ssd = false;
     bool iothread = false;
+    // Guest block layer of the data disk (/sys/block/DEV/queue/...), set by
+    // the agent before mkfs. Defaults leave the kernel's values and are left
+    // out of the canonical JSON, so configurations from before these axes
+    // existed keep their config_id.
+    IoScheduler scheduler = IoScheduler::kDefault;
+    std::optional<std::uint64_t> read_ahead_kb;  // nullopt = kernel default
+    std::optional<std::uint64_t> nr_requests;    // nullopt = kernel default (>= 1 when set)
     FilesystemSpec filesystem;
 
     bool operator==(const StorageConfig&) const = default;
 };
+
+// The non-default block-layer settings as the job message's "block" object:
+// {"scheduler":"bfq","read_ahead_kb":512,"nr_requests":64}, only the keys
+// that are set (empty object when all are at their defaults).
+Json block_settings_json(const StorageConfig&);
+// The same for reports, "scheduler=bfq read_ahead_kb=512", from a
+// configuration's JSON (to_json(StorageConfig)); "" when all are default.
+std::string block_settings_shorthand(const Json& config);
 
 // "TYPE[+step...][:mountopts][ mkfs=ARGS]": how reports name a filesystem.
 // Derived from the settings, not from the spec's label, so the same
@@ -79,7 +99,9 @@ std::string filesystem_shorthand(const Json& filesystem);
 
 // Canonical JSON: every field (the filesystem's label excluded: it is the
 // spec's name for the filesystem, not a setting), fixed key names, keys sorted (nlohmann's
-// default object is sorted), no whitespace when dumped.
+// default object is sorted), no whitespace when dumped. The block-layer
+// fields (scheduler, read_ahead_kb, nr_requests) appear only when they are
+// not at their default.
 Json to_json(const StorageConfig&);
 Result<StorageConfig> storage_config_from_json(const Json&);
 std::string canonical_json(const StorageConfig&);
@@ -98,16 +120,26 @@ std::vector<std::string> durability_risks(const StorageConfig&);
 // options (for fio: fio's option names and meanings).
 struct Workload {
     std::string name;  // unique within a sweep
-    std::string kind;  // "fio"
+    std::string kind;  // "fio" | "io" | "mariadb-atis" | "sysbench-oltp"
     Json params;       // object
+    // Spec `filesystems`: the matrix.filesystem values (as written) this
+    // workload runs on; empty = every configuration.
+    std::vector<std::string> filesystems;
+    // Spec `timeout`: the workload's own time limit in seconds; 0 = none
+    // (the run's timeout bounds it).
+    int timeout_s = 0;
 
     bool operator==(const Workload&) const = default;
 };
+// {"name","kind","params"} plus "filesystems" and "timeout_s" when set (so
+// workloads without them serialise as before).
 Json to_json(const Workload&);
 Result<Workload> workload_from_json(const Json&);
 
 // One matrix axis, declared as data.
-enum class AxisKind { kEnum, kBool, kString, kSize };
+// kDefaultOrCount: the string "default" or an integer (TOML integer or its
+// decimal string); the axis's setter checks the range.
+enum class AxisKind { kEnum, kBool, kString, kSize, kDefaultOrCount };
 struct AxisDef {
     std::string_view name;  // key in [matrix]
     AxisKind kind;
@@ -125,6 +157,7 @@ bool parse_enum(std::string_view text, CacheMode& out);
 bool parse_enum(std::string_view text, AioMode& out);
 bool parse_enum(std::string_view text, DetectZeroes& out);
 bool parse_enum(std::string_view text, ImageFormat& out);
+bool parse_enum(std::string_view text, IoScheduler& out);
 
 // Filesystem types the guest agent can create: "ext4", "xfs", "btrfs".
 std::span<const std::string_view> filesystem_types();

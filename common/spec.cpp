@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "common/sha256.h"
@@ -161,14 +162,19 @@ const std::vector<DurationUnit> kFioTimeUnits = {{"us", 1}, {"ms", 1}, {"s", 1},
 // Workload kinds and their options, as data.
 
 enum class OptionKind {
-    kEnum,         // a string from `values`
-    kSize,         // fio size: "4k", "256m", a byte count, or for size a percentage
-    kBlockSize,    // kSize, or "READ,WRITE[,TRIM]" sizes
-    kDuration,     // fio time: "10s", "500ms", or whole seconds
-    kCount,        // integer >= 1
-    kNonNegative,  // integer >= 0
-    kPercent,      // integer 0..100
-    kFlag,         // boolean (or 0/1, as fio writes it)
+    kEnum,             // a string from `values`
+    kSize,             // fio size: "4k", "256m", a byte count, or for size a percentage
+    kBlockSize,        // kSize, or "READ,WRITE[,TRIM]" sizes
+    kDuration,         // fio time: "10s", "500ms", or whole seconds
+    kCount,            // integer >= 1
+    kNonNegative,      // integer >= 0
+    kPercent,          // integer 0..100
+    kFlag,             // boolean (or 0/1, as fio writes it)
+    kBool,             // boolean only
+    kSeconds,          // whole seconds > 0: an integer or "90s", "10m", "1h"
+    kText,             // a non-empty string
+    kServerVariables,  // table: MariaDB variable name ([a-z0-9_]+) -> string | integer | boolean
+    kFioOptions,       // table: fio option name -> string | integer | boolean
 };
 
 struct WorkloadOptionDef {
@@ -182,6 +188,15 @@ struct WorkloadKindDef {
     std::string_view name;
     std::vector<WorkloadOptionDef> options;
 };
+
+// fio options the agent sets itself (guestagent/fio_job.h keeps the same
+// list): refused in a fio workload's `options` table.
+const std::vector<std::string_view> kAgentOwnedFioOptions = {"name", "directory", "output-format",
+                                                             "output"};
+
+const std::vector<std::string_view> kSysbenchTests = {
+    "oltp_read_write", "oltp_read_only",    "oltp_write_only",       "oltp_point_select",
+    "oltp_insert",     "oltp_update_index", "oltp_update_non_index", "oltp_delete"};
 
 const std::vector<WorkloadKindDef>& workload_kinds() {
     static const std::vector<WorkloadKindDef> kinds = {
@@ -208,10 +223,81 @@ const std::vector<WorkloadKindDef>& workload_kinds() {
              {"end_fsync", OptionKind::kFlag, {}, "fsync when the job ends"},
              {"iodepth_batch_submit", OptionKind::kNonNegative, {}, "I/Os submitted at once"},
              {"iodepth_batch_complete", OptionKind::kNonNegative, {}, "I/Os reaped at once"},
+             {"options",
+              OptionKind::kFioOptions,
+              {},
+              "any other fio option, passed as --KEY=VALUE"},
+             {"job_file",
+              OptionKind::kText,
+              {},
+              "a whole fio job file (excludes every other option)"},
+         }},
+        // The agent's native engine (docs/io-engine.md): fio's names and
+        // meanings for the subset guestagent/io_options.cpp accepts, minus
+        // filename and directory (the agent's: the mount point) and name.
+        {"io",
+         {
+             {"ioengine", OptionKind::kEnum, {"libaio", "psync", "null"}, "I/O engine"},
+             {"rw",
+              OptionKind::kEnum,
+              {"read", "write", "randread", "randwrite", "randrw", "readwrite", "rw"},
+              "I/O pattern"},
+             {"readwrite",
+              OptionKind::kEnum,
+              {"read", "write", "randread", "randwrite", "randrw", "readwrite", "rw"},
+              "alias of rw"},
+             {"rwmixread", OptionKind::kPercent, {}, "read share of a mixed workload"},
+             {"bs", OptionKind::kSize, {}, "block size"},
+             {"blocksize", OptionKind::kSize, {}, "alias of bs"},
+             {"iodepth", OptionKind::kCount, {}, "I/Os in flight per job"},
+             {"numjobs", OptionKind::kCount, {}, "parallel jobs"},
+             {"size", OptionKind::kSize, {}, "bytes of file per job"},
+             {"direct", OptionKind::kFlag, {}, "O_DIRECT"},
+             {"runtime", OptionKind::kDuration, {}, "run time limit"},
+             {"time_based", OptionKind::kFlag, {}, "run for runtime even if size is done"},
+             {"ramp_time", OptionKind::kDuration, {}, "warm-up excluded from results"},
+             {"iodepth_batch_submit", OptionKind::kNonNegative, {}, "I/Os submitted at once"},
+             {"iodepth_batch", OptionKind::kNonNegative, {}, "alias of iodepth_batch_submit"},
+             {"iodepth_batch_complete_min",
+              OptionKind::kNonNegative,
+              {},
+              "least I/Os reaped at once"},
+             {"iodepth_batch_complete",
+              OptionKind::kNonNegative,
+              {},
+              "alias of iodepth_batch_complete_min"},
+             {"iodepth_batch_complete_max",
+              OptionKind::kNonNegative,
+              {},
+              "most I/Os reaped at once"},
+             {"iodepth_low", OptionKind::kNonNegative, {}, "refill a full queue below this"},
+             {"group_reporting", OptionKind::kFlag, {}, "one merged report for all jobs"},
+             {"userspace_reap", OptionKind::kFlag, {}, "libaio: reap completions from user space"},
+             {"ring_first", OptionKind::kFlag, {}, "libaio: try the user-space ring first"},
+         }},
+        {"mariadb-atis",
+         {
+             {"server", OptionKind::kServerVariables, {}, "MariaDB server variables ([mysqld])"},
+             {"loop_count", OptionKind::kCount, {}, "sql-bench --loop-count (default 5000)"},
+             {"small_test", OptionKind::kBool, {}, "sql-bench --small-test"},
+             {"time_limit", OptionKind::kCount, {}, "sql-bench --time-limit in seconds"},
+         }},
+        {"sysbench-oltp",
+         {
+             {"server", OptionKind::kServerVariables, {}, "MariaDB server variables ([mysqld])"},
+             {"test", OptionKind::kEnum, kSysbenchTests, "sysbench test (default oltp_read_write)"},
+             {"tables", OptionKind::kCount, {}, "tables (default 1)"},
+             {"table_size", OptionKind::kCount, {}, "rows per table (default 10000)"},
+             {"threads", OptionKind::kCount, {}, "client threads (default 1)"},
+             {"time", OptionKind::kSeconds, {}, "run time (default \"10s\")"},
          }},
     };
     return kinds;
 }
+
+// Keys every [[workload]] may have besides its kind's options.
+const std::vector<std::string_view> kCommonWorkloadKeys = {"kind", "name", "filesystems",
+                                                           "timeout"};
 
 const WorkloadKindDef* find_workload_kind(std::string_view name) {
     for (const auto& kind : workload_kinds())
@@ -255,6 +341,23 @@ Result<ConfigSetter> bool_setter(const AxisDef& axis, std::string_view value,
     return ConfigSetter([parsed, field](StorageConfig& config) { config.*field = parsed; });
 }
 
+// "default" (leave the kernel's value) or a decimal integer >= minimum.
+Result<ConfigSetter> default_or_count_setter(const AxisDef& axis, std::string_view value,
+                                             std::uint64_t minimum,
+                                             std::optional<std::uint64_t> StorageConfig::*field) {
+    std::optional<std::uint64_t> parsed;
+    if (value != "default") {
+        std::uint64_t number = 0;
+        if (!parse_duration_text(value, {}, number) || number < minimum) {
+            return spec_error("axis " + in_quotes(axis.name) +
+                              " takes \"default\" or an integer >= " + std::to_string(minimum) +
+                              ", not " + in_quotes(value));
+        }
+        parsed = number;
+    }
+    return ConfigSetter([parsed, field](StorageConfig& config) { config.*field = parsed; });
+}
+
 // Checks one value of one axis and returns what it sets. The axis table says
 // which axes exist; this says which StorageConfig field each one sets.
 Result<ConfigSetter> axis_setter(const SweepSpec& spec, const AxisDef& axis,
@@ -295,6 +398,11 @@ Result<ConfigSetter> axis_setter(const SweepSpec& spec, const AxisDef& axis,
     if (name == "detect_zeroes") return enum_setter(axis, value, &StorageConfig::detect_zeroes);
     if (name == "ssd") return bool_setter(axis, value, &StorageConfig::ssd);
     if (name == "iothread") return bool_setter(axis, value, &StorageConfig::iothread);
+    if (name == "scheduler") return enum_setter(axis, value, &StorageConfig::scheduler);
+    if (name == "read_ahead_kb")
+        return default_or_count_setter(axis, value, 0, &StorageConfig::read_ahead_kb);
+    if (name == "nr_requests")
+        return default_or_count_setter(axis, value, 1, &StorageConfig::nr_requests);
     if (name == "filesystem") {
         Result<FilesystemSpec> filesystem = resolve_filesystem(spec, value);
         if (!filesystem.ok()) return filesystem.error();
@@ -375,6 +483,7 @@ class SpecParser {
     Status parse_workloads(const toml::node& node);
     Status check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
                                  std::string_view workload_name) const;
+    Status read_workload_filesystems(const toml::node& node, Workload& workload) const;
 
     std::string source_;
     SweepSpec spec_;
@@ -581,6 +690,9 @@ Status SpecParser::parse_matrix(const toml::node& node) {
             case AxisKind::kSize:
                 expected = "a size string like \"1g\" or an integer of bytes";
                 break;
+            case AxisKind::kDefaultOrCount:
+                expected = "\"default\" or an integer";
+                break;
             default:
                 expected = "a string";
                 break;
@@ -590,7 +702,12 @@ Status SpecParser::parse_matrix(const toml::node& node) {
             std::string text;
             if (axis->kind == AxisKind::kBool && element->is_boolean()) {
                 text = element->as_boolean()->get() ? "true" : "false";
-            } else if (axis->kind == AxisKind::kSize && element->is_integer()) {
+            } else if ((axis->kind == AxisKind::kSize || axis->kind == AxisKind::kDefaultOrCount) &&
+                       element->is_integer()) {
+                if (element->as_integer()->get() < 0) {
+                    return error_at(element->source(), "values of axis " + in_quotes(axis->name) +
+                                                           " must not be negative");
+                }
                 text = std::to_string(element->as_integer()->get());
             } else if (axis->kind != AxisKind::kBool && element->is_string()) {
                 text = element->as_string()->get();
@@ -608,6 +725,46 @@ Status SpecParser::parse_matrix(const toml::node& node) {
             values.push_back(std::move(text));
         }
         spec_.matrix[std::string(axis->name)] = std::move(values);
+    }
+    return ok_status();
+}
+
+// `filesystems = [...]`: each a value of matrix.filesystem exactly as
+// written there (or the axis default when the matrix leaves it out).
+Status SpecParser::read_workload_filesystems(const toml::node& node, Workload& workload) const {
+    const auto* array = node.as_array();
+    if (array == nullptr)
+        return type_error("filesystems", node, "an array of matrix.filesystem values");
+    if (array->empty()) {
+        return error_at(node.source(), "'filesystems' in workload " + in_quotes(workload.name) +
+                                           " is empty; leave it out to run on every filesystem");
+    }
+    std::vector<std::string> matrix_values;
+    if (const auto listed = spec_.matrix.find("filesystem"); listed != spec_.matrix.end()) {
+        matrix_values = listed->second;
+    } else {
+        matrix_values.emplace_back(find_axis("filesystem")->default_value);
+    }
+    const std::vector<std::string_view> valid(matrix_values.begin(), matrix_values.end());
+    for (const toml::node& element : *array) {
+        const auto* text = element.as_string();
+        if (text == nullptr) return type_error("filesystems", element, "a string");
+        const std::string& value = text->get();
+        if (!contains(valid, value)) {
+            return error_at(element.source(),
+                            "'filesystems' in workload " + in_quotes(workload.name) + ": " +
+                                in_quotes(value) +
+                                " is not a value of matrix.filesystem (as written there); "
+                                "its values: " +
+                                join(valid) + "." + suggestion(value, valid));
+        }
+        if (std::find(workload.filesystems.begin(), workload.filesystems.end(), value) !=
+            workload.filesystems.end()) {
+            return error_at(element.source(), "'filesystems' in workload " +
+                                                  in_quotes(workload.name) + " lists " +
+                                                  in_quotes(value) + " twice");
+        }
+        workload.filesystems.push_back(value);
     }
     return ok_status();
 }
@@ -693,11 +850,77 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
             if (integer != nullptr && (integer->get() == 0 || integer->get() == 1))
                 return ok_status();
             return type_error(key, node, "a boolean (or 0/1)");
+        case OptionKind::kBool:
+            if (node.is_boolean()) return ok_status();
+            return type_error(key, node, "a boolean");
+        case OptionKind::kSeconds: {
+            Result<int> seconds = read_timeout(key, node);
+            if (!seconds.ok()) return seconds.error();
+            return ok_status();
+        }
+        case OptionKind::kText:
+            if (text == nullptr) return type_error(key, node, "a string");
+            if (text->get().empty()) return bad_value("must not be empty");
+            return ok_status();
+        case OptionKind::kServerVariables:
+        case OptionKind::kFioOptions: {
+            const auto* table = node.as_table();
+            if (table == nullptr) {
+                return type_error(
+                    key, node,
+                    option.kind == OptionKind::kServerVariables
+                        ? "a table of server variables, e.g. { innodb_doublewrite = 0 }"
+                        : "a table of fio options, e.g. { fsync = 1 }");
+            }
+            for (auto&& [entry_key, entry_value] : *table) {
+                const std::string name(entry_key.str());
+                const std::string where = in_quotes(key) + in_workload + ": ";
+                if (option.kind == OptionKind::kServerVariables) {
+                    const bool valid_name =
+                        !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+                            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+                        });
+                    if (!valid_name) {
+                        return error_at(entry_key.source(),
+                                        where + "server variable name " + in_quotes(name) +
+                                            " must be lower-case letters, digits and _ (as "
+                                            "SHOW VARIABLES prints it)");
+                    }
+                } else {
+                    if (name.empty() || name.front() == '-' ||
+                        name.find_first_of("= \t\n") != std::string::npos) {
+                        return error_at(entry_key.source(),
+                                        where + "fio option name " + in_quotes(name) +
+                                            " must not be empty, start with '-' or contain '=' or "
+                                            "whitespace");
+                    }
+                    if (contains(kAgentOwnedFioOptions, name)) {
+                        return error_at(entry_key.source(),
+                                        where + "fio option " + in_quotes(name) +
+                                            " is set by the agent and cannot be given");
+                    }
+                }
+                if (!entry_value.is_string() && !entry_value.is_integer() &&
+                    !entry_value.is_boolean()) {
+                    return error_at(entry_value.source(),
+                                    where + in_quotes(name) +
+                                        " must be a string, an integer or a boolean, not " +
+                                        std::string(type_name(entry_value)));
+                }
+            }
+            return ok_status();
+        }
     }
     return ok_status();
 }
 
 Json option_value_as_json(const toml::node& node) {
+    if (const auto* table = node.as_table()) {
+        Json object = Json::object();
+        for (auto&& [key, value] : *table)
+            object[std::string(key.str())] = option_value_as_json(value);
+        return object;
+    }
     if (const auto* text = node.as_string()) return text->get();
     if (const auto* integer = node.as_integer()) return integer->get();
     if (const auto* boolean = node.as_boolean()) return boolean->get();
@@ -748,11 +971,20 @@ Status SpecParser::parse_workloads(const toml::node& node) {
                                                 " is used twice; names must be unique");
         }
 
+        if (const toml::node* filesystems = table.get("filesystems")) {
+            DS_TRY(read_workload_filesystems(*filesystems, workload));
+        }
+        if (const toml::node* timeout = table.get("timeout")) {
+            Result<int> seconds = read_timeout("timeout", *timeout);
+            if (!seconds.ok()) return seconds.error();
+            workload.timeout_s = seconds.value();
+        }
+
         std::vector<std::string_view> option_names;
         for (const auto& option : kind->options) option_names.push_back(option.name);
         workload.params = Json::object();
         for (auto&& [key, value] : table) {
-            if (key.str() == "kind" || key.str() == "name") continue;
+            if (contains(kCommonWorkloadKeys, key.str())) continue;
             const auto option =
                 std::find_if(kind->options.begin(), kind->options.end(),
                              [&](const WorkloadOptionDef& def) { return def.name == key.str(); });
@@ -760,13 +992,33 @@ Status SpecParser::parse_workloads(const toml::node& node) {
                 return error_at(key.source(),
                                 unknown_choice(std::string(kind_name) + " option", key.str(),
                                                "in workload " + in_quotes(workload.name),
-                                               "valid options", option_names));
+                                               "valid options", option_names) +
+                                    " Every workload also takes: " + join(kCommonWorkloadKeys) +
+                                    ".");
             }
             DS_TRY(check_workload_option(*option, value, workload.name));
             workload.params[std::string(key.str())] = option_value_as_json(value);
         }
+        // A job file is the whole job: options beside it would be ignored.
+        if (kind_name == "fio" && workload.params.contains("job_file") &&
+            workload.params.size() > 1) {
+            return error_at(table.source(), "workload " + in_quotes(workload.name) +
+                                                " has job_file and other fio options; a job file "
+                                                "is the whole job: put them in the file");
+        }
+        // An option given both typed and in `options` would reach fio twice.
+        if (kind_name == "fio" && workload.params.contains("options")) {
+            for (const auto& [option_name, value] : workload.params["options"].items()) {
+                if (workload.params.contains(option_name) && option_name != "options") {
+                    return error_at(table.get("options")->source(),
+                                    "workload " + in_quotes(workload.name) + " sets " +
+                                        in_quotes(option_name) +
+                                        " both as an option and in 'options'; set it once");
+                }
+            }
+        }
         // fio with time_based and no runtime never stops.
-        if (kind_name == "fio" && workload.params.contains("time_based") &&
+        if ((kind_name == "fio" || kind_name == "io") && workload.params.contains("time_based") &&
             is_truthy(workload.params["time_based"]) && !workload.params.contains("runtime")) {
             return error_at(table.source(), "workload " + in_quotes(workload.name) +
                                                 " sets time_based without runtime; fio would "
@@ -975,14 +1227,46 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
                           " combinations were dropped: " + join(reasons, "; "));
     }
 
-    const std::uint64_t pairs_per_round = plan.configs.size() * spec.workloads.size();
+    // The (configuration, workload) pairs that run: a workload with
+    // `filesystems` only on configurations whose filesystem label (the
+    // matrix value as written) it lists.
+    std::vector<std::pair<int, int>> pairs_to_run;
+    for (std::size_t c = 0; c < plan.configs.size(); ++c) {
+        for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
+            const std::vector<std::string>& only = spec.workloads[w].filesystems;
+            if (!only.empty() && std::find(only.begin(), only.end(),
+                                           plan.configs[c].filesystem.label) == only.end()) {
+                ++plan.skipped_pairs;
+                continue;
+            }
+            pairs_to_run.emplace_back(static_cast<int>(c), static_cast<int>(w));
+        }
+    }
+    for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
+        const bool runs_somewhere =
+            std::any_of(pairs_to_run.begin(), pairs_to_run.end(),
+                        [&](const auto& pair) { return pair.second == static_cast<int>(w); });
+        if (!runs_somewhere) {
+            std::vector<std::string_view> listed(spec.workloads[w].filesystems.begin(),
+                                                 spec.workloads[w].filesystems.end());
+            return spec_error("workload " + in_quotes(spec.workloads[w].name) +
+                              " runs on no configuration: every configuration with filesystem " +
+                              join(listed, " or ") + " was dropped");
+        }
+    }
+
+    const std::uint64_t pairs_per_round = pairs_to_run.size();
     const std::uint64_t run_count = pairs_per_round * static_cast<std::uint64_t>(spec.repetitions);
     if (run_count > kMaxRuns) {
-        return spec_error("the sweep would schedule " + std::to_string(run_count) + " runs (" +
-                          std::to_string(plan.configs.size()) + " configurations x " +
-                          std::to_string(spec.workloads.size()) + " workloads x " +
-                          std::to_string(spec.repetitions) + " repetitions); the limit is " +
-                          std::to_string(kMaxRuns));
+        std::string pairs = std::to_string(plan.configs.size()) + " configurations x " +
+                            std::to_string(spec.workloads.size()) + " workloads";
+        if (plan.skipped_pairs > 0) {
+            pairs += " - " + std::to_string(plan.skipped_pairs) +
+                     " pairs left out by workloads' filesystems";
+        }
+        return spec_error("the sweep would schedule " + std::to_string(run_count) + " runs ((" +
+                          pairs + ") x " + std::to_string(spec.repetitions) +
+                          " repetitions); the limit is " + std::to_string(kMaxRuns));
     }
     plan.workloads = spec.workloads;
 
@@ -993,14 +1277,12 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
     for (int round = 0; round < spec.repetitions; ++round) {
         std::vector<PlannedRun> pairs;
         pairs.reserve(pairs_per_round);
-        for (std::size_t c = 0; c < plan.configs.size(); ++c) {
-            for (std::size_t w = 0; w < plan.workloads.size(); ++w) {
-                PlannedRun run;
-                run.config_index = static_cast<int>(c);
-                run.workload_index = static_cast<int>(w);
-                run.repetition = round;
-                pairs.push_back(run);
-            }
+        for (const auto& [c, w] : pairs_to_run) {
+            PlannedRun run;
+            run.config_index = c;
+            run.workload_index = w;
+            run.repetition = round;
+            pairs.push_back(run);
         }
         for (std::size_t i = pairs.size(); i > 1; --i) {
             const std::size_t j = static_cast<std::size_t>(generator.below(i));

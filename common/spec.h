@@ -50,10 +50,14 @@ struct SweepPlan {
     std::vector<StorageConfig> configs;  // the possible combinations
     std::vector<DroppedCombination> dropped;
     std::vector<Workload> workloads;
-    // configs × workloads × repetitions, randomised-interleaved: each
-    // repetition round visits every (config, workload) once, in an order
-    // shuffled per round, so slow drift of the host spreads over all configs.
+    // (config, workload) pairs × repetitions, randomised-interleaved: each
+    // repetition round visits every pair once, in an order shuffled per
+    // round, so slow drift of the host spreads over all configs. A workload
+    // with `filesystems` pairs only with configurations whose filesystem
+    // label (the matrix.filesystem value as written) it lists.
     std::vector<PlannedRun> runs;
+    // Pairs left out by workloads' `filesystems` (per repetition round).
+    int skipped_pairs = 0;
     // Names of the axes that take more than one value (the compare columns).
     std::vector<std::string> varying_axes;
 };

@@ -103,6 +103,11 @@ Result<Json> AgentSession::await_result(Deadline deadline,
             std::string text = m.contains("message") && m["message"].is_string()
                                    ? m["message"].get<std::string>()
                                    : "(no message)";
+            if (m.contains("code") && m["code"] == "timeout") {
+                return make_error(kWorkloadTimedOut,
+                                  "workload stopped at its time limit (agent, during " + phase +
+                                      ": " + text + ")");
+            }
             return make_error(errc::kAgent, "agent failed during " + phase + ": " + text);
         }
         return make_error(errc::kProtocol,

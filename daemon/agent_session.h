@@ -17,6 +17,11 @@ namespace ds {
 
 using Deadline = std::chrono::steady_clock::time_point;
 
+// Error code of await_result when the guest reported that the workload's own
+// time limit stopped it (agent error "code": "timeout"); the run is then
+// timed_out, like one whose daemon-side deadline passed (errc::kTimeout).
+inline constexpr const char* kWorkloadTimedOut = "workload_timed_out";
+
 class AgentSession {
   public:
     ~AgentSession();
@@ -33,7 +38,8 @@ class AgentSession {
     Status send_job(const Json& job);
     // Waits for the result, handing each progress message to `on_progress`.
     // An `error` message from the guest becomes errc::kAgent with its phase
-    // and message. Anything else out of order is errc::kProtocol.
+    // and message, or kWorkloadTimedOut when its "code" is "timeout". Anything
+    // else out of order is errc::kProtocol.
     Result<Json> await_result(Deadline deadline,
                               const std::function<void(const Json&)>& on_progress);
     // Best effort: asks the guest to power off.

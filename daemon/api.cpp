@@ -2,9 +2,11 @@
 
 #include <charconv>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "common/version.h"
+#include "common/workload_output.h"
 #include "daemon/compare.h"
 
 namespace ds {
@@ -51,6 +53,11 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
         sweep.dropped.push_back({{"settings", dropped.settings}, {"reason", dropped.reason}});
     }
     sweep.varying_axes = plan->varying_axes;
+    submission.skipped_pairs = plan->skipped_pairs;
+    std::set<std::string> variants;
+    for (const auto& workload : plan->workloads)
+        variants.emplace(image_variant_for_kind(workload.kind));
+    submission.image_variants.assign(variants.begin(), variants.end());
 
     for (const auto& planned : plan->runs) {
         RunRecord run;
@@ -169,11 +176,13 @@ class Api {
     }
 
     Result<http::Response> version(const http::Request&, const Params&) {
-        return json_response({{"api", kApiVersion},
-                              {"version", std::string(disksweep_version())},
-                              {"capabilities",
-                               {"sweeps", "events", "compare", "cancel", "hypervisor:libvirt",
-                                "storage:file", "workload:fio"}}});
+        return json_response(
+            {{"api", kApiVersion},
+             {"version", std::string(disksweep_version())},
+             {"capabilities",
+              {"sweeps", "events", "compare", "cancel", "hypervisor:libvirt", "storage:file",
+               "workload:fio", "workload:io", "workload:mariadb-atis", "workload:sysbench-oltp",
+               "status:timed_out"}}});
     }
 
     Result<http::Response> status(const http::Request&, const Params&) {
@@ -223,6 +232,17 @@ class Api {
         if (!ctx_.image_problem.empty()) {
             return make_error(errc::kUnavailable, "cannot run sweeps: " + ctx_.image_problem);
         }
+        if (ctx_.variant_image_problem) {
+            for (const std::string& variant : submission->image_variants) {
+                if (variant.empty()) continue;  // the base image: image_problem above
+                std::string problem = ctx_.variant_image_problem(variant);
+                if (!problem.empty()) {
+                    return make_error(errc::kUnavailable, "cannot run sweep '" +
+                                                              submission->sweep.name +
+                                                              "': its workloads need " + problem);
+                }
+            }
+        }
         auto id = ctx_.store->create_sweep(submission->sweep, submission->runs);
         if (!id.ok()) return id.error();
         auto queued = ctx_.scheduler->submit(id.value(), submission->timeouts);
@@ -233,7 +253,8 @@ class Api {
         if (!summary.ok()) return summary.error();
         return json_response({{"sweep", summary.value()},
                               {"dropped", sweep->dropped},
-                              {"varying_axes", sweep->varying_axes}},
+                              {"varying_axes", sweep->varying_axes},
+                              {"skipped_by_filesystems", submission->skipped_pairs}},
                              201);
     }
 
@@ -286,10 +307,13 @@ class Api {
         return json_response({{"run", to_json(run.value(), true)}});
     }
 
-    Result<http::Response> compare(const http::Request&, const Params& params) {
+    Result<http::Response> compare(const http::Request& request, const Params& params) {
         auto id = parse_id(params[0], "sweep");
         if (!id.ok()) return id.error();
-        auto result = compare_sweep(*ctx_.store, id.value());
+        CompareOptions options;
+        if (auto metric = request.query.find("metric"); metric != request.query.end())
+            options.metric = metric->second;
+        auto result = compare_sweep(*ctx_.store, id.value(), options);
         if (!result.ok()) return result.error();
         return json_response(result.value());
     }

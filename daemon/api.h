@@ -23,6 +23,10 @@ struct ApiContext {
     // Non-empty when runs cannot work (e.g. no guest image): submissions are
     // refused with this message instead of failing every run.
     std::string image_problem;
+    // Why the image of a variant (ds::image_variant_for_kind) cannot be used,
+    // or "": a sweep needing a missing variant is refused at submission, not
+    // failed run by run. Unset: every variant is taken to be there.
+    std::function<std::string(std::string_view variant)> variant_image_problem;
     // Facts about this daemon for GET /v1/status (accel, URIs, versions).
     std::function<Json()> status;
 };
@@ -40,6 +44,10 @@ struct SweepSubmission {
     SweepRecord sweep;
     std::vector<RunRecord> runs;
     SweepTimeouts timeouts;
+    // The guest image variants the runs need ("" = base), sorted, distinct.
+    std::vector<std::string> image_variants;
+    // (configuration, workload) pairs left out by workloads' `filesystems`.
+    int skipped_pairs = 0;
 };
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults);

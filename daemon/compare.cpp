@@ -9,6 +9,7 @@
 
 #include "common/settings.h"
 #include "common/stats.h"
+#include "common/workload_output.h"
 
 namespace ds {
 namespace {
@@ -68,21 +69,64 @@ class RowAccumulator {
     std::map<std::string, std::vector<double>> values_by_metric_;
 };
 
+// The `server` table of a stored workload's params, or an empty object.
+Json server_variables_of(const Json& workload) {
+    if (!workload.is_object() || !workload.contains("params")) return Json::object();
+    const Json& params = workload["params"];
+    if (!params.is_object() || !params.contains("server") || !params["server"].is_object())
+        return Json::object();
+    return params["server"];
+}
+
+// "k=v k=v" (JSON objects iterate sorted by key), or "defaults".
+std::string options_text(const Json& server_variables) {
+    std::string text;
+    for (const auto& [name, value] : server_variables.items()) {
+        if (!text.empty()) text += ' ';
+        text += name + "=" + (value.is_string() ? value.get<std::string>() : value.dump());
+    }
+    return text.empty() ? "defaults" : text;
+}
+
+std::string filesystem_text(const Json& settings) {
+    std::string text = settings.is_object() && settings.contains("filesystem")
+                           ? filesystem_shorthand(settings["filesystem"])
+                           : std::string("-");
+    if (std::string block = block_settings_shorthand(settings); !block.empty()) text += " " + block;
+    return text;
+}
+
 // Sets "durability_risks" (and "settings_error" when the stored settings no
-// longer parse) on `row`.
-void add_durability_risks(const Json& settings, Json& row) {
+// longer parse) on `row`: the configuration's, then the workload's.
+void add_durability_risks(const Json& settings, const Json& server_variables, Json& row) {
     Result<StorageConfig> config = storage_config_from_json(settings);
     if (!config.ok()) {
         row["durability_risks"] = nullptr;
         row["settings_error"] = config.error().message;
         return;
     }
-    row["durability_risks"] = durability_risks(config.value());
+    std::vector<std::string> risks = durability_risks(config.value());
+    for (std::string& risk : server_variable_risks(server_variables))
+        risks.push_back(std::move(risk));
+    row["durability_risks"] = risks;
+}
+
+// Whether a smaller value of `metric` is better: the kinds' primary metrics
+// say so; otherwise times and latencies (by their unit suffix) are.
+bool lower_is_better(const std::string& metric, const std::vector<std::string>& kinds) {
+    for (const std::string& kind : kinds) {
+        const PrimaryMetric primary = primary_metric_for_kind(kind);
+        if (primary.name == metric) return primary.lower_is_better;
+    }
+    for (std::string_view suffix : {"_s", "_ms", "_us", "_ns"}) {
+        if (metric.size() > suffix.size() && metric.ends_with(suffix)) return true;
+    }
+    return false;
 }
 
 }  // namespace
 
-Result<Json> compare_sweep(Store& store, std::int64_t sweep_id) {
+Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options) {
     Result<SweepRecord> sweep = store.get_sweep(sweep_id);
     DS_TRY(sweep);
     Result<std::vector<RunRecord>> runs = store.list_runs(sweep_id, RawOutput::kOmit);
@@ -92,6 +136,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id) {
         std::string config_id;
         std::string workload_name;
         Json settings;
+        Json workload;
         RowAccumulator accumulator;
     };
     std::vector<Row> rows;  // in first-sequence order (list_runs is ordered by sequence)
@@ -99,7 +144,8 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id) {
     for (const RunRecord& run : runs.value()) {
         const auto key = std::make_pair(run.config_id, run.workload_name);
         auto [found, inserted] = row_index.try_emplace(key, rows.size());
-        if (inserted) rows.push_back(Row{run.config_id, run.workload_name, run.config, {}});
+        if (inserted)
+            rows.push_back(Row{run.config_id, run.workload_name, run.config, run.workload, {}});
         rows[found->second].accumulator.add(run);
     }
 
@@ -115,8 +161,52 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id) {
             {"runs", row.accumulator.counts_json()},
             {"metrics", row.accumulator.metrics_json()},
         };
-        add_durability_risks(row.settings, row_json);
+        const Json server_variables = server_variables_of(row.workload);
+        row_json["workload_kind"] = row.workload.value("kind", std::string());
+        row_json["server_variables"] = server_variables;
+        row_json["filesystem"] = filesystem_text(row.settings);
+        row_json["options"] = options_text(server_variables);
+        add_durability_risks(row.settings, server_variables, row_json);
         rows_json.push_back(std::move(row_json));
+    }
+
+    std::vector<std::string> kinds;
+    for (const Json& row : rows_json) {
+        const std::string kind = row["workload_kind"].get<std::string>();
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+    std::string metric = options.metric;
+    if (metric.empty() && !kinds.empty()) {
+        metric = std::string(primary_metric_for_kind(kinds.front()).name);
+        for (const std::string& kind : kinds) {
+            if (primary_metric_for_kind(kind).name != metric) metric.clear();
+        }
+    }
+    Json primary = nullptr;
+    Json ranking = Json::array();
+    if (!metric.empty()) {
+        const bool ascending = lower_is_better(metric, kinds);
+        primary = Json{{"name", metric}, {"lower_is_better", ascending}};
+        for (std::size_t index = 0; index < rows_json.size(); ++index) {
+            const Json& row = rows_json[index];
+            if (!row["metrics"].contains(metric)) continue;
+            const Json& summary = row["metrics"][metric];
+            ranking.push_back(Json{{"row", index},
+                                   {"config_id", row["config_id"]},
+                                   {"workload", row["workload"]},
+                                   {"filesystem", row["filesystem"]},
+                                   {"options", row["options"]},
+                                   {"metric", metric},
+                                   {"n", summary.value("n", Json(0))},
+                                   {"mean", summary.value("mean", Json())},
+                                   {"stddev", summary.value("stddev", Json())},
+                                   {"durability_risks", row["durability_risks"]}});
+        }
+        std::stable_sort(ranking.begin(), ranking.end(), [ascending](const Json& a, const Json& b) {
+            const double left = a["mean"].is_number() ? a["mean"].get<double>() : 0;
+            const double right = b["mean"].is_number() ? b["mean"].get<double>() : 0;
+            return ascending ? left < right : left > right;
+        });
     }
 
     return Json{
@@ -124,6 +214,9 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id) {
         {"varying_axes", sweep->varying_axes},
         {"metrics", ordered_metric_names(metric_names)},
         {"rows", std::move(rows_json)},
+        {"workload_kinds", kinds},
+        {"primary_metric", primary},
+        {"ranking", std::move(ranking)},
     };
 }
 
@@ -174,7 +267,7 @@ Result<Json> results_for_config(Store& store, const std::string& config_id) {
         {"metrics", ordered_metric_names(metric_names)},
         {"rows", std::move(rows_json)},
     };
-    add_durability_risks(settings.value(), result);
+    add_durability_risks(settings.value(), Json::object(), result);
     return result;
 }
 

@@ -158,18 +158,25 @@ Result<std::unique_ptr<StorageBackend>> make_storage(const std::string& backend,
                       "unknown storage backend '" + backend + "'; valid: file");
 }
 
-Result<GuestImage> locate_guest_image(const DaemonConfig& config) {
-    const std::string dir = config.effective_image_dir();
+Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant) {
+    const std::string base_dir = config.effective_image_dir();
+    const std::string dir = variant.empty() ? base_dir : base_dir + "/" + std::string(variant);
     GuestImage image{dir + "/vmlinuz", dir + "/initrd.img", dir + "/root.img"};
     // The uncompressed ELF kernel boots straight into the kernel (PVH entry),
     // skipping firmware setup and decompression: about 10 s less under TCG.
     if (fs::exists(dir + "/vmlinux")) image.kernel = dir + "/vmlinux";
     for (const auto& path : {image.kernel, image.initrd, image.root_disk}) {
         if (!fs::exists(path)) {
-            return make_error(errc::kUnavailable,
-                              "guest image incomplete: " + path +
-                                  " is missing; build it with: guest/build-image.sh " + dir +
-                                  " build/guestagent/disksweep-agent");
+            const std::string what = variant.empty()
+                                         ? "guest image"
+                                         : "guest image variant '" + std::string(variant) + "'";
+            const std::string build =
+                variant.empty()
+                    ? "guest/build-image.sh " + dir + " build/guestagent/disksweep-agent"
+                    : "scripts/build-guest-image.sh (or guest/build-image.sh --variant " +
+                          std::string(variant) + " " + dir + " build/guestagent/disksweep-agent)";
+            return make_error(errc::kUnavailable, what + " incomplete: " + path +
+                                                      " is missing; build it with: " + build);
         }
     }
     return image;
@@ -288,6 +295,10 @@ int run_daemon(const DaemonConfig& config) {
     environment.events = &events;
     environment.config = &config;
     if (image.ok()) environment.image = image.value();
+    // Looked up per run, so a variant built while the daemon runs is used.
+    environment.image_for_variant = [&config](std::string_view variant) {
+        return locate_guest_image(config, variant);
+    };
     environment.accel = accel.accel;
     auto executor = std::make_shared<RunExecutor>(environment);
     Scheduler scheduler(
@@ -322,6 +333,10 @@ int run_daemon(const DaemonConfig& config) {
     bool image_ready = image.ok();
     std::string image_problem = image.ok() ? "" : image.error().message;
     context.image_problem = image_problem;
+    context.variant_image_problem = [&config](std::string_view variant) -> std::string {
+        auto located = locate_guest_image(config, variant);
+        return located.ok() ? "" : located.error().message;
+    };
     context.status = [&config, hv, accel, image_ready, image_problem] {
         Json status = {
             {"accel", std::string(to_string(accel.accel))},

@@ -19,9 +19,10 @@ Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
 Result<std::unique_ptr<StorageBackend>> make_storage(const std::string& backend,
                                                      const DaemonConfig& config);
 
-// The guest image in config.effective_image_dir(); an Error says what is
-// missing and how to build it.
-Result<GuestImage> locate_guest_image(const DaemonConfig& config);
+// The guest image of `variant` (ds::image_variant_for_kind): "" = the base
+// image in config.effective_image_dir(), NAME = <image dir>/NAME. An Error
+// (errc::kUnavailable) names the missing file and the command that builds it.
+Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant = "");
 
 // KVM if /dev/kvm exists and a probe guest says hello within the probe
 // timeout; TCG otherwise. `reason` says why.

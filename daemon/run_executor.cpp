@@ -3,8 +3,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "common/fio_metrics.h"
 #include "common/version.h"
+#include "common/workload_output.h"
 #include "daemon/agent_session.h"
 #include "daemon/settings_verify.h"
 
@@ -103,6 +103,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
     std::filesystem::remove(run.console_log, fs_error);
 
     bool volume_created = false;
+    bool timed_out = false;  // the workload's time limit or the result deadline passed
 
     // The body of the run; any failure returns its Error and the caller
     // records it. Teardown follows in every case.
@@ -113,6 +114,19 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         auto parsed_config = storage_config_from_json(run.config);
         if (!parsed_config.ok()) return parsed_config.error();
         const StorageConfig& config = parsed_config.value();
+        auto parsed_workload = workload_from_json(run.workload);
+        if (!parsed_workload.ok()) {
+            return make_error(errc::kInvalidArgument,
+                              "stored workload: " + parsed_workload.error().message);
+        }
+        const Workload& workload = parsed_workload.value();
+        const std::string variant(image_variant_for_kind(workload.kind));
+        GuestImage image = env_.image;
+        if (env_.image_for_variant) {
+            auto located = env_.image_for_variant(variant);
+            if (!located.ok()) return located.error();
+            image = located.value();
+        }
 
         auto phase_start = Clock::now();
         auto volume = env_.storage->create_volume(run.volume_name, config);
@@ -126,7 +140,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         request.config = config;
         request.data_volume_path = volume->path;
         request.data_volume_format = volume->format;
-        request.image = env_.image;
+        request.image = image;
         request.agent_socket_path = socket_path;
         request.console_log_path = run.console_log;
         request.accel = env_.accel;
@@ -163,6 +177,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
                                                 {"phase", "booted"},
                                                 {"message", "agent connected"}});
 
+        const int job_timeout_s = workload.timeout_s > 0 ? workload.timeout_s : run_timeout_s;
         Json job = {{"run_id", std::to_string(run.id)},
                     {"filesystem",
                      {{"type", config.filesystem.type},
@@ -170,9 +185,13 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
                       {"mount_options", config.filesystem.mount_options},
                       {"post_format", config.filesystem.post_format}}},
                     {"workload", run.workload},
-                    {"timeout_s", run_timeout_s}};
+                    {"timeout_s", job_timeout_s}};
+        if (Json block = block_settings_json(config); !block.empty()) job["block"] = block;
         DS_TRY(session->send_job(job));
-        const auto run_deadline = Clock::now() + std::chrono::seconds(run_timeout_s);
+        const int wait_s = workload.timeout_s > 0
+                               ? std::max(run_timeout_s, workload.timeout_s + kAgentGraceSeconds)
+                               : run_timeout_s;
+        const auto run_deadline = Clock::now() + std::chrono::seconds(wait_s);
         phase_start = Clock::now();
         auto result = session->await_result(run_deadline, [&](const Json& progress) {
             Json event = {{"type", "run_progress"}, {"run_id", run.id}};
@@ -183,10 +202,15 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         });
         if (!result.ok()) {
             const Error& error = result.error();
+            if (error.code == kWorkloadTimedOut) {
+                timed_out = true;
+                return error;
+            }
             if (error.code == errc::kIo || error.code == errc::kTimeout) {
+                timed_out = error.code == errc::kTimeout;
                 std::string what =
                     error.code == errc::kTimeout
-                        ? "run exceeded its time limit of " + std::to_string(run_timeout_s) + " s"
+                        ? "run exceeded its time limit of " + std::to_string(wait_s) + " s"
                         : "lost the guest agent mid-run (" + error.message + ")";
                 if (error.code == errc::kIo && guest_stopped(*env_.hypervisor, vm_name)) {
                     what += ": the guest stopped unexpectedly";
@@ -204,18 +228,18 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
                                                    ")");
         }
 
-        // The guest is untrusted: metrics are re-derived from the raw fio
+        // The guest is untrusted: metrics are re-derived from the raw
         // output rather than taken from its "metrics".
-        if (!payload.contains("fio") || !payload["fio"].is_object()) {
-            return make_error(errc::kProtocol, "agent result has no fio output object");
+        if (!payload.contains("output") || !payload["output"].is_object()) {
+            return make_error(errc::kProtocol, "agent result has no output object");
         }
-        auto metrics = metrics_from_fio_json(payload["fio"]);
+        auto metrics = metrics_from_workload_output(workload.kind, payload["output"]);
         if (!metrics.ok()) {
-            return make_error(errc::kProtocol,
-                              "agent result has unusable fio output: " + metrics.error().message);
+            return make_error(errc::kProtocol, "agent result has unusable " + workload.kind +
+                                                   " output: " + metrics.error().message);
         }
         run.metrics = metrics.value();
-        run.raw_output = payload["fio"].dump();
+        run.raw_output = payload["output"].dump(-1, ' ', false, Json::error_handler_t::replace);
         if (payload.contains("timings") && payload["timings"].is_object()) {
             for (const char* key : {"format_s", "post_format_s", "mount_s", "bench_s"}) {
                 if (payload["timings"].contains(key) && payload["timings"][key].is_number()) {
@@ -233,7 +257,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
             }
         }
 
-        auto mismatches = verify_settings(config, applied["hypervisor"], readback);
+        auto mismatches = verify_settings(config, workload, applied["hypervisor"], readback);
         applied["verified"] = mismatches.empty();
         if (!mismatches.empty()) {
             return make_error(errc::kSettingsMismatch,
@@ -273,6 +297,9 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
     } else if (outcome.error().code == errc::kCancelled) {
         run.status = "cancelled";
         run.failure_reason = "cancelled";
+    } else if (timed_out) {
+        run.status = run_status::kTimedOut;
+        run.failure_reason = outcome.error().message;
     } else {
         run.status = "failed";
         run.failure_reason = outcome.error().message;

@@ -41,7 +41,7 @@ Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
     for (auto& run : runs.value()) {
         if (run.status == "pending")
             sweep.pending.push_back(std::move(run));
-        else if (run.status == "failed")
+        else if (run.status == "failed" || run.status == run_status::kTimedOut)
             sweep.any_failed = true;
     }
     {
@@ -145,7 +145,8 @@ void Scheduler::worker_loop() {
             it->running--;
             it->finished_runs++;
             it->finished_seconds += seconds;
-            if (finished.status == "failed") it->any_failed = true;
+            if (finished.status == "failed" || finished.status == run_status::kTimedOut)
+                it->any_failed = true;
             Json event = {{"type", "progress"}};
             auto counts = store_.run_counts(it->id);
             if (counts.ok()) event["counts"] = counts.value();

@@ -51,7 +51,7 @@ class Scheduler {
         std::deque<RunRecord> pending;
         int running = 0;
         bool started = false;
-        bool any_failed = false;
+        bool any_failed = false;  // a run failed or timed out: the sweep ends failed
         bool cancelled = false;
         std::shared_ptr<std::atomic<bool>> cancel_flag = std::make_shared<std::atomic<bool>>(false);
         double finished_seconds = 0;

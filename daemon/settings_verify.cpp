@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <map>
 #include <optional>
+
+#include "common/workload_output.h"
 
 namespace ds {
 namespace {
@@ -164,6 +168,121 @@ void verify_guest(const StorageConfig& requested, const Json& guest,
     }
 }
 
+std::string lower(std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return text;
+}
+
+void verify_block_layer(const StorageConfig& requested, const Json& guest,
+                        std::vector<std::string>& mismatches) {
+    if (requested.scheduler != IoScheduler::kDefault) {
+        const std::string want(to_string(requested.scheduler));
+        const std::string shown = guest.value("scheduler", std::string());
+        if (shown.empty()) {
+            mismatches.push_back("scheduler: requested " + want + ", guest did not report one");
+        } else if (shown != want) {
+            mismatches.push_back("scheduler: requested " + want + ", guest has " + shown);
+        }
+    }
+    const std::pair<const char*, const std::optional<std::uint64_t>*> numbers[] = {
+        {"read_ahead_kb", &requested.read_ahead_kb}, {"nr_requests", &requested.nr_requests}};
+    for (const auto& [key, want] : numbers) {
+        if (!*want) continue;
+        const auto shown = guest_number(guest, key);
+        const std::string wanted = std::to_string(**want);
+        if (!shown) {
+            mismatches.push_back(std::string(key) + ": requested " + wanted +
+                                 ", guest did not report it");
+        } else if (*shown < 0 || static_cast<std::uint64_t>(*shown) != **want) {
+            mismatches.push_back(std::string(key) + ": requested " + wanted + ", guest has " +
+                                 std::to_string(*shown));
+        }
+    }
+}
+
+// Profiles the btrfs filesystem should have, by chunk type ("data",
+// "metadata", "system"), from mkfs options and post-format steps.
+std::map<std::string, std::string> expected_btrfs_profiles(const FilesystemSpec& filesystem) {
+    std::map<std::string, std::string> expected;
+    const auto& options = filesystem.mkfs_options;
+    for (std::size_t i = 0; i < options.size(); ++i) {
+        const std::string& option = options[i];
+        const bool has_next = i + 1 < options.size();
+        if ((option == "-d" || option == "--data") && has_next) {
+            expected["data"] = lower(options[++i]);
+        } else if ((option == "-m" || option == "--metadata") && has_next) {
+            expected["metadata"] = lower(options[++i]);
+        } else if (option.rfind("--data=", 0) == 0) {
+            expected["data"] = lower(option.substr(7));
+        } else if (option.rfind("--metadata=", 0) == 0) {
+            expected["metadata"] = lower(option.substr(11));
+        }
+    }
+    const auto& steps = filesystem.post_format;
+    if (std::find(steps.begin(), steps.end(), "single") != steps.end()) {
+        expected["metadata"] = "single";
+        expected["system"] = "single";
+    }
+    return expected;
+}
+
+void verify_btrfs(const FilesystemSpec& filesystem, const Json& guest,
+                  std::vector<std::string>& mismatches) {
+    if (filesystem.type != "btrfs") return;
+    const auto expected = expected_btrfs_profiles(filesystem);
+    if (!expected.empty()) {
+        const Json& profiles = guest.contains("btrfs") ? guest.at("btrfs") : Json();
+        for (const auto& [chunk, want] : expected) {
+            const std::string shown =
+                profiles.is_object() && profiles.contains(chunk) && profiles.at(chunk).is_string()
+                    ? lower(profiles.at(chunk).get<std::string>())
+                    : std::string();
+            if (shown.empty()) {
+                mismatches.push_back("btrfs " + chunk + " profile: requested " + want +
+                                     ", guest did not report it");
+            } else if (shown != want) {
+                mismatches.push_back("btrfs " + chunk + " profile: requested " + want +
+                                     ", guest has " + shown);
+            }
+        }
+    }
+    const auto& steps = filesystem.post_format;
+    if (std::find(steps.begin(), steps.end(), "nocow") != steps.end()) {
+        const Json nocow = guest.value("nocow", Json());
+        if (!nocow.is_boolean()) {
+            mismatches.push_back(
+                "nocow: requested, guest did not report the work directory's "
+                "attributes");
+        } else if (!nocow.get<bool>()) {
+            mismatches.push_back("nocow: requested, the work directory is not No_COW (lsattr: " +
+                                 guest.value("work_dir_attributes", std::string("?")) + ")");
+        }
+    }
+}
+
+void verify_server_variables(const Workload& workload, const Json& guest,
+                             std::vector<std::string>& mismatches) {
+    if (!workload.params.is_object() || !workload.params.contains("server")) return;
+    const Json& requested = workload.params.at("server");
+    if (!requested.is_object()) return;
+    const Json& shown_all =
+        guest.contains("server_variables") ? guest.at("server_variables") : Json();
+    for (const auto& [name, want] : requested.items()) {
+        if (!shown_all.is_object() || !shown_all.contains(name)) {
+            mismatches.push_back("server variable " + name + ": requested " + display(want) +
+                                 ", SHOW VARIABLES did not list it");
+            continue;
+        }
+        const Json& shown = shown_all.at(name);
+        const std::string shown_text = shown.is_string() ? shown.get<std::string>() : shown.dump();
+        if (!server_variable_matches(name, want, shown_text)) {
+            mismatches.push_back("server variable " + name + ": requested " + display(want) +
+                                 ", server has " + shown_text);
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<std::string> split_mount_options(std::string_view options) {
@@ -202,13 +321,26 @@ bool mount_option_in_force(std::string_view requested,
                        [&](const std::string& shown) { return shown.rfind(with_level, 0) == 0; });
 }
 
-std::vector<std::string> verify_settings(const StorageConfig& requested,
+std::vector<std::string> verify_settings(const StorageConfig& requested, const Workload& workload,
                                          const Json& applied_hypervisor,
                                          const Json& guest_readback) {
     std::vector<std::string> mismatches;
     if (!applied_hypervisor.is_null()) verify_hypervisor(requested, applied_hypervisor, mismatches);
-    if (!guest_readback.is_null()) verify_guest(requested, guest_readback, mismatches);
+    if (!guest_readback.is_null()) {
+        verify_guest(requested, guest_readback, mismatches);
+        if (guest_readback.is_object()) {
+            verify_block_layer(requested, guest_readback, mismatches);
+            verify_btrfs(requested.filesystem, guest_readback, mismatches);
+            verify_server_variables(workload, guest_readback, mismatches);
+        }
+    }
     return mismatches;
+}
+
+std::vector<std::string> verify_settings(const StorageConfig& requested,
+                                         const Json& applied_hypervisor,
+                                         const Json& guest_readback) {
+    return verify_settings(requested, Workload{}, applied_hypervisor, guest_readback);
 }
 
 }  // namespace ds

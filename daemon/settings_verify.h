@@ -29,6 +29,20 @@ namespace ds {
 // requested; discard requested -> discard_max_bytes > 0 (discard off is not
 // visible to the guest, see settings_verify.cpp). Null skips the guest checks; a key the
 // checks need but the guest did not report is a mismatch.
+//
+// Also checked against the guest readback, each only when requested:
+//  * block layer: scheduler, read_ahead_kb, nr_requests equal the readback's;
+//  * btrfs profiles (readback "btrfs": {"data","metadata","system"}): the
+//    `single` step -> metadata and system "single"; mkfs `-d X`, `--data X`,
+//    `--data=X` -> data X; `-m X`, `--metadata X`, `--metadata=X` ->
+//    metadata X (the step wins over mkfs: it converts after mkfs);
+//  * the `nocow` step -> readback "nocow" is true;
+//  * each variable of the workload's params.server -> readback
+//    "server_variables"[name] matches (ds::server_variable_matches).
+std::vector<std::string> verify_settings(const StorageConfig& requested, const Workload& workload,
+                                         const Json& applied_hypervisor,
+                                         const Json& guest_readback);
+// The same without a workload (no server variables to check).
 std::vector<std::string> verify_settings(const StorageConfig& requested,
                                          const Json& applied_hypervisor,
                                          const Json& guest_readback);

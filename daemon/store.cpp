@@ -21,7 +21,7 @@ constexpr int kBusyTimeoutMs = 5000;
 
 // Schema history. Append only: a released migration is never edited, a change
 // is a new migration (see docs/schema.md).
-constexpr std::array<Migration, 1> kMigrations = {{
+constexpr std::array<Migration, 2> kMigrations = {{
     {1, "initial schema: sweeps, configurations, runs, metrics",
      R"sql(
 CREATE TABLE sweeps (
@@ -77,11 +77,64 @@ CREATE TABLE metrics (
     PRIMARY KEY (run_id, name)
 ) WITHOUT ROWID;
 )sql"},
+    // Rebuilds `runs` for its new CHECK. Migrations run with foreign_keys=ON
+    // inside a transaction, where they cannot be switched off, and dropping
+    // `runs` would cascade into `metrics`: so the metrics are set aside in a
+    // table without a foreign key first and restored after the rebuild.
+    {2, "run status timed_out",
+     R"sql(
+CREATE TABLE metrics_before_v2 AS SELECT run_id, name, value FROM metrics;
+DROP TABLE metrics;
+
+CREATE TABLE runs_v2 (
+    id                    INTEGER PRIMARY KEY,
+    sweep_id              INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    sequence              INTEGER NOT NULL,
+    repetition            INTEGER NOT NULL,
+    config_id             TEXT    NOT NULL REFERENCES configurations(config_id),
+    workload_name         TEXT    NOT NULL,
+    workload_json         TEXT    NOT NULL,
+    status                TEXT    NOT NULL
+                          CHECK (status IN ('pending','running','succeeded','failed','cancelled',
+                                            'timed_out')),
+    failure_reason        TEXT,
+    accel                 TEXT,
+    vm_name               TEXT,
+    volume_name           TEXT,
+    console_log           TEXT,
+    started_at            TEXT,
+    finished_at           TEXT,
+    timings_json          TEXT    NOT NULL DEFAULT '{}',
+    versions_json         TEXT    NOT NULL DEFAULT '{}',
+    applied_settings_json TEXT    NOT NULL DEFAULT '{}',
+    raw_output            TEXT,
+    UNIQUE (sweep_id, sequence)
+);
+INSERT INTO runs_v2 (id, sweep_id, sequence, repetition, config_id, workload_name, workload_json,
+                     status, failure_reason, accel, vm_name, volume_name, console_log, started_at,
+                     finished_at, timings_json, versions_json, applied_settings_json, raw_output)
+SELECT id, sweep_id, sequence, repetition, config_id, workload_name, workload_json, status,
+       failure_reason, accel, vm_name, volume_name, console_log, started_at, finished_at,
+       timings_json, versions_json, applied_settings_json, raw_output FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v2 RENAME TO runs;
+CREATE INDEX runs_by_status ON runs(status);
+CREATE INDEX runs_by_config ON runs(config_id);
+
+CREATE TABLE metrics (
+    run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    name   TEXT    NOT NULL,
+    value  REAL    NOT NULL,
+    PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+INSERT INTO metrics (run_id, name, value) SELECT run_id, name, value FROM metrics_before_v2;
+DROP TABLE metrics_before_v2;
+)sql"},
 }};
 
-constexpr std::array<std::string_view, 5> kRunStatuses = {
-    run_status::kPending, run_status::kRunning, run_status::kSucceeded, run_status::kFailed,
-    run_status::kCancelled};
+constexpr std::array<std::string_view, 6> kRunStatuses = {
+    run_status::kPending, run_status::kRunning,  run_status::kSucceeded,
+    run_status::kFailed,  run_status::kTimedOut, run_status::kCancelled};
 constexpr std::array<std::string_view, 5> kSweepStatuses = {
     sweep_status::kQueued, sweep_status::kRunning, sweep_status::kSucceeded, sweep_status::kFailed,
     sweep_status::kCancelled};
@@ -101,7 +154,7 @@ std::string join(std::span<const std::string_view> values) {
 
 bool is_terminal_run_status(std::string_view status) {
     return status == run_status::kSucceeded || status == run_status::kFailed ||
-           status == run_status::kCancelled;
+           status == run_status::kTimedOut || status == run_status::kCancelled;
 }
 
 // Turns an exception from SQLite into an Error whose code says what the caller
@@ -545,9 +598,9 @@ Status Store::mark_run_running(std::int64_t run_id, const std::string& vm_name,
 
 Status Store::finish_run(const RunRecord& run) {
     if (!is_terminal_run_status(run.status)) {
-        return make_error(errc::kInvalidArgument, "run " + std::to_string(run.id) +
-                                                      " cannot finish as '" + run.status +
-                                                      "' (valid: succeeded, failed, cancelled)");
+        return make_error(errc::kInvalidArgument,
+                          "run " + std::to_string(run.id) + " cannot finish as '" + run.status +
+                              "' (valid: succeeded, failed, timed_out, cancelled)");
     }
     for (const auto& [name, value] : run.metrics) {
         if (!std::isfinite(value)) {

@@ -38,6 +38,9 @@ inline constexpr const char* kPending = "pending";
 inline constexpr const char* kRunning = "running";
 inline constexpr const char* kSucceeded = "succeeded";
 inline constexpr const char* kFailed = "failed";
+// The workload's time limit (or the daemon's deadline for its result)
+// passed; the run was stopped and measured nothing.
+inline constexpr const char* kTimedOut = "timed_out";
 inline constexpr const char* kCancelled = "cancelled";
 }  // namespace run_status
 
@@ -154,7 +157,7 @@ class Store {
                             const std::string& volume_name, const std::string& console_log,
                             const std::string& accel, const std::string& started_at);
     // Records the outcome of run.id in one transaction: status (succeeded,
-    // failed or cancelled), failure_reason, timings, versions,
+    // failed, timed_out or cancelled), failure_reason, timings, versions,
     // applied_settings, raw_output, finished_at, and replaces its metrics.
     // The run must be pending or running (kConflict once finished); metric
     // values must be finite (kInvalidArgument; SQLite cannot store NaN).

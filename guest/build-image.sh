@@ -1,15 +1,21 @@
 #!/bin/bash
 # Builds the disksweep guest image. Run as root.
 #
-#   guest/build-image.sh OUTDIR AGENT_BINARY
+#   guest/build-image.sh [--variant mariadb] OUTDIR AGENT_BINARY
 #
 # Produces OUTDIR/vmlinuz (Debian bzImage), OUTDIR/vmlinux (the same kernel as
 # an uncompressed PVH ELF: boots ~10 s faster under TCG), OUTDIR/initrd.img,
 # OUTDIR/root.img and, last, OUTDIR/manifest.json (present only when the
 # others match each other).
+# --variant mariadb adds packages-mariadb.txt (mariadb-server, Perl DBI,
+# sysbench) and MariaDB's sql-bench in /opt/sql-bench (lib/sqlbench.sh); the
+# daemon expects it in IMAGE_DIR/mariadb (scripts/build-guest-image.sh).
 # Caches under OUTDIR/cache/ (see guest/README.md):
 #   rootfs-KEY/  Debian root fs + kernel, KEY = sha256 of packages.txt,
 #                lib/rootfs.sh, lib/customize-rootfs.sh and the apt sources
+#                (variant: + packages-VARIANT.txt, lib/sqlbench.sh and the
+#                sql-bench source version)
+#   sqlbench-VERSION/  (variant mariadb) the prepared sql-bench files
 #   initrd-KEY/  initramfs, KEY = sha256 of the root fs KEY, the agent binary,
 #                initramfs/init, initramfs/modules.txt, lib/initramfs.sh
 # Every cache entry is built in cache/tmp.* and renamed into place, so a
@@ -18,7 +24,7 @@ set -euo pipefail
 
 GUEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SUITE=bookworm
-KEEP_ROOTFS=2 # cache entries kept (most recently used first)
+KEEP_ROOTFS=3 # cache entries kept (most recently used first)
 KEEP_INITRD=6
 
 guest_log() { echo "[guest] $*"; }
@@ -38,7 +44,14 @@ guest_safe_rm() {
     done
 }
 
-usage() { echo "usage: $0 OUTDIR AGENT_BINARY" >&2; exit 2; }
+usage() { echo "usage: $0 [--variant mariadb] OUTDIR AGENT_BINARY" >&2; exit 2; }
+VARIANT=
+if [[ ${1:-} == --variant ]]; then
+    [[ $# -ge 2 ]] || usage
+    VARIANT=$2
+    shift 2
+fi
+[[ -z $VARIANT || $VARIANT == mariadb ]] || guest_die "unknown image variant '$VARIANT' (known: mariadb)"
 [[ $# == 2 ]] || usage
 [[ $EUID == 0 ]] || guest_die "must run as root (mmdebstrap --mode=root, mknod)"
 [[ -f $2 ]] || guest_die "agent binary not found: $2"
@@ -50,6 +63,11 @@ done
 source "$GUEST_DIR/lib/rootfs.sh"
 # shellcheck source=lib/initramfs.sh
 source "$GUEST_DIR/lib/initramfs.sh"
+if [[ -n $VARIANT ]]; then
+    # shellcheck source=lib/sqlbench.sh
+    source "$GUEST_DIR/lib/sqlbench.sh"
+    command -v dpkg-source >/dev/null || guest_die "missing tool: dpkg-source (package dpkg-dev)"
+fi
 
 mkdir -p "$1"
 OUTDIR=$(cd "$1" && pwd)
@@ -92,8 +110,50 @@ else
     guest_log "no $SUITE entries in the host's apt sources: using mmdebstrap's default mirror"
     SOURCES_ARG=
 fi
-ROOTFS_KEY=$(hash_inputs "disksweep-rootfs-v1 $SUITE amd64" \
-    "$GUEST_DIR/packages.txt" "$GUEST_DIR/lib/rootfs.sh" "$GUEST_DIR/lib/customize-rootfs.sh" "$SOURCES")
+if [[ -z $VARIANT ]]; then
+    ROOTFS_KEY=$(hash_inputs "disksweep-rootfs-v1 $SUITE amd64" \
+        "$GUEST_DIR/packages.txt" "$GUEST_DIR/lib/rootfs.sh" "$GUEST_DIR/lib/customize-rootfs.sh" "$SOURCES")
+else
+    # ---- sql-bench, cached by the source package's version --------------------
+    # The newest source version that is cached or can be fetched (the
+    # binaries' version when the mirror carries its sources).
+    mapfile -t versions < <(sqlbench_source_versions)
+    ((${#versions[@]})) ||
+        guest_die "apt knows no 'mariadb' source package: add a deb-src entry (scripts/install-deps.sh writes one) and run apt-get update"
+    SQLBENCH_VERSION=
+    for v in "${versions[@]}"; do
+        SQLBENCH_CACHE=$CACHE/sqlbench-${v//:/_}
+        if [[ -f $SQLBENCH_CACHE/SOURCE ]]; then
+            guest_log "sql-bench $v: using cache ${SQLBENCH_CACHE#"$OUTDIR"/}"
+            SQLBENCH_VERSION=$v
+            break
+        fi
+        STAGE=$CACHE/tmp.sqlbench.$$
+        mkdir "$STAGE"
+        if sqlbench_fetch "$v" "$STAGE"; then
+            mv -T "$STAGE" "$SQLBENCH_CACHE"
+            STAGE=
+            SQLBENCH_VERSION=$v
+            break
+        fi
+        rm -rf "$STAGE"
+        STAGE=
+    done
+    [[ -n $SQLBENCH_VERSION ]] || guest_die "no 'mariadb' source version could be fetched: ${versions[*]}"
+    touch "$SQLBENCH_CACHE"
+    ROOTFS_KEY=$(hash_inputs "disksweep-rootfs-v1 $SUITE amd64 variant=$VARIANT sql-bench=$SQLBENCH_VERSION" \
+        "$GUEST_DIR/packages.txt" "$GUEST_DIR/packages-$VARIANT.txt" "$GUEST_DIR/lib/rootfs.sh" \
+        "$GUEST_DIR/lib/customize-rootfs.sh" "$GUEST_DIR/lib/sqlbench.sh" "$SOURCES")
+    # build_rootfs (lib/rootfs.sh) is shared with the base image, whose cache
+    # key covers its bytes: the variant adds its packages and its customize
+    # hook by wrapping the mmdebstrap call instead of editing it (mmdebstrap
+    # accumulates --include lists and runs customize hooks in order).
+    mmdebstrap() {
+        command mmdebstrap --include="$(guest_read_packages "$GUEST_DIR/packages-$VARIANT.txt")" \
+            --customize-hook="bash -c 'source \"\$0\" && sqlbench_install \"\$1\" \"\$2\"' '$GUEST_DIR/lib/sqlbench.sh' '$SQLBENCH_CACHE' \"\$1\"" \
+            "$@"
+    }
+fi
 ROOTFS_DIR=$CACHE/rootfs-${ROOTFS_KEY:0:16}
 if [[ -f $ROOTFS_DIR/rootfs.env ]]; then
     guest_log "root fs + kernel: using cache ${ROOTFS_DIR#"$OUTDIR"/}"
@@ -142,13 +202,19 @@ manifest() {
     local p first=1
     echo "{"
     echo "  \"format\": 1,"
+    if [[ -n $VARIANT ]]; then
+        echo "  \"variant\": $(json_str "$VARIANT"),"
+        echo "  \"sql_bench\": {\"source_package\": \"mariadb\", \"version\": $(json_str "$SQLBENCH_VERSION"), \"path\": $(json_str "$SQLBENCH_DIR_IN_IMAGE")},"
+    fi
     echo "  \"input_hash\": $(json_str "$INITRD_KEY"),"
     echo "  \"rootfs_hash\": $(json_str "$ROOTFS_KEY"),"
     echo "  \"agent_sha256\": $(json_str "$AGENT_SHA"),"
     echo "  \"suite\": $(json_str "$SUITE"),"
     echo "  \"kernel\": {\"release\": $(json_str "$KERNEL_RELEASE"), \"package\": $(json_str "$KERNEL_PACKAGE"), \"version\": $(json_str "$KERNEL_PACKAGE_VERSION"), \"pvh_elf\": $PVH},"
     echo "  \"packages\": {"
-    for p in fio e2fsprogs xfsprogs btrfs-progs libaio1 util-linux kmod lvm2 thin-provisioning-tools libc6 busybox-static; do
+    local -a pkgs=(fio e2fsprogs xfsprogs btrfs-progs libaio1 util-linux kmod lvm2 thin-provisioning-tools libc6 busybox-static)
+    [[ $VARIANT == mariadb ]] && pkgs+=(mariadb-server mariadb-client sysbench perl libdbi-perl libdbd-mariadb-perl)
+    for p in "${pkgs[@]}"; do
         [[ $first == 1 ]] || echo ","
         first=0
         printf '    %s: %s' "$(json_str "$p")" "$(json_str "$(pkg_version "$p")")"
@@ -190,13 +256,16 @@ mv -f -T "$OUTDIR/.publish.manifest.$$" "$OUTDIR/manifest.json"
 prune() {
     local pattern=$1 keep=$2
     # shellcheck disable=SC2012,SC2086 # $pattern is a glob on purpose
-    ls -1dt "$CACHE"/$pattern 2>/dev/null | tail -n +$((keep + 1)) | while read -r old; do
+    # No match is fine (e.g. no sqlbench-* in the base image's cache): ls's
+    # status must not fail the pipeline under pipefail.
+    { ls -1dt "$CACHE"/$pattern 2>/dev/null || true; } | tail -n +$((keep + 1)) | while read -r old; do
         guest_log "removing old cache entry ${old#"$OUTDIR"/}"
         rm -rf "$old"
     done
 }
 prune 'rootfs-*' "$KEEP_ROOTFS"
 prune 'initrd-*' "$KEEP_INITRD"
+prune 'sqlbench-*' 2
 
 elapsed=$(awk -v a="$T_START" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 if [[ $ROOTFS_CACHE == hit && $INITRD_CACHE == hit ]]; then

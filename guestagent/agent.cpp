@@ -7,11 +7,11 @@
 #include <future>
 #include <thread>
 
-#include "common/fio_metrics.h"
 #include "common/protocol.h"
 #include "common/version.h"
-#include "guestagent/fio_job.h"
+#include "common/workload_output.h"
 #include "guestagent/log.h"
+#include "guestagent/workload_kinds.h"
 
 namespace ds::agent {
 namespace {
@@ -21,16 +21,23 @@ using namespace std::chrono_literals;
 
 constexpr auto kFioVersionTimeout = 10s;
 constexpr auto kDevicePollInterval = 200ms;
-constexpr std::size_t kStderrTailBytes = 2000;
+constexpr auto kUnmountPatience = 30s;
+constexpr auto kUnmountRetryInterval = 200ms;
+constexpr std::string_view kNoSpaceText = "No space left on device";
 
 // Phases named in "error" messages (docs/agent-protocol.md).
 constexpr std::string_view kPhaseJob = "job";
 constexpr std::string_view kPhaseDisk = "disk";
+constexpr std::string_view kPhaseTune = "tune";
 constexpr std::string_view kPhaseFormat = "format";
 constexpr std::string_view kPhaseMount = "mount";
 constexpr std::string_view kPhasePostFormat = "post_format";
 constexpr std::string_view kPhaseBench = "bench";
 constexpr std::string_view kPhaseResult = "result";
+
+// error.code values (docs/agent-protocol.md): why a workload ended early.
+constexpr std::string_view kCodeTimeout = "timeout";
+constexpr std::string_view kCodeNoSpace = "no_space";
 
 // How the agent carries out each post-format step of the shared table
 // (ds::post_format_steps(), settings.cpp). The argv ends with the mount point.
@@ -68,15 +75,6 @@ std::string trim_trailing(std::string text) {
         text.pop_back();
     }
     return text;
-}
-
-// "fio ... failed (exit code 1): <stderr tail>"
-std::string describe_failure(const std::vector<std::string>& argv, const ProcessOutput& output) {
-    std::string tail = trim_trailing(output.stderr_text);
-    if (tail.size() > kStderrTailBytes) tail = "..." + tail.substr(tail.size() - kStderrTailBytes);
-    const std::string how = output.signal ? "killed by signal " + std::to_string(output.signal)
-                                          : "exit code " + std::to_string(output.exit_code);
-    return describe_command(argv) + " failed (" + how + ")" + (tail.empty() ? "" : ": " + tail);
 }
 
 // Field readers for parse_job: each names the field in its error.
@@ -128,7 +126,9 @@ Result<std::vector<std::string>> string_list_field(const Json& parent, const cha
 }  // namespace
 
 std::vector<std::string> agent_capabilities() {
-    std::vector<std::string> capabilities = {"fio"};
+    std::vector<std::string> capabilities;
+    for (const auto& kind : workload_kind_table()) capabilities.emplace_back(kind.kind);
+    capabilities.emplace_back("block");
     for (const auto type : filesystem_types()) capabilities.emplace_back(type);
     return capabilities;
 }
@@ -188,8 +188,14 @@ Result<AgentJob> parse_job(const Json& message) {
     }
     auto kind = string_field(w, "kind", "job.workload.kind");
     if (!kind) return kind.error();
-    if (*kind != "fio") {
-        return bad_field("job.workload.kind", "'" + *kind + "' is not supported (only fio)");
+    const WorkloadKindEntry* entry = find_workload_kind_entry(*kind);
+    if (entry == nullptr) {
+        std::string valid;
+        for (const auto& known : workload_kind_table()) {
+            valid += (valid.empty() ? "" : ", ") + std::string(known.kind);
+        }
+        return bad_field("job.workload.kind",
+                         "'" + *kind + "' is not supported (known: " + valid + ")");
     }
     job.workload.name = *name;
     job.workload.kind = *kind;
@@ -197,10 +203,15 @@ Result<AgentJob> parse_job(const Json& message) {
     if (!job.workload.params.is_object()) {
         return bad_field("job.workload.params", "is not an object");
     }
-    // Refuse bad fio params now, before the disk is formatted.
-    if (auto argv = build_fio_command(job.workload.name, job.workload.params, "/"); !argv) {
-        return bad_field("job.workload.params", argv.error().message);
+    // Refuse bad params now, before the disk is formatted.
+    if (auto checked = entry->check_params(job.workload); !checked) {
+        return bad_field("job.workload.params", checked.error().message);
     }
+
+    const auto block = message.find("block");
+    auto tuning = parse_block_tuning(block == message.end() ? nullptr : &*block);
+    if (!tuning) return tuning.error();
+    job.block = *tuning;
 
     const auto timeout = message.find("timeout_s");
     if (timeout == message.end()) return bad_field("job.timeout_s", "is missing");
@@ -297,14 +308,15 @@ Result<SessionEnd> Agent::run_session() {
     if (auto* result = std::get_if<Json>(&outcome)) {
         if (auto status = send(protocol::kResult, *result); !status) {
             if (status.error().code != errc::kProtocol) return status.error();
-            outcome = PhaseFailure{std::string(kPhaseResult), status.error().message};
+            outcome = PhaseFailure{std::string(kPhaseResult), status.error().message, ""};
         }
     }
     if (auto* failure = std::get_if<PhaseFailure>(&outcome)) {
         log_line("job " + job->run_id + " failed in " + failure->phase + ": " + failure->message);
-        DS_TRY(send(
-            protocol::kError,
-            {{"run_id", job->run_id}, {"phase", failure->phase}, {"message", failure->message}}));
+        Json error = {
+            {"run_id", job->run_id}, {"phase", failure->phase}, {"message", failure->message}};
+        if (!failure->code.empty()) error["code"] = failure->code;
+        DS_TRY(send(protocol::kError, error));
         end = SessionEnd::kErrorSent;
     } else {
         log_line("job " + job->run_id + ": result sent");
@@ -315,7 +327,7 @@ Result<SessionEnd> Agent::run_session() {
 
 Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     const auto fail = [](std::string_view phase, const Error& error) {
-        return PhaseFailure{std::string(phase), error.message};
+        return PhaseFailure{std::string(phase), error.message, ""};
     };
 
     auto device_name = locate_data_disk();
@@ -323,6 +335,19 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     const std::string device_path = options_.data_device.empty()
                                         ? options_.roots.dev + "/" + *device_name
                                         : options_.data_device;
+
+    const auto tune_start = Clock::now();
+    if (!job.block.empty()) {
+        const auto note = [this, tune_start](const std::string& line) {
+            send_progress(kPhaseTune, line, seconds_since(tune_start));
+        };
+        if (auto status = apply_block_tuning(job.block, *device_name, options_.roots, system_,
+                                             runner_, options_.command_timeout, note);
+            !status) {
+            return fail(kPhaseTune, status.error());
+        }
+    }
+    const double tune_s = seconds_since(tune_start);
 
     const auto format_start = Clock::now();
     if (auto status = format(job, device_path); !status) return fail(kPhaseFormat, status.error());
@@ -352,24 +377,40 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     const double post_format_s = seconds_since(post_format_start);
 
     const auto bench_start = Clock::now();
-    auto fio_output = run_fio(job);
-    if (!fio_output) return fail(kPhaseBench, fio_output.error());
+    auto workload_output = run_workload(job);
+    if (!workload_output) {
+        const Error& error = workload_output.error();
+        PhaseFailure failure{std::string(kPhaseBench), error.message, ""};
+        if (error.code == errc::kTimeout) {
+            failure.code = kCodeTimeout;
+        } else if (error.message.find(kNoSpaceText) != std::string::npos ||
+                   error.message.find("ENOSPC") != std::string::npos) {
+            failure.code = kCodeNoSpace;
+            if (error.message.find(kNoSpaceText) == std::string::npos) {
+                failure.message += " (" + std::string(kNoSpaceText) + ")";
+            }
+        }
+        return failure;
+    }
     const double bench_s = seconds_since(bench_start);
-    auto metrics = metrics_from_fio_json(*fio_output);
+    auto metrics = metrics_from_workload_output(job.workload.kind, workload_output->output);
     if (!metrics) return fail(kPhaseBench, metrics.error());
 
     // Read back while still mounted: /proc/mounts shows the options in force.
     Json readback = read_disk_readback(options_.roots, *device_name, options_.mount_point);
+    read_back_filesystem(job, readback);
+    if (workload_output->readback.is_object()) readback.update(workload_output->readback);
 
     Json metrics_json = Json::object();
     for (const auto& [key, value] : *metrics) metrics_json[key] = value;
     return Json{{"run_id", job.run_id},
                 {"timings",
-                 {{"format_s", format_s},
+                 {{"tune_s", tune_s},
+                  {"format_s", format_s},
                   {"mount_s", mount_s},
                   {"post_format_s", post_format_s},
                   {"bench_s", bench_s}}},
-                {"fio", std::move(*fio_output)},
+                {"output", std::move(workload_output->output)},
                 {"metrics", std::move(metrics_json)},
                 {"readback", std::move(readback)},
                 {"versions",
@@ -438,47 +479,87 @@ Status Agent::run_post_format_steps(const AgentJob& job) {
     return ok_status();
 }
 
-Result<Json> Agent::run_fio(const AgentJob& job) {
-    auto argv = build_fio_command(job.workload.name, job.workload.params, options_.mount_point);
-    if (!argv) return argv.error();
-    const auto planned_s = planned_fio_seconds(job.workload.params);
-    const auto timeout = std::chrono::seconds(job.timeout_s);
-    const auto start = Clock::now();
-    send_progress(kPhaseBench, describe_command(*argv), 0,
-                  planned_s ? std::optional<double>(0.0) : std::nullopt);
+Result<WorkloadOutput> Agent::run_workload(const AgentJob& job) {
+    const WorkloadKindEntry* entry = find_workload_kind_entry(job.workload.kind);
+    if (entry == nullptr) {  // parse_job already refused it
+        return make_error(errc::kInvalidArgument,
+                          "unknown workload kind '" + job.workload.kind + "'");
+    }
+    DS_TRY(system_.make_directories(options_.scratch_dir));
+    // Runners report whenever they like; the host gets a repeated message at
+    // most once per progress_interval, a new one (a new step, the end) at once.
+    auto last_sent = Clock::now() - options_.progress_interval;
+    std::string last_message;
+    WorkloadContext context{
+        runner_, options_.mount_point, options_.scratch_dir, std::chrono::seconds(job.timeout_s),
+        [&](const std::string& message, double elapsed_s, std::optional<double> fraction) {
+            const auto now = Clock::now();
+            if (message == last_message && now - last_sent < options_.progress_interval &&
+                fraction != 1.0) {
+                return;
+            }
+            last_sent = now;
+            last_message = message;
+            send_progress(kPhaseBench, message, elapsed_s, fraction);
+        }};
+    log_line("running " + job.workload.kind + " workload " + job.workload.name + " in " +
+             options_.mount_point + " (time limit " + std::to_string(job.timeout_s) + " s)");
+    return entry->run(job.workload, context);
+}
 
-    // fio runs on its own thread so this one can report progress meanwhile.
-    auto running = std::async(std::launch::async,
-                              [this, &argv, timeout] { return runner_.run(*argv, timeout); });
-    while (running.wait_for(options_.progress_interval) != std::future_status::ready) {
-        const double elapsed = seconds_since(start);
-        std::optional<double> fraction;
-        if (planned_s) fraction = elapsed / *planned_s;
-        send_progress(kPhaseBench, "fio running", elapsed, fraction);
+void Agent::read_back_filesystem(const AgentJob& job, Json& readback) {
+    const auto run = [this](const std::vector<std::string>& argv) -> std::optional<std::string> {
+        auto output = runner_.run(argv, options_.command_timeout);
+        if (output && output->exit_code == 0) return output->stdout_text;
+        log_line("readback: " + describe_command(argv) +
+                 " failed: " + (output ? output->stderr_text : output.error().message));
+        return std::nullopt;
+    };
+    if (job.filesystem.type == "btrfs") {
+        if (auto text = run({"btrfs", "filesystem", "df", options_.mount_point})) {
+            if (auto profiles = parse_btrfs_df_profiles(*text)) {
+                readback["btrfs"] = to_json(*profiles);
+            } else {
+                log_line("readback: " + profiles.error().message);
+            }
+        }
     }
-    Result<ProcessOutput> output = make_error(errc::kInternal, "fio runner threw");
-    try {
-        output = running.get();
-    } catch (const std::exception& e) {
-        return make_error(errc::kInternal, std::string("running fio: ") + e.what());
+    if (auto text = run({"lsattr", "-d", options_.mount_point})) {
+        if (auto flags = parse_lsattr_flags(*text)) {
+            readback["work_dir_attributes"] = *flags;
+            readback["nocow"] = flags->find('C') != std::string::npos;
+        } else {
+            log_line("readback: " + flags.error().message);
+        }
     }
-    if (!output) return output.error();
-    if (output->timed_out) {
-        return make_error(errc::kTimeout, "fio ran longer than the job's timeout_s of " +
-                                              std::to_string(job.timeout_s) + " s and was killed");
-    }
-    if (output->exit_code != 0) return make_error(errc::kAgent, describe_failure(*argv, *output));
-    send_progress(kPhaseBench, "fio finished", seconds_since(start),
-                  planned_s ? std::optional<double>(1.0) : std::nullopt);
-    return parse_fio_stdout(output->stdout_text);
 }
 
 void Agent::unmount_if_mounted() {
     if (!mounted_) return;
-    if (auto status = system_.unmount(options_.mount_point); !status) {
-        log_line("cannot unmount the data disk: " + status.error().message);
-    }
     mounted_ = false;
+    // A workload stopped at its time limit may leave processes behind (fio's
+    // job processes survive the kill of fio's process group), or ones still
+    // finishing in-flight I/O after SIGKILL: the file system stays busy until
+    // they are gone.
+    const auto deadline = Clock::now() + kUnmountPatience;
+    bool killed_users = false;
+    for (;;) {
+        auto status = system_.unmount(options_.mount_point);
+        if (status) return;
+        if (!killed_users) {
+            // What the stopped workload left running (fio's setsid'ed job
+            // processes) holds the file system: stop it.
+            killed_users = true;
+            for (const auto& process : system_.kill_processes_using(options_.mount_point)) {
+                log_line("killed " + process + ", which kept " + options_.mount_point + " busy");
+            }
+        }
+        if (Clock::now() >= deadline) {
+            log_line("cannot unmount the data disk: " + status.error().message);
+            return;
+        }
+        std::this_thread::sleep_for(kUnmountRetryInterval);
+    }
 }
 
 void Agent::await_shutdown() {

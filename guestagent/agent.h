@@ -1,7 +1,8 @@
 // The guest agent's session with the host (docs/agent-protocol.md):
 //   hello -> job -> progress... -> result | error -> (shutdown | EOF | 30 s)
-// It formats the data disk, mounts it, runs the post-format steps and fio,
-// reads back what the guest sees, and reports. Every outside effect goes
+// It tunes the data disk's block layer, formats it, mounts it, runs the
+// post-format steps and the workload (dispatched by kind through
+// workload_kinds.h), reads back what the guest sees, and reports. Every outside effect goes
 // through Channel, ds::ProcessRunner and GuestSystem so the whole flow runs in
 // unit tests with fakes; powering off is the caller's business (init.h).
 #pragma once
@@ -16,18 +17,25 @@
 #include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "guestagent/block_tuning.h"
 #include "guestagent/channel.h"
 #include "guestagent/discovery.h"
 #include "guestagent/guest_system.h"
+#include "guestagent/workload.h"
 
 namespace ds::agent {
 
-// The file system types and workload kinds this agent can run ("hello").
+// What this agent can do ("hello"): the workload kinds (fio, io,
+// mariadb-atis, sysbench-oltp), "block" (it applies job.block) and the file
+// system types it can create.
 std::vector<std::string> agent_capabilities();
 
 struct AgentOptions {
     SystemRoots roots;
     std::string mount_point = "/mnt/disksweep";
+    // A writable directory on tmpfs for the workload's scratch files (a fio
+    // job file, MariaDB's socket and config); created if missing.
+    std::string scratch_dir = "/run/disksweep";
     // Block device to use instead of looking up protocol::kDataDiskSerial
     // (e.g. "/dev/loop3" in tests). Its readback comes from
     // roots.sysfs/block/<basename>.
@@ -38,7 +46,8 @@ struct AgentOptions {
     std::chrono::milliseconds job_wait = std::chrono::minutes(5);
     std::chrono::milliseconds device_wait = std::chrono::seconds(30);
     std::chrono::milliseconds shutdown_wait = std::chrono::seconds(30);
-    // Bound on each command other than fio (modprobe, mkfs, post-format).
+    // Bound on each command other than the workload (modprobe, mkfs,
+    // post-format, readback).
     std::chrono::milliseconds command_timeout = std::chrono::minutes(10);
     // Interval of bench progress messages.
     std::chrono::milliseconds progress_interval = std::chrono::seconds(1);
@@ -49,12 +58,14 @@ struct AgentJob {
     std::string run_id;
     FilesystemSpec filesystem;
     Workload workload;
-    int timeout_s = 0;  // bound on the fio run
+    BlockTuning block;  // job.block; empty when absent
+    int timeout_s = 0;  // the workload's time limit
 };
 
 // Checks a decoded job message field by field. errc::kInvalidArgument naming
-// the field ("job.filesystem.type: ..."); rejects file system types and
-// post-format steps the agent cannot run and workload kinds other than fio.
+// the field ("job.filesystem.type: ..."); rejects file system types,
+// post-format steps, block settings and workload kinds the agent cannot
+// run, and params the kind's own check refuses (workload_kinds.h).
 Result<AgentJob> parse_job(const Json& message);
 
 // How the session ended, for the caller's log and exit status.
@@ -76,6 +87,7 @@ class Agent {
     struct PhaseFailure {
         std::string phase;
         std::string message;
+        std::string code;  // error.code: "timeout", "no_space" or "" (none)
     };
     using JobOutcome = std::variant<Json, PhaseFailure>;
 
@@ -87,7 +99,10 @@ class Agent {
     Result<std::string> locate_data_disk();
     Status format(const AgentJob& job, const std::string& device_path);
     Status run_post_format_steps(const AgentJob& job);
-    Result<Json> run_fio(const AgentJob& job);
+    Result<WorkloadOutput> run_workload(const AgentJob& job);
+    // btrfs profiles and the mount point's attributes, added to `readback`
+    // (left out, with a log line, when the command fails).
+    void read_back_filesystem(const AgentJob& job, Json& readback);
     void unmount_if_mounted();
     void await_shutdown();
 

@@ -75,6 +75,12 @@ const std::vector<OptionDef>& option_table() {
              c.agent.mount_point = v;
              return ok_status();
          }},
+        {"--scratch-dir", "DIR",
+         "writable tmpfs directory for the workload's scratch files (default /run/disksweep)",
+         [](CommandLine& c, const std::string& v) {
+             c.agent.scratch_dir = v;
+             return ok_status();
+         }},
         {"--data-device", "PATH",
          "use this block device instead of the disk with serial disksweep-data (DESTROYS ITS "
          "DATA)",
@@ -134,7 +140,8 @@ Result<std::unique_ptr<Channel>> open_agent_channel(const CommandLine& command_l
 std::string usage_text() {
     std::string text =
         "usage: disksweep-agent [OPTION...]\n"
-        "Runs one disksweep job inside a guest: hello, job, format, mount, fio, result.\n\n";
+        "Runs one disksweep job inside a guest: hello, job, tune, format, mount, workload,\n"
+        "result.\n\n";
     for (const auto& option : option_table()) {
         std::string left = "  " + std::string(option.name);
         if (!option.value_name.empty()) left += " " + std::string(option.value_name);

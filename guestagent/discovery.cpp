@@ -1,6 +1,7 @@
 #include "guestagent/discovery.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -146,6 +147,90 @@ bool filesystem_registered(const SystemRoots& roots, std::string_view fs_type) {
     return false;
 }
 
+SchedulerList parse_scheduler_list(std::string_view text) {
+    SchedulerList list;
+    std::istringstream words{std::string(text)};
+    std::string word;
+    while (words >> word) {
+        if (word.size() >= 2 && word.front() == '[' && word.back() == ']') {
+            word = word.substr(1, word.size() - 2);
+            list.active = word;
+        }
+        list.offered.push_back(word);
+    }
+    if (list.active.empty() && list.offered.size() == 1) list.active = list.offered.front();
+    return list;
+}
+
+Result<BtrfsProfiles> parse_btrfs_df_profiles(std::string_view text) {
+    BtrfsProfiles profiles;
+    const auto add = [](std::string& target, const std::string& profile) {
+        // Keep each distinct profile once, in output order.
+        std::string listed = "," + target + ",";
+        if (listed.find("," + profile + ",") != std::string::npos) return;
+        target += (target.empty() ? "" : ",") + profile;
+    };
+    std::istringstream lines{std::string(text)};
+    std::string line;
+    int number = 0;
+    while (std::getline(lines, line)) {
+        ++number;
+        const std::string trimmed = trim(line);
+        if (trimmed.empty()) continue;
+        const auto comma = trimmed.find(", ");
+        const auto colon = trimmed.find(':');
+        if (comma == std::string::npos || colon == std::string::npos || colon < comma) {
+            return make_error(errc::kInvalidArgument,
+                              "btrfs filesystem df line " + std::to_string(number) +
+                                  " is not 'TYPE, PROFILE: ...': '" + trimmed + "'");
+        }
+        const std::string type = trimmed.substr(0, comma);
+        std::string profile = trimmed.substr(comma + 2, colon - comma - 2);
+        std::transform(profile.begin(), profile.end(), profile.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        if (type == "Data") {
+            add(profiles.data, profile);
+        } else if (type == "Metadata") {
+            add(profiles.metadata, profile);
+        } else if (type == "Data+Metadata") {
+            add(profiles.data, profile);
+            add(profiles.metadata, profile);
+        } else if (type == "System") {
+            add(profiles.system, profile);
+        }
+        // GlobalReserve and types a newer btrfs may print: not profiles.
+    }
+    for (const auto& [name, value] :
+         {std::pair<const char*, const std::string&>{"data", profiles.data},
+          {"metadata", profiles.metadata},
+          {"system", profiles.system}}) {
+        if (value.empty()) {
+            return make_error(errc::kInvalidArgument,
+                              std::string("btrfs filesystem df shows no ") + name + " profile");
+        }
+    }
+    return profiles;
+}
+
+Json to_json(const BtrfsProfiles& profiles) {
+    return {{"data", profiles.data}, {"metadata", profiles.metadata}, {"system", profiles.system}};
+}
+
+Result<std::string> parse_lsattr_flags(std::string_view text) {
+    const std::string first_line = std::string(text.substr(0, text.find('\n')));
+    std::istringstream fields(first_line);
+    std::string flags;
+    fields >> flags;
+    const bool valid = !flags.empty() && std::all_of(flags.begin(), flags.end(), [](char c) {
+        return c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    });
+    if (!valid) {
+        return make_error(errc::kInvalidArgument,
+                          "lsattr -d printed no attribute flags: '" + first_line + "'");
+    }
+    return flags;
+}
+
 Json read_disk_readback(const SystemRoots& roots, const std::string& device_name,
                         std::string_view mount_point) {
     Json readback = Json::object();
@@ -155,20 +240,13 @@ Json read_disk_readback(const SystemRoots& roots, const std::string& device_name
         readback["mount_options"] = mount->options;
     }
     const fs::path queue = fs::path(roots.sysfs) / "block" / device_name / "queue";
-    for (const char* key :
-         {"rotational", "discard_max_bytes", "logical_block_size", "read_ahead_kb"}) {
+    for (const char* key : {"rotational", "discard_max_bytes", "logical_block_size",
+                            "read_ahead_kb", "nr_requests"}) {
         if (const auto value = read_integer(queue / key)) readback[key] = *value;
     }
     if (const auto schedulers = read_file(queue / "scheduler")) {
-        // "mq-deadline kyber [none]" -> "none"; a lone "none" has no brackets.
-        const std::string text = trim(*schedulers);
-        const auto open = text.find('[');
-        const auto close = text.find(']', open);
-        if (open != std::string::npos && close != std::string::npos) {
-            readback["scheduler"] = text.substr(open + 1, close - open - 1);
-        } else if (!text.empty() && text.find(' ') == std::string::npos) {
-            readback["scheduler"] = text;
-        }
+        const SchedulerList list = parse_scheduler_list(*schedulers);
+        if (!list.active.empty()) readback["scheduler"] = list.active;
     }
     return readback;
 }

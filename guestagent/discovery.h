@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "common/settings.h"
@@ -48,11 +49,45 @@ std::optional<MountEntry> find_mount(const SystemRoots& roots, std::string_view 
 // Whether /proc/filesystems lists `fs_type` (built in or module loaded).
 bool filesystem_registered(const SystemRoots& roots, std::string_view fs_type);
 
+// A queue/scheduler file: "none mq-deadline kyber [bfq]" offers four and
+// bfq is active. A queue without an elevator choice shows a lone "none"
+// (no brackets): offered {"none"}, active "none". Empty text: both empty.
+struct SchedulerList {
+    std::vector<std::string> offered;  // in the kernel's order, brackets removed
+    std::string active;                // "" when no entry is bracketed (and not lone)
+};
+SchedulerList parse_scheduler_list(std::string_view text);
+
+// The block group profiles of a btrfs file system, lowercase as mkfs.btrfs
+// spells them ("single", "dup", "raid1", "raid1c3", "raid10", ...), from
+// `btrfs filesystem df MOUNT`, whose lines read
+//   "Data, single: total=8.00MiB, used=0.00B"
+//   "Metadata, DUP: total=32.00MiB, used=128.00KiB"
+// "Data+Metadata" (mkfs --mixed) sets both data and metadata;
+// GlobalReserve (always "single", not a profile one chooses) is ignored.
+// When a type shows several profiles (a conversion left chunks of both),
+// they are joined with ',' in output order ("dup,single"), so a readback
+// check sees the mix.
+struct BtrfsProfiles {
+    std::string data;
+    std::string metadata;
+    std::string system;
+};
+// errc::kInvalidArgument naming the line that does not parse or the type
+// (data, metadata, system) no line gave.
+Result<BtrfsProfiles> parse_btrfs_df_profiles(std::string_view text);
+Json to_json(const BtrfsProfiles& profiles);  // {"data", "metadata", "system"}
+
+// The attribute flags of `lsattr -d PATH` ("---------------C------ /mnt"):
+// the first field of its first line. errc::kInvalidArgument when that is
+// empty or holds something other than letters and '-'.
+Result<std::string> parse_lsattr_flags(std::string_view text);
+
 // What the guest sees of disk `device_name` mounted at `mount_point`:
 //   {"device", "fs_type", "mount_options"  (from /proc/mounts),
-//    "rotational", "discard_max_bytes", "logical_block_size", "read_ahead_kb"
-//    (integers from /sys/block/DEV/queue), "scheduler" (the active one, the
-//    bracketed entry of queue/scheduler)}
+//    "rotational", "discard_max_bytes", "logical_block_size", "read_ahead_kb",
+//    "nr_requests" (integers from /sys/block/DEV/queue), "scheduler" (the
+//    active one, the bracketed entry of queue/scheduler)}
 // A value that cannot be read is left out; the host decides what it needs.
 Json read_disk_readback(const SystemRoots& roots, const std::string& device_name,
                         std::string_view mount_point);

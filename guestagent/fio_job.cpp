@@ -3,11 +3,17 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
+#include <sstream>
 
+#include "common/process.h"
 #include "guestagent/io_options.h"
 
 namespace ds::agent {
 namespace {
+
+constexpr std::size_t kStderrTailBytes = 2000;
+constexpr std::string_view kNoSpaceText = "No space left on device";
 
 Error invalid_param(const std::string& name, const std::string& what) {
     return make_error(errc::kInvalidArgument, "workload param '" + name + "' " + what);
@@ -20,45 +26,182 @@ std::optional<double> parse_fio_time(const Json& value) {
     return io::parse_fio_seconds(value.get_ref<const std::string&>());
 }
 
+// "--NAME=VALUE" for one option; `prefix` ("options.") names where it came
+// from in errors.
+Result<std::string> fio_argument(const std::string& name, const Json& value,
+                                 const std::string& prefix) {
+    const std::string where = prefix + name;
+    if (name.empty()) return invalid_param(where, "has an empty name");
+    if (name.front() == '-') return invalid_param(where, "must not start with '-'");
+    if (name.find_first_of("= \t\n") != std::string::npos) {
+        return invalid_param(where, "must not contain '=' or whitespace");
+    }
+    if (std::find(std::begin(kAgentOwnedFioOptions), std::end(kAgentOwnedFioOptions), name) !=
+        std::end(kAgentOwnedFioOptions)) {
+        return invalid_param(where, "is set by the agent and cannot be overridden");
+    }
+    std::string text;
+    if (value.is_string()) {
+        text = value.get<std::string>();
+    } else if (value.is_boolean()) {
+        text = value.get<bool>() ? "1" : "0";
+    } else if (value.is_number()) {
+        text = value.dump();
+    } else {
+        return invalid_param(where, std::string("is a ") + value.type_name() +
+                                        ", expected a string, number or boolean");
+    }
+    return "--" + name + "=" + text;
+}
+
+// A job file: the whole job, so nothing else may come with it; its lines
+// must not set what the agent sets on the command line (a job section's
+// own `name` is fine: the sections name the jobs).
+Status check_job_file(const Json& job_file, const Json& params) {
+    const std::string key(kFioJobFileKey);
+    if (!job_file.is_string() || job_file.get_ref<const std::string&>().empty()) {
+        return invalid_param(key, "is " + std::string(job_file.type_name()) +
+                                      (job_file.is_string() ? " (empty)" : "") +
+                                      ", expected the text of a fio job file");
+    }
+    if (params.size() != 1) {
+        std::string others;
+        for (const auto& [name, value] : params.items()) {
+            if (name != key) others += (others.empty() ? "" : ", ") + name;
+        }
+        return invalid_param(
+            key, "is a whole job and cannot be combined with other params (" + others + ")");
+    }
+    std::istringstream lines(job_file.get<std::string>());
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+        const auto first = line.find_first_not_of(" \t");
+        if (first == std::string::npos || line[first] == ';' || line[first] == '#' ||
+            line[first] == '[') {
+            continue;
+        }
+        std::string option =
+            line.substr(first, line.find('=') == std::string::npos ? std::string::npos
+                                                                   : line.find('=') - first);
+        while (!option.empty() &&
+               (option.back() == ' ' || option.back() == '\t' || option.back() == '\r')) {
+            option.pop_back();
+        }
+        if (option != "name" &&
+            std::find(std::begin(kAgentOwnedFioOptions), std::end(kAgentOwnedFioOptions), option) !=
+                std::end(kAgentOwnedFioOptions)) {
+            return invalid_param(key, "line " + std::to_string(number) + " sets '" + option +
+                                          "', which the agent sets");
+        }
+    }
+    return ok_status();
+}
+
+std::string trim_trailing(std::string text) {
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
+        text.pop_back();
+    }
+    return text;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
-                                                   const Json& params,
-                                                   const std::string& directory) {
+                                                   const Json& params, const std::string& directory,
+                                                   const std::string& job_file_path) {
     if (!params.is_object()) {
         return make_error(errc::kInvalidArgument, std::string("workload params is a ") +
                                                       params.type_name() + ", expected an object");
     }
+    if (const auto job_file = params.find(kFioJobFileKey); job_file != params.end()) {
+        DS_TRY(check_job_file(*job_file, params));
+        return std::vector<std::string>{"fio", "--output-format=json", "--directory=" + directory,
+                                        job_file_path};
+    }
     std::vector<std::string> argv = {"fio", "--output-format=json", "--name=" + workload_name,
                                      "--directory=" + directory};
+    const Json* options = nullptr;
     for (const auto& [name, value] : params.items()) {
-        if (name.empty()) return invalid_param(name, "has an empty name");
-        if (name.front() == '-') return invalid_param(name, "must not start with '-'");
-        if (name.find_first_of("= \t\n") != std::string::npos) {
-            return invalid_param(name, "must not contain '=' or whitespace");
+        if (name == kFioOptionsKey) {
+            if (!value.is_object()) {
+                return invalid_param(name, std::string("is a ") + value.type_name() +
+                                               ", expected a table of fio options");
+            }
+            options = &value;
+            continue;
         }
-        if (std::find(std::begin(kAgentOwnedFioOptions), std::end(kAgentOwnedFioOptions), name) !=
-            std::end(kAgentOwnedFioOptions)) {
-            return invalid_param(name, "is set by the agent and cannot be overridden");
+        auto argument = fio_argument(name, value, "");
+        if (!argument) return argument.error();
+        argv.push_back(std::move(*argument));
+    }
+    if (options != nullptr) {
+        for (const auto& [name, value] : options->items()) {
+            if (params.contains(name)) {
+                return invalid_param(std::string(kFioOptionsKey) + "." + name,
+                                     "is also given as a named option");
+            }
+            auto argument = fio_argument(name, value, std::string(kFioOptionsKey) + ".");
+            if (!argument) return argument.error();
+            argv.push_back(std::move(*argument));
         }
-        std::string text;
-        if (value.is_string()) {
-            text = value.get<std::string>();
-        } else if (value.is_boolean()) {
-            text = value.get<bool>() ? "1" : "0";
-        } else if (value.is_number()) {
-            text = value.dump();
-        } else {
-            return invalid_param(name, std::string("is a ") + value.type_name() +
-                                           ", expected a string, number or boolean");
-        }
-        argv.push_back("--" + name + "=" + text);
     }
     return argv;
 }
 
-std::optional<double> planned_fio_seconds(const Json& params) {
-    if (!params.is_object() || !params.contains("runtime")) return std::nullopt;
+Json effective_fio_options(const Json& params) {
+    Json merged = Json::object();
+    if (!params.is_object()) return merged;
+    for (const auto& [name, value] : params.items()) {
+        if (name == kFioOptionsKey) {
+            if (value.is_object()) {
+                for (const auto& [option, option_value] : value.items()) {
+                    merged[option] = option_value;
+                }
+            }
+        } else if (name != kFioJobFileKey) {
+            merged[name] = value;
+        }
+    }
+    return merged;
+}
+
+std::string describe_fio_failure(const std::vector<std::string>& argv,
+                                 const std::string& stderr_text, int exit_code, int signal) {
+    std::string tail = trim_trailing(stderr_text);
+    if (tail.size() > kStderrTailBytes) {
+        tail = "..." + tail.substr(tail.size() - kStderrTailBytes);
+        // The cause of a full disk is the line that says so, maybe early on.
+        const auto no_space = stderr_text.find(kNoSpaceText);
+        if (no_space != std::string::npos && tail.find(kNoSpaceText) == std::string::npos) {
+            const auto line_start = stderr_text.rfind('\n', no_space);
+            const auto line_end = stderr_text.find('\n', no_space);
+            const auto from = line_start == std::string::npos ? 0 : line_start + 1;
+            tail = stderr_text.substr(
+                       from, line_end == std::string::npos ? std::string::npos : line_end - from) +
+                   "\n" + tail;
+        }
+    }
+    const std::string how = signal ? "killed by signal " + std::to_string(signal)
+                                   : "exit code " + std::to_string(exit_code);
+    return describe_command(argv) + " failed (" + how + ")" + (tail.empty() ? "" : ": " + tail);
+}
+
+std::optional<std::string> fio_job_error(const Json& fio_json) {
+    const auto jobs = fio_json.find("jobs");
+    if (jobs == fio_json.end() || !jobs->is_array()) return std::nullopt;
+    for (const auto& job : *jobs) {
+        const auto error = job.find("error");
+        if (error == job.end() || !error->is_number_integer() || error->get<int>() == 0) continue;
+        const int code = error->get<int>();
+        return "fio job " + job.value("jobname", std::string("?")) + " ended with error " +
+               std::to_string(code) + " (" + std::strerror(code) + ")";
+    }
+    return std::nullopt;
+}
+
+std::optional<double> planned_fio_seconds(const Json& given) {
+    const Json params = effective_fio_options(given);
+    if (!params.contains("runtime")) return std::nullopt;
     auto runtime = parse_fio_time(params["runtime"]);
     if (!runtime || *runtime <= 0) return std::nullopt;
     if (params.contains("ramp_time")) {

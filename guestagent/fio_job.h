@@ -16,21 +16,53 @@ namespace ds::agent {
 inline constexpr std::string_view kAgentOwnedFioOptions[] = {"name", "directory", "output-format",
                                                              "output"};
 
-// fio --output-format=json --name=NAME --directory=DIR --KEY=VALUE...
-// with the params in the object's (sorted) key order. Values: strings as is,
-// numbers as JSON spells them, booleans as 1/0. errc::kInvalidArgument for a
-// non-object `params`, a name that is empty, starts with '-', contains '=' or
-// whitespace, or is one of kAgentOwnedFioOptions, and for a value that is
-// null, an array or an object.
-Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
-                                                   const Json& params,
-                                                   const std::string& directory);
+// Params keys with a meaning of their own (fio passthrough):
+//   "options":  an object of any further fio options, name -> string,
+//               number or boolean, passed like the named ones;
+//   "job_file": a whole fio job file (string); the agent writes it to a
+//               scratch file and runs fio on it.
+inline constexpr std::string_view kFioOptionsKey = "options";
+inline constexpr std::string_view kFioJobFileKey = "job_file";
 
-// How long the fio run is planned to take: runtime + ramp_time, parsed the
-// way fio does (a number with an optional unit us/ms/s/m/h/d, default
-// seconds). nullopt when `runtime` is absent or unparseable (progress then
+// The fio command for a workload.
+// Without job_file:
+//   fio --output-format=json --name=NAME --directory=DIR --KEY=VALUE...
+//   with the named params in the object's (sorted) key order, then those of
+//   `options` in theirs. Values: strings as is, numbers as JSON spells them,
+//   booleans as 1/0.
+// With job_file (alone: no other params):
+//   fio --output-format=json --directory=DIR JOB_FILE_PATH
+//   (`job_file_path` is where the caller writes the text).
+// errc::kInvalidArgument for a non-object `params` or `options`, an option
+// name that is empty, starts with '-', contains '=' or whitespace, or is one
+// of kAgentOwnedFioOptions, an option given both named and in `options`, a
+// value that is null, an array or an object; a job_file that is not a
+// non-empty string, comes with other params, or sets an agent-owned option
+// other than `name` on one of its lines (naming the line).
+Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
+                                                   const Json& params, const std::string& directory,
+                                                   const std::string& job_file_path = "");
+
+// The named params and `options` as one object (what fio is given on its
+// command line), for planned_fio_seconds. Non-objects give an empty object.
+Json effective_fio_options(const Json& params);
+
+// How long the fio run is planned to take: runtime + ramp_time (named or in
+// `options`), parsed the way fio does (a number with an optional unit
+// us/ms/s/m/h/d, default seconds). nullopt when `runtime` is absent or unparseable (progress then
 // carries no fraction).
 std::optional<double> planned_fio_seconds(const Json& params);
+
+// "fio ... failed (exit code 1): <stderr tail>" (at most 2000 bytes of
+// stderr; when the stderr holds a "No space left on device" line that the
+// tail cut off, that line is kept too, so the cause is never lost).
+std::string describe_fio_failure(const std::vector<std::string>& argv,
+                                 const std::string& stderr_text, int exit_code, int signal);
+
+// The first job of fio's JSON whose "error" is not 0, as
+// "fio job NAME ended with error 28 (No space left on device)"; nullopt
+// when every job succeeded.
+std::optional<std::string> fio_job_error(const Json& fio_json);
 
 // The JSON document in fio's stdout. fio may print notes before it, so this
 // parses from the first line that starts with '{' to the last '}'.

@@ -1,5 +1,7 @@
 #include "guestagent/guest_system.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/klog.h>
 #include <sys/mount.h>
 #include <sys/utsname.h>
@@ -7,6 +9,7 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -131,6 +134,62 @@ Status RealGuestSystem::unmount(const std::string& target) {
 
 void RealGuestSystem::sync() {
     ::sync();
+}
+
+Status RealGuestSystem::write_attribute(const std::string& path, const std::string& value) {
+    const auto failed = [&](const std::string& reason) {
+        return make_error(errc::kIo, "cannot write '" + value + "' to " + path + ": " + reason);
+    };
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return failed(errno_text());
+    // One write: a sysfs store sees exactly this buffer (a short write would
+    // hand the kernel a truncated value).
+    const ssize_t written = ::write(fd, value.data(), value.size());
+    const int write_errno = errno;
+    ::close(fd);
+    if (written < 0) return failed(std::strerror(write_errno));
+    if (static_cast<std::size_t>(written) != value.size()) {
+        return failed("short write of " + std::to_string(written) + " of " +
+                      std::to_string(value.size()) + " bytes");
+    }
+    return ok_status();
+}
+
+std::vector<std::string> RealGuestSystem::kill_processes_using(const std::string& path) {
+    namespace fs = std::filesystem;
+    const auto under = [&path](const fs::path& link) {
+        std::error_code error;
+        const std::string target = fs::read_symlink(link, error).string();
+        return !error && (target == path || target.rfind(path + "/", 0) == 0);
+    };
+    std::vector<std::string> killed;
+    const std::string self = std::to_string(::getpid());
+    std::error_code error;
+    for (fs::directory_iterator it("/proc", error), end; !error && it != end; it.increment(error)) {
+        const std::string pid = it->path().filename().string();
+        if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos ||
+            pid == self) {
+            continue;
+        }
+        bool uses = under(it->path() / "cwd");
+        std::error_code fd_error;
+        for (fs::directory_iterator fd(it->path() / "fd", fd_error), fd_end;
+             !uses && !fd_error && fd != fd_end; fd.increment(fd_error)) {
+            uses = under(fd->path());
+        }
+        if (!uses) continue;
+        std::string comm;
+        if (std::FILE* file = std::fopen((it->path() / "comm").c_str(), "r")) {
+            char name[64] = {};
+            if (std::fgets(name, sizeof name, file)) comm = name;
+            std::fclose(file);
+        }
+        while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+        if (::kill(static_cast<pid_t>(std::stol(pid)), SIGKILL) == 0) {
+            killed.push_back(pid + " (" + comm + ")");
+        }
+    }
+    return killed;
 }
 
 std::string RealGuestSystem::kernel_release() {

@@ -1,11 +1,12 @@
 // The operating-system calls the agent makes other than running programs
-// (those go through ds::ProcessRunner): mounting, syncing, the kernel
-// release. Abstract so the job flow can be unit-tested without root;
+// (those go through ds::ProcessRunner): mounting, syncing, writing sysfs
+// attributes, the kernel release. Abstract so the job flow can be unit-tested without root;
 // RealGuestSystem is the one real implementation.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 
@@ -22,11 +23,23 @@ class GuestSystem {
                          const std::string& fs_type, const std::string& options) = 0;
     virtual Status unmount(const std::string& target) = 0;
     virtual void sync() = 0;
+    // Writes `value` to the sysfs attribute at `path` in one write(2), as
+    // `echo value > path` does: sysfs takes a store as a whole, and the
+    // kernel refuses a value it does not accept with an errno (EINVAL for
+    // an unknown scheduler or an out-of-range nr_requests). errc::kIo
+    // "cannot write 'VALUE' to PATH: <errno text>".
+    virtual Status write_attribute(const std::string& path, const std::string& value) = 0;
+    // SIGKILLs every other process whose working directory or an open file
+    // is `path` or below it (what `fuser -km` does), and returns them as
+    // "PID (COMM)". For what a stopped workload leaves behind: fio's job
+    // processes call setsid(), so killing fio's process group misses them,
+    // and they keep the file system busy.
+    virtual std::vector<std::string> kill_processes_using(const std::string& path) = 0;
     // uname -r
     virtual std::string kernel_release() = 0;
 };
 
-// mount(2)/umount2(2)/sync(2)/uname(2).
+// mount(2)/umount2(2)/sync(2)/open(2)+write(2)/uname(2).
 class RealGuestSystem : public GuestSystem {
   public:
     Status make_directories(const std::string& path) override;
@@ -34,6 +47,8 @@ class RealGuestSystem : public GuestSystem {
                  const std::string& options) override;
     Status unmount(const std::string& target) override;
     void sync() override;
+    Status write_attribute(const std::string& path, const std::string& value) override;
+    std::vector<std::string> kill_processes_using(const std::string& path) override;
     std::string kernel_release() override;
 };
 

@@ -125,8 +125,22 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 }
 
 std::string counts_phrase(const RunCounts& counts) {
-    return std::to_string(counts.succeeded) + " succeeded, " + std::to_string(counts.failed) +
-           " failed, " + std::to_string(counts.cancelled) + " cancelled";
+    std::string text = std::to_string(counts.succeeded) + " succeeded, " +
+                       std::to_string(counts.failed) + " failed, ";
+    if (counts.timed_out > 0) text += std::to_string(counts.timed_out) + " timed out, ";
+    return text + std::to_string(counts.cancelled) + " cancelled";
+}
+
+// A setting of a configuration's JSON for a column: block-layer axes left at
+// their default are absent from the JSON and read "default".
+std::string setting_text(const Json& settings, const std::string& key) {
+    const Json& value = field(settings, key);
+    if (value.is_null() && settings.is_object()) {
+        if (const AxisDef* axis = find_axis(key); axis && axis->kind == AxisKind::kDefaultOrCount)
+            return std::string(axis->default_value);
+        if (key == "scheduler") return "default";
+    }
+    return text_of(value);
 }
 
 }  // namespace
@@ -232,6 +246,11 @@ std::string format_submitted(const Json& reply) {
     std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
     if (axes.empty()) axes = string_list(field(sweep, "varying_axes"));
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
+    if (long skipped = integer_field(reply, "skipped_by_filesystems"); skipped > 0) {
+        text +=
+            plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
+            " not run: left out by their workload's `filesystems`\n";
+    }
 
     const Json& dropped = field(reply, "dropped");
     if (dropped.is_array() && !dropped.empty()) {
@@ -261,6 +280,7 @@ RunCounts parse_counts(const Json& counts) {
     parsed.running = integer_field(counts, "running");
     parsed.succeeded = integer_field(counts, "succeeded");
     parsed.failed = integer_field(counts, "failed");
+    parsed.timed_out = integer_field(counts, "timed_out");
     parsed.cancelled = integer_field(counts, "cancelled");
     return parsed;
 }
@@ -371,12 +391,124 @@ std::string risks_of(const Json& row) {
     return risks.empty() ? "" : "unsafe: " + join(risks, ", ");
 }
 
+// " (1 failed, 2 timed out)" for a row's run counts, "" when none.
+std::string unsuccessful_note(const Json& runs) {
+    std::vector<std::string> parts;
+    if (long failed = integer_field(runs, "failed"); failed > 0)
+        parts.push_back(std::to_string(failed) + " failed");
+    if (long timed_out = integer_field(runs, "timed_out"); timed_out > 0)
+        parts.push_back(std::to_string(timed_out) + " timed out");
+    return parts.empty() ? "" : " (" + join(parts, ", ") + ")";
+}
+
+// Whether every row's workload kind is `kind`.
+bool all_rows_of_kind(const Json& compare, std::string_view kind) {
+    const std::vector<std::string> kinds = string_list(field(compare, "workload_kinds"));
+    return kinds.size() == 1 && kinds.front() == kind;
+}
+
+// A summary cell "mean ± sd" aligned on "±" within its column: the cells of
+// one column are formatted first, then padded.
+std::vector<std::string> aligned_cells(const std::vector<MeanSpread>& cells) {
+    std::size_t mean_width = 0, spread_width = 0;
+    for (const auto& cell : cells) {
+        mean_width = std::max(mean_width, display_width(cell.mean));
+        spread_width = std::max(spread_width, display_width(cell.spread));
+    }
+    std::vector<std::string> texts;
+    for (const auto& cell : cells) {
+        std::string text = pad_left(cell.mean, mean_width);
+        if (spread_width > 0) {
+            text += cell.spread.empty() ? std::string(3 + spread_width, ' ')
+                                        : " ± " + pad_right(cell.spread, spread_width);
+        }
+        texts.push_back(std::move(text));
+    }
+    return texts;
+}
+
+MeanSpread summary_cell(const Json& summary) {
+    auto mean = number_field(summary, "mean");
+    if (!mean || integer_field(summary, "n", 1) <= 0) return {"-", ""};
+    return format_mean_spread(*mean, number_field(summary, "stddev"));
+}
+
+// The seed study's table (mariadb-atis) or its sysbench counterpart, rows in
+// the reply's ranking order. Rows without the ranked metric (no succeeded
+// run) follow, so failures stay visible.
+std::string format_ranked_table(const Json& compare, bool atis) {
+    const Json& rows = field(compare, "rows");
+    const std::string sweep_id = text_field(compare, "sweep_id");
+    std::vector<std::size_t> order;
+    for (const auto& entry : field(compare, "ranking")) {
+        auto index = number_field(entry, "row");
+        if (index && *index >= 0 && static_cast<std::size_t>(*index) < rows.size())
+            order.push_back(static_cast<std::size_t>(*index));
+    }
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (std::find(order.begin(), order.end(), r) == order.end()) order.push_back(r);
+    }
+    bool any_risk = false;
+    for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
+
+    const std::vector<std::string> metrics =
+        atis ? std::vector<std::string>{"total_s"}
+             : std::vector<std::string>{"tps", "latency_p95_ms", "latency_p99_ms"};
+    std::vector<std::vector<std::string>> metric_cells;
+    for (const auto& metric : metrics) {
+        std::vector<MeanSpread> cells;
+        for (std::size_t r : order)
+            cells.push_back(summary_cell(field(field(rows[r], "metrics"), metric)));
+        metric_cells.push_back(aligned_cells(cells));
+    }
+
+    std::vector<Table::Column> header = {{"Filesystem"}, {"Options"}};
+    if (atis) {
+        header.push_back({"Time (s)", Align::kLeft});
+    } else {
+        header.push_back({"TPS", Align::kLeft});
+        header.push_back({"p95 ms", Align::kLeft});
+        header.push_back({"p99 ms", Align::kLeft});
+    }
+    header.push_back({"n"});
+    if (any_risk) header.push_back({"!"});
+    Table table(std::move(header));
+    // Several workloads with the same server variables (or none) would read
+    // alike: then the workload's name goes next to its options.
+    std::set<std::string> option_texts, workload_names;
+    for (const auto& row : rows) {
+        option_texts.insert(text_field(row, "options", "defaults"));
+        workload_names.insert(text_field(row, "workload"));
+    }
+    const bool name_workloads = option_texts.size() < workload_names.size();
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        const Json& row = rows[order[i]];
+        std::string options = text_field(row, "options", "defaults");
+        if (name_workloads) options += " [" + text_field(row, "workload") + "]";
+        std::vector<std::string> line = {text_field(row, "filesystem"), options};
+        for (const auto& cells : metric_cells) line.push_back(cells[i]);
+        const Json& runs = field(row, "runs");
+        line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
+        if (any_risk) line.push_back(risks_of(row));
+        table.add_row(std::move(line));
+    }
+    std::string text = "sweep " + sweep_id + ": ";
+    text += atis ? "sql-bench test-ATIS total time in seconds (lower is better), fastest first"
+                 : "sysbench OLTP transactions per second (higher is better), highest first";
+    text += "; mean ± sd (sample standard deviation) over n succeeded runs\n";
+    text += table.render();
+    if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
+    return text;
+}
+
 }  // namespace
 
 std::string format_compare_table(const Json& compare) {
     const Json& rows = field(compare, "rows");
     std::string sweep_id = text_field(compare, "sweep_id");
     if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
+    if (all_rows_of_kind(compare, "mariadb-atis")) return format_ranked_table(compare, true);
+    if (all_rows_of_kind(compare, "sysbench-oltp")) return format_ranked_table(compare, false);
     CompareColumns columns = compare_columns(compare);
 
     bool any_risk = false;
@@ -414,7 +546,7 @@ std::string format_compare_table(const Json& compare) {
         std::vector<std::string> line;
         if (show_config_id) line.push_back(text_field(row, "config_id").substr(0, 12));
         for (const auto& axis : columns.axes) {
-            line.push_back(text_of(field(field(row, "settings"), axis)));
+            line.push_back(setting_text(field(row, "settings"), axis));
         }
         line.push_back(text_field(row, "workload"));
         for (std::size_t m = 0; m < columns.metrics.size(); ++m) {
@@ -427,9 +559,7 @@ std::string format_compare_table(const Json& compare) {
             line.push_back(text);
         }
         const Json& runs = field(row, "runs");
-        long failed = integer_field(runs, "failed");
-        std::string n = std::to_string(integer_field(runs, "succeeded"));
-        if (failed > 0) n += " (" + std::to_string(failed) + " failed)";
+        std::string n = std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
         line.push_back(n);
         if (any_risk) line.push_back(risks_of(row));
         table.add_row(std::move(line));
@@ -594,6 +724,8 @@ void SweepProgress::apply(const Json& event, double seconds_since_start) {
             ++counts_.succeeded;
         else if (status == "failed")
             ++counts_.failed;
+        else if (status == "timed_out")
+            ++counts_.timed_out;
         else if (status == "cancelled")
             ++counts_.cancelled;
     }
@@ -627,7 +759,8 @@ void SweepProgress::apply(const Json& event, double seconds_since_start) {
 bool SweepProgress::all_succeeded() const {
     if (!finished_) return false;
     if (!final_status_.empty()) return final_status_ == "succeeded";
-    return counts_.failed == 0 && counts_.cancelled == 0 && counts_.succeeded == total_runs_;
+    return counts_.failed == 0 && counts_.timed_out == 0 && counts_.cancelled == 0 &&
+           counts_.succeeded == total_runs_;
 }
 
 std::string format_progress_bar(const SweepProgress& progress, int bar_width) {
@@ -639,6 +772,7 @@ std::string format_progress_bar(const SweepProgress& progress, int bar_width) {
     std::string text = bar + "  " + std::to_string(counts.done()) + "/" + std::to_string(total) +
                        " runs  " + std::to_string(counts.succeeded) + " ok  " +
                        std::to_string(counts.failed) + " failed";
+    if (counts.timed_out > 0) text += "  " + std::to_string(counts.timed_out) + " timed out";
     if (counts.cancelled > 0) text += "  " + std::to_string(counts.cancelled) + " cancelled";
     text += "  " + std::to_string(counts.running) + " running";
     if (!progress.finished() && counts.done() < total) {

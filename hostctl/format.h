@@ -77,6 +77,10 @@ std::string format_cancelled(const Json& reply);
 // workload), the varying settings as columns, each metric as mean ± stddev
 // aligned on "±", an n column (succeeded runs, and failed ones if any), and a
 // trailing "!" column naming durability risks when any row has one.
+// When every row's workload kind is mariadb-atis (the seed study's shape):
+// Filesystem | Options | Time (total_s mean ± sd, n) | !, fastest first; when
+// every row's kind is sysbench-oltp: Filesystem | Options | TPS | p95 ms |
+// p99 ms | n | !, highest TPS first. Both follow the reply's "ranking".
 std::string format_compare_table(const Json& compare);
 // The same as CSV with separate n/mean/stddev/ci95 columns per metric and
 // full-precision numbers; just the header line when there are no rows.
@@ -95,8 +99,9 @@ struct RunCounts {
     long running = 0;
     long succeeded = 0;
     long failed = 0;
+    long timed_out = 0;  // stopped at the workload's time limit
     long cancelled = 0;
-    long done() const { return succeeded + failed + cancelled; }
+    long done() const { return succeeded + failed + timed_out + cancelled; }
 };
 RunCounts parse_counts(const Json& counts);
 

@@ -10,11 +10,54 @@ packages=(
   libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev
   # run: libvirt's embedded QEMU driver, QEMU, qemu-img
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
-  # guest image: Debian root fs, kernel modules, initramfs
-  mmdebstrap busybox-static cpio zstd kmod e2fsprogs xfsprogs btrfs-progs
+  # guest image: Debian root fs, kernel modules, initramfs; dpkg-dev for
+  # `apt-get source mariadb` (sql-bench for the mariadb variant)
+  mmdebstrap busybox-static cpio zstd kmod e2fsprogs xfsprogs btrfs-progs dpkg-dev
   # tests and tools: host-side mkfs/mount on loop devices, fio, curl over the socket
   fio util-linux curl sqlite3 ca-certificates
+  # the MariaDB workload runners' integration test: a real server, sql-bench's
+  # Perl DBI driver, sysbench (the same packages as guest/packages-mariadb.txt)
+  mariadb-server mariadb-client libdbi-perl libdbd-mariadb-perl sysbench
 )
+
+# deb-src entries mirroring the host's enabled bookworm deb entries, so that
+# guest/build-image.sh --variant mariadb can `apt-get source mariadb` (no
+# binary package ships sql-bench). Written only when it differs; returns 0
+# when the file changed (the caller then runs apt-get update).
+src_list=/etc/apt/sources.list.d/disksweep-src.sources
+write_deb_src() {
+  local tmp
+  tmp=$(mktemp)
+  # shellcheck source=../guest/lib/rootfs.sh
+  if ! (source "$(dirname "$0")/../guest/lib/rootfs.sh" && guest_apt_sources bookworm "$tmp.deb"); then
+    rm -f "$tmp" "$tmp.deb"
+    echo "[deps] warning: no bookworm deb entries in the apt sources: no deb-src entry written" >&2
+    return 1
+  fi
+  # one-line entries become deb822 stanzas; deb822 stanzas get Types: deb-src
+  awk '
+    /^deb[[:space:]]/ {
+      m = split($0, F, /[[:space:]]+/); opts = ""; k = 2
+      if (F[2] ~ /^\[/) { while (k < m && F[k] !~ /\]$/) { opts = opts " " F[k]; k++ } opts = opts " " F[k]; k++ }
+      comps = ""; for (j = k + 2; j <= m; j++) comps = comps (comps == "" ? "" : " ") F[j]
+      printf "\nTypes: deb-src\nURIs: %s\nSuites: %s\nComponents: %s\n", F[k], F[k + 1], comps
+      if (match(opts, /signed-by=[^] ]+/)) printf "Signed-By: %s\n", substr(opts, RSTART + 10, RLENGTH - 10)
+      print ""
+      next
+    }
+    /^Types:/ { print "Types: deb-src"; next }
+    { print }
+  ' "$tmp.deb" | awk 'NF || prev { print } { prev = NF }' | sed -e '$ { /^$/d }' >"$tmp"
+  rm -f "$tmp.deb"
+  if [ -f "$src_list" ] && cmp -s "$tmp" "$src_list"; then
+    rm -f "$tmp"
+    return 1
+  fi
+  install -m 0644 "$tmp" "$src_list"
+  rm -f "$tmp"
+  echo "[deps] wrote $src_list"
+  return 0
+}
 
 # libvirt's QEMU driver, run as root, looks up its default 'libvirt-qemu'
 # user before reading qemu.conf (libvirt-daemon-system would create it; we
@@ -25,6 +68,9 @@ ensure_libvirt_user() {
     || useradd --system --gid libvirt-qemu --no-create-home --shell /usr/sbin/nologin libvirt-qemu
 }
 
+sources_changed=0
+write_deb_src && sources_changed=1
+
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" \
@@ -32,6 +78,7 @@ for package in "${packages[@]}"; do
 done
 if [ "${#missing[@]}" -eq 0 ]; then
   echo "[deps] all ${#packages[@]} packages present"
+  [ "$sources_changed" -eq 0 ] || apt-get update -qq
   ensure_libvirt_user
   exit 0
 fi

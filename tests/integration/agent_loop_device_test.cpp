@@ -38,14 +38,16 @@ std::string missing_prerequisite() {
     return {};
 }
 
-// A 300 MB sparse file attached to a free loop device, detached at the end
-// (after unmounting anything this test left mounted on `mount_point`).
+// A sparse file (300 MB unless said otherwise) attached to a free loop
+// device, detached at the end (after unmounting anything this test left
+// mounted on `mount_point`).
 class LoopDevice {
   public:
-    LoopDevice(const fs::path& backing_file, std::string mount_point)
+    LoopDevice(const fs::path& backing_file, std::string mount_point,
+               std::uintmax_t bytes = 300ull << 20)
         : mount_point_(std::move(mount_point)) {
         { std::ofstream create(backing_file); }
-        fs::resize_file(backing_file, 300ull << 20);
+        fs::resize_file(backing_file, bytes);
         auto attached =
             runner_.run({"losetup", "--find", "--show", backing_file.string()}, kCommandTimeout);
         if (attached.ok() && attached->exit_code == 0) {
@@ -129,12 +131,13 @@ struct RealSession {
     fs::path mount_point = dir.path() / "mnt";
     std::unique_ptr<LoopDevice> loop;
 
-    bool usable() {
+    bool usable(std::uintmax_t disk_bytes = 300ull << 20) {
         if (const auto why = missing_prerequisite(); !why.empty()) {
             WARN("skipped: " << why);
             return false;
         }
-        loop = std::make_unique<LoopDevice>(dir.path() / "disk.img", mount_point.string());
+        loop =
+            std::make_unique<LoopDevice>(dir.path() / "disk.img", mount_point.string(), disk_bytes);
         if (loop->path().empty()) {
             WARN("skipped: no loop device: " << loop->error());
             return false;
@@ -146,7 +149,8 @@ struct RealSession {
         HostSocket host(dir.path() / "agent.sock");
         auto command_line = parse_command_line(
             {"--port", (dir.path() / "agent.sock").string(), "--data-device", loop->path(),
-             "--mount-point", mount_point.string(), "--shutdown-wait", "10", "--job-wait", "30"});
+             "--mount-point", mount_point.string(), "--scratch-dir", (dir.path() / "run").string(),
+             "--shutdown-wait", "10", "--job-wait", "30"});
         REQUIRE(command_line.ok());
         int exit_status = -1;
         std::thread agent([&] { exit_status = run_agent(*command_line); });
@@ -178,14 +182,15 @@ Json job(const std::string& run_id, const Json& filesystem) {
 // Checks what any successful result must hold, against the real device.
 void check_result(const Json& result, const std::string& device_name, const std::string& run_id) {
     CHECK(result["run_id"] == run_id);
-    const auto metrics = ds::metrics_from_fio_json(result["fio"]);
+    CHECK_FALSE(result.contains("fio"));
+    const auto metrics = ds::metrics_from_fio_json(result["output"]);
     REQUIRE(metrics.ok());
     CHECK(metrics->at("read_iops") > 0);
     CHECK(metrics->at("write_iops") > 0);
     CHECK(result["metrics"]["read_iops"].get<double>() == Approx(metrics->at("read_iops")));
     CHECK(result["metrics"]["write_clat_p99_us"].get<double>() ==
           Approx(metrics->at("write_clat_p99_us")));
-    CHECK(result["fio"]["jobs"][0]["job options"]["rw"] == "randrw");
+    CHECK(result["output"]["jobs"][0]["job options"]["rw"] == "randrw");
     CHECK(result["timings"]["bench_s"].get<double>() >= 2.0);
     CHECK(result["versions"]["fio"] == "fio-3.33");
     const Json& readback = result["readback"];
@@ -225,7 +230,10 @@ TEST_CASE("agent on a loop device: ext4 with mkfs and mount options, real fio",
     const std::string options = result["readback"]["mount_options"];
     CHECK(contains(options, "noatime"));
     CHECK(contains(options, "data=writeback"));
-    CHECK(result["fio"]["jobs"][0]["job options"]["directory"] == session.mount_point.string());
+    CHECK(result["output"]["jobs"][0]["job options"]["directory"] == session.mount_point.string());
+    CHECK(result["readback"]["nr_requests"].is_number_integer());
+    CHECK(result["readback"]["work_dir_attributes"].is_string());
+    CHECK(result["readback"]["nocow"] == false);
 
     // Progress during fio carried a fraction of the planned 2 s.
     bool saw_partial_fraction = false;
@@ -268,6 +276,12 @@ TEST_CASE("agent on a loop device: btrfs nodatacow with the single and nocow ste
     check_result(result, device_name(session.loop->path()), "loop-btrfs");
     CHECK(result["readback"]["fs_type"] == "btrfs");
     CHECK(contains(result["readback"]["mount_options"], "nodatacow"));
+    // Read back by the agent itself: the profiles after the single step and
+    // the No_COW attribute of the mount point.
+    CHECK(result["readback"]["btrfs"] ==
+          Json{{"data", "single"}, {"metadata", "single"}, {"system", "single"}});
+    CHECK(contains(result["readback"]["work_dir_attributes"], "C"));
+    CHECK(result["readback"]["nocow"] == true);
 
     // Mount it again to see that the steps took effect: single metadata and
     // the No_COW attribute on the directory fio wrote into.
@@ -307,4 +321,156 @@ TEST_CASE("agent on a loop device: a mount option ext4 rejects is a mount error"
     CHECK(reply["phase"] == "mount");
     CHECK(contains(reply["message"], "Invalid argument"));
     CHECK(contains(reply["message"], "data=sideways"));
+}
+
+namespace {
+
+// The loop device's queue attribute, "" when unreadable.
+std::string queue_attribute(const std::string& device_path, const std::string& name) {
+    return read_text(fs::path("/sys/block") / device_name(device_path) / "queue" / name);
+}
+
+// Puts the loop device's queue back as the kernel sets it up, so later users
+// of that loop device number do not inherit a test's tuning.
+void restore_queue(const std::string& device_path) {
+    RealGuestSystem system;
+    const auto queue = fs::path("/sys/block") / device_name(device_path) / "queue";
+    (void)system.write_attribute((queue / "scheduler").string(), "none");
+    (void)system.write_attribute((queue / "read_ahead_kb").string(), "128");
+}
+
+// Plays the host for one job: hello, job, then whatever comes back, then
+// shutdown. Returns the reply and the agent's exit status.
+std::pair<Json, int> reply_to(RealSession& session, const Json& job_message,
+                              std::vector<Json>* progress = nullptr) {
+    Json reply;
+    std::vector<Json> seen;
+    const int status = session.run([&](HostSocket& host) {
+        REQUIRE(host.next()["type"] == "hello");
+        host.send(protocol::kJob, job_message);
+        reply = host.next_non_progress(seen);
+        host.send(protocol::kShutdown, Json::object());
+    });
+    if (progress) *progress = seen;
+    return {reply, status};
+}
+
+Json with_workload(Json job_message, const std::string& kind, const Json& params,
+                   int timeout_s = 60) {
+    job_message["workload"] = {{"name", "w"}, {"kind", kind}, {"params", params}};
+    job_message["timeout_s"] = timeout_s;
+    return job_message;
+}
+
+}  // namespace
+
+TEST_CASE("agent on a loop device: block tuning applied through sysfs and read back",
+          "[agent][root][loop]") {
+    RealSession session;
+    if (!session.usable()) return;
+    Json message = job("loop-block", {{"type", "ext4"}});
+    message["block"] = {{"scheduler", "mq-deadline"}, {"read_ahead_kb", 512}, {"nr_requests", 32}};
+    std::vector<Json> progress;
+    auto [result, status] = reply_to(session, message, &progress);
+    // What the kernel shows now, before the queue is put back.
+    const std::string scheduler = queue_attribute(session.loop->path(), "scheduler");
+    restore_queue(session.loop->path());
+    INFO(result.dump().substr(0, 2000));
+    REQUIRE(result["type"] == "result");
+    CHECK(status == 0);
+    CHECK(result["readback"]["scheduler"] == "mq-deadline");
+    CHECK(result["readback"]["read_ahead_kb"] == 512);
+    CHECK(result["readback"]["nr_requests"] == 32);
+    CHECK(contains(scheduler, "[mq-deadline]"));
+    CHECK(progress.at(0)["phase"] == "tune");
+}
+
+TEST_CASE("agent on a loop device: a value the kernel refuses fails phase tune",
+          "[agent][root][loop]") {
+    RealSession session;
+    if (!session.usable()) return;
+    Json message = job("loop-bad-tune", {{"type", "ext4"}});
+    message["block"] = {{"scheduler", "bfq"}, {"nr_requests", 100000}};
+    auto [reply, status] = reply_to(session, message);
+    restore_queue(session.loop->path());
+    INFO(reply.dump());
+    REQUIRE(reply["type"] == "error");
+    CHECK(status == 1);
+    CHECK(reply["phase"] == "tune");
+    const std::string path =
+        "/sys/block/" + device_name(session.loop->path()) + "/queue/nr_requests";
+    CHECK(reply["message"] == "cannot write '100000' to " + path + ": Invalid argument");
+    CHECK_FALSE(reply.contains("code"));
+}
+
+TEST_CASE("agent on a loop device: kind io with libaio, direct", "[agent][root][loop]") {
+    RealSession session;
+    if (!session.usable()) return;
+    auto [result, status] = reply_to(session, with_workload(job("loop-io", {{"type", "xfs"}}), "io",
+                                                            {{"rw", "randrw"},
+                                                             {"bs", "4k"},
+                                                             {"size", "16m"},
+                                                             {"runtime", "2s"},
+                                                             {"time_based", true},
+                                                             {"ioengine", "libaio"},
+                                                             {"iodepth", 16},
+                                                             {"direct", true}}));
+    INFO(result.dump().substr(0, 2000));
+    REQUIRE(result["type"] == "result");
+    CHECK(status == 0);
+    CHECK(result["metrics"]["read_iops"].get<double>() > 0);
+    CHECK(result["metrics"]["write_iops"].get<double>() > 0);
+    CHECK(result["timings"]["bench_s"].get<double>() >= 2.0);
+    CHECK(result["readback"]["fs_type"] == "xfs");
+}
+
+TEST_CASE("agent on a loop device: a job bigger than the file system fails with no_space",
+          "[agent][root][loop]") {
+    // 64 MiB of disk, 256 MiB of writes: fio and the native engine both run
+    // into ENOSPC; the session still unmounts, reports and shuts down.
+    const std::vector<std::pair<std::string, Json>> workloads = {
+        {"fio", {{"rw", "write"}, {"bs", "1m"}, {"size", "256m"}, {"ioengine", "psync"}}},
+        {"io", {{"rw", "write"}, {"bs", "1m"}, {"size", "256m"}, {"ioengine", "psync"}}},
+    };
+    for (const auto& [kind, params] : workloads) {
+        INFO(kind);
+        RealSession session;
+        if (!session.usable(64ull << 20)) return;
+        const auto start = std::chrono::steady_clock::now();
+        auto [reply, status] =
+            reply_to(session, with_workload(job("loop-full", {{"type", "ext4"}}), kind, params));
+        INFO(reply.dump());
+        REQUIRE(reply["type"] == "error");
+        CHECK(status == 1);
+        CHECK(reply["phase"] == "bench");
+        CHECK(reply["code"] == "no_space");
+        CHECK(contains(reply["message"], "No space left on device"));
+        CHECK_FALSE(find_mount({}, session.mount_point.string()).has_value());
+        CHECK(std::chrono::steady_clock::now() - start < 60s);
+    }
+}
+
+TEST_CASE("agent on a loop device: fio past its time limit is killed: code timeout",
+          "[agent][root][loop]") {
+    RealSession session;
+    if (!session.usable()) return;
+    const auto start = std::chrono::steady_clock::now();
+    auto [reply, status] =
+        reply_to(session, with_workload(job("loop-slow", {{"type", "ext4"}}), "fio",
+                                        {{"rw", "randread"},
+                                         {"bs", "4k"},
+                                         {"size", "16m"},
+                                         {"runtime", "120s"},
+                                         {"time_based", true}},
+                                        3));
+    const auto took = std::chrono::steady_clock::now() - start;
+    INFO(reply.dump());
+    REQUIRE(reply["type"] == "error");
+    CHECK(status == 1);
+    CHECK(reply["phase"] == "bench");
+    CHECK(reply["code"] == "timeout");
+    CHECK(contains(reply["message"], "fio was stopped after 3."));
+    CHECK(contains(reply["message"], "time limit of 3 s"));
+    CHECK(took < 30s);
+    CHECK_FALSE(find_mount({}, session.mount_point.string()).has_value());
 }

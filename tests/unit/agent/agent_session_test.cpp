@@ -3,6 +3,7 @@
 // host side is played by the test.
 #include <signal.h>
 
+#include <condition_variable>
 #include <optional>
 
 #include "common/fio_metrics.h"
@@ -109,7 +110,8 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(hello["kernel"] == "6.1.0-test-amd64");
     CHECK(hello["fio_version"] == "fio-3.33");
     CHECK(hello["agent_version"].is_string());
-    CHECK(hello["capabilities"] == Json({"fio", "ext4", "xfs", "btrfs"}));
+    CHECK(hello["capabilities"] ==
+          Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "block", "ext4", "xfs", "btrfs"}));
 
     t.host.send(protocol::kJob, ext4_job());
     std::vector<Json> progress;
@@ -151,22 +153,23 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(t.system.mounts[0].options == "noatime,data=writeback");
     CHECK(t.system.unmounts == std::vector<std::string>{t.tree.mnt().string()});
     CHECK(t.system.syncs >= 1);
-    const auto fio = t.runner.commands().back();
+    const auto fio = t.runner.last_command("fio");
     CHECK(fio == std::vector<std::string>{"fio", "--output-format=json", "--name=randrw",
                                           "--directory=" + t.tree.mnt().string(), "--bs=4k",
                                           "--direct=1", "--iodepth=64", "--runtime=1s",
                                           "--rw=randrw", "--time_based=1"});
 
-    // The result carries the raw fio JSON and the metrics derived from it.
+    // The result carries the raw fio JSON as `output` and the metrics derived from it.
     CHECK(result["run_id"] == "run-42");
     const Json recorded = Json::parse(recorded_fio_output());
-    CHECK(result["fio"] == recorded);
+    CHECK(result["output"] == recorded);
+    CHECK_FALSE(result.contains("fio"));
     const auto expected = ds::metrics_from_fio_json(recorded);
     REQUIRE(expected.ok());
     CHECK(result["metrics"].size() == expected->size());
     CHECK(result["metrics"]["read_iops"].get<double>() == Approx(12480.759620));
     CHECK(result["metrics"]["write_clat_p99_9_us"].get<double>() == Approx(937.984));
-    for (const char* key : {"format_s", "mount_s", "post_format_s", "bench_s"}) {
+    for (const char* key : {"tune_s", "format_s", "mount_s", "post_format_s", "bench_s"}) {
         CHECK(result["timings"][key].is_number());
     }
     CHECK(result["timings"]["bench_s"].get<double>() >= 0.3);
@@ -182,6 +185,14 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(readback["logical_block_size"] == 512);
     CHECK(readback["read_ahead_kb"] == 128);
     CHECK(readback["scheduler"] == "none");
+    CHECK(readback["nr_requests"] == 256);
+    CHECK(readback["work_dir_attributes"] == "----------------------");
+    CHECK(readback["nocow"] == false);
+    CHECK_FALSE(readback.contains("btrfs"));  // ext4: no btrfs filesystem df
+    CHECK(t.runner.command("btrfs") == std::nullopt);
+    CHECK(t.runner.command("lsattr") ==
+          std::vector<std::string>{"lsattr", "-d", t.tree.mnt().string()});
+    CHECK(t.system.attribute_writes.empty());  // no job.block: nothing tuned
 }
 
 TEST_CASE("agent: a file system the kernel lacks is loaded with modprobe first", "[agent]") {
@@ -208,6 +219,7 @@ TEST_CASE("agent: btrfs post-format steps run in order after mount", "[agent]") 
                          {"mkfs_options", {"-m", "dup"}},
                          {"mount_options", "nodatacow"},
                          {"post_format", {"single", "nocow"}}};
+    t.runner.lsattr_output = std::string(kLsattrNocow);
     t.start();
     t.hello_then_job(job);
     std::vector<Json> progress;
@@ -218,13 +230,20 @@ TEST_CASE("agent: btrfs post-format steps run in order after mount", "[agent]") 
 
     const std::string mnt = t.tree.mnt().string();
     const auto commands = t.runner.commands();
-    REQUIRE(commands.size() == 5);
+    REQUIRE(commands.size() == 7);
     CHECK(commands[1] == std::vector<std::string>{"mkfs.btrfs", "-f", "-m", "dup",
                                                   (t.tree.dev() / "sdb").string()});
     CHECK(commands[2] == std::vector<std::string>{"btrfs", "balance", "start", "-f",
                                                   "-mconvert=single", "-sconvert=single", mnt});
     CHECK(commands[3] == std::vector<std::string>{"chattr", "+C", mnt});
     CHECK(commands[4][0] == "fio");
+    // Readback after the workload: profiles and the mount point's attributes.
+    CHECK(commands[5] == std::vector<std::string>{"btrfs", "filesystem", "df", mnt});
+    CHECK(commands[6] == std::vector<std::string>{"lsattr", "-d", mnt});
+    CHECK(result["readback"]["btrfs"] ==
+          Json{{"data", "single"}, {"metadata", "dup"}, {"system", "dup"}});
+    CHECK(result["readback"]["work_dir_attributes"] == "---------------C------");
+    CHECK(result["readback"]["nocow"] == true);
     CHECK(t.system.mounts.size() == 1);
     bool reported_step = false;
     for (const auto& message : progress) {
@@ -273,6 +292,7 @@ TEST_CASE("agent: fio failing for lack of space is a bench error and still unmou
     };
     Json error = t.error_for(ext4_job());
     CHECK(error["phase"] == "bench");
+    CHECK(error["code"] == "no_space");
     CHECK(contains(error["message"], "No space left on device"));
     CHECK(t.system.unmounts.size() == 1);
 }
@@ -291,12 +311,18 @@ TEST_CASE("agent: fio is bounded by the job's timeout_s", "[agent]") {
         output.signal = 9;
         return output;
     };
+    // What fio left behind keeps the file system busy until it is killed.
+    t.system.busy_unmounts = 1;
     Json job = ext4_job();
     job["timeout_s"] = 25;
     Json error = t.error_for(job);
     CHECK(fio_timeout == 25s);
     CHECK(error["phase"] == "bench");
-    CHECK(contains(error["message"], "timeout_s of 25 s"));
+    CHECK(error["code"] == "timeout");
+    CHECK(contains(error["message"], "fio was stopped after"));
+    CHECK(contains(error["message"], "time limit of 25 s"));
+    CHECK(t.system.kills == std::vector<std::string>{t.tree.mnt().string()});
+    CHECK(t.system.unmounts.size() == 2);  // busy, then unmounted
 }
 
 TEST_CASE("agent: fio output that is not fio's JSON is a bench error", "[agent]") {
@@ -345,7 +371,44 @@ TEST_CASE("agent: invalid jobs are refused before anything runs", "[agent]") {
          "unknown post-format step 'defrag'"},
         {[](Json& j) { j["filesystem"]["mkfs_options"] = "-b 4096"; },
          "job.filesystem.mkfs_options: is a string, expected an array"},
-        {[](Json& j) { j["workload"]["kind"] = "sqlbench"; }, "'sqlbench' is not supported"},
+        {[](Json& j) { j["workload"]["kind"] = "sqlbench"; },
+         "'sqlbench' is not supported (known: fio, io, mariadb-atis, sysbench-oltp)"},
+        {[](Json& j) {
+             j["workload"]["params"]["options"] = {{"directory", "/"}};
+         },
+         "'options.directory' is set by the agent"},
+        {[](Json& j) {
+             j["workload"]["params"]["options"] = {{"bs", "8k"}};
+         },
+         "'options.bs' is also given as a named option"},
+        {[](Json& j) { j["workload"]["params"]["job_file"] = "[j]\nrw=read\n"; },
+         "cannot be combined with other params"},
+        {[](Json& j) {
+             j["workload"]["params"] = {{"job_file", "[j]\nrw=read\ndirectory=/\n"}};
+         },
+         "line 3 sets 'directory', which the agent sets"},
+        {[](Json& j) {
+             j["workload"]["kind"] = "io";
+             j["workload"]["params"] = {{"rw", "read"}, {"filename", "/dev/sda"}};
+         },
+         "io job option 'filename' is set by the agent"},
+        {[](Json& j) {
+             j["workload"]["kind"] = "io";
+             j["workload"]["params"] = {{"rw", "read"}, {"verify", "md5"}};
+         },
+         "unsupported io job option 'verify'"},
+        {[](Json& j) {
+             j["block"] = {{"nr_requests", 0}};
+         },
+         "job.block.nr_requests: is 0, expected an integer >= 1"},
+        {[](Json& j) {
+             j["block"] = {{"scheduler", "b f q"}};
+         },
+         "job.block.scheduler: is"},
+        {[](Json& j) {
+             j["block"] = {{"elevator", "bfq"}};
+         },
+         "job.block.elevator: unknown block setting"},
         {[](Json& j) { j["workload"]["params"]["--rw"] = "read"; }, "must not start with '-'"},
         {[](Json& j) { j["workload"]["params"]["rw=read"] = 1; }, "must not contain '='"},
         {[](Json& j) { j["workload"]["params"]["directory"] = "/"; },
@@ -449,6 +512,315 @@ TEST_CASE("agent: a host that goes away or stays silent ends the session", "[age
         auto how = t.finish();
         CHECK(std::chrono::steady_clock::now() - start < 3s);
         REQUIRE(how.ok());
-        CHECK(t.runner.commands().size() == 3);  // fio --version, mkfs, fio
+        CHECK(t.runner.commands().size() == 4);  // fio --version, mkfs, fio, lsattr
+    }
+}
+
+namespace {
+
+// Runs `job` to its result message and returns it (after shutdown).
+Json result_for(AgentUnderTest& t, const Json& job, std::vector<Json>* progress = nullptr) {
+    t.start();
+    t.hello_then_job(job);
+    Json reply = t.host.next_non_progress(progress);
+    t.host.send(protocol::kShutdown, Json::object());
+    auto how = t.finish();
+    REQUIRE(how.ok());
+    INFO(reply.dump().substr(0, 2000));
+    REQUIRE(reply["type"] == "result");
+    CHECK(*how == SessionEnd::kResultSent);
+    return reply;
+}
+
+Json io_job(const Json& params, int timeout_s = 60) {
+    Json job = ext4_job();
+    job["workload"] = {{"name", "native"}, {"kind", "io"}, {"params", params}};
+    job["timeout_s"] = timeout_s;
+    return job;
+}
+
+}  // namespace
+
+TEST_CASE("agent: block tuning is applied before mkfs and read back", "[agent][block]") {
+    AgentUnderTest t;
+    const fs::path queue = t.tree.sys() / "block/sdb/queue";
+    // bfq is not offered until its module is loaded, as on a kernel with bfq=m.
+    t.runner.script =
+        [&queue](const std::vector<std::string>& argv,
+                 std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
+        if (argv == std::vector<std::string>{"modprobe", "bfq"}) {
+            write_text(queue / "scheduler", "mq-deadline kyber bfq [none]\n");
+        }
+        return std::nullopt;
+    };
+    Json job = ext4_job();
+    job["block"] = {{"scheduler", "bfq"}, {"read_ahead_kb", 512}, {"nr_requests", 64}};
+    std::vector<Json> progress;
+    Json result = result_for(t, job, &progress);
+
+    // The sysfs writes, in the order that keeps nr_requests (a scheduler
+    // switch resets it).
+    using Write = std::pair<std::string, std::string>;
+    CHECK(t.system.attribute_writes == std::vector<Write>{
+                                           {(queue / "scheduler").string(), "bfq"},
+                                           {(queue / "read_ahead_kb").string(), "512"},
+                                           {(queue / "nr_requests").string(), "64"},
+                                       });
+    // modprobe bfq before mkfs, tune progress first.
+    const auto commands = t.runner.commands();
+    REQUIRE(commands.size() >= 3);
+    CHECK(commands[1] == std::vector<std::string>{"modprobe", "bfq"});
+    CHECK(commands[2][0] == "mkfs.ext4");
+    REQUIRE_FALSE(progress.empty());
+    CHECK(progress[0]["phase"] == "tune");
+    CHECK(contains(progress[0]["message"], "modprobe bfq"));
+
+    const Json& readback = result["readback"];
+    CHECK(readback["scheduler"] == "bfq");
+    CHECK(readback["read_ahead_kb"] == 512);
+    CHECK(readback["nr_requests"] == 64);
+    CHECK(result["timings"]["tune_s"].is_number());
+}
+
+TEST_CASE("agent: an offered scheduler is set without modprobe", "[agent][block]") {
+    AgentUnderTest t;
+    Json job = ext4_job();
+    job["block"] = {{"scheduler", "mq-deadline"}};
+    Json result = result_for(t, job);
+    CHECK(t.runner.command("modprobe") == std::nullopt);
+    CHECK(result["readback"]["scheduler"] == "mq-deadline");
+    CHECK(read_text(t.tree.sys() / "block/sdb/queue/scheduler") == "[mq-deadline] kyber none\n");
+}
+
+TEST_CASE("agent: a sysfs write the kernel refuses fails phase tune", "[agent][block]") {
+    SECTION("nr_requests out of range") {
+        AgentUnderTest t;
+        const std::string path = (t.tree.sys() / "block/sdb/queue/nr_requests").string();
+        t.system.refusals[path] = "Invalid argument";
+        Json job = ext4_job();
+        job["block"] = {{"nr_requests", 100000}};
+        Json error = t.error_for(job);
+        CHECK(error["phase"] == "tune");
+        CHECK(error["message"] == "cannot write '100000' to " + path + ": Invalid argument");
+        CHECK_FALSE(error.contains("code"));
+        CHECK(t.runner.command("mkfs.ext4") == std::nullopt);
+        CHECK(t.system.mounts.empty());
+    }
+    SECTION("a scheduler the kernel does not have even after modprobe") {
+        AgentUnderTest t;
+        t.runner.script =
+            [](const std::vector<std::string>& argv,
+               std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
+            if (argv[0] != "modprobe") return std::nullopt;
+            ds::ProcessOutput output;
+            output.exit_code = 1;
+            output.stderr_text = "modprobe: FATAL: Module kyber-iosched not found\n";
+            return output;
+        };
+        write_text(t.tree.sys() / "block/sdb/queue/scheduler", "mq-deadline [none]\n");
+        Json job = ext4_job();
+        job["block"] = {{"scheduler", "kyber"}};
+        Json error = t.error_for(job);
+        CHECK(error["phase"] == "tune");
+        const std::string message = error["message"];
+        CHECK(contains(message, "cannot write 'kyber' to " +
+                                    (t.tree.sys() / "block/sdb/queue/scheduler").string() +
+                                    ": Invalid argument"));
+        CHECK(contains(message, "(offered: mq-deadline none)"));
+        CHECK(contains(message, "Module kyber-iosched not found"));
+        CHECK(t.runner.command("mkfs.ext4") == std::nullopt);
+    }
+}
+
+TEST_CASE("agent: kind io runs the native engine in the mount point", "[agent][io]") {
+    AgentUnderTest t;
+    Json result = result_for(t, io_job({{"rw", "write"},
+                                        {"bs", "4k"},
+                                        {"size", "256k"},
+                                        {"ioengine", "psync"},
+                                        {"numjobs", 2}}));
+    // The engine's fio-shaped report, its metrics, and its files where the
+    // disk under test is mounted, named after the workload.
+    const Json& output = result["output"];
+    REQUIRE(output["jobs"].is_array());
+    REQUIRE(output["jobs"].size() == 2);
+    CHECK(output["jobs"][0]["write"]["io_bytes"] == 256 * 1024);
+    CHECK(result["metrics"]["write_iops"].get<double>() > 0);
+    CHECK(fs::file_size(t.tree.mnt() / "native.0.0") == 256 * 1024);
+    CHECK(fs::file_size(t.tree.mnt() / "native.1.0") == 256 * 1024);
+    CHECK(t.runner.last_command("fio") == std::nullopt);
+    CHECK(t.system.unmounts.size() == 1);
+}
+
+TEST_CASE("agent: an io workload past its time limit is stopped: code timeout", "[agent][io]") {
+    AgentUnderTest t;
+    const auto start = std::chrono::steady_clock::now();
+    Json error = t.error_for(io_job({{"rw", "randread"},
+                                     {"bs", "4k"},
+                                     {"size", "1m"},
+                                     {"ioengine", "null"},
+                                     {"time_based", true},
+                                     {"runtime", "1h"}},
+                                    1));
+    CHECK(std::chrono::steady_clock::now() - start < 5s);
+    CHECK(error["phase"] == "bench");
+    CHECK(error["code"] == "timeout");
+    CHECK(contains(error["message"], "io job native was stopped after 1."));
+    CHECK(contains(error["message"], "time limit of 1 s"));
+    CHECK(t.system.unmounts.size() == 1);
+}
+
+TEST_CASE("agent: fio passthrough: an options table and a job file", "[agent][fio]") {
+    SECTION("options are passed as --key=value after the named ones") {
+        AgentUnderTest t;
+        Json job = ext4_job();
+        job["workload"]["params"] = {
+            {"rw", "randread"},
+            {"options", {{"norandommap", true}, {"random_distribution", "zipf:1.2"}}}};
+        result_for(t, job);
+        CHECK(t.runner.last_command("fio") ==
+              std::vector<std::string>{"fio", "--output-format=json", "--name=randrw",
+                                       "--directory=" + t.tree.mnt().string(), "--rw=randread",
+                                       "--norandommap=1", "--random_distribution=zipf:1.2"});
+    }
+    SECTION("a job file is written to the scratch directory and run as is") {
+        AgentUnderTest t;
+        t.options.scratch_dir = (t.tree.mnt().parent_path() / "scratch").string();
+        const std::string text = "[global]\nrw=randwrite\nbs=4k\nsize=1m\n[a]\n[b]\niodepth=8\n";
+        std::string written;
+        t.runner.script =
+            [&](const std::vector<std::string>& argv,
+                std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
+            if (argv[0] == "fio" && argv.size() == 4) written = read_text(argv[3]);
+            return std::nullopt;
+        };
+        Json job = ext4_job();
+        job["workload"]["params"] = {{"job_file", text}};
+        result_for(t, job);
+        const std::string path = t.options.scratch_dir + "/randrw.fio";
+        CHECK(t.runner.last_command("fio") ==
+              std::vector<std::string>{"fio", "--output-format=json",
+                                       "--directory=" + t.tree.mnt().string(), path});
+        CHECK(written == text);
+    }
+}
+
+namespace {
+
+// A channel that plays a host which sends the job, then shutdown as soon as
+// the agent's error arrives, recording whether the disk was unmounted by then.
+class ShutdownAfterErrorChannel : public Channel {
+  public:
+    ShutdownAfterErrorChannel(Json job, FakeGuestSystem& system)
+        : job_(std::move(job)), system_(system) {}
+
+    ds::Result<std::string> read_line(Deadline deadline) override {
+        std::unique_lock<std::mutex> lock(mutex_);
+        if (!job_sent_) {
+            job_sent_ = true;
+            return line_of(protocol::kJob, job_);
+        }
+        if (!changed_.wait_until(lock, deadline, [this] { return error_.has_value(); })) {
+            return ds::make_error(ds::errc::kTimeout, "no message");
+        }
+        ++shutdowns_sent;
+        return line_of(protocol::kShutdown, Json::object());
+    }
+    ds::Status write(std::string_view data) override {
+        auto message = protocol::decode(std::string(data.substr(0, data.size() - 1)));
+        REQUIRE(message.ok());
+        std::lock_guard<std::mutex> lock(mutex_);
+        if ((*message)["type"] == protocol::kError) {
+            error_ = *message;
+            unmounted_before_error = !system_.unmounts.empty();
+            error_time = std::chrono::steady_clock::now();
+            changed_.notify_all();
+        }
+        return ds::ok_status();
+    }
+    std::optional<Json> error() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return error_;
+    }
+
+    bool unmounted_before_error = false;
+    int shutdowns_sent = 0;
+    std::chrono::steady_clock::time_point error_time;
+
+  private:
+    // A framed message without its '\n', as read_line returns lines.
+    static std::string line_of(std::string_view type, const Json& payload) {
+        std::string line = protocol::encode(type, payload);
+        line.pop_back();
+        return line;
+    }
+
+    Json job_;
+    FakeGuestSystem& system_;
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    bool job_sent_ = false;
+    std::optional<Json> error_;
+};
+
+}  // namespace
+
+TEST_CASE("agent: after a timeout or a full disk it unmounts, reports and awaits shutdown",
+          "[agent]") {
+    struct Case {
+        const char* name;
+        std::function<void(FakeProcessRunner&)> script;
+        std::string code;
+        std::string fragment;
+    };
+    const std::vector<Case> cases = {
+        {"fio killed at the time limit",
+         [](FakeProcessRunner& runner) {
+             runner.script =
+                 [](const std::vector<std::string>& argv,
+                    std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
+                 if (argv[0] != "fio" || argv[1] == "--version") return std::nullopt;
+                 ds::ProcessOutput output;
+                 output.timed_out = true;
+                 output.signal = 9;
+                 return output;
+             };
+         },
+         "timeout", "time limit of 60 s"},
+        {"fio job reporting ENOSPC in its JSON",
+         [](FakeProcessRunner& runner) {
+             Json output = Json::parse(recorded_fio_output());
+             output["jobs"][0]["error"] = 28;
+             runner.fio_stdout = output.dump();
+         },
+         "no_space", "ended with error 28 (No space left on device)"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.name);
+        FakeGuestTree tree;
+        FakeProcessRunner runner;
+        FakeGuestSystem system{tree.proc()};
+        c.script(runner);
+        ShutdownAfterErrorChannel channel(ext4_job(), system);
+        AgentOptions options;
+        options.roots = tree.roots();
+        options.mount_point = tree.mnt().string();
+        options.scratch_dir = (tree.mnt().parent_path() / "scratch").string();
+        options.device_wait = 0ms;
+        options.shutdown_wait = 30s;  // only the host's shutdown can end it quickly
+        options.progress_interval = 50ms;
+        Agent agent(channel, runner, system, options);
+        auto end = agent.run_session();
+        const auto ended = std::chrono::steady_clock::now();
+        REQUIRE(end.ok());
+        CHECK(*end == SessionEnd::kErrorSent);
+        const auto error = channel.error();
+        REQUIRE(error.has_value());
+        CHECK((*error)["phase"] == "bench");
+        CHECK((*error)["code"] == c.code);
+        CHECK(contains((*error)["message"], c.fragment));
+        CHECK(channel.unmounted_before_error);
+        CHECK(channel.shutdowns_sent == 1);
+        CHECK(ended - channel.error_time < 2s);  // ended by the shutdown, not the 30 s wait
     }
 }

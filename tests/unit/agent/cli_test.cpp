@@ -17,6 +17,7 @@ TEST_CASE("cli: defaults are the guest's real paths", "[cli]") {
     CHECK(parsed->agent.roots.proc == "/proc");
     CHECK(parsed->agent.roots.dev == "/dev");
     CHECK(parsed->agent.mount_point == "/mnt/disksweep");
+    CHECK(parsed->agent.scratch_dir == "/run/disksweep");
     CHECK(parsed->agent.data_device.empty());
     CHECK(parsed->agent.shutdown_wait == 30s);
 }
@@ -25,7 +26,8 @@ TEST_CASE("cli: test and debug overrides, with and without '='", "[cli]") {
     auto parsed = parse_command_line(
         {"--port", "/tmp/agent.sock", "--sysfs-root=/tmp/sys", "--proc-root", "/tmp/proc",
          "--dev-root", "/tmp/dev", "--mount-point", "/tmp/mnt", "--data-device=/dev/loop7",
-         "--job-wait", "2.5", "--shutdown-wait=0", "--device-wait", "1", "--channel-wait", "3"});
+         "--scratch-dir", "/tmp/scratch", "--job-wait", "2.5", "--shutdown-wait=0", "--device-wait",
+         "1", "--channel-wait", "3"});
     REQUIRE(parsed.ok());
     CHECK(parsed->port == "/tmp/agent.sock");
     CHECK(parsed->agent.roots.sysfs == "/tmp/sys");
@@ -33,6 +35,7 @@ TEST_CASE("cli: test and debug overrides, with and without '='", "[cli]") {
     CHECK(parsed->agent.roots.dev == "/tmp/dev");
     CHECK(parsed->agent.mount_point == "/tmp/mnt");
     CHECK(parsed->agent.data_device == "/dev/loop7");
+    CHECK(parsed->agent.scratch_dir == "/tmp/scratch");
     CHECK(parsed->agent.job_wait == 2500ms);
     CHECK(parsed->agent.shutdown_wait == 0ms);
     CHECK(parsed->agent.device_wait == 1s);

@@ -89,6 +89,7 @@ TEST_CASE("discovery: readback of the disk's settings", "[discovery]") {
                                {"discard_max_bytes", 1073741824},
                                {"logical_block_size", 512},
                                {"read_ahead_kb", 128},
+                               {"nr_requests", 256},
                                {"scheduler", "none"}});
 
     // Unreadable values are left out; a scheduler file without brackets.
@@ -96,4 +97,93 @@ TEST_CASE("discovery: readback of the disk's settings", "[discovery]") {
     write_text(tree.sys() / "block/vdc/queue/rotational", "garbage\n");
     const ds::Json partial = read_disk_readback(tree.roots(), "vdc", "/mnt/elsewhere");
     CHECK(partial == ds::Json{{"device", "vdc"}, {"scheduler", "none"}});
+}
+
+TEST_CASE("discovery: queue/scheduler lists what is offered and what is active", "[discovery]") {
+    // As this host's loop devices show it (kernel 6.18), before and after
+    // `echo bfq > scheduler`.
+    SchedulerList fresh = parse_scheduler_list("[none] mq-deadline kyber bfq \n");
+    CHECK(fresh.offered == std::vector<std::string>{"none", "mq-deadline", "kyber", "bfq"});
+    CHECK(fresh.active == "none");
+    SchedulerList switched = parse_scheduler_list("none mq-deadline kyber [bfq] \n");
+    CHECK(switched.active == "bfq");
+    CHECK(switched.offered.size() == 4);
+    // A queue without an elevator choice: a lone "none".
+    SchedulerList lone = parse_scheduler_list("none\n");
+    CHECK(lone.offered == std::vector<std::string>{"none"});
+    CHECK(lone.active == "none");
+    CHECK(parse_scheduler_list("").active.empty());
+    CHECK(parse_scheduler_list("mq-deadline none").active.empty());
+}
+
+TEST_CASE("discovery: btrfs filesystem df profiles, from real output", "[discovery]") {
+    // btrfs-progs v6.2 on a 300 MB loop device, kernel 6.18.
+    SECTION("mkfs.btrfs -m dup") {
+        auto profiles = parse_btrfs_df_profiles(kBtrfsDfMetadataDup);
+        REQUIRE(profiles.ok());
+        CHECK(to_json(*profiles) ==
+              ds::Json{{"data", "single"}, {"metadata", "dup"}, {"system", "dup"}});
+    }
+    SECTION("after btrfs balance start -f -mconvert=single -sconvert=single") {
+        auto profiles = parse_btrfs_df_profiles(
+            "Data, single: total=8.00MiB, used=0.00B\n"
+            "System, single: total=32.00MiB, used=16.00KiB\n"
+            "Metadata, single: total=32.00MiB, used=128.00KiB\n"
+            "GlobalReserve, single: total=5.50MiB, used=0.00B\n");
+        REQUIRE(profiles.ok());
+        CHECK(to_json(*profiles) ==
+              ds::Json{{"data", "single"}, {"metadata", "single"}, {"system", "single"}});
+    }
+    SECTION("mkfs.btrfs -d raid1 -m raid1 on two devices") {
+        auto profiles = parse_btrfs_df_profiles(
+            "Data, RAID1: total=64.00MiB, used=0.00B\n"
+            "System, RAID1: total=8.00MiB, used=16.00KiB\n"
+            "Metadata, RAID1: total=32.00MiB, used=128.00KiB\n"
+            "GlobalReserve, single: total=5.50MiB, used=0.00B\n");
+        REQUIRE(profiles.ok());
+        CHECK(to_json(*profiles) ==
+              ds::Json{{"data", "raid1"}, {"metadata", "raid1"}, {"system", "raid1"}});
+    }
+    SECTION("mkfs.btrfs --mixed: one Data+Metadata group") {
+        auto profiles = parse_btrfs_df_profiles(
+            "System, single: total=4.00MiB, used=4.00KiB\n"
+            "Data+Metadata, single: total=8.00MiB, used=32.00KiB\n"
+            "GlobalReserve, single: total=1.38MiB, used=0.00B\n");
+        REQUIRE(profiles.ok());
+        CHECK(to_json(*profiles) ==
+              ds::Json{{"data", "single"}, {"metadata", "single"}, {"system", "single"}});
+    }
+    SECTION("a half-done conversion shows both profiles") {
+        auto profiles = parse_btrfs_df_profiles(
+            "Data, single: total=8.00MiB, used=0.00B\n"
+            "System, DUP: total=8.00MiB, used=16.00KiB\n"
+            "System, single: total=32.00MiB, used=0.00B\n"
+            "Metadata, DUP: total=32.00MiB, used=128.00KiB\n");
+        REQUIRE(profiles.ok());
+        CHECK(profiles->system == "dup,single");
+        CHECK(profiles->metadata == "dup");
+    }
+    SECTION("errors name the line or the missing type") {
+        auto garbled = parse_btrfs_df_profiles("Data, single: total=1\nERROR: not a btrfs\n");
+        REQUIRE_FALSE(garbled.ok());
+        CHECK(garbled.error().message ==
+              "btrfs filesystem df line 2 is not 'TYPE, PROFILE: ...': 'ERROR: not a btrfs'");
+        auto partial = parse_btrfs_df_profiles("Data, single: total=1\nSystem, DUP: total=2\n");
+        REQUIRE_FALSE(partial.ok());
+        CHECK(partial.error().message == "btrfs filesystem df shows no metadata profile");
+        CHECK_FALSE(parse_btrfs_df_profiles("").ok());
+    }
+}
+
+TEST_CASE("discovery: lsattr -d flags, from real output", "[discovery]") {
+    // e2fsprogs 1.47.0: btrfs after chattr +C, btrfs fresh, ext4, xfs.
+    CHECK(parse_lsattr_flags(kLsattrNocow).value() == "---------------C------");
+    CHECK(parse_lsattr_flags("---------------------- m\n").value() == "----------------------");
+    CHECK(parse_lsattr_flags("--------------e------- m\n").value() == "--------------e-------");
+    CHECK(parse_lsattr_flags("---------------------- /mnt/disk sweep\n").value() ==
+          "----------------------");
+    auto failed = parse_lsattr_flags("lsattr: Operation not supported While reading flags\n");
+    REQUIRE_FALSE(failed.ok());
+    CHECK(failed.error().message.find("printed no attribute flags") != std::string::npos);
+    CHECK_FALSE(parse_lsattr_flags("").ok());
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -73,6 +74,7 @@ class FakeGuestTree {
         write_text(sys() / "block" / name / "queue/logical_block_size", "512\n");
         write_text(sys() / "block" / name / "queue/read_ahead_kb", "128\n");
         write_text(sys() / "block" / name / "queue/scheduler", "mq-deadline kyber [none]\n");
+        write_text(sys() / "block" / name / "queue/nr_requests", "256\n");
         write_text(dev() / name, "");
     }
 
@@ -86,8 +88,20 @@ class FakeGuestTree {
     TempDir dir_;
 };
 
+// What this host's btrfs-progs v6.2 and e2fsprogs 1.47.0 printed on a loop
+// device (kernel 6.18): `btrfs filesystem df` of a fresh `mkfs.btrfs -m dup`,
+// and `lsattr -d` of a mount point after `chattr +C`.
+inline constexpr std::string_view kBtrfsDfMetadataDup =
+    "Data, single: total=8.00MiB, used=0.00B\n"
+    "System, DUP: total=8.00MiB, used=16.00KiB\n"
+    "Metadata, DUP: total=32.00MiB, used=128.00KiB\n"
+    "GlobalReserve, single: total=5.50MiB, used=0.00B\n";
+inline constexpr std::string_view kLsattrNocow = "---------------C------ m\n";
+
 // Scripted programs. By default: fio --version prints fio-3.33, fio runs for
-// `fio_delay` and prints the recorded randrw output, everything else exits 0.
+// `fio_delay` and prints the recorded randrw output, `btrfs filesystem df`
+// prints kBtrfsDfMetadataDup, `lsattr -d` prints `lsattr_output`, everything
+// else exits 0.
 // `script` may override any command (return nullopt to fall through).
 class FakeProcessRunner : public ProcessRunner {
   public:
@@ -110,6 +124,11 @@ class FakeProcessRunner : public ProcessRunner {
         } else if (!argv.empty() && argv[0] == "fio") {
             std::this_thread::sleep_for(fio_delay);
             output.stdout_text = fio_stdout;
+        } else if (argv.size() == 4 && argv[0] == "btrfs" && argv[1] == "filesystem" &&
+                   argv[2] == "df") {
+            output.stdout_text = std::string(kBtrfsDfMetadataDup);
+        } else if (argv.size() == 3 && argv[0] == "lsattr" && argv[1] == "-d") {
+            output.stdout_text = lsattr_output;
         }
         return output;
     }
@@ -125,10 +144,21 @@ class FakeProcessRunner : public ProcessRunner {
         }
         return std::nullopt;
     }
+    // The last recorded command whose argv[0] is `program` (and whose argv[1]
+    // is not "--version").
+    std::optional<std::vector<std::string>> last_command(const std::string& program) const {
+        std::optional<std::vector<std::string>> found;
+        for (const auto& argv : commands()) {
+            if (!argv.empty() && argv[0] == program && (argv.size() < 2 || argv[1] != "--version"))
+                found = argv;
+        }
+        return found;
+    }
 
     Script script;
     std::chrono::milliseconds fio_delay{0};
     std::string fio_stdout = recorded_fio_output();
+    std::string lsattr_output = "---------------------- m\n";
 
   private:
     mutable std::mutex mutex_;
@@ -137,12 +167,19 @@ class FakeProcessRunner : public ProcessRunner {
 
 // Records calls; a mount appends the entry the kernel would show to the fake
 // /proc/mounts (generic option "rw,relatime" first, as the kernel prints).
+// Directories are really created (the tree is a temporary directory). A
+// sysfs attribute write behaves as the kernel's: `refusals` maps a path to
+// the errno text the store fails with, a scheduler not in the file's list
+// is refused with "Invalid argument", an offered one becomes the bracketed
+// entry; other attributes take the value as written.
 class FakeGuestSystem : public GuestSystem {
   public:
     explicit FakeGuestSystem(fs::path proc_root) : proc_root_(std::move(proc_root)) {}
 
     Status make_directories(const std::string& path) override {
         directories.push_back(path);
+        std::error_code error;
+        fs::create_directories(path, error);
         return ok_status();
     }
     Status mount(const std::string& device, const std::string& target, const std::string& fs_type,
@@ -156,9 +193,43 @@ class FakeGuestSystem : public GuestSystem {
     }
     Status unmount(const std::string& target) override {
         unmounts.push_back(target);
+        if (busy_unmounts > 0) {
+            --busy_unmounts;
+            return make_error(errc::kIo, "umount " + target + ": Device or resource busy");
+        }
         return ok_status();
     }
+    std::vector<std::string> kill_processes_using(const std::string& path) override {
+        kills.push_back(path);
+        return {"4242 (fio)"};
+    }
     void sync() override { ++syncs; }
+    Status write_attribute(const std::string& path, const std::string& value) override {
+        attribute_writes.push_back({path, value});
+        const auto refuse = [&](const std::string& reason) {
+            return make_error(errc::kIo, "cannot write '" + value + "' to " + path + ": " + reason);
+        };
+        if (const auto refusal = refusals.find(path); refusal != refusals.end()) {
+            return refuse(refusal->second);
+        }
+        if (!fs::exists(path)) return refuse("No such file or directory");
+        if (fs::path(path).filename() == "scheduler") {
+            std::istringstream words(read_text(path));
+            std::string word, rewritten;
+            bool offered = false;
+            while (words >> word) {
+                if (word.front() == '[') word = word.substr(1, word.size() - 2);
+                if (word == value) offered = true;
+                rewritten +=
+                    (rewritten.empty() ? "" : " ") + (word == value ? "[" + word + "]" : word);
+            }
+            if (!offered) return refuse("Invalid argument");
+            write_text(path, rewritten + "\n");
+            return ok_status();
+        }
+        write_text(path, value + "\n");
+        return ok_status();
+    }
     std::string kernel_release() override { return "6.1.0-test-amd64"; }
 
     struct MountCall {
@@ -167,8 +238,12 @@ class FakeGuestSystem : public GuestSystem {
     std::vector<std::string> directories;
     std::vector<MountCall> mounts;
     std::vector<std::string> unmounts;
+    std::vector<std::pair<std::string, std::string>> attribute_writes;  // (path, value)
+    std::map<std::string, std::string> refusals;                        // sysfs path -> errno text
     int syncs = 0;
-    std::string mount_error;  // non-empty: mount fails with this message
+    int busy_unmounts = 0;           // this many unmounts fail with EBUSY first
+    std::vector<std::string> kills;  // kill_processes_using calls
+    std::string mount_error;         // non-empty: mount fails with this message
 
   private:
     fs::path proc_root_;

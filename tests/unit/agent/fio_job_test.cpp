@@ -74,3 +74,81 @@ TEST_CASE("fio job: JSON is found after fio's notes", "[fio_job]") {
     REQUIRE_FALSE(truncated.ok());
     CHECK(truncated.error().message.find("does not parse") != std::string::npos);
 }
+
+TEST_CASE("fio job: passthrough options table after the named params", "[fio_job]") {
+    const Json params = {
+        {"rw", "randread"},
+        {"bs", "4k"},
+        {"options", {{"zonemode", "none"}, {"norandommap", true}, {"thinktime", 10}}}};
+    auto argv = build_fio_command("seed", params, "/mnt/disksweep");
+    REQUIRE(argv.ok());
+    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json", "--name=seed",
+                                            "--directory=/mnt/disksweep", "--bs=4k",
+                                            "--rw=randread", "--norandommap=1", "--thinktime=10",
+                                            "--zonemode=none"});
+    CHECK(effective_fio_options(params) == Json{{"rw", "randread"},
+                                                {"bs", "4k"},
+                                                {"zonemode", "none"},
+                                                {"norandommap", true},
+                                                {"thinktime", 10}});
+    // runtime given in the options table still plans the progress fraction.
+    CHECK(planned_fio_seconds({{"options", {{"runtime", "20s"}, {"ramp_time", 5}}}}) == 25.0);
+
+    auto refuse = [](const Json& p, const std::string& fragment) {
+        auto refused = build_fio_command("x", p, "/d");
+        REQUIRE_FALSE(refused.ok());
+        INFO(refused.error().message);
+        CHECK(refused.error().message.find(fragment) != std::string::npos);
+    };
+    refuse({{"options", "--rw=read"}}, "'options' is a string, expected a table of fio options");
+    refuse({{"options", {{"output", "/tmp/x"}}}},
+           "'options.output' is set by the agent and cannot be overridden");
+    refuse({{"options", {{"-x", 1}}}}, "'options.-x' must not start with '-'");
+    refuse({{"options", {{"bs", Json::array()}}}}, "'options.bs' is a array");
+    refuse({{"bs", "4k"}, {"options", {{"bs", "8k"}}}}, "'options.bs' is also given as a named");
+}
+
+TEST_CASE("fio job: a whole job file", "[fio_job]") {
+    const std::string text =
+        "; seed job\n[global]\nioengine=libaio\ndirect=1\n\n[randrw]\nname=x\nrw=randrw\n";
+    auto argv = build_fio_command("seed", {{"job_file", text}}, "/mnt/disksweep", "/run/j.fio");
+    REQUIRE(argv.ok());
+    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json",
+                                            "--directory=/mnt/disksweep", "/run/j.fio"});
+    CHECK_FALSE(planned_fio_seconds({{"job_file", text}}).has_value());
+
+    auto refuse = [](const Json& p, const std::string& fragment) {
+        auto refused = build_fio_command("x", p, "/d", "/run/j.fio");
+        REQUIRE_FALSE(refused.ok());
+        INFO(refused.error().message);
+        CHECK(refused.error().message.find(fragment) != std::string::npos);
+    };
+    refuse({{"job_file", ""}}, "is string (empty), expected the text of a fio job file");
+    refuse({{"job_file", 3}}, "is number, expected the text");
+    refuse({{"job_file", text}, {"rw", "read"}, {"options", Json::object()}},
+           "cannot be combined with other params (options, rw)");
+    refuse({{"job_file", "[a]\n  output-format = normal\n"}},
+           "line 2 sets 'output-format', which the agent sets");
+    refuse({{"job_file", "[a]\ndirectory=/\n"}}, "line 2 sets 'directory'");
+}
+
+TEST_CASE("fio job: failures keep the no-space line and job errors are found", "[fio_job]") {
+    const std::vector<std::string> argv = {"fio", "--name=x"};
+    CHECK(describe_fio_failure(argv, "fio: bad option\n", 1, 0) ==
+          "fio --name=x failed (exit code 1): fio: bad option");
+    CHECK(describe_fio_failure(argv, "", -1, 9) == "fio --name=x failed (killed by signal 9)");
+    // A long stderr whose ENOSPC line is early: it is kept before the tail.
+    const std::string no_space =
+        "fio: io_u error on file /mnt/disksweep/x.0.0: No space left on device: write "
+        "offset=1048576, buflen=4096";
+    const std::string message =
+        describe_fio_failure(argv, no_space + "\n" + std::string(3000, 'z') + "\n", 1, 0);
+    CHECK(message.find(no_space) != std::string::npos);
+    CHECK(message.size() < 2300);
+
+    Json fio = Json::parse(ds::agent::testing::recorded_fio_output());
+    CHECK_FALSE(fio_job_error(fio).has_value());
+    fio["jobs"][0]["error"] = 28;
+    CHECK(fio_job_error(fio) == "fio job randrw4k ended with error 28 (No space left on device)");
+    CHECK_FALSE(fio_job_error(Json::object()).has_value());
+}

@@ -43,6 +43,7 @@ TEST_CASE("the axis table declares every axis once, with a valid default", "[set
     for (const auto& axis : axes()) names.emplace_back(axis.name);
     CHECK(names == std::vector<std::string>{"storage", "image_format", "disk_size", "bus", "cache",
                                             "aio", "discard", "detect_zeroes", "ssd", "iothread",
+                                            "scheduler", "read_ahead_kb", "nr_requests",
                                             "filesystem"});
     for (const auto& axis : axes()) {
         INFO(axis.name);
@@ -122,6 +123,9 @@ TEST_CASE("config_id differs when any single field differs", "[settings]") {
         },
         [](StorageConfig& c) { c.filesystem.mount_options = "noatime"; },
         [](StorageConfig& c) { c.filesystem.post_format = {"nocow"}; },
+        [](StorageConfig& c) { c.scheduler = IoScheduler::kBfq; },
+        [](StorageConfig& c) { c.read_ahead_kb = 0; },
+        [](StorageConfig& c) { c.nr_requests = 64; },
     };
     std::set<std::string> ids = {config_id(base)};
     for (std::size_t i = 0; i < changes.size(); ++i) {
@@ -278,4 +282,71 @@ TEST_CASE("workloads round-trip through JSON", "[settings]") {
     CHECK(parsed.value() == workload);
     CHECK_FALSE(workload_from_json(Json{{"kind", "fio"}}).ok());  // no name
     CHECK_FALSE(workload_from_json(Json{{"name", "a"}, {"kind", "fio"}, {"params", 3}}).ok());
+}
+
+TEST_CASE("block-layer settings at their default leave canonical JSON and config_id unchanged",
+          "[settings]") {
+    StorageConfig config = ext4_config();
+    config.scheduler = IoScheduler::kDefault;
+    config.read_ahead_kb.reset();
+    config.nr_requests.reset();
+    // The id stored for this configuration before the block axes existed.
+    CHECK(config_id(config) == "311b155d20da09a7");
+    CHECK(to_json(config).contains("scheduler") == false);
+    CHECK(block_settings_json(config) == Json::object());
+    CHECK(block_settings_shorthand(to_json(config)).empty());
+}
+
+TEST_CASE("block-layer settings that are set appear in JSON and round-trip", "[settings]") {
+    StorageConfig config = ext4_config();
+    config.scheduler = IoScheduler::kMqDeadline;
+    config.read_ahead_kb = 0;  // 0 is a setting (no read-ahead), not the default
+    config.nr_requests = 64;
+    const Json json = to_json(config);
+    CHECK(json.at("scheduler") == "mq-deadline");
+    CHECK(json.at("read_ahead_kb") == 0);
+    CHECK(json.at("nr_requests") == 64);
+    CHECK(block_settings_json(config) ==
+          Json{{"scheduler", "mq-deadline"}, {"read_ahead_kb", 0}, {"nr_requests", 64}});
+    CHECK(block_settings_shorthand(json) == "scheduler=mq-deadline read_ahead_kb=0 nr_requests=64");
+
+    auto parsed = storage_config_from_json(json);
+    REQUIRE(parsed.ok());
+    CHECK(parsed.value() == config);
+    CHECK(config_id(parsed.value()) == config_id(config));
+    CHECK(config_id(config) != "311b155d20da09a7");
+
+    Json bad = json;
+    bad["nr_requests"] = 0;
+    auto refused = storage_config_from_json(bad);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message == "'nr_requests' must be an integer >= 1");
+    bad = json;
+    bad["scheduler"] = "cfq";
+    refused = storage_config_from_json(bad);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message ==
+          "'scheduler' must be one of default, none, mq-deadline, bfq, kyber, not \"cfq\"");
+}
+
+TEST_CASE("a workload's filesystems and timeout serialise only when set", "[settings]") {
+    Workload plain{"randrw", "fio", Json{{"rw", "randrw"}}};
+    CHECK(to_json(plain) ==
+          Json{{"name", "randrw"}, {"kind", "fio"}, {"params", Json{{"rw", "randrw"}}}});
+
+    Workload limited{"atis",
+                     "mariadb-atis",
+                     Json{{"server", {{"innodb_doublewrite", 0}}}},
+                     {"ext4", "btrfs"},
+                     600};
+    const Json json = to_json(limited);
+    CHECK(json.at("filesystems") == Json{"ext4", "btrfs"});
+    CHECK(json.at("timeout_s") == 600);
+    auto parsed = workload_from_json(json);
+    REQUIRE(parsed.ok());
+    CHECK(parsed.value() == limited);
+
+    Json bad = json;
+    bad["timeout_s"] = "10m";
+    REQUIRE_FALSE(workload_from_json(bad).ok());
 }

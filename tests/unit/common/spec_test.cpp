@@ -278,8 +278,8 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
-          "disk_size, bus, cache, aio, discard, detect_zeroes, ssd, iothread, filesystem. Did you "
-          "mean 'cache'?");
+          "disk_size, bus, cache, aio, discard, detect_zeroes, ssd, iothread, scheduler, "
+          "read_ahead_kb, nr_requests, filesystem. Did you mean 'cache'?");
     CHECK(parse_error(with_matrix("cache = [\"none\", \"unsafe\", \"nocache\"]")) ==
           "t.toml:3:28: unknown value 'nocache' for axis 'cache'; valid values: none, writeback, "
           "writethrough, directsync, unsafe.");
@@ -335,7 +335,8 @@ TEST_CASE("workload options are checked against the kind's option table", "[spec
     CHECK(parse_error(with_workload("blocksize = \"4k\"")) ==
           "t.toml:4:1: unknown fio option 'blocksize' in workload 'fio-1'; valid options: rw, bs, "
           "size, runtime, iodepth, numjobs, direct, ioengine, rwmixread, time_based, ramp_time, "
-          "fsync, end_fsync, iodepth_batch_submit, iodepth_batch_complete.");
+          "fsync, end_fsync, iodepth_batch_submit, iodepth_batch_complete, options, job_file. "
+          "Every workload also takes: kind, name, filesystems, timeout.");
     CHECK(parse_error(with_workload("rw = \"random\"")) ==
           "t.toml:4:6: unknown value 'random' for 'rw'; valid values: read, write, randread, "
           "randwrite, rw, readwrite, randrw. Did you mean 'randrw'?");
@@ -356,9 +357,11 @@ TEST_CASE("workload options are checked against the kind's option table", "[spec
     CHECK(parse_error(with_workload("time_based = true")) ==
           "t.toml:2:1: workload 'fio-1' sets time_based without runtime; fio would run forever");
     CHECK(parse_error("name = \"t\"\n[[workload]]\nkind = \"sql-bench\"\n") ==
-          "t.toml:3:8: unknown workload kind 'sql-bench'; valid kinds: fio.");
+          "t.toml:3:8: unknown workload kind 'sql-bench'; valid kinds: fio, io, mariadb-atis, "
+          "sysbench-oltp.");
     CHECK(parse_error("name = \"t\"\n[[workload]]\nrw = \"read\"\n") ==
-          "t.toml:2:1: [[workload]] #1 has no 'kind'; valid kinds: fio");
+          "t.toml:2:1: [[workload]] #1 has no 'kind'; valid kinds: fio, io, mariadb-atis, "
+          "sysbench-oltp");
     CHECK(parse_error("name = \"t\"\n[[workload]]\nkind = \"fio\"\nname = \"x\"\n[[workload]]\n"
                       "kind = \"fio\"\nname = \"x\"\n") ==
           "t.toml:5:1: workload name 'x' is used twice; names must be unique");
@@ -409,7 +412,7 @@ TEST_CASE("expansion refuses more than 10000 runs", "[spec][expand]") {
     SweepSpec spec = two_workload_spec(1);
     spec.repetitions = 2000;  // 3 configs x 2 workloads x 2000 = 12000
     CHECK(expand_error(spec) ==
-          "the sweep would schedule 12000 runs (3 configurations x 2 workloads x 2000 "
+          "the sweep would schedule 12000 runs ((3 configurations x 2 workloads) x 2000 "
           "repetitions); the limit is 10000");
 
     SweepSpec huge;
@@ -497,4 +500,223 @@ TEST_CASE("every complete example in docs/spec.md parses and expands", "[spec][d
         expand_ok(parse_ok(block, "docs/spec.md"));
     }
     CHECK(examples >= 2);
+}
+
+// ---------------------------------------------------------------------------
+// Block-layer axes, workload kinds beyond fio, `filesystems` and `timeout`.
+
+namespace {
+
+std::string parse_message(const std::string& text) {
+    Result<SweepSpec> spec = parse_sweep_spec(text, "t.toml");
+    REQUIRE_FALSE(spec.ok());
+    CHECK(spec.error().code == errc::kInvalidSpec);
+    return spec.error().message;
+}
+
+// A valid spec around one workload of `kind`: its options start on line 4.
+std::string with_kind(const std::string& kind, const std::string& option_lines) {
+    return "name = \"t\"\n[[workload]]\nkind = \"" + kind + "\"\n" + option_lines + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("block-layer axes take their values and name bad ones with a position",
+          "[spec][errors]") {
+    SweepSpec spec = parse_ok(
+        "name = \"t\"\n[matrix]\nscheduler = [\"default\", \"bfq\"]\nread_ahead_kb = [0, "
+        "\"default\"]\nnr_requests = 64\n[[workload]]\nkind = \"fio\"\n");
+    Result<SweepPlan> plan = expand_sweep(spec);
+    REQUIRE(plan.ok());
+    REQUIRE(plan->configs.size() == 4);
+    CHECK(plan->varying_axes == std::vector<std::string>{"scheduler", "read_ahead_kb"});
+    CHECK(plan->configs[0].scheduler == IoScheduler::kDefault);
+    CHECK(plan->configs[0].read_ahead_kb == std::optional<std::uint64_t>(0));
+    CHECK(plan->configs[1].read_ahead_kb == std::nullopt);
+    CHECK(plan->configs[2].scheduler == IoScheduler::kBfq);
+    for (const auto& config : plan->configs) CHECK(config.nr_requests == 64u);
+
+    CHECK(parse_message("name = \"t\"\n[matrix]\nscheduler = \"cfq\"\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:3:13: unknown value 'cfq' for axis 'scheduler'; valid values: default, none, "
+          "mq-deadline, bfq, kyber. Did you mean 'bfq'?");
+    CHECK(parse_message("name = \"t\"\n[matrix]\nnr_requests = [0]\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:3:16: axis 'nr_requests' takes \"default\" or an integer >= 1, not '0'");
+    CHECK(parse_message("name = \"t\"\n[matrix]\nread_ahead_kb = -1\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:3:17: values of axis 'read_ahead_kb' must not be negative");
+    CHECK(parse_message("name = \"t\"\n[matrix]\nread_ahead_kb = \"lots\"\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:3:17: axis 'read_ahead_kb' takes \"default\" or an integer >= 0, not 'lots'");
+}
+
+TEST_CASE("workload kinds io, mariadb-atis and sysbench-oltp check their options",
+          "[spec][errors]") {
+    SweepSpec spec = parse_ok(
+        "name = \"t\"\n"
+        "[[workload]]\nkind = \"io\"\nrw = \"randrw\"\nbs = \"4k\"\nioengine = \"libaio\"\n"
+        "iodepth = 64\nruntime = \"10s\"\ntime_based = true\n"
+        "[[workload]]\nname = \"atis\"\nkind = \"mariadb-atis\"\nloop_count = 50\nsmall_test = "
+        "true\ntime_limit = 20\n"
+        "server = { innodb_doublewrite = 0, innodb_flush_method = \"O_DSYNC\", "
+        "innodb_file_per_table = true }\n"
+        "[[workload]]\nkind = \"sysbench-oltp\"\ntest = \"oltp_read_only\"\ntables = 2\n"
+        "table_size = 1000\nthreads = 4\ntime = \"30s\"\n");
+    REQUIRE(spec.workloads.size() == 3);
+    CHECK(spec.workloads[0].params.at("ioengine") == "libaio");
+    CHECK(spec.workloads[1].params == Json{{"loop_count", 50},
+                                           {"small_test", true},
+                                           {"time_limit", 20},
+                                           {"server",
+                                            {{"innodb_doublewrite", 0},
+                                             {"innodb_flush_method", "O_DSYNC"},
+                                             {"innodb_file_per_table", true}}}});
+    CHECK(spec.workloads[2].name == "sysbench-oltp-3");
+    CHECK(spec.workloads[2].params.at("time") == "30s");
+
+    CHECK(parse_message(with_kind("io", "filename = \"/dev/sdb\"")) ==
+          "t.toml:4:1: unknown io option 'filename' in workload 'io-1'; valid options: ioengine, "
+          "rw, readwrite, rwmixread, bs, blocksize, iodepth, numjobs, size, direct, runtime, "
+          "time_based, ramp_time, iodepth_batch_submit, iodepth_batch, "
+          "iodepth_batch_complete_min, iodepth_batch_complete, iodepth_batch_complete_max, "
+          "iodepth_low, group_reporting, userspace_reap, ring_first. Every workload also takes: "
+          "kind, name, filesystems, timeout.");
+    CHECK(parse_message(with_kind("io", "ioengine = \"io_uring\"")) ==
+          "t.toml:4:12: unknown value 'io_uring' for 'ioengine'; valid values: libaio, psync, "
+          "null.");
+    CHECK(parse_message(with_kind("mariadb-atis", "server = { \"Innodb-Doublewrite\" = 0 }")) ==
+          "t.toml:4:12: 'server' in workload 'mariadb-atis-1': server variable name "
+          "'Innodb-Doublewrite' must be lower-case letters, digits and _ (as SHOW VARIABLES "
+          "prints it)");
+    CHECK(parse_message(with_kind("mariadb-atis", "server = { innodb_buffer_pool_size = [1] }")) ==
+          "t.toml:4:38: 'server' in workload 'mariadb-atis-1': 'innodb_buffer_pool_size' must "
+          "be a string, an integer or a boolean, not an array");
+    CHECK(parse_message(with_kind("mariadb-atis", "server = \"innodb_doublewrite=0\"")) ==
+          "t.toml:4:10: 'server' must be a table of server variables, e.g. { innodb_doublewrite "
+          "= 0 }, not a string");
+    CHECK(parse_message(with_kind("mariadb-atis", "loop_count = 0")) ==
+          "t.toml:4:14: 'loop_count' in workload 'mariadb-atis-1': must be >= 1");
+    CHECK(parse_message(with_kind("mariadb-atis", "small_test = 1")) ==
+          "t.toml:4:14: 'small_test' must be a boolean, not an integer");
+    CHECK(parse_message(with_kind("sysbench-oltp", "test = \"oltp_readwrite\"")) ==
+          "t.toml:4:8: unknown value 'oltp_readwrite' for 'test'; valid values: oltp_read_write, "
+          "oltp_read_only, oltp_write_only, oltp_point_select, oltp_insert, oltp_update_index, "
+          "oltp_update_non_index, oltp_delete. Did you mean 'oltp_read_write'?");
+    CHECK(parse_message(with_kind("sysbench-oltp", "time = \"10 s\"")) ==
+          "t.toml:4:8: 'time' '10 s' is not a duration; write e.g. \"90s\", \"10m\", \"1h\" or "
+          "whole seconds");
+}
+
+TEST_CASE("fio passes options and job files through, refusing the agent's own", "[spec][errors]") {
+    SweepSpec spec = parse_ok(
+        with_kind("fio",
+                  "rw = \"randwrite\"\noptions = { fdatasync = 1, \"lat_percentiles\" = true, "
+                  "ioscheduler = \"none\" }"));
+    CHECK(spec.workloads[0].params.at("options") ==
+          Json{{"fdatasync", 1}, {"lat_percentiles", true}, {"ioscheduler", "none"}});
+    spec =
+        parse_ok(with_kind("fio", "job_file = \"[global]\\nrw=randread\\n[job1]\\nsize=16m\\n\""));
+    CHECK(spec.workloads[0].params.at("job_file") == "[global]\nrw=randread\n[job1]\nsize=16m\n");
+
+    CHECK(parse_message(with_kind("fio", "options = { directory = \"/tmp\" }")) ==
+          "t.toml:4:13: 'options' in workload 'fio-1': fio option 'directory' is set by the "
+          "agent and cannot be given");
+    CHECK(parse_message(with_kind("fio", "options = { \"--bs\" = \"4k\" }")) ==
+          "t.toml:4:13: 'options' in workload 'fio-1': fio option name '--bs' must not be empty, "
+          "start with '-' or contain '=' or whitespace");
+    CHECK(parse_message(with_kind("fio", "options = { bs = { read = 1 } }")) ==
+          "t.toml:4:18: 'options' in workload 'fio-1': 'bs' must be a string, an integer or a "
+          "boolean, not a table");
+    CHECK(parse_message(with_kind("fio", "bs = \"4k\"\noptions = { bs = \"8k\" }")) ==
+          "t.toml:5:11: workload 'fio-1' sets 'bs' both as an option and in 'options'; set it "
+          "once");
+    CHECK(parse_message(with_kind("fio", "job_file = \"[j]\"\nrw = \"read\"")) ==
+          "t.toml:2:1: workload 'fio-1' has job_file and other fio options; a job file is the "
+          "whole job: put them in the file");
+    CHECK(parse_message(with_kind("fio", "job_file = \"\"")) ==
+          "t.toml:4:12: 'job_file' in workload 'fio-1': must not be empty");
+}
+
+TEST_CASE("a workload's filesystems are matrix values as written; others are errors",
+          "[spec][errors]") {
+    const std::string matrix =
+        "name = \"t\"\n[matrix]\nfilesystem = [\"ext4\", \"btrfs+nocow\", \"xfs-big\"]\n"
+        "[filesystems.xfs-big]\ntype = \"xfs\"\n";
+    SweepSpec spec = parse_ok(matrix +
+                              "[[workload]]\nkind = \"fio\"\nfilesystems = [\"btrfs+nocow\", "
+                              "\"xfs-big\"]\ntimeout = \"5m\"\n");
+    CHECK(spec.workloads[0].filesystems == std::vector<std::string>{"btrfs+nocow", "xfs-big"});
+    CHECK(spec.workloads[0].timeout_s == 300);
+    CHECK(spec.workloads[0].params == Json::object());  // common keys are not options
+
+    CHECK(parse_message(matrix + "[[workload]]\nkind = \"fio\"\nfilesystems = [\"ext4\", "
+                                 "\"btrfs\"]\n") ==
+          "t.toml:8:24: 'filesystems' in workload 'fio-1': 'btrfs' is not a value of "
+          "matrix.filesystem (as written there); its values: ext4, btrfs+nocow, xfs-big.");
+    CHECK(parse_message(matrix + "[[workload]]\nkind = \"fio\"\nfilesystems = \"ext4\"\n") ==
+          "t.toml:8:15: 'filesystems' must be an array of matrix.filesystem values, not a string");
+    CHECK(parse_message(matrix + "[[workload]]\nkind = \"fio\"\nfilesystems = []\n") ==
+          "t.toml:8:15: 'filesystems' in workload 'fio-1' is empty; leave it out to run on every "
+          "filesystem");
+    CHECK(parse_message(matrix + "[[workload]]\nkind = \"fio\"\ntimeout = 0\n") ==
+          "t.toml:8:11: 'timeout' must be a positive duration");
+    // Without matrix.filesystem the axis default is the only value.
+    CHECK(parse_message(with_kind("fio", "filesystems = [\"xfs\"]")) ==
+          "t.toml:4:16: 'filesystems' in workload 'fio-1': 'xfs' is not a value of "
+          "matrix.filesystem (as written there); its values: ext4.");
+}
+
+TEST_CASE("expansion pairs a workload only with the filesystems it lists", "[spec][expand]") {
+    SweepSpec spec = parse_ok(
+        "name = \"t\"\nrepetitions = 2\n[matrix]\ncache = [\"none\", \"unsafe\"]\n"
+        "filesystem = [\"ext4\", \"btrfs\", \"btrfs+nocow\"]\n"
+        "[[workload]]\nname = \"all\"\nkind = \"fio\"\n"
+        "[[workload]]\nname = \"some\"\nkind = \"fio\"\nfilesystems = [\"btrfs+nocow\"]\n");
+    Result<SweepPlan> plan = expand_sweep(spec);
+    REQUIRE(plan.ok());
+    REQUIRE(plan->configs.size() == 6);
+    // 6 configurations x 2 workloads = 12 pairs, of which "some" skips the 4
+    // configurations that are not btrfs+nocow: 8 pairs x 2 repetitions.
+    CHECK(plan->skipped_pairs == 4);
+    CHECK(plan->runs.size() == 16);
+    std::map<std::string, int> runs_per_workload_and_fs;
+    for (const auto& run : plan->runs) {
+        const auto& config = plan->configs[run.config_index];
+        runs_per_workload_and_fs[plan->workloads[run.workload_index].name + "/" +
+                                 config.filesystem.label]++;
+    }
+    CHECK(runs_per_workload_and_fs ==
+          std::map<std::string, int>{
+              {"all/btrfs", 4}, {"all/btrfs+nocow", 4}, {"all/ext4", 4}, {"some/btrfs+nocow", 4}});
+    // Sequences stay 0..N-1 and each round holds every pair once.
+    for (std::size_t i = 0; i < plan->runs.size(); ++i) CHECK(plan->runs[i].sequence == int(i));
+    CHECK(std::count_if(plan->runs.begin(), plan->runs.end(),
+                        [](const PlannedRun& run) { return run.repetition == 0; }) == 8);
+}
+
+TEST_CASE("a workload whose filesystems were all dropped is an error", "[spec][expand]") {
+    SweepSpec spec = parse_ok(
+        "name = \"t\"\n[matrix]\ndisk_size = \"100m\"\nfilesystem = [\"ext4\", \"xfs\"]\n"
+        "[[workload]]\nkind = \"fio\"\n"
+        "[[workload]]\nname = \"x\"\nkind = \"fio\"\nfilesystems = [\"xfs\"]\n");
+    Result<SweepPlan> plan = expand_sweep(spec);
+    REQUIRE_FALSE(plan.ok());
+    CHECK(plan.error().message ==
+          "workload 'x' runs on no configuration: every configuration with filesystem xfs was "
+          "dropped");
+}
+
+TEST_CASE("the seed-atis sweep expresses the MariaDB reference study", "[spec]") {
+    SweepSpec spec =
+        parse_ok(read_text(kRepoRoot / "config/sweeps/seed-atis.toml"), "seed-atis.toml");
+    Result<SweepPlan> plan = expand_sweep(spec);
+    REQUIRE(plan.ok());
+    CHECK(plan->configs.size() == 5);
+    REQUIRE(plan->workloads.size() == 3);
+    CHECK(plan->workloads[1].params.at("server") ==
+          Json{{"innodb_doublewrite", 0}, {"innodb_flush_method", "O_DSYNC"}});
+    // defaults on 5 filesystems, the two tunings on ext4 and btrfs: 9 pairs.
+    CHECK(plan->skipped_pairs == 6);
+    CHECK(plan->runs.size() == 9u * static_cast<std::size_t>(spec.repetitions));
 }

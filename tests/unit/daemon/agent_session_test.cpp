@@ -191,7 +191,7 @@ TEST_CASE("agent session: job out, progress in order, then the result", "[agent_
     }
     peer.send_raw(burst);
     const std::string result =
-        protocol::encode(protocol::kResult, Json{{"run_id", "17"}, {"fio", recorded_fio()}});
+        protocol::encode(protocol::kResult, Json{{"run_id", "17"}, {"output", recorded_fio()}});
     std::thread trickle([&] {
         const std::size_t half = result.size() / 2;
         ::send(peer.fd(), result.data(), half, MSG_NOSIGNAL);
@@ -206,7 +206,7 @@ TEST_CASE("agent session: job out, progress in order, then the result", "[agent_
     REQUIRE(outcome.ok());
     CHECK(order == std::vector<int>{1, 2, 3});
     CHECK(outcome->at("type") == "result");
-    CHECK(outcome->at("fio") == recorded_fio());
+    CHECK(outcome->at("output") == recorded_fio());
 
     session.send_shutdown();
     CHECK(peer.receive() == Json{{"v", 1}, {"type", "shutdown"}});

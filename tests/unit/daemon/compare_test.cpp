@@ -125,8 +125,12 @@ TEST_CASE("compare: statistics per configuration with known numbers", "[compare]
     CHECK(ext4["workload"] == "randrw");
     CHECK(ext4["settings"] == to_json(kSafeExt4));
     CHECK(ext4["durability_risks"] == Json::array());
-    CHECK(ext4["runs"] ==
-          Json{{"pending", 0}, {"running", 0}, {"succeeded", 3}, {"failed", 0}, {"cancelled", 0}});
+    CHECK(ext4["runs"] == Json{{"pending", 0},
+                               {"running", 0},
+                               {"succeeded", 3},
+                               {"failed", 0},
+                               {"timed_out", 0},
+                               {"cancelled", 0}});
     const Json& read_iops = ext4["metrics"]["read_iops"];
     const double half_width = 4.303 * 2.0 / std::sqrt(3.0);
     CHECK(read_iops["n"] == 3);
@@ -246,4 +250,99 @@ TEST_CASE("results_for_config: one configuration across sweeps", "[compare]") {
 }
 
 }  // namespace
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+RunRecord atis_run(const StorageConfig& config, const std::string& name, Json server,
+                   int sequence) {
+    RunRecord run;
+    run.sequence = sequence;
+    run.config_id = config_id(config);
+    run.config = to_json(config);
+    run.workload_name = name;
+    Json params = Json{{"loop_count", 10}};
+    if (!server.empty()) params["server"] = std::move(server);
+    run.workload = to_json(Workload{name, "mariadb-atis", params});
+    return run;
+}
+
+}  // namespace
+
+TEST_CASE("compare: a mariadb-atis sweep ranks by total time, lowest first, with options",
+          "[compare]") {
+    TempDir dir;
+    auto opened = Store::open(dir.file("results.db"));
+    REQUIRE(opened.ok());
+    Store& store = *opened.value();
+    StorageConfig ext4 = make_config(CacheMode::kUnsafe, "ext4");
+    StorageConfig btrfs_nocow = make_config(CacheMode::kUnsafe, "btrfs");
+    btrfs_nocow.filesystem.post_format = {"nocow"};
+    btrfs_nocow.filesystem.mount_options = "nobarrier";
+    btrfs_nocow.scheduler = IoScheduler::kNone;
+    const Json nosync = {{"innodb_doublewrite", 0}, {"innodb_flush_method", "nosync"}};
+    // Sequences: defaults ext4 0,1; defaults btrfs 2,3; nosync ext4 4,5.
+    const std::int64_t sweep =
+        create(store, "atis",
+               {atis_run(ext4, "defaults", {}, 0), atis_run(ext4, "defaults", {}, 1),
+                atis_run(btrfs_nocow, "defaults", {}, 2), atis_run(btrfs_nocow, "defaults", {}, 3),
+                atis_run(ext4, "dw0-nosync", nosync, 4), atis_run(ext4, "dw0-nosync", nosync, 5)});
+    finish(store, sweep, 0, run_status::kSucceeded, {{"total_s", 22}});
+    finish(store, sweep, 1, run_status::kSucceeded, {{"total_s", 24}});
+    finish(store, sweep, 2, run_status::kSucceeded, {{"total_s", 28}});
+    finish(store, sweep, 3, run_status::kTimedOut, {});
+    finish(store, sweep, 4, run_status::kSucceeded, {{"total_s", 15}});
+    finish(store, sweep, 5, run_status::kSucceeded, {{"total_s", 16}});
+
+    auto report = compare_sweep(store, sweep);
+    REQUIRE(report.ok());
+    const Json& json = report.value();
+    CHECK(json.at("workload_kinds") == Json{"mariadb-atis"});
+    CHECK(json.at("primary_metric") == Json{{"name", "total_s"}, {"lower_is_better", true}});
+    const Json& ranking = json.at("ranking");
+    REQUIRE(ranking.size() == 3);
+    CHECK(ranking[0].at("workload") == "dw0-nosync");
+    CHECK(ranking[0].at("filesystem") == "ext4");
+    CHECK(ranking[0].at("options") == "innodb_doublewrite=0 innodb_flush_method=nosync");
+    CHECK(ranking[0].at("mean") == 15.5);
+    CHECK(ranking[0].at("stddev").get<double>() == Approx(std::sqrt(0.5)));
+    CHECK(ranking[0].at("n") == 2);
+    CHECK(ranking[0].at("durability_risks") ==
+          Json{"cache=unsafe", "innodb_doublewrite=0", "innodb_flush_method=nosync"});
+    CHECK(ranking[1].at("options") == "defaults");
+    CHECK(ranking[1].at("mean") == 23);
+    CHECK(ranking[2].at("filesystem") == "btrfs+nocow:nobarrier scheduler=none");
+    CHECK(ranking[2].at("n") == 1);
+    CHECK(ranking[2].at("stddev").is_null());
+    CHECK(ranking[2].at("durability_risks") == Json{"cache=unsafe", "nobarrier"});
+    // Rows keep first-sequence order and count the timed-out run.
+    const Json& btrfs_row = json.at("rows").at(ranking[2].at("row").get<std::size_t>());
+    CHECK(btrfs_row.at("runs").at("timed_out") == 1);
+    CHECK(btrfs_row.at("workload_kind") == "mariadb-atis");
+    CHECK(btrfs_row.at("server_variables") == Json::object());
+
+    // Another metric on request: higher-is-better unless its unit says time.
+    auto by_phase = compare_sweep(store, sweep, CompareOptions{"phase_insert_s"});
+    REQUIRE(by_phase.ok());
+    CHECK(by_phase->at("primary_metric").at("lower_is_better") == true);
+    CHECK(by_phase->at("ranking").empty());  // no run reported it
+}
+
+TEST_CASE("compare: fio sweeps rank by read_iops, highest first", "[compare]") {
+    TempDir dir;
+    auto opened = Store::open(dir.file("results.db"));
+    REQUIRE(opened.ok());
+    Store& store = *opened.value();
+    const std::int64_t sweep = create(store, "fio", interleaved_runs());
+    finish(store, sweep, 0, run_status::kSucceeded, {{"read_iops", 100}});
+    finish(store, sweep, 1, run_status::kSucceeded, {{"read_iops", 300}});
+    auto report = compare_sweep(store, sweep);
+    REQUIRE(report.ok());
+    CHECK(report->at("primary_metric") == Json{{"name", "read_iops"}, {"lower_is_better", false}});
+    REQUIRE(report->at("ranking").size() == 2);
+    CHECK(report->at("ranking")[0].at("config_id") == config_id(kSafeExt4));
+    CHECK(report->at("ranking")[0].at("options") == "defaults");
+}
+
 }  // namespace ds

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "common/fio_metrics.h"
+#include "common/workload_output.h"
 
 namespace ds::testing {
 
@@ -158,17 +159,47 @@ bool GuestChannel::sleep(std::chrono::milliseconds duration) {
 // ---------------------------------------------------------------------------
 // Guest scripts
 
-Json matching_readback(const VmRequest& request) {
+Json matching_readback(const VmRequest& request, const Json& job) {
     const StorageConfig& config = request.config;
-    const std::string& options = config.filesystem.mount_options;
-    return Json{{"device", "sdb"},
-                {"fs_type", config.filesystem.type},
-                {"mount_options", options.empty() ? "rw,relatime" : "rw," + options},
-                {"rotational", config.ssd ? 0 : 1},
-                {"discard_max_bytes", config.discard ? 1073741824 : 0},
-                {"logical_block_size", 512},
-                {"read_ahead_kb", 128},
-                {"scheduler", "mq-deadline"}};
+    const FilesystemSpec& filesystem = config.filesystem;
+    const std::string& options = filesystem.mount_options;
+    Json readback{{"device", "sdb"},
+                  {"fs_type", filesystem.type},
+                  {"mount_options", options.empty() ? "rw,relatime" : "rw," + options},
+                  {"rotational", config.ssd ? 0 : 1},
+                  {"discard_max_bytes", config.discard ? 1073741824 : 0},
+                  {"logical_block_size", 512},
+                  {"read_ahead_kb", config.read_ahead_kb.value_or(128)},
+                  {"nr_requests", config.nr_requests.value_or(256)},
+                  {"scheduler", config.scheduler == IoScheduler::kDefault
+                                    ? std::string("mq-deadline")
+                                    : std::string(to_string(config.scheduler))}};
+    const auto& steps = filesystem.post_format;
+    const bool nocow = std::find(steps.begin(), steps.end(), "nocow") != steps.end();
+    readback["work_dir_attributes"] = nocow ? "---------------C------" : "----------------------";
+    readback["nocow"] = nocow;
+    if (filesystem.type == "btrfs") {
+        const bool single = std::find(steps.begin(), steps.end(), "single") != steps.end();
+        readback["btrfs"] = {{"data", "single"},
+                             {"metadata", single ? "single" : "dup"},
+                             {"system", single ? "single" : "dup"}};
+    }
+    // What SHOW VARIABLES prints for the variables the job asked for.
+    const Json server = job.is_object() ? job.value("workload", Json::object())
+                                              .value("params", Json::object())
+                                              .value("server", Json::object())
+                                        : Json::object();
+    if (!server.empty()) {
+        Json shown = Json::object();
+        for (const auto& [name, value] : server.items()) {
+            shown[name] = value.is_string()    ? value.get<std::string>()
+                          : value.is_boolean() ? std::string(value.get<bool>() ? "ON" : "OFF")
+                                               : value.dump();
+        }
+        readback["server_variables"] = shown;
+        readback["server_version"] = "10.11.6-MariaDB-0+deb12u1";
+    }
+    return readback;
 }
 
 Json matching_applied_settings(const StorageConfig& config) {
@@ -191,13 +222,15 @@ Json hello_payload() {
 
 GuestScript well_behaved_guest(GuestBehaviour behaviour) {
     // Prepared here, on the test's thread; the script runs on the guest's.
-    const Json fio = behaviour.fio.is_null() ? recorded_fio(behaviour.fio_file) : behaviour.fio;
+    const Json output = !behaviour.output.is_null() ? behaviour.output
+                        : behaviour.fio.is_null()   ? recorded_fio(behaviour.fio_file)
+                                                    : behaviour.fio;
     Json metrics = behaviour.metrics;
     if (metrics.is_null()) {
-        auto honest = metrics_from_fio_json(fio);
+        auto honest = metrics_from_workload_output(behaviour.kind, output);
         metrics = honest.ok() ? Json(honest.value()) : Json::object();
     }
-    return [behaviour, fio, metrics](GuestChannel& channel) {
+    return [behaviour, output, metrics](GuestChannel& channel) {
         if (!channel.send(protocol::kHello, hello_payload())) return;
         auto job = channel.receive(10s);
         if (!job || job->value("type", std::string()) != protocol::kJob) return;
@@ -215,7 +248,7 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
                               {"fraction", (i + 1.0) / behaviour.progress_messages}});
         }
         if (behaviour.before_result && !behaviour.before_result(channel)) return;
-        Json readback = matching_readback(channel.request());
+        Json readback = matching_readback(channel.request(), *job);
         if (!behaviour.readback_patch.is_null()) readback.merge_patch(behaviour.readback_patch);
         channel.send(
             protocol::kResult,
@@ -223,7 +256,7 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
                 {"run_id", job->value("run_id", std::string())},
                 {"timings",
                  {{"format_s", 0.25}, {"mount_s", 0.05}, {"post_format_s", 0.0}, {"bench_s", 2.5}}},
-                {"fio", fio},
+                {"output", output},
                 {"metrics", metrics},
                 {"readback", readback},
                 {"versions",
@@ -511,6 +544,33 @@ StorageConfig reference_config() {
     return config;
 }
 
+Workload atis_workload(Json server) {
+    Workload workload{"atis", "mariadb-atis", Json{{"loop_count", 10}}};
+    if (!server.is_null()) workload.params["server"] = std::move(server);
+    return workload;
+}
+
+std::string sqlbench_atis_stdout(double total_s) {
+    const long total = std::lround(total_s);
+    return "Testing server 'MariaDB 10.11.6' at 2024-05-01 10:00:00\n\n"
+           "ATIS table test\n\n"
+           "Creating tables\n"
+           "Time for create_table (28):  0 wallclock secs ( 0.00 usr  0.00 sys +  0.00 cusr  "
+           "0.00 csys =  0.00 CPU)\n\n"
+           "Inserting data\n"
+           "Time to insert (9768):  3 wallclock secs ( 0.41 usr  0.24 sys +  0.00 cusr  0.00 "
+           "csys =  0.65 CPU)\n\n"
+           "Retrieving data\n"
+           "Time for select_simple_join (500):  2 wallclock secs ( 0.50 usr  0.10 sys +  0.00 "
+           "cusr  0.00 csys =  0.60 CPU)\n\n"
+           "Removing tables\n"
+           "Time to drop_table (28):  0 wallclock secs ( 0.00 usr  0.00 sys +  0.00 cusr  0.00 "
+           "csys =  0.00 CPU)\n"
+           "Total time: " +
+           std::to_string(total) +
+           " wallclock secs ( 4.02 usr  1.17 sys +  0.00 cusr  0.00 csys =  5.19 CPU)\n";
+}
+
 Workload fio_workload() {
     return Workload{"randrw", "fio",
                     Json{{"rw", "randrw"}, {"bs", "4k"}, {"iodepth", 4}, {"runtime", "2s"}}};
@@ -599,17 +659,23 @@ RunEnvironment ExecutorFixture::environment() {
     env.events = &events;
     env.config = &config;
     env.image = GuestImage{"/fake/vmlinuz", "/fake/initrd.img", "/fake/root.img"};
+    env.image_for_variant = image_for_variant;
     env.accel = Accel::kTcg;
     return env;
 }
 
 RunRecord ExecutorFixture::pending_run(const StorageConfig& storage_config) {
+    return pending_run(storage_config, fio_workload());
+}
+
+RunRecord ExecutorFixture::pending_run(const StorageConfig& storage_config,
+                                       const Workload& workload) {
     SweepRecord sweep;
     sweep.name = "executor";
     sweep.spec_toml = "name = \"executor\"\n";
     sweep.spec_source = "test";
     sweep.created_at = utc_now_iso8601();
-    auto id = store->create_sweep(sweep, {planned_run(storage_config, fio_workload(), 0, 0)});
+    auto id = store->create_sweep(sweep, {planned_run(storage_config, workload, 0, 0)});
     REQUIRE(id.ok());
     auto runs = store->list_runs(id.value());
     REQUIRE(runs.ok());

@@ -94,7 +94,10 @@ using GuestScript = std::function<void(GuestChannel&)>;
 // What the agent would read back for `request` when every setting is in
 // force: fs_type, mount_options (as /proc/mounts prints them), rotational 0
 // exactly when ssd was requested, discard_max_bytes > 0 when discard was.
-Json matching_readback(const VmRequest& request);
+// Also: the block settings, btrfs profiles and nocow the configuration asks
+// for, and (from `job`, when given) the server variables its workload sets,
+// as SHOW VARIABLES would print them.
+Json matching_readback(const VmRequest& request, const Json& job = Json());
 
 // The hypervisor's view of `config` when everything is in force (the keys
 // verify_settings checks).
@@ -104,6 +107,8 @@ Json matching_applied_settings(const StorageConfig& config);
 struct GuestBehaviour {
     std::string fio_file = "randrw_4k_numjobs1.json";
     Json fio;                   // when set, sent instead of the recorded file
+    Json output;                // when set, result.output (instead of any fio output)
+    std::string kind = "fio";   // the workload kind `output` is of (for honest metrics)
     Json readback_patch;        // JSON merge patch applied to matching_readback()
     Json metrics;               // the guest's own (untrusted) metrics
     int progress_messages = 2;  // bench progress messages before the result
@@ -222,6 +227,11 @@ class FakeStorage : public StorageBackend {
 // options: the Ceph reference study's disk.
 StorageConfig reference_config();
 Workload fio_workload();
+// A mariadb-atis workload (loop_count 10), with `server` variables if given.
+Workload atis_workload(Json server = Json());
+// sql-bench test-ATIS output as the runner captures it, ending in
+// "Total time: N wallclock secs" with N = round(total_s).
+std::string sqlbench_atis_stdout(double total_s);
 RunRecord planned_run(const StorageConfig& config, const Workload& workload, int sequence,
                       int repetition);
 
@@ -259,9 +269,14 @@ struct ExecutorFixture {
     FakeHypervisor hypervisor;
     FakeStorage storage;
 
+    // Handed to RunEnvironment::image_for_variant (unset: the base image).
+    std::function<Result<GuestImage>(std::string_view variant)> image_for_variant;
+
     RunEnvironment environment();
-    // A new one-run sweep; returns the pending run as stored.
+    // A new one-run sweep (of fio_workload() unless given); returns the
+    // pending run as stored.
     RunRecord pending_run(const StorageConfig& config = reference_config());
+    RunRecord pending_run(const StorageConfig& config, const Workload& workload);
     RunRecord execute(const RunRecord& run, int boot_timeout_s = 5, int run_timeout_s = 10);
     RunRecord execute(const RunRecord& run, int boot_timeout_s, int run_timeout_s,
                       const std::atomic<bool>& cancelled);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/fio_metrics.h"
+#include "common/workload_output.h"
 #include "fakes.h"
 
 namespace ds {
@@ -231,7 +232,7 @@ TEST_CASE("executor: protocol violations by the guest fail the run with the reas
     }
     SECTION("a result before hello") {
         script = [fio = recorded_fio()](GuestChannel& channel) {
-            channel.send(protocol::kResult, Json{{"fio", fio}});
+            channel.send(protocol::kResult, Json{{"output", fio}});
         };
         expected = "agent sent 'result' before 'hello'";
     }
@@ -300,7 +301,7 @@ TEST_CASE("executor: a channel closed mid-run fails the run and says so", "[run_
     SECTION("in the middle of a message") {
         const RunRecord finished =
             run_with_guest(fixture, after_job([](GuestChannel& channel) {
-                               channel.send_raw(R"({"v":1,"type":"result","fio":{)");
+                               channel.send_raw(R"({"v":1,"type":"result","output":{)");
                                channel.power_off();
                            }));
         CHECK(finished.status == "failed");
@@ -313,7 +314,8 @@ TEST_CASE("executor: a guest that stays silent after the job hits the run timeou
     ExecutorFixture fixture;
     const RunRecord finished =
         run_with_guest(fixture, after_job([](GuestChannel& channel) { channel.sleep(30s); }), 5, 1);
-    CHECK(finished.status == "failed");
+    // The daemon's own deadline passed while the workload ran: timed out.
+    CHECK(finished.status == "timed_out");
     CHECK_THAT(finished.failure_reason, Contains("run exceeded its time limit of 1 s"));
 }
 
@@ -334,7 +336,7 @@ TEST_CASE("executor: a result with unusable fio output is refused", "[run_execut
     }
     SECTION("fio output that is not an object") {
         behaviour.fio = Json("fio: ENOSPC");
-        expected = "agent result has no fio output object";
+        expected = "agent result has no output object";
     }
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest(behaviour));
     CHECK(finished.status == "failed");
@@ -475,7 +477,7 @@ TEST_CASE("a result for another run id (sent before the job) is refused",
     fixture.hypervisor.set_guest_script([fio = recorded_fio()](GuestChannel& channel) {
         channel.send(protocol::kHello, hello_payload());
         channel.send(protocol::kResult, Json{{"run_id", "not-this-run"},
-                                             {"fio", fio},
+                                             {"output", fio},
                                              {"readback", matching_readback(channel.request())}});
     });
     const RunRecord finished = fixture.execute(fixture.pending_run());
@@ -507,4 +509,153 @@ TEST_CASE("an unusable run directory fails the run instead of throwing",
 }
 
 }  // namespace
+}  // namespace ds
+
+// ---------------------------------------------------------------------------
+// Workload kinds, block settings, time limits and image variants.
+
+namespace ds {
+namespace {
+
+using namespace ds::testing;
+using Catch::Matchers::Contains;
+
+StorageConfig btrfs_nocow_config() {
+    StorageConfig config = reference_config();
+    config.filesystem = FilesystemSpec{"btrfs+nocow", "btrfs", {}, "", {"nocow"}};
+    config.scheduler = IoScheduler::kBfq;
+    config.read_ahead_kb = 512;
+    return config;
+}
+
+Json atis_output(double total_s) {
+    return Json{{"stdout", sqlbench_atis_stdout(total_s)},
+                {"server_version", "10.11.6-MariaDB-0+deb12u1"}};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "executor: a mariadb-atis run boots the mariadb image variant and stores what was "
+    "verified",
+    "[run_executor][workloads]") {
+    ExecutorFixture fixture;
+    std::vector<std::string> asked;
+    fixture.image_for_variant = [&asked](std::string_view variant) -> Result<GuestImage> {
+        asked.emplace_back(variant);
+        const std::string dir = variant.empty() ? "/img" : "/img/" + std::string(variant);
+        return GuestImage{dir + "/vmlinux", dir + "/initrd.img", dir + "/root.img"};
+    };
+    GuestBehaviour behaviour;
+    behaviour.kind = "mariadb-atis";
+    behaviour.output = atis_output(23);
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    const Workload workload =
+        atis_workload(Json{{"innodb_doublewrite", 0}, {"innodb_flush_method", "O_DSYNC"}});
+    const RunRecord run = fixture.pending_run(btrfs_nocow_config(), workload);
+    const RunRecord finished = fixture.execute(run);
+    INFO("failure reason: " << finished.failure_reason);
+    REQUIRE(finished.status == "succeeded");
+    CHECK(asked == std::vector<std::string>{"mariadb"});
+    const auto request = fixture.hypervisor.request_for(finished.vm_name);
+    REQUIRE(request);
+    CHECK(request->image.root_disk == "/img/mariadb/root.img");
+    CHECK(request->image.kernel == "/img/mariadb/vmlinux");
+
+    // The job: the workload as stored, the non-default block settings, the
+    // run timeout (the workload sets none).
+    const auto received = fixture.hypervisor.guest_received(finished.vm_name);
+    REQUIRE_FALSE(received.empty());
+    const Json& job = received.front();
+    CHECK(job.at("type") == "job");
+    CHECK(job.at("workload") == to_json(workload));
+    CHECK(job.at("block") == Json{{"scheduler", "bfq"}, {"read_ahead_kb", 512}});
+    CHECK(job.at("timeout_s") == 10);
+
+    const RunRecord stored = fixture.stored(run.id);
+    const auto expected = metrics_from_workload_output("mariadb-atis", atis_output(23));
+    REQUIRE(expected.ok());
+    CHECK(stored.metrics == expected.value());
+    CHECK(stored.metrics.at("total_s") == 23);
+    CHECK(Json::parse(stored.raw_output) == atis_output(23));
+    const Json& guest = stored.applied_settings.at("guest");
+    CHECK(stored.applied_settings.at("verified") == true);
+    CHECK(guest.at("server_variables") ==
+          Json{{"innodb_doublewrite", "0"}, {"innodb_flush_method", "O_DSYNC"}});
+    CHECK(guest.at("nocow") == true);
+    CHECK(guest.at("btrfs").at("metadata") == "dup");
+    CHECK(guest.at("scheduler") == "bfq");
+    CHECK(guest.at("read_ahead_kb") == 512);
+}
+
+TEST_CASE("executor: a server variable not in force fails the run with the difference",
+          "[run_executor][workloads]") {
+    ExecutorFixture fixture;
+    GuestBehaviour behaviour;
+    behaviour.kind = "mariadb-atis";
+    behaviour.output = atis_output(15);
+    behaviour.readback_patch = {{"server_variables", {{"innodb_flush_method", "fsync"}}}};
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    const RunRecord finished = fixture.execute(fixture.pending_run(
+        reference_config(), atis_workload(Json{{"innodb_flush_method", "nosync"}})));
+    CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason ==
+          "settings not in force: server variable innodb_flush_method: requested nosync, server "
+          "has fsync");
+    CHECK(fixture.stored(finished.id).applied_settings.at("verified") == false);
+}
+
+TEST_CASE("executor: the workload's timeout goes to the job and its expiry is timed_out",
+          "[run_executor][workloads]") {
+    ExecutorFixture fixture;
+    Workload workload = fio_workload();
+    workload.timeout_s = 3;
+    fixture.hypervisor.set_guest_script(after_job([](GuestChannel& channel) {
+        channel.send(protocol::kError,
+                     Json{{"run_id", "ignored"},
+                          {"phase", "bench"},
+                          {"code", "timeout"},
+                          {"message", "fio ran longer than 3 s and was stopped"}});
+    }));
+    const RunRecord run = fixture.pending_run(reference_config(), workload);
+    const RunRecord finished = fixture.execute(run);
+    check_nothing_left(fixture, finished);
+    CHECK(finished.status == "timed_out");
+    CHECK(finished.failure_reason ==
+          "workload stopped at its time limit (agent, during bench: fio ran longer than 3 s and "
+          "was stopped)");
+    const auto received = fixture.hypervisor.guest_received(finished.vm_name);
+    REQUIRE_FALSE(received.empty());
+    CHECK(received.front().at("timeout_s") == 3);
+    CHECK_FALSE(received.front().contains("block"));  // every block setting at its default
+
+    // Any other agent error is a plain failure, its code notwithstanding.
+    ExecutorFixture other;
+    other.hypervisor.set_guest_script(after_job([](GuestChannel& channel) {
+        channel.send(protocol::kError,
+                     Json{{"phase", "bench"},
+                          {"code", "no_space"},
+                          {"message", "fio: io_u error: No space left on device"}});
+    }));
+    const RunRecord full = other.execute(other.pending_run());
+    CHECK(full.status == "failed");
+    CHECK_THAT(full.failure_reason, Contains("No space left on device"));
+}
+
+TEST_CASE("executor: a missing image variant fails the run naming it",
+          "[run_executor][workloads]") {
+    ExecutorFixture fixture;
+    fixture.image_for_variant = [](std::string_view variant) -> Result<GuestImage> {
+        return make_error(errc::kUnavailable, "guest image variant '" + std::string(variant) +
+                                                  "' incomplete: /img/mariadb/root.img is missing");
+    };
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord finished =
+        fixture.execute(fixture.pending_run(reference_config(), atis_workload()));
+    check_nothing_left(fixture, finished);
+    CHECK(finished.status == "failed");
+    CHECK_THAT(finished.failure_reason, Contains("/img/mariadb/root.img is missing"));
+    CHECK(fixture.hypervisor.started().empty());
+}
+
 }  // namespace ds

@@ -241,3 +241,119 @@ TEST_CASE("split_mount_options", "[settings_verify]") {
 }
 
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+StorageConfig btrfs_config(std::vector<std::string> mkfs, std::vector<std::string> steps) {
+    StorageConfig config = ds::test::reference_disk_config();
+    config.filesystem.type = "btrfs";
+    config.filesystem.mkfs_options = std::move(mkfs);
+    config.filesystem.post_format = std::move(steps);
+    return config;
+}
+
+Json btrfs_guest(Json profiles, bool nocow) {
+    Json guest = matching_guest();
+    guest["fs_type"] = "btrfs";
+    guest["mount_options"] = "rw,relatime,ssd,discard=async,space_cache=v2";
+    guest["btrfs"] = std::move(profiles);
+    guest["nocow"] = nocow;
+    guest["work_dir_attributes"] = nocow ? "---------------C------" : "----------------------";
+    return guest;
+}
+
+}  // namespace
+
+TEST_CASE("verify_settings: block-layer settings against the readback", "[settings_verify]") {
+    StorageConfig config = reference_config();
+    config.scheduler = IoScheduler::kBfq;
+    config.read_ahead_kb = 512;
+    config.nr_requests = 64;
+    Json guest = matching_guest();
+    guest["scheduler"] = "bfq";
+    guest["read_ahead_kb"] = 512;
+    guest["nr_requests"] = 64;
+    CHECK(verify_settings(config, nullptr, guest).empty());
+
+    guest["scheduler"] = "mq-deadline";
+    guest["read_ahead_kb"] = 128;
+    guest.erase("nr_requests");
+    CHECK(verify_settings(config, nullptr, guest) ==
+          std::vector<std::string>{"scheduler: requested bfq, guest has mq-deadline",
+                                   "read_ahead_kb: requested 512, guest has 128",
+                                   "nr_requests: requested 64, guest did not report it"});
+    // At their defaults nothing is checked: the kernel's values are whatever they are.
+    CHECK(verify_settings(reference_config(), nullptr, guest).empty());
+}
+
+TEST_CASE("verify_settings: btrfs profiles from mkfs options and the single step",
+          "[settings_verify]") {
+    const Json defaults = {{"data", "single"}, {"metadata", "dup"}, {"system", "dup"}};
+    const Json all_single = {{"data", "single"}, {"metadata", "single"}, {"system", "single"}};
+    CHECK(verify_settings(btrfs_config({}, {}), nullptr, btrfs_guest(defaults, false)).empty());
+    CHECK(verify_settings(btrfs_config({}, {"single"}), nullptr, btrfs_guest(all_single, false))
+              .empty());
+    CHECK(verify_settings(btrfs_config({}, {"single"}), nullptr, btrfs_guest(defaults, false)) ==
+          std::vector<std::string>{"btrfs metadata profile: requested single, guest has dup",
+                                   "btrfs system profile: requested single, guest has dup"});
+    // Every spelling of mkfs.btrfs's profile options.
+    for (const auto& mkfs :
+         std::vector<std::vector<std::string>>{{"-d", "dup", "-m", "single"},
+                                               {"--data", "DUP", "--metadata", "single"},
+                                               {"--data=dup", "--metadata=single"}}) {
+        INFO(mkfs[0]);
+        const Json wanted = {{"data", "dup"}, {"metadata", "single"}, {"system", "dup"}};
+        CHECK(verify_settings(btrfs_config(mkfs, {}), nullptr, btrfs_guest(wanted, false)).empty());
+        CHECK(verify_settings(btrfs_config(mkfs, {}), nullptr, btrfs_guest(defaults, false)) ==
+              std::vector<std::string>{"btrfs data profile: requested dup, guest has single",
+                                       "btrfs metadata profile: requested single, guest has dup"});
+    }
+    Json unreported = btrfs_guest(defaults, false);
+    unreported.erase("btrfs");
+    CHECK(verify_settings(btrfs_config({}, {"single"}), nullptr, unreported) ==
+          std::vector<std::string>{
+              "btrfs metadata profile: requested single, guest did not report it",
+              "btrfs system profile: requested single, guest did not report it"});
+}
+
+TEST_CASE("verify_settings: the nocow step needs a No_COW work directory", "[settings_verify]") {
+    const Json defaults = {{"data", "single"}, {"metadata", "dup"}, {"system", "dup"}};
+    CHECK(
+        verify_settings(btrfs_config({}, {"nocow"}), nullptr, btrfs_guest(defaults, true)).empty());
+    CHECK(verify_settings(btrfs_config({}, {"nocow"}), nullptr, btrfs_guest(defaults, false)) ==
+          std::vector<std::string>{"nocow: requested, the work directory is not No_COW (lsattr: "
+                                   "----------------------)"});
+    Json unreported = btrfs_guest(defaults, true);
+    unreported.erase("nocow");
+    CHECK(verify_settings(btrfs_config({}, {"nocow"}), nullptr, unreported) ==
+          std::vector<std::string>{
+              "nocow: requested, guest did not report the work directory's attributes"});
+}
+
+TEST_CASE("verify_settings: each requested server variable against SHOW VARIABLES",
+          "[settings_verify]") {
+    Workload workload{"atis", "mariadb-atis",
+                      Json{{"server",
+                            {{"innodb_doublewrite", 0},
+                             {"innodb_flush_method", "O_DSYNC"},
+                             {"innodb_buffer_pool_size", "256M"}}}}};
+    Json guest = matching_guest();
+    guest["server_variables"] = {{"innodb_doublewrite", "OFF"},
+                                 {"innodb_flush_method", "O_DSYNC"},
+                                 {"innodb_buffer_pool_size", "268435456"}};
+    CHECK(verify_settings(reference_config(), workload, nullptr, guest).empty());
+
+    guest["server_variables"]["innodb_flush_method"] = "fsync";
+    guest["server_variables"].erase("innodb_buffer_pool_size");
+    CHECK(verify_settings(reference_config(), workload, nullptr, guest) ==
+          std::vector<std::string>{
+              "server variable innodb_buffer_pool_size: requested 256M, SHOW VARIABLES did not "
+              "list it",
+              "server variable innodb_flush_method: requested O_DSYNC, server has fsync"});
+    // A workload without a server table checks none.
+    CHECK(verify_settings(reference_config(), Workload{"w", "fio", Json::object()}, nullptr, guest)
+              .empty());
+}
+
+}  // namespace ds

@@ -443,9 +443,12 @@ TEST_CASE("store: counts by status and cancelling pending runs", "[store]") {
 
     auto counts = store->run_counts(sweep_id);
     REQUIRE(counts.ok());
-    CHECK(counts.value() ==
-          std::map<std::string, int>{
-              {"pending", 4}, {"running", 0}, {"succeeded", 0}, {"failed", 0}, {"cancelled", 0}});
+    CHECK(counts.value() == std::map<std::string, int>{{"pending", 4},
+                                                       {"running", 0},
+                                                       {"succeeded", 0},
+                                                       {"failed", 0},
+                                                       {"timed_out", 0},
+                                                       {"cancelled", 0}});
 
     require_ok(store->mark_run_running(runs[0].id, "vm0", "vol0", "log0", "tcg", "t0"));
     require_ok(store->mark_run_running(runs[1].id, "vm1", "vol1", "log1", "tcg", "t1"));
@@ -453,9 +456,12 @@ TEST_CASE("store: counts by status and cancelling pending runs", "[store]") {
     require_ok(store->cancel_pending_runs(sweep_id));
 
     counts = store->run_counts(sweep_id);
-    CHECK(counts.value() ==
-          std::map<std::string, int>{
-              {"pending", 0}, {"running", 1}, {"succeeded", 1}, {"failed", 0}, {"cancelled", 2}});
+    CHECK(counts.value() == std::map<std::string, int>{{"pending", 0},
+                                                       {"running", 1},
+                                                       {"succeeded", 1},
+                                                       {"failed", 0},
+                                                       {"timed_out", 0},
+                                                       {"cancelled", 2}});
     auto cancelled = store->get_run(runs[3].id);
     CHECK(cancelled->status == "cancelled");
     CHECK_FALSE(cancelled->failure_reason.empty());
@@ -677,4 +683,73 @@ TEST_CASE("store: JSON shapes for the API", "[store]") {
 }
 
 }  // namespace
+}  // namespace ds
+
+namespace ds {
+
+TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[store][migration]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::int64_t sweep_id = 0;
+    std::vector<RunRecord> before;
+    {
+        // A database as the previous release left it: schema version 1.
+        auto old = Store::open(path, schema_migrations().subspan(0, 1));
+        REQUIRE(old.ok());
+        Store& store = *old.value();
+        auto id = store.create_sweep(make_sweep("old"), four_runs());
+        REQUIRE(id.ok());
+        sweep_id = id.value();
+        auto runs = store.list_runs(sweep_id);
+        REQUIRE(runs.ok());
+        RunRecord finished = runs->at(0);
+        REQUIRE(store.mark_run_running(finished.id, "vm", "vol", "log", "tcg", "t1").ok());
+        finished.status = run_status::kSucceeded;
+        finished.metrics = {{"read_iops", 1234.5}, {"write_iops", 99.0}};
+        finished.raw_output = "{\"jobs\":[]}";
+        finished.applied_settings = Json{{"verified", true}};
+        finished.finished_at = "t2";
+        REQUIRE(store.finish_run(finished).ok());
+        // The old CHECK refuses the new status.
+        RunRecord timed_out = runs->at(1);
+        timed_out.status = run_status::kTimedOut;
+        CHECK_FALSE(store.finish_run(timed_out).ok());
+        before = store.list_runs(sweep_id).value();
+    }
+
+    auto migrated = Store::open(path);
+    REQUIRE(migrated.ok());
+    Store& store = *migrated.value();
+    CHECK(store.schema_version().value() == 2);
+    auto after = store.list_runs(sweep_id);
+    REQUIRE(after.ok());
+    REQUIRE(after->size() == before.size());
+    for (std::size_t i = 0; i < before.size(); ++i) {
+        INFO("run " << i);
+        CHECK(to_json(after->at(i), true) == to_json(before[i], true));
+    }
+    CHECK(after->at(0).metrics ==
+          std::map<std::string, double>{{"read_iops", 1234.5}, {"write_iops", 99.0}});
+
+    // timed_out is now a terminal status like failed.
+    RunRecord run = after->at(1);
+    REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", "tcg", "t3").ok());
+    run.status = run_status::kTimedOut;
+    run.failure_reason = "workload stopped at its time limit";
+    run.finished_at = "t4";
+    REQUIRE(store.finish_run(run).ok());
+    CHECK(store.get_run(run.id)->status == "timed_out");
+    CHECK(store.run_counts(sweep_id).value().at("timed_out") == 1);
+    CHECK_FALSE(store.finish_run(run).ok());  // once finished, finished
+
+    // Deleting a sweep still cascades to runs and metrics (foreign keys intact).
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    db.exec("PRAGMA foreign_keys = ON");
+    db.exec("DELETE FROM sweeps WHERE id = " + std::to_string(sweep_id));
+    CHECK(db.execAndGet("SELECT COUNT(*) FROM runs").getInt() == 0);
+    CHECK(db.execAndGet("SELECT COUNT(*) FROM metrics").getInt() == 0);
+    CHECK(db.execAndGet("SELECT COUNT(*) FROM sqlite_master WHERE name = 'metrics_before_v2'")
+              .getInt() == 0);
+}
+
 }  // namespace ds

@@ -303,3 +303,65 @@ TEST_CASE("progress follows the event stream", "[hostctl][format]") {
     CHECK(ds::hostctl::format_progress_bar(progress, 8) ==
           "[########]  8/8 runs  7 ok  1 failed  0 running");
 }
+
+namespace {
+
+// A compare reply for a mariadb-atis sweep, as daemon/compare.cpp builds it.
+ds::hostctl::Json atis_compare() {
+    using ds::hostctl::Json;
+    auto row = [](std::string fs, std::string workload, std::string options, Json metrics,
+                  Json runs, Json risks) {
+        return Json{
+            {"config_id", "c-" + fs}, {"workload", workload},     {"workload_kind", "mariadb-atis"},
+            {"filesystem", fs},       {"options", options},       {"runs", runs},
+            {"metrics", metrics},     {"durability_risks", risks}};
+    };
+    auto total = [](double mean, Json stddev, int n) {
+        return Json{{"total_s", {{"n", n}, {"mean", mean}, {"stddev", stddev}}}};
+    };
+    Json rows = Json::array(
+        {row("ext4", "defaults", "defaults", total(23.4, 0.52, 3), {{"succeeded", 3}},
+             {"cache=unsafe"}),
+         row("btrfs+nocow", "defaults", "defaults", total(28.1, 1.26, 3), {{"succeeded", 3}},
+             {"cache=unsafe"}),
+         row("ext4", "dw0-nosync", "innodb_doublewrite=0 innodb_flush_method=nosync",
+             total(15.0, nullptr, 1), {{"succeeded", 1}, {"failed", 1}, {"timed_out", 1}},
+             {"cache=unsafe", "innodb_flush_method=nosync"}),
+         row("btrfs", "dw0-nosync", "innodb_doublewrite=0 innodb_flush_method=nosync",
+             Json::object(), {{"succeeded", 0}, {"timed_out", 3}},
+             {"cache=unsafe", "innodb_flush_method=nosync"})});
+    return Json{{"sweep_id", 7},
+                {"rows", rows},
+                {"workload_kinds", {"mariadb-atis"}},
+                {"primary_metric", {{"name", "total_s"}, {"lower_is_better", true}}},
+                {"ranking", {{{"row", 2}}, {{"row", 0}}, {{"row", 1}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("compare table of a mariadb-atis sweep has the seed study's shape", "[format]") {
+    // Fastest first (the ranking), rows without a result last; no spread
+    // for a single run; risks of the disk and of the server variables.
+    const std::string expected =
+        "sweep 7: sql-bench test-ATIS total time in seconds (lower is better), fastest first; "
+        "mean ± sd (sample standard deviation) over n succeeded runs\n"
+        "Filesystem   Options                                          Time (s)      n             "
+        "             !\n"
+        "ext4         innodb_doublewrite=0 innodb_flush_method=nosync  15.00         1 (1 failed, "
+        "1 timed out)  unsafe: cache=unsafe, innodb_flush_method=nosync\n"
+        "ext4         defaults                                         23.40 ± 0.52  3             "
+        "             unsafe: cache=unsafe\n"
+        "btrfs+nocow  defaults                                          28.1 ± 1.3   3             "
+        "             unsafe: cache=unsafe\n"
+        "btrfs        innodb_doublewrite=0 innodb_flush_method=nosync      -         0 (3 timed "
+        "out)            unsafe: cache=unsafe, innodb_flush_method=nosync\n"
+        "! = settings that can lose data on a power failure or crash\n";
+    CHECK(ds::hostctl::format_compare_table(atis_compare()) == expected);
+}
+
+TEST_CASE("run counts include timed-out runs", "[format]") {
+    const auto counts = ds::hostctl::parse_counts(
+        ds::hostctl::Json{{"succeeded", 2}, {"failed", 1}, {"timed_out", 3}, {"cancelled", 0}});
+    CHECK(counts.timed_out == 3);
+    CHECK(counts.done() == 6);
+}

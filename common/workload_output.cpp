@@ -1,0 +1,402 @@
+#include "common/workload_output.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <optional>
+
+#include "common/fio_metrics.h"
+
+namespace ds {
+namespace {
+
+std::string_view trim(std::string_view text) {
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
+        text.remove_prefix(1);
+    }
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
+        text.remove_suffix(1);
+    }
+    return text;
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+    return text.substr(0, prefix.size()) == prefix;
+}
+
+std::string lower(std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return out;
+}
+
+// The whole of `text` as a finite double (fixed or scientific, as Perl's %g
+// and sysbench's %f print them).
+std::optional<double> parse_double(std::string_view text) {
+    text = trim(text);
+    if (text.empty()) return std::nullopt;
+    if (text.front() == '+') text.remove_prefix(1);
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+std::optional<long long> parse_integer(std::string_view text) {
+    text = trim(text);
+    long long value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+    return value;
+}
+
+// Splits `text` into lines without their '\n' (and a '\r' before it).
+std::vector<std::string_view> split_lines(std::string_view text) {
+    std::vector<std::string_view> lines;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        std::string_view line = text.substr(start, end - start);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+        lines.push_back(line);
+        start = end + 1;
+    }
+    return lines;
+}
+
+Error malformed(std::size_t line_number, std::string_view line, std::string_view what) {
+    return make_error(errc::kInvalidArgument,
+                      "sql-bench output line " + std::to_string(line_number) + " (\"" +
+                          std::string(line.substr(0, 160)) + "\"): " + std::string(what));
+}
+
+// "N wallclock secs (...)" -> N.
+std::optional<double> parse_wallclock(std::string_view rest) {
+    const auto at = rest.find(" wallclock secs");
+    if (at == std::string_view::npos) return std::nullopt;
+    auto value = parse_double(rest.substr(0, at));
+    if (!value || *value < 0) return std::nullopt;
+    return value;
+}
+
+// ---- sysbench ------------------------------------------------------------------
+
+// "    transactions:   1234   (246.70 per sec.)" -> 246.70
+std::optional<double> per_second(std::string_view rest) {
+    const auto open = rest.find('(');
+    const auto close = rest.find(" per sec.)", open == std::string_view::npos ? 0 : open);
+    if (open == std::string_view::npos || close == std::string_view::npos) return std::nullopt;
+    return parse_double(rest.substr(open + 1, close - open - 1));
+}
+
+struct HistogramBucket {
+    double value_ms;
+    long long count;
+};
+
+// The value below which `percentile` percent of the events fall, the way
+// sysbench computes its own "Nth percentile" line from the same buckets:
+// the first bucket at which the running count reaches
+// round(total * percentile / 100).
+std::optional<double> histogram_percentile(const std::vector<HistogramBucket>& buckets,
+                                           double percentile) {
+    long long total = 0;
+    for (const auto& bucket : buckets) total += bucket.count;
+    if (total <= 0) return std::nullopt;
+    const long long wanted =
+        std::max<long long>(1, std::llround(static_cast<double>(total) * percentile / 100.0));
+    long long running = 0;
+    for (const auto& bucket : buckets) {
+        running += bucket.count;
+        if (running >= wanted) return bucket.value_ms;
+    }
+    return buckets.back().value_ms;
+}
+
+Error sysbench_invalid(std::string_view what) {
+    return make_error(errc::kInvalidArgument, "sysbench output: " + std::string(what));
+}
+
+// Metrics of `sysbench ... run`'s report. Percentiles: the "Nth percentile"
+// line (sysbench prints one, --percentile, default 95) and, when the run had
+// --histogram=on, p50/p95/p99 from the histogram wherever the line did not
+// give that percentile.
+Result<std::map<std::string, double>> sysbench_metrics(std::string_view text) {
+    std::map<std::string, double> metrics;
+    std::vector<HistogramBucket> histogram;
+    bool in_histogram = false;
+    bool in_latency = false;
+    const auto lines = split_lines(text);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const std::string_view line = trim(lines[i]);
+        if (starts_with(line, "Latency histogram")) {
+            in_histogram = true;
+            continue;
+        }
+        if (in_histogram) {
+            if (starts_with(line, "value")) continue;
+            const auto bar = line.find('|');
+            if (bar == std::string_view::npos) {
+                in_histogram = false;
+            } else {
+                const auto value = parse_double(line.substr(0, bar));
+                const auto last_space = line.find_last_of(' ');
+                const auto count = last_space == std::string_view::npos || last_space < bar
+                                       ? std::nullopt
+                                       : parse_integer(line.substr(last_space + 1));
+                if (!value || !count) {
+                    return sysbench_invalid("histogram line " + std::to_string(i + 1) +
+                                            " does not parse: \"" + std::string(line) + "\"");
+                }
+                histogram.push_back({*value, *count});
+                continue;
+            }
+        }
+        if (starts_with(line, "Latency (ms):")) {
+            in_latency = true;
+            continue;
+        }
+        const auto colon = line.find(':');
+        if (colon == std::string_view::npos) continue;
+        const std::string_view key = line.substr(0, colon);
+        const std::string_view rest = line.substr(colon + 1);
+        if (key == "transactions") {
+            if (auto v = per_second(rest)) metrics["tps"] = *v;
+        } else if (key == "queries") {
+            if (auto v = per_second(rest)) metrics["qps"] = *v;
+        } else if (key == "ignored errors") {
+            if (auto v = per_second(rest)) metrics["errors_per_s"] = *v;
+        } else if (key == "reconnects") {
+            if (auto v = per_second(rest)) metrics["reconnects_per_s"] = *v;
+        } else if (in_latency && (key == "avg" || key == "max")) {
+            if (auto v = parse_double(rest)) metrics["latency_" + std::string(key) + "_ms"] = *v;
+        } else if (in_latency && key.size() > 13 &&
+                   key.substr(key.size() - 13) == "th percentile") {
+            const auto pct = parse_double(key.substr(0, key.size() - 13));
+            const auto v = parse_double(rest);
+            if (pct && v && (*pct == 50 || *pct == 95 || *pct == 99)) {
+                metrics["latency_p" + std::to_string(static_cast<int>(*pct)) + "_ms"] = *v;
+            }
+        } else if (in_latency && key == "sum") {
+            in_latency = false;
+        }
+    }
+    if (!metrics.count("tps") || !metrics.count("qps")) {
+        return sysbench_invalid(
+            "no \"transactions: N (X per sec.)\" and \"queries: N (X per sec.)\" lines; is this "
+            "the output of sysbench's run command?");
+    }
+    for (const int pct : {50, 95, 99}) {
+        const std::string name = "latency_p" + std::to_string(pct) + "_ms";
+        if (metrics.count(name)) continue;
+        if (auto v = histogram_percentile(histogram, pct)) metrics[name] = *v;
+    }
+    return metrics;
+}
+
+const std::string* stdout_of(const Json& output) {
+    if (!output.is_object()) return nullptr;
+    const auto found = output.find("stdout");
+    if (found == output.end() || !found->is_string()) return nullptr;
+    return &found->get_ref<const std::string&>();
+}
+
+// ---- server variables --------------------------------------------------------
+
+std::string normalized_name(std::string_view name) {
+    std::string out = lower(trim(name));
+    std::replace(out.begin(), out.end(), '-', '_');
+    return out;
+}
+
+// ON/OFF for MariaDB's boolean spellings, nullopt otherwise.
+std::optional<bool> as_boolean(std::string_view text) {
+    const std::string value = lower(trim(text));
+    if (value == "on" || value == "true" || value == "yes" || value == "1") return true;
+    if (value == "off" || value == "false" || value == "no" || value == "0") return false;
+    return std::nullopt;
+}
+
+// A number with an optional K/M/G/T/P/E suffix (powers of 1024, as MariaDB
+// reads sizes in option files), nullopt when `text` is not one.
+std::optional<double> as_size(std::string_view text) {
+    text = trim(text);
+    if (text.empty()) return std::nullopt;
+    double multiplier = 1;
+    const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+    const std::string_view suffixes = "KMGTPE";
+    if (const auto at = suffixes.find(suffix); at != std::string_view::npos) {
+        multiplier = std::pow(1024.0, static_cast<double>(at + 1));
+        text.remove_suffix(1);
+    }
+    const auto value = parse_double(text);
+    if (!value) return std::nullopt;
+    return *value * multiplier;
+}
+
+// The spec's value as text: strings as written, numbers as JSON spells them,
+// booleans as 1/0 (what an option file would say).
+std::optional<std::string> requested_text(const Json& requested) {
+    if (requested.is_string()) return requested.get<std::string>();
+    if (requested.is_boolean()) return std::string(requested.get<bool>() ? "1" : "0");
+    if (requested.is_number()) return requested.dump();
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view image_variant_for_kind(std::string_view kind) {
+    if (kind == "mariadb-atis" || kind == "sysbench-oltp") return "mariadb";
+    return "";
+}
+
+Result<SqlBenchReport> parse_sqlbench_output(std::string_view text) {
+    SqlBenchReport report;
+    bool have_total = false;
+    const auto lines = split_lines(text);
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        const std::size_t number = i + 1;
+        const std::string_view line = trim(lines[i]);
+        if (line.empty()) continue;
+
+        bool estimated = false;
+        std::string_view rest = line;
+        if (starts_with(rest, "Estimated ")) {
+            estimated = true;
+            rest.remove_prefix(10);
+        }
+        if (starts_with(rest, "total time:") || starts_with(rest, "Total time:")) {
+            auto wall = parse_wallclock(rest.substr(11));
+            if (!wall) return malformed(number, line, "expected \"N wallclock secs\"");
+            report.total_s = *wall;
+            report.total_estimated = estimated;
+            have_total = true;
+            continue;
+        }
+        const bool time_line = starts_with(rest, "Time for ") || starts_with(rest, "Time to ") ||
+                               starts_with(rest, "time for ") || starts_with(rest, "time to ");
+        if (!time_line) {
+            if (report.test.empty() && report.phases.empty() && !estimated && line.size() > 5 &&
+                line.substr(line.size() - 5) == " test" && !starts_with(line, "Testing ")) {
+                report.test = std::string(line);
+            }
+            continue;
+        }
+        // "Time for NAME (COUNT[:ROWS]): WALL wallclock secs (...)"
+        rest.remove_prefix(rest[5] == 'f' ? 9 : 8);
+        const auto open = rest.find(" (");
+        const auto close = rest.find("): ", open == std::string_view::npos ? 0 : open);
+        if (open == std::string_view::npos || close == std::string_view::npos || open == 0) {
+            return malformed(number, line, "expected \"Time for NAME (COUNT): N wallclock secs\"");
+        }
+        SqlBenchPhase phase;
+        phase.name = std::string(trim(rest.substr(0, open)));
+        std::string_view count = rest.substr(open + 2, close - open - 2);
+        count = count.substr(0, count.find(':'));  // "(count:rows)" of fetch loops
+        const auto parsed_count = parse_integer(count);
+        if (!parsed_count)
+            return malformed(number, line, "the count in parentheses is not a number");
+        phase.count = *parsed_count;
+        const auto wall = parse_wallclock(rest.substr(close + 3));
+        if (!wall) return malformed(number, line, "expected \"N wallclock secs\" after the count");
+        phase.wall_s = *wall;
+        phase.estimated = estimated;
+        report.phases.push_back(std::move(phase));
+    }
+    if (!have_total) {
+        return make_error(errc::kInvalidArgument,
+                          "sql-bench output has no \"Total time: N wallclock secs\" line (" +
+                              std::to_string(lines.size()) +
+                              " lines): the benchmark did not finish");
+    }
+    return report;
+}
+
+Result<std::map<std::string, double>> metrics_from_workload_output(std::string_view kind,
+                                                                   const Json& output) {
+    if (kind == "fio" || kind == "io") return metrics_from_fio_json(output);
+    if (kind == "mariadb-atis" || kind == "sysbench-oltp") {
+        const std::string* text = stdout_of(output);
+        if (text == nullptr) {
+            return make_error(errc::kInvalidArgument, std::string(kind) +
+                                                          " output has no string \"stdout\" (got " +
+                                                          output.dump().substr(0, 120) + ")");
+        }
+        if (kind == "sysbench-oltp") return sysbench_metrics(*text);
+
+        auto report = parse_sqlbench_output(*text);
+        if (!report.ok()) return report.error();
+        std::map<std::string, double> metrics;
+        double estimated = 0;
+        for (const auto& phase : report->phases) {
+            if (phase.estimated) {
+                ++estimated;
+                continue;
+            }
+            metrics["phase_" + phase.name + "_s"] += phase.wall_s;
+        }
+        metrics["estimated_phases"] = estimated;
+        // An estimated total contains the estimates: not a measurement, so
+        // not total_s (the run's phases that were measured still are metrics).
+        if (!report->total_estimated) metrics["total_s"] = report->total_s;
+        return metrics;
+    }
+    return make_error(errc::kInvalidArgument,
+                      "no metrics for workload kind '" + std::string(kind) +
+                          "' (known: fio, io, mariadb-atis, sysbench-oltp)");
+}
+
+PrimaryMetric primary_metric_for_kind(std::string_view kind) {
+    if (kind == "mariadb-atis") return {"total_s", true};
+    if (kind == "sysbench-oltp") return {"tps", false};
+    return {"read_iops", false};
+}
+
+bool server_variable_matches(std::string_view name, const Json& requested, std::string_view shown) {
+    (void)name;  // the spellings below are the same for every variable
+    const auto wanted = requested_text(requested);
+    if (!wanted) return false;
+    const std::string_view want = trim(*wanted);
+    const std::string_view got = trim(shown);
+    if (lower(want) == lower(got)) return true;
+    // Booleans: 0/1/true/false/on/off/yes/no all name ON or OFF. A requested
+    // integer other than 0/1 is not a boolean (as_boolean refuses it).
+    const auto want_bool = as_boolean(want);
+    const auto got_bool = as_boolean(got);
+    if (want_bool && got_bool) return *want_bool == *got_bool;
+    // Numbers and sizes: 128M == 134217728, 90 == 90.000000.
+    const auto want_size = as_size(want);
+    const auto got_size = as_size(got);
+    if (want_size && got_size) {
+        return std::fabs(*want_size - *got_size) <= 1e-9 * std::max(1.0, std::fabs(*want_size));
+    }
+    return false;
+}
+
+std::vector<std::string> server_variable_risks(const Json& server_variables) {
+    std::vector<std::string> risks;
+    if (!server_variables.is_object()) return risks;
+    for (const auto& [raw_name, value] : server_variables.items()) {
+        const std::string name = normalized_name(raw_name);
+        const auto text = requested_text(value);
+        if (!text) continue;
+        const std::string v = lower(trim(*text));
+        bool risky = false;
+        if (name == "innodb_flush_method") {
+            risky = v == "nosync";
+        } else if (name == "innodb_flush_log_at_trx_commit") {
+            risky = v == "0" || v == "2";
+        } else if (name == "innodb_doublewrite") {
+            risky = as_boolean(v) == std::optional<bool>(false);
+        }
+        if (risky) risks.push_back(name + "=" + std::string(trim(*text)));
+    }
+    return risks;
+}
+
+}  // namespace ds

@@ -1,0 +1,45 @@
+// The workload kinds the agent runs, as data: each kind's up-front param
+// check (run by parse_job before the disk is touched) and its runner
+// (workload.h). The agent dispatches through this table only; adding a
+// kind is adding a row.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "common/result.h"
+#include "common/settings.h"
+#include "guestagent/workload.h"
+
+namespace ds::agent {
+
+struct WorkloadKindEntry {
+    std::string_view kind;
+    // errc::kInvalidArgument naming the bad param.
+    Status (*check_params)(const Workload& workload);
+    WorkloadRunner run;
+};
+
+// fio, io, mariadb-atis, sysbench-oltp (in that order).
+std::span<const WorkloadKindEntry> workload_kind_table();
+// nullptr for an unknown kind.
+const WorkloadKindEntry* find_workload_kind_entry(std::string_view kind);
+
+// Kind `fio`: fio 3.33 as a child process (fio_job.h builds its command).
+// The job file of params.job_file is written to ctx.scratch_dir/NAME.fio.
+// fio is killed at ctx.time_limit (errc::kTimeout "fio was stopped after
+// N s: ..."); a failing fio is errc::kAgent with its stderr tail, or errc::kIo
+// when that says "No space left on device"; so is a job that reports an
+// error in fio's JSON.
+Status check_fio_params(const Workload& workload);
+Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContext& ctx);
+
+// Kind `io`: the agent's own engine (ds::io::run_io_job) on a thread, with
+// directory = ctx.work_dir and name = the workload's name (params may not set
+// filename, directory or name). At ctx.time_limit the stop flag is set and
+// the run ends with errc::kTimeout "io job NAME was stopped after N s: ...";
+// engine errors pass through (an ENOSPC is errc::kIo naming it).
+Status check_io_params(const Workload& workload);
+Result<WorkloadOutput> run_io_workload(const Workload& workload, WorkloadContext& ctx);
+
+}  // namespace ds::agent
