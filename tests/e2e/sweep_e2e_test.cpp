@@ -17,18 +17,13 @@ using ds::test::DaemonFixture;
 
 namespace {
 
-std::string image_dir() {
-    const char* dir = std::getenv("DISKSWEEP_TEST_IMAGE_DIR");
-    return dir ? dir : "/var/lib/disksweep/images";
-}
-
 bool image_present() {
-    return std::filesystem::exists(image_dir() + "/root.img");
+    return std::filesystem::exists(ds::test::test_image_dir() + "/root.img");
 }
 
 std::vector<std::string> daemon_args(int boot_timeout = 120) {
-    return {"--image-dir", image_dir(),      "--accel",
-            "tcg",         "--boot-timeout", std::to_string(boot_timeout)};
+    return {"--image-dir", ds::test::test_image_dir(), "--accel",
+            "tcg",         "--boot-timeout",           std::to_string(boot_timeout)};
 }
 
 const char* kTwoByTwo = R"(
@@ -61,7 +56,8 @@ time_based = true
 
 TEST_CASE("a 2x2 sweep runs in real guests, is verified, stored and compared", "[e2e]") {
     if (!image_present())
-        FAIL("guest image missing in " + image_dir() + ": run scripts/build-guest-image.sh");
+        FAIL("guest image missing in " + ds::test::test_image_dir() +
+             ": run scripts/build-guest-image.sh");
     DaemonFixture daemon(daemon_args());
     REQUIRE(daemon.ready());
     auto spec = ds::test::write_temp_file("e2e-2x2.toml", kTwoByTwo);
@@ -125,7 +121,7 @@ TEST_CASE("a 2x2 sweep runs in real guests, is verified, stored and compared", "
 }
 
 TEST_CASE("a guest that never says hello fails its run with the console log path", "[e2e]") {
-    if (!image_present()) FAIL("guest image missing in " + image_dir());
+    if (!image_present()) FAIL("guest image missing in " + ds::test::test_image_dir());
     DaemonFixture daemon(daemon_args(/*boot_timeout=*/3));
     REQUIRE(daemon.ready());
     auto spec = ds::test::write_temp_file("e2e-boot-timeout.toml", R"(
@@ -153,7 +149,7 @@ runtime = "1s"
 }
 
 TEST_CASE("a guest killed mid-run fails that run and the sweep goes on", "[e2e]") {
-    if (!image_present()) FAIL("guest image missing in " + image_dir());
+    if (!image_present()) FAIL("guest image missing in " + ds::test::test_image_dir());
     DaemonFixture daemon(daemon_args());
     REQUIRE(daemon.ready());
     auto spec = ds::test::write_temp_file("e2e-kill.toml", R"(

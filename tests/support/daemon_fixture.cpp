@@ -120,4 +120,9 @@ std::vector<pid_t> qemu_processes_mentioning(const std::string& needle) {
     return pids;
 }
 
+std::string test_image_dir() {
+    const char* dir = std::getenv("DISKSWEEP_TEST_IMAGE_DIR");
+    return dir != nullptr && *dir != '\0' ? dir : "/var/lib/disksweep/images";
+}
+
 }  // namespace ds::test

@@ -49,6 +49,9 @@ class DaemonFixture {
 };
 
 std::string write_temp_file(const std::string& name, const std::string& content);
+// The guest images the e2e tier boots: $DISKSWEEP_TEST_IMAGE_DIR, else
+// /var/lib/disksweep/images (scripts/test.sh builds them there).
+std::string test_image_dir();
 // PIDs of running qemu-system processes whose command line mentions `needle`.
 std::vector<pid_t> qemu_processes_mentioning(const std::string& needle);
 std::string hostctl_binary();
