@@ -418,11 +418,11 @@ int main(int argc, char** argv) {
                 std::vector<Measurement> runs;
                 std::vector<std::optional<Measurement>> by_round;
             };
-            std::vector<Tool> tools = {{"engine", settings.engine, false, {}},
-                                       {"fio", settings.fio, false, {}}};
+            std::vector<Tool> tools = {{"engine", settings.engine, false, {}, {}},
+                                       {"fio", settings.fio, false, {}, {}}};
             if (settings.threads == "on" || (settings.threads == "auto" && numjobs > 1)) {
-                tools.push_back({"engine-thr", settings.engine, true, {}});
-                tools.push_back({"fio-thr", settings.fio, true, {}});
+                tools.push_back({"engine-thr", settings.engine, true, {}, {}});
+                tools.push_back({"fio-thr", settings.fio, true, {}, {}});
             }
             auto argv_of = [&](const Tool& tool, const std::string& runtime) {
                 auto argv = job_argv(tool.program, settings, *target, numjobs, runtime);
