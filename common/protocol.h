@@ -15,7 +15,7 @@
 
 namespace ds::protocol {
 
-inline constexpr int kVersion = 1;
+inline constexpr int kVersion = 2;
 inline constexpr std::size_t kMaxMessageBytes = 8u << 20;  // fio JSON fits easily
 inline constexpr std::string_view kChannelName = "org.disksweep.agent.0";
 // Serial numbers by which the guest finds its disks without udev.

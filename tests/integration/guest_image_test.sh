@@ -9,7 +9,7 @@
 #   GUEST_TEST_BUSES    data disk buses to boot with (default "scsi";
 #                       any of: virtio-blk scsi sata)
 #   GUEST_TEST_REQUIRE  "hello" (default): the agent must send
-#                       {"v":1,"type":"hello"} on the channel;
+#                       {"v":2,"type":"hello"} on the channel;
 #                       "switch_root": only the initramfs must hand over to
 #                       the agent (for images built with a stand-in that
 #                       does not speak the protocol)

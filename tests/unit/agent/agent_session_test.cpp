@@ -106,7 +106,7 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
 
     Json hello = t.host.next();
     CHECK(hello["type"] == "hello");
-    CHECK(hello["protocol"] == 1);
+    CHECK(hello["protocol"] == 2);
     CHECK(hello["kernel"] == "6.1.0-test-amd64");
     CHECK(hello["fio_version"] == "fio-3.33");
     CHECK(hello["agent_version"].is_string());
@@ -438,8 +438,8 @@ TEST_CASE("agent: malformed or unexpected host messages are refused", "[agent]")
     };
     const std::vector<Case> cases = {
         {"{not json\n", "not valid JSON"},
-        {"{\"v\":2,\"type\":\"job\"}\n", "unsupported protocol version 2"},
-        {"{\"v\":1,\"type\":\"progress\",\"run_id\":\"r\"}\n",
+        {"{\"v\":1,\"type\":\"job\"}\n", "unsupported protocol version 1"},
+        {"{\"v\":2,\"type\":\"progress\",\"run_id\":\"r\"}\n",
          "expected a job message, got 'progress'"},
     };
     for (const auto& c : cases) {

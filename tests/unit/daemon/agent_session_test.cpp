@@ -149,7 +149,7 @@ TEST_CASE("agent session: await_hello returns the hello or times out", "[agent_s
         CHECK(seconds_since(start) < 1.5);
     }
     SECTION("half a message, then silence") {
-        peer.send_raw(R"({"v":1,"type":"hel)");
+        peer.send_raw(R"({"v":2,"type":"hel)");
         auto hello = session.await_hello(Clock::now() + 300ms);
         REQUIRE_FALSE(hello.ok());
         CHECK(hello.error().code == errc::kTimeout);
@@ -179,7 +179,7 @@ TEST_CASE("agent session: job out, progress in order, then the result", "[agent_
     const Json job = {{"run_id", "17"}, {"timeout_s", 60}, {"filesystem", {{"type", "btrfs"}}}};
     REQUIRE(session.send_job(job).ok());
     const Json received = peer.receive();
-    CHECK(received.at("v") == 1);
+    CHECK(received.at("v") == ds::protocol::kVersion);
     CHECK(received.at("type") == "job");
     CHECK(received.at("run_id") == "17");
     CHECK(received.at("filesystem").at("type") == "btrfs");
@@ -209,7 +209,7 @@ TEST_CASE("agent session: job out, progress in order, then the result", "[agent_
     CHECK(outcome->at("output") == recorded_fio());
 
     session.send_shutdown();
-    CHECK(peer.receive() == Json{{"v", 1}, {"type", "shutdown"}});
+    CHECK(peer.receive() == Json{{"v", ds::protocol::kVersion}, {"type", "shutdown"}});
 }
 
 TEST_CASE("agent session: an error message maps to errc::kAgent with phase and message",
@@ -256,20 +256,20 @@ TEST_CASE("agent session: unexpected or malformed messages during a job", "[agen
     SECTION("version 0") {
         peer.send_raw(R"({"v":0,"type":"result"})"
                       "\n");
-        expected = "unsupported protocol version 0 (this side speaks 1)";
+        expected = "unsupported protocol version 0 (this side speaks 2)";
     }
     SECTION("no type") {
-        peer.send_raw(R"({"v":1})"
+        peer.send_raw(R"({"v":2})"
                       "\n");
         expected = "message has no string \"type\"";
     }
     SECTION("nested too deep") {
-        peer.send_raw(R"({"v":1,"type":"progress","x":)" + std::string(100, '[') +
+        peer.send_raw(R"({"v":2,"type":"progress","x":)" + std::string(100, '[') +
                       std::string(100, ']') + "}\n");
         expected = "message nests deeper than 64 levels";
     }
     SECTION("closed mid-message") {
-        peer.send_raw(R"({"v":1,"type":"res)");
+        peer.send_raw(R"({"v":2,"type":"res)");
         peer.close_channel();
         code = errc::kIo;
         expected = "channel closed in the middle of a message (18 bytes unterminated)";

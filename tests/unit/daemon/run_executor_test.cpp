@@ -218,14 +218,14 @@ TEST_CASE("executor: protocol violations by the guest fail the run with the reas
     }
     SECTION("another protocol version") {
         script = [](GuestChannel& channel) {
-            channel.send_raw(R"({"v":2,"type":"hello","agent_version":"9"})"
+            channel.send_raw(R"({"v":1,"type":"hello","agent_version":"9"})"
                              "\n");
         };
-        expected = "unsupported protocol version 2 (this side speaks 1)";
+        expected = "unsupported protocol version 1 (this side speaks 2)";
     }
     SECTION("an unknown message type") {
         script = [](GuestChannel& channel) {
-            channel.send_raw(R"({"v":1,"type":"gossip"})"
+            channel.send_raw(R"({"v":2,"type":"gossip"})"
                              "\n");
         };
         expected = "unknown message type \"gossip\"";
@@ -250,7 +250,7 @@ TEST_CASE("executor: protocol violations by the guest fail the run with the reas
     SECTION("garbage after progress") {
         script = after_job([](GuestChannel& channel) {
             channel.send(protocol::kProgress, Json{{"phase", "bench"}, {"message", "fio"}});
-            channel.send_raw("{\"v\":1,\"type\":\n");
+            channel.send_raw("{\"v\":2,\"type\":\n");
         });
         expected = "message is not valid JSON";
     }
@@ -301,7 +301,7 @@ TEST_CASE("executor: a channel closed mid-run fails the run and says so", "[run_
     SECTION("in the middle of a message") {
         const RunRecord finished =
             run_with_guest(fixture, after_job([](GuestChannel& channel) {
-                               channel.send_raw(R"({"v":1,"type":"result","output":{)");
+                               channel.send_raw(R"({"v":2,"type":"result","output":{)");
                                channel.power_off();
                            }));
         CHECK(finished.status == "failed");
