@@ -24,6 +24,8 @@
 #include <optional>
 #include <set>
 
+#include "common/text.h"
+
 namespace ds::http {
 namespace {
 
@@ -120,13 +122,6 @@ ReadOutcome read_some(int fd, std::string& buffer, std::optional<Clock::time_poi
     }
 }
 
-std::string to_lower(std::string_view text) {
-    std::string lowered(text);
-    std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return lowered;
-}
-
 std::string_view trim(std::string_view text) {
     while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
     while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
@@ -220,7 +215,7 @@ Status parse_header_lines(std::string_view lines, std::map<std::string, std::str
             return make_error(errc::kProtocol,
                               "malformed header line '" + std::string(line.substr(0, 80)) + "'");
         }
-        std::string name = to_lower(line.substr(0, colon));
+        std::string name = ascii_lower(line.substr(0, colon));
         std::string value(trim(line.substr(colon + 1)));
         auto [it, inserted] = headers.emplace(name, value);
         if (!inserted) {
@@ -330,7 +325,7 @@ std::optional<HeadError> parse_request_head(std::string_view head, RequestHead& 
         out.content_length = *length;
     }
     if (auto it = request.headers.find("expect"); it != request.headers.end()) {
-        if (to_lower(it->second) != "100-continue") {
+        if (ascii_lower(it->second) != "100-continue") {
             return HeadError{
                 417, make_error(errc::kProtocol, "unsupported Expect header '" + it->second + "'")};
         }
@@ -355,7 +350,7 @@ std::string response_head(const Response& response, bool chunked) {
     }
     for (const auto& [name, value] : response.headers) {
         // The framing headers are ours; a handler cannot override them.
-        std::string lowered = to_lower(name);
+        std::string lowered = ascii_lower(name);
         if (lowered == "content-length" || lowered == "transfer-encoding" ||
             lowered == "connection" || lowered == "content-type") {
             continue;
@@ -1009,7 +1004,7 @@ Status read_response_body(int fd, const ClientResponse& response, std::string& b
     Framing framing = Framing::kUntilClose;
     std::size_t expected = 0;
     if (auto it = response.headers.find("transfer-encoding"); it != response.headers.end()) {
-        if (to_lower(it->second).find("chunked") == std::string::npos) {
+        if (ascii_lower(it->second).find("chunked") == std::string::npos) {
             return make_error(errc::kProtocol,
                               where + ": unsupported Transfer-Encoding '" + it->second + "'");
         }

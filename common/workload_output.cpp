@@ -7,35 +7,15 @@
 #include <optional>
 
 #include "common/fio_metrics.h"
+#include "common/text.h"
 
 namespace ds {
 namespace {
 
-std::string_view trim(std::string_view text) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-        text.remove_prefix(1);
-    }
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-        text.remove_suffix(1);
-    }
-    return text;
-}
-
-bool starts_with(std::string_view text, std::string_view prefix) {
-    return text.substr(0, prefix.size()) == prefix;
-}
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
-}
-
 // The whole of `text` as a finite double (fixed or scientific, as Perl's %g
 // and sysbench's %f print them).
 std::optional<double> parse_double(std::string_view text) {
-    text = trim(text);
+    text = trim_whitespace(text);
     if (text.empty()) return std::nullopt;
     if (text.front() == '+') text.remove_prefix(1);
     double value = 0;
@@ -47,7 +27,7 @@ std::optional<double> parse_double(std::string_view text) {
 }
 
 std::optional<long long> parse_integer(std::string_view text) {
-    text = trim(text);
+    text = trim_whitespace(text);
     long long value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
@@ -133,13 +113,13 @@ Result<std::map<std::string, double>> sysbench_metrics(std::string_view text) {
     bool in_latency = false;
     const auto lines = split_lines(text);
     for (std::size_t i = 0; i < lines.size(); ++i) {
-        const std::string_view line = trim(lines[i]);
-        if (starts_with(line, "Latency histogram")) {
+        const std::string_view line = trim_whitespace(lines[i]);
+        if (line.starts_with("Latency histogram")) {
             in_histogram = true;
             continue;
         }
         if (in_histogram) {
-            if (starts_with(line, "value")) continue;
+            if (line.starts_with("value")) continue;
             const auto bar = line.find('|');
             if (bar == std::string_view::npos) {
                 in_histogram = false;
@@ -157,7 +137,7 @@ Result<std::map<std::string, double>> sysbench_metrics(std::string_view text) {
                 continue;
             }
         }
-        if (starts_with(line, "Latency (ms):")) {
+        if (line.starts_with("Latency (ms):")) {
             in_latency = true;
             continue;
         }
@@ -209,14 +189,14 @@ const std::string* stdout_of(const Json& output) {
 // ---- server variables --------------------------------------------------------
 
 std::string normalized_name(std::string_view name) {
-    std::string out = lower(trim(name));
+    std::string out = ascii_lower(trim_whitespace(name));
     std::replace(out.begin(), out.end(), '-', '_');
     return out;
 }
 
 // ON/OFF for MariaDB's boolean spellings, nullopt otherwise.
 std::optional<bool> as_boolean(std::string_view text) {
-    const std::string value = lower(trim(text));
+    const std::string value = ascii_lower(trim_whitespace(text));
     if (value == "on" || value == "true" || value == "yes" || value == "1") return true;
     if (value == "off" || value == "false" || value == "no" || value == "0") return false;
     return std::nullopt;
@@ -225,7 +205,7 @@ std::optional<bool> as_boolean(std::string_view text) {
 // A number with an optional K/M/G/T/P/E suffix (powers of 1024, as MariaDB
 // reads sizes in option files), nullopt when `text` is not one.
 std::optional<double> as_size(std::string_view text) {
-    text = trim(text);
+    text = trim_whitespace(text);
     if (text.empty()) return std::nullopt;
     double multiplier = 1;
     const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
@@ -261,16 +241,16 @@ Result<SqlBenchReport> parse_sqlbench_output(std::string_view text) {
     const auto lines = split_lines(text);
     for (std::size_t i = 0; i < lines.size(); ++i) {
         const std::size_t number = i + 1;
-        const std::string_view line = trim(lines[i]);
+        const std::string_view line = trim_whitespace(lines[i]);
         if (line.empty()) continue;
 
         bool estimated = false;
         std::string_view rest = line;
-        if (starts_with(rest, "Estimated ")) {
+        if (rest.starts_with("Estimated ")) {
             estimated = true;
             rest.remove_prefix(10);
         }
-        if (starts_with(rest, "total time:") || starts_with(rest, "Total time:")) {
+        if (rest.starts_with("total time:") || rest.starts_with("Total time:")) {
             auto wall = parse_wallclock(rest.substr(11));
             if (!wall) return malformed(number, line, "expected \"N wallclock secs\"");
             report.total_s = *wall;
@@ -278,11 +258,11 @@ Result<SqlBenchReport> parse_sqlbench_output(std::string_view text) {
             have_total = true;
             continue;
         }
-        const bool time_line = starts_with(rest, "Time for ") || starts_with(rest, "Time to ") ||
-                               starts_with(rest, "time for ") || starts_with(rest, "time to ");
+        const bool time_line = rest.starts_with("Time for ") || rest.starts_with("Time to ") ||
+                               rest.starts_with("time for ") || rest.starts_with("time to ");
         if (!time_line) {
             if (report.test.empty() && report.phases.empty() && !estimated && line.size() > 5 &&
-                line.substr(line.size() - 5) == " test" && !starts_with(line, "Testing ")) {
+                line.substr(line.size() - 5) == " test" && !line.starts_with("Testing ")) {
                 report.test = std::string(line);
             }
             continue;
@@ -295,7 +275,7 @@ Result<SqlBenchReport> parse_sqlbench_output(std::string_view text) {
             return malformed(number, line, "expected \"Time for NAME (COUNT): N wallclock secs\"");
         }
         SqlBenchPhase phase;
-        phase.name = std::string(trim(rest.substr(0, open)));
+        phase.name = std::string(trim_whitespace(rest.substr(0, open)));
         std::string_view count = rest.substr(open + 2, close - open - 2);
         count = count.substr(0, count.find(':'));  // "(count:rows)" of fetch loops
         const auto parsed_count = parse_integer(count);
@@ -361,9 +341,9 @@ bool server_variable_matches(std::string_view name, const Json& requested, std::
     (void)name;  // the spellings below are the same for every variable
     const auto wanted = requested_text(requested);
     if (!wanted) return false;
-    const std::string_view want = trim(*wanted);
-    const std::string_view got = trim(shown);
-    if (lower(want) == lower(got)) return true;
+    const std::string_view want = trim_whitespace(*wanted);
+    const std::string_view got = trim_whitespace(shown);
+    if (ascii_lower(want) == ascii_lower(got)) return true;
     // Booleans: 0/1/true/false/on/off/yes/no all name ON or OFF. A requested
     // integer other than 0/1 is not a boolean (as_boolean refuses it).
     const auto want_bool = as_boolean(want);
@@ -385,7 +365,7 @@ std::vector<std::string> server_variable_risks(const Json& server_variables) {
         const std::string name = normalized_name(raw_name);
         const auto text = requested_text(value);
         if (!text) continue;
-        const std::string v = lower(trim(*text));
+        const std::string v = ascii_lower(trim_whitespace(*text));
         bool risky = false;
         if (name == "innodb_flush_method") {
             risky = v == "nosync";
@@ -394,7 +374,7 @@ std::vector<std::string> server_variable_risks(const Json& server_variables) {
         } else if (name == "innodb_doublewrite") {
             risky = as_boolean(v) == std::optional<bool>(false);
         }
-        if (risky) risks.push_back(name + "=" + std::string(trim(*text)));
+        if (risky) risks.push_back(name + "=" + std::string(trim_whitespace(*text)));
     }
     return risks;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "common/text.h"
 #include "common/workload_output.h"
 
 namespace ds {
@@ -168,12 +169,6 @@ void verify_guest(const StorageConfig& requested, const Json& guest,
     }
 }
 
-std::string lower(std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return text;
-}
-
 void verify_block_layer(const StorageConfig& requested, const Json& guest,
                         std::vector<std::string>& mismatches) {
     if (requested.scheduler != IoScheduler::kDefault) {
@@ -210,13 +205,13 @@ std::map<std::string, std::string> expected_btrfs_profiles(const FilesystemSpec&
         const std::string& option = options[i];
         const bool has_next = i + 1 < options.size();
         if ((option == "-d" || option == "--data") && has_next) {
-            expected["data"] = lower(options[++i]);
+            expected["data"] = ascii_lower(options[++i]);
         } else if ((option == "-m" || option == "--metadata") && has_next) {
-            expected["metadata"] = lower(options[++i]);
+            expected["metadata"] = ascii_lower(options[++i]);
         } else if (option.rfind("--data=", 0) == 0) {
-            expected["data"] = lower(option.substr(7));
+            expected["data"] = ascii_lower(option.substr(7));
         } else if (option.rfind("--metadata=", 0) == 0) {
-            expected["metadata"] = lower(option.substr(11));
+            expected["metadata"] = ascii_lower(option.substr(11));
         }
     }
     const auto& steps = filesystem.post_format;
@@ -236,7 +231,7 @@ void verify_btrfs(const FilesystemSpec& filesystem, const Json& guest,
         for (const auto& [chunk, want] : expected) {
             const std::string shown =
                 profiles.is_object() && profiles.contains(chunk) && profiles.at(chunk).is_string()
-                    ? lower(profiles.at(chunk).get<std::string>())
+                    ? ascii_lower(profiles.at(chunk).get<std::string>())
                     : std::string();
             if (shown.empty()) {
                 mismatches.push_back("btrfs " + chunk + " profile: requested " + want +

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "common/protocol.h"
+#include "common/text.h"
 #include "common/version.h"
 #include "common/workload_output.h"
 #include "guestagent/log.h"
@@ -68,13 +69,6 @@ std::string_view mkfs_force_flag(std::string_view fs_type) {
 double seconds_since(Clock::time_point start) {
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return std::round(seconds * 1000.0) / 1000.0;
-}
-
-std::string trim_trailing(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
-        text.pop_back();
-    }
-    return text;
 }
 
 // Field readers for parse_job: each names the field in its error.

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <vector>
 
+#include "common/text.h"
+
 namespace ds::agent {
 namespace {
 
@@ -185,9 +187,7 @@ Result<BtrfsProfiles> parse_btrfs_df_profiles(std::string_view text) {
                                   " is not 'TYPE, PROFILE: ...': '" + trimmed + "'");
         }
         const std::string type = trimmed.substr(0, comma);
-        std::string profile = trimmed.substr(comma + 2, colon - comma - 2);
-        std::transform(profile.begin(), profile.end(), profile.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        const std::string profile = ascii_lower(trimmed.substr(comma + 2, colon - comma - 2));
         if (type == "Data") {
             add(profiles.data, profile);
         } else if (type == "Metadata") {

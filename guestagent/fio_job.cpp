@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "common/process.h"
+#include "common/text.h"
 #include "guestagent/io_options.h"
 
 namespace ds::agent {
@@ -95,13 +96,6 @@ Status check_job_file(const Json& job_file, const Json& params) {
         }
     }
     return ok_status();
-}
-
-std::string trim_trailing(std::string text) {
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
-        text.pop_back();
-    }
-    return text;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "common/text.h"
+
 namespace ds::io {
 namespace {
 
@@ -16,13 +18,6 @@ constexpr std::uint64_t kDirectAlignment = 512;
 
 Error invalid_option(std::string_view name, const std::string& what) {
     return make_error(errc::kInvalidArgument, "io job option '" + std::string(name) + "': " + what);
-}
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    return out;
 }
 
 // A value converted according to its OptionSpec::type; only the member for
@@ -48,7 +43,7 @@ Result<OptionValue> convert(const OptionSpec& spec, const Json& value) {
             out.text = text;
             return out;
         case OptionType::kBool: {
-            const std::string word = lower(text);
+            const std::string word = ascii_lower(text);
             if (value.is_boolean()) {
                 out.flag = value.get<bool>();
             } else if ((value.is_number_integer() || is_text) && (word == "1" || word == "0")) {
@@ -299,7 +294,7 @@ Error unsupported_option(const std::string& name, const EngineDescriptor& engine
 
 std::optional<std::uint64_t> scale_of(std::string_view suffix) {
     if (suffix.empty()) return 1;
-    std::string unit = lower(suffix);
+    std::string unit = ascii_lower(suffix);
     if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();  // "kb", "kib"
     if (unit == "b") return 1;
     static constexpr std::string_view kPrefixes = "kmgtp";
@@ -356,7 +351,7 @@ std::optional<double> parse_fio_seconds(std::string_view text) {
     double number = 0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
     if (error != std::errc() || end == text.data()) return std::nullopt;
-    const std::string unit = lower(std::string_view(end, text.data() + text.size() - end));
+    const std::string unit = ascii_lower(std::string_view(end, text.data() + text.size() - end));
     struct Unit {
         std::string_view name;
         double seconds;

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/text.h"
 #include "common/workload_output.h"
 #include "guestagent/io_options.h"
 #include "guestagent/workload.h"
@@ -226,9 +227,7 @@ std::vector<std::string> notable_lines(std::string_view text) {
         if (const auto fatal = line.find("FATAL:"); fatal != std::string_view::npos) {
             line = line.substr(fatal);
         }
-        std::string lowered(line);
-        std::transform(lowered.begin(), lowered.end(), lowered.begin(),
-                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        const std::string lowered = ascii_lower(line);
         if (lowered.find("error") == std::string::npos &&
             lowered.find("fatal") == std::string::npos &&
             lowered.find("no space") == std::string::npos) {

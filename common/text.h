@@ -1,0 +1,21 @@
+// Small text helpers shared by the parsers of tool output (fio, sql-bench,
+// sysbench, sysfs) and of spec values. ASCII only: everything they read is.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace ds {
+
+// `text` with A-Z mapped to a-z.
+std::string ascii_lower(std::string_view text);
+
+// `text` without leading and trailing whitespace (std::isspace: space, \t,
+// \n, \v, \f, \r).
+std::string_view trim_whitespace(std::string_view text);
+
+// `text` without the trailing newlines, carriage returns and spaces a
+// command's output ends with.
+std::string trim_trailing(std::string text);
+
+}  // namespace ds
