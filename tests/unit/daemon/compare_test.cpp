@@ -7,6 +7,7 @@
 
 #include "common/settings.h"
 #include "daemon/store.h"
+#include "fakes.h"
 #include "support/temp_dir.h"
 
 namespace ds {
@@ -24,16 +25,12 @@ StorageConfig make_config(CacheMode cache, const std::string& filesystem_type,
     return config;
 }
 
+// A fio run named after its rw pattern.
 RunRecord planned_run(const StorageConfig& config, const std::string& workload, int sequence,
                       int repetition) {
-    RunRecord run;
-    run.sequence = sequence;
-    run.repetition = repetition;
-    run.config_id = config_id(config);
-    run.config = to_json(config);
-    run.workload_name = workload;
-    run.workload = to_json(Workload{workload, "fio", Json{{"rw", workload}, {"bs", "4k"}}});
-    return run;
+    return testing::planned_run(config,
+                                Workload{workload, "fio", Json{{"rw", workload}, {"bs", "4k"}}},
+                                sequence, repetition);
 }
 
 // Records the outcome of the run with the given sequence.
