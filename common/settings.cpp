@@ -563,6 +563,11 @@ std::vector<std::string> durability_risks(const StorageConfig& config) {
     return risks;
 }
 
+bool is_agent_owned_fio_option(std::string_view option) {
+    return std::find(std::begin(kAgentOwnedFioOptions), std::end(kAgentOwnedFioOptions), option) !=
+           std::end(kAgentOwnedFioOptions);
+}
+
 Json to_json(const Workload& workload) {
     Json json{{"name", workload.name},
               {"kind", workload.kind},

@@ -116,6 +116,13 @@ std::string impossible_reason(const StorageConfig&);
 // reports. Empty when the configuration is safe.
 std::vector<std::string> durability_risks(const StorageConfig&);
 
+// fio options the guest agent sets itself (job name, directory, output
+// format and file): a fio workload may not set them. The spec parser refuses
+// them up front, the agent again before it runs fio.
+inline constexpr std::string_view kAgentOwnedFioOptions[] = {"name", "directory", "output-format",
+                                                             "output"};
+bool is_agent_owned_fio_option(std::string_view option);
+
 // A benchmark to run on a configuration. `params` are the workload kind's own
 // options (for fio: fio's option names and meanings).
 struct Workload {

@@ -189,11 +189,6 @@ struct WorkloadKindDef {
     std::vector<WorkloadOptionDef> options;
 };
 
-// fio options the agent sets itself (guestagent/fio_job.h keeps the same
-// list): refused in a fio workload's `options` table.
-const std::vector<std::string_view> kAgentOwnedFioOptions = {"name", "directory", "output-format",
-                                                             "output"};
-
 const std::vector<std::string_view> kSysbenchTests = {
     "oltp_read_write", "oltp_read_only",    "oltp_write_only",       "oltp_point_select",
     "oltp_insert",     "oltp_update_index", "oltp_update_non_index", "oltp_delete"};
@@ -894,7 +889,7 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
                                             " must not be empty, start with '-' or contain '=' or "
                                             "whitespace");
                     }
-                    if (contains(kAgentOwnedFioOptions, name)) {
+                    if (is_agent_owned_fio_option(name)) {
                         return error_at(entry_key.source(),
                                         where + "fio option " + in_quotes(name) +
                                             " is set by the agent and cannot be given");

@@ -37,8 +37,7 @@ Result<std::string> fio_argument(const std::string& name, const Json& value,
     if (name.find_first_of("= \t\n") != std::string::npos) {
         return invalid_param(where, "must not contain '=' or whitespace");
     }
-    if (std::find(std::begin(kAgentOwnedFioOptions), std::end(kAgentOwnedFioOptions), name) !=
-        std::end(kAgentOwnedFioOptions)) {
+    if (is_agent_owned_fio_option(name)) {
         return invalid_param(where, "is set by the agent and cannot be overridden");
     }
     std::string text;
@@ -88,9 +87,7 @@ Status check_job_file(const Json& job_file, const Json& params) {
                (option.back() == ' ' || option.back() == '\t' || option.back() == '\r')) {
             option.pop_back();
         }
-        if (option != "name" &&
-            std::find(std::begin(kAgentOwnedFioOptions), std::end(kAgentOwnedFioOptions), option) !=
-                std::end(kAgentOwnedFioOptions)) {
+        if (option != "name" && is_agent_owned_fio_option(option)) {
             return invalid_param(key, "line " + std::to_string(number) + " sets '" + option +
                                           "', which the agent sets");
         }

@@ -12,10 +12,6 @@
 
 namespace ds::agent {
 
-// fio options the agent sets itself and a workload may not override.
-inline constexpr std::string_view kAgentOwnedFioOptions[] = {"name", "directory", "output-format",
-                                                             "output"};
-
 // Params keys with a meaning of their own (fio passthrough):
 //   "options":  an object of any further fio options, name -> string,
 //               number or boolean, passed like the named ones;
@@ -35,7 +31,7 @@ inline constexpr std::string_view kFioJobFileKey = "job_file";
 //   (`job_file_path` is where the caller writes the text).
 // errc::kInvalidArgument for a non-object `params` or `options`, an option
 // name that is empty, starts with '-', contains '=' or whitespace, or is one
-// of kAgentOwnedFioOptions, an option given both named and in `options`, a
+// of ds::kAgentOwnedFioOptions (settings.h), an option given both named and in `options`, a
 // value that is null, an array or an object; a job_file that is not a
 // non-empty string, comes with other params, or sets an agent-owned option
 // other than `name` on one of its lines (naming the line).
