@@ -652,11 +652,13 @@ void UnixServer::Impl::serve(int fd) {
     };
 
     uid_t peer_uid = static_cast<uid_t>(-1);
+    gid_t peer_gid = static_cast<gid_t>(-1);
     pid_t peer_pid = 0;
     ucred credentials{};
     socklen_t credentials_size = sizeof credentials;
     if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size) == 0) {
         peer_uid = credentials.uid;
+        peer_gid = credentials.gid;
         peer_pid = credentials.pid;
     }
 
@@ -732,6 +734,7 @@ void UnixServer::Impl::serve(int fd) {
     request.body = buffer.substr(body_start);
     buffer = {};
     request.peer_uid = peer_uid;
+    request.peer_gid = peer_gid;
     request.peer_pid = peer_pid;
 
     Response response;

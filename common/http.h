@@ -30,6 +30,7 @@ struct Request {
     std::map<std::string, std::string> headers;  // names lower-cased
     std::string body;
     uid_t peer_uid = static_cast<uid_t>(-1);  // from SO_PEERCRED
+    gid_t peer_gid = static_cast<gid_t>(-1);  // the peer's primary group (SO_PEERCRED)
     pid_t peer_pid = 0;
 };
 

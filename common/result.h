@@ -27,6 +27,10 @@ inline constexpr const char* kCancelled = "cancelled";
 inline constexpr const char* kIo = "io";
 inline constexpr const char* kUnavailable = "unavailable";
 inline constexpr const char* kInternal = "internal";
+// A sweep names a hypervisor or storage this daemon does not have configured.
+inline constexpr const char* kNotConfigured = "not_configured";
+// The API peer is neither root nor in the API group.
+inline constexpr const char* kForbidden = "forbidden";
 }  // namespace errc
 
 struct Error {

@@ -1,5 +1,5 @@
-// SHA-256 (FIPS 180-4), for configuration identities. Not for secrets: no
-// constant-time guarantees are needed or given.
+// SHA-256 (FIPS 180-4), for configuration identities, computed by OpenSSL's
+// libcrypto (EVP), not by code of our own.
 #pragma once
 
 #include <array>

@@ -1,19 +1,23 @@
 #include "daemon/api.h"
 
 #include <charconv>
-#include <regex>
+#include <optional>
 #include <set>
 #include <thread>
 
 #include "common/version.h"
 #include "common/workload_output.h"
+#include "daemon/access.h"
 #include "daemon/compare.h"
 
 namespace ds {
 
 int http_status_for(const Error& error) {
     const std::string& code = error.code;
-    if (code == errc::kInvalidSpec || code == errc::kInvalidArgument) return 400;
+    if (code == errc::kInvalidSpec || code == errc::kInvalidArgument ||
+        code == errc::kNotConfigured)
+        return 400;
+    if (code == errc::kForbidden) return 403;
     if (code == errc::kNotFound) return 404;
     if (code == errc::kConflict) return 409;
     if (code == errc::kUnavailable) return 503;
@@ -75,16 +79,62 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
     return submission;
 }
 
+Status check_backends(const SweepSubmission& submission, const BackendCatalog& backends) {
+    std::set<std::string> checked;
+    for (const auto& run : submission.runs) {
+        if (!checked.insert(run.config_id).second) continue;
+        auto config = storage_config_from_json(run.config);
+        if (!config.ok()) return config.error();
+        Status usable = backends.check(config.value());
+        if (!usable.ok()) {
+            return make_error(usable.error().code, "cannot run sweep '" + submission.sweep.name +
+                                                       "': " + usable.error().message);
+        }
+    }
+    return ok_status();
+}
+
 namespace {
 
-using Params = std::vector<std::string>;  // regex captures of the route
+using Params = std::vector<std::string>;  // the path segments the route's '*'s matched
 using RouteHandler = std::function<Result<http::Response>(const http::Request&, const Params&)>;
 
+// A route's path as segments: "/v1/sweeps/*/runs" -> {"v1","sweeps","*","runs"},
+// where '*' matches any one non-empty segment. Matching walks the segments
+// once (no regex: a path as long as the largest header stays linear).
 struct Route {
     std::string method;
-    std::regex pattern;
+    std::vector<std::string> segments;
     RouteHandler handler;
 };
+
+std::vector<std::string_view> split_path(std::string_view path) {
+    std::vector<std::string_view> segments;
+    std::size_t start = path.empty() || path.front() != '/' ? 0 : 1;
+    while (start <= path.size()) {
+        std::size_t slash = path.find('/', start);
+        if (slash == std::string_view::npos) slash = path.size();
+        segments.push_back(path.substr(start, slash - start));
+        start = slash + 1;
+    }
+    return segments;
+}
+
+// The '*' segments of `path` when it matches `route`, else nullopt.
+std::optional<Params> match_route(const Route& route, std::string_view path) {
+    const auto segments = split_path(path);
+    if (segments.size() != route.segments.size()) return std::nullopt;
+    Params params;
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        if (route.segments[i] == "*") {
+            if (segments[i].empty()) return std::nullopt;
+            params.emplace_back(segments[i]);
+        } else if (route.segments[i] != segments[i]) {
+            return std::nullopt;
+        }
+    }
+    return params;
+}
 
 http::Response json_response(const Json& body, int status = 200) {
     http::Response response;
@@ -123,34 +173,43 @@ class Api {
         add("GET", "/v1/status", [this](auto& r, auto& p) { return status(r, p); });
         add("GET", "/v1/sweeps", [this](auto& r, auto& p) { return list_sweeps(r, p); });
         add("POST", "/v1/sweeps", [this](auto& r, auto& p) { return submit_sweep(r, p); });
-        add("GET", "/v1/sweeps/([^/]+)", [this](auto& r, auto& p) { return show_sweep(r, p); });
-        add("POST", "/v1/sweeps/([^/]+)/cancel",
-            [this](auto& r, auto& p) { return cancel_sweep(r, p); });
-        add("GET", "/v1/sweeps/([^/]+)/runs", [this](auto& r, auto& p) { return list_runs(r, p); });
-        add("GET", "/v1/sweeps/([^/]+)/events",
-            [this](auto& r, auto& p) { return sweep_events(r, p); });
-        add("GET", "/v1/sweeps/([^/]+)/compare",
-            [this](auto& r, auto& p) { return compare(r, p); });
-        add("GET", "/v1/runs/([^/]+)", [this](auto& r, auto& p) { return show_run(r, p); });
-        add("GET", "/v1/configurations/([^/]+)/results",
+        add("GET", "/v1/sweeps/*", [this](auto& r, auto& p) { return show_sweep(r, p); });
+        add("POST", "/v1/sweeps/*/cancel", [this](auto& r, auto& p) { return cancel_sweep(r, p); });
+        add("GET", "/v1/sweeps/*/runs", [this](auto& r, auto& p) { return list_runs(r, p); });
+        add("GET", "/v1/sweeps/*/events", [this](auto& r, auto& p) { return sweep_events(r, p); });
+        add("GET", "/v1/sweeps/*/compare", [this](auto& r, auto& p) { return compare(r, p); });
+        add("GET", "/v1/runs/*", [this](auto& r, auto& p) { return show_run(r, p); });
+        add("GET", "/v1/configurations/*/results",
             [this](auto& r, auto& p) { return config_results(r, p); });
     }
 
     // The single dispatcher: routing, and every Error becomes a response here.
     http::Response handle(const http::Request& request) {
+        if (ctx_.peer_allowed && !ctx_.peer_allowed(request.peer_uid, request.peer_gid)) {
+            const std::string who = "uid " + std::to_string(request.peer_uid) + " gid " +
+                                    std::to_string(request.peer_gid) + " pid " +
+                                    std::to_string(request.peer_pid);
+            if (ctx_.log)
+                ctx_.log("refused API request " + request.method + " " + request.path + " from " +
+                         who);
+            return error_response(
+                make_error(errc::kForbidden,
+                           "permission denied: the disksweepd API is for root and members "
+                           "of the '" +
+                               std::string(kApiGroup) + "' group (you are " + who + ")"));
+        }
         bool path_matched = false;
         std::string allowed;
         for (const auto& route : routes_) {
-            std::smatch match;
-            if (!std::regex_match(request.path, match, route.pattern)) continue;
+            auto params = match_route(route, request.path);
+            if (!params) continue;
             path_matched = true;
             if (route.method != request.method) {
                 allowed += (allowed.empty() ? "" : ", ") + route.method;
                 continue;
             }
-            Params params(match.begin() + 1, match.end());
             try {
-                auto response = route.handler(request, params);
+                auto response = route.handler(request, *params);
                 if (!response.ok()) return error_response(response.error());
                 return std::move(response).value();
             } catch (const std::exception& e) {
@@ -171,18 +230,34 @@ class Api {
     }
 
   private:
-    void add(std::string method, const std::string& pattern, RouteHandler handler) {
-        routes_.push_back(Route{std::move(method), std::regex(pattern), std::move(handler)});
+    void add(std::string method, std::string_view pattern, RouteHandler handler) {
+        std::vector<std::string> segments;
+        for (std::string_view segment : split_path(pattern)) segments.emplace_back(segment);
+        routes_.push_back(Route{std::move(method), std::move(segments), std::move(handler)});
     }
 
     Result<http::Response> version(const http::Request&, const Params&) {
-        return json_response(
-            {{"api", kApiVersion},
-             {"version", std::string(disksweep_version())},
-             {"capabilities",
-              {"sweeps", "events", "compare", "cancel", "hypervisor:libvirt", "storage:file",
-               "workload:fio", "workload:io", "workload:mariadb-atis", "workload:sysbench-oltp",
-               "status:timed_out"}}});
+        Json capabilities = {"sweeps",
+                             "events",
+                             "compare",
+                             "cancel",
+                             "backends",
+                             "workload:fio",
+                             "workload:io",
+                             "workload:mariadb-atis",
+                             "workload:sysbench-oltp",
+                             "status:timed_out"};
+        // What this daemon can run on: "hypervisor:libvirt", "storage:rbd:pool".
+        if (ctx_.backends) {
+            const Json backends = ctx_.backends->to_json();
+            for (const auto& h : backends["hypervisors"])
+                capabilities.push_back("hypervisor:" + h["name"].get<std::string>());
+            for (const auto& s : backends["storages"])
+                capabilities.push_back("storage:" + s["name"].get<std::string>());
+        }
+        return json_response({{"api", kApiVersion},
+                              {"version", std::string(disksweep_version())},
+                              {"capabilities", capabilities}});
     }
 
     Result<http::Response> status(const http::Request&, const Params&) {
@@ -229,6 +304,7 @@ class Api {
         }
         auto submission = plan_submission(spec_text, source, ctx_.default_timeouts);
         if (!submission.ok()) return submission.error();
+        if (ctx_.backends) DS_TRY(check_backends(submission.value(), *ctx_.backends));
         if (!ctx_.image_problem.empty()) {
             return make_error(errc::kUnavailable, "cannot run sweeps: " + ctx_.image_problem);
         }

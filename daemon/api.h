@@ -8,6 +8,7 @@
 #include "common/http.h"
 #include "common/spec.h"
 #include "daemon/events.h"
+#include "daemon/registry.h"
 #include "daemon/scheduler.h"
 #include "daemon/store.h"
 
@@ -27,6 +28,14 @@ struct ApiContext {
     // or "": a sweep needing a missing variant is refused at submission, not
     // failed run by run. Unset: every variant is taken to be there.
     std::function<std::string(std::string_view variant)> variant_image_problem;
+    // The hypervisors and storages this daemon has configured: a sweep naming
+    // anything else is refused at submission. Unset: nothing is checked (tests).
+    const BackendCatalog* backends = nullptr;
+    // Whether the connecting peer may use the API (uid, gid from
+    // SO_PEERCRED); unset: everyone who can open the socket may (tests).
+    std::function<bool(uid_t, gid_t)> peer_allowed;
+    // Where refusals are logged.
+    std::function<void(const std::string&)> log;
     // Facts about this daemon for GET /v1/status (accel, URIs, versions).
     std::function<Json()> status;
 };
@@ -51,5 +60,10 @@ struct SweepSubmission {
 };
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults);
+
+// Refuses a submission any of whose configurations names a hypervisor or
+// storage that `backends` does not have, or a pair it cannot combine: the
+// error names the first such configuration and lists what is configured.
+Status check_backends(const SweepSubmission& submission, const BackendCatalog& backends);
 
 }  // namespace ds

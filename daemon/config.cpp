@@ -1,5 +1,6 @@
 #include "daemon/config.h"
 
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cerrno>
 #include <cstring>
@@ -27,6 +28,15 @@ std::string DaemonConfig::embedded_root() const {
 std::string DaemonConfig::run_dir() const {
     return state_dir + "/runs";
 }
+std::vector<std::string> DaemonConfig::effective_storages() const {
+    std::vector<std::string> lines = storages;
+    const bool has_file = std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+        return line == "file" || line.rfind("file,", 0) == 0;
+    });
+    if (!has_file) lines.insert(lines.begin(), "file");
+    return lines;
+}
+
 std::string DaemonConfig::effective_hypervisor_uri() const {
     return hypervisor_uri.empty() ? "qemu:///embed?root=" + embedded_root() : hypervisor_uri;
 }
@@ -107,6 +117,11 @@ const std::vector<DaemonOption>& daemon_options() {
          [](DaemonConfig& c) { return po::value(&c.vcpus)->default_value(c.vcpus); }},
         {"memory-mib", "guest memory in MiB",
          [](DaemonConfig& c) { return po::value(&c.memory_mib)->default_value(c.memory_mib); }},
+        {"storage",
+         "a storage sweeps may name, repeatable: KIND[:POOL][,KEY=VALUE...], e.g. "
+         "rbd:rbd,mon_host=127.0.0.1:6789,id=disksweep,keyring=FILE,conf=FILE or "
+         "lvm-thin:VG/POOL (default: file, in volume-dir)",
+         [](DaemonConfig& c) { return po::value(&c.storages)->composing(); }},
     };
     return options;
 }
@@ -148,7 +163,8 @@ Json DaemonConfig::to_json() const {
                 {"run_timeout_s", run_timeout_s},
                 {"probe_timeout_s", probe_timeout_s},
                 {"vcpus", vcpus},
-                {"memory_mib", memory_mib}};
+                {"memory_mib", memory_mib},
+                {"storages", effective_storages()}};
 }
 
 Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const* argv) {

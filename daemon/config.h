@@ -28,6 +28,15 @@ struct DaemonConfig {
     int vcpus = 1;
     int memory_mib = 1024;
     bool keep_failed_console_logs = true;
+    // `storage` lines (repeatable): "KIND[:POOL][,KEY=VALUE...]", e.g.
+    // "rbd:rbd,mon_host=127.0.0.1:6789,id=disksweep,keyring=/etc/ceph/k".
+    // The file storage ("file", in volume_dir) is configured unless a
+    // `file` line replaces it (ds::storage_kinds() lists kinds and keys).
+    std::vector<std::string> storages;
+
+    // The storage lines in effect: `storages`, plus "file" when none is a
+    // file line.
+    std::vector<std::string> effective_storages() const;
 
     std::string effective_database() const;
     std::string effective_image_dir() const;

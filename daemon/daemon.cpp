@@ -17,11 +17,12 @@
 #include "common/http.h"
 #include "common/process.h"
 #include "common/version.h"
+#include "daemon/access.h"
 #include "daemon/agent_session.h"
 #include "daemon/api.h"
 #include "daemon/events.h"
-#include "daemon/file_storage.h"
 #include "daemon/libvirt_hypervisor.h"
+#include "daemon/registry.h"
 #include "daemon/run_executor.h"
 #include "daemon/scheduler.h"
 #include "daemon/store.h"
@@ -69,10 +70,15 @@ class StateLock {
     int fd_;
 };
 
-Status ensure_directory(const std::string& path) {
+// Creates `path` (and parents) and gives it `perms` when it was created or
+// `always_set_perms`.
+Status ensure_directory(const std::string& path, fs::perms perms, bool always_set_perms) {
     std::error_code ec;
-    fs::create_directories(path, ec);
+    const bool created = fs::create_directories(path, ec);
     if (ec) return make_error(errc::kIo, "cannot create directory " + path + ": " + ec.message());
+    if (!created && !always_set_perms) return ok_status();
+    fs::permissions(path, perms, fs::perm_options::replace, ec);
+    if (ec) return make_error(errc::kIo, "cannot set the mode of " + path + ": " + ec.message());
     return ok_status();
 }
 
@@ -86,7 +92,7 @@ CommandRunner command_runner() {
 // What an earlier daemon (crashed or killed) left: its guests, its volumes,
 // and runs still marked running. Guests and volumes go; the runs are
 // recorded as failed with the reason, so no measurement silently vanishes.
-void recover_leftovers(Hypervisor& hypervisor, StorageBackend& storage, Store& store) {
+void recover_leftovers(Hypervisor& hypervisor, const BackendCatalog& backends, Store& store) {
     const std::string prefix(kResourcePrefix);
     if (auto vms = hypervisor.list_vms(prefix); vms.ok()) {
         for (const auto& vm : vms.value()) {
@@ -97,10 +103,17 @@ void recover_leftovers(Hypervisor& hypervisor, StorageBackend& storage, Store& s
     } else {
         log_line("recovery: cannot list guests: " + vms.error().message);
     }
-    if (auto volumes = storage.list_volumes(prefix); volumes.ok()) {
+    for (StorageBackend* storage : backends.storages()) {
+        auto volumes = storage->list_volumes(prefix);
+        if (!volumes.ok()) {
+            log_line("recovery: cannot list volumes of storage " + storage->name() + ": " +
+                     volumes.error().message);
+            continue;
+        }
         for (const auto& volume : volumes.value()) {
-            Status removed = storage.remove_volume(volume);
-            log_line("recovery: removed leftover volume " + volume +
+            Status removed = storage->remove_volume(volume);
+            log_line("recovery: removed leftover volume " + volume + " of storage " +
+                     storage->name() +
                      (removed.ok() ? "" : " (failed: " + removed.error().message + ")"));
         }
     }
@@ -148,14 +161,47 @@ Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
                       "unknown hypervisor backend '" + backend + "'; valid: libvirt");
 }
 
-Result<std::unique_ptr<StorageBackend>> make_storage(const std::string& backend,
-                                                     const DaemonConfig& config) {
-    if (backend == "file") {
-        return std::unique_ptr<StorageBackend>(
-            std::make_unique<FileStorage>(config.effective_volume_dir(), command_runner()));
+std::optional<std::chrono::milliseconds> watchdog_ping_interval() {
+    const char* usec = std::getenv("WATCHDOG_USEC");
+    if (usec == nullptr || *usec == '\0') return std::nullopt;
+    if (const char* pid = std::getenv("WATCHDOG_PID"); pid && *pid) {
+        if (std::strtoll(pid, nullptr, 10) != ::getpid()) return std::nullopt;
     }
-    return make_error(errc::kInvalidArgument,
-                      "unknown storage backend '" + backend + "'; valid: file");
+    char* end = nullptr;
+    const long long value = std::strtoll(usec, &end, 10);
+    if (end == usec || *end != '\0' || value <= 0) return std::nullopt;
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::microseconds(value) / 2));
+}
+
+int wait_for_signal(const sigset_t& signals, std::optional<std::chrono::milliseconds> interval,
+                    const std::function<void()>& ping) {
+    for (;;) {
+        if (!interval) {
+            int received = 0;
+            if (sigwait(&signals, &received) == 0) return received;
+            continue;
+        }
+        timespec timeout{};
+        timeout.tv_sec = static_cast<time_t>(interval->count() / 1000);
+        timeout.tv_nsec = static_cast<long>(interval->count() % 1000) * 1000000L;
+        const int received = sigtimedwait(&signals, nullptr, &timeout);
+        if (received > 0) return received;
+        if (errno == EAGAIN && ping) ping();
+    }
+}
+
+Status add_configured_storages(const DaemonConfig& config, BackendCatalog& backends) {
+    StorageContext context{config.effective_volume_dir(), command_runner()};
+    for (const std::string& text : config.effective_storages()) {
+        auto line = parse_storage_line(text);
+        if (!line.ok()) return line.error();
+        auto storage = make_storage_backend(line.value(), context);
+        if (!storage.ok()) return storage.error();
+        DS_TRY(backends.add_storage(std::move(storage).value()));
+    }
+    return ok_status();
 }
 
 Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant) {
@@ -201,7 +247,7 @@ AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hyperv
     VmRequest request;
     request.name = name;
     request.config = probe_config;
-    request.data_volume_path = volume->path;
+    request.data_disk = volume->source;
     request.image = image;
     request.agent_socket_path = config.run_dir() + "/probe.agent.sock";
     request.console_log_path = config.run_dir() + "/probe.console.log";
@@ -243,10 +289,24 @@ int run_daemon(const DaemonConfig& config) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
-    for (const auto& dir : {config.state_dir, config.run_dir(), config.embedded_root(),
-                            fs::path(config.socket_path).parent_path().string()}) {
+    // Not world-readable: the state holds results, volumes and QEMU's
+    // sockets; the socket's directory lets the API group reach the socket.
+    // The socket's directory may be shared (e.g. /tmp): its mode is set only
+    // when the daemon creates it.
+    struct DaemonDirectory {
+        std::string path;
+        fs::perms perms;
+        bool ours;  // the daemon's own: its mode is set even when it exists
+    };
+    const DaemonDirectory directories[] = {
+        {config.state_dir, fs::perms::owner_all, true},
+        {config.run_dir(), fs::perms::owner_all, true},
+        {config.embedded_root(), fs::perms::owner_all, true},
+        {fs::path(config.socket_path).parent_path().string(),
+         fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec, false}};
+    for (const auto& [dir, perms, ours] : directories) {
         if (dir.empty()) continue;
-        if (Status made = ensure_directory(dir); !made.ok()) {
+        if (Status made = ensure_directory(dir, perms, ours); !made.ok()) {
             log_line(made.error().message);
             return 1;
         }
@@ -267,18 +327,27 @@ int run_daemon(const DaemonConfig& config) {
                  hypervisor.error().message);
         return 1;
     }
-    auto storage = make_storage("file", config);
+    BackendCatalog backends;
+    backends.add_hypervisor("libvirt", config.effective_hypervisor_uri());
+    if (Status configured = add_configured_storages(config, backends); !configured.ok()) {
+        log_line("configuration: " + configured.error().message);
+        return 1;
+    }
+    // The acceleration probe's volume, and (until each run looks its storage
+    // up in the catalog) the runs' volumes: the file storage is always there.
+    StorageConfig file_config;
+    auto storage = backends.storage_for(file_config);
     if (!storage.ok()) {
         log_line(storage.error().message);
         return 1;
     }
-    recover_leftovers(**hypervisor, **storage, **store);
+    recover_leftovers(**hypervisor, backends, **store);
 
     auto image = locate_guest_image(config);
     AccelDecision accel{Accel::kTcg, "no guest image to probe with"};
     if (image.ok()) {
         if (config.accel == AccelChoice::kAuto) log_line("probing acceleration...");
-        accel = decide_acceleration(config, **hypervisor, **storage, image.value());
+        accel = decide_acceleration(config, **hypervisor, *storage.value(), image.value());
     } else {
         log_line("warning: " + image.error().message + " (sweeps are refused until it exists)");
     }
@@ -290,7 +359,7 @@ int run_daemon(const DaemonConfig& config) {
     RunEnvironment environment;
     environment.shutting_down = &shutting_down;
     environment.hypervisor = hypervisor->get();
-    environment.storage = storage->get();
+    environment.storage = storage.value();
     environment.store = store->get();
     environment.events = &events;
     environment.config = &config;
@@ -329,6 +398,7 @@ int run_daemon(const DaemonConfig& config) {
     context.scheduler = &scheduler;
     context.events = &events;
     context.default_timeouts = defaults;
+    context.backends = &backends;
     Hypervisor* hv = hypervisor->get();
     bool image_ready = image.ok();
     std::string image_problem = image.ok() ? "" : image.error().message;
@@ -337,28 +407,45 @@ int run_daemon(const DaemonConfig& config) {
         auto located = locate_guest_image(config, variant);
         return located.ok() ? "" : located.error().message;
     };
-    context.status = [&config, hv, accel, image_ready, image_problem] {
+    context.status = [&config, &backends, hv, accel, image_ready, image_problem] {
         Json status = {
             {"accel", std::string(to_string(accel.accel))},
             {"accel_reason", accel.reason},
             {"hypervisor", {{"backend", "libvirt"}, {"uri", config.effective_hypervisor_uri()}}},
+            {"backends", backends.to_json()},
             {"versions", hv->versions()},
             {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
             {"config", config.to_json()}};
         return status;
     };
-    http::UnixServer server(config.socket_path, make_api_handler(context));
+    const std::optional<gid_t> api_gid = lookup_group(kApiGroup);
+    context.peer_allowed = [api_gid](uid_t uid, gid_t gid) {
+        return peer_may_use_api(uid, gid, api_gid);
+    };
+    context.log = log_line;
+    http::UnixServer server(config.socket_path, make_api_handler(context), 0660);
     if (Status started = server.start(); !started.ok()) {
         log_line(started.error().message);
         scheduler.stop();
         return 1;
     }
+    // 0660 root:disksweep; without the group only root may connect.
+    if (api_gid && ::chown(config.socket_path.c_str(), 0, *api_gid) != 0) {
+        log_line("warning: cannot give " + config.socket_path + " to group " + kApiGroup + ": " +
+                 std::strerror(errno));
+    }
 
     log_line("disksweepd " + std::string(disksweep_version()) + " ready on " + config.socket_path +
              " (hypervisor " + config.effective_hypervisor_uri() + ")");
     sd_notify_state("READY=1\nSTATUS=serving on " + config.socket_path);
-    int received = 0;
-    sigwait(&stop_signals, &received);
+    // The watchdog proves the API still answers, not merely that this thread
+    // runs: a wedged accept loop or a deadlocked store stops the pings.
+    const std::string socket_path = config.socket_path;
+    const int received = wait_for_signal(stop_signals, watchdog_ping_interval(), [&socket_path] {
+        auto answer = http::request(socket_path, "GET", "/v1/version", {}, "application/json",
+                                    std::chrono::seconds(5));
+        if (answer.ok() && answer->status == 200) sd_notify_state("WATCHDOG=1");
+    });
     log_line(std::string("received ") + strsignal(received));
 
     log_line("stopping: cancelling running runs and tearing down their guests");

@@ -3,7 +3,12 @@
 // systemd lifecycle (sd_notify READY/STOPPING when NOTIFY_SOCKET is set).
 #pragma once
 
+#include <signal.h>
+
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -13,11 +18,10 @@
 
 namespace ds {
 
-// Hypervisor and storage backends by name; an unknown name lists the valid ones.
+// The hypervisor backend by name; an unknown name lists the valid ones.
+// (Storages come from the registry, daemon/registry.h.)
 Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
                                                     const DaemonConfig& config);
-Result<std::unique_ptr<StorageBackend>> make_storage(const std::string& backend,
-                                                     const DaemonConfig& config);
 
 // The guest image of `variant` (ds::image_variant_for_kind): "" = the base
 // image in config.effective_image_dir(), NAME = <image dir>/NAME. An Error
@@ -35,6 +39,16 @@ AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hyperv
 
 // Sends a state line to systemd's NOTIFY_SOCKET, if set ("READY=1", ...).
 void sd_notify_state(const std::string& state);
+
+// How often to send WATCHDOG=1: half of WATCHDOG_USEC when systemd set it
+// for this process (WATCHDOG_PID absent or ours), else nullopt.
+std::optional<std::chrono::milliseconds> watchdog_ping_interval();
+
+// Waits for one of `signals` (blocked in every thread) and returns it. With
+// an interval, calls `ping` each time the interval passes meanwhile (the
+// watchdog: ping sends WATCHDOG=1 only when the daemon is healthy).
+int wait_for_signal(const sigset_t& signals, std::optional<std::chrono::milliseconds> interval,
+                    const std::function<void()>& ping);
 
 // Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
 int run_daemon(const DaemonConfig& config);

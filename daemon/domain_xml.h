@@ -22,6 +22,10 @@ namespace ds {
 // machine attributes are left out. Every device is identical in both.
 enum class DomainXmlDialect { kQemu, kTestDriver };
 
+// The unix socket QEMU serves the serial console on, beside the console log
+// the daemon writes from it (see console_capture.h).
+std::string console_socket_path(const std::string& console_log_path);
+
 // User aliases ("ua-" prefix, kept by libvirt in the live XML) that mark the
 // SCSI controllers, so the reverse mapping can tell a shared controller from a
 // per-disk one even when neither has an IO thread.
@@ -30,17 +34,20 @@ inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-s
 
 // The complete <domain> document for `request`. Contract:
 //  * every string taken from `request` is XML-escaped;
-//  * the data disk's driver type comes from request.data_volume_format (what
-//    the volume really is), not from request.config.image_format;
-//  * a data volume path under /dev/ becomes a block disk (<source dev>), any
-//    other path a file disk (<source file>); network disks (RBD) are not
-//    expressed yet;
+//  * the data disk comes from request.data_disk, by its kind, never guessed
+//    from a path: FileDisk -> <disk type='file'> with the file's format,
+//    BlockDisk -> <disk type='block'>, RbdDisk -> <disk type='network'> with
+//    <source protocol='rbd'>, its monitors as <host>, <config file> when it
+//    names a ceph.conf, and <auth> with `rbd_secret_uuid` when that is set
+//    (a libvirt secret holding the cephx key); the driver type is the
+//    volume's real format, not request.config.image_format;
 //  * every requested setting is written as asked, even one libvirt or QEMU
 //    will refuse (see libvirt_unsupported_reason): refusing is theirs to do,
 //    at start_vm, with their own message; what they silently change instead
 //    shows up in parse_applied_disk_settings. Nothing is dropped or faked here.
 std::string build_domain_xml(const VmRequest& request,
-                             DomainXmlDialect dialect = DomainXmlDialect::kQemu);
+                             DomainXmlDialect dialect = DomainXmlDialect::kQemu,
+                             const std::string& rbd_secret_uuid = "");
 
 // Why `config` cannot be applied as requested through libvirt 9.0 + QEMU 7.2,
 // or "" when it can. Examples: SSD emulation on virtio-blk (no rotation rate),

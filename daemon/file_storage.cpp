@@ -25,7 +25,8 @@ Result<Volume> FileStorage::create_volume(const std::string& name, const Storage
         return make_error(errc::kStorage,
                           "cannot create volume directory " + directory_ + ": " + ec.message());
     }
-    Volume volume{name, path_of(name, config.image_format), config.image_format};
+    const std::string path = path_of(name, config.image_format);
+    Volume volume{name, path, config.image_format, FileDisk{path, config.image_format}};
     if (config.image_format == ImageFormat::kQcow2) {
         Status made = run_command_({"qemu-img", "create", "-q", "-f", "qcow2", volume.path,
                                     std::to_string(config.disk_size_bytes)});

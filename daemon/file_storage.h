@@ -10,13 +10,11 @@
 
 namespace ds {
 
-// Runs a command (argv[0] looked up in PATH); fails with its stderr.
-using CommandRunner = std::function<Status(const std::vector<std::string>& argv)>;
-
 class FileStorage : public StorageBackend {
   public:
     FileStorage(std::string directory, CommandRunner run_command);
     std::string name() const override { return "file"; }
+    DiskSourceKind produces() const override { return DiskSourceKind::kFile; }
     Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
     Status remove_volume(const std::string& name) override;
     Result<std::vector<std::string>> list_volumes(const std::string& prefix) override;

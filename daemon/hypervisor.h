@@ -10,6 +10,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/storage.h"
 
 namespace ds {
 
@@ -24,9 +25,11 @@ struct GuestImage {
 };
 
 struct VmRequest {
-    std::string name;              // unique domain name; starts with the daemon's prefix
-    StorageConfig config;          // the disk settings to apply to the data disk
-    std::string data_volume_path;  // the data disk (file path)
+    std::string name;      // unique domain name; starts with the daemon's prefix
+    StorageConfig config;  // the disk settings to apply to the data disk
+    DiskSource data_disk;  // the data disk, typed (Hypervisor::attachable_disks)
+    // Transitional: callers not yet passing data_disk set these (a file).
+    std::string data_volume_path;
     ImageFormat data_volume_format = ImageFormat::kRaw;
     GuestImage image;
     std::string agent_socket_path;  // unix socket QEMU binds for the agent channel

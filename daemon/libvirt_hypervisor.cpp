@@ -268,7 +268,21 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
     // it is reported as such rather than as whatever it later breaks.
     DomainHandle domain{virDomainCreateXML(connection_, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
     if (!domain) return libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name);
+    if (!request.console_log_path.empty()) {
+        std::lock_guard lock(consoles_mutex_);
+        consoles_[request.name] = std::make_unique<ConsoleCapture>(
+            console_socket_path(request.console_log_path), request.console_log_path);
+    }
     return ok_status();
+}
+
+std::unique_ptr<ConsoleCapture> LibvirtHypervisor::take_console(const std::string& vm_name) {
+    std::lock_guard lock(consoles_mutex_);
+    auto found = consoles_.find(vm_name);
+    if (found == consoles_.end()) return nullptr;
+    auto capture = std::move(found->second);
+    consoles_.erase(found);
+    return capture;
 }
 
 Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
@@ -306,6 +320,9 @@ Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {
 }
 
 Status LibvirtHypervisor::destroy_vm(const std::string& vm_name) {
+    // Declared first, so it is destroyed last: once QEMU is gone the capture
+    // reads the console to its end and stops.
+    const std::unique_ptr<ConsoleCapture> console = take_console(vm_name);
     DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
     if (!domain) {
         if (last_error_code() == VIR_ERR_NO_DOMAIN) {

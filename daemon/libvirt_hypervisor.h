@@ -7,11 +7,14 @@
 // qemu+ssh://host/system) is used as given.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/console_capture.h"
 #include "daemon/domain_xml.h"
 #include "daemon/hypervisor.h"
 
@@ -73,12 +76,18 @@ class LibvirtHypervisor : public Hypervisor {
 
     // Thread safety: every method may be called from several threads at once.
     // libvirt's connection object is thread-safe and its last-error is
-    // per-thread; this class keeps no other mutable state.
+    // per-thread; the console captures are guarded by consoles_mutex_.
 
   private:
     LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect);
+    // Removes the guest's console capture from the map (null if none).
+    std::unique_ptr<ConsoleCapture> take_console(const std::string& vm_name);
 
     _virConnect* connection_;
+    std::mutex consoles_mutex_;
+    // A bounded capture of each started guest's serial console, by VM name
+    // (see console_capture.h); ended by destroy_vm.
+    std::map<std::string, std::unique_ptr<ConsoleCapture>> consoles_;  // guarded by consoles_mutex_
     std::string uri_;
     DomainXmlDialect dialect_;
 };

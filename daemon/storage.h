@@ -1,8 +1,16 @@
-// The storage seam: one fresh data volume per run, removed afterwards.
+// The storage seam: one fresh data volume per run, removed afterwards. A
+// volume is a typed disk source, never a path string to guess from: each
+// hypervisor says which kinds it can attach (Hypervisor::attachable_disks),
+// and the registry refuses a sweep whose storage produces a kind its
+// hypervisor cannot attach.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/result.h"
@@ -10,22 +18,76 @@
 
 namespace ds {
 
+// Runs a command (argv[0] looked up in PATH); fails with its stderr. How
+// storage backends reach their tools (qemu-img, lvm, rbd).
+using CommandRunner = std::function<Status(const std::vector<std::string>& argv)>;
+
+// An image file on the host (file storage).
+struct FileDisk {
+    std::string path;
+    ImageFormat format = ImageFormat::kRaw;
+};
+
+// A block device on the host (an lvm-thin LV, a loop device).
+struct BlockDisk {
+    std::string path;
+};
+
+// A Ceph RBD image, reached by QEMU's rbd driver. The cephx key itself is
+// never held here: `keyring` names a root-only file, and `ceph_conf` a
+// ceph.conf that points at it (for hypervisors without a secret store).
+struct RbdDisk {
+    std::string pool;
+    std::string image;
+    std::vector<std::string> monitors;  // "127.0.0.1:6789"
+    std::string user;                   // cephx id without "client.", "" = no auth
+    std::string keyring;                // path of the keyring file holding the key
+    std::string ceph_conf;              // path of a ceph.conf naming monitors and keyring
+};
+
+// A disk the hypervisor allocates itself inside the VM's config (Proxmox's
+// `STORAGE:SIZE`): the storage backend only names where.
+struct HypervisorAllocatedDisk {
+    std::string storage;  // the hypervisor's own storage id, e.g. "local-lvm"
+    std::uint64_t size_bytes = 0;
+};
+
+using DiskSource = std::variant<FileDisk, BlockDisk, RbdDisk, HypervisorAllocatedDisk>;
+
+enum class DiskSourceKind { kFile, kBlock, kRbd, kHypervisorAllocated };
+DiskSourceKind kind_of(const DiskSource&);
+std::string_view to_string(DiskSourceKind);  // "file" "block" "rbd" "hypervisor-allocated"
+// {"kind":"rbd","pool":...,"image":...} for the run record (no secrets).
+Json to_json(const DiskSource&);
+
 struct Volume {
     std::string name;  // unique; starts with the daemon's prefix
-    std::string path;  // what the hypervisor attaches
+    // Transitional, until the run executor attaches `source`: the file path
+    // and format of a FileDisk (empty for other kinds). Set `source` always.
+    std::string path;
     ImageFormat format = ImageFormat::kRaw;
+    DiskSource source;
 };
 
 class StorageBackend {
   public:
     virtual ~StorageBackend() = default;
+    // The name a sweep spec uses for this storage: "file", "lvm-thin:VG/POOL",
+    // "rbd:POOL".
     virtual std::string name() const = 0;
-    // Creates an empty volume of config.disk_size_bytes in config.image_format.
+    // The kind of disk source create_volume produces.
+    virtual DiskSourceKind produces() const { return DiskSourceKind::kFile; }
+    // Creates an empty volume of config.disk_size_bytes (in
+    // config.image_format where the backend has formats).
     virtual Result<Volume> create_volume(const std::string& name, const StorageConfig& config) = 0;
     // Removes the volume. Succeeds if it is already gone.
     virtual Status remove_volume(const std::string& name) = 0;
     // Volumes whose name starts with prefix (crash recovery).
     virtual Result<std::vector<std::string>> list_volumes(const std::string& prefix) = 0;
+    // The backend's state recorded with a run before and after it (pool fill,
+    // cluster health, the volume's real usage); an object, {} when the
+    // backend has nothing to say. `volume` may already be removed.
+    virtual Json state(const std::string& volume) { return Json::object(); }
 };
 
 }  // namespace ds

@@ -833,6 +833,24 @@ std::string format_watch_summary(long sweep_id, const SweepProgress& progress) {
            " runs";
 }
 
+namespace {
+// "file (file disks), rbd:rbd (rbd disks)": what sweeps may name as storage.
+std::string format_storages(const Json& backends) {
+    if (!backends.is_object() || !backends.contains("storages") ||
+        !backends["storages"].is_array()) {
+        return "?";
+    }
+    std::string out;
+    for (const Json& storage : backends["storages"]) {
+        if (!storage.is_object()) continue;
+        if (!out.empty()) out += ", ";
+        out += format_setting_value(storage.value("name", Json("?"))) + " (" +
+               format_setting_value(storage.value("produces", Json("?"))) + " disks)";
+    }
+    return out.empty() ? "none" : out;
+}
+}  // namespace
+
 std::string format_status(const Json& reply) {
     auto text = [](const Json& object, const char* key) {
         return object.is_object() && object.contains(key) ? format_setting_value(object[key])
@@ -847,6 +865,7 @@ std::string format_status(const Json& reply) {
     out += "acceleration: " + text(reply, "accel") + " (" + text(reply, "accel_reason") + ")\n";
     out += "hypervisor:   " + text(hypervisor, "backend") + " " + text(hypervisor, "uri") +
            " (libvirt " + text(versions, "libvirt") + ", qemu " + text(versions, "qemu") + ")\n";
+    out += "storages:     " + format_storages(reply.value("backends", Json::object())) + "\n";
     bool ready = image.is_object() && image.value("ready", false);
     out += "guest image:  " +
            (ready ? text(config, "image_dir") : "NOT READY: " + text(image, "problem")) + "\n";

@@ -7,7 +7,7 @@ packages=(
   # build
   build-essential cmake ninja-build pkg-config clang-format
   libvirt-dev libxml2-dev libboost-program-options-dev libsqlitecpp-dev libsqlite3-dev
-  libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev
+  libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libssl-dev
   # run: libvirt's embedded QEMU driver, QEMU, qemu-img
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
   # guest image: Debian root fs, kernel modules, initramfs; dpkg-dev for
@@ -68,6 +68,12 @@ ensure_libvirt_user() {
     || useradd --system --gid libvirt-qemu --no-create-home --shell /usr/sbin/nologin libvirt-qemu
 }
 
+# The API's group: root and its members may use disksweepd's socket
+# (0660 root:disksweep). The .deb creates it through sysusers.d.
+ensure_api_group() {
+  getent group disksweep >/dev/null || groupadd --system disksweep
+}
+
 sources_changed=0
 write_deb_src && sources_changed=1
 
@@ -80,6 +86,7 @@ if [ "${#missing[@]}" -eq 0 ]; then
   echo "[deps] all ${#packages[@]} packages present"
   [ "$sources_changed" -eq 0 ] || apt-get update -qq
   ensure_libvirt_user
+  ensure_api_group
   exit 0
 fi
 echo "[deps] installing: ${missing[*]}"
@@ -87,4 +94,5 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 ensure_libvirt_user
+ensure_api_group
 echo "[deps] done"

@@ -56,9 +56,9 @@ TEST_CASE("domain XML: the fixed parts of the guest", "[domain_xml]") {
     CHECK_FALSE(contains(xml, "<graphics"));
     CHECK_FALSE(contains(xml, "<interface"));
     CHECK_FALSE(contains(xml, "host-passthrough"));
-    // Serial console to a file that starts empty.
-    CHECK(contains(xml, "<serial type='file'>"));
-    CHECK(contains(xml, "<source path='/var/log/disksweep/console.log' append='off'/>"));
+    // Serial console served by QEMU on a socket; the daemon captures it.
+    CHECK(contains(xml, "<serial type='unix'>"));
+    CHECK(contains(xml, "<source mode='bind' path='/var/log/disksweep/console.log.sock'/>"));
     // The agent channel and its controller.
     CHECK(contains(xml, "<controller type='virtio-serial' index='0'/>"));
     CHECK(contains(xml, "<source mode='bind' path='/run/disksweep/agent.sock'/>"));

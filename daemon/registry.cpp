@@ -1,0 +1,246 @@
+#include "daemon/registry.h"
+
+#include <algorithm>
+
+#include "common/text.h"
+#include "daemon/file_storage.h"
+
+namespace ds {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+    std::string out;
+    for (const auto& item : items) {
+        if (!out.empty()) out += separator;
+        out += item;
+    }
+    return out;
+}
+
+std::string attaches_text(const HypervisorKindDef& kind) {
+    std::vector<std::string> names;
+    for (DiskSourceKind source : kind.attaches) names.emplace_back(to_string(source));
+    return join(names, ", ");
+}
+
+Result<std::unique_ptr<StorageBackend>> make_file_storage(const StorageLine& line,
+                                                          const StorageContext& context) {
+    auto dir = line.options.find("dir");
+    std::string directory =
+        dir == line.options.end() ? context.default_file_directory : dir->second;
+    return std::unique_ptr<StorageBackend>(
+        std::make_unique<FileStorage>(std::move(directory), context.run_command));
+}
+
+const std::vector<StorageKindDef>& storage_kind_table() {
+    static const std::vector<StorageKindDef> kinds = {
+        {"file",
+         "",
+         false,
+         DiskSourceKind::kFile,
+         {{"dir", false, "directory of the volume files (default: the daemon's volume-dir)"}},
+         "one raw (sparse) or qcow2 file per run",
+         make_file_storage},
+    };
+    return kinds;
+}
+
+const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
+    static const std::vector<HypervisorKindDef> kinds = {
+        {"libvirt",
+         {DiskSourceKind::kFile, DiskSourceKind::kBlock, DiskSourceKind::kRbd},
+         "libvirt's C API: the embedded QEMU driver by default, or any libvirt URI"},
+    };
+    return kinds;
+}
+
+std::string kind_names() {
+    std::vector<std::string> names;
+    for (const auto& kind : storage_kinds()) names.emplace_back(kind.kind);
+    return join(names, ", ");
+}
+
+}  // namespace
+
+std::span<const StorageKindDef> storage_kinds() {
+    return storage_kind_table();
+}
+
+const StorageKindDef* find_storage_kind(std::string_view kind) {
+    for (const auto& def : storage_kinds()) {
+        if (def.kind == kind) return &def;
+    }
+    return nullptr;
+}
+
+std::span<const HypervisorKindDef> hypervisor_kinds() {
+    return hypervisor_kind_table();
+}
+
+const HypervisorKindDef* find_hypervisor_kind(std::string_view name) {
+    for (const auto& def : hypervisor_kinds()) {
+        if (def.name == name) return &def;
+    }
+    return nullptr;
+}
+
+std::string storage_name(const StorageConfig& config) {
+    return config.storage_pool.empty() ? config.storage
+                                       : config.storage + ":" + config.storage_pool;
+}
+
+Result<StorageLine> parse_storage_line(std::string_view text) {
+    const std::string line_text(trim_whitespace(text));
+    auto fail = [&](const std::string& why) {
+        return make_error(errc::kInvalidArgument, "storage '" + line_text + "': " + why);
+    };
+    StorageLine line;
+    std::size_t start = 0;
+    bool first = true;
+    while (start <= line_text.size()) {
+        std::size_t comma = line_text.find(',', start);
+        if (comma == std::string::npos) comma = line_text.size();
+        const std::string item(
+            trim_whitespace(std::string_view(line_text).substr(start, comma - start)));
+        start = comma + 1;
+        if (first) {
+            first = false;
+            const std::size_t colon = item.find(':');
+            line.kind = item.substr(0, colon);
+            if (colon != std::string::npos) line.pool = item.substr(colon + 1);
+            if (line.kind.empty()) return fail("no storage kind before ','; e.g. rbd:POOL");
+            if (colon != std::string::npos && line.pool.empty())
+                return fail("empty pool after ':'");
+            continue;
+        }
+        if (item.empty()) return fail("empty option between commas");
+        const std::size_t equals = item.find('=');
+        if (equals == std::string::npos || equals == 0) {
+            return fail("option '" + item + "' is not KEY=VALUE");
+        }
+        const std::string key = item.substr(0, equals);
+        if (!line.options.emplace(key, item.substr(equals + 1)).second) {
+            return fail("option '" + key + "' given twice");
+        }
+    }
+    return line;
+}
+
+Result<std::unique_ptr<StorageBackend>> make_storage_backend(const StorageLine& line,
+                                                             const StorageContext& context) {
+    const StorageKindDef* kind = find_storage_kind(line.kind);
+    auto fail = [&](const std::string& why) {
+        return make_error(errc::kInvalidArgument, "storage '" + line.name() + "': " + why);
+    };
+    if (kind == nullptr) {
+        return fail("unknown storage kind '" + line.kind +
+                    "'; this disksweepd has: " + kind_names());
+    }
+    if (kind->pool_syntax.empty() && !line.pool.empty()) {
+        return fail(std::string(kind->kind) + " takes no pool after ':'");
+    }
+    if (kind->pool_required && line.pool.empty()) {
+        return fail(std::string(kind->kind) + " needs a pool: " + std::string(kind->kind) + ":" +
+                    std::string(kind->pool_syntax));
+    }
+    for (const auto& [key, value] : line.options) {
+        const bool known = std::any_of(kind->options.begin(), kind->options.end(),
+                                       [&](const StorageOptionDef& def) { return def.key == key; });
+        if (!known) {
+            std::vector<std::string> valid;
+            for (const auto& def : kind->options) valid.emplace_back(def.key);
+            return fail("unknown option '" + key +
+                        "'; valid: " + (valid.empty() ? "none" : join(valid, ", ")));
+        }
+    }
+    for (const auto& def : kind->options) {
+        if (def.required && !line.options.contains(std::string(def.key))) {
+            return fail("option '" + std::string(def.key) + "' is required (" +
+                        std::string(def.help) + ")");
+        }
+    }
+    return kind->make(line, context);
+}
+
+void BackendCatalog::add_hypervisor(std::string name, std::string detail) {
+    hypervisors_.push_back({std::move(name), std::move(detail)});
+}
+
+Status BackendCatalog::add_storage(std::unique_ptr<StorageBackend> storage) {
+    std::string name = storage->name();
+    if (!storages_.emplace(name, std::move(storage)).second) {
+        return make_error(errc::kInvalidArgument, "storage '" + name + "' is configured twice");
+    }
+    return ok_status();
+}
+
+std::string BackendCatalog::configured_storage_names() const {
+    std::vector<std::string> names;
+    for (const auto& [name, storage] : storages_) names.push_back(name);
+    return names.empty() ? "none" : join(names, ", ");
+}
+
+Result<StorageBackend*> BackendCatalog::storage_for(const StorageConfig& config) const {
+    const std::string name = storage_name(config);
+    auto found = storages_.find(name);
+    if (found == storages_.end()) {
+        return make_error(errc::kNotConfigured, "storage '" + name +
+                                                    "' is not configured on this disksweepd; "
+                                                    "configured storages: " +
+                                                    configured_storage_names() +
+                                                    " (add a `storage = " + name +
+                                                    ",...` line to disksweepd.conf)");
+    }
+    return found->second.get();
+}
+
+Status BackendCatalog::check(const StorageConfig& config) const {
+    auto hypervisor = std::find_if(hypervisors_.begin(), hypervisors_.end(),
+                                   [&](const auto& h) { return h.name == config.hypervisor; });
+    if (hypervisor == hypervisors_.end()) {
+        std::vector<std::string> names;
+        for (const auto& h : hypervisors_) names.push_back(h.name);
+        return make_error(errc::kNotConfigured,
+                          "hypervisor '" + config.hypervisor +
+                              "' is not configured on this disksweepd; configured hypervisors: " +
+                              (names.empty() ? "none" : join(names, ", ")));
+    }
+    auto storage = storage_for(config);
+    if (!storage.ok()) return storage.error();
+    const HypervisorKindDef* kind = find_hypervisor_kind(config.hypervisor);
+    const DiskSourceKind produced = (*storage)->produces();
+    if (kind == nullptr ||
+        std::find(kind->attaches.begin(), kind->attaches.end(), produced) == kind->attaches.end()) {
+        return make_error(errc::kNotConfigured,
+                          "hypervisor '" + config.hypervisor + "' cannot attach the " +
+                              std::string(to_string(produced)) + " disks of storage '" +
+                              storage_name(config) + "'" +
+                              (kind ? "; it attaches: " + attaches_text(*kind) : ""));
+    }
+    return ok_status();
+}
+
+std::vector<StorageBackend*> BackendCatalog::storages() const {
+    std::vector<StorageBackend*> out;
+    for (const auto& [name, storage] : storages_) out.push_back(storage.get());
+    return out;
+}
+
+Json BackendCatalog::to_json() const {
+    Json json = {{"hypervisors", Json::array()}, {"storages", Json::array()}};
+    for (const auto& hypervisor : hypervisors_) {
+        Json attaches = Json::array();
+        if (const HypervisorKindDef* kind = find_hypervisor_kind(hypervisor.name)) {
+            for (DiskSourceKind source : kind->attaches) attaches.push_back(to_string(source));
+        }
+        json["hypervisors"].push_back(
+            {{"name", hypervisor.name}, {"detail", hypervisor.detail}, {"attaches", attaches}});
+    }
+    for (const auto& [name, storage] : storages_) {
+        json["storages"].push_back({{"name", name}, {"produces", to_string(storage->produces())}});
+    }
+    return json;
+}
+
+}  // namespace ds
