@@ -63,7 +63,7 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
         // Own process group, so a timeout kills the whole tree (fio forks
         // a worker per job).
         ::setpgid(0, 0);
-        int devnull = ::open("/dev/null", O_RDONLY);
+        int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (devnull >= 0) ::dup2(devnull, 0);
         ::dup2(out_pipe[1], 1);
         ::dup2(err_pipe[1], 2);

@@ -193,7 +193,10 @@ int wait_for_signal(const sigset_t& signals, std::optional<std::chrono::millisec
 }
 
 Status add_configured_storages(const DaemonConfig& config, BackendCatalog& backends) {
-    StorageContext context{config.effective_volume_dir(), command_runner()};
+    // Shared by the backends and alive as long as the process (lvm-thin keeps
+    // a reference).
+    static const auto process_runner = std::make_shared<RealProcessRunner>();
+    StorageContext context{config.effective_volume_dir(), command_runner(), process_runner};
     for (const std::string& text : config.effective_storages()) {
         auto line = parse_storage_line(text);
         if (!line.ok()) return line.error();

@@ -4,6 +4,8 @@
 
 #include "common/text.h"
 #include "daemon/file_storage.h"
+#include "daemon/storage/lvm_thin/lvm_thin_storage.h"
+#include "daemon/storage/rbd/rbd_storage.h"
 
 namespace ds {
 
@@ -33,6 +35,34 @@ Result<std::unique_ptr<StorageBackend>> make_file_storage(const StorageLine& lin
         std::make_unique<FileStorage>(std::move(directory), context.run_command));
 }
 
+Result<std::unique_ptr<StorageBackend>> make_lvm_thin(const StorageLine& line,
+                                                      const StorageContext& context) {
+    if (context.process_runner == nullptr) {
+        return make_error(errc::kInternal, "lvm-thin needs a process runner");
+    }
+    auto storage = make_lvm_thin_storage(line.pool, *context.process_runner);
+    if (!storage.ok()) return storage.error();
+    return std::unique_ptr<StorageBackend>(std::move(storage).value());
+}
+
+Result<std::unique_ptr<StorageBackend>> make_rbd(const StorageLine& line,
+                                                 const StorageContext& context) {
+    if (context.process_runner == nullptr) {
+        return make_error(errc::kInternal, "rbd needs a process runner");
+    }
+    auto options = rbd_storage_options(line.pool, line.options);
+    if (!options.ok()) return options.error();
+    return std::unique_ptr<StorageBackend>(
+        std::make_unique<RbdStorage>(std::move(options).value(), context.process_runner));
+}
+
+// The rbd kind's option keys, from the backend's own table.
+std::vector<StorageOptionDef> rbd_options() {
+    std::vector<StorageOptionDef> options;
+    for (const auto& key : rbd_option_keys()) options.push_back({key.key, false, key.help});
+    return options;
+}
+
 const std::vector<StorageKindDef>& storage_kind_table() {
     static const std::vector<StorageKindDef> kinds = {
         {"file",
@@ -42,6 +72,15 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          {{"dir", false, "directory of the volume files (default: the daemon's volume-dir)"}},
          "one raw (sparse) or qcow2 file per run",
          make_file_storage},
+        {"lvm-thin",
+         "VG/POOL",
+         true,
+         DiskSourceKind::kBlock,
+         {},
+         "one thin LV per run in an existing thin pool (lvm2 + thin-provisioning-tools)",
+         make_lvm_thin},
+        {"rbd", "POOL", true, DiskSourceKind::kRbd, rbd_options(),
+         "one Ceph RBD image per run (the rbd and ceph tools of ceph-common)", make_rbd},
     };
     return kinds;
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
 #include "daemon/storage.h"
@@ -37,6 +38,8 @@ Result<StorageLine> parse_storage_line(std::string_view text);
 struct StorageContext {
     std::string default_file_directory;  // <state_dir>/volumes
     CommandRunner run_command;
+    // For backends that read their tools' output (lvs, rbd --format json).
+    std::shared_ptr<ProcessRunner> process_runner;
 };
 
 struct StorageOptionDef {

@@ -18,6 +18,9 @@ packages=(
   # the MariaDB workload runners' integration test: a real server, sql-bench's
   # Perl DBI driver, sysbench (the same packages as guest/packages-mariadb.txt)
   mariadb-server mariadb-client libdbi-perl libdbd-mariadb-perl sysbench
+  # the rbd storage backend (rbd/ceph tools) and its real test: a throwaway
+  # single-node Ceph (tests/support/ceph/), QEMU's rbd driver
+  ceph-mon ceph-osd ceph-common qemu-block-extra
 )
 
 # deb-src entries mirroring the host's enabled bookworm deb entries, so that

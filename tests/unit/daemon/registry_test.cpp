@@ -157,3 +157,28 @@ TEST_CASE("the catalog lists what is configured for /v1/status", "[registry]") {
     REQUIRE(json["storages"].size() == 1);
     CHECK(json["storages"][0] == Json{{"name", "file"}, {"produces", "file"}});
 }
+
+TEST_CASE("lvm-thin storages are named VG/POOL and produce block disks", "[registry]") {
+    StorageContext context{"/tmp/x", nullptr, std::make_shared<RealProcessRunner>()};
+    auto no_pool = make_storage_backend(parse_storage_line("lvm-thin").value(), context);
+    REQUIRE_FALSE(no_pool.ok());
+    CHECK_THAT(no_pool.error().message, Catch::Contains("needs a pool: lvm-thin:VG/POOL"));
+    auto bad_name = make_storage_backend(parse_storage_line("lvm-thin:vg0").value(), context);
+    REQUIRE_FALSE(bad_name.ok());
+    auto storage = make_storage_backend(parse_storage_line("lvm-thin:vg0/pool0").value(), context);
+    REQUIRE(storage.ok());
+    CHECK((*storage)->name() == "lvm-thin:vg0/pool0");
+    CHECK((*storage)->produces() == DiskSourceKind::kBlock);
+}
+
+TEST_CASE("rbd storages take their options from the backend's table", "[registry]") {
+    StorageContext context{"/tmp/x", nullptr, std::make_shared<RealProcessRunner>()};
+    auto unknown = make_storage_backend(parse_storage_line("rbd:fast,colour=red").value(), context);
+    REQUIRE_FALSE(unknown.ok());
+    CHECK_THAT(unknown.error().message, Catch::Contains("unknown option 'colour'"));
+    auto storage = make_storage_backend(
+        parse_storage_line("rbd:fast,mon_host=127.0.0.1:6789,id=disksweep").value(), context);
+    REQUIRE(storage.ok());
+    CHECK((*storage)->name() == "rbd:fast");
+    CHECK((*storage)->produces() == DiskSourceKind::kRbd);
+}

@@ -1,0 +1,95 @@
+# shellcheck shell=bash disable=SC2034
+# Shared by ceph-up.sh and ceph-down.sh (sourced, not run): the layout of a
+# throwaway test Ceph in DIR and how its processes are found and stopped.
+#
+# DIR layout (everything the cluster has lives here):
+#   .disksweep-test-ceph   marker: this DIR belongs to a test Ceph, so
+#                          ceph-down.sh may delete it
+#   cluster.conf           the daemons' and the admin's config (admin.keyring)
+#   ceph.conf              the clients' config: monitors, cephx, the client
+#                          user's keyring (what disksweep and QEMU read)
+#   admin-client.conf      the same for client.admin (embedded libvirt's QEMU)
+#   admin.keyring          client.admin (mode 0600)
+#   client.USER.keyring    the disksweep client (mode 0600, root only)
+#   env                    shell assignments for tests (see ceph-up.sh)
+#   ports                  the TCP ports the daemons bind, one a line
+#   mon.a/ osd.0/          daemon data; osd.0/block is the sparse BlueStore file
+#   run/ log/              pid files, admin sockets, daemon logs
+
+# The daemons, in the order they start (and stop in reverse).
+readonly CEPH_TEST_DAEMONS=(mon.a osd.0)
+readonly CEPH_TEST_MARKER=.disksweep-test-ceph
+
+# The pid of daemon $2 of the cluster in $1, or nothing. The pid file is
+# trusted only while that pid is a ceph daemon started with this DIR's
+# config (a pid file from a killed run may name a recycled pid).
+ceph_test_daemon_pid() {
+    local dir=$1 daemon=$2 pid
+    pid=$(cat "$dir/run/$daemon.pid" 2>/dev/null) || return 0
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    ceph_test_pid_uses_dir "$pid" "$dir" && echo "$pid"
+    return 0
+}
+
+# True when process $1 was started with "$2/cluster.conf" on its command line:
+# the exact path identifies this cluster's daemons even without pid files.
+# (Builtins only: it runs for every process on the host.)
+ceph_test_pid_uses_dir() {
+    local pid=$1 dir=$2 arg args=()
+    { mapfile -d '' args <"/proc/$pid/cmdline"; } 2>/dev/null || return 1
+    for arg in "${args[@]}"; do
+        [[ $arg == "$dir/cluster.conf" ]] && return 0
+    done
+    return 1
+}
+
+# Every live process started with this DIR's cluster.conf (daemons whose pid
+# file is gone, after a killed ceph-up.sh), one pid a line.
+ceph_test_pids_by_config() {
+    local dir=$1 proc pid
+    for proc in /proc/[0-9]*; do
+        pid=${proc#/proc/}
+        [[ $pid == "$$" ]] && continue
+        ceph_test_pid_uses_dir "$pid" "$dir" && echo "$pid"
+    done
+    return 0
+}
+
+# Sends SIGTERM to the pids given, waits up to $1 seconds for them to end,
+# then SIGKILLs what is left.
+ceph_test_stop_pids() {
+    local grace=$1 pid deadline
+    shift
+    (($# > 0)) || return 0
+    kill -TERM "$@" 2>/dev/null || true
+    deadline=$((SECONDS + grace))
+    while ((SECONDS < deadline)); do
+        local alive=()
+        for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+        ((${#alive[@]} == 0)) && return 0
+        sleep 0.2
+    done
+    kill -KILL "$@" 2>/dev/null || true
+    sleep 0.5
+}
+
+# The pids of processes other than the cluster's own daemons with an
+# established TCP connection to one of the cluster's ports (QEMU, rbd, ...).
+ceph_test_client_pids() {
+    local dir=$1 filter="" port
+    [[ -r $dir/ports ]] || return 0
+    while read -r port; do
+        [[ $port =~ ^[0-9]+$ ]] || continue
+        filter+="${filter:+ or }dport = :$port"
+    done <"$dir/ports"
+    [[ -n $filter ]] || return 0
+    local daemons=" " daemon
+    for daemon in "${CEPH_TEST_DAEMONS[@]}"; do
+        daemons+="$(ceph_test_daemon_pid "$dir" "$daemon") "
+    done
+    ss -Htnp state established "( $filter )" 2>/dev/null |
+        grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u |
+        while read -r pid; do
+            [[ $daemons == *" $pid "* || $pid == "$$" ]] || echo "$pid"
+        done
+}
