@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds disksweep into build/ (RelWithDebInfo).
+# Arguments are ninja targets (e.g. disksweepd hostctl disksweep-agent);
+# without any, everything is built, the tests included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null

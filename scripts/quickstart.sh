@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-deps.sh
-scripts/build.sh
+# Only what the quick start runs; scripts/test.sh builds the tests.
+scripts/build.sh disksweepd hostctl disksweep-agent
 # The quick start sweep runs fio only: the base image is enough (the MariaDB
 # variant is built by scripts/build-guest-image.sh without this variable).
 DISKSWEEP_IMAGE_VARIANTS=base scripts/build-guest-image.sh /var/lib/disksweep/images

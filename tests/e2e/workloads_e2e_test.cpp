@@ -11,13 +11,17 @@
 #include <map>
 #include <sstream>
 
+#include "hostctl/format.h"
 #include "support/daemon_fixture.h"
+#include "support/table_text.h"
 
 using ds::Json;
 using ds::test::DaemonFixture;
 
 namespace {
 
+// Fails unless the image is in `dir`; call it with test_image_dir(), which
+// skips first when DISKSWEEP_TEST_IMAGE_DIR is not set.
 void require_image(const std::string& dir) {
     if (!std::filesystem::exists(dir + "/manifest.json"))
         FAIL("guest image missing in " + dir + ": run scripts/build-guest-image.sh");
@@ -45,6 +49,7 @@ int replace_all(std::string& text, const std::string& from, const std::string& t
 }
 
 struct RunRow {
+    std::string config_id;
     std::string status;
     std::string failure_reason;
     std::string workload;
@@ -57,7 +62,8 @@ std::vector<RunRow> runs_of_sweep(const std::string& database, int sweep_id) {
     SQLite::Database db(database, SQLite::OPEN_READONLY);
     SQLite::Statement query(db,
                             "SELECT r.id, r.status, COALESCE(r.failure_reason, ''), "
-                            "r.workload_name, c.canonical_json, r.applied_settings_json "
+                            "r.workload_name, c.canonical_json, r.applied_settings_json, "
+                            "r.config_id "
                             "FROM runs r JOIN configurations c USING (config_id) "
                             "WHERE r.sweep_id = ? ORDER BY r.sequence");
     query.bind(1, sweep_id);
@@ -70,6 +76,7 @@ std::vector<RunRow> runs_of_sweep(const std::string& database, int sweep_id) {
         row.workload = query.getColumn(3).getString();
         row.config = Json::parse(query.getColumn(4).getString());
         row.applied = Json::parse(query.getColumn(5).getString());
+        row.config_id = query.getColumn(6).getString();
         SQLite::Statement metrics(db, "SELECT name, value FROM metrics WHERE run_id = ?");
         metrics.bind(1, run_id);
         while (metrics.executeStep())
@@ -155,13 +162,40 @@ TEST_CASE("seed study A runs end to end and compares in the seed's shape", "[e2e
     REQUIRE(compare.exit_code == 0);
     for (const char* expected :
          {"Filesystem", "Options", "Time", "defaults", "innodb_flush_method=nosync",
-          "innodb_flush_method=O_DSYNC", "btrfs+nocow", "±"}) {
+          "innodb_flush_method=O_DSYNC", "btrfs+nocow"}) {
         CHECK(compare.out.find(expected) != std::string::npos);
     }
     auto compare_json = daemon.hostctl({"--json", "results", "compare", "1"});
     REQUIRE(compare_json.exit_code == 0);
     Json table = Json::parse(compare_json.out);
     CHECK(table["rows"].size() == 9);
+
+    // One configuration's row, against its run: btrfs+nocow with InnoDB's
+    // defaults shows that run's time, n = 1, and no spread (one run has none).
+    Json nocow_defaults;
+    for (const auto& row : table["rows"]) {
+        if (row["filesystem"] == "btrfs+nocow" && row["workload"] == "defaults")
+            nocow_defaults = row;
+    }
+    REQUIRE(nocow_defaults.is_object());
+    std::vector<double> times;
+    for (const auto& run : runs) {
+        if (run.config_id == nocow_defaults["config_id"] && run.workload == "defaults")
+            times.push_back(run.metrics.at("total_s"));
+    }
+    REQUIRE(times.size() == 1);
+    const Json& total_s = nocow_defaults["metrics"]["total_s"];
+    CHECK(total_s["n"] == 1);
+    CHECK(total_s["mean"].get<double>() == Approx(times[0]));
+    CHECK(total_s["stddev"].is_null());
+    const std::string line = ds::test::table_row(compare.out, "btrfs+nocow", "defaults");
+    INFO(line);
+    std::istringstream cells(line);
+    std::string filesystem, options, time, n;
+    cells >> filesystem >> options >> time >> n;
+    CHECK(time == ds::hostctl::format_mean_stddev(times[0], std::nullopt));
+    CHECK(n == "1");
+    CHECK(line.find("±") == std::string::npos);
     check_nothing_left(daemon);
 }
 

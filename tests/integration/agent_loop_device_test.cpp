@@ -1,7 +1,7 @@
 // The agent's real path on this host: a loop device as the data disk, real
 // mkfs/mount(2)/btrfs/chattr/fio, the real sysfs and procfs for readback, and
-// the real command line with --port on a unix socket. Needs root and loop
-// devices; anywhere else each test says why it did nothing and passes.
+// the real command line with --port on a unix socket. Needs root, loop
+// devices and the tools; anywhere else each test skips, saying why.
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -11,6 +11,7 @@
 
 #include "common/fio_metrics.h"
 #include "guestagent/cli.h"
+#include "support/skip.h"
 #include "unit/agent/fakes.h"
 
 namespace {
@@ -35,7 +36,14 @@ std::string missing_prerequisite() {
         auto found = runner.run({"sh", "-c", std::string("command -v ") + tool}, 10s);
         if (!found.ok() || found->exit_code != 0) return std::string(tool) + " not installed";
     }
+    auto loop = runner.run({"losetup", "--find"}, 10s);
+    if (!loop.ok() || loop->exit_code != 0) return "no free loop device";
     return {};
+}
+
+// Ends the test as skipped when this host cannot run it; call it first.
+void skip_unless_prerequisites() {
+    if (const auto why = missing_prerequisite(); !why.empty()) ds::test::skip_test(why);
 }
 
 // A sparse file (300 MB unless said otherwise) attached to a free loop
@@ -125,24 +133,18 @@ class HostSocket {
 };
 
 // One agent process-equivalent (run_agent on a thread) against a real loop
-// device; `talk` plays the host and returns once it sent shutdown.
+// device of `disk_bytes`; `talk` plays the host and returns once it sent
+// shutdown. Create it after skip_unless_prerequisites().
 struct RealSession {
     TempDir dir;
     fs::path mount_point = dir.path() / "mnt";
     std::unique_ptr<LoopDevice> loop;
 
-    bool usable(std::uintmax_t disk_bytes = 300ull << 20) {
-        if (const auto why = missing_prerequisite(); !why.empty()) {
-            WARN("skipped: " << why);
-            return false;
-        }
-        loop =
-            std::make_unique<LoopDevice>(dir.path() / "disk.img", mount_point.string(), disk_bytes);
-        if (loop->path().empty()) {
-            WARN("skipped: no loop device: " << loop->error());
-            return false;
-        }
-        return true;
+    explicit RealSession(std::uintmax_t disk_bytes = 300ull << 20)
+        : loop(std::make_unique<LoopDevice>(dir.path() / "disk.img", mount_point.string(),
+                                            disk_bytes)) {
+        INFO("attaching a loop device: " << loop->error());
+        REQUIRE_FALSE(loop->path().empty());
     }
 
     int run(const std::function<void(HostSocket&)>& talk) {
@@ -208,8 +210,8 @@ std::string device_name(const std::string& path) {
 
 TEST_CASE("agent on a loop device: ext4 with mkfs and mount options, real fio",
           "[agent][root][loop]") {
+    skip_unless_prerequisites();
     RealSession session;
-    if (!session.usable()) return;
     Json result;
     std::vector<Json> progress;
     const int status = session.run([&](HostSocket& host) {
@@ -257,8 +259,8 @@ TEST_CASE("agent on a loop device: ext4 with mkfs and mount options, real fio",
 
 TEST_CASE("agent on a loop device: btrfs nodatacow with the single and nocow steps",
           "[agent][root][loop]") {
+    skip_unless_prerequisites();
     RealSession session;
-    if (!session.usable()) return;
     Json result;
     std::vector<Json> progress;
     const int status = session.run([&](HostSocket& host) {
@@ -303,8 +305,8 @@ TEST_CASE("agent on a loop device: btrfs nodatacow with the single and nocow ste
 
 TEST_CASE("agent on a loop device: a mount option ext4 rejects is a mount error",
           "[agent][root][loop]") {
+    skip_unless_prerequisites();
     RealSession session;
-    if (!session.usable()) return;
     Json reply;
     std::vector<Json> progress;
     const int status = session.run([&](HostSocket& host) {
@@ -366,8 +368,8 @@ Json with_workload(Json job_message, const std::string& kind, const Json& params
 
 TEST_CASE("agent on a loop device: block tuning applied through sysfs and read back",
           "[agent][root][loop]") {
+    skip_unless_prerequisites();
     RealSession session;
-    if (!session.usable()) return;
     Json message = job("loop-block", {{"type", "ext4"}});
     message["block"] = {{"scheduler", "mq-deadline"}, {"read_ahead_kb", 512}, {"nr_requests", 32}};
     std::vector<Json> progress;
@@ -387,8 +389,8 @@ TEST_CASE("agent on a loop device: block tuning applied through sysfs and read b
 
 TEST_CASE("agent on a loop device: a value the kernel refuses fails phase tune",
           "[agent][root][loop]") {
+    skip_unless_prerequisites();
     RealSession session;
-    if (!session.usable()) return;
     Json message = job("loop-bad-tune", {{"type", "ext4"}});
     message["block"] = {{"scheduler", "bfq"}, {"nr_requests", 100000}};
     auto [reply, status] = reply_to(session, message);
@@ -404,8 +406,8 @@ TEST_CASE("agent on a loop device: a value the kernel refuses fails phase tune",
 }
 
 TEST_CASE("agent on a loop device: kind io with libaio, direct", "[agent][root][loop]") {
+    skip_unless_prerequisites();
     RealSession session;
-    if (!session.usable()) return;
     auto [result, status] = reply_to(session, with_workload(job("loop-io", {{"type", "xfs"}}), "io",
                                                             {{"rw", "randrw"},
                                                              {"bs", "4k"},
@@ -432,10 +434,10 @@ TEST_CASE("agent on a loop device: a job bigger than the file system fails with 
         {"fio", {{"rw", "write"}, {"bs", "1m"}, {"size", "256m"}, {"ioengine", "psync"}}},
         {"io", {{"rw", "write"}, {"bs", "1m"}, {"size", "256m"}, {"ioengine", "psync"}}},
     };
+    skip_unless_prerequisites();
     for (const auto& [kind, params] : workloads) {
         INFO(kind);
-        RealSession session;
-        if (!session.usable(64ull << 20)) return;
+        RealSession session(64ull << 20);
         const auto start = std::chrono::steady_clock::now();
         auto [reply, status] =
             reply_to(session, with_workload(job("loop-full", {{"type", "ext4"}}), kind, params));
@@ -452,8 +454,8 @@ TEST_CASE("agent on a loop device: a job bigger than the file system fails with 
 
 TEST_CASE("agent on a loop device: fio past its time limit is killed: code timeout",
           "[agent][root][loop]") {
+    skip_unless_prerequisites();
     RealSession session;
-    if (!session.usable()) return;
     const auto start = std::chrono::steady_clock::now();
     auto [reply, status] =
         reply_to(session, with_workload(job("loop-slow", {{"type", "ext4"}}), "fio",

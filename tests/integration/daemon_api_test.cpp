@@ -21,7 +21,7 @@ namespace {
 
 // The test driver boots nothing, so any files will do as the guest image.
 std::string fake_image_dir() {
-    std::string dir = "/tmp/disksweep-fake-image";
+    std::string dir = ds::test::test_temp_dir() + "/fake-image";
     fs::create_directories(dir);
     for (const char* name : {"vmlinuz", "initrd.img", "root.img"}) {
         std::ofstream(dir + "/" + name) << "not a real image\n";
@@ -66,14 +66,13 @@ Json sweep_json(const DaemonFixture& daemon, int id) {
 }  // namespace
 
 TEST_CASE("hostctl without a daemon says so and how to start it", "[integration][hostctl]") {
+    const std::string socket = ds::test::test_temp_dir() + "/no-such-disksweepd.sock";
     ds::RealProcessRunner runner;
-    auto output = runner.run(
-        {ds::test::hostctl_binary(), "--socket", "/tmp/no-such-disksweepd.sock", "sweep", "list"},
-        std::chrono::seconds(10));
+    auto output = runner.run({ds::test::hostctl_binary(), "--socket", socket, "sweep", "list"},
+                             std::chrono::seconds(10));
     REQUIRE(output.ok());
     CHECK(output->exit_code == 3);
-    CHECK(output->stderr_text.find("cannot reach disksweepd at /tmp/no-such-disksweepd.sock") !=
-          std::string::npos);
+    CHECK(output->stderr_text.find("cannot reach disksweepd at " + socket) != std::string::npos);
     CHECK(output->stderr_text.find("Start it with") != std::string::npos);
 }
 

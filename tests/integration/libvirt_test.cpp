@@ -14,7 +14,9 @@
 #include "common/process.h"
 #include "daemon/domain_xml.h"
 #include "daemon/libvirt_hypervisor.h"
+#include "support/daemon_fixture.h"
 #include "support/disk_settings.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 namespace ds {
@@ -82,12 +84,6 @@ const fs::path& embedded_root() {
     return root;
 }
 
-// Where the guest image (guest/build-image.sh) is, as for the e2e tests.
-fs::path guest_image_dir() {
-    const char* dir = std::getenv("DISKSWEEP_TEST_IMAGE_DIR");
-    return dir != nullptr ? dir : "/var/lib/disksweep/images";
-}
-
 std::string read_file(const fs::path& path) {
     std::ifstream in(path);
     return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -107,13 +103,17 @@ bool tool_available(const std::string& name) {
     return false;
 }
 
+// Ends the test as skipped unless `tool` is on PATH (scripts/install-deps.sh
+// installs it from `package`).
+void skip_unless_installed(const std::string& tool, const std::string& package) {
+    if (!tool_available(tool))
+        ds::test::skip_test(tool + " not installed (package " + package + ")");
+}
+
 }  // namespace
 
 TEST_CASE("virt-xml-validate accepts the generated domain XML", "[libvirt][integration]") {
-    if (!tool_available("virt-xml-validate")) {
-        WARN("virt-xml-validate not installed (package libvirt-clients): schema check skipped");
-        return;
-    }
+    skip_unless_installed("virt-xml-validate", "libvirt-clients");
     TempDir dir;
     RealProcessRunner runner;
     int index = 0;
@@ -301,21 +301,22 @@ TEST_CASE("connect: errors are values with libvirt's reason", "[libvirt][integra
     CHECK(relative.error().code == errc::kInvalidArgument);
 }
 
-TEST_CASE("embedded QEMU driver: qemu.conf and connection", "[libvirt][integration]") {
+TEST_CASE("embedded QEMU driver: its URI and qemu.conf", "[libvirt][integration]") {
     const fs::path& root = embedded_root();
     CHECK(LibvirtHypervisor::embedded_uri(root.string()).find("state%20dir/libvirt") !=
           std::string::npos);
 
-    auto connected = LibvirtHypervisor::connect("", root.string());
+    // qemu.conf is written before connecting, with or without QEMU.
+    (void)LibvirtHypervisor::connect("", root.string());
     const std::string text = read_file(root / "etc" / "qemu.conf");
     CHECK(text.find("stdio_handler = \"file\"") != std::string::npos);
     CHECK(text.find("security_driver = \"none\"") != std::string::npos);
     CHECK(text.find("namespaces = []") != std::string::npos);
+}
 
-    if (!tool_available("qemu-system-x86_64")) {
-        WARN("qemu-system-x86_64 not installed: embedded driver connection not checked");
-        return;
-    }
+TEST_CASE("embedded QEMU driver: connection", "[libvirt][integration]") {
+    skip_unless_installed("qemu-system-x86_64", "qemu-system-x86");
+    auto connected = LibvirtHypervisor::connect("", embedded_root().string());
     INFO((connected.ok() ? "" : connected.error().message));
     REQUIRE(connected.ok());
     LibvirtHypervisor& hypervisor = **connected;
@@ -332,13 +333,12 @@ TEST_CASE("embedded QEMU driver: qemu.conf and connection", "[libvirt][integrati
 
 TEST_CASE("embedded QEMU driver: the guest image boots with our XML",
           "[libvirt][integration][boot]") {
-    const fs::path image = guest_image_dir();
-    if (!fs::exists(image / "vmlinuz") || !fs::exists(image / "initrd.img") ||
-        !fs::exists(image / "root.img")) {
-        WARN("no guest image in " << image.string()
-                                  << " (set DISKSWEEP_TEST_IMAGE_DIR): boot not checked");
-        return;
-    }
+    const fs::path image = ds::test::test_image_dir();
+    // scripts/test.sh builds the image where DISKSWEEP_TEST_IMAGE_DIR points.
+    INFO("guest image in " << image.string() << " (scripts/build-guest-image.sh builds it)");
+    REQUIRE(fs::exists(image / "vmlinuz"));
+    REQUIRE(fs::exists(image / "initrd.img"));
+    REQUIRE(fs::exists(image / "root.img"));
     auto connected = LibvirtHypervisor::connect("", embedded_root().string());
     INFO((connected.ok() ? "" : connected.error().message));
     REQUIRE(connected.ok());

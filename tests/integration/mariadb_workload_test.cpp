@@ -1,8 +1,9 @@
 // The MariaDB runners for real: mariadb-install-db, mariadbd, the client,
 // test-ATIS (sql-bench) and sysbench from the host's packages
 // (scripts/install-deps.sh installs them), with the datadir on ext4 on a loop
-// device. sql-bench comes from $DISKSWEEP_SQL_BENCH_DIR or the mariadb image
-// variant's cache (scripts/build-guest-image.sh puts it there).
+// device. sql-bench comes from $DISKSWEEP_SQL_BENCH_DIR or the cache of the
+// mariadb image variant in $DISKSWEEP_TEST_IMAGE_DIR (scripts/test.sh builds
+// it there). A test skips when a prerequisite is missing.
 #include "guestagent/mariadb_workload.h"
 
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include "common/process.h"
 #include "common/workload_output.h"
 #include "guestagent/workload.h"
+#include "support/skip.h"
 #include "support/temp_dir.h"
 
 namespace {
@@ -28,13 +30,12 @@ using ds::agent::WorkloadContext;
 
 constexpr auto kToolTimeout = 60s;
 
-// The sql-bench directory to use, or "" when there is none.
-std::string find_sql_bench() {
-    if (const char* dir = std::getenv("DISKSWEEP_SQL_BENCH_DIR"); dir && *dir) return dir;
-    const fs::path cache = "/var/lib/disksweep/images/mariadb/cache";
+// The newest prepared sql-bench in the mariadb image variant's cache under
+// `image_dir`, or "" when there is none.
+std::string newest_cached_sql_bench(const fs::path& image_dir) {
     std::error_code ec;
     std::string newest;
-    for (const auto& entry : fs::directory_iterator(cache, ec)) {
+    for (const auto& entry : fs::directory_iterator(image_dir / "mariadb" / "cache", ec)) {
         const auto name = entry.path().filename().string();
         if (name.rfind("sqlbench-", 0) == 0 && fs::exists(entry.path() / "test-ATIS")) {
             newest = std::max(newest, entry.path().string());
@@ -43,8 +44,23 @@ std::string find_sql_bench() {
     return newest;
 }
 
+// The sql-bench directory to use. Skips the test when neither variable says
+// where to look; a test image dir without sql-bench is a failure, since
+// scripts/test.sh builds the mariadb variant there.
+std::string find_sql_bench() {
+    if (const char* dir = std::getenv("DISKSWEEP_SQL_BENCH_DIR"); dir && *dir) return dir;
+    const char* image_dir = std::getenv("DISKSWEEP_TEST_IMAGE_DIR");
+    if (image_dir == nullptr || *image_dir == '\0') {
+        ds::test::skip_test("DISKSWEEP_TEST_IMAGE_DIR not set (nor DISKSWEEP_SQL_BENCH_DIR)");
+    }
+    std::string found = newest_cached_sql_bench(image_dir);
+    INFO("no sql-bench in " << image_dir << "/mariadb/cache: run scripts/build-guest-image.sh");
+    REQUIRE(!found.empty());
+    return found;
+}
+
 // Why this host cannot run the tests, or "" when it can.
-std::string missing_prerequisite(bool need_sql_bench) {
+std::string missing_prerequisite() {
     if (::geteuid() != 0) return "not root (loop devices, mount)";
     ds::RealProcessRunner runner;
     for (const char* tool : {"losetup", "mkfs.ext4", "mariadb-install-db", "mariadbd", "mariadb",
@@ -56,11 +72,16 @@ std::string missing_prerequisite(bool need_sql_bench) {
     }
     auto dbd = runner.run({"perl", "-MDBD::MariaDB", "-e", "1"}, 10s);
     if (!dbd.ok() || dbd->exit_code != 0) return "Perl DBD::MariaDB missing (libdbd-mariadb-perl)";
-    if (need_sql_bench && find_sql_bench().empty()) {
-        return "no sql-bench: set DISKSWEEP_SQL_BENCH_DIR or build the mariadb image variant "
-               "(scripts/build-guest-image.sh)";
-    }
+    auto loop = runner.run({"losetup", "--find"}, 10s);
+    if (!loop.ok() || loop->exit_code != 0) return "no free loop device";
     return {};
+}
+
+// Ends the test as skipped when this host cannot run it.
+void skip_unless_prerequisites() {
+    if (const std::string missing = missing_prerequisite(); !missing.empty()) {
+        ds::test::skip_test("MariaDB integration test: " + missing);
+    }
 }
 
 // ext4 on a loop device over a sparse file, mounted on dir/mnt; unmounted
@@ -120,17 +141,7 @@ struct Setup {
     }
 };
 
-// Catch2 v2 has no SKIP: the test warns and returns (as the other loop
-// device tests do).
-#define SKIP_UNLESS_PREREQUISITES(need_sql_bench)                         \
-    do {                                                                  \
-        const std::string missing = missing_prerequisite(need_sql_bench); \
-        if (!missing.empty()) {                                           \
-            WARN("skipped: MariaDB integration test: " << missing);       \
-            return;                                                       \
-        }                                                                 \
-    } while (0)
-
+// Points the runner at sql-bench (it reads DISKSWEEP_SQL_BENCH_DIR).
 struct SqlBenchEnv {
     SqlBenchEnv() { ::setenv("DISKSWEEP_SQL_BENCH_DIR", find_sql_bench().c_str(), 1); }
 };
@@ -138,7 +149,7 @@ struct SqlBenchEnv {
 }  // namespace
 
 TEST_CASE("mariadb-atis for real: server variables verified, test-ATIS parsed", "[mariadb][loop]") {
-    SKIP_UNLESS_PREREQUISITES(true);
+    skip_unless_prerequisites();
     SqlBenchEnv env;
     Setup setup;
     const ds::Workload workload{
@@ -177,7 +188,7 @@ TEST_CASE("mariadb-atis for real: server variables verified, test-ATIS parsed", 
 
 TEST_CASE("mariadb-atis for real: an unknown server variable fails with the server's [ERROR]",
           "[mariadb][loop]") {
-    SKIP_UNLESS_PREREQUISITES(true);
+    skip_unless_prerequisites();
     SqlBenchEnv env;
     Setup setup;
     const ds::Workload workload{
@@ -193,7 +204,7 @@ TEST_CASE("mariadb-atis for real: an unknown server variable fails with the serv
 
 TEST_CASE("mariadb-atis for real: the time limit stops test-ATIS and the server",
           "[mariadb][loop]") {
-    SKIP_UNLESS_PREREQUISITES(true);
+    skip_unless_prerequisites();
     SqlBenchEnv env;
     Setup setup;
     setup.ctx.time_limit = 8s;
@@ -209,7 +220,7 @@ TEST_CASE("mariadb-atis for real: the time limit stops test-ATIS and the server"
 }
 
 TEST_CASE("sysbench-oltp for real: prepare, run, percentiles", "[mariadb][loop]") {
-    SKIP_UNLESS_PREREQUISITES(false);
+    skip_unless_prerequisites();
     Setup setup;
     const ds::Workload workload{
         "oltp",
@@ -232,7 +243,7 @@ TEST_CASE("sysbench-oltp for real: prepare, run, percentiles", "[mariadb][loop]"
 
 TEST_CASE("sysbench-oltp for real: a full filesystem says No space left on device",
           "[mariadb][loop]") {
-    SKIP_UNLESS_PREREQUISITES(false);
+    skip_unless_prerequisites();
     // 160 MB: the datadir (ib_logfile0 alone is 96 MB) fits, 400k rows do not.
     Setup setup(160ull << 20);
     const ds::Workload workload{"oltp", "sysbench-oltp", {{"table_size", 400000}}, {}, 0};

@@ -6,11 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include "support/skip.h"
 
 namespace ds::test {
 namespace fs = std::filesystem;
@@ -35,6 +38,8 @@ bool DaemonFixture::launch() {
     argv.insert(argv.end(), args_.begin(), args_.end());
     pid_ = ::fork();
     if (pid_ == 0) {
+        // A daemon under test must not report to the host's systemd.
+        ::unsetenv("NOTIFY_SOCKET");
         int log = ::open((state_dir_ + "/daemon.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
         ::dup2(log, 1);
         ::dup2(log, 2);
@@ -96,8 +101,39 @@ HostctlResult DaemonFixture::hostctl(const std::vector<std::string>& args,
     return {output->exit_code, output->stdout_text, output->stderr_text};
 }
 
+namespace {
+
+// A directory created with the object and removed with everything in it.
+// Without it no test can run: failing to create it aborts.
+class ProcessTempDir {
+  public:
+    ProcessTempDir() {
+        char pattern[] = "/tmp/disksweep-test-files-XXXXXX";
+        if (::mkdtemp(pattern) == nullptr) {
+            std::perror("test support: mkdtemp /tmp/disksweep-test-files-XXXXXX");
+            std::abort();
+        }
+        path_ = pattern;
+    }
+    ~ProcessTempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    const std::string& path() const { return path_; }
+
+  private:
+    std::string path_;
+};
+
+}  // namespace
+
+const std::string& test_temp_dir() {
+    static const ProcessTempDir dir;
+    return dir.path();
+}
+
 std::string write_temp_file(const std::string& name, const std::string& content) {
-    std::string path = "/tmp/" + name;
+    std::string path = test_temp_dir() + "/" + name;
     std::ofstream(path) << content;
     return path;
 }
@@ -122,7 +158,8 @@ std::vector<pid_t> qemu_processes_mentioning(const std::string& needle) {
 
 std::string test_image_dir() {
     const char* dir = std::getenv("DISKSWEEP_TEST_IMAGE_DIR");
-    return dir != nullptr && *dir != '\0' ? dir : "/var/lib/disksweep/images";
+    if (dir == nullptr || *dir == '\0') skip_test("DISKSWEEP_TEST_IMAGE_DIR not set");
+    return dir;
 }
 
 }  // namespace ds::test

@@ -1,5 +1,7 @@
 // Test support: a real disksweepd process on a temporary state dir, and the
 // real hostctl binary to talk to it. Used by the integration and e2e tiers.
+// Nothing here reads or touches the host's disksweep: not the default socket,
+// not /var/lib/disksweep, not a running disksweepd.
 #pragma once
 
 #include <sys/types.h>
@@ -21,7 +23,9 @@ struct HostctlResult {
 
 class DaemonFixture {
   public:
-    // Starts disksweepd with `extra_args` on a fresh state dir under /tmp.
+    // Starts disksweepd with `extra_args` on a fresh state dir under /tmp,
+    // with its API socket in that dir and without the service manager's
+    // NOTIFY_SOCKET.
     explicit DaemonFixture(std::vector<std::string> extra_args);
     ~DaemonFixture();  // SIGTERM, wait, remove the state dir
 
@@ -48,9 +52,14 @@ class DaemonFixture {
     bool ready_ = false;
 };
 
+// A directory of this test process's own, created on first use and removed
+// when the process exits (ctest runs each test case in its own process).
+const std::string& test_temp_dir();
+// Writes `content` to `name` in test_temp_dir(); returns the path.
 std::string write_temp_file(const std::string& name, const std::string& content);
-// The guest images the e2e tier boots: $DISKSWEEP_TEST_IMAGE_DIR, else
-// /var/lib/disksweep/images (scripts/test.sh builds them there).
+// The guest images the e2e tier boots: $DISKSWEEP_TEST_IMAGE_DIR
+// (scripts/test.sh builds them there and always sets it). When it is not
+// set, the test skips (support/skip.h): call this first.
 std::string test_image_dir();
 // PIDs of running qemu-system processes whose command line mentions `needle`.
 std::vector<pid_t> qemu_processes_mentioning(const std::string& needle);

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <thread>
+#include "support/skip.h"
 
 namespace {
 
@@ -44,10 +45,7 @@ int run_as_pid1_of_new_namespace(const std::function<int()>& session) {
 }  // namespace
 
 TEST_CASE("init: PID 1 runs the session in a child, reaps orphans and powers off", "[init]") {
-    if (::geteuid() != 0) {
-        WARN("skipped: not root");
-        return;
-    }
+    if (::geteuid() != 0) ds::test::skip_test("needs root to create a PID namespace");
     int verdict[2];
     REQUIRE(::pipe(verdict) == 0);
     const int outcome = run_as_pid1_of_new_namespace([&verdict] {
@@ -76,11 +74,7 @@ TEST_CASE("init: PID 1 runs the session in a child, reaps orphans and powers off
         return 7;
     });
     ::close(verdict[1]);
-    if (outcome == kCannotUnshare) {
-        WARN("skipped: cannot create a PID namespace here");
-        ::close(verdict[0]);
-        return;
-    }
+    if (outcome == kCannotUnshare) ds::test::skip_test("cannot create a PID namespace here");
     char report[2] = {};
     REQUIRE(::read(verdict[0], report, sizeof report) == 2);
     ::close(verdict[0]);
@@ -90,10 +84,7 @@ TEST_CASE("init: PID 1 runs the session in a child, reaps orphans and powers off
 }
 
 TEST_CASE("init: a session that crashes still ends in a power off", "[init]") {
-    if (::geteuid() != 0) {
-        WARN("skipped: not root");
-        return;
-    }
+    if (::geteuid() != 0) ds::test::skip_test("needs root to create a PID namespace");
     const int outcome = run_as_pid1_of_new_namespace([]() -> int {
         const rlimit no_core_dump{0, 0};
         ::setrlimit(RLIMIT_CORE, &no_core_dump);
@@ -101,9 +92,6 @@ TEST_CASE("init: a session that crashes still ends in a power off", "[init]") {
         ::raise(SIGSEGV);
         return 0;
     });
-    if (outcome == kCannotUnshare) {
-        WARN("skipped: cannot create a PID namespace here");
-        return;
-    }
+    if (outcome == kCannotUnshare) ds::test::skip_test("cannot create a PID namespace here");
     CHECK(outcome == 200 + SIGINT);
 }

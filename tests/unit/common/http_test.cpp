@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/temp_dir.h"
+#include "support/skip.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -506,10 +507,7 @@ TEST_CASE("stop() ends an open stream", "[http][socket]") {
 }
 
 TEST_CASE("curl talks to the server", "[http][socket][curl]") {
-    if (!curl_available()) {
-        WARN("curl not installed; skipping");
-        return;
-    }
+    if (!curl_available()) ds::test::skip_test("curl is not installed");
     TempDir dir;
     UnixServer server(dir.file("api.sock"), [](const Request& request) {
         if (request.path == "/v1/sweeps/1/events") {

@@ -11,6 +11,7 @@
 #include "common/http.h"
 #include "daemon/api.h"
 #include "support/temp_dir.h"
+#include "support/skip.h"
 
 using namespace ds;
 
@@ -31,10 +32,7 @@ TEST_CASE("root and the API group may use the API, nobody else", "[access]") {
 }
 
 TEST_CASE("a peer outside the API group gets 403 even on a world-writable socket", "[access]") {
-    if (::geteuid() != 0) {
-        WARN("needs root to connect as another user");
-        return;
-    }
+    if (::geteuid() != 0) ds::test::skip_test("needs root to connect as another user");
     test::TempDir dir("access");
     ::chmod(dir.path().c_str(), 0755);
     const std::string socket = dir.file("api.sock");

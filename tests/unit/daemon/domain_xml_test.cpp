@@ -156,11 +156,31 @@ TEST_CASE("domain XML: data volume format and block devices", "[domain_xml]") {
         contains(xml, "<disk type='file' device='disk'>\n      <driver name='qemu' type='qcow2'"));
     CHECK(contains(xml, "<source file='/var/lib/disksweep/volumes/data.img'/>"));
 
-    request.data_volume_path = "/dev/vg0/disksweep-thin-1";
-    request.data_volume_format = ImageFormat::kRaw;
+    // The disk's kind comes from its type, not from the path.
+    request.data_disk = BlockDisk{"/dev/vg0/disksweep-thin-1"};
     xml = build_domain_xml(request);
-    CHECK(contains(xml, "<disk type='block' device='disk'>"));
+    CHECK(contains(xml, "<disk type='block' device='disk'>\n      <driver name='qemu' type='raw'"));
     CHECK(contains(xml, "<source dev='/dev/vg0/disksweep-thin-1'/>"));
+    request.data_disk = FileDisk{"/dev/shm/a-file-not-a-device.raw", ImageFormat::kRaw};
+    xml = build_domain_xml(request);
+    CHECK(contains(xml, "<disk type='file' device='disk'>"));
+    CHECK(contains(xml, "<source file='/dev/shm/a-file-not-a-device.raw'/>"));
+}
+
+TEST_CASE("domain XML: an RBD disk is a network disk with its monitors and auth", "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.data_disk = RbdDisk{"disksweep", "disksweep-r7-data", {"127.0.0.1:6789", "[::1]:3300"},
+                                "disksweep", "/etc/ceph/k", "/etc/ceph/ceph.conf"};
+    std::string xml = build_domain_xml(request);
+    CHECK(contains(xml, "<disk type='network' device='disk'>\n      <driver name='qemu' type='raw'"));
+    CHECK(contains(xml, "<source protocol='rbd' name='disksweep/disksweep-r7-data'>"));
+    CHECK(contains(xml, "<host name='127.0.0.1' port='6789'/>"));
+    CHECK(contains(xml, "<host name='::1' port='3300'/>"));
+    CHECK(contains(xml, "<config file='/etc/ceph/ceph.conf'/>"));
+    CHECK_FALSE(contains(xml, "<auth"));  // no libvirt secret: the conf's keyring
+    xml = build_domain_xml(request, DomainXmlDialect::kQemu, "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c");
+    CHECK(contains(xml, "<auth username='disksweep'>\n          <secret type='ceph' "
+                        "uuid='0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c'/>"));
 }
 
 TEST_CASE("domain XML: every inserted string is escaped", "[domain_xml]") {
@@ -175,7 +195,7 @@ TEST_CASE("domain XML: every inserted string is escaped", "[domain_xml]") {
 
     CHECK(contains(xml, "<name>disksweep-&lt;odd&gt;&amp;&apos;name&quot;</name>"));
     CHECK(contains(xml, "<source file='/tmp/a dir/it&apos;s &lt;data&gt;&amp;.img'/>"));
-    CHECK(contains(xml, "path='/tmp/&quot;quoted&quot;/console.log'"));
+    CHECK(contains(xml, "path='/tmp/&quot;quoted&quot;/console.log.sock'"));
     CHECK(contains(xml, "path='/tmp/a&amp;b/agent.sock'"));
     CHECK(contains(xml, "<kernel>/k/&lt;kernel&gt;</kernel>"));
     CHECK(contains(xml, "root=LABEL=x&amp;y init=&lt;/bin/sh&gt;</cmdline>"));
