@@ -56,7 +56,8 @@ const std::vector<AxisDef>& axis_table() {
          AxisKind::kSize,
          {},
          "1g",
-         "size of the data disk: bytes, or a number with k, m, g or t (powers of 1024)"},
+         "size of the data disk: bytes, or a number with k, m, g, t or p (each a power of 1024, "
+         "also when written KiB, MiB, ...)"},
         {"bus", AxisKind::kEnum, as_vector(kBusNames), "scsi-single",
          "disk bus: virtio-blk, scsi (shared virtio-scsi controller), scsi-single (one "
          "virtio-scsi controller per disk), sata"},
@@ -561,11 +562,6 @@ std::vector<std::string> durability_risks(const StorageConfig& config) {
             risks.emplace_back("no journal (mkfs -O ^has_journal)");
     }
     return risks;
-}
-
-bool is_agent_owned_fio_option(std::string_view option) {
-    return std::find(std::begin(kAgentOwnedFioOptions), std::end(kAgentOwnedFioOptions), option) !=
-           std::end(kAgentOwnedFioOptions);
 }
 
 Json to_json(const Workload& workload) {

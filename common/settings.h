@@ -116,15 +116,9 @@ std::string impossible_reason(const StorageConfig&);
 // reports. Empty when the configuration is safe.
 std::vector<std::string> durability_risks(const StorageConfig&);
 
-// fio options the guest agent sets itself (job name, directory, output
-// format and file): a fio workload may not set them. The spec parser refuses
-// them up front, the agent again before it runs fio.
-inline constexpr std::string_view kAgentOwnedFioOptions[] = {"name", "directory", "output-format",
-                                                             "output"};
-bool is_agent_owned_fio_option(std::string_view option);
-
 // A benchmark to run on a configuration. `params` are the workload kind's own
-// options (for fio: fio's option names and meanings).
+// options (for fio: fio's option names and meanings, within the guards of
+// common/fio_options.h; for io: the table of common/io_options.h).
 struct Workload {
     std::string name;  // unique within a sweep
     std::string kind;  // "fio" | "io" | "mariadb-atis" | "sysbench-oltp"

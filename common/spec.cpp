@@ -10,7 +10,10 @@
 #include <optional>
 #include <set>
 
+#include "common/fio_options.h"
+#include "common/io_options.h"
 #include "common/sha256.h"
+#include "common/units.h"
 
 namespace ds {
 namespace {
@@ -90,37 +93,7 @@ std::string unknown_choice(std::string_view what, std::string_view word, std::st
 }
 
 // ---------------------------------------------------------------------------
-// Sizes and durations
-
-// "N" or "N" followed by k, m, g, t or p (powers of 1024, either case),
-// optionally followed by "iB" or "B" (fio's spellings). 0 on overflow.
-bool parse_size_text(std::string_view text, std::uint64_t& bytes) {
-    std::size_t digits = 0;
-    std::uint64_t number = 0;
-    while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
-        const std::uint64_t digit = static_cast<std::uint64_t>(text[digits] - '0');
-        if (number > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) return false;
-        number = number * 10 + digit;
-        ++digits;
-    }
-    if (digits == 0) return false;
-    std::string_view suffix = text.substr(digits);
-    int shift = 0;
-    if (!suffix.empty()) {
-        static constexpr std::string_view kUnits = "kmgtp";
-        const char unit = static_cast<char>(suffix[0] | 0x20);  // lower-case ASCII letters
-        const std::size_t index = kUnits.find(unit);
-        if (index != std::string_view::npos) {
-            shift = 10 * static_cast<int>(index + 1);
-            suffix.remove_prefix(1);
-            if (suffix == "iB" || suffix == "ib" || suffix == "B" || suffix == "b") suffix = {};
-        }
-    }
-    if (!suffix.empty()) return false;
-    if (shift > 0 && number > (std::numeric_limits<std::uint64_t>::max() >> shift)) return false;
-    bytes = number << shift;
-    return true;
-}
+// Durations (sizes: common/units.h)
 
 // "N" or "N" followed by one of `units` (name, multiplier). No fractions.
 struct DurationUnit {
@@ -152,11 +125,9 @@ bool parse_duration_text(std::string_view text, const std::vector<DurationUnit>&
     return false;
 }
 
-// Spec timeouts: whole seconds, plain or with s, m, h.
+// Spec timeouts: whole seconds, plain or with s, m, h. (fio's own times are
+// read by parse_fio_time_us, common/units.h.)
 const std::vector<DurationUnit> kTimeoutUnits = {{"s", 1}, {"m", 60}, {"h", 3600}};
-// fio's time units (its default unit for runtime/ramp_time is seconds).
-const std::vector<DurationUnit> kFioTimeUnits = {{"us", 1}, {"ms", 1}, {"s", 1},
-                                                 {"m", 1},  {"h", 1},  {"d", 1}};
 
 // ---------------------------------------------------------------------------
 // Workload kinds and their options, as data.
@@ -172,7 +143,7 @@ enum class OptionKind {
     kFlag,             // boolean (or 0/1, as fio writes it)
     kBool,             // boolean only
     kSeconds,          // whole seconds > 0: an integer or "90s", "10m", "1h"
-    kText,             // a non-empty string
+    kFioJobFile,       // a non-empty fio job file that passes check_fio_job_file
     kServerVariables,  // table: MariaDB variable name ([a-z0-9_]+) -> string | integer | boolean
     kFioOptions,       // table: fio option name -> string | integer | boolean
 };
@@ -184,10 +155,18 @@ struct WorkloadOptionDef {
     std::string_view help;
 };
 
+// A kind's options. Kind "io" has none here: its options are the table of
+// common/io_options.h, which the agent parses with too (check_io_option).
 struct WorkloadKindDef {
     std::string_view name;
     std::vector<WorkloadOptionDef> options;
 };
+
+// The fio kind's ioengine values: the engines common/fio_options.h allows.
+std::vector<std::string_view> fio_engine_names() {
+    const auto engines = fio_allowed_engines();
+    return {engines.begin(), engines.end()};
+}
 
 const std::vector<std::string_view> kSysbenchTests = {
     "oltp_read_write", "oltp_read_only",    "oltp_write_only",       "oltp_point_select",
@@ -207,10 +186,7 @@ const std::vector<WorkloadKindDef>& workload_kinds() {
              {"iodepth", OptionKind::kCount, {}, "I/Os in flight per job"},
              {"numjobs", OptionKind::kCount, {}, "parallel jobs"},
              {"direct", OptionKind::kFlag, {}, "O_DIRECT"},
-             {"ioengine",
-              OptionKind::kEnum,
-              {"libaio", "psync", "sync", "io_uring", "posixaio"},
-              "I/O engine"},
+             {"ioengine", OptionKind::kEnum, fio_engine_names(), "I/O engine"},
              {"rwmixread", OptionKind::kPercent, {}, "read share of a mixed workload"},
              {"time_based", OptionKind::kFlag, {}, "run for runtime even if size is done"},
              {"ramp_time", OptionKind::kDuration, {}, "warm-up excluded from results"},
@@ -221,55 +197,15 @@ const std::vector<WorkloadKindDef>& workload_kinds() {
              {"options",
               OptionKind::kFioOptions,
               {},
-              "any other fio option, passed as --KEY=VALUE"},
+              "any other fio option, passed as --KEY=VALUE (within common/fio_options.h)"},
              {"job_file",
-              OptionKind::kText,
+              OptionKind::kFioJobFile,
               {},
               "a whole fio job file (excludes every other option)"},
          }},
-        // The agent's native engine (docs/io-engine.md): fio's names and
-        // meanings for the subset guestagent/io_options.cpp accepts, minus
-        // filename and directory (the agent's: the mount point) and name.
-        {"io",
-         {
-             {"ioengine", OptionKind::kEnum, {"libaio", "psync", "null"}, "I/O engine"},
-             {"rw",
-              OptionKind::kEnum,
-              {"read", "write", "randread", "randwrite", "randrw", "readwrite", "rw"},
-              "I/O pattern"},
-             {"readwrite",
-              OptionKind::kEnum,
-              {"read", "write", "randread", "randwrite", "randrw", "readwrite", "rw"},
-              "alias of rw"},
-             {"rwmixread", OptionKind::kPercent, {}, "read share of a mixed workload"},
-             {"bs", OptionKind::kSize, {}, "block size"},
-             {"blocksize", OptionKind::kSize, {}, "alias of bs"},
-             {"iodepth", OptionKind::kCount, {}, "I/Os in flight per job"},
-             {"numjobs", OptionKind::kCount, {}, "parallel jobs"},
-             {"size", OptionKind::kSize, {}, "bytes of file per job"},
-             {"direct", OptionKind::kFlag, {}, "O_DIRECT"},
-             {"runtime", OptionKind::kDuration, {}, "run time limit"},
-             {"time_based", OptionKind::kFlag, {}, "run for runtime even if size is done"},
-             {"ramp_time", OptionKind::kDuration, {}, "warm-up excluded from results"},
-             {"iodepth_batch_submit", OptionKind::kNonNegative, {}, "I/Os submitted at once"},
-             {"iodepth_batch", OptionKind::kNonNegative, {}, "alias of iodepth_batch_submit"},
-             {"iodepth_batch_complete_min",
-              OptionKind::kNonNegative,
-              {},
-              "least I/Os reaped at once"},
-             {"iodepth_batch_complete",
-              OptionKind::kNonNegative,
-              {},
-              "alias of iodepth_batch_complete_min"},
-             {"iodepth_batch_complete_max",
-              OptionKind::kNonNegative,
-              {},
-              "most I/Os reaped at once"},
-             {"iodepth_low", OptionKind::kNonNegative, {}, "refill a full queue below this"},
-             {"group_reporting", OptionKind::kFlag, {}, "one merged report for all jobs"},
-             {"userspace_reap", OptionKind::kFlag, {}, "libaio: reap completions from user space"},
-             {"ring_first", OptionKind::kFlag, {}, "libaio: try the user-space ring first"},
-         }},
+        // The agent's native engine (docs/io-engine.md): options from
+        // common/io_options.h, checked by check_io_option.
+        {"io", {}},
         {"mariadb-atis",
          {
              {"server", OptionKind::kServerVariables, {}, "MariaDB server variables ([mysqld])"},
@@ -378,13 +314,14 @@ Result<ConfigSetter> axis_setter(const SweepSpec& spec, const AxisDef& axis,
     }
     if (name == "image_format") return enum_setter(axis, value, &StorageConfig::image_format);
     if (name == "disk_size") {
-        std::uint64_t bytes = 0;
-        if (!parse_size_text(value, bytes) || bytes == 0) {
+        const auto bytes = parse_size(value, SizePrefixes::kBinary);
+        if (!bytes || *bytes == 0) {
             return spec_error("disk_size " + in_quotes(value) +
                               " is not a size; write bytes or a number with k, m, g or t, "
                               "e.g. \"1g\"");
         }
-        return ConfigSetter([bytes](StorageConfig& config) { config.disk_size_bytes = bytes; });
+        return ConfigSetter(
+            [bytes = *bytes](StorageConfig& config) { config.disk_size_bytes = bytes; });
     }
     if (name == "bus") return enum_setter(axis, value, &StorageConfig::bus);
     if (name == "cache") return enum_setter(axis, value, &StorageConfig::cache);
@@ -443,6 +380,28 @@ std::string_view type_name(const toml::node& node) {
     }
 }
 
+// A workload option as stored in Workload.params: tables as objects, strings,
+// integers and booleans as themselves.
+Json option_value_as_json(const toml::node& node) {
+    if (const auto* table = node.as_table()) {
+        Json object = Json::object();
+        for (auto&& [key, value] : *table)
+            object[std::string(key.str())] = option_value_as_json(value);
+        return object;
+    }
+    if (const auto* text = node.as_string()) return text->get();
+    if (const auto* integer = node.as_integer()) return integer->get();
+    if (const auto* boolean = node.as_boolean()) return boolean->get();
+    return nullptr;  // unreachable after check_workload_option
+}
+
+// The ioengine a [[workload]] of kind io names, or the io table's default
+// (an ioengine that is not a string is reported at its key).
+std::string io_engine_named(const toml::table& table) {
+    if (const auto* engine = table.get_as<std::string>("ioengine")) return engine->get();
+    return std::string(find_io_option("ioengine")->default_value);
+}
+
 class SpecParser {
   public:
     explicit SpecParser(std::string_view source_name) : source_(source_name) {}
@@ -478,6 +437,18 @@ class SpecParser {
     Status parse_workloads(const toml::node& node);
     Status check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
                                  std::string_view workload_name) const;
+    Status check_fio_refusal(const toml::key& key, const toml::node& value,
+                             const std::string& prefix) const;
+    Status check_io_option(const toml::key& key, const toml::node& value, std::string_view ioengine,
+                           const Workload& workload) const;
+    Status check_io_combination(const toml::table& table, const Workload& workload) const;
+    Status check_fio_combination(const toml::table& table, const Workload& workload) const;
+    Status read_workload_options(const toml::table& table, const WorkloadKindDef& kind,
+                                 Workload& workload) const;
+    Status check_kind_option(const WorkloadKindDef& kind, const toml::key& key,
+                             const toml::node& value, const Workload& workload) const;
+    Error unknown_option(const toml::key& key, std::string_view kind_name, const Workload& workload,
+                         const std::vector<std::string_view>& valid) const;
     Status read_workload_filesystems(const toml::node& node, Workload& workload) const;
 
     std::string source_;
@@ -803,9 +774,8 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
             std::size_t parts = 0;
             while (true) {
                 const std::size_t comma = value.find(',');
-                std::uint64_t bytes = 0;
-                if (!parse_size_text(value.substr(0, comma), bytes) || bytes == 0 ||
-                    ++parts > max_parts) {
+                const auto bytes = parse_fio_size(value.substr(0, comma));
+                if (!bytes || *bytes == 0 || ++parts > max_parts) {
                     return bad_value(in_quotes(text->get()) +
                                      " is not a size; write e.g. \"4k\", \"256m\" or bytes");
                 }
@@ -820,8 +790,7 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
                 return ok_status();
             }
             if (text == nullptr) return type_error(key, node, "a duration string like \"10s\"");
-            std::uint64_t amount = 0;
-            if (!parse_duration_text(text->get(), kFioTimeUnits, amount)) {
+            if (!parse_fio_time_us(text->get())) {
                 return bad_value(in_quotes(text->get()) +
                                  " is not a duration; write e.g. \"10s\", \"500ms\", \"2m\" or "
                                  "whole seconds");
@@ -853,10 +822,13 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
             if (!seconds.ok()) return seconds.error();
             return ok_status();
         }
-        case OptionKind::kText:
+        case OptionKind::kFioJobFile: {
             if (text == nullptr) return type_error(key, node, "a string");
             if (text->get().empty()) return bad_value("must not be empty");
+            const Status job_file = check_fio_job_file(text->get());
+            if (!job_file.ok()) return bad_value(job_file.error().message);
             return ok_status();
+        }
         case OptionKind::kServerVariables:
         case OptionKind::kFioOptions: {
             const auto* table = node.as_table();
@@ -889,11 +861,6 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
                                             " must not be empty, start with '-' or contain '=' or "
                                             "whitespace");
                     }
-                    if (is_agent_owned_fio_option(name)) {
-                        return error_at(entry_key.source(),
-                                        where + "fio option " + in_quotes(name) +
-                                            " is set by the agent and cannot be given");
-                    }
                 }
                 if (!entry_value.is_string() && !entry_value.is_integer() &&
                     !entry_value.is_boolean()) {
@@ -902,6 +869,9 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
                                         " must be a string, an integer or a boolean, not " +
                                         std::string(type_name(entry_value)));
                 }
+                if (option.kind == OptionKind::kFioOptions) {
+                    DS_TRY(check_fio_refusal(entry_key, entry_value, where + "fio option "));
+                }
             }
             return ok_status();
         }
@@ -909,22 +879,130 @@ Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const 
     return ok_status();
 }
 
-Json option_value_as_json(const toml::node& node) {
-    if (const auto* table = node.as_table()) {
-        Json object = Json::object();
-        for (auto&& [key, value] : *table)
-            object[std::string(key.str())] = option_value_as_json(value);
-        return object;
-    }
-    if (const auto* text = node.as_string()) return text->get();
-    if (const auto* integer = node.as_integer()) return integer->get();
-    if (const auto* boolean = node.as_boolean()) return boolean->get();
-    return nullptr;  // unreachable after check_workload_option
-}
-
 bool is_truthy(const Json& value) {
     return (value.is_boolean() && value.get<bool>()) ||
            (value.is_number_integer() && value.get<std::int64_t>() != 0);
+}
+
+// The kind's options of one [[workload]] into workload.params, each checked
+// where it is written.
+Status SpecParser::read_workload_options(const toml::table& table, const WorkloadKindDef& kind,
+                                         Workload& workload) const {
+    const bool is_io = kind.name == "io";
+    const std::string ioengine = is_io ? io_engine_named(table) : "";
+    workload.params = Json::object();
+    for (auto&& [key, value] : table) {
+        if (contains(kCommonWorkloadKeys, key.str())) continue;
+        if (is_io) {
+            DS_TRY(check_io_option(key, value, ioengine, workload));
+        } else {
+            DS_TRY(check_kind_option(kind, key, value, workload));
+        }
+        workload.params[std::string(key.str())] = option_value_as_json(value);
+    }
+    return ok_status();
+}
+
+Error SpecParser::unknown_option(const toml::key& key, std::string_view kind_name,
+                                 const Workload& workload,
+                                 const std::vector<std::string_view>& valid) const {
+    return error_at(
+        key.source(),
+        unknown_choice(std::string(kind_name) + " option", key.str(),
+                       "in workload " + in_quotes(workload.name), "valid options", valid) +
+            " Every workload also takes: " + join(kCommonWorkloadKeys) + ".");
+}
+
+// An option of a kind declared in workload_kinds(); a fio option that
+// reaches fio's command line must also pass common/fio_options.h.
+Status SpecParser::check_kind_option(const WorkloadKindDef& kind, const toml::key& key,
+                                     const toml::node& value, const Workload& workload) const {
+    const auto option =
+        std::find_if(kind.options.begin(), kind.options.end(),
+                     [&](const WorkloadOptionDef& def) { return def.name == key.str(); });
+    if (option == kind.options.end()) {
+        std::vector<std::string_view> names;
+        for (const auto& def : kind.options) names.push_back(def.name);
+        return unknown_option(key, kind.name, workload, names);
+    }
+    DS_TRY(check_workload_option(*option, value, workload.name));
+    const bool is_fio_argument = kind.name == "fio" && option->kind != OptionKind::kFioOptions &&
+                                 option->kind != OptionKind::kFioJobFile;
+    if (is_fio_argument) {
+        DS_TRY(check_fio_refusal(key, value,
+                                 "workload " + in_quotes(workload.name) + ": fio option "));
+    }
+    return ok_status();
+}
+
+Status SpecParser::check_fio_refusal(const toml::key& key, const toml::node& value,
+                                     const std::string& prefix) const {
+    const auto text = fio_value_text(option_value_as_json(value));
+    const auto refusal =
+        fio_option_refusal(key.str(), text.value_or(""), FioOptionPlace::kCommandLine);
+    if (refusal) return error_at(key.source(), prefix + in_quotes(key.str()) + " " + *refusal);
+    return ok_status();
+}
+
+// An option of kind io: a name and value of common/io_options.h, checked as
+// the agent checks them.
+Status SpecParser::check_io_option(const toml::key& key, const toml::node& value,
+                                   std::string_view ioengine, const Workload& workload) const {
+    const std::string_view name = key.str();
+    if (find_io_option(name) == nullptr)
+        return unknown_option(key, "io", workload, workload_io_option_names());
+    auto option = io_option_for(name, ioengine, IoOptionSetter::kWorkload);
+    if (!option) {
+        return error_at(key.source(),
+                        "workload " + in_quotes(workload.name) + ": " + option.error().message);
+    }
+    auto converted = read_io_option(**option, option_value_as_json(value));
+    if (!converted) {
+        return error_at(value.source(), in_quotes(name) + " in workload " +
+                                            in_quotes(workload.name) + ": " +
+                                            converted.error().message);
+    }
+    return ok_status();
+}
+
+// The rules between io options (common/io_options.h), at the workload.
+Status SpecParser::check_io_combination(const toml::table& table, const Workload& workload) const {
+    auto resolved = resolve_io_options(workload.params, IoOptionSetter::kWorkload);
+    if (!resolved) {
+        return error_at(table.source(),
+                        "workload " + in_quotes(workload.name) + ": " + resolved.error().message);
+    }
+    return ok_status();
+}
+
+// The rules between fio options, at the workload (or its `options`).
+Status SpecParser::check_fio_combination(const toml::table& table, const Workload& workload) const {
+    const Json& params = workload.params;
+    // A job file is the whole job: options beside it would be ignored.
+    if (params.contains("job_file") && params.size() > 1) {
+        return error_at(table.source(), "workload " + in_quotes(workload.name) +
+                                            " has job_file and other fio options; a job file "
+                                            "is the whole job: put them in the file");
+    }
+    // An option given both typed and in `options` would reach fio twice.
+    if (params.contains("options")) {
+        for (const auto& [option_name, value] : params["options"].items()) {
+            if (params.contains(option_name) && option_name != "options") {
+                return error_at(table.get("options")->source(),
+                                "workload " + in_quotes(workload.name) + " sets " +
+                                    in_quotes(option_name) +
+                                    " both as an option and in 'options'; set it once");
+            }
+        }
+    }
+    // fio with time_based and no runtime never stops.
+    if (params.contains("time_based") && is_truthy(params["time_based"]) &&
+        !params.contains("runtime")) {
+        return error_at(table.source(), "workload " + in_quotes(workload.name) +
+                                            " sets time_based without runtime; fio would "
+                                            "run forever");
+    }
+    return ok_status();
 }
 
 Status SpecParser::parse_workloads(const toml::node& node) {
@@ -975,50 +1053,9 @@ Status SpecParser::parse_workloads(const toml::node& node) {
             workload.timeout_s = seconds.value();
         }
 
-        std::vector<std::string_view> option_names;
-        for (const auto& option : kind->options) option_names.push_back(option.name);
-        workload.params = Json::object();
-        for (auto&& [key, value] : table) {
-            if (contains(kCommonWorkloadKeys, key.str())) continue;
-            const auto option =
-                std::find_if(kind->options.begin(), kind->options.end(),
-                             [&](const WorkloadOptionDef& def) { return def.name == key.str(); });
-            if (option == kind->options.end()) {
-                return error_at(key.source(),
-                                unknown_choice(std::string(kind_name) + " option", key.str(),
-                                               "in workload " + in_quotes(workload.name),
-                                               "valid options", option_names) +
-                                    " Every workload also takes: " + join(kCommonWorkloadKeys) +
-                                    ".");
-            }
-            DS_TRY(check_workload_option(*option, value, workload.name));
-            workload.params[std::string(key.str())] = option_value_as_json(value);
-        }
-        // A job file is the whole job: options beside it would be ignored.
-        if (kind_name == "fio" && workload.params.contains("job_file") &&
-            workload.params.size() > 1) {
-            return error_at(table.source(), "workload " + in_quotes(workload.name) +
-                                                " has job_file and other fio options; a job file "
-                                                "is the whole job: put them in the file");
-        }
-        // An option given both typed and in `options` would reach fio twice.
-        if (kind_name == "fio" && workload.params.contains("options")) {
-            for (const auto& [option_name, value] : workload.params["options"].items()) {
-                if (workload.params.contains(option_name) && option_name != "options") {
-                    return error_at(table.get("options")->source(),
-                                    "workload " + in_quotes(workload.name) + " sets " +
-                                        in_quotes(option_name) +
-                                        " both as an option and in 'options'; set it once");
-                }
-            }
-        }
-        // fio with time_based and no runtime never stops.
-        if ((kind_name == "fio" || kind_name == "io") && workload.params.contains("time_based") &&
-            is_truthy(workload.params["time_based"]) && !workload.params.contains("runtime")) {
-            return error_at(table.source(), "workload " + in_quotes(workload.name) +
-                                                " sets time_based without runtime; fio would "
-                                                "run forever");
-        }
+        DS_TRY(read_workload_options(table, *kind, workload));
+        if (kind_name == "fio") DS_TRY(check_fio_combination(table, workload));
+        if (kind_name == "io") DS_TRY(check_io_combination(table, workload));
         spec_.workloads.push_back(std::move(workload));
     }
     return ok_status();

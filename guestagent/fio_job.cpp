@@ -1,11 +1,8 @@
 #include "guestagent/fio_job.h"
 
-#include <algorithm>
-#include <array>
-#include <charconv>
 #include <cstring>
-#include <sstream>
 
+#include "common/fio_options.h"
 #include "common/process.h"
 #include "common/text.h"
 #include "guestagent/io_options.h"
@@ -37,26 +34,19 @@ Result<std::string> fio_argument(const std::string& name, const Json& value,
     if (name.find_first_of("= \t\n") != std::string::npos) {
         return invalid_param(where, "must not contain '=' or whitespace");
     }
-    if (is_agent_owned_fio_option(name)) {
-        return invalid_param(where, "is set by the agent and cannot be overridden");
-    }
-    std::string text;
-    if (value.is_string()) {
-        text = value.get<std::string>();
-    } else if (value.is_boolean()) {
-        text = value.get<bool>() ? "1" : "0";
-    } else if (value.is_number()) {
-        text = value.dump();
-    } else {
+    const auto text = fio_value_text(value);
+    if (!text) {
         return invalid_param(where, std::string("is a ") + value.type_name() +
                                         ", expected a string, number or boolean");
     }
-    return "--" + name + "=" + text;
+    if (auto refusal = fio_option_refusal(name, *text, FioOptionPlace::kCommandLine)) {
+        return invalid_param(where, *refusal);
+    }
+    return "--" + name + "=" + *text;
 }
 
 // A job file: the whole job, so nothing else may come with it; its lines
-// must not set what the agent sets on the command line (a job section's
-// own `name` is fine: the sections name the jobs).
+// pass the guards of common/fio_options.h (check_fio_job_file).
 Status check_job_file(const Json& job_file, const Json& params) {
     const std::string key(kFioJobFileKey);
     if (!job_file.is_string() || job_file.get_ref<const std::string&>().empty()) {
@@ -72,26 +62,8 @@ Status check_job_file(const Json& job_file, const Json& params) {
         return invalid_param(
             key, "is a whole job and cannot be combined with other params (" + others + ")");
     }
-    std::istringstream lines(job_file.get<std::string>());
-    std::string line;
-    for (int number = 1; std::getline(lines, line); ++number) {
-        const auto first = line.find_first_not_of(" \t");
-        if (first == std::string::npos || line[first] == ';' || line[first] == '#' ||
-            line[first] == '[') {
-            continue;
-        }
-        std::string option =
-            line.substr(first, line.find('=') == std::string::npos ? std::string::npos
-                                                                   : line.find('=') - first);
-        while (!option.empty() &&
-               (option.back() == ' ' || option.back() == '\t' || option.back() == '\r')) {
-            option.pop_back();
-        }
-        if (option != "name" && is_agent_owned_fio_option(option)) {
-            return invalid_param(key, "line " + std::to_string(number) + " sets '" + option +
-                                          "', which the agent sets");
-        }
-    }
+    const Status lines = check_fio_job_file(job_file.get_ref<const std::string&>());
+    if (!lines.ok()) return invalid_param(key, lines.error().message);
     return ok_status();
 }
 

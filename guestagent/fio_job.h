@@ -30,11 +30,14 @@ inline constexpr std::string_view kFioJobFileKey = "job_file";
 //   fio --output-format=json --directory=DIR JOB_FILE_PATH
 //   (`job_file_path` is where the caller writes the text).
 // errc::kInvalidArgument for a non-object `params` or `options`, an option
-// name that is empty, starts with '-', contains '=' or whitespace, or is one
-// of ds::kAgentOwnedFioOptions (settings.h), an option given both named and in `options`, a
-// value that is null, an array or an object; a job_file that is not a
-// non-empty string, comes with other params, or sets an agent-owned option
-// other than `name` on one of its lines (naming the line).
+// name that is empty, starts with '-', contains '=' or whitespace, an option
+// (named or in `options`) that ds::fio_option_refusal refuses on the command
+// line (common/fio_options.h: the agent's own, those that leave the
+// filesystem under test or run commands, engines other than the allowed
+// ones, abbreviations of any of them), an option given both named and in
+// `options`, a value that is null, an array or an object; a job_file that is
+// not a non-empty string, comes with other params, or fails
+// ds::check_fio_job_file (naming the line).
 Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
                                                    const Json& params, const std::string& directory,
                                                    const std::string& job_file_path = "");

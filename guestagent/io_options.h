@@ -1,9 +1,10 @@
 // Job parameters of the native I/O engine: a subset of fio's job options,
 // with fio's names, value syntax and meanings, read from the same JSON
 // params object the agent's fio workload uses ({"rw":"randrw","bs":"4k"}).
-// The options are declared once, as data (job_option_specs() plus each
-// engine's own table); parsing, validation, error messages and
-// docs/io-engine.md come from those tables.
+// The options are declared once, as data, in common/io_options.h, which the
+// spec parser checks workloads against too: names, values, defaults and the
+// rules between options come from there. This file binds each option to its
+// JobOptions field.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +13,10 @@
 #include <string>
 #include <string_view>
 
+#include "common/io_options.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "common/units.h"
 #include "guestagent/io_engine.h"
 
 namespace ds::io {
@@ -27,7 +30,9 @@ bool rw_is_random(RwMode mode);
 bool rw_reads(RwMode mode);   // the job issues reads
 bool rw_writes(RwMode mode);  // the job issues writes
 
-// A parsed job. Defaults are fio 3.33's.
+// A parsed job. parse_job_options sets every field that has a default in
+// common/io_options.h from there (fio 3.33's); the initialisers below are
+// for jobs built in code.
 struct JobOptions {
     std::string name = "disksweep-io";  // fio: name (files are <name>.<job>.0)
     std::string ioengine = "psync";     // fio's default engine on Linux
@@ -54,34 +59,32 @@ struct JobOptions {
     Json given = Json::object();               // the params exactly as given
 };
 
-// The general options (engine-independent), in the order help lists them.
+// The general options (engine-independent) and their aliases, as
+// common/io_options.h declares them, in the order help lists them.
 std::span<const OptionSpec> job_option_specs();
 
-// Parses and validates `params` (a JSON object of fio option name -> value).
-// errc::kInvalidArgument with a message naming the option, e.g.
+// Parses and validates `params` (a JSON object of fio option name -> value)
+// with ds::resolve_io_options as the agent (IoOptionSetter::kAgent: name,
+// filename and directory are allowed; check_io_params in workload_kinds.h
+// refuses them in a workload). errc::kInvalidArgument with a message naming
+// the option, e.g.
 //   "io job option 'bs': \"4x\" is not a size (fio syntax: 4k, 1m, 512)";
 //   "unsupported io job option 'verify'; supported: bs, direct, ...";
-// rejects fio syntax the engine does not implement (bs ranges "4k-16k",
-// per-direction "4k,8k", several files "a:b", percentages in size) with a
-// message saying so. Cross-checks: rwmixread 0..100, bs > 0 (multiple of
-// 512 when direct), size >= bs, time_based needs runtime > 0, numjobs
-// 1..256, iodepth 1..4096. Batch sizes are fixed up as fio does:
-// iodepth_batch_submit 0 -> iodepth; every batch size capped at iodepth;
-// iodepth_batch_complete_max raised to the min and to at least 1;
-// iodepth_low 0 (or above iodepth) -> iodepth.
+// and, beyond the table's checks, "io job option 'size': is required with
+// ioengine=null" (an engine that opens no file needs a size). Batch sizes are
+// fixed up as fio does: iodepth_batch_submit 0 -> iodepth; every batch size
+// capped at iodepth; iodepth_batch_complete_max raised to the min and to at
+// least 1; iodepth_low 0 (or above iodepth) -> iodepth.
 Result<JobOptions> parse_job_options(const Json& params);
 
 // Every option with its resolved value (sizes in bytes, times in seconds,
 // engine options under their names), for the result's "resolved options".
 Json resolved_options_json(const JobOptions& options);
 
-// fio's value syntax, shared with the engines' option tables.
-// Sizes: a plain number is bytes; suffixes k/m/g/t/p (optionally followed by
-// b) are powers of 1024, ki/mi/gi/ti/pi (optionally + b) powers of 1000, as
-// in fio's default kb_base=1024; case-insensitive.
-std::optional<std::uint64_t> parse_fio_size(std::string_view text);
-// Times: a number with an optional unit us/usec, ms/msec, s/sec, m/min,
-// h/hour, d/day; no unit = seconds (fio's default for runtime, ramp_time).
-std::optional<double> parse_fio_seconds(std::string_view text);
+// fio's value syntax (common/units.h: sizes with kb_base=1024, "4k" = 4096
+// and "4KiB" = 4000; times in whole units, seconds by default), under the
+// names the agent's callers use.
+using ds::parse_fio_seconds;
+using ds::parse_fio_size;
 
 }  // namespace ds::io

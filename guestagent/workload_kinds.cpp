@@ -25,9 +25,6 @@ constexpr auto kPollInterval = 100ms;
 constexpr std::chrono::seconds kNoTimeLimit = std::chrono::hours(24 * 7);
 
 constexpr std::string_view kNoSpaceText = "No space left on device";
-// The io options the agent sets: the files live in the work directory and are
-// named after the workload.
-constexpr std::array<std::string_view, 3> kAgentOwnedIoOptions = {"filename", "directory", "name"};
 
 double seconds_since(Clock::time_point start) {
     return std::round(std::chrono::duration<double>(Clock::now() - start).count() * 1000.0) /
@@ -152,13 +149,10 @@ Status check_io_params(const Workload& workload) {
                                                       workload.params.type_name() +
                                                       ", expected an object");
     }
-    for (const auto owned : kAgentOwnedIoOptions) {
-        if (workload.params.contains(owned)) {
-            return make_error(errc::kInvalidArgument,
-                              "io job option '" + std::string(owned) +
-                                  "' is set by the agent and cannot be overridden");
-        }
-    }
+    // As the spec parser checks it (common/io_options.h): the options the
+    // agent owns are refused here, before it adds its own.
+    auto given = resolve_io_options(workload.params, IoOptionSetter::kWorkload);
+    if (!given) return given.error();
     auto parsed = io::parse_job_options(io_params_for(workload, "/"));
     if (!parsed) return parsed.error();
     return ok_status();

@@ -25,7 +25,8 @@ std::span<const WorkloadKindEntry> workload_kind_table();
 // nullptr for an unknown kind.
 const WorkloadKindEntry* find_workload_kind_entry(std::string_view kind);
 
-// Kind `fio`: fio 3.33 as a child process (fio_job.h builds its command).
+// Kind `fio`: fio 3.33 as a child process (fio_job.h builds its command,
+// refusing what common/fio_options.h guards, as the spec parser does).
 // The job file of params.job_file is written to ctx.scratch_dir/NAME.fio.
 // fio is killed at ctx.time_limit (errc::kTimeout "fio was stopped after
 // N s: ..."); a failing fio is errc::kAgent with its stderr tail, or errc::kIo
@@ -35,8 +36,10 @@ Status check_fio_params(const Workload& workload);
 Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContext& ctx);
 
 // Kind `io`: the agent's own engine (ds::io::run_io_job) on a thread, with
-// directory = ctx.work_dir and name = the workload's name (params may not set
-// filename, directory or name). At ctx.time_limit the stop flag is set and
+// directory = ctx.work_dir and name = the workload's name. check_io_params
+// checks the params against common/io_options.h as the spec parser does
+// (so filename, directory and name, the agent's, are refused), then as the
+// engine will run them. At ctx.time_limit the stop flag is set and
 // the run ends with errc::kTimeout "io job NAME was stopped after N s: ...";
 // engine errors pass through (an ENOSPC is errc::kIo naming it).
 Status check_io_params(const Workload& workload);

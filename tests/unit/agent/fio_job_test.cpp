@@ -1,6 +1,8 @@
 // fio command lines from workload params, and fio's stdout back to JSON.
 #include "guestagent/fio_job.h"
 
+#include "common/fio_options.h"
+#include "common/spec.h"
 #include "unit/agent/fakes.h"
 
 using namespace ds::agent;
@@ -102,7 +104,8 @@ TEST_CASE("fio job: passthrough options table after the named params", "[fio_job
     };
     refuse({{"options", "--rw=read"}}, "'options' is a string, expected a table of fio options");
     refuse({{"options", {{"output", "/tmp/x"}}}},
-           "'options.output' is set by the agent and cannot be overridden");
+           "'options.output' is set by the agent and cannot be overridden: the agent reads fio's "
+           "report from its output");
     refuse({{"options", {{"-x", 1}}}}, "'options.-x' must not start with '-'");
     refuse({{"options", {{"bs", Json::array()}}}}, "'options.bs' is a array");
     refuse({{"bs", "4k"}, {"options", {{"bs", "8k"}}}}, "'options.bs' is also given as a named");
@@ -128,8 +131,8 @@ TEST_CASE("fio job: a whole job file", "[fio_job]") {
     refuse({{"job_file", text}, {"rw", "read"}, {"options", Json::object()}},
            "cannot be combined with other params (options, rw)");
     refuse({{"job_file", "[a]\n  output-format = normal\n"}},
-           "line 2 sets 'output-format', which the agent sets");
-    refuse({{"job_file", "[a]\ndirectory=/\n"}}, "line 2 sets 'directory'");
+           "'job_file' line 2 sets 'output-format', which the agent sets");
+    refuse({{"job_file", "[a]\ndirectory=/\n"}}, "line 2 sets 'directory', which the agent sets");
 }
 
 TEST_CASE("fio job: failures keep the no-space line and job errors are found", "[fio_job]") {
@@ -151,4 +154,91 @@ TEST_CASE("fio job: failures keep the no-space line and job errors are found", "
     fio["jobs"][0]["error"] = 28;
     CHECK(fio_job_error(fio) == "fio job randrw4k ended with error 28 (No space left on device)");
     CHECK_FALSE(fio_job_error(Json::object()).has_value());
+}
+
+// ---------------------------------------------------------------------------
+// A fio workload cannot leave the filesystem under test (issue 9): the agent
+// refuses what common/fio_options.h guards before it runs fio, whichever way
+// it comes in, as the spec parser does.
+
+namespace {
+
+std::string refusal_of(const Json& params) {
+    auto argv = build_fio_command("x", params, "/mnt/disksweep", "/run/j.fio");
+    REQUIRE_FALSE(argv.ok());
+    CHECK(argv.error().code == ds::errc::kInvalidArgument);
+    return argv.error().message;
+}
+
+bool agent_accepts(const Json& params) {
+    return build_fio_command("x", params, "/mnt/disksweep", "/run/j.fio").ok();
+}
+
+bool spec_accepts(const std::string& workload_lines) {
+    return ds::parse_sweep_spec("name = \"t\"\n[[workload]]\nkind = \"fio\"\n" + workload_lines,
+                                "t.toml")
+        .ok();
+}
+
+}  // namespace
+
+TEST_CASE("fio job: every way in to another file, device or command is refused", "[fio_job]") {
+    // Named params.
+    CHECK(refusal_of({{"filename", "/dev/sdb"}}) ==
+          "workload param 'filename' is refused: fio would do its I/O on that file or device "
+          "instead of the filesystem under test");
+    CHECK_THAT(refusal_of({{"exec_prerun", "reboot"}}),
+               Catch::Contains("'exec_prerun' is refused: runs a command in the guest"));
+    CHECK_THAT(refusal_of({{"ioengine", "sg"}}),
+               Catch::Contains("'ioengine' is refused with value 'sg'"));
+    // The options table, also abbreviated (fio's getopt_long takes those).
+    CHECK_THAT(refusal_of({{"options", {{"exec_postrun", "reboot"}}}}),
+               Catch::Contains("'options.exec_postrun' is refused"));
+    CHECK_THAT(refusal_of({{"options", {{"directo", "/"}}}}),
+               Catch::Contains("'options.directo' is refused: fio takes it as an abbreviation "
+                               "of 'directory'"));
+    CHECK_THAT(refusal_of({{"options", {{"ioengine", "external:/tmp/e.so"}}}}),
+               Catch::Contains("'options.ioengine' is refused with value 'external:/tmp/e.so'"));
+    CHECK_THAT(refusal_of({{"options", {{"trigger", "reboot"}}}}),
+               Catch::Contains("'options.trigger' is refused"));
+    // Every section of a job file.
+    CHECK_THAT(refusal_of({{"job_file", "[a]\nrw=read\n[b]\nfilename=/dev/sdb\n"}}),
+               Catch::Contains("'job_file' line 4 sets 'filename', which is refused"));
+    CHECK_THAT(refusal_of({{"job_file", "[a/../../b]\nrw=read\n"}}),
+               Catch::Contains("'job_file' line 1: job name 'a/../../b'"));
+    CHECK_THAT(refusal_of({{"job_file", "include /etc/other.fio\n"}}),
+               Catch::Contains("'job_file' line 1: 'include' is refused"));
+    // What stays on the filesystem passes.
+    CHECK(agent_accepts(
+        {{"ioengine", "io_uring"}, {"direct", true}, {"options", {{"mem", "mmap"}}}}));
+    CHECK(agent_accepts({{"job_file", "[global]\nioengine=pvsync2\n[a]\nname=a\nrw=read\n"}}));
+}
+
+TEST_CASE("fio job: the spec and the agent refuse exactly the guarded options", "[fio_job]") {
+    struct Case {
+        std::string name;
+        std::string value;
+    };
+    std::vector<Case> cases = {
+        {"fsync", "1"}, {"norandommap", "1"}, {"thinktime", "10"}, {"direct", "1"},
+        {"ba", "4k"},   {"exec_pre", "x"},    {"filen", "x"},      {"mem", "mmap:/x"},
+        {"mem", "shm"}, {"ioengine", "mmap"}, {"ioengine", "rbd"}, {"lat_percentiles", "1"}};
+    for (const auto& guard : ds::fio_option_guards()) {
+        cases.push_back({std::string(guard.name), "/dev/sdb"});
+        for (const auto value : guard.allowed_values)
+            cases.push_back({std::string(guard.name), std::string(value)});
+    }
+    int accepted = 0;
+    int refused = 0;
+    for (const auto& [name, value] : cases) {
+        INFO(name << "=" << value);
+        const bool by_agent = agent_accepts({{"options", {{name, value}}}});
+        CHECK(spec_accepts("options = { \"" + name + "\" = \"" + value + "\" }") == by_agent);
+        const std::string job_file = "[j]\n" + name + "=" + value + "\n";
+        const bool by_agent_in_file = agent_accepts({{"job_file", job_file}});
+        CHECK(spec_accepts("job_file = \"\"\"\n" + job_file + "\"\"\"") == by_agent_in_file);
+        (by_agent ? accepted : refused)++;
+    }
+    CHECK(accepted >= 20);
+    CHECK(refused >= 60);
 }

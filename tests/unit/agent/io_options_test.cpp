@@ -1,9 +1,14 @@
 // Native I/O engine job options: fio's names, syntax and defaults; every
-// error names the option.
+// error names the option. The options are common/io_options.h's, which the
+// spec parser uses too: the tests at the end check both sides agree.
 #include "guestagent/io_options.h"
 
 #include <catch2/catch.hpp>
+#include <set>
 #include <string>
+
+#include "common/spec.h"
+#include "guestagent/workload_kinds.h"
 
 using ds::Json;
 using namespace ds::io;
@@ -93,8 +98,8 @@ TEST_CASE("io options: bad values are refused naming the option", "[io_options]"
     };
     const std::vector<Case> cases = {
         {{{"bs", "4x"}}, "'bs': \"4x\" is not a size"},
-        {{{"bs", "4k-16k"}}, "block size ranges"},
-        {{{"bs", "4k,8k"}}, "per-direction block sizes"},
+        {{{"bs", "4k-16k"}}, "'bs': ranges (\"4k-16k\") are not supported"},
+        {{{"bs", "4k,8k"}}, "'bs': per-direction values (\"4k,8k\") are not supported"},
         {{{"bs", 0}}, "'bs': 0 is out of range"},
         {{{"bs", -4096}}, "'bs'"},
         {{{"rw", "trim"}}, "'rw': \"trim\" is not supported; supported: read, write"},
@@ -105,14 +110,16 @@ TEST_CASE("io options: bad values are refused naming the option", "[io_options]"
         {{{"numjobs", "many"}}, "'numjobs'"},
         {{{"size", "50%"}}, "'size': percentages"},
         {{{"size", "1k"}, {"bs", "4k"}}, "'size': 1024 is smaller than bs=4096"},
-        {{{"filename", "a:b"}}, "'filename': several files"},
-        {{{"direct", "maybe"}}, "'direct': maybe is not a boolean"},
+        {{{"filename", "a:b"}}, "'filename': several paths separated by ':'"},
+        {{{"direct", "maybe"}}, "'direct': \"maybe\" is not a boolean"},
         {{{"direct", 1}, {"bs", 1000}}, "not a multiple of 512"},
         {{{"runtime", "10 parsecs"}}, "'runtime'"},
         {{{"runtime", -1}}, "'runtime'"},
         {{{"time_based", 1}}, "'time_based': needs runtime > 0"},
         {{{"ioengine", "io_uring"}},
-         "unsupported ioengine 'io_uring'; supported: libaio, psync, null"},
+         "'ioengine': \"io_uring\" is not supported; supported: libaio, psync, null"},
+        {{{"runtime", "1.5"}}, "'runtime': \"1.5\" is not a duration"},
+        {{{"rw", "read"}, {"readwrite", "write"}}, "'rw' is given twice"},
         {{{"ioengine", 3}}, "'ioengine'"},
         {{{"ioengine", "null"}}, "'size': is required with ioengine=null"},
         {{{"name", "a/b"}}, "'name'"},
@@ -181,4 +188,175 @@ TEST_CASE("io options: fio's size and time syntax", "[io_options]") {
     CHECK(parse_fio_seconds("1h") == Approx(3600));
     CHECK_FALSE(parse_fio_seconds("1x").has_value());
     CHECK_FALSE(parse_fio_seconds("").has_value());
+}
+
+// ---------------------------------------------------------------------------
+// One table on both sides (issue 9): the spec parser and the agent take the
+// io options from common/io_options.h.
+
+namespace {
+
+// A valid value of `option`, as TOML text and as JSON.
+struct Sample {
+    std::string toml;
+    Json json;
+};
+
+Sample sample_of(const ds::IoOptionDef& option) {
+    switch (option.type) {
+        case ds::IoValueType::kEnum: {
+            const std::string value(option.values.front());
+            return {"\"" + value + "\"", value};
+        }
+        case ds::IoValueType::kSize:
+            return {"\"64k\"", "64k"};
+        case ds::IoValueType::kCount: {
+            const auto number = std::max<std::uint64_t>(option.min, 1);
+            return {std::to_string(number), number};
+        }
+        case ds::IoValueType::kBool:
+            return {"false", false};
+        case ds::IoValueType::kTime:
+            return {"\"1s\"", "1s"};
+        case ds::IoValueType::kName:
+        case ds::IoValueType::kPath:
+            return {"\"x\"", "x"};
+    }
+    return {"\"1\"", "1"};
+}
+
+bool spec_accepts(const std::string& workload_lines) {
+    return ds::parse_sweep_spec("name = \"t\"\n[[workload]]\nkind = \"io\"\n" + workload_lines,
+                                "t.toml")
+        .ok();
+}
+
+bool agent_accepts(const Json& params) {
+    ds::Workload workload;
+    workload.name = "w";
+    workload.kind = "io";
+    workload.params = params;
+    return ds::agent::check_io_params(workload).ok();
+}
+
+}  // namespace
+
+TEST_CASE("io options: the spec and the agent accept and refuse exactly the same names",
+          "[io_options]") {
+    std::vector<std::string> names = {
+        "verify",      "hipri", "filename_format", "kb_base",
+        "exec_prerun", "BS",    "fsync",           "iodepth_batch_complete_maxi"};
+    for (const auto& option : ds::io_options()) names.emplace_back(option.name);
+    for (const auto& alias : ds::io_option_aliases()) names.emplace_back(alias.alias);
+    int accepted = 0;
+    int refused = 0;
+    for (const std::string engine : {"psync", "libaio", "null"}) {
+        for (const auto& name : names) {
+            // `name` is also every workload's own key in a spec (its name,
+            // never a param), so it cannot be given there as an option.
+            if (name == "name") continue;
+            const ds::IoOptionDef* option = ds::find_io_option(name);
+            const Sample sample = option != nullptr ? sample_of(*option) : Sample{"\"1\"", "1"};
+            Json params = {{"ioengine", engine}, {"size", "1m"}};
+            std::string toml = "ioengine = \"" + engine + "\"\nsize = \"1m\"\n";
+            if (name == "ioengine" || name == "size") {
+                params.erase(name);
+                toml = name == "size" ? "ioengine = \"" + engine + "\"\n" : "size = \"1m\"\n";
+            }
+            params[name] = name == "ioengine" ? Json(engine) : sample.json;
+            toml += name + " = " + (name == "ioengine" ? "\"" + engine + "\"" : sample.toml) + "\n";
+            INFO(engine << ": " << toml);
+            const bool by_spec = spec_accepts(toml);
+            CHECK(by_spec == agent_accepts(params));
+            (by_spec ? accepted : refused)++;
+        }
+    }
+    // Neither side accepts or refuses everything: the comparison means something.
+    CHECK(accepted > 40);
+    CHECK(refused > 20);
+    CHECK_FALSE(agent_accepts({{"filename", "/dev/sdb"}, {"size", "1m"}}));
+    CHECK_FALSE(spec_accepts("filename = \"/dev/sdb\"\nsize = \"1m\"\n"));
+    CHECK(agent_accepts({{"ioengine", "libaio"}, {"ring_first", 0}}));
+    CHECK(spec_accepts("ioengine = \"libaio\"\nring_first = 0\n"));
+}
+
+TEST_CASE("io options: \"4KiB\" is 4000 bytes and \"4k\" 4096 on both sides", "[io_options]") {
+    auto kib = parse_job_options({{"bs", "4KiB"}});
+    REQUIRE(kib.ok());
+    CHECK(kib->bs == 4000);
+    auto k = parse_job_options({{"bs", "4k"}});
+    REQUIRE(k.ok());
+    CHECK(k->bs == 4096);
+    // Observable in a spec too: O_DIRECT needs a multiple of 512.
+    CHECK_FALSE(agent_accepts({{"direct", 1}, {"bs", "4KiB"}}));
+    CHECK_FALSE(spec_accepts("direct = 1\nbs = \"4KiB\"\n"));
+    CHECK(agent_accepts({{"direct", 1}, {"bs", "4k"}}));
+    CHECK(spec_accepts("direct = 1\nbs = \"4k\"\n"));
+    // And to ds-io's callers: one parser.
+    CHECK(parse_fio_size("4KiB") == 4000u);
+    CHECK(parse_fio_size("4k") == 4096u);
+}
+
+TEST_CASE("io options: the table's engines and engine options are the engines'", "[io_options]") {
+    // ioengine's values are the registered engines.
+    std::vector<std::string_view> registered;
+    for (const auto* engine : all_engines()) registered.push_back(engine->name);
+    CHECK(ds::find_io_option("ioengine")->values == registered);
+    // Each engine's own option list (its descriptor) is the table's rows for
+    // that engine: same names, types and defaults. parse_job_options fills
+    // engine options from the table, and the engine reads them by name.
+    for (const auto* engine : all_engines()) {
+        INFO(engine->name);
+        std::set<std::string_view> from_table;
+        for (const auto& option : ds::io_options())
+            if (option.engine == engine->name) from_table.insert(option.name);
+        std::set<std::string_view> from_engine;
+        for (const auto& spec : engine->options) {
+            INFO(spec.name);
+            from_engine.insert(spec.name);
+            const ds::IoOptionDef* option = ds::find_io_option(spec.name);
+            REQUIRE(option != nullptr);
+            CHECK(option->engine == engine->name);
+            CHECK(spec.type == OptionType::kBool);  // the only kind engines have so far
+            CHECK(option->type == ds::IoValueType::kBool);
+            auto defaults =
+                parse_job_options({{"ioengine", std::string(engine->name)}, {"size", "1m"}});
+            REQUIRE(defaults.ok());
+            CHECK(defaults->engine_options.at(std::string(spec.name)) == spec.default_value);
+        }
+        CHECK(from_table == from_engine);
+    }
+}
+
+TEST_CASE("io options: every option of the table lands in the job", "[io_options]") {
+    // parse_job_options returns errc::kInternal for an option it has no
+    // binding for; giving each one (as the agent may) proves there is one.
+    for (const auto& option : ds::io_options()) {
+        INFO(option.name);
+        Json params = {{"size", "1m"}};
+        if (!option.engine.empty()) params["ioengine"] = std::string(option.engine);
+        params[std::string(option.name)] =
+            option.name == "ioengine" ? Json("libaio") : sample_of(option).json;
+        auto parsed = parse_job_options(params);
+        INFO((parsed.ok() ? "" : parsed.error().message));
+        CHECK(parsed.ok());
+    }
+    auto given = parse_job_options({{"size", "64k"},
+                                    {"rw", "randwrite"},
+                                    {"numjobs", 3},
+                                    {"iodepth_low", 1},
+                                    {"iodepth", 4},
+                                    {"runtime", "1500ms"},
+                                    {"thread", true},
+                                    {"name", "job"},
+                                    {"directory", "/mnt"}});
+    REQUIRE(given.ok());
+    CHECK(given->size == std::optional<std::uint64_t>(65536));
+    CHECK(given->rw == RwMode::kRandWrite);
+    CHECK(given->numjobs == 3);
+    CHECK(given->iodepth_low == 1);
+    CHECK(given->runtime_s == Approx(1.5));
+    CHECK(given->thread);
+    CHECK(given->name == "job");
+    CHECK(given->directory == "/mnt");
 }

@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "common/fio_options.h"
+
 using namespace ds;
 
 namespace {
@@ -65,7 +67,7 @@ SweepSpec two_workload_spec(std::uint64_t seed, std::string name = "order") {
     spec.seed = seed;
     spec.repetitions = 2;
     spec.matrix["cache"] = {"none", "writeback", "unsafe"};
-    spec.workloads = {{"a", "fio", Json::object()}, {"b", "fio", Json::object()}};
+    spec.workloads = {{"a", "fio", Json::object(), {}, 0}, {"b", "fio", Json::object(), {}, 0}};
     return spec;
 }
 
@@ -341,8 +343,9 @@ TEST_CASE("workload options are checked against the kind's option table", "[spec
           "t.toml:4:6: unknown value 'random' for 'rw'; valid values: read, write, randread, "
           "randwrite, rw, readwrite, randrw. Did you mean 'randrw'?");
     CHECK(parse_error(with_workload("ioengine = \"aio\"")) ==
-          "t.toml:4:12: unknown value 'aio' for 'ioengine'; valid values: libaio, psync, sync, "
-          "io_uring, posixaio.");
+          "t.toml:4:12: unknown value 'aio' for 'ioengine'; valid values: sync, psync, vsync, "
+          "pvsync, pvsync2, libaio, io_uring, posixaio, mmap, splice, falloc, ftruncate, "
+          "filecreate, filestat, filedelete, null.");
     CHECK(parse_error(with_workload("iodepth = \"64\"")) ==
           "t.toml:4:11: 'iodepth' must be an integer, not a string");
     CHECK(parse_error(with_workload("numjobs = 0")) ==
@@ -417,7 +420,7 @@ TEST_CASE("expansion refuses more than 10000 runs", "[spec][expand]") {
 
     SweepSpec huge;
     huge.name = "huge";
-    huge.workloads = {{"a", "fio", Json::object()}};
+    huge.workloads = {{"a", "fio", Json::object(), {}, 0}};
     for (int megabytes = 1; megabytes <= 200; ++megabytes)
         huge.matrix["disk_size"].push_back(std::to_string(megabytes) + "m");
     huge.matrix["cache"] = {"none", "writeback", "writethrough", "directsync", "unsafe"};
@@ -575,16 +578,20 @@ TEST_CASE("workload kinds io, mariadb-atis and sysbench-oltp check their options
     CHECK(spec.workloads[2].name == "sysbench-oltp-3");
     CHECK(spec.workloads[2].params.at("time") == "30s");
 
-    CHECK(parse_message(with_kind("io", "filename = \"/dev/sdb\"")) ==
-          "t.toml:4:1: unknown io option 'filename' in workload 'io-1'; valid options: ioengine, "
+    CHECK(parse_message(with_kind("io", "verify = \"crc32c\"")) ==
+          "t.toml:4:1: unknown io option 'verify' in workload 'io-1'; valid options: ioengine, "
           "rw, readwrite, rwmixread, bs, blocksize, iodepth, numjobs, size, direct, runtime, "
           "time_based, ramp_time, iodepth_batch_submit, iodepth_batch, "
           "iodepth_batch_complete_min, iodepth_batch_complete, iodepth_batch_complete_max, "
-          "iodepth_low, group_reporting, userspace_reap, ring_first. Every workload also takes: "
-          "kind, name, filesystems, timeout.");
+          "iodepth_low, group_reporting, thread, userspace_reap, ring_first. Every workload also "
+          "takes: kind, name, filesystems, timeout.");
+    CHECK(
+        parse_message(with_kind("io", "filename = \"/dev/sdb\"")) ==
+        "t.toml:4:1: workload 'io-1': io job option 'filename' is set by the agent: the workload's "
+        "files are <workload name>.<job>.0 in the mount point of the filesystem under test");
     CHECK(parse_message(with_kind("io", "ioengine = \"io_uring\"")) ==
-          "t.toml:4:12: unknown value 'io_uring' for 'ioengine'; valid values: libaio, psync, "
-          "null.");
+          "t.toml:4:12: 'ioengine' in workload 'io-1': \"io_uring\" is not supported; "
+          "supported: libaio, psync, null");
     CHECK(parse_message(with_kind("mariadb-atis", "server = { \"Innodb-Doublewrite\" = 0 }")) ==
           "t.toml:4:12: 'server' in workload 'mariadb-atis-1': server variable name "
           "'Innodb-Doublewrite' must be lower-case letters, digits and _ (as SHOW VARIABLES "
@@ -612,16 +619,17 @@ TEST_CASE("fio passes options and job files through, refusing the agent's own", 
     SweepSpec spec = parse_ok(
         with_kind("fio",
                   "rw = \"randwrite\"\noptions = { fdatasync = 1, \"lat_percentiles\" = true, "
-                  "ioscheduler = \"none\" }"));
+                  "ioengine = \"pvsync2\" }"));
     CHECK(spec.workloads[0].params.at("options") ==
-          Json{{"fdatasync", 1}, {"lat_percentiles", true}, {"ioscheduler", "none"}});
+          Json{{"fdatasync", 1}, {"lat_percentiles", true}, {"ioengine", "pvsync2"}});
     spec =
         parse_ok(with_kind("fio", "job_file = \"[global]\\nrw=randread\\n[job1]\\nsize=16m\\n\""));
     CHECK(spec.workloads[0].params.at("job_file") == "[global]\nrw=randread\n[job1]\nsize=16m\n");
 
     CHECK(parse_message(with_kind("fio", "options = { directory = \"/tmp\" }")) ==
           "t.toml:4:13: 'options' in workload 'fio-1': fio option 'directory' is set by the "
-          "agent and cannot be given");
+          "agent and cannot be overridden: the agent runs the job in the mount point of the "
+          "filesystem under test");
     CHECK(parse_message(with_kind("fio", "options = { \"--bs\" = \"4k\" }")) ==
           "t.toml:4:13: 'options' in workload 'fio-1': fio option name '--bs' must not be empty, "
           "start with '-' or contain '=' or whitespace");
@@ -719,4 +727,80 @@ TEST_CASE("the seed-atis sweep expresses the MariaDB reference study", "[spec]")
     // defaults on 5 filesystems, the two tunings on ext4 and btrfs: 9 pairs.
     CHECK(plan->skipped_pairs == 6);
     CHECK(plan->runs.size() == 9u * static_cast<std::size_t>(spec.repetitions));
+}
+
+// ---------------------------------------------------------------------------
+// One meaning for sizes; no way off the filesystem under test (issue 9).
+
+TEST_CASE("disk_size keeps its documented meaning: every prefix a power of 1024", "[spec]") {
+    SweepSpec spec = parse_ok(with_matrix("disk_size = [\"4KiB\", \"1GiB\"]"));
+    const SweepPlan plan = expand_ok(spec);
+    REQUIRE(plan.configs.size() == 2);
+    CHECK(plan.configs[0].disk_size_bytes == 4096u);
+    CHECK(plan.configs[1].disk_size_bytes == 1ull << 30);
+    CHECK(expand_error(parse_ok(with_matrix("disk_size = [\"1g\", \"1GiB\"]"))) ==
+          "axis 'disk_size': '1GiB' and '1g' are the same setting");
+}
+
+TEST_CASE("io workloads: fio's size meaning and the one option table", "[spec][errors]") {
+    // "4KiB" is 4000 bytes to fio (kb_base=1024), so not O_DIRECT-aligned;
+    // "4k" is 4096. The agent reads them the same (unit/agent io_options).
+    CHECK(parse_message(with_kind("io", "direct = true\nbs = \"4KiB\"")) ==
+          "t.toml:2:1: workload 'io-1': io job option 'bs': 4000 is not a multiple of 512, which "
+          "direct=1 needs");
+    SweepSpec spec = parse_ok(with_kind("io", "direct = true\nbs = \"4k\"\nthread = \"1\""));
+    CHECK(spec.workloads[0].params.at("bs") == "4k");  // stored as written
+    CHECK(parse_message(with_kind("io", "ring_first = false")) ==
+          "t.toml:4:1: workload 'io-1': io job option 'ring_first' is for ioengine=libaio, not "
+          "psync");
+    parse_ok(with_kind("io", "ioengine = \"libaio\"\nring_first = false"));
+    CHECK(parse_message(with_kind("io", "size = \"1k\"")) ==
+          "t.toml:2:1: workload 'io-1': io job option 'size': 1024 is smaller than bs=4096");
+    CHECK(parse_message(with_kind("io", "rw = \"read\"\nreadwrite = \"write\"")) ==
+          "t.toml:2:1: workload 'io-1': io job option 'rw' is given twice, as 'readwrite' and as "
+          "'rw'; give it once");
+    CHECK(parse_message(with_kind("io", "runtime = \"1.5\"")) ==
+          "t.toml:4:11: 'runtime' in workload 'io-1': \"1.5\" is not a duration (fio syntax: "
+          "whole numbers with an optional unit, e.g. 10, 10s, 1500ms, 2m)");
+    CHECK(parse_message(with_kind("io", "time_based = 1")) ==
+          "t.toml:2:1: workload 'io-1': io job option 'time_based': needs runtime > 0");
+}
+
+TEST_CASE("fio workloads cannot leave the filesystem under test by any way in", "[spec][errors]") {
+    // A named option: ioengine takes only the engines that do file I/O.
+    CHECK_THAT(parse_message(with_kind("fio", "ioengine = \"sg\"")),
+               Catch::StartsWith("t.toml:4:12: unknown value 'sg' for 'ioengine'; valid values: "
+                                 "sync, psync,"));
+    // The options table, at the option's key.
+    CHECK(parse_message(with_kind("fio", "options = { filename = \"/dev/sdb\" }")) ==
+          "t.toml:4:13: 'options' in workload 'fio-1': fio option 'filename' is refused: fio "
+          "would do its I/O on that file or device instead of the filesystem under test");
+    CHECK(parse_message(with_kind("fio", "options = { exec_prerun = \"touch /x\" }")) ==
+          "t.toml:4:13: 'options' in workload 'fio-1': fio option 'exec_prerun' is refused: runs "
+          "a command in the guest");
+    CHECK_THAT(parse_message(with_kind("fio", "options = { exec_pre = \"touch /x\" }")),
+               Catch::EndsWith("fio option 'exec_pre' is refused: fio takes it as an "
+                               "abbreviation of 'exec_prerun', which is guarded: runs a command "
+                               "in the guest"));
+    CHECK_THAT(parse_message(with_kind("fio", "options = { ioengine = \"exec\" }")),
+               Catch::Contains("fio option 'ioengine' is refused with value 'exec'"));
+    CHECK_THAT(parse_message(with_kind("fio", "options = { ioscheduler = \"none\" }")),
+               Catch::Contains("the configuration's `scheduler` axis sets and records"));
+    // The job file, naming the line in it.
+    CHECK(parse_message(
+              with_kind("fio", "job_file = \"[a]\\nrw=read\\n[b]\\nfilename=/dev/sdb\\n\"")) ==
+          "t.toml:4:12: 'job_file' in workload 'fio-1': line 4 sets 'filename', which is refused: "
+          "fio would "
+          "do its I/O on that file or device instead of the filesystem under test");
+    CHECK_THAT(parse_message(with_kind("fio", "job_file = \"include /etc/x.fio\\n\"")),
+               Catch::EndsWith("line 1: 'include' is refused: the included job file would not be "
+                               "checked"));
+
+    // Every guarded option, in both places.
+    for (const auto& guard : fio_option_guards()) {
+        INFO(guard.name);
+        const std::string name(guard.name);
+        parse_message(with_kind("fio", "options = { \"" + name + "\" = \"/dev/sdb\" }"));
+        parse_message(with_kind("fio", "job_file = \"[j]\\n" + name + "=/dev/sdb\\n\""));
+    }
 }
