@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/result.h"
 #include "common/settings.h"
@@ -17,6 +18,13 @@ namespace ds::protocol {
 
 inline constexpr int kVersion = 2;
 inline constexpr std::size_t kMaxMessageBytes = 8u << 20;  // fio JSON fits easily
+// JSON values (scalars, objects, arrays) one message may hold. Parsed, a value
+// takes 16 to ~80 bytes however short its text ("0," or "{},"), so without
+// this an 8 MiB line could become hundreds of MiB in memory. fio's JSON for
+// 64 jobs has about 20,000.
+inline constexpr std::size_t kMaxMessageValues = 1u << 18;
+// The most a LineReader reads at once.
+inline constexpr std::size_t kReadChunkBytes = 64u << 10;
 inline constexpr std::string_view kChannelName = "org.disksweep.agent.0";
 // Serial numbers by which the guest finds its disks without udev.
 inline constexpr std::string_view kRootDiskSerial = "disksweep-root";
@@ -35,24 +43,44 @@ inline constexpr std::string_view kShutdown = "shutdown";
 // `payload` must be an object; its "v"/"type" keys are overwritten.
 std::string encode(std::string_view type, const Json& payload);
 
-// Parses one line (without '\n'). Checks: valid JSON, an object, "v" ==
+// Parses one line (without '\n'). Checks: valid JSON nesting at most 64
+// levels and holding at most kMaxMessageValues values, an object, "v" ==
 // kVersion, "type" a known string. Error code errc::kProtocol.
 Result<Json> decode(std::string_view line);
 
 // Reads newline-delimited messages from a file descriptor with a bound on
 // line size and a deadline. Does not own the fd.
+//
+// Memory bound: the reader never holds more than max_line + kReadChunkBytes
+// bytes (its buffer's capacity, not only its size: it grows by explicit
+// reservation, never past that), however long a peer talks without a newline.
 class LineReader {
   public:
     explicit LineReader(int fd, std::size_t max_line = kMaxMessageBytes);
     // Returns the next complete line, or: errc::kTimeout when the deadline
-    // passes, errc::kProtocol when a line exceeds max_line, errc::kIo on EOF
-    // ("channel closed") or a read error.
+    // passes, errc::kProtocol when a line exceeds max_line (as soon as more
+    // than max_line bytes without a newline are buffered), errc::kIo on EOF
+    // ("channel closed") or a read error. After kProtocol the buffered bytes
+    // are dropped.
     Result<std::string> read_line(std::chrono::steady_clock::time_point deadline);
 
+    // Bytes the reader holds allocated now (at most max_line + kReadChunkBytes).
+    std::size_t buffer_capacity() const { return buffer_.capacity(); }
+
   private:
+    Result<std::string> take_line(std::size_t newline);
+    // Moves the pending bytes to the front and makes room for one more chunk.
+    void make_room();
+    // Waits for input until the deadline and appends what one read() returns.
+    Result<std::size_t> read_chunk(std::chrono::steady_clock::time_point deadline);
+    std::size_t pending() const { return buffer_.size() - start_; }
+    void drop_pending();
+
     int fd_;
     std::size_t max_line_;
-    std::string buffer_;
+    std::vector<char> buffer_;  // the pending bytes are [start_, size())
+    std::size_t start_ = 0;
+    std::size_t scanned_ = 0;  // pending bytes already known to hold no '\n'
 };
 
 // Writes all of `data`, retrying on EINTR/partial writes.

@@ -14,8 +14,20 @@ namespace ds {
 namespace {
 constexpr auto kPollSlice = std::chrono::milliseconds(250);
 
-std::string describe_type(const Json& message) {
-    return message.value("type", std::string("?"));
+// The type of a message protocol::decode() accepted (which checked that it
+// is a known string).
+std::string type_of(const Json& message) {
+    const auto type = message.find("type");
+    return type != message.end() && type->is_string() ? type->get<std::string>() : "?";
+}
+
+// The guest's error report as the run's Error.
+Error agent_failure(const guest::ErrorMessage& report) {
+    if (report.code == "timeout") {
+        return make_error(kWorkloadTimedOut, "workload stopped at its time limit (agent, during " +
+                                                 report.phase + ": " + report.message + ")");
+    }
+    return make_error(errc::kAgent, "agent failed during " + report.phase + ": " + report.message);
 }
 }  // namespace
 
@@ -70,45 +82,47 @@ Result<Json> AgentSession::next_message(Deadline deadline) {
     }
 }
 
-Result<Json> AgentSession::await_hello(Deadline deadline) {
+Result<guest::Hello> AgentSession::receive_hello(Deadline deadline) {
     auto message = next_message(deadline);
     if (!message.ok()) return message.error();
-    if (describe_type(*message) != protocol::kHello) {
-        return make_error(errc::kProtocol,
-                          "agent sent '" + describe_type(*message) + "' before 'hello'");
+    const std::string type = type_of(*message);
+    if (type != protocol::kHello) {
+        return make_error(errc::kProtocol, "agent sent '" + type + "' before 'hello'");
     }
-    return message;
+    return guest::parse_hello(std::move(message.value()));
+}
+
+Result<Json> AgentSession::await_hello(Deadline deadline) {
+    auto hello = receive_hello(deadline);
+    if (!hello.ok()) return hello.error();
+    return Json{{"agent_version", hello->agent_version},
+                {"protocol", hello->protocol},
+                {"kernel", hello->kernel},
+                {"fio_version", hello->fio_version},
+                {"capabilities", hello->capabilities}};
 }
 
 Status AgentSession::send_job(const Json& job) {
     return protocol::write_all(fd_, protocol::encode(protocol::kJob, job));
 }
 
-Result<Json> AgentSession::await_result(Deadline deadline,
-                                        const std::function<void(const Json&)>& on_progress) {
+Result<guest::ResultMessage> AgentSession::await_result(
+    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress) {
     while (true) {
         auto message = next_message(deadline);
         if (!message.ok()) return message.error();
-        const std::string type = describe_type(*message);
+        const std::string type = type_of(*message);
         if (type == protocol::kProgress) {
-            if (on_progress) on_progress(*message);
+            auto progress = guest::parse_progress(std::move(message.value()));
+            if (!progress.ok()) return progress.error();
+            if (on_progress) on_progress(progress.value());
             continue;
         }
-        if (type == protocol::kResult) return message;
+        if (type == protocol::kResult) return guest::parse_result(std::move(message.value()));
         if (type == protocol::kError) {
-            const Json& m = *message;
-            std::string phase = m.contains("phase") && m["phase"].is_string()
-                                    ? m["phase"].get<std::string>()
-                                    : "unknown";
-            std::string text = m.contains("message") && m["message"].is_string()
-                                   ? m["message"].get<std::string>()
-                                   : "(no message)";
-            if (m.contains("code") && m["code"] == "timeout") {
-                return make_error(kWorkloadTimedOut,
-                                  "workload stopped at its time limit (agent, during " + phase +
-                                      ": " + text + ")");
-            }
-            return make_error(errc::kAgent, "agent failed during " + phase + ": " + text);
+            auto report = guest::parse_error(std::move(message.value()));
+            if (!report.ok()) return report.error();
+            return agent_failure(report.value());
         }
         return make_error(errc::kProtocol,
                           "agent sent unexpected '" + type + "' while a job was running");

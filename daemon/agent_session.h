@@ -1,7 +1,8 @@
 // The host side of the agent protocol (docs/agent-protocol.md) on one run's
 // channel socket. Everything the guest sends is checked: type order, version,
-// size, deadlines. Any violation ends the session with an Error that says what
-// the guest did; the daemon carries on.
+// size, deadlines, and each message against its schema (guest_messages.h)
+// before it is handed out. Any violation ends the session with an Error that
+// says what the guest did; the daemon carries on.
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "common/protocol.h"
 #include "common/result.h"
+#include "daemon/guest_messages.h"
 
 namespace ds {
 
@@ -33,15 +35,21 @@ class AgentSession {
     static Result<AgentSession> connect(const std::string& socket_path, Deadline deadline,
                                         const std::atomic<bool>* cancelled = nullptr);
 
-    // Waits for the guest's hello. errc::kTimeout when nothing came in time.
+    // Waits for the guest's hello. errc::kTimeout when nothing came in time,
+    // errc::kProtocol when something else came or the hello breaks its schema.
+    Result<guest::Hello> receive_hello(Deadline deadline);
+    // receive_hello() for callers that only need to know that a valid hello
+    // came (daemon.cpp's KVM probe): the hello as checked, with its fields
+    // agent_version, protocol, kernel, fio_version, capabilities.
     Result<Json> await_hello(Deadline deadline);
     Status send_job(const Json& job);
-    // Waits for the result, handing each progress message to `on_progress`.
-    // An `error` message from the guest becomes errc::kAgent with its phase
-    // and message, or kWorkloadTimedOut when its "code" is "timeout". Anything
-    // else out of order is errc::kProtocol.
-    Result<Json> await_result(Deadline deadline,
-                              const std::function<void(const Json&)>& on_progress);
+    // Waits for the result, handing each progress message (checked and cut,
+    // see guest::Progress) to `on_progress`. An `error` message from the guest
+    // becomes errc::kAgent with its phase and message, or kWorkloadTimedOut
+    // when its "code" is "timeout". Anything out of order or breaking its
+    // schema is errc::kProtocol.
+    Result<guest::ResultMessage> await_result(
+        Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress);
     // Best effort: asks the guest to power off.
     void send_shutdown();
 

@@ -25,11 +25,18 @@ int http_status_for(const Error& error) {
     return 500;
 }
 
+namespace {
+// One line of JSON. Messages can carry guest bytes (a console tail in a
+// failure reason): invalid UTF-8 is replaced, never thrown on.
+std::string json_line(const Json& value) {
+    return value.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+}  // namespace
+
 http::Response error_response(const Error& error) {
     http::Response response;
     response.status = http_status_for(error);
-    response.body =
-        Json{{"error", {{"code", error.code}, {"message", error.message}}}}.dump() + "\n";
+    response.body = json_line(Json{{"error", {{"code", error.code}, {"message", error.message}}}});
     return response;
 }
 
@@ -427,7 +434,7 @@ class Api {
                 snapshot["counts"] = (*summary)["counts"];
                 if (summary->contains("eta_s")) snapshot["eta_s"] = (*summary)["eta_s"];
             }
-            if (!sink.write(snapshot.dump() + "\n")) return;
+            if (!sink.write(json_line(snapshot))) return;
             const std::string& status = current->status;
             if (status == "succeeded" || status == "failed" || status == "cancelled") {
                 Json end = {{"type", "sweep_finished"},
@@ -435,7 +442,7 @@ class Api {
                             {"status", status},
                             {"time", utc_now_iso8601()}};
                 if (summary.ok()) end["counts"] = (*summary)["counts"];
-                sink.write(end.dump() + "\n");
+                sink.write(json_line(end));
                 return;
             }
             while (true) {
@@ -448,7 +455,7 @@ class Api {
                 }
                 for (auto& event : batch) {
                     event["total_runs"] = current->total_runs;
-                    if (!sink.write(event.dump() + "\n")) return;
+                    if (!sink.write(json_line(event))) return;
                     if (event.value("type", "") == "sweep_finished") return;
                 }
             }

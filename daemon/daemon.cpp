@@ -336,8 +336,7 @@ int run_daemon(const DaemonConfig& config) {
         log_line("configuration: " + configured.error().message);
         return 1;
     }
-    // The acceleration probe's volume, and (until each run looks its storage
-    // up in the catalog) the runs' volumes: the file storage is always there.
+    // The acceleration probe's volume: the file storage is always there.
     StorageConfig file_config;
     auto storage = backends.storage_for(file_config);
     if (!storage.ok()) {
@@ -362,7 +361,7 @@ int run_daemon(const DaemonConfig& config) {
     RunEnvironment environment;
     environment.shutting_down = &shutting_down;
     environment.hypervisor = hypervisor->get();
-    environment.storage = storage.value();
+    environment.backends = &backends;
     environment.store = store->get();
     environment.events = &events;
     environment.config = &config;

@@ -16,12 +16,29 @@ std::string utc_now_iso8601() {
 void EventBus::publish(std::int64_t sweep_id, Json event) {
     event["sweep_id"] = sweep_id;
     event["time"] = utc_now_iso8601();
+    // Measured outside the lock; the replace handler never throws.
+    const std::size_t bytes = event.dump(-1, ' ', false, Json::error_handler_t::replace).size();
     {
         std::lock_guard lock(mutex_);
-        history_.push_back(Entry{next_sequence_++, sweep_id, std::move(event)});
-        while (history_.size() > history_limit_) history_.pop_front();
+        history_.push_back(Entry{next_sequence_++, sweep_id, std::move(event), bytes});
+        history_bytes_ += bytes;
+        while (history_.size() > 1 &&
+               (history_.size() > history_limit_ || history_bytes_ > history_bytes_limit_)) {
+            history_bytes_ -= history_.front().bytes;
+            history_.pop_front();
+        }
     }
     changed_.notify_all();
+}
+
+std::size_t EventBus::history_size() const {
+    std::lock_guard lock(mutex_);
+    return history_.size();
+}
+
+std::size_t EventBus::history_bytes() const {
+    std::lock_guard lock(mutex_);
+    return history_bytes_;
 }
 
 std::uint64_t EventBus::latest() const {

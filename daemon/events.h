@@ -1,5 +1,11 @@
 // Progress events for the API's event stream. In memory only: the durable
 // state is in the Store; events say what changed, live.
+//
+// The history is bounded twice, by count and by bytes (each event's compact
+// JSON), so the memory it holds has a ceiling whatever is published: the
+// oldest events go first when either bound is passed. A waiter that falls
+// further behind than the history misses what was dropped (the event stream
+// starts from a store snapshot, so it can always catch up from there).
 #pragma once
 
 #include <chrono>
@@ -15,9 +21,15 @@ namespace ds {
 
 class EventBus {
   public:
-    explicit EventBus(std::size_t history_limit = 10000) : history_limit_(history_limit) {}
+    static constexpr std::size_t kDefaultHistoryEvents = 10000;
+    static constexpr std::size_t kDefaultHistoryBytes = 4u << 20;  // 4 MiB
+
+    explicit EventBus(std::size_t history_limit = kDefaultHistoryEvents,
+                      std::size_t history_bytes_limit = kDefaultHistoryBytes)
+        : history_limit_(history_limit), history_bytes_limit_(history_bytes_limit) {}
 
     // Appends an event for a sweep; adds "sweep_id" and "time" (UTC ISO-8601).
+    // The newest event is always kept, even one larger than the byte bound.
     void publish(std::int64_t sweep_id, Json event);
 
     // Events of `sweep_id` with a sequence number > *cursor, waiting up to
@@ -34,18 +46,25 @@ class EventBus {
     void shutdown();
     bool is_shut_down() const;
 
+    // What the history holds now: events, and bytes as counted for the bound.
+    std::size_t history_size() const;
+    std::size_t history_bytes() const;
+
   private:
     struct Entry {
         std::uint64_t sequence;
         std::int64_t sweep_id;
         Json event;
+        std::size_t bytes;  // size of the event's compact JSON
     };
     mutable std::mutex mutex_;
     std::condition_variable changed_;
     std::deque<Entry> history_;        // guarded by mutex_
+    std::size_t history_bytes_ = 0;    // guarded by mutex_: sum of history_[i].bytes
     std::uint64_t next_sequence_ = 1;  // guarded by mutex_
     bool shutting_down_ = false;       // guarded by mutex_
-    std::size_t history_limit_;
+    const std::size_t history_limit_;
+    const std::size_t history_bytes_limit_;
 };
 
 // "2026-11-29T20:00:00Z"

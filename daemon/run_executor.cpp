@@ -1,11 +1,14 @@
 #include "daemon/run_executor.h"
 
 #include <filesystem>
+#include <functional>
+#include <iostream>
 #include <thread>
 
 #include "common/version.h"
 #include "common/workload_output.h"
 #include "daemon/agent_session.h"
+#include "daemon/guest_messages.h"
 #include "daemon/settings_verify.h"
 
 namespace ds {
@@ -51,6 +54,22 @@ bool guest_stopped(Hypervisor& hypervisor, const std::string& vm_name) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return false;
+}
+
+// The body of a run behind the last-resort boundary: an exception escaping it
+// is a bug; it fails only this run ("internal error (bug): ...") and the
+// caller still tears down. Logged, since nobody expects it.
+Status run_guarded(const std::function<Status()>& body, std::int64_t run_id) {
+    std::string what;
+    try {
+        return body();
+    } catch (const std::exception& error) {
+        what = error.what();
+    } catch (...) {
+        what = "an exception that is not a std::exception";
+    }
+    std::cerr << "disksweepd: BUG: run " << run_id << " threw: " << what << std::endl;
+    return make_error(errc::kInternal, "internal error (bug): " + what);
 }
 
 }  // namespace
@@ -103,7 +122,8 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
     std::filesystem::remove(run.console_log, fs_error);
 
     bool volume_created = false;
-    bool timed_out = false;  // the workload's time limit or the result deadline passed
+    StorageBackend* storage = nullptr;  // the configuration's own storage, from the registry
+    bool timed_out = false;             // the workload's time limit or the result deadline passed
 
     // The body of the run; any failure returns its Error and the caller
     // records it. Teardown follows in every case.
@@ -128,18 +148,26 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
             image = located.value();
         }
 
+        // The storage the configuration names, never a stand-in: a run can
+        // only be recorded under a backend that really made its disk.
+        auto found = env_.backends ? env_.backends->storage_for(config)
+                                   : Result<StorageBackend*>(env_.storage);
+        if (!found.ok()) return found.error();
+        storage = found.value();
         auto phase_start = Clock::now();
-        auto volume = env_.storage->create_volume(run.volume_name, config);
+        auto volume = storage->create_volume(run.volume_name, config);
         if (!volume.ok()) return volume.error();
         volume_created = true;
         timings["provision_s"] = seconds_since(phase_start);
+        applied["storage"] = {{"backend", storage->name()},
+                              {"source", to_json(volume->source)},
+                              {"before", storage->state(run.volume_name)}};
 
         phase_start = Clock::now();
         VmRequest request;
         request.name = vm_name;
         request.config = config;
-        request.data_volume_path = volume->path;
-        request.data_volume_format = volume->format;
+        request.data_disk = volume->source;
         request.image = image;
         request.agent_socket_path = socket_path;
         request.console_log_path = run.console_log;
@@ -154,8 +182,8 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
 
         const auto boot_deadline = Clock::now() + std::chrono::seconds(boot_timeout_s);
         auto session = AgentSession::connect(socket_path, boot_deadline, &cancelled);
-        auto hello =
-            session.ok() ? session->await_hello(boot_deadline) : Result<Json>(session.error());
+        auto hello = session.ok() ? session->receive_hello(boot_deadline)
+                                  : Result<guest::Hello>(session.error());
         if (!hello.ok()) {
             if (hello.error().code == errc::kTimeout || hello.error().code == errc::kIo) {
                 auto running = env_.hypervisor->is_running(vm_name);
@@ -169,16 +197,17 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
             return hello.error();
         }
         timings["boot_s"] = seconds_since(phase_start);
-        for (const char* key : {"agent_version", "kernel", "fio_version"}) {
-            if (hello->contains(key) && (*hello)[key].is_string()) versions[key] = (*hello)[key];
-        }
+        versions["agent_version"] = hello->agent_version;
+        versions["kernel"] = hello->kernel;
+        versions["fio_version"] = hello->fio_version;
         env_.events->publish(run.sweep_id, Json{{"type", "run_progress"},
                                                 {"run_id", run.id},
                                                 {"phase", "booted"},
                                                 {"message", "agent connected"}});
 
         const int job_timeout_s = workload.timeout_s > 0 ? workload.timeout_s : run_timeout_s;
-        Json job = {{"run_id", std::to_string(run.id)},
+        const std::string job_run_id = std::to_string(run.id);
+        Json job = {{"run_id", job_run_id},
                     {"filesystem",
                      {{"type", config.filesystem.type},
                       {"mkfs_options", config.filesystem.mkfs_options},
@@ -193,11 +222,14 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
                                : run_timeout_s;
         const auto run_deadline = Clock::now() + std::chrono::seconds(wait_s);
         phase_start = Clock::now();
-        auto result = session->await_result(run_deadline, [&](const Json& progress) {
-            Json event = {{"type", "run_progress"}, {"run_id", run.id}};
-            for (const char* key : {"phase", "message", "fraction", "elapsed_s"}) {
-                if (progress.contains(key)) event[key] = progress[key];
-            }
+        auto result = session->await_result(run_deadline, [&](const guest::Progress& progress) {
+            // Checked and cut to guest::kMaxTextBytes per text by the session.
+            Json event = {{"type", "run_progress"},
+                          {"run_id", run.id},
+                          {"phase", progress.phase},
+                          {"message", progress.message},
+                          {"elapsed_s", progress.elapsed_s}};
+            if (progress.fraction) event["fraction"] = *progress.fraction;
             env_.events->publish(run.sweep_id, std::move(event));
         });
         if (!result.ok()) {
@@ -220,44 +252,30 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
             return error;
         }
         session->send_shutdown();
-        const Json& payload = result.value();
-        if (payload.value("run_id", Json()) != job["run_id"]) {
-            return make_error(errc::kProtocol, "agent sent a result for run " +
-                                                   payload.value("run_id", Json()).dump() +
-                                                   ", not for this run (" + job["run_id"].dump() +
-                                                   ")");
+        // Checked against its schema by the session (guest_messages.h).
+        const guest::ResultMessage& payload = result.value();
+        if (payload.run_id != job_run_id) {
+            return make_error(errc::kProtocol, "agent sent a result for run \"" +
+                                                   guest::cut_text(payload.run_id, 80) +
+                                                   "\", not for this run (\"" + job_run_id + "\")");
         }
 
         // The guest is untrusted: metrics are re-derived from the raw
         // output rather than taken from its "metrics".
-        if (!payload.contains("output") || !payload["output"].is_object()) {
-            return make_error(errc::kProtocol, "agent result has no output object");
-        }
-        auto metrics = metrics_from_workload_output(workload.kind, payload["output"]);
+        auto metrics = metrics_from_workload_output(workload.kind, payload.output);
         if (!metrics.ok()) {
             return make_error(errc::kProtocol, "agent result has unusable " + workload.kind +
                                                    " output: " + metrics.error().message);
         }
         run.metrics = metrics.value();
-        run.raw_output = payload["output"].dump(-1, ' ', false, Json::error_handler_t::replace);
-        if (payload.contains("timings") && payload["timings"].is_object()) {
-            for (const char* key : {"format_s", "post_format_s", "mount_s", "bench_s"}) {
-                if (payload["timings"].contains(key) && payload["timings"][key].is_number()) {
-                    timings[key] = payload["timings"][key];
-                }
-            }
-        }
+        run.raw_output = payload.output.dump(-1, ' ', false, Json::error_handler_t::replace);
+        for (const auto& [key, seconds] : payload.timings) timings[key] = seconds;
         timings["guest_s"] = seconds_since(phase_start);
-        Json readback = payload.value("readback", Json::object());
-        if (!readback.is_object()) readback = Json::object();
-        applied["guest"] = readback;
-        if (payload.contains("versions") && payload["versions"].is_object()) {
-            for (auto& [key, value] : payload["versions"].items()) {
-                if (value.is_string()) versions["guest_" + key] = value;
-            }
-        }
+        applied["guest"] = payload.readback;
+        for (const auto& [key, value] : payload.versions) versions["guest_" + key] = value;
 
-        auto mismatches = verify_settings(config, workload, applied["hypervisor"], readback);
+        auto mismatches =
+            verify_settings(config, workload, applied["hypervisor"], payload.readback);
         applied["verified"] = mismatches.empty();
         if (!mismatches.empty()) {
             return make_error(errc::kSettingsMismatch,
@@ -266,7 +284,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         return ok_status();
     };
 
-    Status outcome = body();
+    Status outcome = run_guarded(body, run.id);
 
     // Teardown, always.
     auto teardown_start = Clock::now();
@@ -275,7 +293,8 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
     Status destroyed = env_.hypervisor->destroy_vm(vm_name);
     if (!destroyed.ok()) teardown_problems += destroyed.error().message + "; ";
     if (volume_created) {
-        Status removed = env_.storage->remove_volume(run.volume_name);
+        applied["storage"]["after"] = storage->state(run.volume_name);
+        Status removed = storage->remove_volume(run.volume_name);
         if (!removed.ok()) teardown_problems += removed.error().message + "; ";
     }
     std::filesystem::remove(socket_path, fs_error);

@@ -10,6 +10,7 @@
 #include "daemon/config.h"
 #include "daemon/events.h"
 #include "daemon/hypervisor.h"
+#include "daemon/registry.h"
 #include "daemon/storage.h"
 #include "daemon/store.h"
 
@@ -24,6 +25,9 @@ inline constexpr int kAgentGraceSeconds = 60;
 
 struct RunEnvironment {
     Hypervisor* hypervisor = nullptr;
+    // Each run's storage is looked up here by the configuration's name.
+    const BackendCatalog* backends = nullptr;
+    // Tests without a catalog: every run's storage.
     StorageBackend* storage = nullptr;
     Store* store = nullptr;
     EventBus* events = nullptr;

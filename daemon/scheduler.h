@@ -1,5 +1,7 @@
 // Runs the runs of submitted sweeps, at most N at once, each sweep's runs in
 // its planned (randomised-interleaved) order, sweeps first come first served.
+// After each run its worker gives freed heap back to the system
+// (malloc_trim), so a run's peak does not stay as the daemon's RSS.
 #pragma once
 
 #include <atomic>
@@ -25,7 +27,9 @@ struct SweepTimeouts {
 
 class Scheduler {
   public:
-    // Executes one run and returns its finished record; must not throw.
+    // Executes one run and returns its finished record; must not throw. If it
+    // throws all the same (a bug), the worker records the run failed with
+    // "internal error (bug): WHAT", logs it, and goes on with the next run.
     using ExecuteRun = std::function<RunRecord(const RunRecord&, const SweepTimeouts&,
                                                const std::atomic<bool>& cancelled)>;
 
@@ -59,6 +63,9 @@ class Scheduler {
     };
 
     void worker_loop();
+    // execute_ behind the last-resort boundary described at ExecuteRun.
+    RunRecord execute_guarded(const RunRecord& run, const SweepTimeouts& timeouts,
+                              const std::atomic<bool>& cancelled);
     void finish_sweep_locked(QueuedSweep& sweep);
 
     Store& store_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -61,11 +63,30 @@ std::string on_off(bool value) {
     return value ? "on" : "off";
 }
 
+// Any JSON value as compact text, never throwing (invalid UTF-8, which a
+// hand-built Json can hold, is replaced) and never long: what ends up in a
+// mismatch line stays readable whatever a readback holds.
+std::string json_text(const Json& value) {
+    constexpr std::size_t kShownBytes = 200;
+    std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+    if (text.size() > kShownBytes) text = text.substr(0, kShownBytes) + "...";
+    return text;
+}
+
 // A JSON value as a person would write it in a spec.
 std::string display(const Json& value) {
     if (value.is_boolean()) return on_off(value.get<bool>());
     if (value.is_string()) return value.get<std::string>();
-    return value.dump();
+    return json_text(value);
+}
+
+// What a readback shows at `key`: "" when absent or null, the string itself,
+// else the value's JSON (a readback that lies about a type then mismatches
+// instead of throwing).
+std::string shown_text(const Json& readback, const char* key) {
+    const auto found = readback.find(key);
+    if (found == readback.end() || found->is_null()) return "";
+    return found->is_string() ? found->get<std::string>() : json_text(*found);
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -80,7 +101,7 @@ std::string join(const std::vector<std::string>& items) {
 void verify_hypervisor(const StorageConfig& requested, const Json& applied,
                        std::vector<std::string>& mismatches) {
     if (!applied.is_object()) {
-        mismatches.push_back("hypervisor settings: expected an object, got " + applied.dump());
+        mismatches.push_back("hypervisor settings: expected an object, got " + json_text(applied));
         return;
     }
     const std::array<std::pair<std::string_view, Json>, 8> expected = {{
@@ -110,6 +131,11 @@ std::optional<long long> guest_number(const Json& guest, const char* key) {
     if (!guest.contains(key)) return std::nullopt;
     const Json& value = guest.at(key);
     if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
+    if (value.is_number_unsigned()) {
+        // Beyond long long only by a lie; clamped rather than wrapped negative.
+        return static_cast<long long>(std::min<std::uint64_t>(
+            value.get<std::uint64_t>(), std::numeric_limits<long long>::max()));
+    }
     if (value.is_number_integer()) return value.get<long long>();
     return std::nullopt;
 }
@@ -117,18 +143,18 @@ std::optional<long long> guest_number(const Json& guest, const char* key) {
 void verify_guest(const StorageConfig& requested, const Json& guest,
                   std::vector<std::string>& mismatches) {
     if (!guest.is_object()) {
-        mismatches.push_back("guest readback: expected an object, got " + guest.dump());
+        mismatches.push_back("guest readback: expected an object, got " + json_text(guest));
         return;
     }
     const FilesystemSpec& filesystem = requested.filesystem;
     if (!filesystem.type.empty()) {
-        const std::string fs_type = guest.value("fs_type", std::string());
+        const std::string fs_type = shown_text(guest, "fs_type");
         if (fs_type != filesystem.type) {
             mismatches.push_back("filesystem: requested " + filesystem.type + ", guest has " +
                                  (fs_type.empty() ? std::string("none reported") : fs_type));
         }
         const std::vector<std::string> shown =
-            split_mount_options(guest.value("mount_options", std::string()));
+            split_mount_options(shown_text(guest, "mount_options"));
         for (const std::string& option : split_mount_options(filesystem.mount_options)) {
             if (!mount_option_in_force(option, shown)) {
                 mismatches.push_back(
@@ -173,7 +199,7 @@ void verify_block_layer(const StorageConfig& requested, const Json& guest,
                         std::vector<std::string>& mismatches) {
     if (requested.scheduler != IoScheduler::kDefault) {
         const std::string want(to_string(requested.scheduler));
-        const std::string shown = guest.value("scheduler", std::string());
+        const std::string shown = shown_text(guest, "scheduler");
         if (shown.empty()) {
             mismatches.push_back("scheduler: requested " + want + ", guest did not report one");
         } else if (shown != want) {
@@ -250,8 +276,9 @@ void verify_btrfs(const FilesystemSpec& filesystem, const Json& guest,
                 "nocow: requested, guest did not report the work directory's "
                 "attributes");
         } else if (!nocow.get<bool>()) {
+            const std::string attributes = shown_text(guest, "work_dir_attributes");
             mismatches.push_back("nocow: requested, the work directory is not No_COW (lsattr: " +
-                                 guest.value("work_dir_attributes", std::string("?")) + ")");
+                                 (attributes.empty() ? std::string("?") : attributes) + ")");
         }
     }
 }
@@ -270,10 +297,11 @@ void verify_server_variables(const Workload& workload, const Json& guest,
             continue;
         }
         const Json& shown = shown_all.at(name);
-        const std::string shown_text = shown.is_string() ? shown.get<std::string>() : shown.dump();
-        if (!server_variable_matches(name, want, shown_text)) {
+        const std::string shown_value =
+            shown.is_string() ? shown.get<std::string>() : json_text(shown);
+        if (!server_variable_matches(name, want, shown_value)) {
             mismatches.push_back("server variable " + name + ": requested " + display(want) +
-                                 ", server has " + shown_text);
+                                 ", server has " + shown_value);
         }
     }
 }

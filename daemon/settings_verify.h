@@ -14,7 +14,10 @@
 namespace ds {
 
 // One human-readable line per mismatch, e.g. "cache: requested unsafe, in
-// force none"; empty when everything checked agrees.
+// force none"; empty when everything checked agrees. Never throws, whatever
+// JSON it is given: a readback value of an unexpected type is a mismatch
+// (the daemon checks the guest's types earlier, see guest_messages.h; this
+// holds for any caller).
 //
 // `applied_hypervisor`: Hypervisor::applied_settings(). Every key of
 // to_json(StorageConfig) that a hypervisor applies is compared: bus, cache,

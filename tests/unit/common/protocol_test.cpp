@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -81,6 +82,27 @@ TEST_CASE("protocol: decode rejects what the contract forbids", "[protocol]") {
     expect_protocol_error(
         "{\"v\":2,\"type\":\"hello\",\"x\":" + std::string(100, '[') + std::string(100, ']') + "}",
         "nests deeper than");
+}
+
+TEST_CASE("protocol: decode allows 64 levels of nesting, not 65", "[protocol]") {
+    // The message object is level 1; "x" holds the rest.
+    auto nested = [](int levels) {
+        return "{\"v\":2,\"type\":\"hello\",\"x\":" + std::string(levels - 1, '[') +
+               std::string(levels - 1, ']') + "}";
+    };
+    CHECK(protocol::decode(nested(64)).ok());
+    expect_protocol_error(nested(65), "message nests deeper than 64 levels");
+}
+
+TEST_CASE("protocol: decode takes linear time on a long array of objects", "[protocol]") {
+    // nlohmann's parser callback, used for the bounds before, rescans the
+    // enclosing array at each object's end: 262,144 "{}" took a minute.
+    std::string line = R"({"v":2,"type":"progress","x":[{})";
+    for (std::size_t i = 1; i < protocol::kMaxMessageValues - 4; ++i) line += ",{}";
+    line += "]}";
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(protocol::decode(line).ok());
+    CHECK(std::chrono::steady_clock::now() - start < 3s);
 }
 
 TEST_CASE("protocol: decode accepts every known type", "[protocol]") {
@@ -169,6 +191,7 @@ TEST_CASE("protocol: LineReader bounds the line size", "[protocol]") {
         CHECK(line.error().message.find("exceeds the limit of 16 bytes") != std::string::npos);
     }
     SECTION("a peer that never sends a newline is cut off, not buffered forever") {
+        ::signal(SIGPIPE, SIG_IGN);  // the writer may still be writing when the reader closes
         SocketPair pair;
         protocol::LineReader reader(pair.fds[0], 1024);
         std::thread writer([&] {
@@ -182,6 +205,62 @@ TEST_CASE("protocol: LineReader bounds the line size", "[protocol]") {
         pair.close_end(0);  // unblocks the writer (EPIPE)
         writer.join();
     }
+}
+
+TEST_CASE("protocol: the LineReader's buffer never grows past the line bound plus one chunk",
+          "[protocol]") {
+    // A std::string grown by append doubles its capacity: 8 MiB + 1 byte
+    // would have allocated 16 MiB. The reader reserves exactly instead.
+    constexpr std::size_t kMaxLine = 1u << 20;
+    SocketPair pair;
+    protocol::LineReader reader(pair.fds[0], kMaxLine);
+    const std::string line(kMaxLine, 'x');
+    std::atomic<bool> written{false};
+    std::thread writer([&] {
+        (void)protocol::write_all(pair.fds[1], line);
+        written = true;
+    });
+    // All of it, no newline yet: buffered, not refused.
+    const auto give_up = std::chrono::steady_clock::now() + 5s;
+    while (!written && std::chrono::steady_clock::now() < give_up) {
+        (void)reader.read_line(std::chrono::steady_clock::now() + 20ms);
+    }
+    writer.join();
+    const auto partial = reader.read_line(std::chrono::steady_clock::now() + 100ms);
+    REQUIRE_FALSE(partial.ok());
+    CHECK(partial.error().code == ds::errc::kTimeout);
+    CHECK(reader.buffer_capacity() >= kMaxLine);
+    CHECK(reader.buffer_capacity() <= kMaxLine + protocol::kReadChunkBytes);
+
+    // The newline completes a line of exactly the bound, and the buffer of a
+    // long line is given back once it is handed out.
+    REQUIRE(protocol::write_all(pair.fds[1], "\nnext").ok());
+    const auto complete = reader.read_line(soon());
+    REQUIRE(complete.ok());
+    CHECK(*complete == line);
+    CHECK(reader.buffer_capacity() <= kMaxLine + protocol::kReadChunkBytes);
+    REQUIRE(protocol::write_all(pair.fds[1], "\n").ok());
+    const auto next = reader.read_line(soon());
+    REQUIRE(next.ok());
+    CHECK(*next == "next");
+    CHECK(reader.buffer_capacity() <= 4 * protocol::kReadChunkBytes);
+}
+
+TEST_CASE("protocol: decode bounds the number of JSON values in a message", "[protocol]") {
+    // The object, "v", "type" and the array are four values; then the items.
+    auto message_with_items = [](std::size_t items) {
+        std::string line = R"({"v":2,"type":"progress","x":[)";
+        for (std::size_t i = 0; i < items; ++i) line += i == 0 ? "0" : ",0";
+        return line + "]}";
+    };
+    CHECK(protocol::decode(message_with_items(protocol::kMaxMessageValues - 4)).ok());
+    expect_protocol_error(
+        message_with_items(protocol::kMaxMessageValues - 3),
+        "message holds more than " + std::to_string(protocol::kMaxMessageValues) + " JSON values");
+    // Empty objects count too: each would cost far more memory than its text.
+    std::string objects = R"({"v":2,"type":"progress","x":[{})";
+    for (std::size_t i = 0; i < protocol::kMaxMessageValues; ++i) objects += ",{}";
+    expect_protocol_error(objects + "]}", "JSON values");
 }
 
 TEST_CASE("protocol: write_all reports a closed peer", "[protocol]") {

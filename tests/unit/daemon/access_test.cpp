@@ -10,8 +10,8 @@
 
 #include "common/http.h"
 #include "daemon/api.h"
-#include "support/temp_dir.h"
 #include "support/skip.h"
+#include "support/temp_dir.h"
 
 using namespace ds;
 

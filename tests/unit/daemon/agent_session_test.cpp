@@ -57,6 +57,12 @@ class Peer {
     void send(std::string_view type, const Json& payload = Json::object()) {
         send_raw(protocol::encode(type, payload));
     }
+    // For more than the socket buffer holds, while the session reads. The
+    // writer stops at an error (the session closed); the caller joins it.
+    std::thread send_in_background(std::string bytes) {
+        return std::thread(
+            [fd = fd_, bytes = std::move(bytes)] { (void)protocol::write_all(fd, bytes); });
+    }
     // The next line the host sent, decoded.
     Json receive() {
         auto line = reader_->read_line(Clock::now() + 2s);
@@ -85,6 +91,20 @@ AgentSession connected(Peer& peer, const std::atomic<bool>* cancelled = nullptr)
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Json bench_progress(double elapsed_s) {
+    return Json{{"phase", "bench"}, {"message", "fio"}, {"elapsed_s", elapsed_s}};
+}
+
+// A result that passes its schema, for run "17".
+Json complete_result() {
+    return Json{{"run_id", "17"},
+                {"timings", {{"format_s", 0.5}, {"bench_s", 2.0}}},
+                {"output", recorded_fio()},
+                {"metrics", Json::object()},
+                {"readback", {{"device", "sdb"}, {"fs_type", "btrfs"}, {"rotational", 0}}},
+                {"versions", {{"kernel", "6.1.0"}, {"fio", "fio-3.33"}, {"agent", "0.1.0"}}}};
 }
 
 TEST_CASE("agent session: connect retries until the socket appears", "[agent_session]") {
@@ -135,10 +155,30 @@ TEST_CASE("agent session: await_hello returns the hello or times out", "[agent_s
     AgentSession session = connected(peer);
     SECTION("hello") {
         peer.send(protocol::kHello, hello_payload());
+        auto hello = session.receive_hello(Clock::now() + 2s);
+        REQUIRE(hello.ok());
+        CHECK(hello->agent_version == "0.1.0-fake");
+        CHECK(hello->kernel == "6.1.0-fake-amd64");
+        CHECK(hello->fio_version == "fio-3.33");
+        CHECK(hello->protocol == protocol::kVersion);
+        CHECK(hello->capabilities == std::vector<std::string>{"fio", "ext4", "xfs", "btrfs"});
+    }
+    SECTION("hello as JSON (the KVM probe's view)") {
+        Json payload = hello_payload();
+        payload["future_field"] = "ignored";
+        peer.send(protocol::kHello, payload);
         auto hello = session.await_hello(Clock::now() + 2s);
         REQUIRE(hello.ok());
-        CHECK(hello->at("type") == "hello");
-        CHECK(hello->at("fio_version") == "fio-3.33");
+        CHECK(*hello == hello_payload());  // what the daemon does not know is dropped
+    }
+    SECTION("a hello that breaks its schema") {
+        Json payload = hello_payload();
+        payload.erase("kernel");
+        peer.send(protocol::kHello, payload);
+        auto hello = session.receive_hello(Clock::now() + 2s);
+        REQUIRE_FALSE(hello.ok());
+        CHECK(hello.error().code == errc::kProtocol);
+        CHECK(hello.error().message == "hello.kernel: missing");
     }
     SECTION("silence") {
         const auto start = Clock::now();
@@ -187,26 +227,31 @@ TEST_CASE("agent session: job out, progress in order, then the result", "[agent_
     // Several messages in one write, and one message split over writes.
     std::string burst;
     for (int i = 1; i <= 3; ++i) {
-        burst += protocol::encode(protocol::kProgress, Json{{"phase", "bench"}, {"elapsed_s", i}});
+        burst += protocol::encode(protocol::kProgress, bench_progress(i));
     }
     peer.send_raw(burst);
-    const std::string result =
-        protocol::encode(protocol::kResult, Json{{"run_id", "17"}, {"output", recorded_fio()}});
+    Json sent = complete_result();
+    sent["readback"]["unknown_key"] = "dropped";
+    sent["timings"]["made_up_s"] = 1.0;
+    const std::string result = protocol::encode(protocol::kResult, sent);
     std::thread trickle([&] {
         const std::size_t half = result.size() / 2;
         ::send(peer.fd(), result.data(), half, MSG_NOSIGNAL);
         std::this_thread::sleep_for(50ms);
         ::send(peer.fd(), result.data() + half, result.size() - half, MSG_NOSIGNAL);
     });
-    std::vector<int> order;
-    auto outcome = session.await_result(Clock::now() + 2s, [&](const Json& progress) {
-        order.push_back(progress.at("elapsed_s").get<int>());
+    std::vector<double> order;
+    auto outcome = session.await_result(Clock::now() + 2s, [&](const guest::Progress& progress) {
+        order.push_back(progress.elapsed_s);
     });
     trickle.join();
     REQUIRE(outcome.ok());
-    CHECK(order == std::vector<int>{1, 2, 3});
-    CHECK(outcome->at("type") == "result");
-    CHECK(outcome->at("output") == recorded_fio());
+    CHECK(order == std::vector<double>{1, 2, 3});
+    CHECK(outcome->run_id == "17");
+    CHECK(outcome->output == recorded_fio());
+    CHECK(outcome->timings == std::map<std::string, double>{{"format_s", 0.5}, {"bench_s", 2.0}});
+    CHECK(outcome->readback == complete_result()["readback"]);
+    CHECK(outcome->versions.at("fio") == "fio-3.33");
 
     session.send_shutdown();
     CHECK(peer.receive() == Json{{"v", ds::protocol::kVersion}, {"type", "shutdown"}});
@@ -222,22 +267,95 @@ TEST_CASE("agent session: an error message maps to errc::kAgent with phase and m
         error = {{"run_id", "3"}, {"phase", "mount"}, {"message", "mount: wrong fs type"}};
         expected = "agent failed during mount: mount: wrong fs type";
     }
-    SECTION("fields missing") {
-        error = {{"run_id", nullptr}};
-        expected = "agent failed during unknown: (no message)";
+    SECTION("no job arrived: a null run id") {
+        error = {{"run_id", nullptr}, {"phase", "job"}, {"message", "job.timeout_s: is missing"}};
+        expected = "agent failed during job: job.timeout_s: is missing";
     }
-    SECTION("fields of the wrong type") {
-        error = {{"phase", 7}, {"message", Json::array({"x"})}};
-        expected = "agent failed during unknown: (no message)";
+    SECTION("a message longer than the bound is cut") {
+        error = {{"phase", "bench"}, {"message", std::string(100000, 'e')}};
+        expected = "agent failed during bench: " + std::string(guest::kMaxTextBytes, 'e') + "...";
     }
-    peer.send(protocol::kProgress, Json{{"phase", "format"}});
+    peer.send(protocol::kProgress, Json{{"phase", "format"}, {"message", ""}, {"elapsed_s", 0}});
     peer.send(protocol::kError, error);
     int progress = 0;
-    auto outcome = session.await_result(Clock::now() + 2s, [&](const Json&) { ++progress; });
+    auto outcome =
+        session.await_result(Clock::now() + 2s, [&](const guest::Progress&) { ++progress; });
     REQUIRE_FALSE(outcome.ok());
     CHECK(outcome.error().code == errc::kAgent);
     CHECK(outcome.error().message == expected);
     CHECK(progress == 1);
+}
+
+TEST_CASE("agent session: a message that breaks its schema fails with the field named",
+          "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    std::string expected;
+    SECTION("an error without its fields") {
+        peer.send(protocol::kError, Json{{"run_id", nullptr}});
+        expected = "error.phase: missing";
+    }
+    SECTION("an error with fields of the wrong type") {
+        peer.send(protocol::kError, Json{{"phase", 7}, {"message", Json::array({"x"})}});
+        expected = "error.phase: expected a string, got number";
+    }
+    SECTION("progress without elapsed_s") {
+        peer.send(protocol::kProgress, Json{{"phase", "bench"}, {"message", "fio"}});
+        expected = "progress.elapsed_s: missing";
+    }
+    SECTION("progress past the end") {
+        Json progress = bench_progress(3);
+        progress["fraction"] = 1.5;
+        peer.send(protocol::kProgress, progress);
+        expected = "progress.fraction: 1.5 is out of range (0..1.0)";
+    }
+    SECTION("a result whose readback lies about a type") {
+        Json result = complete_result();
+        result["readback"]["rotational"] = "0";
+        peer.send(protocol::kResult, result);
+        expected = "result.readback.rotational: expected an integer, got string";
+    }
+    SECTION("a result without its output") {
+        Json result = complete_result();
+        result.erase("output");
+        peer.send(protocol::kResult, result);
+        expected = "result.output: missing";
+    }
+    auto outcome = session.await_result(Clock::now() + 2s, nullptr);
+    REQUIRE_FALSE(outcome.ok());
+    CHECK(outcome.error().code == errc::kProtocol);
+    CHECK(outcome.error().message == expected);
+}
+
+TEST_CASE("agent session: progress text is cut to the bound, on a character boundary",
+          "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    // "é" is two bytes: an odd-sized prefix of it would split a character.
+    std::string long_text = "x";
+    while (long_text.size() < 1'000'000) long_text += "\xc3\xa9";
+    Json progress = bench_progress(1);
+    progress["message"] = long_text;
+    progress["phase"] = long_text;
+    progress["unknown"] = long_text;
+    std::thread writer = peer.send_in_background(
+        protocol::encode(protocol::kProgress, progress) +
+        protocol::encode(protocol::kError, Json{{"phase", "bench"}, {"message", "stop"}}));
+    std::vector<guest::Progress> seen;
+    auto outcome = session.await_result(
+        Clock::now() + 5s, [&](const guest::Progress& received) { seen.push_back(received); });
+    writer.join();
+    REQUIRE_FALSE(outcome.ok());
+    CHECK(outcome.error().message == "agent failed during bench: stop");
+    REQUIRE(seen.size() == 1);
+    for (const std::string& text : {seen[0].message, seen[0].phase}) {
+        CHECK(text.size() <= guest::kMaxTextBytes + 3);
+        CHECK(text.size() >= guest::kMaxTextBytes - 3);
+        CHECK(text.substr(text.size() - 3) == "...");
+        CHECK(long_text.rfind(text.substr(0, text.size() - 3), 0) == 0);
+        // Still valid UTF-8: the strict dump would throw otherwise.
+        CHECK_NOTHROW(Json(text).dump());
+    }
 }
 
 TEST_CASE("agent session: unexpected or malformed messages during a job", "[agent_session]") {
@@ -245,6 +363,7 @@ TEST_CASE("agent session: unexpected or malformed messages during a job", "[agen
     AgentSession session = connected(peer);
     std::string code = errc::kProtocol;
     std::string expected;
+    std::thread writer;
     SECTION("hello again") {
         peer.send(protocol::kHello, hello_payload());
         expected = "agent sent unexpected 'hello' while a job was running";
@@ -263,6 +382,13 @@ TEST_CASE("agent session: unexpected or malformed messages during a job", "[agen
                       "\n");
         expected = "message has no string \"type\"";
     }
+    SECTION("too many values") {
+        std::string values;
+        for (std::size_t i = 0; i <= protocol::kMaxMessageValues; ++i) values += "0,";
+        writer = peer.send_in_background(R"({"v":2,"type":"progress","x":[)" + values + "0]}\n");
+        expected = "message holds more than " + std::to_string(protocol::kMaxMessageValues) +
+                   " JSON values";
+    }
     SECTION("nested too deep") {
         peer.send_raw(R"({"v":2,"type":"progress","x":)" + std::string(100, '[') +
                       std::string(100, ']') + "}\n");
@@ -275,6 +401,7 @@ TEST_CASE("agent session: unexpected or malformed messages during a job", "[agen
         expected = "channel closed in the middle of a message (18 bytes unterminated)";
     }
     auto outcome = session.await_result(Clock::now() + 2s, nullptr);
+    if (writer.joinable()) writer.join();
     REQUIRE_FALSE(outcome.ok());
     CHECK(outcome.error().code == code);
     CHECK_THAT(outcome.error().message, Contains(expected));
@@ -289,15 +416,15 @@ TEST_CASE("agent session: await_result times out, and sees cancellation promptly
         // Progress does not extend the deadline.
         std::thread chatter([&] {
             for (int i = 0; i < 6; ++i) {
-                const std::string line =
-                    protocol::encode(protocol::kProgress, Json{{"phase", "bench"}});
+                const std::string line = protocol::encode(protocol::kProgress, bench_progress(i));
                 ::send(peer.fd(), line.data(), line.size(), MSG_NOSIGNAL);
                 std::this_thread::sleep_for(100ms);
             }
         });
         const auto start = Clock::now();
         int progress = 0;
-        auto outcome = session.await_result(Clock::now() + 300ms, [&](const Json&) { ++progress; });
+        auto outcome =
+            session.await_result(Clock::now() + 300ms, [&](const guest::Progress&) { ++progress; });
         const double seconds = seconds_since(start);
         chatter.join();
         REQUIRE_FALSE(outcome.ok());

@@ -170,17 +170,20 @@ TEST_CASE("domain XML: data volume format and block devices", "[domain_xml]") {
 TEST_CASE("domain XML: an RBD disk is a network disk with its monitors and auth", "[domain_xml]") {
     VmRequest request = sample_request();
     request.data_disk = RbdDisk{"disksweep", "disksweep-r7-data", {"127.0.0.1:6789", "[::1]:3300"},
-                                "disksweep", "/etc/ceph/k", "/etc/ceph/ceph.conf"};
+                                "disksweep", "/etc/ceph/k",       "/etc/ceph/ceph.conf"};
     std::string xml = build_domain_xml(request);
-    CHECK(contains(xml, "<disk type='network' device='disk'>\n      <driver name='qemu' type='raw'"));
+    CHECK(
+        contains(xml, "<disk type='network' device='disk'>\n      <driver name='qemu' type='raw'"));
     CHECK(contains(xml, "<source protocol='rbd' name='disksweep/disksweep-r7-data'>"));
     CHECK(contains(xml, "<host name='127.0.0.1' port='6789'/>"));
     CHECK(contains(xml, "<host name='::1' port='3300'/>"));
     CHECK(contains(xml, "<config file='/etc/ceph/ceph.conf'/>"));
     CHECK_FALSE(contains(xml, "<auth"));  // no libvirt secret: the conf's keyring
-    xml = build_domain_xml(request, DomainXmlDialect::kQemu, "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c");
-    CHECK(contains(xml, "<auth username='disksweep'>\n          <secret type='ceph' "
-                        "uuid='0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c'/>"));
+    xml =
+        build_domain_xml(request, DomainXmlDialect::kQemu, "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c");
+    CHECK(contains(xml,
+                   "<auth username='disksweep'>\n          <secret type='ceph' "
+                   "uuid='0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c'/>"));
 }
 
 TEST_CASE("domain XML: every inserted string is escaped", "[domain_xml]") {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "common/fio_metrics.h"
 #include "common/workload_output.h"
@@ -214,7 +215,7 @@ Json matching_applied_settings(const StorageConfig& config) {
 
 Json hello_payload() {
     return Json{{"agent_version", "0.1.0-fake"},
-                {"protocol", 1},
+                {"protocol", protocol::kVersion},
                 {"kernel", "6.1.0-fake-amd64"},
                 {"fio_version", "fio-3.33"},
                 {"capabilities", {"fio", "ext4", "xfs", "btrfs"}}};
@@ -250,17 +251,17 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
         if (behaviour.before_result && !behaviour.before_result(channel)) return;
         Json readback = matching_readback(channel.request(), *job);
         if (!behaviour.readback_patch.is_null()) readback.merge_patch(behaviour.readback_patch);
-        channel.send(
-            protocol::kResult,
-            Json{
-                {"run_id", job->value("run_id", std::string())},
-                {"timings",
-                 {{"format_s", 0.25}, {"mount_s", 0.05}, {"post_format_s", 0.0}, {"bench_s", 2.5}}},
-                {"output", output},
-                {"metrics", metrics},
-                {"readback", readback},
-                {"versions",
-                 {{"kernel", "6.1.0-fake-amd64"}, {"fio", "fio-3.33"}, {"agent", "0.1.0"}}}});
+        Json result{
+            {"run_id", job->value("run_id", std::string())},
+            {"timings",
+             {{"format_s", 0.25}, {"mount_s", 0.05}, {"post_format_s", 0.0}, {"bench_s", 2.5}}},
+            {"output", output},
+            {"metrics", metrics},
+            {"readback", readback},
+            {"versions",
+             {{"kernel", "6.1.0-fake-amd64"}, {"fio", "fio-3.33"}, {"agent", "0.1.0"}}}};
+        if (!behaviour.result_patch.is_null()) result.merge_patch(behaviour.result_patch);
+        channel.send(protocol::kResult, result);
     };
 }
 
@@ -304,6 +305,11 @@ void FakeHypervisor::set_applied_patch(Json patch) {
 void FakeHypervisor::fail_applied_settings(std::string message) {
     std::lock_guard lock(mutex_);
     applied_failure_ = std::move(message);
+}
+
+void FakeHypervisor::throw_from_applied_settings(std::string what) {
+    std::lock_guard lock(mutex_);
+    applied_throw_ = std::move(what);
 }
 
 void FakeHypervisor::set_console_text(std::string text) {
@@ -437,6 +443,7 @@ void FakeHypervisor::stop_vm(Vm& vm) {
 Result<Json> FakeHypervisor::applied_settings(const std::string& vm_name) {
     std::lock_guard lock(mutex_);
     if (applied_failure_) return make_error(errc::kHypervisor, *applied_failure_);
+    if (applied_throw_) throw std::runtime_error(*applied_throw_);
     auto it = vms_.find(vm_name);
     if (it == vms_.end()) return make_error(errc::kNotFound, "domain '" + vm_name + "' not found");
     Json applied = matching_applied_settings(it->second->request.config);
@@ -508,8 +515,9 @@ Result<Volume> FakeStorage::create_volume(const std::string& name, const Storage
     if (live_.count(name)) return make_error(errc::kStorage, "volume " + name + " exists");
     live_.insert(name);
     created_.push_back(name);
-    return Volume{name, "/fake/volumes/" + name + "." + std::string(to_string(config.image_format)),
-                  config.image_format};
+    const std::string path =
+        "/fake/volumes/" + name + "." + std::string(to_string(config.image_format));
+    return Volume{name, path, config.image_format, FileDisk{path, config.image_format}};
 }
 
 Status FakeStorage::remove_volume(const std::string& name) {

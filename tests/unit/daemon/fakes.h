@@ -110,6 +110,7 @@ struct GuestBehaviour {
     Json output;                // when set, result.output (instead of any fio output)
     std::string kind = "fio";   // the workload kind `output` is of (for honest metrics)
     Json readback_patch;        // JSON merge patch applied to matching_readback()
+    Json result_patch;          // JSON merge patch applied to the whole result message
     Json metrics;               // the guest's own (untrusted) metrics
     int progress_messages = 2;  // bench progress messages before the result
     // Called (on the guest thread) after the job arrived and before the
@@ -140,6 +141,9 @@ class FakeHypervisor : public Hypervisor {
     // JSON merge patch applied to what applied_settings() reports.
     void set_applied_patch(Json patch);
     void fail_applied_settings(std::string message);
+    // applied_settings() throws std::runtime_error(what) (after the VM
+    // started): a seam with a bug, for the executor's last-resort boundary.
+    void throw_from_applied_settings(std::string what);
     void set_console_text(std::string text);
 
     // --- recorded ---
@@ -187,6 +191,7 @@ class FakeHypervisor : public Hypervisor {
     bool no_socket_ = false;
     std::optional<std::string> start_failure_;
     std::optional<std::string> applied_failure_;
+    std::optional<std::string> applied_throw_;
     Json applied_patch_;
     std::string console_text_ = "[    0.000000] Linux version 6.1.0-fake (fake guest)\n";
     std::map<std::string, std::unique_ptr<Vm>> vms_;

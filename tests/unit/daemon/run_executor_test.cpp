@@ -121,7 +121,9 @@ TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived 
     const auto request = fixture.hypervisor.request_for(stored.vm_name);
     REQUIRE(request);
     CHECK(request->config == reference_config());
-    CHECK(request->data_volume_path == "/fake/volumes/" + stored.volume_name + ".raw");
+    const auto* disk = std::get_if<FileDisk>(&request->data_disk);
+    REQUIRE(disk != nullptr);
+    CHECK(disk->path == "/fake/volumes/" + stored.volume_name + ".raw");
     CHECK(request->agent_socket_path == socket_path_of(fixture, run));
     CHECK(request->image.kernel == "/fake/vmlinuz");
     CHECK(request->accel == Accel::kTcg);
@@ -249,7 +251,8 @@ TEST_CASE("executor: protocol violations by the guest fail the run with the reas
     }
     SECTION("garbage after progress") {
         script = after_job([](GuestChannel& channel) {
-            channel.send(protocol::kProgress, Json{{"phase", "bench"}, {"message", "fio"}});
+            channel.send(protocol::kProgress,
+                         Json{{"phase", "bench"}, {"message", "fio"}, {"elapsed_s", 1.0}});
             channel.send_raw("{\"v\":2,\"type\":\n");
         });
         expected = "message is not valid JSON";
@@ -267,7 +270,8 @@ TEST_CASE("executor: an error from the guest fails the run with its phase and me
     ExecutorFixture fixture;
     const RunRecord finished = run_with_guest(
         fixture, after_job([](GuestChannel& channel) {
-            channel.send(protocol::kProgress, Json{{"phase", "format"}, {"message", "mkfs.ext4"}});
+            channel.send(protocol::kProgress,
+                         Json{{"phase", "format"}, {"message", "mkfs.ext4"}, {"elapsed_s", 0.0}});
             channel.send(protocol::kError, Json{{"run_id", "1"},
                                                 {"phase", "format"},
                                                 {"message", "mkfs.ext4: No space left on device"}});
@@ -282,7 +286,8 @@ TEST_CASE("executor: a channel closed mid-run fails the run and says so", "[run_
     SECTION("the channel closes, the guest still runs") {
         const RunRecord finished = run_with_guest(
             fixture, after_job([](GuestChannel& channel) {
-                channel.send(protocol::kProgress, Json{{"phase", "bench"}, {"message", "fio"}});
+                channel.send(protocol::kProgress,
+                             Json{{"phase", "bench"}, {"message", "fio"}, {"elapsed_s", 1.0}});
                 channel.close();
             }));
         CHECK(finished.status == "failed");
@@ -336,7 +341,7 @@ TEST_CASE("executor: a result with unusable fio output is refused", "[run_execut
     }
     SECTION("fio output that is not an object") {
         behaviour.fio = Json("fio: ENOSPC");
-        expected = "agent result has no output object";
+        expected = "result.output: expected an object, got string";
     }
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest(behaviour));
     CHECK(finished.status == "failed");
@@ -477,11 +482,17 @@ TEST_CASE("a result for another run id (sent before the job) is refused",
     fixture.hypervisor.set_guest_script([fio = recorded_fio()](GuestChannel& channel) {
         channel.send(protocol::kHello, hello_payload());
         channel.send(protocol::kResult, Json{{"run_id", "not-this-run"},
+                                             {"timings", Json::object()},
                                              {"output", fio},
-                                             {"readback", matching_readback(channel.request())}});
+                                             {"readback", matching_readback(channel.request())},
+                                             {"versions", Json::object()}});
     });
-    const RunRecord finished = fixture.execute(fixture.pending_run());
+    const RunRecord run = fixture.pending_run();
+    const RunRecord finished = fixture.execute(run);
     CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason ==
+          "agent sent a result for run \"not-this-run\", not for this run (\"" +
+              std::to_string(run.id) + "\")");
 }
 
 TEST_CASE("a succeeded run's stored console_log is cleared with the deleted file",
@@ -506,6 +517,38 @@ TEST_CASE("an unusable run directory fails the run instead of throwing",
     RunRecord finished;
     CHECK_NOTHROW(finished = fixture.execute(run));
     CHECK(finished.status == "failed");
+}
+
+TEST_CASE("a readback value of the wrong JSON type fails the run instead of killing the daemon",
+          "[run_executor][regression]") {
+    // Issue 9: "fs_type": 1 made verify_settings throw nlohmann's type_error
+    // on a scheduler worker, which reached std::terminate.
+    ExecutorFixture fixture;
+    GuestBehaviour behaviour;
+    behaviour.readback_patch = Json{{"fs_type", 1}};
+    const RunRecord run = fixture.pending_run();
+    RunRecord finished;
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    REQUIRE_NOTHROW(finished = fixture.execute(run));
+    INFO(finished.failure_reason);
+    CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason == "result.readback.fs_type: expected a string, got number");
+    check_nothing_left(fixture, finished);
+    CHECK(fixture.stored(run.id).metrics.empty());
+}
+
+TEST_CASE("an exception inside a run fails only that run, as a bug, and still tears down",
+          "[run_executor][regression]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    fixture.hypervisor.throw_from_applied_settings("map::at");  // after the VM started
+    const RunRecord run = fixture.pending_run();
+    RunRecord finished;
+    REQUIRE_NOTHROW(finished = fixture.execute(run));
+    CHECK(finished.status == "failed");
+    CHECK(finished.failure_reason == "internal error (bug): map::at");
+    CHECK(fixture.hypervisor.started().size() == 1);
+    check_nothing_left(fixture, finished);  // VM destroyed, volume removed, recorded
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <condition_variable>
 #include <set>
+#include <stdexcept>
 
 #include "fakes.h"
 
@@ -221,6 +222,49 @@ TEST_CASE("scheduler: a failed run fails the sweep but the others still run", "[
     CHECK(counts.at("succeeded") == 2);
     CHECK(counts.at("failed") == 1);
     CHECK(events.all().back().at("status") == "failed");
+}
+
+TEST_CASE("scheduler: an executor that throws fails only that run and the worker goes on",
+          "[scheduler][regression]") {
+    // ExecuteRun must not throw; if it does (a bug), the exception must not
+    // reach std::thread's std::terminate and take every other run with it.
+    SchedulerFixture f;
+    const auto sweep_id = create_sweep(*f.store, 4);
+    auto execute = [&f](const RunRecord& run, const SweepTimeouts& timeouts,
+                        const std::atomic<bool>& cancelled) -> RunRecord {
+        if (run.sequence == 1) throw std::runtime_error("vector::_M_range_check");
+        RunRecord finished = f.runner.execute(run, timeouts, cancelled);
+        if (run.sequence == 2) throw 42;  // after it was recorded, and not a std::exception
+        return finished;
+    };
+    EventLog events(f.events, sweep_id);
+    Scheduler scheduler(*f.store, f.events, execute, 1);  // one worker: it must survive
+    scheduler.start();
+    REQUIRE(scheduler.submit(sweep_id, SweepTimeouts{}).ok());
+    REQUIRE(events.wait_for("sweep_finished", 5s));
+    scheduler.stop();
+
+    CHECK(f.runner.sequences_started() == std::vector<int>{0, 2, 3});
+    auto runs = f.store->list_runs(sweep_id);
+    REQUIRE(runs.ok());
+    REQUIRE(runs->size() == 4);
+    CHECK(runs->at(0).status == "succeeded");
+    CHECK(runs->at(1).status == "failed");
+    CHECK(runs->at(1).failure_reason == "internal error (bug): vector::_M_range_check");
+    CHECK_FALSE(runs->at(1).finished_at.empty());
+    // Recorded before it threw: the store's record stands.
+    CHECK(runs->at(2).status == "succeeded");
+    CHECK(runs->at(3).status == "succeeded");
+    CHECK(sweep_status_of(*f.store, sweep_id) == "failed");
+
+    bool reported = false;
+    for (const Json& event : events.all()) {
+        if (event.at("type") == "run_finished" && event.at("run_id") == runs->at(1).id) {
+            reported = event.at("status") == "failed" &&
+                       event.at("message") == "internal error (bug): vector::_M_range_check";
+        }
+    }
+    CHECK(reported);
 }
 
 TEST_CASE("scheduler: events come as run_finished, progress ... sweep_finished", "[scheduler]") {

@@ -1,6 +1,8 @@
 #include "daemon/settings_verify.h"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
+#include <limits>
 
 #include "support/disk_settings.h"
 
@@ -354,6 +356,71 @@ TEST_CASE("verify_settings: each requested server variable against SHOW VARIABLE
     // A workload without a server table checks none.
     CHECK(verify_settings(reference_config(), Workload{"w", "fio", Json::object()}, nullptr, guest)
               .empty());
+}
+
+}  // namespace ds
+
+namespace ds {
+
+TEST_CASE("verify_settings: never throws, whatever JSON the readbacks hold",
+          "[settings_verify][regression]") {
+    // Issue 9: guest.value("fs_type", std::string()) threw nlohmann's
+    // type_error for "fs_type": 1, on a scheduler worker, killing the daemon.
+    StorageConfig requested = btrfs_config({"-d", "dup"}, {"single", "nocow"});
+    requested.discard = true;
+    requested.ssd = true;
+    requested.scheduler = IoScheduler::kBfq;
+    requested.read_ahead_kb = 512;
+    requested.nr_requests = 64;
+    const Workload workload{"atis", "mariadb-atis",
+                            Json{{"server", {{"innodb_flush_method", "O_DSYNC"}}}}};
+    const std::vector<Json> strange_values = {
+        1,
+        -1,
+        1.5,
+        "1",
+        true,
+        nullptr,
+        Json::array({1, "x"}),
+        Json{{"nested", {{"deeper", 1}}}},
+        std::numeric_limits<std::uint64_t>::max(),
+        std::string("bad \xff\xfe utf-8"),  // a hand-built Json can hold it
+    };
+    const Json honest =
+        btrfs_guest({{"data", "dup"}, {"metadata", "single"}, {"system", "single"}}, true);
+    for (const Json& strange : strange_values) {
+        INFO(strange.dump(-1, ' ', false, Json::error_handler_t::replace));
+        // Each readback key, then the readback and the hypervisor's settings
+        // as a whole, replaced by the strange value.
+        std::vector<Json> guests;
+        for (const char* key : {"fs_type", "mount_options", "rotational", "discard_max_bytes",
+                                "scheduler", "read_ahead_kb", "nr_requests", "btrfs",
+                                "work_dir_attributes", "nocow", "server_variables"}) {
+            Json guest = honest;
+            guest[key] = strange;
+            guests.push_back(guest);
+        }
+        Json nested_strange = honest;
+        nested_strange["btrfs"]["data"] = strange;
+        nested_strange["server_variables"] = {{"innodb_flush_method", strange}};
+        guests.push_back(nested_strange);
+        guests.push_back(strange);
+        for (const Json& guest : guests) {
+            std::vector<std::string> mismatches;
+            CHECK_NOTHROW(mismatches = verify_settings(requested, workload, strange, guest));
+            // The strange hypervisor settings at least (null skips their checks).
+            if (!strange.is_null()) CHECK_FALSE(mismatches.empty());
+            for (const std::string& line : mismatches) CHECK(line.size() < 600);
+        }
+    }
+}
+
+TEST_CASE("verify_settings: a readback value of the wrong type is a mismatch, shown as JSON",
+          "[settings_verify]") {
+    Json guest = matching_guest();
+    guest["fs_type"] = 1;
+    CHECK(verify_settings(reference_config(), nullptr, guest) ==
+          std::vector<std::string>{"filesystem: requested ext4, guest has 1"});
 }
 
 }  // namespace ds
