@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ds {
 
@@ -17,5 +18,9 @@ std::string_view trim_whitespace(std::string_view text);
 // `text` without the trailing newlines, carriage returns and spaces a
 // command's output ends with.
 std::string trim_trailing(std::string text);
+
+// The items with `separator` between them; the separator follows only a
+// non-empty prefix, so leading empty items leave no separator behind.
+std::string join(const std::vector<std::string>& items, std::string_view separator);
 
 }  // namespace ds

@@ -11,15 +11,6 @@ namespace ds {
 
 namespace {
 
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-    std::string out;
-    for (const auto& item : items) {
-        if (!out.empty()) out += separator;
-        out += item;
-    }
-    return out;
-}
-
 std::string attaches_text(const HypervisorKindDef& kind) {
     std::vector<std::string> names;
     for (DiskSourceKind source : kind.attaches) names.emplace_back(to_string(source));

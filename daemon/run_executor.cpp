@@ -5,6 +5,7 @@
 #include <iostream>
 #include <thread>
 
+#include "common/text.h"
 #include "common/version.h"
 #include "common/workload_output.h"
 #include "daemon/agent_session.h"
@@ -19,15 +20,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string join_lines(const std::vector<std::string>& lines, const char* separator) {
-    std::string out;
-    for (const auto& line : lines) {
-        if (!out.empty()) out += separator;
-        out += line;
-    }
-    return out;
 }
 
 // The last lines of the guest console, to put next to a boot failure.
@@ -279,7 +271,7 @@ RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int
         applied["verified"] = mismatches.empty();
         if (!mismatches.empty()) {
             return make_error(errc::kSettingsMismatch,
-                              "settings not in force: " + join_lines(mismatches, "; "));
+                              "settings not in force: " + join(mismatches, "; "));
         }
         return ok_status();
     };

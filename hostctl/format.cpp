@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/settings.h"
+#include "common/text.h"
 
 namespace ds::hostctl {
 namespace {
@@ -113,15 +114,6 @@ std::string run_workload(const Json& run) {
 
 std::string plural(long count, std::string_view singular, std::string_view many) {
     return std::to_string(count) + " " + std::string(count == 1 ? singular : many);
-}
-
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-    std::string joined;
-    for (const auto& item : items) {
-        if (!joined.empty()) joined += separator;
-        joined += item;
-    }
-    return joined;
 }
 
 std::string counts_phrase(const RunCounts& counts) {

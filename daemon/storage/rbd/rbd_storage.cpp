@@ -185,12 +185,6 @@ const Json* find_key(const Json& object, std::string_view key) {
     return it == object.end() ? nullptr : &*it;
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-    std::string out;
-    for (const auto& item : items) out += (out.empty() ? "" : std::string(separator)) + item;
-    return out;
-}
-
 }  // namespace
 
 std::span<const RbdOptionKey> rbd_option_keys() {
