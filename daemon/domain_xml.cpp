@@ -223,16 +223,9 @@ void write_disk_source(XmlWriter& xml, const DiskSource& source, const std::stri
     // HypervisorAllocatedDisk: refused by the registry before any XML is made.
 }
 
-// Transitional: a request that sets only the old data_volume_path/format.
-DiskSource data_disk_of(const VmRequest& request) {
-    const auto* file = std::get_if<FileDisk>(&request.data_disk);
-    if (file == nullptr || !file->path.empty()) return request.data_disk;
-    return FileDisk{request.data_volume_path, request.data_volume_format};
-}
-
 void write_data_disk(XmlWriter& xml, const VmRequest& request, const std::string& secret_uuid) {
     const StorageConfig& config = request.config;
-    const DiskSource source = data_disk_of(request);
+    const DiskSource& source = request.data_disk;
     const auto [disk_type, format] = disk_type_and_format(source);
     // IO thread on the disk itself exists only for virtio-blk; for SCSI it
     // belongs to the controller (write_scsi_controller). On SATA it is written

@@ -28,9 +28,6 @@ struct VmRequest {
     std::string name;      // unique domain name; starts with the daemon's prefix
     StorageConfig config;  // the disk settings to apply to the data disk
     DiskSource data_disk;  // the data disk, typed (Hypervisor::attachable_disks)
-    // Transitional: callers not yet passing data_disk set these (a file).
-    std::string data_volume_path;
-    ImageFormat data_volume_format = ImageFormat::kRaw;
     GuestImage image;
     std::string agent_socket_path;  // unix socket QEMU binds for the agent channel
     std::string console_log_path;   // guest serial console goes here

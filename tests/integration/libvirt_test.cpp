@@ -31,8 +31,7 @@ VmRequest request_for(const std::string& name, const StorageConfig& config, cons
     VmRequest request;
     request.name = name;
     request.config = config;
-    request.data_volume_path = (dir / "data.img").string();
-    request.data_volume_format = config.image_format;
+    request.data_disk = FileDisk{(dir / "data.img").string(), config.image_format};
     request.image.kernel = (dir / "vmlinuz").string();
     request.image.initrd = (dir / "initrd.img").string();
     request.image.root_disk = (dir / "root.img").string();
@@ -353,8 +352,9 @@ TEST_CASE("embedded QEMU driver: the guest image boots with our XML",
     request.image.kernel = (image / "vmlinuz").string();
     request.image.initrd = (image / "initrd.img").string();
     request.image.root_disk = (image / "root.img").string();
-    std::ofstream(request.data_volume_path).close();
-    fs::resize_file(request.data_volume_path, 256u << 20);
+    const std::string data_path = std::get<FileDisk>(request.data_disk).path;
+    std::ofstream(data_path).close();
+    fs::resize_file(data_path, 256u << 20);
     request.accel = Accel::kTcg;
 
     const Status started = hypervisor.start_vm(request);

@@ -11,7 +11,7 @@ namespace {
 VmRequest sample_request() {
     VmRequest request;
     request.name = "disksweep-test-1";
-    request.data_volume_path = "/var/lib/disksweep/volumes/data.img";
+    request.data_disk = FileDisk{"/var/lib/disksweep/volumes/data.img", ImageFormat::kRaw};
     request.image.kernel = "/images/vmlinuz";
     request.image.initrd = "/images/initrd.img";
     request.image.root_disk = "/images/root.img";
@@ -150,7 +150,7 @@ TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
 
 TEST_CASE("domain XML: data volume format and block devices", "[domain_xml]") {
     VmRequest request = sample_request();
-    request.data_volume_format = ImageFormat::kQcow2;
+    std::get<FileDisk>(request.data_disk).format = ImageFormat::kQcow2;
     std::string xml = build_domain_xml(request);
     CHECK(
         contains(xml, "<disk type='file' device='disk'>\n      <driver name='qemu' type='qcow2'"));
@@ -189,7 +189,7 @@ TEST_CASE("domain XML: an RBD disk is a network disk with its monitors and auth"
 TEST_CASE("domain XML: every inserted string is escaped", "[domain_xml]") {
     VmRequest request = sample_request();
     request.name = "disksweep-<odd>&'name\"";
-    request.data_volume_path = "/tmp/a dir/it's <data>&.img";
+    request.data_disk = FileDisk{"/tmp/a dir/it's <data>&.img", ImageFormat::kRaw};
     request.console_log_path = "/tmp/\"quoted\"/console.log";
     request.agent_socket_path = "/tmp/a&b/agent.sock";
     request.image.kernel = "/k/<kernel>";
@@ -239,7 +239,7 @@ TEST_CASE("domain XML round trip: every bus x cache x iothread x ssd", "[domain_
                                                : DetectZeroes::kOn;
                     config.image_format =
                         combination % 2 == 0 ? ImageFormat::kRaw : ImageFormat::kQcow2;
-                    request.data_volume_format = config.image_format;
+                    std::get<FileDisk>(request.data_disk).format = config.image_format;
                     if (!libvirt_unsupported_reason(config).empty()) continue;
 
                     const std::string xml = build_domain_xml(request);
