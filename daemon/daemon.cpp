@@ -17,15 +17,15 @@
 #include "common/http.h"
 #include "common/process.h"
 #include "common/version.h"
-#include "daemon/access.h"
-#include "daemon/agent_session.h"
-#include "daemon/api.h"
-#include "daemon/events.h"
-#include "daemon/libvirt_hypervisor.h"
+#include "daemon/api/access.h"
+#include "daemon/api/api.h"
+#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
 #include "daemon/registry.h"
-#include "daemon/run_executor.h"
-#include "daemon/scheduler.h"
-#include "daemon/store.h"
+#include "daemon/run/agent_session.h"
+#include "daemon/run/events.h"
+#include "daemon/run/run_executor.h"
+#include "daemon/run/scheduler.h"
+#include "daemon/store/store.h"
 
 namespace ds {
 

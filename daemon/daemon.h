@@ -13,8 +13,8 @@
 
 #include "common/result.h"
 #include "daemon/config.h"
-#include "daemon/hypervisor.h"
-#include "daemon/storage.h"
+#include "daemon/hypervisor/hypervisor.h"
+#include "daemon/storage/storage.h"
 
 namespace ds {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "common/text.h"
-#include "daemon/file_storage.h"
+#include "daemon/storage/file/file_storage.h"
 #include "daemon/storage/lvm_thin/lvm_thin_storage.h"
 #include "daemon/storage/rbd/rbd_storage.h"
 

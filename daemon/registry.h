@@ -17,7 +17,7 @@
 #include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
-#include "daemon/storage.h"
+#include "daemon/storage/storage.h"
 
 namespace ds {
 

@@ -92,6 +92,27 @@ bool contains_ignoring_case(std::string text, std::string needle) {
     return text.find(needle) != std::string::npos;
 }
 
+// What went wrong in a sweep, shortest first, for a failed check: the runs
+// that did not succeed with their reasons, hostctl's stderr and the tails of
+// its output and of the daemon's log (a CI log keeps only so much).
+std::string sweep_failure_summary(const DaemonFixture& daemon, int sweep_id,
+                                  const ds::test::HostctlResult& submitted) {
+    auto tail = [](const std::string& text, std::size_t bytes) {
+        return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
+    };
+    std::ostringstream summary;
+    summary << "runs not succeeded:\n";
+    for (const auto& run : runs_of_sweep(daemon.database(), sweep_id)) {
+        if (run.status == "succeeded") continue;
+        summary << "  " << run.workload << " on " << run.config["filesystem"].dump() << ": "
+                << run.status << ": " << run.failure_reason.substr(0, 1500) << "\n";
+    }
+    summary << "hostctl stderr: " << submitted.err
+            << "\nhostctl output (tail): " << tail(submitted.out, 1500)
+            << "\ndaemon log (tail): " << tail(daemon.log(), 3000);
+    return summary.str();
+}
+
 // Writes `spec` to a temporary file and submits it with --wait.
 ds::test::HostctlResult submit_and_wait(const DaemonFixture& daemon, const std::string& file_name,
                                         const std::string& spec, std::chrono::seconds timeout) {
@@ -126,7 +147,7 @@ TEST_CASE("seed study A runs end to end and compares in the seed's shape", "[e2e
     auto path = ds::test::write_temp_file("e2e-seed-atis.toml", spec);
     auto submitted =
         daemon.hostctl({"sweep", "submit", path, "--wait"}, std::chrono::seconds(3600));
-    INFO(submitted.out << submitted.err << daemon.log());
+    INFO(sweep_failure_summary(daemon, 1, submitted));
     REQUIRE(submitted.exit_code == 0);
 
     const auto runs = runs_of_sweep(daemon.database(), 1);

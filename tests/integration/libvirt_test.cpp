@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "common/process.h"
-#include "daemon/domain_xml.h"
-#include "daemon/libvirt_hypervisor.h"
+#include "daemon/hypervisor/libvirt/domain_xml.h"
+#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
 #include "support/daemon_fixture.h"
 #include "support/disk_settings.h"
 #include "support/skip.h"

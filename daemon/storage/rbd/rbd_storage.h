@@ -34,7 +34,7 @@
 
 #include "common/process.h"
 #include "common/result.h"
-#include "daemon/storage.h"
+#include "daemon/storage/storage.h"
 
 namespace ds {
 

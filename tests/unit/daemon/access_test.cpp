@@ -1,6 +1,6 @@
 // API access: root and members of the API group only, checked per connection
 // by SO_PEERCRED even when the socket itself lets anyone connect.
-#include "daemon/access.h"
+#include "daemon/api/access.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/http.h"
-#include "daemon/api.h"
+#include "daemon/api/api.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 

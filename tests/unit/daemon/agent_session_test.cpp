@@ -1,6 +1,6 @@
 // The host side of the agent protocol against a peer on a real unix socket
 // (the test plays the guest).
-#include "daemon/agent_session.h"
+#include "daemon/run/agent_session.h"
 
 #include <poll.h>
 #include <sys/socket.h>

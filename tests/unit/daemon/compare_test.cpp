@@ -1,4 +1,4 @@
-#include "daemon/compare.h"
+#include "daemon/store/compare.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "common/settings.h"
-#include "daemon/store.h"
+#include "daemon/store/store.h"
 #include "fakes.h"
 #include "support/temp_dir.h"
 

@@ -1,6 +1,6 @@
 // The console capture keeps a guest's serial output bounded on disk: a guest
 // that never stops printing leaves only the tail.
-#include "daemon/console_capture.h"
+#include "daemon/hypervisor/libvirt/console_capture.h"
 
 #include <sys/socket.h>
 #include <sys/stat.h>

@@ -1,5 +1,5 @@
 // The EventBus's history bounds: by count and by bytes.
-#include "daemon/events.h"
+#include "daemon/run/events.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>

@@ -21,11 +21,11 @@
 #include "common/protocol.h"
 #include "common/settings.h"
 #include "daemon/config.h"
-#include "daemon/events.h"
-#include "daemon/hypervisor.h"
-#include "daemon/run_executor.h"
-#include "daemon/storage.h"
-#include "daemon/store.h"
+#include "daemon/hypervisor/hypervisor.h"
+#include "daemon/run/events.h"
+#include "daemon/run/run_executor.h"
+#include "daemon/storage/storage.h"
+#include "daemon/store/store.h"
 #include "support/temp_dir.h"
 
 namespace ds::testing {

@@ -13,8 +13,8 @@
 #include <iostream>
 #include <string>
 
-#include "daemon/guest_messages.h"
-#include "daemon/run_executor.h"
+#include "daemon/run/guest_messages.h"
+#include "daemon/run/run_executor.h"
 #include "fakes.h"
 
 namespace ds {

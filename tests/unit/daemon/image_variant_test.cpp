@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/api.h"
+#include "daemon/api/api.h"
 #include "daemon/daemon.h"
 #include "support/temp_dir.h"
 

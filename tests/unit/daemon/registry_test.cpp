@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "daemon/api.h"
+#include "daemon/api/api.h"
 
 using namespace ds;
 

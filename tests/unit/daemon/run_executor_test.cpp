@@ -2,7 +2,7 @@
 // whose guests are scripted agents on a real unix socket, a FakeStorage, a
 // real Store in a temporary directory and a real EventBus. Every case checks
 // that the run leaves nothing behind: the VM destroyed, the volume removed.
-#include "daemon/run_executor.h"
+#include "daemon/run/run_executor.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

@@ -2,7 +2,7 @@
 // records, like the real executor, running -> finished in the store and
 // publishes run_finished), plus one case with the real RunExecutor behind
 // fakes.
-#include "daemon/scheduler.h"
+#include "daemon/run/scheduler.h"
 
 #include <catch2/catch.hpp>
 #include <condition_variable>

@@ -1,4 +1,4 @@
-#include "daemon/settings_verify.h"
+#include "daemon/run/settings_verify.h"
 
 #include <catch2/catch.hpp>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "daemon/compare.h"
+#include "daemon/store/compare.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "daemon/guest_messages.h"
+#include "daemon/run/guest_messages.h"
 
 #include <array>
 #include <cstdint>

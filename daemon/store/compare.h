@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "daemon/store.h"
+#include "daemon/store/store.h"
 
 namespace ds {
 

@@ -1,4 +1,4 @@
-#include "daemon/file_storage.h"
+#include "daemon/storage/file/file_storage.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "daemon/store.h"
+#include "daemon/store/store.h"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>

@@ -1,4 +1,4 @@
-#include "daemon/api.h"
+#include "daemon/api/api.h"
 
 #include <charconv>
 #include <optional>
@@ -7,8 +7,8 @@
 
 #include "common/version.h"
 #include "common/workload_output.h"
-#include "daemon/access.h"
-#include "daemon/compare.h"
+#include "daemon/api/access.h"
+#include "daemon/store/compare.h"
 
 namespace ds {
 

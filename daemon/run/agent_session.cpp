@@ -1,4 +1,4 @@
-#include "daemon/agent_session.h"
+#include "daemon/run/agent_session.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

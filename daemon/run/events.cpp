@@ -1,4 +1,4 @@
-#include "daemon/events.h"
+#include "daemon/run/events.h"
 
 #include <ctime>
 

@@ -8,11 +8,11 @@
 #include <string>
 
 #include "daemon/config.h"
-#include "daemon/events.h"
-#include "daemon/hypervisor.h"
+#include "daemon/hypervisor/hypervisor.h"
 #include "daemon/registry.h"
-#include "daemon/storage.h"
-#include "daemon/store.h"
+#include "daemon/run/events.h"
+#include "daemon/storage/storage.h"
+#include "daemon/store/store.h"
 
 namespace ds {
 

@@ -1,4 +1,4 @@
-#include "daemon/access.h"
+#include "daemon/api/access.h"
 
 #include <grp.h>
 #include <pwd.h>

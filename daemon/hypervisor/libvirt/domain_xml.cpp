@@ -1,4 +1,4 @@
-#include "daemon/domain_xml.h"
+#include "daemon/hypervisor/libvirt/domain_xml.h"
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>

@@ -1,4 +1,4 @@
-#include "daemon/storage.h"
+#include "daemon/storage/storage.h"
 
 #include <type_traits>
 

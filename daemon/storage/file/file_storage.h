@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/storage.h"
+#include "daemon/storage/storage.h"
 
 namespace ds {
 

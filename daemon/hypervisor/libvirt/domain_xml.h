@@ -12,7 +12,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
-#include "daemon/hypervisor.h"
+#include "daemon/hypervisor/hypervisor.h"
 
 namespace ds {
 

@@ -13,7 +13,7 @@
 
 #include "common/protocol.h"
 #include "common/result.h"
-#include "daemon/guest_messages.h"
+#include "daemon/run/guest_messages.h"
 
 namespace ds {
 

@@ -1,4 +1,4 @@
-#include "daemon/hypervisor.h"
+#include "daemon/hypervisor/hypervisor.h"
 
 namespace ds {
 std::string_view to_string(Accel accel) {

@@ -1,4 +1,4 @@
-#include "daemon/console_capture.h"
+#include "daemon/hypervisor/libvirt/console_capture.h"
 
 #include <fcntl.h>
 #include <poll.h>

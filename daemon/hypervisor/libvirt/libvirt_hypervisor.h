@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "common/result.h"
-#include "daemon/console_capture.h"
-#include "daemon/domain_xml.h"
-#include "daemon/hypervisor.h"
+#include "daemon/hypervisor/hypervisor.h"
+#include "daemon/hypervisor/libvirt/console_capture.h"
+#include "daemon/hypervisor/libvirt/domain_xml.h"
 
 // libvirt's connection handle, without pulling libvirt's headers into ours.
 struct _virConnect;

@@ -1,4 +1,4 @@
-#include "daemon/libvirt_hypervisor.h"
+#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
 
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>

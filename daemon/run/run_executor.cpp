@@ -1,4 +1,4 @@
-#include "daemon/run_executor.h"
+#include "daemon/run/run_executor.h"
 
 #include <filesystem>
 #include <functional>
@@ -8,9 +8,9 @@
 #include "common/text.h"
 #include "common/version.h"
 #include "common/workload_output.h"
-#include "daemon/agent_session.h"
-#include "daemon/guest_messages.h"
-#include "daemon/settings_verify.h"
+#include "daemon/run/agent_session.h"
+#include "daemon/run/guest_messages.h"
+#include "daemon/run/settings_verify.h"
 
 namespace ds {
 

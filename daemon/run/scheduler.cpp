@@ -1,4 +1,4 @@
-#include "daemon/scheduler.h"
+#include "daemon/run/scheduler.h"
 
 #include <malloc.h>
 

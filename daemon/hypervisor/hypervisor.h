@@ -10,7 +10,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
-#include "daemon/storage.h"
+#include "daemon/storage/storage.h"
 
 namespace ds {
 

@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/events.h"
-#include "daemon/store.h"
+#include "daemon/run/events.h"
+#include "daemon/store/store.h"
 
 namespace ds {
 

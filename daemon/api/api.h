@@ -7,10 +7,10 @@
 
 #include "common/http.h"
 #include "common/spec.h"
-#include "daemon/events.h"
 #include "daemon/registry.h"
-#include "daemon/scheduler.h"
-#include "daemon/store.h"
+#include "daemon/run/events.h"
+#include "daemon/run/scheduler.h"
+#include "daemon/store/store.h"
 
 namespace ds {
 
