@@ -13,13 +13,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/process.h"
 #include "daemon/storage/rbd/rbd_storage.h"
+#include "support/ceph/test_ceph.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 
@@ -31,42 +31,12 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 
-// What ceph-up.sh wrote to DIR/env.
-struct TestCeph {
-    std::string conf;
-    std::string keyring;
-    std::string pool;
-    std::string user;
-    std::string mon_host;
+using test::test_ceph_or_skip;
+using test::TestCeph;
 
-    RbdStorageOptions options() const { return {pool, {mon_host}, user, keyring, conf}; }
-};
-
-std::map<std::string, std::string> read_assignments(const std::filesystem::path& file) {
-    std::map<std::string, std::string> values;
-    std::ifstream in(file);
-    for (std::string line; std::getline(in, line);) {
-        const std::size_t equals = line.find('=');
-        if (equals != std::string::npos) values[line.substr(0, equals)] = line.substr(equals + 1);
-    }
-    return values;
-}
-
-// The cluster of this test run, or a skip that says why there is none.
-TestCeph test_ceph_or_skip() {
-    const char* dir = std::getenv("DISKSWEEP_TEST_CEPH_DIR");
-    if (dir == nullptr || *dir == '\0') {
-        test::skip_test(
-            "DISKSWEEP_TEST_CEPH_DIR is not set: run through ctest (fixture rbd/ceph_up) or "
-            "start tests/support/ceph/ceph-up.sh DIR and set it to DIR");
-    }
-    auto env = read_assignments(std::filesystem::path(dir) / "env");
-    if (env.empty()) {
-        test::skip_test(std::string("no test Ceph in ") + dir +
-                        " (ceph-up.sh skipped: Ceph not installed, or not root)");
-    }
-    return {env["CEPH_CONF"], env["CEPH_KEYRING"], env["CEPH_POOL"], env["CEPH_USER"],
-            env["CEPH_MON_HOST"]};
+// The backend's options for the test Ceph, as its client user.
+RbdStorageOptions storage_options(const TestCeph& ceph) {
+    return {ceph.pool, {ceph.mon_host}, ceph.user, ceph.keyring, ceph.conf};
 }
 
 // "dstest-PID-what": image names no other test process uses.
@@ -144,7 +114,7 @@ std::vector<std::string> watchers(const TestCeph& ceph, const std::string& image
 
 TEST_CASE("an RBD image is created, listed, measured and removed on a real Ceph", "[ceph]") {
     const TestCeph ceph = test_ceph_or_skip();
-    RbdStorage storage(ceph.options(), std::make_shared<RealProcessRunner>());
+    RbdStorage storage(storage_options(ceph), std::make_shared<RealProcessRunner>());
     const std::string name = image_name("life");
     StorageConfig config;
     config.disk_size_bytes = 64 * kMiB;
@@ -189,7 +159,7 @@ TEST_CASE("an RBD image is created, listed, measured and removed on a real Ceph"
 
 TEST_CASE("an RBD pool that does not exist is an error naming it, in Ceph's words", "[ceph]") {
     const TestCeph ceph = test_ceph_or_skip();
-    RbdStorageOptions options = ceph.options();
+    RbdStorageOptions options = storage_options(ceph);
     options.pool = "no-such-pool";
     RbdStorage storage(options, std::make_shared<RealProcessRunner>());
     StorageConfig config;
@@ -214,7 +184,7 @@ TEST_CASE(
     "the keyring",
     "[ceph]") {
     const TestCeph ceph = test_ceph_or_skip();
-    RbdStorage storage(ceph.options(), std::make_shared<RealProcessRunner>());
+    RbdStorage storage(storage_options(ceph), std::make_shared<RealProcessRunner>());
     const std::string name = image_name("qemu");
     StorageConfig config;
     config.disk_size_bytes = 64 * kMiB;
@@ -250,7 +220,7 @@ TEST_CASE(
 
 TEST_CASE("removing an RBD image a QEMU holds open fails and names the watcher", "[ceph]") {
     const TestCeph ceph = test_ceph_or_skip();
-    RbdStorage storage(ceph.options(), std::make_shared<RealProcessRunner>());
+    RbdStorage storage(storage_options(ceph), std::make_shared<RealProcessRunner>());
     const std::string name = image_name("held");
     StorageConfig config;
     config.disk_size_bytes = 64 * kMiB;
