@@ -27,6 +27,8 @@ inline constexpr const char* kCancelled = "cancelled";
 inline constexpr const char* kIo = "io";
 inline constexpr const char* kUnavailable = "unavailable";
 inline constexpr const char* kInternal = "internal";
+// The backend cannot do this at all (not a failure of this call).
+inline constexpr const char* kUnsupported = "unsupported";
 // A sweep names a hypervisor or storage this daemon does not have configured.
 inline constexpr const char* kNotConfigured = "not_configured";
 // The API peer is neither root nor in the API group.

@@ -74,6 +74,25 @@ const std::vector<AxisDef>& axis_table() {
          {},
          "false",
          "a dedicated QEMU IO thread for the disk (or its controller); not on sata"},
+        {"iops_limit",
+         AxisKind::kDefaultOrCount,
+         {},
+         "none",
+         "throttle the data disk to this many I/O operations per second, reads and writes "
+         "together (libvirt iotune total_iops_sec, integer >= 1); none = unthrottled"},
+        {"bandwidth_limit",
+         AxisKind::kDefaultOrSize,
+         {},
+         "none",
+         "throttle the data disk to this many bytes per second, reads and writes together "
+         "(libvirt iotune total_bytes_sec): a size like disk_size's, \"8m\" = 8 MiB/s; none = "
+         "unthrottled"},
+        {"queues",
+         AxisKind::kDefaultOrCount,
+         {},
+         "default",
+         "number of virtio queues of the disk (virtio-blk) or its virtio-scsi controller "
+         "(integer >= 1); default leaves QEMU's choice (one per vCPU); not on sata"},
         {"scheduler", AxisKind::kEnum, as_vector(kIoSchedulerNames), "default",
          "the guest's I/O scheduler for the data disk; default leaves the kernel's choice"},
         {"read_ahead_kb",
@@ -415,8 +434,11 @@ Json to_json(const StorageConfig& config) {
              {"post_format", filesystem.post_format},
          }},
     };
-    // Only when set: a configuration that leaves the block layer alone hashes
-    // exactly as it did before these fields existed.
+    // Only when set: a configuration that leaves these alone hashes exactly as
+    // it did before the fields existed.
+    if (config.iops_limit) json["iops_limit"] = *config.iops_limit;
+    if (config.bandwidth_limit) json["bandwidth_limit"] = *config.bandwidth_limit;
+    if (config.queues) json["queues"] = *config.queues;
     const Json block = block_settings_json(config);  // named: items() does not extend its life
     for (const auto& [key, value] : block.items()) json[key] = value;
     return json;
@@ -465,8 +487,8 @@ Result<StorageConfig> storage_config_from_json(const Json& json) {
     DS_TRY(reject_unknown_keys(
         json,
         {"hypervisor", "storage", "storage_pool", "image_format", "disk_size_bytes", "bus", "cache",
-         "aio", "discard", "detect_zeroes", "ssd", "iothread", "scheduler", "read_ahead_kb",
-         "nr_requests", "filesystem"},
+         "aio", "discard", "detect_zeroes", "ssd", "iothread", "iops_limit", "bandwidth_limit",
+         "queues", "scheduler", "read_ahead_kb", "nr_requests", "filesystem"},
         "storage configuration"));
     StorageConfig config;
     DS_TRY(read_string(json, "hypervisor", config.hypervisor));
@@ -486,6 +508,9 @@ Result<StorageConfig> storage_config_from_json(const Json& json) {
     DS_TRY(read_enum(json, "detect_zeroes", kDetectZeroesNames, config.detect_zeroes));
     DS_TRY(read_bool(json, "ssd", config.ssd));
     DS_TRY(read_bool(json, "iothread", config.iothread));
+    DS_TRY(read_optional_count(json, "iops_limit", 1, config.iops_limit));
+    DS_TRY(read_optional_count(json, "bandwidth_limit", 1, config.bandwidth_limit));
+    DS_TRY(read_optional_count(json, "queues", 1, config.queues));
     DS_TRY(read_enum(json, "scheduler", kIoSchedulerNames, config.scheduler));
     DS_TRY(read_optional_count(json, "read_ahead_kb", 0, config.read_ahead_kb));
     DS_TRY(read_optional_count(json, "nr_requests", 1, config.nr_requests));
@@ -521,6 +546,9 @@ std::string impossible_reason(const StorageConfig& config) {
     if (config.iothread && config.bus == Bus::kSata)
         return "QEMU's sata (AHCI) controller cannot use an IO thread; iothread needs "
                "virtio-blk, scsi or scsi-single";
+    if (config.queues && config.bus == Bus::kSata)
+        return "a sata (AHCI) disk has no virtio queues; queues needs virtio-blk, scsi or "
+               "scsi-single";
     if (config.aio == AioMode::kNative && config.cache != CacheMode::kNone &&
         config.cache != CacheMode::kDirectsync) {
         return "aio=native needs O_DIRECT, which QEMU uses only with cache=none or "

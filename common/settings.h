@@ -69,6 +69,13 @@ struct StorageConfig {
     DetectZeroes detect_zeroes = DetectZeroes::kOff;
     bool ssd = false;
     bool iothread = false;
+    // Throttling of the data disk (libvirt <iotune>, QEMU's throttle group)
+    // and its number of virtio queues. nullopt = none / QEMU's choice; like
+    // the block-layer fields below they are left out of the canonical JSON
+    // then, so configurations from before these axes existed keep their id.
+    std::optional<std::uint64_t> iops_limit;       // total IOPS (>= 1 when set)
+    std::optional<std::uint64_t> bandwidth_limit;  // total bytes per second (>= 1 when set)
+    std::optional<std::uint64_t> queues;           // virtio queues (>= 1 when set); not on sata
     // Guest block layer of the data disk (/sys/block/DEV/queue/...), set by
     // the agent before mkfs. Defaults leave the kernel's values and are left
     // out of the canonical JSON, so configurations from before these axes
@@ -99,9 +106,9 @@ std::string filesystem_shorthand(const Json& filesystem);
 
 // Canonical JSON: every field (the filesystem's label excluded: it is the
 // spec's name for the filesystem, not a setting), fixed key names, keys sorted (nlohmann's
-// default object is sorted), no whitespace when dumped. The block-layer
-// fields (scheduler, read_ahead_kb, nr_requests) appear only when they are
-// not at their default.
+// default object is sorted), no whitespace when dumped. The optional fields
+// (iops_limit, bandwidth_limit, queues, scheduler, read_ahead_kb,
+// nr_requests) appear only when they are not at their default.
 Json to_json(const StorageConfig&);
 Result<StorageConfig> storage_config_from_json(const Json&);
 std::string canonical_json(const StorageConfig&);
@@ -138,9 +145,10 @@ Json to_json(const Workload&);
 Result<Workload> workload_from_json(const Json&);
 
 // One matrix axis, declared as data.
-// kDefaultOrCount: the string "default" or an integer (TOML integer or its
-// decimal string); the axis's setter checks the range.
-enum class AxisKind { kEnum, kBool, kString, kSize, kDefaultOrCount };
+// kDefaultOrCount: the axis's default_value ("default", "none": the setting
+// is left out) or an integer (TOML integer or its decimal string); the axis's
+// setter checks the range. kDefaultOrSize: the same with a size ("8m").
+enum class AxisKind { kEnum, kBool, kString, kSize, kDefaultOrCount, kDefaultOrSize };
 struct AxisDef {
     std::string_view name;  // key in [matrix]
     AxisKind kind;

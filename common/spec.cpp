@@ -272,19 +272,38 @@ Result<ConfigSetter> bool_setter(const AxisDef& axis, std::string_view value,
     return ConfigSetter([parsed, field](StorageConfig& config) { config.*field = parsed; });
 }
 
-// "default" (leave the kernel's value) or a decimal integer >= minimum.
+// The axis's default_value ("default", "none": leave the setting out) or a
+// decimal integer >= minimum.
 Result<ConfigSetter> default_or_count_setter(const AxisDef& axis, std::string_view value,
                                              std::uint64_t minimum,
                                              std::optional<std::uint64_t> StorageConfig::*field) {
     std::optional<std::uint64_t> parsed;
-    if (value != "default") {
+    if (value != axis.default_value) {
         std::uint64_t number = 0;
         if (!parse_duration_text(value, {}, number) || number < minimum) {
-            return spec_error("axis " + in_quotes(axis.name) +
-                              " takes \"default\" or an integer >= " + std::to_string(minimum) +
-                              ", not " + in_quotes(value));
+            return spec_error(
+                "axis " + in_quotes(axis.name) + " takes \"" + std::string(axis.default_value) +
+                "\" or an integer >= " + std::to_string(minimum) + ", not " + in_quotes(value));
         }
         parsed = number;
+    }
+    return ConfigSetter([parsed, field](StorageConfig& config) { config.*field = parsed; });
+}
+
+// The axis's default_value (leave the setting out) or a size > 0 in
+// disk_size's units.
+Result<ConfigSetter> default_or_size_setter(const AxisDef& axis, std::string_view value,
+                                            std::optional<std::uint64_t> StorageConfig::*field) {
+    std::optional<std::uint64_t> parsed;
+    if (value != axis.default_value) {
+        const auto bytes = parse_size(value, SizePrefixes::kBinary);
+        if (!bytes || *bytes == 0) {
+            return spec_error("axis " + in_quotes(axis.name) + " takes \"" +
+                              std::string(axis.default_value) +
+                              "\" or a size above 0 (bytes, or a number with k, m, g or t), not " +
+                              in_quotes(value));
+        }
+        parsed = *bytes;
     }
     return ConfigSetter([parsed, field](StorageConfig& config) { config.*field = parsed; });
 }
@@ -330,6 +349,11 @@ Result<ConfigSetter> axis_setter(const SweepSpec& spec, const AxisDef& axis,
     if (name == "detect_zeroes") return enum_setter(axis, value, &StorageConfig::detect_zeroes);
     if (name == "ssd") return bool_setter(axis, value, &StorageConfig::ssd);
     if (name == "iothread") return bool_setter(axis, value, &StorageConfig::iothread);
+    if (name == "iops_limit")
+        return default_or_count_setter(axis, value, 1, &StorageConfig::iops_limit);
+    if (name == "bandwidth_limit")
+        return default_or_size_setter(axis, value, &StorageConfig::bandwidth_limit);
+    if (name == "queues") return default_or_count_setter(axis, value, 1, &StorageConfig::queues);
     if (name == "scheduler") return enum_setter(axis, value, &StorageConfig::scheduler);
     if (name == "read_ahead_kb")
         return default_or_count_setter(axis, value, 0, &StorageConfig::read_ahead_kb);
@@ -648,7 +672,7 @@ Status SpecParser::parse_matrix(const toml::node& node) {
             elements.push_back(&value_node);
         }
 
-        std::string_view expected;
+        std::string expected;
         switch (axis->kind) {
             case AxisKind::kBool:
                 expected = "true or false";
@@ -657,7 +681,11 @@ Status SpecParser::parse_matrix(const toml::node& node) {
                 expected = "a size string like \"1g\" or an integer of bytes";
                 break;
             case AxisKind::kDefaultOrCount:
-                expected = "\"default\" or an integer";
+                expected = "\"" + std::string(axis->default_value) + "\" or an integer";
+                break;
+            case AxisKind::kDefaultOrSize:
+                expected = "\"" + std::string(axis->default_value) +
+                           "\", a size string like \"8m\" or an integer of bytes";
                 break;
             default:
                 expected = "a string";
@@ -668,7 +696,8 @@ Status SpecParser::parse_matrix(const toml::node& node) {
             std::string text;
             if (axis->kind == AxisKind::kBool && element->is_boolean()) {
                 text = element->as_boolean()->get() ? "true" : "false";
-            } else if ((axis->kind == AxisKind::kSize || axis->kind == AxisKind::kDefaultOrCount) &&
+            } else if ((axis->kind == AxisKind::kSize || axis->kind == AxisKind::kDefaultOrCount ||
+                        axis->kind == AxisKind::kDefaultOrSize) &&
                        element->is_integer()) {
                 if (element->as_integer()->get() < 0) {
                     return error_at(element->source(), "values of axis " + in_quotes(axis->name) +

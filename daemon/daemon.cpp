@@ -152,8 +152,8 @@ void sd_notify_state(const std::string& state) {
 Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
                                                     const DaemonConfig& config) {
     if (backend == "libvirt") {
-        auto hypervisor =
-            LibvirtHypervisor::connect(config.effective_hypervisor_uri(), config.embedded_root());
+        auto hypervisor = LibvirtHypervisor::connect(config.effective_hypervisor_uri(),
+                                                     config.embedded_root(), config.run_dir());
         if (!hypervisor.ok()) return hypervisor.error();
         return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
     }
@@ -252,10 +252,7 @@ AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hyperv
     request.config = probe_config;
     request.data_disk = volume->source;
     request.image = image;
-    request.agent_socket_path = config.run_dir() + "/probe.agent.sock";
-    request.console_log_path = config.run_dir() + "/probe.console.log";
     request.accel = Accel::kKvm;
-    fs::remove(request.agent_socket_path);
     AccelDecision decision{Accel::kTcg, ""};
     auto started = std::chrono::steady_clock::now();
     Status booted = hypervisor.start_vm(request);
@@ -263,8 +260,9 @@ AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hyperv
         decision.reason = "KVM probe guest did not start: " + booted.error().message;
     } else {
         auto deadline = started + std::chrono::seconds(config.probe_timeout_s);
-        auto session = AgentSession::connect(request.agent_socket_path, deadline);
-        auto hello = session.ok() ? session->await_hello(deadline) : Result<Json>(session.error());
+        auto channel = hypervisor.open_agent_channel(name, deadline, nullptr);
+        auto hello = channel.ok() ? AgentSession(std::move(channel.value())).receive_hello(deadline)
+                                  : Result<guest::Hello>(channel.error());
         if (hello.ok()) {
             double seconds =
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -277,8 +275,8 @@ AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hyperv
         }
     }
     (void)hypervisor.destroy_vm(name);
+    hypervisor.discard_console(name);
     (void)storage.remove_volume(name);
-    fs::remove(request.agent_socket_path);
     return decision;
 }
 

@@ -1,6 +1,7 @@
 #include "daemon/registry.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/text.h"
 #include "daemon/storage/file/file_storage.h"
@@ -10,6 +11,21 @@
 namespace ds {
 
 namespace {
+
+// Kinds, pools and option keys: letters, digits and -_./: (never a cephx
+// key, whose base64 holds '=' or '+').
+bool is_config_word(std::string_view text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/' || c == ':';
+    });
+}
+
+// Option keys are lower-case words ("mon_host"): a pasted key is not one.
+bool is_option_key(std::string_view text) {
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+        return std::islower(c) || c == '_';
+    });
+}
 
 std::string attaches_text(const HypervisorKindDef& kind) {
     std::vector<std::string> names;
@@ -122,34 +138,34 @@ std::string storage_name(const StorageConfig& config) {
 
 Result<StorageLine> parse_storage_line(std::string_view text) {
     const std::string line_text(trim_whitespace(text));
-    auto fail = [&](const std::string& why) {
-        return make_error(errc::kInvalidArgument, "storage '" + line_text + "': " + why);
-    };
     StorageLine line;
-    std::size_t start = 0;
-    bool first = true;
-    while (start <= line_text.size()) {
-        std::size_t comma = line_text.find(',', start);
-        if (comma == std::string::npos) comma = line_text.size();
+    // Only words are echoed: a storage line may hold a secret pasted where it
+    // does not belong (a cephx key as an option), and errors reach the logs.
+    auto fail = [&](const std::string& why) {
+        const std::string name = is_config_word(line.name()) ? " '" + line.name() + "'" : "";
+        return make_error(errc::kInvalidArgument, "storage" + name + ": " + why);
+    };
+    const std::size_t first_comma = std::min(line_text.find(','), line_text.size());
+    const std::string head = line_text.substr(0, first_comma);
+    const std::size_t colon = std::min(head.find(':'), head.size());
+    line.kind = head.substr(0, colon);
+    if (colon < head.size()) line.pool = head.substr(colon + 1);
+    if (line.kind.empty()) return fail("no storage kind before ','; e.g. rbd:POOL");
+    if (colon < head.size() && line.pool.empty()) return fail("empty pool after ':'");
+    std::size_t start = first_comma + 1;
+    for (int position = 1; start <= line_text.size(); ++position) {
+        const std::size_t end = std::min(line_text.find(',', start), line_text.size());
         const std::string item(
-            trim_whitespace(std::string_view(line_text).substr(start, comma - start)));
-        start = comma + 1;
-        if (first) {
-            first = false;
-            const std::size_t colon = item.find(':');
-            line.kind = item.substr(0, colon);
-            if (colon != std::string::npos) line.pool = item.substr(colon + 1);
-            if (line.kind.empty()) return fail("no storage kind before ','; e.g. rbd:POOL");
-            if (colon != std::string::npos && line.pool.empty())
-                return fail("empty pool after ':'");
-            continue;
-        }
-        if (item.empty()) return fail("empty option between commas");
-        const std::size_t equals = item.find('=');
-        if (equals == std::string::npos || equals == 0) {
-            return fail("option '" + item + "' is not KEY=VALUE");
-        }
+            trim_whitespace(std::string_view(line_text).substr(start, end - start)));
+        start = end + 1;
+        const std::size_t equals = std::min(item.find('='), item.size());
         const std::string key = item.substr(0, equals);
+        if (equals == item.size() || !is_option_key(key)) {
+            return fail(
+                "option " +
+                (is_option_key(item) ? "'" + item + "'" : "number " + std::to_string(position)) +
+                " is not KEY=VALUE");
+        }
         if (!line.options.emplace(key, item.substr(equals + 1)).second) {
             return fail("option '" + key + "' given twice");
         }

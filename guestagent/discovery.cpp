@@ -83,6 +83,47 @@ std::optional<long long> read_integer(const fs::path& path) {
     return number;
 }
 
+// The driver of the disk's host adapter: walking up the disk's sysfs device
+// chain, the first bound driver other than "sd" (the SCSI disk driver every
+// SCSI or SATA disk has). virtio-blk: virtio_blk; scsi-hd: virtio_scsi;
+// SATA: ahci. "" when none is bound.
+std::string host_driver(const fs::path& block_dir) {
+    std::error_code error;
+    fs::path device = fs::canonical(block_dir / "device", error);
+    if (error) return {};
+    for (; !device.empty() && device != device.root_path(); device = device.parent_path()) {
+        const fs::path link = fs::read_symlink(device / "driver", error);
+        if (error) continue;
+        const std::string driver = link.filename().string();
+        if (driver != "sd") return driver;
+    }
+    return {};
+}
+
+// The number of CPUs in a kernel CPU list such as "0-3,6" (cpu/online).
+std::optional<long long> count_cpu_list(std::string_view list) {
+    long long count = 0;
+    std::istringstream ranges{trim(list)};
+    std::string range;
+    while (std::getline(ranges, range, ',')) {
+        const auto dash = range.find('-');
+        long long first = 0;
+        long long last = 0;
+        const std::string first_text = range.substr(0, dash);
+        const std::string last_text =
+            dash == std::string::npos ? first_text : range.substr(dash + 1);
+        const auto parse = [](const std::string& text, long long& out) {
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+            return ec == std::errc() && end == text.data() + text.size();
+        };
+        if (!parse(first_text, first) || !parse(last_text, last) || last < first)
+            return std::nullopt;
+        count += last - first + 1;
+    }
+    if (count == 0) return std::nullopt;
+    return count;
+}
+
 }  // namespace
 
 std::string serial_from_vpd_page80(std::string_view page) {
@@ -238,8 +279,19 @@ Json read_disk_readback(const SystemRoots& roots, const std::string& device_name
     if (const auto mount = find_mount(roots, mount_point)) {
         readback["fs_type"] = mount->fs_type;
         readback["mount_options"] = mount->options;
+        readback["mount_source"] = mount->device;
     }
-    const fs::path queue = fs::path(roots.sysfs) / "block" / device_name / "queue";
+    const fs::path block_dir = fs::path(roots.sysfs) / "block" / device_name;
+    if (std::string serial = disk_serial(block_dir); !serial.empty()) readback["serial"] = serial;
+    if (std::string driver = host_driver(block_dir); !driver.empty()) readback["driver"] = driver;
+    if (std::error_code error; fs::is_directory(block_dir / "mq", error))
+        readback["hw_queues"] = list_directory(block_dir / "mq").size();
+    if (const auto online = read_file(fs::path(roots.sysfs) / "devices/system/cpu/online")) {
+        if (const auto cpus = count_cpu_list(*online)) readback["online_cpus"] = *cpus;
+    }
+    const fs::path queue = block_dir / "queue";
+    if (const auto write_cache = read_file(queue / "write_cache"))
+        readback["write_cache"] = trim(*write_cache);
     for (const char* key : {"rotational", "discard_max_bytes", "logical_block_size",
                             "read_ahead_kb", "nr_requests"}) {
         if (const auto value = read_integer(queue / key)) readback[key] = *value;

@@ -84,10 +84,18 @@ Json to_json(const BtrfsProfiles& profiles);  // {"data", "metadata", "system"}
 Result<std::string> parse_lsattr_flags(std::string_view text);
 
 // What the guest sees of disk `device_name` mounted at `mount_point`:
-//   {"device", "fs_type", "mount_options"  (from /proc/mounts),
+//   {"device", "fs_type", "mount_options", "mount_source" (the mounted
+//    device, from /proc/mounts),
 //    "rotational", "discard_max_bytes", "logical_block_size", "read_ahead_kb",
 //    "nr_requests" (integers from /sys/block/DEV/queue), "scheduler" (the
-//    active one, the bracketed entry of queue/scheduler)}
+//    active one, the bracketed entry of queue/scheduler), "write_cache"
+//    (queue/write_cache: "write back" or "write through"),
+//    "serial" (as find_disk_by_serial reads it), "driver" (the host adapter's
+//    driver: walking up /sys/block/DEV/device, the first bound driver other
+//    than the SCSI disk driver "sd": virtio_blk, virtio_scsi, ahci),
+//    "hw_queues" (entries of /sys/block/DEV/mq), "online_cpus" (counted
+//    from /sys/devices/system/cpu/online: blk-mq uses at most one hardware
+//    queue per CPU)}
 // A value that cannot be read is left out; the host decides what it needs.
 Json read_disk_readback(const SystemRoots& roots, const std::string& device_name,
                         std::string_view mount_point);

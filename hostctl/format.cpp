@@ -128,7 +128,9 @@ std::string counts_phrase(const RunCounts& counts) {
 std::string setting_text(const Json& settings, const std::string& key) {
     const Json& value = field(settings, key);
     if (value.is_null() && settings.is_object()) {
-        if (const AxisDef* axis = find_axis(key); axis && axis->kind == AxisKind::kDefaultOrCount)
+        if (const AxisDef* axis = find_axis(key);
+            axis &&
+            (axis->kind == AxisKind::kDefaultOrCount || axis->kind == AxisKind::kDefaultOrSize))
             return std::string(axis->default_value);
         if (key == "scheduler") return "default";
     }

@@ -4,12 +4,15 @@
 // for unit tests lives in tests/.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/hypervisor/agent_channel.h"
 #include "daemon/storage/storage.h"
 
 namespace ds {
@@ -29,8 +32,11 @@ struct VmRequest {
     StorageConfig config;  // the disk settings to apply to the data disk
     DiskSource data_disk;  // the data disk, typed (Hypervisor::attachable_disks)
     GuestImage image;
-    std::string agent_socket_path;  // unix socket QEMU binds for the agent channel
-    std::string console_log_path;   // guest serial console goes here
+    // Set by the libvirt backend itself (LocalGuestFiles), never by callers:
+    // where QEMU binds the agent channel and the console. To move into the
+    // libvirt backend's own request type with its domain XML writer.
+    std::string agent_socket_path;
+    std::string console_log_path;
     std::string kernel_cmdline_extra;
     Accel accel = Accel::kTcg;
     int vcpus = 1;
@@ -49,6 +55,28 @@ class Hypervisor {
     // iothread, image_format.
     virtual Result<Json> applied_settings(const std::string& vm_name) = 0;
     virtual Result<bool> is_running(const std::string& vm_name) = 0;
+    // The line transport to a started guest's agent, waiting until `deadline`
+    // for it to exist. errc::kTimeout when it does not in time,
+    // errc::kCancelled as soon as *cancelled is set (may be null).
+    virtual Result<std::unique_ptr<AgentChannel>> open_agent_channel(
+        const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) = 0;
+    // The end of the guest's console output, at most `max_bytes`; "" when
+    // there is none. Works until discard_console() or the next start of a
+    // guest of that name, also after destroy_vm.
+    virtual std::string console_tail(const std::string& vm_name, std::size_t max_bytes) = 0;
+    // Where the guest's console output stays for reading after the run (a
+    // file path for libvirt), recorded with a failed run.
+    virtual std::string console_location(const std::string& vm_name) = 0;
+    // Drops the console output of a finished guest (a clean run keeps none).
+    virtual void discard_console(const std::string& vm_name) = 0;
+    // The data disk's I/O counters as the emulator counts them (QEMU's
+    // query-blockstats for libvirt): {"rd_bytes", "wr_bytes", "rd_operations",
+    // "wr_operations", "flush_operations", ...}. The executor stores their
+    // change over the job. errc::kUnsupported where a backend cannot tell.
+    virtual Result<Json> disk_counters(const std::string& vm_name) {
+        return make_error(errc::kUnsupported,
+                          name() + " does not report disk counters for " + vm_name);
+    }
     // Stops (hard) and removes the guest. Succeeds if it is already gone.
     virtual Status destroy_vm(const std::string& vm_name) = 0;
     // Names of the guests (running or defined) whose name starts with prefix,

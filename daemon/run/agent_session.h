@@ -1,7 +1,7 @@
-// The host side of the agent protocol (docs/agent-protocol.md) on one run's
-// channel socket. Everything the guest sends is checked: type order, version,
-// size, deadlines, and each message against its schema (guest_messages.h)
-// before it is handed out. Any violation ends the session with an Error that
+// The host side of the agent protocol (docs/agent-protocol.md) over one run's
+// agent channel (opened by the hypervisor, daemon/hypervisor/agent_channel.h). Everything the guest
+// sends is checked: type order, version, size, deadlines, and each message against its schema
+// (guest_messages.h) before it is handed out. Any violation ends the session with an Error that
 // says what the guest did; the daemon carries on.
 #pragma once
 
@@ -13,11 +13,10 @@
 
 #include "common/protocol.h"
 #include "common/result.h"
+#include "daemon/hypervisor/agent_channel.h"
 #include "daemon/run/guest_messages.h"
 
 namespace ds {
-
-using Deadline = std::chrono::steady_clock::time_point;
 
 // Error code of await_result when the guest reported that the workload's own
 // time limit stopped it (agent error "code": "timeout"); the run is then
@@ -26,22 +25,14 @@ inline constexpr const char* kWorkloadTimedOut = "workload_timed_out";
 
 class AgentSession {
   public:
-    ~AgentSession();
-    AgentSession(AgentSession&&) noexcept;
-    AgentSession& operator=(AgentSession&&) = delete;
-
-    // Connects to the unix socket QEMU listens on for the agent channel,
-    // retrying until `deadline` (QEMU creates it while starting).
-    static Result<AgentSession> connect(const std::string& socket_path, Deadline deadline,
-                                        const std::atomic<bool>* cancelled = nullptr);
+    // Speaks the protocol over `channel`; `cancelled` (may be null) is polled
+    // while waiting, so a cancel ends any wait within a quarter second.
+    explicit AgentSession(std::unique_ptr<AgentChannel> channel,
+                          const std::atomic<bool>* cancelled = nullptr);
 
     // Waits for the guest's hello. errc::kTimeout when nothing came in time,
     // errc::kProtocol when something else came or the hello breaks its schema.
     Result<guest::Hello> receive_hello(Deadline deadline);
-    // receive_hello() for callers that only need to know that a valid hello
-    // came (daemon.cpp's KVM probe): the hello as checked, with its fields
-    // agent_version, protocol, kernel, fio_version, capabilities.
-    Result<Json> await_hello(Deadline deadline);
     Status send_job(const Json& job);
     // Waits for the result, handing each progress message (checked and cut,
     // see guest::Progress) to `on_progress`. An `error` message from the guest
@@ -54,13 +45,11 @@ class AgentSession {
     void send_shutdown();
 
   private:
-    AgentSession(int fd, const std::atomic<bool>* cancelled);
     // Next decoded message, polling in short slices so cancellation is seen.
     Result<Json> next_message(Deadline deadline);
 
-    int fd_ = -1;
+    std::unique_ptr<AgentChannel> channel_;
     const std::atomic<bool>* cancelled_ = nullptr;
-    std::unique_ptr<protocol::LineReader> reader_;
 };
 
 }  // namespace ds

@@ -13,6 +13,7 @@ enum class Shape {
     kString,      // a string of at most kMaxFieldBytes
     kText,        // a string for people, cut to kMaxTextBytes
     kCount,       // an integer 0..2^63-1
+    kSmallCount,  // an integer 0..kMaxSmallCount (CPUs, queues)
     kBit,         // an integer 0 or 1
     kBoolean,     // true or false
     kSeconds,     // a number 0..kMaxReportedSeconds
@@ -80,6 +81,12 @@ constexpr std::array kReadbackFields = {
     Field{"read_ahead_kb", Shape::kCount},
     Field{"nr_requests", Shape::kCount},
     Field{"scheduler", Shape::kString},
+    Field{"write_cache", Shape::kString},
+    Field{"serial", Shape::kString},
+    Field{"mount_source", Shape::kString},
+    Field{"driver", Shape::kString},
+    Field{"hw_queues", Shape::kSmallCount},
+    Field{"online_cpus", Shape::kSmallCount},
     Field{"btrfs", Shape::kRecord, Presence::kOptional, kBtrfsProfileFields},
     Field{"work_dir_attributes", Shape::kString},
     Field{"nocow", Shape::kBoolean},
@@ -194,6 +201,8 @@ Result<Json> check_field(Json& value, const std::string& path, const Field& fiel
             return Json(cut_text(value.get_ref<const std::string&>()));
         case Shape::kCount:
             return check_integer(value, path, std::numeric_limits<std::int64_t>::max());
+        case Shape::kSmallCount:
+            return check_integer(value, path, kMaxSmallCount);
         case Shape::kBit:
             return check_integer(value, path, 1);
         case Shape::kBoolean:

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -38,6 +39,8 @@ inline constexpr std::size_t kMaxFieldBytes = 4096;
 // boundary) followed by "...": what the daemon forwards or keeps of a progress
 // message or an agent error stays this small whatever the guest sends.
 inline constexpr std::size_t kMaxTextBytes = 4096;
+// Largest CPU or queue count the guest may report (Linux's NR_CPUS limit).
+inline constexpr std::int64_t kMaxSmallCount = 8192;
 // Longest duration the guest may report (progress elapsed_s, result
 // timings): 30 days, well past any workload the agent accepts (7 days).
 inline constexpr double kMaxReportedSeconds = 30.0 * 24 * 3600;
@@ -74,8 +77,10 @@ struct ResultMessage {
     std::map<std::string, std::string> versions;
     // An object holding only the readback keys of docs/agent-protocol.md,
     // each of its type: strings device, fs_type, mount_options, scheduler,
-    // work_dir_attributes, server_version; integers >= 0 discard_max_bytes,
-    // logical_block_size, read_ahead_kb, nr_requests; rotational 0 or 1;
+    // write_cache, serial, mount_source, driver, work_dir_attributes,
+    // server_version; integers >= 0 discard_max_bytes, logical_block_size,
+    // read_ahead_kb, nr_requests; hw_queues and online_cpus
+    // 0..kMaxSmallCount; rotational 0 or 1;
     // boolean nocow; btrfs {data, metadata, system: string};
     // server_variables {name: string}.
     Json readback = Json::object();

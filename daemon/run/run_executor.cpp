@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "common/text.h"
@@ -18,23 +19,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How much of the guest console a boot failure quotes.
+constexpr std::size_t kConsoleTailBytes = 600;
+
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// The last lines of the guest console, to put next to a boot failure.
-std::string console_tail(const std::string& path, std::size_t max_bytes = 600) {
-    std::error_code ec;
-    auto size = std::filesystem::file_size(path, ec);
-    if (ec || size == 0) return "";
-    FILE* file = std::fopen(path.c_str(), "rb");
-    if (!file) return "";
-    std::size_t take = std::min<std::size_t>(size, max_bytes);
-    std::fseek(file, static_cast<long>(size - take), SEEK_SET);
-    std::string text(take, '\0');
-    text.resize(std::fread(text.data(), 1, take, file));
-    std::fclose(file);
-    return text;
 }
 
 // Whether the guest is gone. The hypervisor may notice a dead QEMU a moment
@@ -48,9 +37,9 @@ bool guest_stopped(Hypervisor& hypervisor, const std::string& vm_name) {
     return false;
 }
 
-// The body of a run behind the last-resort boundary: an exception escaping it
-// is a bug; it fails only this run ("internal error (bug): ...") and the
-// caller still tears down. Logged, since nobody expects it.
+// `body` behind the last-resort boundary: an exception escaping it is a bug;
+// it fails only this run ("internal error (bug): ...") and the caller still
+// tears down. Logged, since nobody expects it.
 Status run_guarded(const std::function<Status()>& body, std::int64_t run_id) {
     std::string what;
     try {
@@ -64,7 +53,414 @@ Status run_guarded(const std::function<Status()>& body, std::int64_t run_id) {
     return make_error(errc::kInternal, "internal error (bug): " + what);
 }
 
+// The change of each numeric counter between two disk_counters() replies.
+Json counter_delta(const Json& before, const Json& after) {
+    Json delta = Json::object();
+    for (auto& [key, value] : after.items()) {
+        const auto old = before.find(key);
+        if (value.is_number() && old != before.end() && old->is_number())
+            delta[key] = value.get<double>() - old->get<double>();
+    }
+    return delta;
+}
+
+// One attempt at one run: its state, and one method per phase. Methods
+// return the phase's outcome; execute() sequences them.
+class RunAttempt {
+  public:
+    RunAttempt(const RunEnvironment& env, const RunRecord& planned, int boot_timeout_s,
+               int run_timeout_s, const std::atomic<bool>& cancelled)
+        : env_(env),
+          run_(planned),
+          boot_timeout_s_(boot_timeout_s),
+          run_timeout_s_(run_timeout_s),
+          cancelled_(cancelled) {}
+
+    RunRecord execute();
+
+  private:
+    // Marks the run running in the store. False when it must not start
+    // (cancelled while queued, or the store failed); run_ then says why.
+    bool start();
+    Status prepare();
+    Status provision();
+    Status boot();
+    Status job();
+    Status verify();
+    Status teardown();
+    // Turns the outcome into the run's status and failure reason.
+    void settle(const Status& outcome, const std::string& teardown_problems);
+    Status record();
+
+    // Runs a phase with its timing ("PHASE_s") and the observer's calls.
+    Status timed(RunPhase phase, Status (RunAttempt::*body)());
+    void notify(const std::function<void(RunObserver&)>& call);
+    Error boot_failure(const Error& error);
+    Error job_failure(const Error& error, int wait_s);
+    void publish_progress(const guest::Progress& progress);
+    void read_disk_counters(Json& into);
+
+    const RunEnvironment& env_;
+    RunRecord run_;
+    const int boot_timeout_s_;
+    const int run_timeout_s_;
+    const std::atomic<bool>& cancelled_;
+    const Clock::time_point started_ = Clock::now();
+
+    std::string vm_name_;
+    std::optional<StorageConfig> config_;
+    std::optional<Workload> workload_;
+    GuestImage image_;
+    StorageBackend* storage_ = nullptr;  // the configuration's own, from the registry
+    std::optional<Volume> volume_;
+    std::optional<AgentSession> session_;
+    Json timings_ = Json::object();
+    Json versions_ = Json::object();
+    Json applied_ = Json::object();
+    Json counters_before_;
+    guest::ResultMessage result_;
+    bool timed_out_ = false;  // the workload's time limit or the result deadline passed
+};
+
+void RunAttempt::notify(const std::function<void(RunObserver&)>& call) {
+    if (env_.observer == nullptr) return;
+    (void)run_guarded(
+        [&] {
+            call(*env_.observer);
+            return ok_status();
+        },
+        run_.id);
+}
+
+Status RunAttempt::timed(RunPhase phase, Status (RunAttempt::*body)()) {
+    notify([&](RunObserver& observer) { observer.phase_started(run_.id, phase); });
+    const auto phase_start = Clock::now();
+    Status outcome = (this->*body)();
+    const double seconds = seconds_since(phase_start);
+    if (phase != RunPhase::kRecord) timings_[std::string(to_string(phase)) + "_s"] = seconds;
+    notify(
+        [&](RunObserver& observer) { observer.phase_finished(run_.id, phase, seconds, outcome); });
+    return outcome;
+}
+
+bool RunAttempt::start() {
+    vm_name_ = RunExecutor::vm_name_for(run_.id);
+    run_.vm_name = vm_name_;
+    run_.volume_name = vm_name_ + "-data";
+    run_.console_log = env_.hypervisor->console_location(vm_name_);
+    run_.accel = std::string(to_string(env_.accel));
+    run_.started_at = utc_now_iso8601();
+    run_.status = "running";
+    Status marked = env_.store->mark_run_running(run_.id, run_.vm_name, run_.volume_name,
+                                                 run_.console_log, run_.accel, run_.started_at);
+    if (!marked.ok()) {
+        // Cancelled between being queued and starting (or the store failed):
+        // start nothing, report the run as the store has it.
+        auto current = env_.store->get_run(run_.id);
+        if (current.ok()) {
+            run_ = current.value();
+        } else {
+            run_.status = "failed";
+            run_.failure_reason = "cannot start run: " + marked.error().message;
+        }
+        return false;
+    }
+    env_.events->publish(run_.sweep_id, Json{{"type", "run_started"},
+                                             {"run_id", run_.id},
+                                             {"config_id", run_.config_id},
+                                             {"workload", run_.workload_name},
+                                             {"repetition", run_.repetition}});
+    versions_ = {{"disksweepd", std::string(disksweep_version())}};
+    // Held: items() refers into the object it iterates.
+    const Json hypervisor_versions = env_.hypervisor->versions();
+    for (const auto& [key, value] : hypervisor_versions.items()) versions_[key] = value;
+    versions_["accel"] = run_.accel;
+    return true;
+}
+
+// What the run needs before anything is created: its settings, workload,
+// guest image and storage backend, each from the stored run.
+Status RunAttempt::prepare() {
+    auto config = storage_config_from_json(run_.config);
+    if (!config.ok()) return config.error();
+    config_ = config.value();
+    auto workload = workload_from_json(run_.workload);
+    if (!workload.ok()) {
+        return make_error(errc::kInvalidArgument, "stored workload: " + workload.error().message);
+    }
+    workload_ = workload.value();
+    image_ = env_.image;
+    if (env_.image_for_variant) {
+        auto located = env_.image_for_variant(image_variant_for_kind(workload_->kind));
+        if (!located.ok()) return located.error();
+        image_ = located.value();
+    }
+    // The storage the configuration names, never a stand-in: a run can only
+    // be recorded under a backend that really made its disk.
+    auto found = env_.backends ? env_.backends->storage_for(*config_)
+                               : Result<StorageBackend*>(env_.storage);
+    if (!found.ok()) return found.error();
+    storage_ = found.value();
+    return ok_status();
+}
+
+Status RunAttempt::provision() {
+    DS_TRY(prepare());
+    auto volume = storage_->create_volume(run_.volume_name, *config_);
+    if (!volume.ok()) return volume.error();
+    volume_ = volume.value();
+    applied_["storage"] = {{"backend", storage_->name()},
+                           {"source", to_json(volume_->source)},
+                           {"before", storage_->state(run_.volume_name)}};
+    return ok_status();
+}
+
+Status RunAttempt::boot() {
+    VmRequest request;
+    request.name = vm_name_;
+    request.config = *config_;
+    request.data_disk = volume_->source;
+    request.image = image_;
+    request.accel = env_.accel;
+    request.vcpus = env_.config->vcpus;
+    request.memory_mib = env_.config->memory_mib;
+    DS_TRY(env_.hypervisor->start_vm(request));
+
+    auto applied_hypervisor = env_.hypervisor->applied_settings(vm_name_);
+    if (!applied_hypervisor.ok()) return applied_hypervisor.error();
+    applied_["hypervisor"] = applied_hypervisor.value();
+
+    const auto deadline = Clock::now() + std::chrono::seconds(boot_timeout_s_);
+    auto channel = env_.hypervisor->open_agent_channel(vm_name_, deadline, &cancelled_);
+    if (!channel.ok()) return boot_failure(channel.error());
+    session_.emplace(std::move(channel.value()), &cancelled_);
+    auto hello = session_->receive_hello(deadline);
+    if (!hello.ok()) return boot_failure(hello.error());
+    versions_["agent_version"] = hello->agent_version;
+    versions_["kernel"] = hello->kernel;
+    versions_["fio_version"] = hello->fio_version;
+    env_.events->publish(run_.sweep_id, Json{{"type", "run_progress"},
+                                             {"run_id", run_.id},
+                                             {"phase", "booted"},
+                                             {"message", "agent connected"}});
+    return ok_status();
+}
+
+// A guest that never said hello: how long it had, whether it stopped, and
+// the end of its console.
+Error RunAttempt::boot_failure(const Error& error) {
+    if (error.code != errc::kTimeout && error.code != errc::kIo) return error;
+    auto running = env_.hypervisor->is_running(vm_name_);
+    const std::string state = running.ok() && !running.value() ? " (the guest stopped)" : "";
+    const std::string tail = env_.hypervisor->console_tail(vm_name_, kConsoleTailBytes);
+    return make_error(errc::kTimeout, "agent did not connect within " +
+                                          std::to_string(boot_timeout_s_) + " s" + state +
+                                          "; console log: " + run_.console_log +
+                                          (tail.empty() ? "" : "\n--- console tail ---\n" + tail));
+}
+
+Status RunAttempt::job() {
+    const Workload& workload = *workload_;
+    const StorageConfig& config = *config_;
+    const int job_timeout_s = workload.timeout_s > 0 ? workload.timeout_s : run_timeout_s_;
+    Json job = {{"run_id", std::to_string(run_.id)},
+                {"filesystem",
+                 {{"type", config.filesystem.type},
+                  {"mkfs_options", config.filesystem.mkfs_options},
+                  {"mount_options", config.filesystem.mount_options},
+                  {"post_format", config.filesystem.post_format}}},
+                {"workload", run_.workload},
+                {"timeout_s", job_timeout_s}};
+    if (Json block = block_settings_json(config); !block.empty()) job["block"] = block;
+    read_disk_counters(counters_before_);
+    DS_TRY(session_->send_job(job));
+    // The agent's own, more precise report of its time limit comes first.
+    const int wait_s = workload.timeout_s > 0
+                           ? std::max(run_timeout_s_, workload.timeout_s + kAgentGraceSeconds)
+                           : run_timeout_s_;
+    auto result = session_->await_result(
+        Clock::now() + std::chrono::seconds(wait_s),
+        [this](const guest::Progress& progress) { publish_progress(progress); });
+    if (!result.ok()) return job_failure(result.error(), wait_s);
+    session_->send_shutdown();
+    // Checked against its schema by the session (guest_messages.h).
+    result_ = std::move(result.value());
+    if (result_.run_id != job.at("run_id")) {
+        return make_error(errc::kProtocol, "agent sent a result for run \"" +
+                                               guest::cut_text(result_.run_id, 80) +
+                                               "\", not for this run (\"" +
+                                               job.at("run_id").get<std::string>() + "\")");
+    }
+    if (!counters_before_.is_null()) {
+        Json after;
+        read_disk_counters(after);
+        if (!after.is_null()) applied_["disk_counters"] = counter_delta(counters_before_, after);
+    }
+    // The guest is untrusted: metrics are re-derived from the raw output
+    // rather than taken from its "metrics".
+    auto metrics = metrics_from_workload_output(workload.kind, result_.output);
+    if (!metrics.ok()) {
+        return make_error(errc::kProtocol, "agent result has unusable " + workload.kind +
+                                               " output: " + metrics.error().message);
+    }
+    run_.metrics = metrics.value();
+    run_.raw_output = result_.output.dump(-1, ' ', false, Json::error_handler_t::replace);
+    for (const auto& [key, seconds] : result_.timings) timings_[key] = seconds;
+    for (const auto& [key, value] : result_.versions) versions_["guest_" + key] = value;
+    return ok_status();
+}
+
+void RunAttempt::publish_progress(const guest::Progress& progress) {
+    // Checked and cut to guest::kMaxTextBytes per text by the session.
+    Json event = {{"type", "run_progress"},
+                  {"run_id", run_.id},
+                  {"phase", progress.phase},
+                  {"message", progress.message},
+                  {"elapsed_s", progress.elapsed_s}};
+    if (progress.fraction) event["fraction"] = *progress.fraction;
+    env_.events->publish(run_.sweep_id, std::move(event));
+}
+
+// The hypervisor's I/O counters of the data disk, or null where it has none
+// (a backend without them does not fail the run).
+void RunAttempt::read_disk_counters(Json& into) {
+    auto counters = env_.hypervisor->disk_counters(vm_name_);
+    into = counters.ok() && counters->is_object() ? counters.value() : Json();
+}
+
+Error RunAttempt::job_failure(const Error& error, int wait_s) {
+    if (error.code == kWorkloadTimedOut) {
+        timed_out_ = true;
+        return error;
+    }
+    if (error.code != errc::kIo && error.code != errc::kTimeout) return error;
+    timed_out_ = error.code == errc::kTimeout;
+    std::string what = timed_out_
+                           ? "run exceeded its time limit of " + std::to_string(wait_s) + " s"
+                           : "lost the guest agent mid-run (" + error.message + ")";
+    if (error.code == errc::kIo && guest_stopped(*env_.hypervisor, vm_name_)) {
+        what += ": the guest stopped unexpectedly";
+    }
+    return make_error(error.code, what + "; console log: " + run_.console_log);
+}
+
+Status RunAttempt::verify() {
+    applied_["guest"] = result_.readback;
+    auto mismatches =
+        verify_settings(*config_, *workload_, applied_["hypervisor"], result_.readback);
+    applied_["verified"] = mismatches.empty();
+    if (!mismatches.empty()) {
+        return make_error(errc::kSettingsMismatch,
+                          "settings not in force: " + join(mismatches, "; "));
+    }
+    return ok_status();
+}
+
+// Always runs, whatever failed before; an Error lists every step that failed.
+Status RunAttempt::teardown() {
+    session_.reset();
+    std::string problems;
+    // Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
+    Status destroyed = env_.hypervisor->destroy_vm(vm_name_);
+    if (!destroyed.ok()) problems += destroyed.error().message + "; ";
+    if (volume_) {
+        applied_["storage"]["after"] = storage_->state(run_.volume_name);
+        Status removed = storage_->remove_volume(run_.volume_name);
+        if (!removed.ok()) problems += removed.error().message + "; ";
+    }
+    if (problems.empty()) return ok_status();
+    return make_error(errc::kIo, problems);
+}
+
+void RunAttempt::settle(const Status& outcome, const std::string& teardown_problems) {
+    if (outcome.ok()) {
+        run_.status = "succeeded";
+        run_.failure_reason.clear();
+        // A clean run keeps no console log; a failed one keeps it for reading.
+        env_.hypervisor->discard_console(vm_name_);
+        run_.console_log.clear();
+    } else if (outcome.error().code == errc::kCancelled && env_.shutting_down &&
+               env_.shutting_down->load()) {
+        // Not the user's cancel: the daemon is stopping. The run was not
+        // measured; say so (the next daemon resumes the sweep's pending runs).
+        run_.status = "failed";
+        run_.failure_reason = "interrupted: disksweepd stopped during this run";
+    } else if (outcome.error().code == errc::kCancelled) {
+        run_.status = "cancelled";
+        run_.failure_reason = "cancelled";
+    } else {
+        run_.status = timed_out_ ? run_status::kTimedOut : "failed";
+        run_.failure_reason = outcome.error().message;
+    }
+    if (!teardown_problems.empty()) {
+        run_.failure_reason += (run_.failure_reason.empty() ? "" : "; ") +
+                               std::string("teardown: ") + teardown_problems;
+    }
+    timings_["total_s"] = seconds_since(started_);
+    run_.timings = timings_;
+    run_.versions = versions_;
+    run_.applied_settings = applied_;
+    run_.finished_at = utc_now_iso8601();
+}
+
+Status RunAttempt::record() {
+    Status stored = env_.store->finish_run(run_);
+    if (!stored.ok() && stored.error().code != errc::kConflict) {
+        // E.g. a value SQLite cannot hold: record the failure without the
+        // measurements rather than leave the run 'running' forever.
+        run_.status = "failed";
+        run_.failure_reason = "cannot record result: " + stored.error().message;
+        run_.metrics.clear();
+        run_.raw_output.clear();
+        (void)env_.store->finish_run(run_);
+    } else if (!stored.ok()) {
+        run_.status = "failed";
+        run_.failure_reason = "cannot record result: " + stored.error().message;
+    }
+    env_.events->publish(run_.sweep_id, Json{{"type", "run_finished"},
+                                             {"run_id", run_.id},
+                                             {"status", run_.status},
+                                             {"message", run_.failure_reason},
+                                             {"total_s", timings_["total_s"]}});
+    return stored;
+}
+
+RunRecord RunAttempt::execute() {
+    if (!start()) return run_;
+    const Status outcome = run_guarded(
+        [this]() -> Status {
+            DS_TRY(timed(RunPhase::kProvision, &RunAttempt::provision));
+            DS_TRY(timed(RunPhase::kBoot, &RunAttempt::boot));
+            DS_TRY(timed(RunPhase::kJob, &RunAttempt::job));
+            return timed(RunPhase::kVerify, &RunAttempt::verify);
+        },
+        run_.id);
+    const Status torn_down =
+        run_guarded([this] { return timed(RunPhase::kTeardown, &RunAttempt::teardown); }, run_.id);
+    settle(outcome, torn_down.ok() ? "" : torn_down.error().message);
+    (void)timed(RunPhase::kRecord, &RunAttempt::record);
+    return run_;
+}
+
 }  // namespace
+
+std::string_view to_string(RunPhase phase) {
+    switch (phase) {
+        case RunPhase::kProvision:
+            return "provision";
+        case RunPhase::kBoot:
+            return "boot";
+        case RunPhase::kJob:
+            return "job";
+        case RunPhase::kVerify:
+            return "verify";
+        case RunPhase::kTeardown:
+            return "teardown";
+        case RunPhase::kRecord:
+            return "record";
+    }
+    return "?";
+}
 
 std::string RunExecutor::vm_name_for(std::int64_t run_id) {
     return std::string(kResourcePrefix) + std::to_string(run_id);
@@ -72,276 +468,7 @@ std::string RunExecutor::vm_name_for(std::int64_t run_id) {
 
 RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int run_timeout_s,
                                const std::atomic<bool>& cancelled) {
-    RunRecord run = planned;
-    const auto run_start = Clock::now();
-    const std::string vm_name = vm_name_for(run.id);
-    const std::string run_dir = env_.config->run_dir();
-    const std::string socket_path = run_dir + "/" + vm_name + ".agent.sock";
-    run.vm_name = vm_name;
-    run.volume_name = vm_name + "-data";
-    run.console_log = run_dir + "/" + vm_name + ".console.log";
-    run.accel = std::string(to_string(env_.accel));
-    run.started_at = utc_now_iso8601();
-    run.status = "running";
-    Status marked = env_.store->mark_run_running(run.id, run.vm_name, run.volume_name,
-                                                 run.console_log, run.accel, run.started_at);
-    if (!marked.ok()) {
-        // Cancelled between being queued and starting (or the store failed):
-        // start nothing, report the run as the store has it.
-        auto current = env_.store->get_run(run.id);
-        if (current.ok()) return current.value();
-        run.status = "failed";
-        run.failure_reason = "cannot start run: " + marked.error().message;
-        return run;
-    }
-    env_.events->publish(run.sweep_id, Json{{"type", "run_started"},
-                                            {"run_id", run.id},
-                                            {"config_id", run.config_id},
-                                            {"workload", run.workload_name},
-                                            {"repetition", run.repetition}});
-
-    Json timings = Json::object();
-    Json versions = {{"disksweepd", std::string(disksweep_version())}};
-    const Json hypervisor_versions = env_.hypervisor->versions();
-    for (auto& [key, value] : hypervisor_versions.items()) versions[key] = value;
-    versions["accel"] = run.accel;
-    Json applied = Json::object();
-
-    // Never throw out of a scheduler worker: error_code overloads throughout.
-    std::error_code fs_error;
-    std::filesystem::create_directories(run_dir, fs_error);
-    std::filesystem::remove(socket_path, fs_error);
-    std::filesystem::remove(run.console_log, fs_error);
-
-    bool volume_created = false;
-    StorageBackend* storage = nullptr;  // the configuration's own storage, from the registry
-    bool timed_out = false;             // the workload's time limit or the result deadline passed
-
-    // The body of the run; any failure returns its Error and the caller
-    // records it. Teardown follows in every case.
-    auto body = [&]() -> Status {
-        if (!std::filesystem::is_directory(run_dir, fs_error)) {
-            return make_error(errc::kIo, "cannot create the run directory " + run_dir);
-        }
-        auto parsed_config = storage_config_from_json(run.config);
-        if (!parsed_config.ok()) return parsed_config.error();
-        const StorageConfig& config = parsed_config.value();
-        auto parsed_workload = workload_from_json(run.workload);
-        if (!parsed_workload.ok()) {
-            return make_error(errc::kInvalidArgument,
-                              "stored workload: " + parsed_workload.error().message);
-        }
-        const Workload& workload = parsed_workload.value();
-        const std::string variant(image_variant_for_kind(workload.kind));
-        GuestImage image = env_.image;
-        if (env_.image_for_variant) {
-            auto located = env_.image_for_variant(variant);
-            if (!located.ok()) return located.error();
-            image = located.value();
-        }
-
-        // The storage the configuration names, never a stand-in: a run can
-        // only be recorded under a backend that really made its disk.
-        auto found = env_.backends ? env_.backends->storage_for(config)
-                                   : Result<StorageBackend*>(env_.storage);
-        if (!found.ok()) return found.error();
-        storage = found.value();
-        auto phase_start = Clock::now();
-        auto volume = storage->create_volume(run.volume_name, config);
-        if (!volume.ok()) return volume.error();
-        volume_created = true;
-        timings["provision_s"] = seconds_since(phase_start);
-        applied["storage"] = {{"backend", storage->name()},
-                              {"source", to_json(volume->source)},
-                              {"before", storage->state(run.volume_name)}};
-
-        phase_start = Clock::now();
-        VmRequest request;
-        request.name = vm_name;
-        request.config = config;
-        request.data_disk = volume->source;
-        request.image = image;
-        request.agent_socket_path = socket_path;
-        request.console_log_path = run.console_log;
-        request.accel = env_.accel;
-        request.vcpus = env_.config->vcpus;
-        request.memory_mib = env_.config->memory_mib;
-        DS_TRY(env_.hypervisor->start_vm(request));
-
-        auto applied_hypervisor = env_.hypervisor->applied_settings(vm_name);
-        if (!applied_hypervisor.ok()) return applied_hypervisor.error();
-        applied["hypervisor"] = applied_hypervisor.value();
-
-        const auto boot_deadline = Clock::now() + std::chrono::seconds(boot_timeout_s);
-        auto session = AgentSession::connect(socket_path, boot_deadline, &cancelled);
-        auto hello = session.ok() ? session->receive_hello(boot_deadline)
-                                  : Result<guest::Hello>(session.error());
-        if (!hello.ok()) {
-            if (hello.error().code == errc::kTimeout || hello.error().code == errc::kIo) {
-                auto running = env_.hypervisor->is_running(vm_name);
-                std::string state = running.ok() && !running.value() ? " (the guest stopped)" : "";
-                std::string tail = console_tail(run.console_log);
-                return make_error(errc::kTimeout,
-                                  "agent did not connect within " + std::to_string(boot_timeout_s) +
-                                      " s" + state + "; console log: " + run.console_log +
-                                      (tail.empty() ? "" : "\n--- console tail ---\n" + tail));
-            }
-            return hello.error();
-        }
-        timings["boot_s"] = seconds_since(phase_start);
-        versions["agent_version"] = hello->agent_version;
-        versions["kernel"] = hello->kernel;
-        versions["fio_version"] = hello->fio_version;
-        env_.events->publish(run.sweep_id, Json{{"type", "run_progress"},
-                                                {"run_id", run.id},
-                                                {"phase", "booted"},
-                                                {"message", "agent connected"}});
-
-        const int job_timeout_s = workload.timeout_s > 0 ? workload.timeout_s : run_timeout_s;
-        const std::string job_run_id = std::to_string(run.id);
-        Json job = {{"run_id", job_run_id},
-                    {"filesystem",
-                     {{"type", config.filesystem.type},
-                      {"mkfs_options", config.filesystem.mkfs_options},
-                      {"mount_options", config.filesystem.mount_options},
-                      {"post_format", config.filesystem.post_format}}},
-                    {"workload", run.workload},
-                    {"timeout_s", job_timeout_s}};
-        if (Json block = block_settings_json(config); !block.empty()) job["block"] = block;
-        DS_TRY(session->send_job(job));
-        const int wait_s = workload.timeout_s > 0
-                               ? std::max(run_timeout_s, workload.timeout_s + kAgentGraceSeconds)
-                               : run_timeout_s;
-        const auto run_deadline = Clock::now() + std::chrono::seconds(wait_s);
-        phase_start = Clock::now();
-        auto result = session->await_result(run_deadline, [&](const guest::Progress& progress) {
-            // Checked and cut to guest::kMaxTextBytes per text by the session.
-            Json event = {{"type", "run_progress"},
-                          {"run_id", run.id},
-                          {"phase", progress.phase},
-                          {"message", progress.message},
-                          {"elapsed_s", progress.elapsed_s}};
-            if (progress.fraction) event["fraction"] = *progress.fraction;
-            env_.events->publish(run.sweep_id, std::move(event));
-        });
-        if (!result.ok()) {
-            const Error& error = result.error();
-            if (error.code == kWorkloadTimedOut) {
-                timed_out = true;
-                return error;
-            }
-            if (error.code == errc::kIo || error.code == errc::kTimeout) {
-                timed_out = error.code == errc::kTimeout;
-                std::string what =
-                    error.code == errc::kTimeout
-                        ? "run exceeded its time limit of " + std::to_string(wait_s) + " s"
-                        : "lost the guest agent mid-run (" + error.message + ")";
-                if (error.code == errc::kIo && guest_stopped(*env_.hypervisor, vm_name)) {
-                    what += ": the guest stopped unexpectedly";
-                }
-                return make_error(error.code, what + "; console log: " + run.console_log);
-            }
-            return error;
-        }
-        session->send_shutdown();
-        // Checked against its schema by the session (guest_messages.h).
-        const guest::ResultMessage& payload = result.value();
-        if (payload.run_id != job_run_id) {
-            return make_error(errc::kProtocol, "agent sent a result for run \"" +
-                                                   guest::cut_text(payload.run_id, 80) +
-                                                   "\", not for this run (\"" + job_run_id + "\")");
-        }
-
-        // The guest is untrusted: metrics are re-derived from the raw
-        // output rather than taken from its "metrics".
-        auto metrics = metrics_from_workload_output(workload.kind, payload.output);
-        if (!metrics.ok()) {
-            return make_error(errc::kProtocol, "agent result has unusable " + workload.kind +
-                                                   " output: " + metrics.error().message);
-        }
-        run.metrics = metrics.value();
-        run.raw_output = payload.output.dump(-1, ' ', false, Json::error_handler_t::replace);
-        for (const auto& [key, seconds] : payload.timings) timings[key] = seconds;
-        timings["guest_s"] = seconds_since(phase_start);
-        applied["guest"] = payload.readback;
-        for (const auto& [key, value] : payload.versions) versions["guest_" + key] = value;
-
-        auto mismatches =
-            verify_settings(config, workload, applied["hypervisor"], payload.readback);
-        applied["verified"] = mismatches.empty();
-        if (!mismatches.empty()) {
-            return make_error(errc::kSettingsMismatch,
-                              "settings not in force: " + join(mismatches, "; "));
-        }
-        return ok_status();
-    };
-
-    Status outcome = run_guarded(body, run.id);
-
-    // Teardown, always.
-    auto teardown_start = Clock::now();
-    std::string teardown_problems;
-    // Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
-    Status destroyed = env_.hypervisor->destroy_vm(vm_name);
-    if (!destroyed.ok()) teardown_problems += destroyed.error().message + "; ";
-    if (volume_created) {
-        applied["storage"]["after"] = storage->state(run.volume_name);
-        Status removed = storage->remove_volume(run.volume_name);
-        if (!removed.ok()) teardown_problems += removed.error().message + "; ";
-    }
-    std::filesystem::remove(socket_path, fs_error);
-    timings["teardown_s"] = seconds_since(teardown_start);
-    timings["total_s"] = seconds_since(run_start);
-
-    if (outcome.ok()) {
-        run.status = "succeeded";
-        run.failure_reason.clear();
-        // A clean run keeps no console log; a failed one keeps it for reading.
-        std::filesystem::remove(run.console_log, fs_error);
-        run.console_log.clear();
-    } else if (outcome.error().code == errc::kCancelled && env_.shutting_down &&
-               env_.shutting_down->load()) {
-        // Not the user's cancel: the daemon is stopping. The run was not
-        // measured; say so (the next daemon resumes the sweep's pending runs).
-        run.status = "failed";
-        run.failure_reason = "interrupted: disksweepd stopped during this run";
-    } else if (outcome.error().code == errc::kCancelled) {
-        run.status = "cancelled";
-        run.failure_reason = "cancelled";
-    } else if (timed_out) {
-        run.status = run_status::kTimedOut;
-        run.failure_reason = outcome.error().message;
-    } else {
-        run.status = "failed";
-        run.failure_reason = outcome.error().message;
-    }
-    if (!teardown_problems.empty()) {
-        run.failure_reason += (run.failure_reason.empty() ? "" : "; ") + std::string("teardown: ") +
-                              teardown_problems;
-    }
-    run.timings = timings;
-    run.versions = versions;
-    run.applied_settings = applied;
-    run.finished_at = utc_now_iso8601();
-    Status stored = env_.store->finish_run(run);
-    if (!stored.ok() && stored.error().code != errc::kConflict) {
-        // E.g. a value SQLite cannot hold: record the failure without the
-        // measurements rather than leave the run 'running' forever.
-        run.status = "failed";
-        run.failure_reason = "cannot record result: " + stored.error().message;
-        run.metrics.clear();
-        run.raw_output.clear();
-        (void)env_.store->finish_run(run);
-    } else if (!stored.ok()) {
-        run.status = "failed";
-        run.failure_reason = "cannot record result: " + stored.error().message;
-    }
-    env_.events->publish(run.sweep_id, Json{{"type", "run_finished"},
-                                            {"run_id", run.id},
-                                            {"status", run.status},
-                                            {"message", run.failure_reason},
-                                            {"total_s", timings["total_s"]}});
-    return run;
+    return RunAttempt(env_, planned, boot_timeout_s, run_timeout_s, cancelled).execute();
 }
 
 }  // namespace ds

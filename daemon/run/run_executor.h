@@ -1,6 +1,9 @@
-// Executes one run end to end: volume -> guest -> agent -> verify -> record
-// -> teardown. Teardown always happens, whatever failed, so no VM, QEMU
-// process or volume outlives its run.
+// Executes one run end to end in explicit phases: provision (the volume),
+// boot (the guest, up to its agent's hello), job (the workload, up to its
+// result), verify (the settings in force), teardown, record. Teardown always
+// happens, whatever failed, so no VM, QEMU process or volume outlives its
+// run. Each phase is timed ("PHASE_s" in the run's timings, record excepted:
+// it stores them) and reported to an optional observer.
 #pragma once
 
 #include <atomic>
@@ -23,6 +26,21 @@ inline constexpr std::string_view kResourcePrefix = "disksweep-r";
 // Time the agent gets beyond a workload's timeout to stop it and report.
 inline constexpr int kAgentGraceSeconds = 60;
 
+enum class RunPhase { kProvision, kBoot, kJob, kVerify, kTeardown, kRecord };
+std::string_view to_string(RunPhase);  // "provision", "boot", "job", "verify", ...
+
+// Where host telemetry (and tests) attach to runs: told on the run's worker
+// thread when each phase starts and how it ended. A phase that did not start
+// (an earlier one failed) is not reported. Implementations must be quick;
+// an exception from them is a bug, caught and logged, and never fails a run.
+class RunObserver {
+  public:
+    virtual ~RunObserver() = default;
+    virtual void phase_started(std::int64_t run_id, RunPhase phase) = 0;
+    virtual void phase_finished(std::int64_t run_id, RunPhase phase, double seconds,
+                                const Status& outcome) = 0;
+};
+
 struct RunEnvironment {
     Hypervisor* hypervisor = nullptr;
     // Each run's storage is looked up here by the configuration's name.
@@ -42,6 +60,7 @@ struct RunEnvironment {
     // Set when the daemon is stopping: a run cancelled then is recorded as
     // interrupted (failed), not as cancelled by the user.
     const std::atomic<bool>* shutting_down = nullptr;
+    RunObserver* observer = nullptr;  // optional
 };
 
 class RunExecutor {

@@ -13,25 +13,39 @@
 
 namespace ds {
 
-// One human-readable line per mismatch, e.g. "cache: requested unsafe, in
-// force none"; empty when everything checked agrees. Never throws, whatever
-// JSON it is given: a readback value of an unexpected type is a mismatch
-// (the daemon checks the guest's types earlier, see guest_messages.h; this
-// holds for any caller).
+// One human-readable line per mismatch, naming the level that disagrees,
+// e.g. "cache: requested unsafe, QEMU has none (query-block
+// cache.direct/writeback/no-flush)"; empty when everything checked agrees.
+// Never throws, whatever JSON it is given: a readback value of an unexpected
+// type is a mismatch (the daemon checks the guest's types earlier, see
+// guest_messages.h; this holds for any caller).
 //
-// `applied_hypervisor`: Hypervisor::applied_settings(). Every key of
-// to_json(StorageConfig) that a hypervisor applies is compared: bus, cache,
-// aio, discard, detect_zeroes, ssd, iothread, image_format; a key it did not
-// report is a mismatch too. Null skips the hypervisor checks.
+// `applied_hypervisor`: Hypervisor::applied_settings(). Its flat keys are the
+// live domain XML's (parse_applied_disk_settings); its "qemu" object, when
+// present, is QEMU's own view (read_qemu_disk_settings, whose "sources" name
+// where each key was read). Both levels are compared key by key with
+// to_json(requested) by the table kHypervisorKeys (settings_verify.cpp):
+// bus, cache, aio, discard, detect_zeroes, ssd, iothread, image_format must
+// be reported by the domain XML (a key it did not report is a mismatch);
+// iops_limit and bandwidth_limit absent mean unthrottled at both levels;
+// queues is compared only when requested; QEMU cannot show aio, and discard
+// only when detect_zeroes is unmap. Null skips the hypervisor checks.
 //
 // `guest_readback`: the agent's view of the data disk, e.g.
 //   {"device":"sdb","fs_type":"ext4","mount_options":"rw,relatime",
+//    "mount_source":"/dev/sdb","serial":"disksweep-data","driver":"virtio_scsi",
+//    "write_cache":"write back","hw_queues":2,"online_cpus":2,
 //    "rotational":0,"discard_max_bytes":1073741824,...}
 // Checked: fs_type equals filesystem.type; each requested mount option is in
 // force (see mount_option_in_force); rotational is 0 exactly when ssd was
 // requested; discard requested -> discard_max_bytes > 0 (discard off is not
-// visible to the guest, see settings_verify.cpp). Null skips the guest checks; a key the
-// checks need but the guest did not report is a mismatch.
+// visible to the guest, see settings_verify.cpp); driver matches the bus
+// (virtio-blk -> virtio_blk, scsi and scsi-single -> virtio_scsi, sata ->
+// ahci); write_cache is "write through" for cache writethrough and
+// directsync, "write back" otherwise; serial is the data disk's and the
+// filesystem is mounted from /dev/DEVICE; with queues requested, hw_queues
+// == min(queues, online_cpus). Null skips the guest checks; a key the checks
+// need but the guest did not report is a mismatch.
 //
 // Also checked against the guest readback, each only when requested:
 //  * block layer: scheduler, read_ahead_kb, nr_requests equal the readback's;

@@ -61,12 +61,8 @@ std::string_view to_string(DiskSourceKind);  // "file" "block" "rbd" "hypervisor
 Json to_json(const DiskSource&);
 
 struct Volume {
-    std::string name;  // unique; starts with the daemon's prefix
-    // Transitional, until the run executor attaches `source`: the file path
-    // and format of a FileDisk (empty for other kinds). Set `source` always.
-    std::string path;
-    ImageFormat format = ImageFormat::kRaw;
-    DiskSource source;
+    std::string name;   // unique; starts with the daemon's prefix
+    DiskSource source;  // what the hypervisor attaches
 };
 
 class StorageBackend {
@@ -76,7 +72,7 @@ class StorageBackend {
     // "rbd:POOL".
     virtual std::string name() const = 0;
     // The kind of disk source create_volume produces.
-    virtual DiskSourceKind produces() const { return DiskSourceKind::kFile; }
+    virtual DiskSourceKind produces() const = 0;
     // Creates an empty volume of config.disk_size_bytes (in
     // config.image_format where the backend has formats).
     virtual Result<Volume> create_volume(const std::string& name, const StorageConfig& config) = 0;

@@ -88,10 +88,11 @@ const char* const kHealthOk = R"({"status":"HEALTH_OK","checks":{},"mutes":[]})"
 
 }  // namespace
 
-TEST_CASE("config line: every key parsed", "[rbd]") {
-    auto options = parse_rbd_storage_options(
-        "rbd:disksweep,mon_host=127.0.0.1:6789;127.0.0.2:6789,id=disksweep,"
-        "keyring=/etc/ceph/k.keyring, conf=/etc/ceph/c.conf ");
+TEST_CASE("options: every key parsed", "[rbd]") {
+    auto options = rbd_storage_options("disksweep", {{"mon_host", "127.0.0.1:6789;127.0.0.2:6789"},
+                                                     {"id", "disksweep"},
+                                                     {"keyring", "/etc/ceph/k.keyring"},
+                                                     {"conf", "/etc/ceph/c.conf"}});
     REQUIRE(options.ok());
     CHECK(options->pool == "disksweep");
     CHECK(options->monitors == std::vector<std::string>{"127.0.0.1:6789", "127.0.0.2:6789"});
@@ -99,45 +100,43 @@ TEST_CASE("config line: every key parsed", "[rbd]") {
     CHECK(options->keyring == "/etc/ceph/k.keyring");
     CHECK(options->ceph_conf == "/etc/ceph/c.conf");
 
-    auto bare = parse_rbd_storage_options("rbd:rbd");
+    auto bare = rbd_storage_options("rbd", {});
     REQUIRE(bare.ok());
     CHECK(bare->pool == "rbd");
     CHECK(bare->monitors.empty());
     CHECK(bare->user.empty());
 }
 
-TEST_CASE("config line: errors name the key", "[rbd]") {
-    auto error_of = [](std::string_view line) {
-        auto parsed = parse_rbd_storage_options(line);
+TEST_CASE("options: errors name the key", "[rbd]") {
+    auto error_of = [](std::string_view pool, std::map<std::string, std::string> options) {
+        auto parsed = rbd_storage_options(pool, options);
         REQUIRE_FALSE(parsed.ok());
         CHECK(parsed.error().code == errc::kInvalidArgument);
         return parsed.error().message;
     };
-    CHECK_THAT(error_of("rbd:p,colour=blue"),
+    CHECK_THAT(error_of("p", {{"colour", "blue"}}),
                Catch::Contains("'colour'") && Catch::Contains("mon_host, id, keyring, conf"));
-    CHECK_THAT(error_of("rbd:p,id=a,id=b"), Catch::Contains("'id'") && Catch::Contains("twice"));
-    CHECK_THAT(error_of("rbd:p,keyring=relative/k"),
+    CHECK_THAT(error_of("p", {{"keyring", "relative/k"}}),
                Catch::Contains("'keyring'") && Catch::Contains("absolute"));
-    CHECK_THAT(error_of("rbd:p,conf="), Catch::Contains("'conf'"));
-    CHECK_THAT(error_of("rbd:p,id=client.disksweep"),
+    CHECK_THAT(error_of("p", {{"conf", ""}}), Catch::Contains("'conf'"));
+    CHECK_THAT(error_of("p", {{"id", "client.disksweep"}}),
                Catch::Contains("'id'") && Catch::Contains("without 'client.'"));
-    CHECK_THAT(error_of("rbd:p,mon_host=127.0.0.1:6789;"), Catch::Contains("'mon_host'"));
-    CHECK_THAT(error_of("rbd:p,mon_host"), Catch::Contains("'mon_host' is not KEY=VALUE"));
-    CHECK_THAT(error_of("rbd:p,"), Catch::Contains("option number 1 is not KEY=VALUE"));
-    CHECK_THAT(error_of("rbd:,id=x"), Catch::Contains("pool ''"));
-    CHECK_THAT(error_of("rbd:a/b"), Catch::Contains("pool 'a/b'"));
-    CHECK_THAT(error_of("lvm-thin:vg/pool"), Catch::Contains("rbd:POOL"));
+    CHECK_THAT(error_of("p", {{"mon_host", "127.0.0.1:6789;"}}), Catch::Contains("'mon_host'"));
+    CHECK_THAT(error_of("", {{"id", "x"}}), Catch::Contains("pool ''"));
+    CHECK_THAT(error_of("a/b", {}), Catch::Contains("pool 'a/b'"));
 }
 
-TEST_CASE("config line: a key in the config is refused and never echoed", "[rbd]") {
+TEST_CASE("options: a key in the config is refused and never echoed", "[rbd]") {
     const std::string key = "AQBxvUtlAAAAABAAkD1Zx4Cr1zvVTmJC4wyU3w==";
-    for (const std::string& line : {"rbd:p,key=" + key, "rbd:p,secret=" + key, "rbd:p," + key}) {
-        auto parsed = parse_rbd_storage_options(line);
+    for (const std::string& option : {"key", "secret"}) {
+        auto parsed = rbd_storage_options("p", {{option, key}});
         REQUIRE_FALSE(parsed.ok());
         CHECK_THAT(parsed.error().message, !Catch::Contains(key.substr(0, 12)));
+        CHECK_THAT(parsed.error().message, Catch::Contains("keyring=PATH"));
     }
-    CHECK_THAT(parse_rbd_storage_options("rbd:p,key=" + key).error().message,
-               Catch::Contains("keyring=PATH"));
+    auto as_pool = rbd_storage_options(key, {});
+    REQUIRE_FALSE(as_pool.ok());
+    CHECK_THAT(as_pool.error().message, !Catch::Contains(key.substr(0, 12)));
 }
 
 TEST_CASE("backend: the option keys are listed once each, with their meaning", "[rbd]") {

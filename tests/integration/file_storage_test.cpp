@@ -31,10 +31,12 @@ TEST_CASE("file storage creates raw and qcow2 volumes and removes them", "[integ
     raw_config.disk_size_bytes = 256ull << 20;
     auto raw = storage.create_volume("disksweep-r1-data", raw_config);
     REQUIRE(raw.ok());
-    CHECK(raw->format == ImageFormat::kRaw);
-    CHECK(fs::file_size(raw->path) == 256ull << 20);
+    const auto* raw_file = std::get_if<FileDisk>(&raw->source);
+    REQUIRE(raw_file != nullptr);
+    CHECK(raw_file->format == ImageFormat::kRaw);
+    CHECK(fs::file_size(raw_file->path) == 256ull << 20);
     struct stat info {};
-    REQUIRE(::stat(raw->path.c_str(), &info) == 0);
+    REQUIRE(::stat(raw_file->path.c_str(), &info) == 0);
     CHECK(info.st_blocks == 0);  // sparse: nothing allocated yet
 
     // The same name twice is refused: two runs never share a volume.
@@ -44,7 +46,10 @@ TEST_CASE("file storage creates raw and qcow2 volumes and removes them", "[integ
     qcow2_config.image_format = ImageFormat::kQcow2;
     auto qcow2 = storage.create_volume("disksweep-r2-data", qcow2_config);
     REQUIRE(qcow2.ok());
-    std::ifstream in(qcow2->path, std::ios::binary);
+    const auto* qcow2_file = std::get_if<FileDisk>(&qcow2->source);
+    REQUIRE(qcow2_file != nullptr);
+    CHECK(qcow2_file->format == ImageFormat::kQcow2);
+    std::ifstream in(qcow2_file->path, std::ios::binary);
     char magic[4] = {};
     in.read(magic, 4);
     CHECK(std::string(magic, 4) == "QFI\xfb");  // qcow2 header magic

@@ -5,8 +5,10 @@
 #include <libxml/xmlerror.h>
 #include <libxml/xpath.h>
 
+#include <charconv>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/protocol.h"
@@ -223,6 +225,17 @@ void write_disk_source(XmlWriter& xml, const DiskSource& source, const std::stri
     // HypervisorAllocatedDisk: refused by the registry before any XML is made.
 }
 
+// <iotune> with the requested limits (reads and writes together), nothing
+// when the disk is not throttled.
+void write_iotune(XmlWriter& xml, const StorageConfig& config) {
+    if (!config.iops_limit && !config.bandwidth_limit) return;
+    xml.open("iotune");
+    if (config.bandwidth_limit)
+        xml.text("total_bytes_sec", std::to_string(*config.bandwidth_limit));
+    if (config.iops_limit) xml.text("total_iops_sec", std::to_string(*config.iops_limit));
+    xml.close("iotune");
+}
+
 void write_data_disk(XmlWriter& xml, const VmRequest& request, const std::string& secret_uuid) {
     const StorageConfig& config = request.config;
     const DiskSource& source = request.data_disk;
@@ -231,6 +244,10 @@ void write_data_disk(XmlWriter& xml, const VmRequest& request, const std::string
     // belongs to the controller (write_scsi_controller). On SATA it is written
     // anyway so that libvirt refuses it with its own message.
     const bool iothread_on_disk = config.iothread && !is_scsi(config.bus);
+    // Queues likewise: a SCSI disk's belong to its controller; on SATA they are
+    // written for libvirt to refuse.
+    const std::string queues_on_disk =
+        config.queues && !is_scsi(config.bus) ? std::to_string(*config.queues) : "";
 
     xml.open("disk", {{"type", disk_type}, {"device", "disk"}});
     xml.empty("driver", {{"name", "qemu"},
@@ -239,7 +256,8 @@ void write_data_disk(XmlWriter& xml, const VmRequest& request, const std::string
                          {"io", str(libvirt_io(config.aio))},
                          {"discard", config.discard ? "unmap" : "ignore"},
                          {"detect_zeroes", str(libvirt_detect_zeroes(config.detect_zeroes))},
-                         {"iothread", iothread_on_disk ? std::to_string(kIoThreadId) : ""}});
+                         {"iothread", iothread_on_disk ? std::to_string(kIoThreadId) : ""},
+                         {"queues", queues_on_disk}});
     write_disk_source(xml, source, secret_uuid);
 
     std::string dev;
@@ -261,6 +279,7 @@ void write_data_disk(XmlWriter& xml, const VmRequest& request, const std::string
     }
     // rotation_rate='1' is how libvirt says "non-rotational" (SSD emulation).
     xml.empty("target", {{"dev", dev}, {"bus", bus}, {"rotation_rate", config.ssd ? "1" : ""}});
+    write_iotune(xml, config);
     xml.text("serial", protocol::kDataDiskSerial);
     if (is_scsi(config.bus)) {
         xml.empty(
@@ -279,7 +298,10 @@ void write_data_disk(XmlWriter& xml, const VmRequest& request, const std::string
 void write_scsi_controller(XmlWriter& xml, const StorageConfig& config) {
     const bool own_controller = config.bus == Bus::kScsiSingle;
     xml.open("controller", {{"type", "scsi"}, {"index", "0"}, {"model", "virtio-scsi"}});
-    if (config.iothread) xml.empty("driver", {{"iothread", std::to_string(kIoThreadId)}});
+    if (config.iothread || config.queues) {
+        xml.empty("driver", {{"queues", config.queues ? std::to_string(*config.queues) : ""},
+                             {"iothread", config.iothread ? std::to_string(kIoThreadId) : ""}});
+    }
     xml.empty("alias", {{"name", str(own_controller ? kDataDiskScsiControllerAlias
                                                     : kSharedScsiControllerAlias)}});
     xml.close("controller");
@@ -332,6 +354,15 @@ xmlNode* xpath_first_node(xmlXPathContext* context, xmlNode* node, const std::st
 
 Error xml_error(const std::string& what) {
     return make_error(errc::kHypervisor, "domain XML: " + what);
+}
+
+// A decimal integer > 0 (libvirt's <iotune> values and queue counts).
+std::optional<std::uint64_t> parse_positive(const std::string& text) {
+    std::uint64_t number = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), number);
+    if (error != std::errc() || end != text.data() + text.size() || number == 0)
+        return std::nullopt;
+    return number;
 }
 
 }  // namespace
@@ -435,6 +466,9 @@ std::string libvirt_unsupported_reason(const StorageConfig& config) {
     if (config.iothread && config.bus == Bus::kSata) {
         reasons.push_back("iothread: SATA (AHCI) disks have no IO thread");
     }
+    if (config.queues && config.bus == Bus::kSata) {
+        reasons.push_back("queues: SATA (AHCI) disks have no virtio queues");
+    }
     if (config.aio == AioMode::kNative && config.cache != CacheMode::kNone &&
         config.cache != CacheMode::kDirectsync) {
         reasons.push_back(
@@ -496,6 +530,7 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
 
     std::string bus = target_bus;  // an unknown bus is reported as libvirt names it
     bool iothread = !disk_attr("driver/@iothread").empty();
+    std::string queues = disk_attr("driver/@queues");
     std::string controller_model;
     if (target_bus == "virtio") {
         bus = str(to_string(Bus::kVirtioBlk));
@@ -515,6 +550,7 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
         };
         controller_model = controller_attr("@model");
         iothread = !controller_attr("driver/@iothread").empty();
+        queues = controller_attr("driver/@queues");
         const std::string alias = controller_attr("alias/@name");
         // A controller with an IO thread is the per-disk kind unless our own
         // alias says it is the shared one (whose IO thread all its disks share).
@@ -522,7 +558,7 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
         bus = str(to_string(shared ? Bus::kScsi : Bus::kScsiSingle));
     }
 
-    return Json{
+    Json applied{
         {"bus", bus},
         {"cache", cache},
         {"aio", aio},
@@ -533,6 +569,19 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
         {"image_format", image_format},
         {"controller_model", controller_model},
     };
+    // Present only when the XML has them, like the keys of to_json.
+    const std::pair<const char*, std::string> optional_numbers[] = {
+        {"iops_limit", disk_attr("iotune/total_iops_sec")},
+        {"bandwidth_limit", disk_attr("iotune/total_bytes_sec")},
+        {"queues", queues},
+    };
+    for (const auto& [key, text] : optional_numbers) {
+        if (text.empty()) continue;
+        const std::optional<std::uint64_t> number = parse_positive(text);
+        if (!number) return xml_error(std::string(key) + " is not a positive integer: " + text);
+        applied[key] = *number;
+    }
+    return applied;
 }
 
 }  // namespace ds

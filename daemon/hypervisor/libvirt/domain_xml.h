@@ -56,7 +56,10 @@ std::string libvirt_unsupported_reason(const StorageConfig& config);
 
 // The data disk's settings as written in a domain's XML (normally the live
 // XML), in our names: {"bus", "cache", "aio", "discard", "detect_zeroes",
-// "ssd", "iothread", "image_format", "controller_model"}. The data disk is
+// "ssd", "iothread", "image_format", "controller_model"}, plus "iops_limit",
+// "bandwidth_limit" (<iotune> total_iops_sec, total_bytes_sec) and "queues"
+// (the disk's or, for SCSI, its controller's driver queues) only when the XML
+// has them, as to_json(StorageConfig) has them only when set. The data disk is
 // found by its serial (protocol::kDataDiskSerial). Values are what QEMU gets,
 // e.g. detect_zeroes 'unmap' without discard 'unmap' is reported as "on"
 // because libvirt downgrades it so. controller_model is the SCSI controller's

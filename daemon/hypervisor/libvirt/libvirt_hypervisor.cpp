@@ -17,6 +17,8 @@
 #include <system_error>
 #include <thread>
 
+#include "daemon/hypervisor/libvirt/qemu_monitor.h"
+
 namespace ds {
 namespace {
 
@@ -207,7 +209,8 @@ bool kvm_device_present() {
 }
 
 Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
-    const std::string& uri, const std::string& embed_root_for_default) {
+    const std::string& uri, const std::string& embed_root_for_default,
+    const std::string& guest_files_directory) {
     std::string effective_uri = uri;
     if (effective_uri.empty()) {
         if (embed_root_for_default.empty() || embed_root_for_default.front() != '/') {
@@ -244,36 +247,61 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
     const DomainXmlDialect dialect = type != nullptr && std::string_view(type) == "TEST"
                                          ? DomainXmlDialect::kTestDriver
                                          : DomainXmlDialect::kQemu;
-    return std::unique_ptr<LibvirtHypervisor>(
-        new LibvirtHypervisor(connection, effective_uri, dialect));
+    return std::unique_ptr<LibvirtHypervisor>(new LibvirtHypervisor(
+        connection, effective_uri, dialect, LocalGuestFiles{guest_files_directory}));
 }
 
 LibvirtHypervisor::LibvirtHypervisor(virConnectPtr connection, std::string uri,
-                                     DomainXmlDialect dialect)
-    : connection_(connection), uri_(std::move(uri)), dialect_(dialect) {}
+                                     DomainXmlDialect dialect, LocalGuestFiles guest_files)
+    : connection_(connection),
+      uri_(std::move(uri)),
+      dialect_(dialect),
+      guest_files_(std::move(guest_files)) {}
 
 LibvirtHypervisor::~LibvirtHypervisor() {
     virConnectClose(connection_);
     EventLoopThread::release();
 }
 
-Status LibvirtHypervisor::start_vm(const VmRequest& request) {
-    if (DomainHandle existing{virDomainLookupByName(connection_, request.name.c_str())}) {
+Status LibvirtHypervisor::start_vm(const VmRequest& asked) {
+    if (DomainHandle existing{virDomainLookupByName(connection_, asked.name.c_str())}) {
         return make_error(errc::kConflict,
-                          "libvirt: domain " + request.name + " already exists (" + uri_ + ")");
+                          "libvirt: domain " + asked.name + " already exists (" + uri_ + ")");
     }
     virResetLastError();  // the failed lookup's "no domain" is expected
+    if (!guest_files_.prepare(asked.name)) {
+        return make_error(errc::kIo,
+                          "cannot create the guest files directory " + guest_files_.directory);
+    }
+    VmRequest request = asked;
+    request.agent_socket_path = guest_files_.agent_socket(request.name);
+    request.console_log_path = guest_files_.console_log(request.name);
     const std::string xml = build_domain_xml(request, dialect_);
     // VALIDATE: check the XML against libvirt's schema first, so a mistake in
     // it is reported as such rather than as whatever it later breaks.
     DomainHandle domain{virDomainCreateXML(connection_, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
     if (!domain) return libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name);
-    if (!request.console_log_path.empty()) {
-        std::lock_guard lock(consoles_mutex_);
-        consoles_[request.name] = std::make_unique<ConsoleCapture>(
-            console_socket_path(request.console_log_path), request.console_log_path);
-    }
+    std::lock_guard lock(consoles_mutex_);
+    consoles_[request.name] = std::make_unique<ConsoleCapture>(
+        console_socket_path(request.console_log_path), request.console_log_path);
     return ok_status();
+}
+
+Result<std::unique_ptr<AgentChannel>> LibvirtHypervisor::open_agent_channel(
+    const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) {
+    return connect_unix_agent_channel(guest_files_.agent_socket(vm_name), deadline, cancelled);
+}
+
+std::string LibvirtHypervisor::console_tail(const std::string& vm_name, std::size_t max_bytes) {
+    return guest_files_.console_tail(vm_name, max_bytes);
+}
+
+std::string LibvirtHypervisor::console_location(const std::string& vm_name) {
+    return guest_files_.console_log(vm_name);
+}
+
+void LibvirtHypervisor::discard_console(const std::string& vm_name) {
+    guest_files_.remove_console_log(vm_name);
 }
 
 std::unique_ptr<ConsoleCapture> LibvirtHypervisor::take_console(const std::string& vm_name) {
@@ -295,7 +323,27 @@ Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
     // Flags 0: the live definition (what the running QEMU was started with).
     LibvirtString xml{virDomainGetXMLDesc(domain.get(), 0)};
     if (!xml) return libvirt_error(errc::kHypervisor, "cannot read domain XML", uri_, vm_name);
-    return parse_applied_disk_settings(xml.get());
+    Result<Json> applied = parse_applied_disk_settings(xml.get());
+    // libvirt's test driver runs no QEMU: the domain XML is all there is.
+    if (!applied.ok() || dialect_ != DomainXmlDialect::kQemu) return applied;
+    Result<Json> qemu = read_qemu_disk_settings(libvirt_qmp_transport(domain.get()));
+    if (!qemu.ok()) return qemu.error();
+    (*applied)["qemu"] = std::move(*qemu);
+    return applied;
+}
+
+Result<Json> LibvirtHypervisor::disk_counters(const std::string& vm_name) {
+    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
+    if (!domain) {
+        const bool missing = last_error_code() == VIR_ERR_NO_DOMAIN;
+        return libvirt_error(missing ? errc::kNotFound : errc::kHypervisor, "cannot look up domain",
+                             uri_, vm_name);
+    }
+    if (dialect_ != DomainXmlDialect::kQemu) {
+        return make_error(errc::kUnsupported,
+                          "libvirt's test driver has no disk counters (" + uri_ + ")");
+    }
+    return read_qemu_disk_counters(libvirt_qmp_transport(domain.get()));
 }
 
 Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {
@@ -323,6 +371,8 @@ Status LibvirtHypervisor::destroy_vm(const std::string& vm_name) {
     // Declared first, so it is destroyed last: once QEMU is gone the capture
     // reads the console to its end and stops.
     const std::unique_ptr<ConsoleCapture> console = take_console(vm_name);
+    // Connections made already are unaffected; nothing new can connect.
+    guest_files_.remove_socket(vm_name);
     DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
     if (!domain) {
         if (last_error_code() == VIR_ERR_NO_DOMAIN) {

@@ -17,6 +17,7 @@
 #include "daemon/hypervisor/hypervisor.h"
 #include "daemon/hypervisor/libvirt/console_capture.h"
 #include "daemon/hypervisor/libvirt/domain_xml.h"
+#include "daemon/hypervisor/local_guest_files.h"
 
 // libvirt's connection handle, without pulling libvirt's headers into ours.
 struct _virConnect;
@@ -39,8 +40,11 @@ class LibvirtHypervisor : public Hypervisor {
     // different root while the first is open fails.
     // Errors: errc::kInvalidArgument (relative root), errc::kIo (qemu.conf),
     // errc::kUnavailable (libvirt refused the connection).
+    // Each guest's agent socket and console log go to `guest_files_directory`
+    // (created when a guest starts; see LocalGuestFiles).
     static Result<std::unique_ptr<LibvirtHypervisor>> connect(
-        const std::string& uri, const std::string& embed_root_for_default);
+        const std::string& uri, const std::string& embed_root_for_default,
+        const std::string& guest_files_directory);
 
     // "qemu:///embed?root=ROOT", ROOT percent-encoded where URIs need it.
     static std::string embedded_uri(const std::string& root);
@@ -57,10 +61,21 @@ class LibvirtHypervisor : public Hypervisor {
     // destroyed guest is gone. errc::kConflict if a domain of that name
     // exists already.
     Status start_vm(const VmRequest& request) override;
-    // parse_applied_disk_settings of the live XML. errc::kNotFound if no such
-    // domain.
+    // parse_applied_disk_settings of the live XML, plus (QEMU drivers) "qemu":
+    // read_qemu_disk_settings through the QEMU monitor. errc::kNotFound if no
+    // such domain.
     Result<Json> applied_settings(const std::string& vm_name) override;
+    // read_qemu_disk_counters through the QEMU monitor; errc::kUnsupported on
+    // libvirt's test driver.
+    Result<Json> disk_counters(const std::string& vm_name) override;
     Result<bool> is_running(const std::string& vm_name) override;
+    // The virtio-serial channel QEMU serves on the guest's agent socket.
+    Result<std::unique_ptr<AgentChannel>> open_agent_channel(
+        const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) override;
+    // The console log the capture writes (console_capture.h), a file path.
+    std::string console_tail(const std::string& vm_name, std::size_t max_bytes) override;
+    std::string console_location(const std::string& vm_name) override;
+    void discard_console(const std::string& vm_name) override;
     // Destroys the domain if it runs, undefines it if it is persistent (e.g.
     // defined by hand or by an older daemon). Succeeds if it does not exist.
     Status destroy_vm(const std::string& vm_name) override;
@@ -79,7 +94,8 @@ class LibvirtHypervisor : public Hypervisor {
     // per-thread; the console captures are guarded by consoles_mutex_.
 
   private:
-    LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect);
+    LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect,
+                      LocalGuestFiles guest_files);
     // Removes the guest's console capture from the map (null if none).
     std::unique_ptr<ConsoleCapture> take_console(const std::string& vm_name);
 
@@ -90,6 +106,7 @@ class LibvirtHypervisor : public Hypervisor {
     std::map<std::string, std::unique_ptr<ConsoleCapture>> consoles_;  // guarded by consoles_mutex_
     std::string uri_;
     DomainXmlDialect dialect_;
+    LocalGuestFiles guest_files_;
 };
 
 // Writes ROOT/etc/qemu.conf for the embedded QEMU driver (creating

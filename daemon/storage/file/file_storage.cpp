@@ -26,30 +26,30 @@ Result<Volume> FileStorage::create_volume(const std::string& name, const Storage
                           "cannot create volume directory " + directory_ + ": " + ec.message());
     }
     const std::string path = path_of(name, config.image_format);
-    Volume volume{name, path, config.image_format, FileDisk{path, config.image_format}};
+    const Volume volume{name, FileDisk{path, config.image_format}};
     if (config.image_format == ImageFormat::kQcow2) {
-        Status made = run_command_({"qemu-img", "create", "-q", "-f", "qcow2", volume.path,
+        Status made = run_command_({"qemu-img", "create", "-q", "-f", "qcow2", path,
                                     std::to_string(config.disk_size_bytes)});
         if (!made.ok()) {
-            fs::remove(volume.path, ec);
-            return make_error(errc::kStorage, "qemu-img create " + volume.path +
-                                                  " failed: " + made.error().message);
+            fs::remove(path, ec);
+            return make_error(errc::kStorage,
+                              "qemu-img create " + path + " failed: " + made.error().message);
         }
         return volume;
     }
     // Raw: a sparse file. O_EXCL so two runs can never share a volume.
-    int fd = ::open(volume.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) {
         return make_error(errc::kStorage,
-                          "cannot create volume " + volume.path + ": " + std::strerror(errno));
+                          "cannot create volume " + path + ": " + std::strerror(errno));
     }
     int rc = ::ftruncate(fd, static_cast<off_t>(config.disk_size_bytes));
     int saved_errno = errno;
     ::close(fd);
     if (rc != 0) {
-        fs::remove(volume.path, ec);
+        fs::remove(path, ec);
         return make_error(errc::kStorage,
-                          "cannot size volume " + volume.path + ": " + std::strerror(saved_errno));
+                          "cannot size volume " + path + ": " + std::strerror(saved_errno));
     }
     return volume;
 }

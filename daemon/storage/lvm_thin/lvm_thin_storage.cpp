@@ -321,8 +321,7 @@ Result<std::string> LvmThinStorage::run_lvm(const std::vector<std::string>& argv
 Volume LvmThinStorage::block_volume(const std::string& name) const {
     // LVM's stable name for an active LV (man lvm: /dev/VG/LV, not
     // /dev/mapper, whose escaping may change).
-    return Volume{name, "", ImageFormat::kRaw,
-                  BlockDisk{"/dev/" + pool_.volume_group + "/" + name}};
+    return Volume{name, BlockDisk{"/dev/" + pool_.volume_group + "/" + name}};
 }
 
 Result<std::unique_ptr<LvmThinStorage>> make_lvm_thin_storage(std::string_view text,

@@ -13,9 +13,7 @@ namespace ds {
 
 namespace {
 
-// ---- The one-line configuration -------------------------------------------
-
-constexpr std::string_view kLinePrefix = "rbd:";
+// ---- The options of an rbd storage line ------------------------------------
 
 using OptionSetter = Status (*)(RbdStorageOptions&, std::string_view key, std::string_view value);
 
@@ -207,51 +205,6 @@ Result<RbdStorageOptions> rbd_storage_options(std::string_view pool,
     parsed.pool = pool;
     for (const auto& [key, value] : options) DS_TRY(apply_option(parsed, key, value));
     return parsed;
-}
-
-namespace {
-
-// "KEY=VALUE,KEY=VALUE" -> {KEY: VALUE}; each key once.
-Result<std::map<std::string, std::string>> split_options(std::string_view text) {
-    std::map<std::string, std::string> options;
-    std::size_t start = 0;
-    for (int position = 1; start <= text.size(); ++position) {
-        const std::size_t end = std::min(text.find(',', start), text.size());
-        const std::string item(trim_whitespace(text.substr(start, end - start)));
-        start = end + 1;
-        const std::size_t equals = std::min(item.find('='), item.size());
-        const std::string key = item.substr(0, equals);
-        if (equals == item.size() || !is_option_word(key)) {
-            // Echoed only when it is a word: it might be a pasted key.
-            return make_error(errc::kInvalidArgument,
-                              "rbd storage: option " +
-                                  (is_option_word(item) ? "'" + item + "'"
-                                                        : "number " + std::to_string(position)) +
-                                  " is not KEY=VALUE");
-        }
-        if (!options.emplace(key, item.substr(equals + 1)).second) {
-            return option_error(key, "given twice");
-        }
-    }
-    return options;
-}
-
-}  // namespace
-
-Result<RbdStorageOptions> parse_rbd_storage_options(std::string_view line) {
-    const std::string_view text = trim_whitespace(line);
-    if (!text.starts_with(kLinePrefix)) {
-        return make_error(errc::kInvalidArgument,
-                          "rbd storage: expected rbd:POOL[,KEY=VALUE...], e.g. "
-                          "rbd:disksweep,mon_host=127.0.0.1:6789,id=disksweep");
-    }
-    const std::string_view body = text.substr(kLinePrefix.size());
-    const std::size_t comma = body.find(',');
-    const std::string_view pool = trim_whitespace(body.substr(0, comma));
-    if (comma == std::string_view::npos) return rbd_storage_options(pool, {});
-    auto options = split_options(body.substr(comma + 1));
-    if (!options.ok()) return options.error();
-    return rbd_storage_options(pool, *options);
 }
 
 // ---- Ceph's tools, run for one backend --------------------------------------

@@ -53,16 +53,14 @@ struct RbdOptionKey {
 };
 std::span<const RbdOptionKey> rbd_option_keys();
 
-// From a storage line already split into its pool and KEY=VALUE options.
-// Checks the pool name and every value; errors name the key (never a value,
-// which might be a secret pasted into the wrong place).
+// From a storage line (the daemon config's
+//   rbd:POOL,mon_host=127.0.0.1:6789,id=disksweep,keyring=/path,conf=/path
+// as split by the registry's parse_storage_line) its pool and KEY=VALUE
+// options. Several monitors: mon_host=IP:PORT;IP:PORT; every option is
+// optional. Checks the pool name and every value; errors name the key (never
+// a value, which might be a secret pasted into the wrong place).
 Result<RbdStorageOptions> rbd_storage_options(std::string_view pool,
                                               const std::map<std::string, std::string>& options);
-
-// The one-line form of the daemon config:
-//   rbd:POOL,mon_host=127.0.0.1:6789,id=disksweep,keyring=/path,conf=/path
-// Several monitors: mon_host=IP:PORT;IP:PORT. Every option is optional.
-Result<RbdStorageOptions> parse_rbd_storage_options(std::string_view line);
 
 class RbdStorage : public StorageBackend {
   public:

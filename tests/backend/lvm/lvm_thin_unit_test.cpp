@@ -159,7 +159,6 @@ TEST_CASE("lvm-thin creates a thin LV of the configured size in its pool", "[lvm
     auto volume = storage.create_volume("ds-run-1", raw_config(1ull << 30));
     REQUIRE(volume.ok());
     CHECK(volume->name == "ds-run-1");
-    CHECK(volume->path.empty());  // not a file
     REQUIRE(std::holds_alternative<BlockDisk>(volume->source));
     CHECK(std::get<BlockDisk>(volume->source).path == "/dev/vg0/ds-run-1");
     REQUIRE(lvm.commands.size() == 1);

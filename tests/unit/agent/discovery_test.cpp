@@ -85,6 +85,8 @@ TEST_CASE("discovery: readback of the disk's settings", "[discovery]") {
     CHECK(readback == ds::Json{{"device", "sdb"},
                                {"fs_type", "xfs"},
                                {"mount_options", "rw,noatime,discard"},
+                               {"mount_source", "/dev/sdb"},
+                               {"serial", "disksweep-data"},
                                {"rotational", 0},
                                {"discard_max_bytes", 1073741824},
                                {"logical_block_size", 512},
@@ -97,6 +99,41 @@ TEST_CASE("discovery: readback of the disk's settings", "[discovery]") {
     write_text(tree.sys() / "block/vdc/queue/rotational", "garbage\n");
     const ds::Json partial = read_disk_readback(tree.roots(), "vdc", "/mnt/elsewhere");
     CHECK(partial == ds::Json{{"device", "vdc"}, {"scheduler", "none"}});
+}
+
+TEST_CASE("discovery: driver, write cache, hardware queues and CPUs of the data disk",
+          "[discovery]") {
+    // The sysfs shape a Linux 6.1 guest showed for scsi-hd on virtio-scsi:
+    // /sys/block/sda/device -> .../virtio0/host0/target0:0:0/0:0:0:0, whose
+    // driver is sd, with virtio_scsi bound to virtio0 above it.
+    FakeGuestTree tree;
+    const fs::path pci = tree.sys() / "devices/pci0000:00/0000:01:00.0";
+    const fs::path disk = pci / "virtio0/host0/target0:0:0/0:0:0:0";
+    fs::create_directories(disk);
+    fs::create_directories(tree.sys() / "bus/scsi/drivers/sd");
+    fs::create_directories(tree.sys() / "bus/virtio/drivers/virtio_scsi");
+    fs::create_directories(tree.sys() / "bus/pci/drivers/virtio-pci");
+    fs::create_symlink(tree.sys() / "bus/scsi/drivers/sd", disk / "driver");
+    fs::create_symlink(tree.sys() / "bus/virtio/drivers/virtio_scsi", pci / "virtio0/driver");
+    fs::create_symlink(tree.sys() / "bus/pci/drivers/virtio-pci", pci / "driver");
+    fs::create_directories(tree.sys() / "block/sda/mq/0");
+    fs::create_directories(tree.sys() / "block/sda/mq/1");
+    fs::create_symlink(disk, tree.sys() / "block/sda/device");
+    write_text(tree.sys() / "block/sda/queue/write_cache", "write back\n");
+    write_text(tree.sys() / "devices/system/cpu/online", "0-1\n");
+    const ds::Json readback = read_disk_readback(tree.roots(), "sda", "/mnt/disksweep");
+    CHECK(readback.at("driver") == "virtio_scsi");
+    CHECK(readback.at("write_cache") == "write back");
+    CHECK(readback.at("hw_queues") == 2);
+    CHECK(readback.at("online_cpus") == 2);
+
+    // A lone CPU and a list of ranges.
+    write_text(tree.sys() / "devices/system/cpu/online", "0\n");
+    CHECK(read_disk_readback(tree.roots(), "sda", "/mnt/x").at("online_cpus") == 1);
+    write_text(tree.sys() / "devices/system/cpu/online", "0-3,6,8-9\n");
+    CHECK(read_disk_readback(tree.roots(), "sda", "/mnt/x").at("online_cpus") == 7);
+    write_text(tree.sys() / "devices/system/cpu/online", "3-1\n");
+    CHECK_FALSE(read_disk_readback(tree.roots(), "sda", "/mnt/x").contains("online_cpus"));
 }
 
 TEST_CASE("discovery: queue/scheduler lists what is offered and what is active", "[discovery]") {

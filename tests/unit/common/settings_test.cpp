@@ -43,8 +43,8 @@ TEST_CASE("the axis table declares every axis once, with a valid default", "[set
     for (const auto& axis : axes()) names.emplace_back(axis.name);
     CHECK(names == std::vector<std::string>{"storage", "image_format", "disk_size", "bus", "cache",
                                             "aio", "discard", "detect_zeroes", "ssd", "iothread",
-                                            "scheduler", "read_ahead_kb", "nr_requests",
-                                            "filesystem"});
+                                            "iops_limit", "bandwidth_limit", "queues", "scheduler",
+                                            "read_ahead_kb", "nr_requests", "filesystem"});
     for (const auto& axis : axes()) {
         INFO(axis.name);
         CHECK(find_axis(axis.name) == &axis);
@@ -350,3 +350,49 @@ TEST_CASE("a workload's filesystems and timeout serialise only when set", "[sett
     bad["timeout_s"] = "10m";
     REQUIRE_FALSE(workload_from_json(bad).ok());
 }
+
+namespace ds {
+
+TEST_CASE("throttling and queues: canonical JSON only when set, ids of others unchanged",
+          "[settings]") {
+    const StorageConfig plain;
+    const Json json = to_json(plain);
+    for (const char* key : {"iops_limit", "bandwidth_limit", "queues"})
+        CHECK_FALSE(json.contains(key));
+    // The default configuration's canonical JSON exactly as before these axes.
+    CHECK(
+        canonical_json(plain) ==
+        "{\"aio\":\"default\",\"bus\":\"scsi-single\",\"cache\":\"none\",\"detect_zeroes\":\"off\","
+        "\"discard\":false,\"disk_size_bytes\":1073741824,\"filesystem\":{\"mkfs_options\":[],"
+        "\"mount_options\":\"\",\"post_format\":[],\"type\":\"\"},\"hypervisor\":\"libvirt\","
+        "\"image_format\":\"raw\",\"iothread\":false,\"ssd\":false,\"storage\":\"file\","
+        "\"storage_pool\":\"\"}");
+
+    StorageConfig throttled;
+    throttled.iops_limit = 500;
+    throttled.bandwidth_limit = 8u << 20;
+    throttled.queues = 2;
+    const Json set = to_json(throttled);
+    CHECK(set.at("iops_limit") == 500);
+    CHECK(set.at("bandwidth_limit") == 8388608);
+    CHECK(set.at("queues") == 2);
+    CHECK(config_id(throttled) != config_id(plain));
+    const Result<StorageConfig> back = storage_config_from_json(set);
+    REQUIRE(back.ok());
+    CHECK(*back == throttled);
+    CHECK_FALSE(storage_config_from_json(Json{{"queues", 0}}).ok());
+    CHECK_FALSE(storage_config_from_json(Json{{"iops_limit", -1}}).ok());
+}
+
+TEST_CASE("queues are impossible on sata", "[settings]") {
+    StorageConfig config;
+    config.filesystem.type = "ext4";
+    config.bus = Bus::kSata;
+    config.queues = 2;
+    CHECK(impossible_reason(config) ==
+          "a sata (AHCI) disk has no virtio queues; queues needs virtio-blk, scsi or scsi-single");
+    config.bus = Bus::kVirtioBlk;
+    CHECK(impossible_reason(config).empty());
+}
+
+}  // namespace ds

@@ -280,8 +280,9 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
-          "disk_size, bus, cache, aio, discard, detect_zeroes, ssd, iothread, scheduler, "
-          "read_ahead_kb, nr_requests, filesystem. Did you mean 'cache'?");
+          "disk_size, bus, cache, aio, discard, detect_zeroes, ssd, iothread, iops_limit, "
+          "bandwidth_limit, queues, scheduler, read_ahead_kb, nr_requests, filesystem. Did you "
+          "mean 'cache'?");
     CHECK(parse_error(with_matrix("cache = [\"none\", \"unsafe\", \"nocache\"]")) ==
           "t.toml:3:28: unknown value 'nocache' for axis 'cache'; valid values: none, writeback, "
           "writethrough, directsync, unsafe.");
@@ -803,4 +804,35 @@ TEST_CASE("fio workloads cannot leave the filesystem under test by any way in", 
         parse_message(with_kind("fio", "options = { \"" + name + "\" = \"/dev/sdb\" }"));
         parse_message(with_kind("fio", "job_file = \"[j]\\n" + name + "=/dev/sdb\\n\""));
     }
+}
+
+TEST_CASE("throttling and queue axes: values, units, defaults and what sata cannot have",
+          "[spec][expand]") {
+    SweepSpec spec = parse_ok(
+        "name = \"t\"\n[matrix]\nbus = [\"scsi-single\", \"sata\"]\niops_limit = [500, "
+        "\"none\"]\nbandwidth_limit = \"8m\"\nqueues = 2\n[[workload]]\nkind = \"fio\"\n");
+    Result<SweepPlan> plan = expand_sweep(spec);
+    REQUIRE(plan.ok());
+    REQUIRE(plan->configs.size() == 2);
+    for (const auto& config : plan->configs) {
+        CHECK(config.bus == Bus::kScsiSingle);
+        CHECK(config.bandwidth_limit == std::optional<std::uint64_t>(8u << 20));
+        CHECK(config.queues == std::optional<std::uint64_t>(2));
+    }
+    CHECK(plan->configs[0].iops_limit == std::optional<std::uint64_t>(500));
+    CHECK(plan->configs[1].iops_limit == std::nullopt);
+    REQUIRE(plan->dropped.size() == 2);
+    CHECK(plan->dropped[0].reason ==
+          "a sata (AHCI) disk has no virtio queues; queues needs virtio-blk, scsi or scsi-single");
+
+    CHECK(parse_message("name = \"t\"\n[matrix]\niops_limit = 0\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:3:14: axis 'iops_limit' takes \"none\" or an integer >= 1, not '0'");
+    CHECK(parse_message("name = \"t\"\n[matrix]\nbandwidth_limit = \"fast\"\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:3:19: axis 'bandwidth_limit' takes \"none\" or a size above 0 (bytes, or a "
+          "number with k, m, g or t), not 'fast'");
+    CHECK(parse_message("name = \"t\"\n[matrix]\nqueues = true\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:3:10: values of axis 'queues' must be \"default\" or an integer, not a boolean");
 }

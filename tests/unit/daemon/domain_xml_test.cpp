@@ -360,3 +360,62 @@ TEST_CASE("parse_applied_disk_settings reports what is wrong", "[domain_xml]") {
 }
 
 }  // namespace ds
+
+namespace ds {
+
+TEST_CASE("domain XML: throttling and queues are written and read back", "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.config.iops_limit = 500;
+    request.config.bandwidth_limit = 8u << 20;
+    request.config.queues = 2;
+    for (const Bus bus : {Bus::kVirtioBlk, Bus::kScsi, Bus::kScsiSingle}) {
+        request.config.bus = bus;
+        request.config.iothread = bus != Bus::kScsi;
+        const std::string xml = build_domain_xml(request);
+        INFO(xml);
+        CHECK(contains(xml, "<iotune>"));
+        CHECK(contains(xml, "<total_bytes_sec>8388608</total_bytes_sec>"));
+        CHECK(contains(xml, "<total_iops_sec>500</total_iops_sec>"));
+        CHECK(contains(xml, "queues='2'"));
+        const Result<Json> applied = parse_applied_disk_settings(xml);
+        REQUIRE(applied.ok());
+        CHECK(applied->at("iops_limit") == 500);
+        CHECK(applied->at("bandwidth_limit") == 8388608);
+        CHECK(applied->at("queues") == 2);
+    }
+    // On virtio-scsi the queues belong to the controller, beside its IO thread.
+    request.config.bus = Bus::kScsiSingle;
+    CHECK(contains(build_domain_xml(request), "<driver queues='2' iothread='1'/>"));
+}
+
+TEST_CASE("domain XML: no throttling or queues unless asked", "[domain_xml]") {
+    const std::string xml = build_domain_xml(sample_request());
+    CHECK_FALSE(contains(xml, "iotune"));
+    CHECK_FALSE(contains(xml, "queues="));
+    const Result<Json> applied = parse_applied_disk_settings(xml);
+    REQUIRE(applied.ok());
+    for (const char* key : {"iops_limit", "bandwidth_limit", "queues"})
+        CHECK_FALSE(applied->contains(key));
+}
+
+TEST_CASE("domain XML: queues on sata are written for libvirt to refuse", "[domain_xml]") {
+    StorageConfig config;
+    config.bus = Bus::kSata;
+    config.queues = 2;
+    CHECK(libvirt_unsupported_reason(config) == "queues: SATA (AHCI) disks have no virtio queues");
+    VmRequest request = sample_request();
+    request.config = config;
+    CHECK(contains(build_domain_xml(request), "queues='2'"));
+}
+
+TEST_CASE("parse_applied_disk_settings refuses a malformed limit", "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.config.iops_limit = 500;
+    std::string xml = build_domain_xml(request);
+    xml.replace(xml.find(">500<"), 5, ">5x0<");
+    const Result<Json> applied = parse_applied_disk_settings(xml);
+    REQUIRE_FALSE(applied.ok());
+    CHECK(applied.error().message == "domain XML: iops_limit is not a positive integer: 5x0");
+}
+
+}  // namespace ds

@@ -160,6 +160,18 @@ bool GuestChannel::sleep(std::chrono::milliseconds duration) {
 // ---------------------------------------------------------------------------
 // Guest scripts
 
+// The guest driver behind the data disk on each bus, as Linux 6.1 shows it.
+std::string guest_driver_for(Bus bus) {
+    switch (bus) {
+        case Bus::kVirtioBlk:
+            return "virtio_blk";
+        case Bus::kSata:
+            return "ahci";
+        default:
+            return "virtio_scsi";
+    }
+}
+
 Json matching_readback(const VmRequest& request, const Json& job) {
     const StorageConfig& config = request.config;
     const FilesystemSpec& filesystem = config.filesystem;
@@ -174,7 +186,16 @@ Json matching_readback(const VmRequest& request, const Json& job) {
                   {"nr_requests", config.nr_requests.value_or(256)},
                   {"scheduler", config.scheduler == IoScheduler::kDefault
                                     ? std::string("mq-deadline")
-                                    : std::string(to_string(config.scheduler))}};
+                                    : std::string(to_string(config.scheduler))},
+                  {"driver", guest_driver_for(config.bus)},
+                  {"write_cache", config.cache == CacheMode::kWritethrough ||
+                                          config.cache == CacheMode::kDirectsync
+                                      ? "write through"
+                                      : "write back"},
+                  {"serial", std::string(protocol::kDataDiskSerial)},
+                  {"mount_source", "/dev/sdb"},
+                  {"online_cpus", 2},
+                  {"hw_queues", std::min<int>(config.queues.value_or(2), 2)}};
     const auto& steps = filesystem.post_format;
     const bool nocow = std::find(steps.begin(), steps.end(), "nocow") != steps.end();
     readback["work_dir_attributes"] = nocow ? "---------------C------" : "----------------------";
@@ -317,6 +338,11 @@ void FakeHypervisor::set_console_text(std::string text) {
     console_text_ = std::move(text);
 }
 
+void FakeHypervisor::set_guest_files_directory(std::string directory) {
+    std::lock_guard lock(mutex_);
+    files_.directory = std::move(directory);
+}
+
 std::vector<std::string> FakeHypervisor::started() const {
     std::lock_guard lock(mutex_);
     return started_;
@@ -364,15 +390,19 @@ bool FakeHypervisor::guest_connected(const std::string& name) const {
     return it != logs_.end() && it->second->connected.load();
 }
 
-Status FakeHypervisor::start_vm(const VmRequest& request) {
+Status FakeHypervisor::start_vm(const VmRequest& asked) {
     std::lock_guard lock(mutex_);
+    VmRequest request = asked;
+    request.agent_socket_path = files_.agent_socket(request.name);
+    request.console_log_path = files_.console_log(request.name);
     started_.push_back(request.name);
     requests_[request.name] = request;
     if (start_failure_) return make_error(errc::kHypervisor, *start_failure_);
     if (vms_.count(request.name)) {
         return make_error(errc::kHypervisor, "domain '" + request.name + "' already exists");
     }
-    if (!request.console_log_path.empty()) write_text(request.console_log_path, console_text_);
+    if (!files_.prepare(request.name)) return make_error(errc::kIo, "cannot create guest files");
+    write_text(request.console_log_path, console_text_);
 
     auto vm = std::make_unique<Vm>();
     vm->request = request;
@@ -458,11 +488,37 @@ Result<bool> FakeHypervisor::is_running(const std::string& vm_name) {
     return !it->second->powered_off->load();
 }
 
+Result<std::unique_ptr<AgentChannel>> FakeHypervisor::open_agent_channel(
+    const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) {
+    std::string socket;
+    {
+        std::lock_guard lock(mutex_);
+        socket = files_.agent_socket(vm_name);
+    }
+    return connect_unix_agent_channel(socket, deadline, cancelled);
+}
+
+std::string FakeHypervisor::console_tail(const std::string& vm_name, std::size_t max_bytes) {
+    std::lock_guard lock(mutex_);
+    return files_.console_tail(vm_name, max_bytes);
+}
+
+std::string FakeHypervisor::console_location(const std::string& vm_name) {
+    std::lock_guard lock(mutex_);
+    return files_.console_log(vm_name);
+}
+
+void FakeHypervisor::discard_console(const std::string& vm_name) {
+    std::lock_guard lock(mutex_);
+    files_.remove_console_log(vm_name);
+}
+
 Status FakeHypervisor::destroy_vm(const std::string& vm_name) {
     std::unique_ptr<Vm> vm;
     {
         std::lock_guard lock(mutex_);
         destroyed_.push_back(vm_name);
+        files_.remove_socket(vm_name);
         auto it = vms_.find(vm_name);
         if (it == vms_.end()) return ok_status();  // already gone
         vm = std::move(it->second);
@@ -517,7 +573,7 @@ Result<Volume> FakeStorage::create_volume(const std::string& name, const Storage
     created_.push_back(name);
     const std::string path =
         "/fake/volumes/" + name + "." + std::string(to_string(config.image_format));
-    return Volume{name, path, config.image_format, FileDisk{path, config.image_format}};
+    return Volume{name, FileDisk{path, config.image_format}};
 }
 
 Status FakeStorage::remove_volume(const std::string& name) {
@@ -656,6 +712,7 @@ std::vector<std::string> EventLog::types() {
 
 ExecutorFixture::ExecutorFixture() {
     config.state_dir = dir.path().string();
+    hypervisor.set_guest_files_directory(config.run_dir());
     store = open_store(dir.file("results.db"));
 }
 
@@ -669,6 +726,7 @@ RunEnvironment ExecutorFixture::environment() {
     env.image = GuestImage{"/fake/vmlinuz", "/fake/initrd.img", "/fake/root.img"};
     env.image_for_variant = image_for_variant;
     env.accel = Accel::kTcg;
+    env.observer = observer;
     return env;
 }
 

@@ -22,6 +22,7 @@
 #include "common/settings.h"
 #include "daemon/config.h"
 #include "daemon/hypervisor/hypervisor.h"
+#include "daemon/hypervisor/local_guest_files.h"
 #include "daemon/run/events.h"
 #include "daemon/run/run_executor.h"
 #include "daemon/storage/storage.h"
@@ -124,9 +125,9 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour = {});
 Json hello_payload();
 
 // ---------------------------------------------------------------------------
-// FakeHypervisor: records every call; start_vm binds request.agent_socket_path
-// (as QEMU does) and runs the guest script on a thread against the first
-// connection; destroy_vm stops and joins that thread.
+// FakeHypervisor: records every call; start_vm binds the guest's agent socket
+// where LocalGuestFiles puts it (as QEMU does for the libvirt backend) and runs the guest script on
+// a thread against the first connection; destroy_vm stops and joins that thread.
 class FakeHypervisor : public Hypervisor {
   public:
     FakeHypervisor();
@@ -145,6 +146,9 @@ class FakeHypervisor : public Hypervisor {
     // started): a seam with a bug, for the executor's last-resort boundary.
     void throw_from_applied_settings(std::string what);
     void set_console_text(std::string text);
+    // Where agent sockets and console logs go (LocalGuestFiles); set before
+    // the first start_vm.
+    void set_guest_files_directory(std::string directory);
 
     // --- recorded ---
     std::vector<std::string> started() const;
@@ -163,6 +167,11 @@ class FakeHypervisor : public Hypervisor {
     Status start_vm(const VmRequest& request) override;
     Result<Json> applied_settings(const std::string& vm_name) override;
     Result<bool> is_running(const std::string& vm_name) override;
+    Result<std::unique_ptr<AgentChannel>> open_agent_channel(
+        const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) override;
+    std::string console_tail(const std::string& vm_name, std::size_t max_bytes) override;
+    std::string console_location(const std::string& vm_name) override;
+    void discard_console(const std::string& vm_name) override;
     Status destroy_vm(const std::string& vm_name) override;
     Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
     Json versions() override { return Json{{"qemu", "7.2.0-fake"}, {"libvirt", "9.0.0-fake"}}; }
@@ -194,6 +203,7 @@ class FakeHypervisor : public Hypervisor {
     std::optional<std::string> applied_throw_;
     Json applied_patch_;
     std::string console_text_ = "[    0.000000] Linux version 6.1.0-fake (fake guest)\n";
+    LocalGuestFiles files_{"/tmp/disksweep-fake-guests"};
     std::map<std::string, std::unique_ptr<Vm>> vms_;
     std::map<std::string, std::shared_ptr<GuestLog>> logs_;
     std::map<std::string, VmRequest> requests_;
@@ -213,6 +223,7 @@ class FakeStorage : public StorageBackend {
     std::vector<std::string> live_volumes() const;
 
     std::string name() const override { return "fake"; }
+    DiskSourceKind produces() const override { return DiskSourceKind::kFile; }
     Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
     Status remove_volume(const std::string& name) override;
     Result<std::vector<std::string>> list_volumes(const std::string& prefix) override;
@@ -276,6 +287,7 @@ struct ExecutorFixture {
 
     // Handed to RunEnvironment::image_for_variant (unset: the base image).
     std::function<Result<GuestImage>(std::string_view variant)> image_for_variant;
+    RunObserver* observer = nullptr;  // handed to RunEnvironment::observer
 
     RunEnvironment environment();
     // A new one-run sweep (of fio_workload() unless given); returns the

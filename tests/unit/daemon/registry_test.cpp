@@ -59,6 +59,22 @@ TEST_CASE("storage lines split into kind, pool and options", "[registry]") {
     CHECK_THAT(no_value.error().message, Catch::Contains("'keyring' is not KEY=VALUE"));
     CHECK_FALSE(parse_storage_line("rbd:").ok());
     CHECK_FALSE(parse_storage_line(",id=x").ok());
+    auto trailing = parse_storage_line("rbd:p,");
+    REQUIRE_FALSE(trailing.ok());
+    CHECK_THAT(trailing.error().message, Catch::Contains("option number 1 is not KEY=VALUE"));
+}
+
+TEST_CASE("a storage line's errors never echo what may be a secret", "[registry]") {
+    const std::string key = "AQBxvUtlAAAAABAAkD1Zx4Cr1zvVTmJC4wyU3w==";
+    for (const std::string& text :
+         {"rbd:p," + key, "rbd:p,id=a," + key + "x", "rbd:" + key + ","}) {
+        auto parsed = parse_storage_line(text);
+        INFO(text);
+        REQUIRE_FALSE(parsed.ok());
+        CHECK_THAT(parsed.error().message, !Catch::Contains(key.substr(0, 12)));
+    }
+    // Pasted as an option's value, it reaches the rbd backend, which refuses
+    // it without echoing (rbd_storage_unit_test.cpp).
 }
 
 TEST_CASE("an unknown storage kind or option is refused with what is valid", "[registry]") {

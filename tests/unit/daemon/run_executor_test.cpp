@@ -99,8 +99,8 @@ TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived 
     CHECK(stored.applied_settings.at("guest").at("rotational") == 0);
     CHECK(stored.applied_settings.at("guest").at("fs_type") == "ext4");
 
-    for (const char* key : {"provision_s", "boot_s", "bench_s", "format_s", "mount_s", "guest_s",
-                            "teardown_s", "total_s"}) {
+    for (const char* key : {"provision_s", "boot_s", "bench_s", "format_s", "mount_s", "job_s",
+                            "verify_s", "teardown_s", "total_s"}) {
         INFO(key);
         REQUIRE(stored.timings.contains(key));
         CHECK(stored.timings.at(key).get<double>() >= 0);
@@ -364,11 +364,11 @@ TEST_CASE("executor: settings not in force fail the run with the difference", "[
     }
     SECTION("the hypervisor applied another cache mode") {
         fixture.hypervisor.set_applied_patch(Json{{"cache", "writeback"}});
-        expected = {"cache: requested unsafe, in force writeback"};
+        expected = {"cache: requested unsafe, domain XML has writeback"};
     }
     SECTION("the hypervisor does not report iothread") {
         fixture.hypervisor.set_applied_patch(Json{{"iothread", nullptr}});
-        expected = {"iothread: requested on, not reported by the hypervisor"};
+        expected = {"iothread: requested on, not reported by domain XML"};
     }
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest(behaviour));
     INFO(finished.failure_reason);
@@ -701,4 +701,73 @@ TEST_CASE("executor: a missing image variant fails the run naming it",
     CHECK(fixture.hypervisor.started().empty());
 }
 
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+using namespace ds::testing;
+
+// Records what an observer is told, as host telemetry would see it.
+class PhaseLog : public RunObserver {
+  public:
+    void phase_started(std::int64_t, RunPhase phase) override {
+        events.push_back("start " + std::string(to_string(phase)));
+    }
+    void phase_finished(std::int64_t, RunPhase phase, double seconds,
+                        const Status& outcome) override {
+        events.push_back(std::string(outcome.ok() ? "ok " : "failed ") +
+                         std::string(to_string(phase)));
+        CHECK(seconds >= 0);
+    }
+    std::vector<std::string> events;
+};
+
+TEST_CASE("run phases: each is timed and reported to the observer in order", "[run_executor]") {
+    ExecutorFixture fixture;
+    PhaseLog log;
+    fixture.observer = &log;
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    REQUIRE(finished.status == "succeeded");
+    CHECK(log.events == std::vector<std::string>{"start provision", "ok provision", "start boot",
+                                                 "ok boot", "start job", "ok job", "start verify",
+                                                 "ok verify", "start teardown", "ok teardown",
+                                                 "start record", "ok record"});
+    for (const char* phase : {"provision_s", "boot_s", "job_s", "verify_s", "teardown_s"})
+        CHECK(fixture.stored(finished.id).timings.at(phase).get<double>() >= 0);
+}
+
+TEST_CASE("run phases: a failed phase ends the run there; teardown and record still run",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    PhaseLog log;
+    fixture.observer = &log;
+    fixture.hypervisor.fail_start("no QEMU today");
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    REQUIRE(finished.status == "failed");
+    CHECK(log.events == std::vector<std::string>{"start provision", "ok provision", "start boot",
+                                                 "failed boot", "start teardown", "ok teardown",
+                                                 "start record", "ok record"});
+    const RunRecord stored = fixture.stored(finished.id);
+    CHECK_FALSE(stored.timings.contains("job_s"));
+    CHECK(stored.timings.contains("boot_s"));
+}
+
+// An observer with a bug does not fail the run it watches.
+class ThrowingObserver : public RunObserver {
+  public:
+    void phase_started(std::int64_t, RunPhase) override { throw std::runtime_error("oops"); }
+    void phase_finished(std::int64_t, RunPhase, double, const Status&) override {}
+};
+
+TEST_CASE("run phases: an observer that throws does not fail the run", "[run_executor]") {
+    ExecutorFixture fixture;
+    ThrowingObserver observer;
+    fixture.observer = &observer;
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    CHECK(fixture.execute(fixture.pending_run()).status == "succeeded");
+}
+
+}  // namespace
 }  // namespace ds

@@ -33,7 +33,13 @@ Json matching_guest() {
                 {"rotational", 0},
                 {"discard_max_bytes", 1073741824},
                 {"scheduler", "[mq-deadline] none"},
-                {"logical_block_size", 512}};
+                {"logical_block_size", 512},
+                {"driver", "virtio_scsi"},
+                {"write_cache", "write back"},
+                {"serial", "disksweep-data"},
+                {"mount_source", "/dev/sda"},
+                {"hw_queues", 2},
+                {"online_cpus", 2}};
 }
 
 }  // namespace
@@ -57,10 +63,10 @@ TEST_CASE("verify_settings: hypervisor mismatches, one line each", "[settings_ve
     const std::vector<std::string> mismatches =
         verify_settings(reference_config(), applied, nullptr);
     REQUIRE(mismatches.size() == 4);
-    CHECK(mismatches[0] == "bus: requested scsi-single, in force scsi");
-    CHECK(mismatches[1] == "cache: requested unsafe, in force none");
-    CHECK(mismatches[2] == "aio: requested io_uring, not reported by the hypervisor");
-    CHECK(mismatches[3] == "discard: requested on, in force off");
+    CHECK(mismatches[0] == "bus: requested scsi-single, domain XML has scsi");
+    CHECK(mismatches[1] == "cache: requested unsafe, domain XML has none");
+    CHECK(mismatches[2] == "aio: requested io_uring, not reported by domain XML");
+    CHECK(mismatches[3] == "discard: requested on, domain XML has off");
 }
 
 TEST_CASE("verify_settings: every hypervisor key is compared", "[settings_verify]") {
@@ -117,10 +123,16 @@ TEST_CASE("verify_settings: guest mismatches", "[settings_verify]") {
     }
     SECTION("keys the checks need are missing") {
         const auto mismatches = verify_settings(reference_config(), nullptr, Json::object());
-        REQUIRE(mismatches.size() == 5);
+        REQUIRE(mismatches.size() == 8);
         CHECK(mismatches[0] == "filesystem: requested ext4, guest has none reported");
         CHECK(mismatches[3] == "ssd: requested on, guest did not report rotational");
         CHECK(mismatches[4] == "discard: requested on, guest did not report discard_max_bytes");
+        CHECK(mismatches[5] ==
+              "bus scsi-single: expected driver virtio_scsi, guest did not report it");
+        CHECK(mismatches[6] ==
+              "cache unsafe: expected write_cache write back, guest did not report it");
+        CHECK(mismatches[7] ==
+              "data disk: expected serial disksweep-data, guest did not report it");
     }
     SECTION("not an object") {
         const auto mismatches = verify_settings(reference_config(), Json::array(), Json("x"));
@@ -421,6 +433,182 @@ TEST_CASE("verify_settings: a readback value of the wrong type is a mismatch, sh
     guest["fs_type"] = 1;
     CHECK(verify_settings(reference_config(), nullptr, guest) ==
           std::vector<std::string>{"filesystem: requested ext4, guest has 1"});
+}
+
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+// QEMU's view as read_qemu_disk_settings gives it for reference_config().
+Json matching_qemu() {
+    return Json{{"bus", "scsi-single"},
+                {"cache", "unsafe"},
+                {"detect_zeroes", "unmap"},
+                {"discard", true},
+                {"ssd", true},
+                {"iothread", true},
+                {"queues", 2},
+                {"image_format", "raw"},
+                {"qdev", "scsi0-0-0-0"},
+                {"sources",
+                 {{"cache", "query-block cache.direct/writeback/no-flush"},
+                  {"bus", "qom-get parent_bus: the controller's id"}}}};
+}
+
+Json with_qemu(Json qemu) {
+    Json applied = matching_hypervisor();
+    applied["qemu"] = std::move(qemu);
+    return applied;
+}
+
+}  // namespace
+
+TEST_CASE("verify_settings: the QEMU level is compared too, naming its source",
+          "[settings_verify]") {
+    CHECK(verify_settings(reference_config(), with_qemu(matching_qemu()), nullptr).empty());
+    Json qemu = matching_qemu();
+    qemu["cache"] = "none";
+    qemu["bus"] = "scsi";
+    const auto mismatches = verify_settings(reference_config(), with_qemu(qemu), nullptr);
+    REQUIRE(mismatches.size() == 2);
+    CHECK(mismatches[0] ==
+          "bus: requested scsi-single, QEMU has scsi (qom-get parent_bus: the controller's id)");
+    CHECK(mismatches[1] ==
+          "cache: requested unsafe, QEMU has none (query-block cache.direct/writeback/no-flush)");
+}
+
+TEST_CASE("verify_settings: both levels report their own mismatch", "[settings_verify]") {
+    Json applied = with_qemu(matching_qemu());
+    applied["iothread"] = false;
+    applied["qemu"]["iothread"] = false;
+    const auto mismatches = verify_settings(reference_config(), applied, nullptr);
+    REQUIRE(mismatches.size() == 2);
+    CHECK(mismatches[0] == "iothread: requested on, domain XML has off");
+    CHECK(mismatches[1] == "iothread: requested on, QEMU has off");
+}
+
+TEST_CASE("verify_settings: what QEMU cannot show is not demanded of it", "[settings_verify]") {
+    // QEMU 7.2's QMP has no aio and shows discard only as detect_zeroes=unmap.
+    Json qemu = matching_qemu();
+    qemu.erase("discard");
+    CHECK(verify_settings(reference_config(), with_qemu(qemu), nullptr).empty());
+    // A key QEMU always shows is a mismatch when missing.
+    qemu.erase("ssd");
+    const auto mismatches = verify_settings(reference_config(), with_qemu(qemu), nullptr);
+    REQUIRE(mismatches.size() == 1);
+    CHECK(mismatches[0] == "ssd: requested on, not reported by QEMU");
+    // discard shown by QEMU though not requested is a mismatch.
+    StorageConfig config = reference_config();
+    config.discard = false;
+    config.detect_zeroes = DetectZeroes::kOff;
+    Json applied = with_qemu(matching_qemu());
+    applied["discard"] = false;
+    applied["detect_zeroes"] = "off";
+    applied["qemu"]["detect_zeroes"] = "off";
+    config.filesystem.mount_options = "";
+    const auto discard = verify_settings(config, applied, nullptr);
+    REQUIRE(discard.size() == 1);
+    CHECK(discard[0] == "discard: requested off, QEMU has on");
+}
+
+TEST_CASE("verify_settings: throttling and queues at both levels", "[settings_verify]") {
+    StorageConfig config = reference_config();
+    config.iops_limit = 500;
+    config.bandwidth_limit = 8u << 20;
+    config.queues = 2;
+    Json applied = with_qemu(matching_qemu());
+    for (Json* level : {&applied, &applied["qemu"]}) {
+        (*level)["iops_limit"] = 500;
+        (*level)["bandwidth_limit"] = 8u << 20;
+        (*level)["queues"] = 2;
+    }
+    CHECK(verify_settings(config, applied, nullptr).empty());
+
+    Json unthrottled_qemu = applied;
+    unthrottled_qemu["qemu"].erase("iops_limit");
+    unthrottled_qemu["qemu"]["queues"] = 1;
+    const auto mismatches = verify_settings(config, unthrottled_qemu, nullptr);
+    REQUIRE(mismatches.size() == 2);
+    CHECK(mismatches[0] == "iops_limit: requested 500, QEMU has none");
+    CHECK(mismatches[1] == "queues: requested 2, QEMU has 1");
+
+    // Not requested: a limit in force is a mismatch, queues are QEMU's choice.
+    const StorageConfig plain = reference_config();
+    const auto unrequested = verify_settings(plain, applied, nullptr);
+    REQUIRE(unrequested.size() == 4);
+    CHECK(unrequested[0] == "iops_limit: requested none, domain XML has 500");
+    CHECK(unrequested[1] == "bandwidth_limit: requested none, domain XML has 8388608");
+}
+
+TEST_CASE("verify_settings: the guest's driver, write cache, queues and data disk",
+          "[settings_verify]") {
+    SECTION("the driver follows the bus") {
+        StorageConfig config = reference_config();
+        Json guest = matching_guest();
+        for (const auto& [bus, driver] :
+             std::vector<std::pair<Bus, std::string>>{{Bus::kVirtioBlk, "virtio_blk"},
+                                                      {Bus::kScsi, "virtio_scsi"},
+                                                      {Bus::kScsiSingle, "virtio_scsi"},
+                                                      {Bus::kSata, "ahci"}}) {
+            config.bus = bus;
+            guest["driver"] = driver;
+            INFO(driver);
+            CHECK(verify_settings(config, nullptr, guest).empty());
+        }
+        guest["driver"] = "virtio_blk";
+        config.bus = Bus::kScsiSingle;
+        const auto mismatches = verify_settings(config, nullptr, guest);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0] ==
+              "bus scsi-single: expected driver virtio_scsi, guest has virtio_blk");
+    }
+    SECTION("write cache per cache mode, as QEMU 7.2 showed it") {
+        StorageConfig config = reference_config();
+        Json guest = matching_guest();
+        for (const auto& [cache, shown] : std::vector<std::pair<CacheMode, std::string>>{
+                 {CacheMode::kNone, "write back"},
+                 {CacheMode::kWriteback, "write back"},
+                 {CacheMode::kUnsafe, "write back"},
+                 {CacheMode::kWritethrough, "write through"},
+                 {CacheMode::kDirectsync, "write through"}}) {
+            config.cache = cache;
+            guest["write_cache"] = shown;
+            INFO(shown);
+            CHECK(verify_settings(config, nullptr, guest).empty());
+        }
+        config.cache = CacheMode::kWritethrough;
+        guest["write_cache"] = "write back";
+        const auto mismatches = verify_settings(config, nullptr, guest);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0] ==
+              "cache writethrough: expected write_cache write through, guest has write back");
+    }
+    SECTION("hardware queues: at most one per guest CPU") {
+        StorageConfig config = reference_config();
+        config.queues = 4;
+        Json guest = matching_guest();  // 2 CPUs, 2 queues: measured with queues=4
+        CHECK(verify_settings(config, nullptr, guest).empty());
+        config.queues = 1;
+        const auto mismatches = verify_settings(config, nullptr, guest);
+        REQUIRE(mismatches.size() == 1);
+        CHECK(mismatches[0] ==
+              "queues: requested 1 (1 with 2 guest CPUs), guest has 2 hardware queues");
+        guest.erase("online_cpus");
+        CHECK(verify_settings(config, nullptr, guest) ==
+              std::vector<std::string>{
+                  "queues: requested 1, guest did not report hw_queues and online_cpus"});
+    }
+    SECTION("the filesystem is mounted from the data disk found by serial") {
+        Json guest = matching_guest();
+        guest["mount_source"] = "/dev/vda";
+        guest["serial"] = "disksweep-root";
+        const auto mismatches = verify_settings(reference_config(), nullptr, guest);
+        REQUIRE(mismatches.size() == 2);
+        CHECK(mismatches[0] ==
+              "data disk: expected serial disksweep-data, guest has disksweep-root");
+        CHECK(mismatches[1] == "data disk: expected mount_source /dev/sda, guest has /dev/vda");
+    }
 }
 
 }  // namespace ds
