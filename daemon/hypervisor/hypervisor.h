@@ -32,11 +32,6 @@ struct VmRequest {
     StorageConfig config;  // the disk settings to apply to the data disk
     DiskSource data_disk;  // the data disk, typed (Hypervisor::attachable_disks)
     GuestImage image;
-    // Set by the libvirt backend itself (LocalGuestFiles), never by callers:
-    // where QEMU binds the agent channel and the console. To move into the
-    // libvirt backend's own request type with its domain XML writer.
-    std::string agent_socket_path;
-    std::string console_log_path;
     std::string kernel_cmdline_extra;
     Accel accel = Accel::kTcg;
     int vcpus = 1;

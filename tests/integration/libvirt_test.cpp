@@ -129,7 +129,7 @@ TEST_CASE("virt-xml-validate accepts the generated domain XML", "[libvirt][integ
             request.accel = accel;
             request.kernel_cmdline_extra = "root=/dev/vda ro quiet";
             const fs::path file = dir.path() / ("domain-" + std::to_string(index++) + ".xml");
-            std::ofstream(file) << build_domain_xml(request);
+            std::ofstream(file) << build_domain_xml(request, LocalGuestFiles{guest_files_dir()});
             const Result<ProcessOutput> output =
                 runner.run({"virt-xml-validate", file.string(), "domain"}, 60s);
             REQUIRE(output.ok());
@@ -216,8 +216,9 @@ TEST_CASE("test driver: destroy_vm also removes a persistent domain", "[libvirt]
     // person might have done; test:///default is one shared state per process.
     virConnectPtr raw = virConnectOpen("test:///default");
     REQUIRE(raw != nullptr);
-    const std::string xml = build_domain_xml(request_for(name, StorageConfig{}, dir.path()),
-                                             DomainXmlDialect::kTestDriver);
+    const std::string xml =
+        build_domain_xml(request_for(name, StorageConfig{}, dir.path()),
+                         LocalGuestFiles{guest_files_dir()}, DomainXmlDialect::kTestDriver);
     virDomainPtr domain = virDomainDefineXML(raw, xml.c_str());
     REQUIRE(domain != nullptr);
     REQUIRE(virDomainCreate(domain) == 0);

@@ -398,8 +398,8 @@ std::string xml_escape(std::string_view text) {
     return escaped;
 }
 
-std::string build_domain_xml(const VmRequest& request, DomainXmlDialect dialect,
-                             const std::string& rbd_secret_uuid) {
+std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& files,
+                             DomainXmlDialect dialect, const std::string& rbd_secret_uuid) {
     const StorageConfig& config = request.config;
     XmlWriter xml;
     // 'qemu' is libvirt's name for TCG (QEMU without hardware acceleration).
@@ -441,12 +441,12 @@ std::string build_domain_xml(const VmRequest& request, DomainXmlDialect dialect,
     // file chardev would grow as long as the guest prints.
     xml.open("serial", {{"type", "unix"}});
     xml.empty("source",
-              {{"mode", "bind"}, {"path", console_socket_path(request.console_log_path)}});
+              {{"mode", "bind"}, {"path", console_socket_path(files.console_log(request.name))}});
     xml.empty("target", {{"port", "0"}});
     xml.close("serial");
 
     xml.open("channel", {{"type", "unix"}});
-    xml.empty("source", {{"mode", "bind"}, {"path", request.agent_socket_path}});
+    xml.empty("source", {{"mode", "bind"}, {"path", files.agent_socket(request.name)}});
     xml.empty("target", {{"type", "virtio"}, {"name", str(protocol::kChannelName)}});
     xml.close("channel");
 

@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "common/settings.h"
 #include "daemon/hypervisor/hypervisor.h"
+#include "daemon/hypervisor/local_guest_files.h"
 
 namespace ds {
 
@@ -45,7 +46,9 @@ inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-s
 //    will refuse (see libvirt_unsupported_reason): refusing is theirs to do,
 //    at start_vm, with their own message; what they silently change instead
 //    shows up in parse_applied_disk_settings. Nothing is dropped or faked here.
-std::string build_domain_xml(const VmRequest& request,
+// The agent channel and the console are served by QEMU on the sockets
+// `files` names for request.name.
+std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& files,
                              DomainXmlDialect dialect = DomainXmlDialect::kQemu,
                              const std::string& rbd_secret_uuid = "");
 

@@ -263,27 +263,25 @@ LibvirtHypervisor::~LibvirtHypervisor() {
     EventLoopThread::release();
 }
 
-Status LibvirtHypervisor::start_vm(const VmRequest& asked) {
-    if (DomainHandle existing{virDomainLookupByName(connection_, asked.name.c_str())}) {
+Status LibvirtHypervisor::start_vm(const VmRequest& request) {
+    if (DomainHandle existing{virDomainLookupByName(connection_, request.name.c_str())}) {
         return make_error(errc::kConflict,
-                          "libvirt: domain " + asked.name + " already exists (" + uri_ + ")");
+                          "libvirt: domain " + request.name + " already exists (" + uri_ + ")");
     }
     virResetLastError();  // the failed lookup's "no domain" is expected
-    if (!guest_files_.prepare(asked.name)) {
+    if (!guest_files_.prepare(request.name)) {
         return make_error(errc::kIo,
                           "cannot create the guest files directory " + guest_files_.directory);
     }
-    VmRequest request = asked;
-    request.agent_socket_path = guest_files_.agent_socket(request.name);
-    request.console_log_path = guest_files_.console_log(request.name);
-    const std::string xml = build_domain_xml(request, dialect_);
+    const std::string xml = build_domain_xml(request, guest_files_, dialect_);
     // VALIDATE: check the XML against libvirt's schema first, so a mistake in
     // it is reported as such rather than as whatever it later breaks.
     DomainHandle domain{virDomainCreateXML(connection_, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
     if (!domain) return libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name);
     std::lock_guard lock(consoles_mutex_);
     consoles_[request.name] = std::make_unique<ConsoleCapture>(
-        console_socket_path(request.console_log_path), request.console_log_path);
+        console_socket_path(guest_files_.console_log(request.name)),
+        guest_files_.console_log(request.name));
     return ok_status();
 }
 

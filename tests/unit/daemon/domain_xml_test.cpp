@@ -15,8 +15,6 @@ VmRequest sample_request() {
     request.image.kernel = "/images/vmlinuz";
     request.image.initrd = "/images/initrd.img";
     request.image.root_disk = "/images/root.img";
-    request.agent_socket_path = "/run/disksweep/agent.sock";
-    request.console_log_path = "/var/log/disksweep/console.log";
     request.kernel_cmdline_extra = "quiet";
     request.vcpus = 2;
     request.memory_mib = 768;
@@ -24,6 +22,9 @@ VmRequest sample_request() {
 }
 
 using ds::test::expected_applied;
+
+// Where the sample guest's sockets are served.
+const LocalGuestFiles kFiles{"/run/disksweep"};
 
 Json without_controller_model(Json applied) {
     applied.erase("controller_model");
@@ -39,7 +40,7 @@ bool contains(const std::string& haystack, const std::string& needle) {
 TEST_CASE("domain XML: the fixed parts of the guest", "[domain_xml]") {
     VmRequest request = sample_request();
     request.accel = Accel::kTcg;
-    const std::string xml = build_domain_xml(request);
+    const std::string xml = build_domain_xml(request, kFiles);
 
     CHECK(contains(xml, "<domain type='qemu'>"));
     CHECK(contains(xml, "<name>disksweep-test-1</name>"));
@@ -58,10 +59,11 @@ TEST_CASE("domain XML: the fixed parts of the guest", "[domain_xml]") {
     CHECK_FALSE(contains(xml, "host-passthrough"));
     // Serial console served by QEMU on a socket; the daemon captures it.
     CHECK(contains(xml, "<serial type='unix'>"));
-    CHECK(contains(xml, "<source mode='bind' path='/var/log/disksweep/console.log.sock'/>"));
+    CHECK(contains(
+        xml, "<source mode='bind' path='/run/disksweep/disksweep-test-1.console.log.sock'/>"));
     // The agent channel and its controller.
     CHECK(contains(xml, "<controller type='virtio-serial' index='0'/>"));
-    CHECK(contains(xml, "<source mode='bind' path='/run/disksweep/agent.sock'/>"));
+    CHECK(contains(xml, "<source mode='bind' path='/run/disksweep/disksweep-test-1.agent.sock'/>"));
     CHECK(contains(xml,
                    "<target type='virtio' name='" + std::string(protocol::kChannelName) + "'/>"));
     // The root disk: read-only virtio-blk, found by its serial.
@@ -75,11 +77,12 @@ TEST_CASE("domain XML: the fixed parts of the guest", "[domain_xml]") {
 TEST_CASE("domain XML: acceleration and dialect choose the domain type", "[domain_xml]") {
     VmRequest request = sample_request();
     request.accel = Accel::kKvm;
-    const std::string kvm = build_domain_xml(request);
+    const std::string kvm = build_domain_xml(request, kFiles);
     CHECK(contains(kvm, "<domain type='kvm'>"));
     CHECK(contains(kvm, "<cpu mode='host-passthrough'/>"));
 
-    const std::string test_driver = build_domain_xml(request, DomainXmlDialect::kTestDriver);
+    const std::string test_driver =
+        build_domain_xml(request, kFiles, DomainXmlDialect::kTestDriver);
     CHECK(contains(test_driver, "<domain type='test'>"));
     CHECK(contains(test_driver, "<type>hvm</type>"));
     CHECK_FALSE(contains(test_driver, "q35"));
@@ -88,7 +91,7 @@ TEST_CASE("domain XML: acceleration and dialect choose the domain type", "[domai
 TEST_CASE("domain XML: empty extra cmdline leaves no trailing space", "[domain_xml]") {
     VmRequest request = sample_request();
     request.kernel_cmdline_extra.clear();
-    CHECK(contains(build_domain_xml(request), "<cmdline>console=ttyS0 panic=-1</cmdline>"));
+    CHECK(contains(build_domain_xml(request, kFiles), "<cmdline>console=ttyS0 panic=-1</cmdline>"));
 }
 
 TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
@@ -102,7 +105,7 @@ TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
         config.bus = Bus::kVirtioBlk;
         config.iothread = true;
         config.aio = AioMode::kIoUring;
-        const std::string xml = build_domain_xml(request);
+        const std::string xml = build_domain_xml(request, kFiles);
         CHECK(contains(xml, "<iothreads>1</iothreads>"));
         CHECK(
             contains(xml,
@@ -114,7 +117,7 @@ TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
     SECTION("scsi on the shared controller") {
         config.bus = Bus::kScsi;
         config.ssd = true;
-        const std::string xml = build_domain_xml(request);
+        const std::string xml = build_domain_xml(request, kFiles);
         CHECK(contains(xml, "<target dev='sda' bus='scsi' rotation_rate='1'/>"));
         CHECK(contains(xml, "<controller type='scsi' index='0' model='virtio-scsi'>"));
         CHECK(contains(xml, "<alias name='" + std::string(kSharedScsiControllerAlias) + "'/>"));
@@ -126,7 +129,7 @@ TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
     SECTION("scsi-single with IO thread on its own controller") {
         config.bus = Bus::kScsiSingle;
         config.iothread = true;
-        const std::string xml = build_domain_xml(request);
+        const std::string xml = build_domain_xml(request, kFiles);
         CHECK(contains(xml, "<iothreads>1</iothreads>"));
         CHECK(contains(xml,
                        "<controller type='scsi' index='0' model='virtio-scsi'>\n      <driver "
@@ -140,7 +143,7 @@ TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
         config.ssd = true;
         config.discard = false;
         config.detect_zeroes = DetectZeroes::kOn;
-        const std::string xml = build_domain_xml(request);
+        const std::string xml = build_domain_xml(request, kFiles);
         CHECK(contains(xml, "<target dev='sda' bus='sata' rotation_rate='1'/>"));
         CHECK(contains(xml, "discard='ignore' detect_zeroes='on'"));
         CHECK_FALSE(contains(xml, "<controller type='scsi'"));
@@ -151,18 +154,18 @@ TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
 TEST_CASE("domain XML: data volume format and block devices", "[domain_xml]") {
     VmRequest request = sample_request();
     std::get<FileDisk>(request.data_disk).format = ImageFormat::kQcow2;
-    std::string xml = build_domain_xml(request);
+    std::string xml = build_domain_xml(request, kFiles);
     CHECK(
         contains(xml, "<disk type='file' device='disk'>\n      <driver name='qemu' type='qcow2'"));
     CHECK(contains(xml, "<source file='/var/lib/disksweep/volumes/data.img'/>"));
 
     // The disk's kind comes from its type, not from the path.
     request.data_disk = BlockDisk{"/dev/vg0/disksweep-thin-1"};
-    xml = build_domain_xml(request);
+    xml = build_domain_xml(request, kFiles);
     CHECK(contains(xml, "<disk type='block' device='disk'>\n      <driver name='qemu' type='raw'"));
     CHECK(contains(xml, "<source dev='/dev/vg0/disksweep-thin-1'/>"));
     request.data_disk = FileDisk{"/dev/shm/a-file-not-a-device.raw", ImageFormat::kRaw};
-    xml = build_domain_xml(request);
+    xml = build_domain_xml(request, kFiles);
     CHECK(contains(xml, "<disk type='file' device='disk'>"));
     CHECK(contains(xml, "<source file='/dev/shm/a-file-not-a-device.raw'/>"));
 }
@@ -171,7 +174,7 @@ TEST_CASE("domain XML: an RBD disk is a network disk with its monitors and auth"
     VmRequest request = sample_request();
     request.data_disk = RbdDisk{"disksweep", "disksweep-r7-data", {"127.0.0.1:6789", "[::1]:3300"},
                                 "disksweep", "/etc/ceph/k",       "/etc/ceph/ceph.conf"};
-    std::string xml = build_domain_xml(request);
+    std::string xml = build_domain_xml(request, kFiles);
     CHECK(
         contains(xml, "<disk type='network' device='disk'>\n      <driver name='qemu' type='raw'"));
     CHECK(contains(xml, "<source protocol='rbd' name='disksweep/disksweep-r7-data'>"));
@@ -179,8 +182,8 @@ TEST_CASE("domain XML: an RBD disk is a network disk with its monitors and auth"
     CHECK(contains(xml, "<host name='::1' port='3300'/>"));
     CHECK(contains(xml, "<config file='/etc/ceph/ceph.conf'/>"));
     CHECK_FALSE(contains(xml, "<auth"));  // no libvirt secret: the conf's keyring
-    xml =
-        build_domain_xml(request, DomainXmlDialect::kQemu, "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c");
+    xml = build_domain_xml(request, kFiles, DomainXmlDialect::kQemu,
+                           "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c");
     CHECK(contains(xml,
                    "<auth username='disksweep'>\n          <secret type='ceph' "
                    "uuid='0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c'/>"));
@@ -190,16 +193,18 @@ TEST_CASE("domain XML: every inserted string is escaped", "[domain_xml]") {
     VmRequest request = sample_request();
     request.name = "disksweep-<odd>&'name\"";
     request.data_disk = FileDisk{"/tmp/a dir/it's <data>&.img", ImageFormat::kRaw};
-    request.console_log_path = "/tmp/\"quoted\"/console.log";
-    request.agent_socket_path = "/tmp/a&b/agent.sock";
     request.image.kernel = "/k/<kernel>";
     request.kernel_cmdline_extra = "root=LABEL=x&y init=</bin/sh>";
-    const std::string xml = build_domain_xml(request);
+    const std::string xml = build_domain_xml(request, LocalGuestFiles{"/tmp/a&b \"quoted\""});
 
     CHECK(contains(xml, "<name>disksweep-&lt;odd&gt;&amp;&apos;name&quot;</name>"));
     CHECK(contains(xml, "<source file='/tmp/a dir/it&apos;s &lt;data&gt;&amp;.img'/>"));
-    CHECK(contains(xml, "path='/tmp/&quot;quoted&quot;/console.log.sock'"));
-    CHECK(contains(xml, "path='/tmp/a&amp;b/agent.sock'"));
+    CHECK(contains(xml,
+                   "path='/tmp/a&amp;b &quot;quoted&quot;/disksweep-&lt;odd&gt;&amp;&apos;"
+                   "name&quot;.console.log.sock'"));
+    CHECK(contains(xml,
+                   "path='/tmp/a&amp;b &quot;quoted&quot;/disksweep-&lt;odd&gt;&amp;&apos;"
+                   "name&quot;.agent.sock'"));
     CHECK(contains(xml, "<kernel>/k/&lt;kernel&gt;</kernel>"));
     CHECK(contains(xml, "root=LABEL=x&amp;y init=&lt;/bin/sh&gt;</cmdline>"));
     // And the document still parses, with the data disk where it should be.
@@ -242,7 +247,7 @@ TEST_CASE("domain XML round trip: every bus x cache x iothread x ssd", "[domain_
                     std::get<FileDisk>(request.data_disk).format = config.image_format;
                     if (!libvirt_unsupported_reason(config).empty()) continue;
 
-                    const std::string xml = build_domain_xml(request);
+                    const std::string xml = build_domain_xml(request, kFiles);
                     const Result<Json> applied = parse_applied_disk_settings(xml);
                     INFO(xml);
                     REQUIRE(applied.ok());
@@ -371,7 +376,7 @@ TEST_CASE("domain XML: throttling and queues are written and read back", "[domai
     for (const Bus bus : {Bus::kVirtioBlk, Bus::kScsi, Bus::kScsiSingle}) {
         request.config.bus = bus;
         request.config.iothread = bus != Bus::kScsi;
-        const std::string xml = build_domain_xml(request);
+        const std::string xml = build_domain_xml(request, kFiles);
         INFO(xml);
         CHECK(contains(xml, "<iotune>"));
         CHECK(contains(xml, "<total_bytes_sec>8388608</total_bytes_sec>"));
@@ -385,11 +390,11 @@ TEST_CASE("domain XML: throttling and queues are written and read back", "[domai
     }
     // On virtio-scsi the queues belong to the controller, beside its IO thread.
     request.config.bus = Bus::kScsiSingle;
-    CHECK(contains(build_domain_xml(request), "<driver queues='2' iothread='1'/>"));
+    CHECK(contains(build_domain_xml(request, kFiles), "<driver queues='2' iothread='1'/>"));
 }
 
 TEST_CASE("domain XML: no throttling or queues unless asked", "[domain_xml]") {
-    const std::string xml = build_domain_xml(sample_request());
+    const std::string xml = build_domain_xml(sample_request(), kFiles);
     CHECK_FALSE(contains(xml, "iotune"));
     CHECK_FALSE(contains(xml, "queues="));
     const Result<Json> applied = parse_applied_disk_settings(xml);
@@ -405,13 +410,13 @@ TEST_CASE("domain XML: queues on sata are written for libvirt to refuse", "[doma
     CHECK(libvirt_unsupported_reason(config) == "queues: SATA (AHCI) disks have no virtio queues");
     VmRequest request = sample_request();
     request.config = config;
-    CHECK(contains(build_domain_xml(request), "queues='2'"));
+    CHECK(contains(build_domain_xml(request, kFiles), "queues='2'"));
 }
 
 TEST_CASE("parse_applied_disk_settings refuses a malformed limit", "[domain_xml]") {
     VmRequest request = sample_request();
     request.config.iops_limit = 500;
-    std::string xml = build_domain_xml(request);
+    std::string xml = build_domain_xml(request, kFiles);
     xml.replace(xml.find(">500<"), 5, ">5x0<");
     const Result<Json> applied = parse_applied_disk_settings(xml);
     REQUIRE_FALSE(applied.ok());

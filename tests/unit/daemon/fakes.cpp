@@ -390,11 +390,9 @@ bool FakeHypervisor::guest_connected(const std::string& name) const {
     return it != logs_.end() && it->second->connected.load();
 }
 
-Status FakeHypervisor::start_vm(const VmRequest& asked) {
+Status FakeHypervisor::start_vm(const VmRequest& request) {
     std::lock_guard lock(mutex_);
-    VmRequest request = asked;
-    request.agent_socket_path = files_.agent_socket(request.name);
-    request.console_log_path = files_.console_log(request.name);
+    const std::string socket_path = files_.agent_socket(request.name);
     started_.push_back(request.name);
     requests_[request.name] = request;
     if (start_failure_) return make_error(errc::kHypervisor, *start_failure_);
@@ -402,7 +400,7 @@ Status FakeHypervisor::start_vm(const VmRequest& asked) {
         return make_error(errc::kHypervisor, "domain '" + request.name + "' already exists");
     }
     if (!files_.prepare(request.name)) return make_error(errc::kIo, "cannot create guest files");
-    write_text(request.console_log_path, console_text_);
+    write_text(files_.console_log(request.name), console_text_);
 
     auto vm = std::make_unique<Vm>();
     vm->request = request;
@@ -411,18 +409,16 @@ Status FakeHypervisor::start_vm(const VmRequest& asked) {
         // before the guest boots.
         sockaddr_un address{};
         address.sun_family = AF_UNIX;
-        if (request.agent_socket_path.size() >= sizeof address.sun_path) {
+        if (socket_path.size() >= sizeof address.sun_path) {
             return make_error(errc::kHypervisor, "socket path too long");
         }
-        std::strncpy(address.sun_path, request.agent_socket_path.c_str(),
-                     sizeof address.sun_path - 1);
+        std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
         int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
             ::listen(fd, 4) != 0) {
             std::string why = std::strerror(errno);
             if (fd >= 0) ::close(fd);
-            return make_error(errc::kHypervisor,
-                              "cannot bind " + request.agent_socket_path + ": " + why);
+            return make_error(errc::kHypervisor, "cannot bind " + socket_path + ": " + why);
         }
         auto log = std::make_shared<GuestLog>();
         logs_[request.name] = log;
