@@ -20,6 +20,7 @@
 #include "daemon/api/access.h"
 #include "daemon/api/api.h"
 #include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
+#include "daemon/recovery.h"
 #include "daemon/registry.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/events.h"
@@ -87,47 +88,6 @@ CommandRunner command_runner() {
     return [runner](const std::vector<std::string>& argv) {
         return run_checked(*runner, argv, std::chrono::seconds(120));
     };
-}
-
-// What an earlier daemon (crashed or killed) left: its guests, its volumes,
-// and runs still marked running. Guests and volumes go; the runs are
-// recorded as failed with the reason, so no measurement silently vanishes.
-void recover_leftovers(Hypervisor& hypervisor, const BackendCatalog& backends, Store& store) {
-    const std::string prefix(kResourcePrefix);
-    if (auto vms = hypervisor.list_vms(prefix); vms.ok()) {
-        for (const auto& vm : vms.value()) {
-            Status destroyed = hypervisor.destroy_vm(vm);
-            log_line("recovery: destroyed leftover guest " + vm +
-                     (destroyed.ok() ? "" : " (failed: " + destroyed.error().message + ")"));
-        }
-    } else {
-        log_line("recovery: cannot list guests: " + vms.error().message);
-    }
-    for (StorageBackend* storage : backends.storages()) {
-        auto volumes = storage->list_volumes(prefix);
-        if (!volumes.ok()) {
-            log_line("recovery: cannot list volumes of storage " + storage->name() + ": " +
-                     volumes.error().message);
-            continue;
-        }
-        for (const auto& volume : volumes.value()) {
-            Status removed = storage->remove_volume(volume);
-            log_line("recovery: removed leftover volume " + volume + " of storage " +
-                     storage->name() +
-                     (removed.ok() ? "" : " (failed: " + removed.error().message + ")"));
-        }
-    }
-    if (auto runs = store.runs_with_status("running"); runs.ok()) {
-        for (auto run : runs.value()) {
-            run.status = "failed";
-            run.failure_reason =
-                "interrupted: disksweepd stopped during this run (cleaned up at the next start)";
-            run.finished_at = utc_now_iso8601();
-            Status stored = store.finish_run(run);
-            log_line("recovery: run " + std::to_string(run.id) + " marked failed (interrupted)" +
-                     (stored.ok() ? "" : ": " + stored.error().message));
-        }
-    }
 }
 
 }  // namespace
@@ -341,7 +301,9 @@ int run_daemon(const DaemonConfig& config) {
         log_line(storage.error().message);
         return 1;
     }
-    recover_leftovers(**hypervisor, backends, **store);
+    // Before anything of this daemon runs: whatever carries the prefix is a
+    // leftover, and interrupted runs get their new attempts before resuming.
+    (void)recover_leftovers(**hypervisor, backends.storages(), **store, kMaxRunAttempts, log_line);
 
     auto image = locate_guest_image(config);
     AccelDecision accel{Accel::kTcg, "no guest image to probe with"};
@@ -381,7 +343,8 @@ int run_daemon(const DaemonConfig& config) {
     scheduler.start();
 
     SweepTimeouts defaults{config.boot_timeout_s, config.run_timeout_s};
-    // Resume sweeps an earlier daemon did not finish.
+    // Resume sweeps an earlier daemon did not finish (with the new attempts
+    // of their interrupted runs).
     if (auto sweeps = (*store)->list_sweeps(); sweeps.ok()) {
         for (const auto& sweep : sweeps.value()) {
             if (sweep.status != "queued" && sweep.status != "running") continue;

@@ -340,8 +340,12 @@ std::string format_sweep_show(const Json& reply) {
     for (const auto& run : runs) {
         std::string config = settings_summary(run_settings(run), differing);
         if (config.empty()) config = text_field(run, "config_id").substr(0, 12);
-        table.add_row({text_field(run, "id"), config, run_workload(run),
-                       text_field(run, "repetition"), text_field(run, "status"),
+        // A repeated attempt (the daemon stopped during an earlier one) says so.
+        std::string repetition = text_field(run, "repetition");
+        if (const Json& attempt = field(run, "attempt"); attempt.is_number() && attempt > 1)
+            repetition += " (attempt " + text_field(run, "attempt") + ")";
+        table.add_row({text_field(run, "id"), config, run_workload(run), repetition,
+                       text_field(run, "status"),
                        single_line(text_field(run, "failure_reason", ""))});
     }
     return text + table.render();
@@ -629,8 +633,8 @@ std::string format_run(const Json& reply) {
                        ": " + text_field(run, "status") + "\n";
     // Scalars first, the important ones in a fixed order, then the rest.
     static const std::vector<std::string> kFirst = {
-        "status", "failure_reason", "config_id",   "workload_name", "repetition", "sequence",
-        "accel",  "started_at",     "finished_at", "vm_name",       "volume_name"};
+        "status",   "failure_reason", "config_id",  "workload_name", "repetition", "attempt",
+        "sequence", "accel",          "started_at", "finished_at",   "vm_name",    "volume_name"};
     std::vector<std::pair<std::string, std::string>> scalars;
     std::set<std::string> shown = {"id", "sweep_id", "raw_output", "console_log"};
     auto add_scalar = [&](const std::string& key, const Json& value) {

@@ -384,7 +384,7 @@ void RunAttempt::settle(const Status& outcome, const std::string& teardown_probl
         // Not the user's cancel: the daemon is stopping. The run was not
         // measured; say so (the next daemon resumes the sweep's pending runs).
         run_.status = "failed";
-        run_.failure_reason = "interrupted: disksweepd stopped during this run";
+        run_.failure_reason = std::string(kInterruptedReason);
     } else if (outcome.error().code == errc::kCancelled) {
         run_.status = "cancelled";
         run_.failure_reason = "cancelled";

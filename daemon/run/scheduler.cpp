@@ -42,6 +42,9 @@ Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
     sweep.id = sweep_id;
     sweep.timeouts = timeouts;
     for (auto& run : runs.value()) {
+        // A superseded attempt was interrupted and is being run again: only
+        // its successor decides whether the sweep failed.
+        if (run.superseded_by != 0) continue;
         if (run.status == "pending")
             sweep.pending.push_back(std::move(run));
         else if (run.status == "failed" || run.status == run_status::kTimedOut)

@@ -35,8 +35,9 @@ std::vector<std::string> ordered_metric_names(const std::set<std::string>& names
     return ordered;
 }
 
-// The runs of one report row: counts every run, keeps the metric values of
-// the succeeded ones.
+// The runs of one report row: counts every current attempt (an attempt
+// superseded after an interruption is history, as in Store::run_counts),
+// keeps the metric values of the succeeded ones.
 class RowAccumulator {
   public:
     RowAccumulator() {
@@ -44,6 +45,7 @@ class RowAccumulator {
     }
 
     void add(const RunRecord& run) {
+        if (run.superseded_by != 0) return;
         ++counts_[run.status];
         if (run.status != run_status::kSucceeded) return;
         for (const auto& [name, value] : run.metrics) values_by_metric_[name].push_back(value);

@@ -21,7 +21,7 @@ constexpr int kBusyTimeoutMs = 5000;
 
 // Schema history. Append only: a released migration is never edited, a change
 // is a new migration (see docs/schema.md).
-constexpr std::array<Migration, 2> kMigrations = {{
+constexpr std::array<Migration, 3> kMigrations = {{
     {1, "initial schema: sweeps, configurations, runs, metrics",
      R"sql(
 CREATE TABLE sweeps (
@@ -129,6 +129,23 @@ CREATE TABLE metrics (
 ) WITHOUT ROWID;
 INSERT INTO metrics (run_id, name, value) SELECT run_id, name, value FROM metrics_before_v2;
 DROP TABLE metrics_before_v2;
+)sql"},
+    // A run interrupted by a daemon stop is run again as a new attempt of the
+    // same planned run; the interrupted attempt stays, pointing at its
+    // successor. At most one attempt of a planned run is current (not
+    // superseded), and attempt numbers of a planned run are distinct.
+    {3, "run attempts: attempt number and superseded_by",
+     R"sql(
+ALTER TABLE runs ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1 CHECK (attempt >= 1);
+-- Deferred: recovery points the old attempt at its successor's id before
+-- inserting the successor (the one-current-attempt index forbids the order
+-- the other way round).
+ALTER TABLE runs ADD COLUMN superseded_by INTEGER
+    REFERENCES runs(id) DEFERRABLE INITIALLY DEFERRED;
+CREATE UNIQUE INDEX runs_attempt_of_planned_run
+    ON runs(sweep_id, config_id, workload_name, repetition, attempt);
+CREATE UNIQUE INDEX runs_one_current_attempt
+    ON runs(sweep_id, config_id, workload_name, repetition) WHERE superseded_by IS NULL;
 )sql"},
 }};
 
@@ -291,7 +308,7 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
         "SELECT r.id, r.sweep_id, r.sequence, r.repetition, r.config_id, c.canonical_json, "
         "r.workload_name, r.workload_json, r.status, r.failure_reason, r.accel, r.vm_name, "
         "r.volume_name, r.console_log, r.started_at, r.finished_at, r.timings_json, "
-        "r.versions_json, r.applied_settings_json, " +
+        "r.versions_json, r.applied_settings_json, r.attempt, r.superseded_by, " +
             raw_output_column +
             " FROM runs r JOIN configurations c ON c.config_id = r.config_id WHERE " + where +
             " ORDER BY r.sweep_id, r.sequence");
@@ -319,7 +336,9 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
         run.timings = json_column(query.getColumn(16));
         run.versions = json_column(query.getColumn(17));
         run.applied_settings = json_column(query.getColumn(18));
-        run.raw_output = text_or_empty(query.getColumn(19));
+        run.attempt = query.getColumn(19).getInt();
+        run.superseded_by = query.getColumn(20).isNull() ? 0 : query.getColumn(20).getInt64();
+        run.raw_output = text_or_empty(query.getColumn(21));
         runs.push_back(std::move(run));
     }
     if (runs.empty()) return runs;
@@ -669,7 +688,8 @@ Result<std::map<std::string, int>> Store::run_counts(std::int64_t sweep_id) {
                        for (std::string_view status : kRunStatuses) counts[std::string(status)] = 0;
                        SQLite::Statement query(
                            *db_,
-                           "SELECT status, COUNT(*) FROM runs WHERE sweep_id = ? GROUP BY status");
+                           "SELECT status, COUNT(*) FROM runs "
+                           "WHERE sweep_id = ? AND superseded_by IS NULL GROUP BY status");
                        query.bind(1, sweep_id);
                        while (query.executeStep()) {
                            counts[query.getColumn(0).getString()] = query.getColumn(1).getInt();
@@ -689,6 +709,120 @@ Status Store::cancel_pending_runs(std::int64_t sweep_id) {
         update.bind(1, sweep_id);
         update.exec();
         return ok_status();
+    });
+}
+
+namespace {
+
+// Step 1 of recover_interrupted_runs: 'running' runs become failed.
+std::vector<std::int64_t> fail_runs_left_running(SQLite::Database& db, const std::string& at) {
+    std::vector<std::int64_t> ids;
+    SQLite::Statement running(db, "SELECT id FROM runs WHERE status = 'running' ORDER BY id");
+    while (running.executeStep()) ids.push_back(running.getColumn(0).getInt64());
+    SQLite::Statement update(db,
+                             "UPDATE runs SET status = 'failed', failure_reason = ?, "
+                             "finished_at = ? WHERE status = 'running'");
+    update.bind(1, std::string(kInterruptedReason) + " (cleaned up at the next start)");
+    bind_text_or_null(update, 2, at);
+    update.exec();
+    return ids;
+}
+
+struct InterruptedAttempt {
+    std::int64_t id = 0;
+    std::int64_t sweep_id = 0;
+    int attempt = 1;
+    std::string failure_reason;
+};
+
+// Current attempts that a stopping daemon interrupted, in sweeps that will
+// be resumed and that the user did not cancel.
+std::vector<InterruptedAttempt> interrupted_current_attempts(SQLite::Database& db) {
+    SQLite::Statement query(db,
+                            "SELECT r.id, r.sweep_id, r.attempt, r.failure_reason FROM runs r "
+                            "JOIN sweeps s ON s.id = r.sweep_id "
+                            "WHERE r.status = 'failed' AND r.superseded_by IS NULL "
+                            "AND substr(r.failure_reason, 1, length(?1)) = ?1 "
+                            "AND s.status IN ('queued', 'running') "
+                            "AND NOT EXISTS (SELECT 1 FROM runs c WHERE c.sweep_id = r.sweep_id "
+                            "                AND c.status = 'cancelled') "
+                            "ORDER BY r.sweep_id, r.sequence");
+    query.bind(1, std::string(kInterruptedReason));
+    std::vector<InterruptedAttempt> found;
+    while (query.executeStep()) {
+        found.push_back({query.getColumn(0).getInt64(), query.getColumn(1).getInt64(),
+                         query.getColumn(2).getInt(), query.getColumn(3).getString()});
+    }
+    return found;
+}
+
+// Step 2: the successor of `interrupted`, pending, after the sweep's last
+// run. Returns its id.
+std::int64_t add_next_attempt(SQLite::Database& db, const InterruptedAttempt& interrupted) {
+    const std::int64_t next_id =
+        db.execAndGet("SELECT COALESCE(MAX(id), 0) + 1 FROM runs").getInt64();
+    SQLite::Statement supersede(db, "UPDATE runs SET superseded_by = ? WHERE id = ?");
+    supersede.bind(1, next_id);
+    supersede.bind(2, interrupted.id);
+    supersede.exec();
+    SQLite::Statement insert(
+        db,
+        "INSERT INTO runs (id, sweep_id, sequence, repetition, config_id, workload_name, "
+        "workload_json, status, attempt) "
+        "SELECT ?1, sweep_id, (SELECT MAX(sequence) + 1 FROM runs WHERE sweep_id = ?2), "
+        "repetition, config_id, workload_name, workload_json, 'pending', attempt + 1 "
+        "FROM runs WHERE id = ?3");
+    insert.bind(1, next_id);
+    insert.bind(2, interrupted.sweep_id);
+    insert.bind(3, interrupted.id);
+    insert.exec();
+    return next_id;
+}
+
+// Step 3: says in the reason that the last allowed attempt is not repeated.
+// Returns false when an earlier start already said so.
+bool give_up_attempt(SQLite::Database& db, const InterruptedAttempt& interrupted,
+                     int max_attempts) {
+    const std::string note = "; attempt " + std::to_string(interrupted.attempt) + " of at most " +
+                             std::to_string(max_attempts) + ", not run again";
+    if (interrupted.failure_reason.find(note) != std::string::npos) return false;
+    SQLite::Statement update(db, "UPDATE runs SET failure_reason = ? WHERE id = ?");
+    update.bind(1, interrupted.failure_reason + note);
+    update.bind(2, interrupted.id);
+    update.exec();
+    return true;
+}
+
+RunRecord read_run(SQLite::Database& db, std::int64_t run_id) {
+    std::vector<RunRecord> runs = query_runs(db, "r.id = ?", run_id, RawOutput::kOmit);
+    return runs.empty() ? RunRecord{} : std::move(runs.front());
+}
+
+}  // namespace
+
+Result<Store::InterruptedRuns> Store::recover_interrupted_runs(int max_attempts,
+                                                               const std::string& at) {
+    if (max_attempts < 1) {
+        return make_error(errc::kInvalidArgument, "max_attempts must be at least 1");
+    }
+    std::lock_guard lock(mutex_);
+    return guarded("recovering interrupted runs", [&]() -> Result<InterruptedRuns> {
+        SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        const std::vector<std::int64_t> failed_ids = fail_runs_left_running(*db_, at);
+        std::vector<std::int64_t> new_ids, given_up_ids;
+        for (const InterruptedAttempt& interrupted : interrupted_current_attempts(*db_)) {
+            if (interrupted.attempt < max_attempts) {
+                new_ids.push_back(add_next_attempt(*db_, interrupted));
+            } else if (give_up_attempt(*db_, interrupted, max_attempts)) {
+                given_up_ids.push_back(interrupted.id);
+            }
+        }
+        transaction.commit();
+        InterruptedRuns recovered;
+        for (std::int64_t id : failed_ids) recovered.marked_failed.push_back(read_run(*db_, id));
+        for (std::int64_t id : new_ids) recovered.new_attempts.push_back(read_run(*db_, id));
+        for (std::int64_t id : given_up_ids) recovered.given_up.push_back(read_run(*db_, id));
+        return recovered;
     });
 }
 
@@ -742,6 +876,8 @@ Json to_json(const RunRecord& run, bool include_raw_output) {
         {"sweep_id", run.sweep_id},
         {"sequence", run.sequence},
         {"repetition", run.repetition},
+        {"attempt", run.attempt},
+        {"superseded_by", run.superseded_by == 0 ? Json(nullptr) : Json(run.superseded_by)},
         {"config_id", run.config_id},
         {"config", run.config},
         {"workload_name", run.workload_name},

@@ -44,6 +44,12 @@ inline constexpr const char* kTimedOut = "timed_out";
 inline constexpr const char* kCancelled = "cancelled";
 }  // namespace run_status
 
+// A failed run whose failure_reason starts with this was cut short by
+// disksweepd stopping (crash, kill or orderly shutdown), not by its
+// configuration or workload: recover_interrupted_runs() runs it again.
+inline constexpr std::string_view kInterruptedReason =
+    "interrupted: disksweepd stopped during this run";
+
 // Every run status, in lifecycle order (the keys of run_counts()).
 std::span<const std::string_view> all_run_statuses();
 
@@ -64,10 +70,16 @@ struct SweepRecord {
 };
 
 struct RunRecord {
-    std::int64_t id = 0;           // assigned by create_sweep
-    std::int64_t sweep_id = 0;     // assigned by create_sweep
-    int sequence = 0;              // execution order within the sweep (unique per sweep)
-    int repetition = 0;            // 0-based
+    std::int64_t id = 0;        // assigned by create_sweep
+    std::int64_t sweep_id = 0;  // assigned by create_sweep
+    int sequence = 0;           // execution order within the sweep (unique per sweep)
+    int repetition = 0;         // 0-based
+    // 1 for the planned run; n+1 for the run that repeats attempt n after
+    // disksweepd stopped during it (recover_interrupted_runs).
+    int attempt = 1;
+    // The id of the attempt that repeats this one; 0 while this attempt is
+    // the current one of its planned run (sweep, config, workload, repetition).
+    std::int64_t superseded_by = 0;
     std::string config_id;         // ds::config_id(config)
     Json config = Json::object();  // canonical settings (ds::to_json(StorageConfig))
     std::string workload_name;
@@ -167,10 +179,31 @@ class Store {
     Result<std::vector<RunRecord>> runs_with_status(std::string_view status,
                                                     RawOutput raw_output = RawOutput::kOmit);
     // Number of runs of the sweep in each status; every status is a key.
+    // Only current attempts count (superseded ones are history), so the
+    // counts add up to the sweep's total_runs.
     Result<std::map<std::string, int>> run_counts(std::int64_t sweep_id);
     // Every pending run of the sweep becomes cancelled (running ones are left
     // to the scheduler, which finishes them with finish_run).
     Status cancel_pending_runs(std::int64_t sweep_id);
+
+    // At start-up, before any run starts, in one transaction:
+    //  1. every run left 'running' (its daemon died) becomes failed with
+    //     kInterruptedReason + " (cleaned up at the next start)";
+    //  2. every current attempt that failed with kInterruptedReason (from 1,
+    //     or recorded by the executor at an orderly shutdown) in a sweep that
+    //     is still queued or running and that the user did not cancel (no
+    //     cancelled run) gets a new pending attempt: same sweep,
+    //     configuration, workload and repetition, attempt + 1, sequenced
+    //     after the sweep's last run. The interrupted attempt stays, with
+    //     superseded_by set.
+    //  3. an interrupted attempt number `max_attempts` gets no successor: its
+    //     reason says so, and its sweep ends failed.
+    struct InterruptedRuns {
+        std::vector<RunRecord> marked_failed;  // step 1, as stored afterwards
+        std::vector<RunRecord> new_attempts;   // step 2, pending
+        std::vector<RunRecord> given_up;       // step 3, newly given up
+    };
+    Result<InterruptedRuns> recover_interrupted_runs(int max_attempts, const std::string& at);
 
     // Cross-sweep queries.
     // The canonical settings stored for config_id (kNotFound if none).
@@ -193,7 +226,8 @@ class Store {
 // "dropped","varying_axes"}; the API handler adds "counts" (run_counts())
 // and "eta_s", which are not stored.
 Json to_json(const SweepRecord& sweep);
-// Run: {"id","sweep_id","sequence","repetition","config_id","config",
+// Run: {"id","sweep_id","sequence","repetition","attempt","superseded_by"
+// (null while current),"config_id","config",
 // "workload_name","workload","status","failure_reason","accel","vm_name",
 // "volume_name","console_log","started_at","finished_at","timings",
 // "versions","applied_settings","metrics":{name:value}} plus "raw_output"

@@ -217,6 +217,19 @@ TEST_CASE("a daemon killed mid-sweep is cleaned up and resumed by the next one",
     CHECK(watched.exit_code == 1);
     sweep = sweep_json(daemon, 1);
     CHECK(sweep["sweep"]["status"] == "failed");
+    // Counts are of current attempts: the interrupted run was run again as
+    // attempt 2, and stays in the record, pointing at it.
     CHECK(sweep["sweep"]["counts"]["failed"] == 2);
+    REQUIRE(sweep["runs"].size() == 3);
+    Json interrupted, retried;
+    for (const Json& run : sweep["runs"]) {
+        if (run["attempt"] == 2) retried = run;
+        if (run["failure_reason"].get<std::string>().rfind("interrupted", 0) == 0)
+            interrupted = run;
+    }
+    REQUIRE(retried.is_object());
+    REQUIRE(interrupted.is_object());
+    CHECK(interrupted["superseded_by"] == retried["id"]);
+    CHECK(retried["repetition"] == interrupted["repetition"]);
     CHECK(fs::is_empty(daemon.state_dir() + "/volumes"));
 }

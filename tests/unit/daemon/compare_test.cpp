@@ -256,6 +256,7 @@ RunRecord atis_run(const StorageConfig& config, const std::string& name, Json se
                    int sequence) {
     RunRecord run;
     run.sequence = sequence;
+    run.repetition = sequence;  // one run per (configuration, workload, repetition)
     run.config_id = config_id(config);
     run.config = to_json(config);
     run.workload_name = name;

@@ -691,7 +691,6 @@ TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[st
     TempDir dir;
     const std::string path = dir.file("results.db");
     std::int64_t sweep_id = 0;
-    std::vector<RunRecord> before;
     {
         // A database as the previous release left it: schema version 1.
         auto old = Store::open(path, schema_migrations().subspan(0, 1));
@@ -700,9 +699,16 @@ TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[st
         auto id = store.create_sweep(make_sweep("old"), four_runs());
         REQUIRE(id.ok());
         sweep_id = id.value();
-        auto runs = store.list_runs(sweep_id);
-        REQUIRE(runs.ok());
-        RunRecord finished = runs->at(0);
+        // By sequence, read without the store (list_runs reads columns of
+        // later migrations).
+        std::vector<RunRecord> runs(4);
+        SQLite::Database plain(path, SQLite::OPEN_READONLY);
+        SQLite::Statement ids(plain, "SELECT id FROM runs ORDER BY sequence");
+        for (RunRecord& run : runs) {
+            REQUIRE(ids.executeStep());
+            run.id = ids.getColumn(0).getInt64();
+        }
+        RunRecord finished = runs.at(0);
         REQUIRE(store.mark_run_running(finished.id, "vm", "vol", "log", "tcg", "t1").ok());
         finished.status = run_status::kSucceeded;
         finished.metrics = {{"read_iops", 1234.5}, {"write_iops", 99.0}};
@@ -711,25 +717,26 @@ TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[st
         finished.finished_at = "t2";
         REQUIRE(store.finish_run(finished).ok());
         // The old CHECK refuses the new status.
-        RunRecord timed_out = runs->at(1);
+        RunRecord timed_out = runs.at(1);
         timed_out.status = run_status::kTimedOut;
         CHECK_FALSE(store.finish_run(timed_out).ok());
-        before = store.list_runs(sweep_id).value();
     }
 
     auto migrated = Store::open(path);
     REQUIRE(migrated.ok());
     Store& store = *migrated.value();
-    CHECK(store.schema_version().value() == 2);
+    CHECK(store.schema_version().value() == static_cast<int>(schema_migrations().size()));
     auto after = store.list_runs(sweep_id);
     REQUIRE(after.ok());
-    REQUIRE(after->size() == before.size());
-    for (std::size_t i = 0; i < before.size(); ++i) {
-        INFO("run " << i);
-        CHECK(to_json(after->at(i), true) == to_json(before[i], true));
-    }
+    REQUIRE(after->size() == 4);
+    CHECK(after->at(0).status == run_status::kSucceeded);
+    CHECK(after->at(0).vm_name == "vm");
+    CHECK(after->at(0).finished_at == "t2");
+    CHECK(after->at(0).raw_output == "{\"jobs\":[]}");
+    CHECK(after->at(0).applied_settings == Json{{"verified", true}});
     CHECK(after->at(0).metrics ==
           std::map<std::string, double>{{"read_iops", 1234.5}, {"write_iops", 99.0}});
+    for (std::size_t i = 1; i < after->size(); ++i) CHECK(after->at(i).status == "pending");
 
     // timed_out is now a terminal status like failed.
     RunRecord run = after->at(1);
@@ -750,6 +757,203 @@ TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[st
     CHECK(db.execAndGet("SELECT COUNT(*) FROM metrics").getInt() == 0);
     CHECK(db.execAndGet("SELECT COUNT(*) FROM sqlite_master WHERE name = 'metrics_before_v2'")
               .getInt() == 0);
+}
+
+// --- attempts (migration 3, recover_interrupted_runs) ---
+
+// A sweep of four_runs() marked running, as the scheduler leaves it.
+std::int64_t running_sweep(Store& store, const std::string& name = "s") {
+    const std::int64_t id = create(store, make_sweep(name), four_runs());
+    require_ok(store.set_sweep_status(id, sweep_status::kRunning, "t0"));
+    return id;
+}
+
+RunRecord failed_with(const RunRecord& run, const std::string& reason) {
+    RunRecord failed = run;
+    failed.status = run_status::kFailed;
+    failed.failure_reason = reason;
+    failed.finished_at = "t9";
+    return failed;
+}
+
+Store::InterruptedRuns recover(Store& store, int max_attempts = 3) {
+    auto recovered = store.recover_interrupted_runs(max_attempts, "t-restart");
+    INFO((recovered.ok() ? "" : recovered.error().message));
+    REQUIRE(recovered.ok());
+    return std::move(recovered).value();
+}
+
+TEST_CASE("store: migration 3 gives every existing run attempt 1", "[store][migration]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::int64_t sweep_id = 0;
+    {
+        auto old = Store::open(path, schema_migrations().subspan(0, 2));
+        REQUIRE(old.ok());
+        sweep_id = create(*old.value(), make_sweep("old"), four_runs());
+    }
+    auto store = open_store(path);
+    CHECK(store->schema_version().value() == 3);
+    auto runs = store->list_runs(sweep_id).value();
+    REQUIRE(runs.size() == 4);
+    for (const RunRecord& run : runs) {
+        CHECK(run.attempt == 1);
+        CHECK(run.superseded_by == 0);
+    }
+    const Json shown = to_json(runs[0], false);
+    CHECK(shown.at("attempt") == 1);
+    CHECK(shown.at("superseded_by").is_null());
+}
+
+TEST_CASE("store: an interrupted run gets a new attempt of the same planned run",
+          "[store][attempts]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = running_sweep(*store);
+    const std::int64_t other_id = running_sweep(*store, "other");
+    auto runs = store->list_runs(sweep_id).value();
+    // runs[0] succeeded, runs[1] was running when the daemon died, runs[2]
+    // was stopped by an orderly shutdown (the executor's reason), runs[3]
+    // never started.
+    require_ok(store->mark_run_running(runs[0].id, "vm0", "vol0", "log", "tcg", "t1"));
+    require_ok(store->finish_run(finished(runs[0])));
+    require_ok(store->mark_run_running(runs[1].id, "vm1", "vol1", "log", "tcg", "t2"));
+    require_ok(store->mark_run_running(runs[2].id, "vm2", "vol2", "log", "tcg", "t3"));
+    require_ok(store->finish_run(
+        failed_with(runs[2], std::string(kInterruptedReason) + "; teardown: slow")));
+
+    const Store::InterruptedRuns recovered = recover(*store);
+    REQUIRE(recovered.marked_failed.size() == 1);
+    CHECK(recovered.marked_failed[0].id == runs[1].id);
+    CHECK(recovered.marked_failed[0].status == run_status::kFailed);
+    CHECK_THAT(recovered.marked_failed[0].failure_reason,
+               Catch::StartsWith(std::string(kInterruptedReason)));
+    CHECK(recovered.marked_failed[0].finished_at == "t-restart");
+    CHECK(recovered.given_up.empty());
+
+    REQUIRE(recovered.new_attempts.size() == 2);
+    const int last_planned_sequence = 3;
+    for (std::size_t i = 0; i < 2; ++i) {
+        const RunRecord& interrupted = runs[i + 1];
+        const RunRecord& next = recovered.new_attempts[i];
+        INFO("interrupted run " << interrupted.id);
+        CHECK(next.sweep_id == sweep_id);
+        CHECK(next.status == run_status::kPending);
+        CHECK(next.attempt == 2);
+        CHECK(next.superseded_by == 0);
+        CHECK(next.config_id == interrupted.config_id);
+        CHECK(next.workload_name == interrupted.workload_name);
+        CHECK(next.workload == interrupted.workload);
+        CHECK(next.repetition == interrupted.repetition);
+        CHECK(next.sequence > last_planned_sequence);
+        CHECK(next.vm_name.empty());
+        // The interrupted attempt stays, as it was, pointing at its successor.
+        const RunRecord kept = store->get_run(interrupted.id).value();
+        CHECK(kept.status == run_status::kFailed);
+        CHECK(kept.attempt == 1);
+        CHECK(kept.superseded_by == next.id);
+    }
+    CHECK(recovered.new_attempts[0].sequence != recovered.new_attempts[1].sequence);
+    CHECK(store->list_runs(sweep_id)->size() == 6);
+
+    // Counts cover current attempts only: they still add up to total_runs.
+    CHECK(store->run_counts(sweep_id).value() == std::map<std::string, int>{{"pending", 3},
+                                                                            {"running", 0},
+                                                                            {"succeeded", 1},
+                                                                            {"failed", 0},
+                                                                            {"timed_out", 0},
+                                                                            {"cancelled", 0}});
+    CHECK(store->run_counts(other_id)->at("pending") == 4);
+
+    // A second start finds nothing more to do.
+    const Store::InterruptedRuns again = recover(*store);
+    CHECK(again.marked_failed.empty());
+    CHECK(again.new_attempts.empty());
+    CHECK(again.given_up.empty());
+    CHECK(store->list_runs(sweep_id)->size() == 6);
+}
+
+TEST_CASE("store: the last allowed attempt is not run again, and says so", "[store][attempts]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = running_sweep(*store);
+    std::int64_t current = store->list_runs(sweep_id)->at(0).id;
+    for (int attempt = 1; attempt <= 2; ++attempt) {
+        require_ok(store->mark_run_running(current, "vm", "vol", "log", "tcg", "t"));
+        const Store::InterruptedRuns recovered = recover(*store, 2);
+        if (attempt == 1) {
+            REQUIRE(recovered.new_attempts.size() == 1);
+            CHECK(recovered.new_attempts[0].attempt == 2);
+            current = recovered.new_attempts[0].id;
+            continue;
+        }
+        CHECK(recovered.new_attempts.empty());
+        REQUIRE(recovered.given_up.size() == 1);
+        CHECK(recovered.given_up[0].id == current);
+        CHECK_THAT(recovered.given_up[0].failure_reason,
+                   Catch::StartsWith(std::string(kInterruptedReason)) &&
+                       Catch::Contains("attempt 2 of at most 2, not run again"));
+    }
+    // Said once, however often the daemon starts before the sweep ends.
+    const std::string reason = store->get_run(current)->failure_reason;
+    const Store::InterruptedRuns later = recover(*store, 2);
+    CHECK(later.given_up.empty());
+    CHECK(later.new_attempts.empty());
+    CHECK(store->get_run(current)->failure_reason == reason);
+    CHECK(store->run_counts(sweep_id)->at("failed") == 1);
+    CHECK(store->list_runs(sweep_id)->size() == 5);
+}
+
+TEST_CASE("store: no new attempt for other failures, finished or cancelled sweeps",
+          "[store][attempts]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+
+    SECTION("a run that failed for its own reasons") {
+        const std::int64_t sweep_id = running_sweep(*store);
+        const RunRecord run = store->list_runs(sweep_id)->at(0);
+        require_ok(store->mark_run_running(run.id, "vm", "vol", "log", "tcg", "t"));
+        require_ok(store->finish_run(failed_with(run, "guest: mkfs.btrfs failed")));
+        CHECK(recover(*store).new_attempts.empty());
+    }
+    SECTION("a sweep that is already finished") {
+        const std::int64_t sweep_id = running_sweep(*store);
+        const RunRecord run = store->list_runs(sweep_id)->at(0);
+        require_ok(store->mark_run_running(run.id, "vm", "vol", "log", "tcg", "t"));
+        require_ok(store->set_sweep_status(sweep_id, sweep_status::kFailed, "t"));
+        const Store::InterruptedRuns recovered = recover(*store);
+        CHECK(recovered.marked_failed.size() == 1);  // still recorded as interrupted
+        CHECK(recovered.new_attempts.empty());
+    }
+    SECTION("a sweep the user cancelled") {
+        const std::int64_t sweep_id = running_sweep(*store);
+        const RunRecord run = store->list_runs(sweep_id)->at(0);
+        require_ok(store->mark_run_running(run.id, "vm", "vol", "log", "tcg", "t"));
+        require_ok(store->cancel_pending_runs(sweep_id));
+        const Store::InterruptedRuns recovered = recover(*store);
+        CHECK(recovered.marked_failed.size() == 1);
+        CHECK(recovered.new_attempts.empty());
+    }
+    CHECK_FALSE(store->recover_interrupted_runs(0, "t").ok());
+}
+
+TEST_CASE("store: one current attempt per planned run, enforced by the schema",
+          "[store][attempts]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    const std::int64_t sweep_id = running_sweep(*store);
+    const RunRecord run = store->list_runs(sweep_id)->at(0);
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    const std::string duplicate =
+        "INSERT INTO runs (sweep_id, sequence, repetition, config_id, workload_name, "
+        "workload_json, status, attempt) VALUES (" +
+        std::to_string(sweep_id) + ", 99, " + std::to_string(run.repetition) + ", '" +
+        run.config_id + "', '" + run.workload_name + "', '{}', 'pending', ";
+    CHECK_THROWS(db.exec(duplicate + "2)"));  // a second current attempt
+    db.exec("UPDATE runs SET superseded_by = " + std::to_string(run.id) +
+            " WHERE id = " + std::to_string(run.id));
+    CHECK_THROWS(db.exec(duplicate + "1)"));  // attempt 1 twice
 }
 
 }  // namespace ds

@@ -1,0 +1,88 @@
+#include "daemon/recovery.h"
+
+#include "daemon/run/events.h"
+#include "daemon/run/run_executor.h"
+
+namespace ds {
+namespace {
+
+using Log = std::function<void(const std::string&)>;
+
+std::string outcome_note(const Status& status) {
+    return status.ok() ? "" : " (failed: " + status.error().message + ")";
+}
+
+void destroy_leftover_guests(Hypervisor& hypervisor, RecoveryReport& report, const Log& log) {
+    auto vms = hypervisor.list_vms(std::string(kResourcePrefix));
+    if (!vms.ok()) {
+        report.problems.push_back("cannot list guests: " + vms.error().message);
+        log("recovery: " + report.problems.back());
+        return;
+    }
+    for (const auto& vm : vms.value()) {
+        const Status destroyed = hypervisor.destroy_vm(vm);
+        if (destroyed.ok()) {
+            ++report.guests_destroyed;
+        } else {
+            report.problems.push_back("guest " + vm + ": " + destroyed.error().message);
+        }
+        log("recovery: destroyed leftover guest " + vm + outcome_note(destroyed));
+    }
+}
+
+void remove_leftover_volumes(StorageBackend& storage, RecoveryReport& report, const Log& log) {
+    auto volumes = storage.list_volumes(std::string(kResourcePrefix));
+    if (!volumes.ok()) {
+        report.problems.push_back("cannot list volumes of storage " + storage.name() + ": " +
+                                  volumes.error().message);
+        log("recovery: " + report.problems.back());
+        return;
+    }
+    for (const auto& volume : volumes.value()) {
+        const Status removed = storage.remove_volume(volume);
+        if (removed.ok()) {
+            ++report.volumes_removed;
+        } else {
+            report.problems.push_back("volume " + volume + ": " + removed.error().message);
+        }
+        log("recovery: removed leftover volume " + volume + " of storage " + storage.name() +
+            outcome_note(removed));
+    }
+}
+
+void log_recovered_runs(const Store::InterruptedRuns& runs, const Log& log) {
+    for (const RunRecord& run : runs.marked_failed) {
+        log("recovery: run " + std::to_string(run.id) + " was running: recorded failed (" +
+            run.failure_reason + ")");
+    }
+    for (const RunRecord& run : runs.new_attempts) {
+        log("recovery: run " + std::to_string(run.id) + " is attempt " +
+            std::to_string(run.attempt) + " of sweep " + std::to_string(run.sweep_id) + ", " +
+            run.workload_name + " repetition " + std::to_string(run.repetition) +
+            " (the previous attempt was interrupted)");
+    }
+    for (const RunRecord& run : runs.given_up) {
+        log("recovery: run " + std::to_string(run.id) + " is not run again: " + run.failure_reason);
+    }
+}
+
+}  // namespace
+
+RecoveryReport recover_leftovers(Hypervisor& hypervisor,
+                                 const std::vector<StorageBackend*>& storages, Store& store,
+                                 int max_attempts, const Log& log) {
+    RecoveryReport report;
+    destroy_leftover_guests(hypervisor, report, log);
+    for (StorageBackend* storage : storages) remove_leftover_volumes(*storage, report, log);
+    auto runs = store.recover_interrupted_runs(max_attempts, utc_now_iso8601());
+    if (!runs.ok()) {
+        report.problems.push_back("cannot record interrupted runs: " + runs.error().message);
+        log("recovery: " + report.problems.back());
+        return report;
+    }
+    report.runs = std::move(runs).value();
+    log_recovered_runs(report.runs, log);
+    return report;
+}
+
+}  // namespace ds

@@ -1,0 +1,40 @@
+// Recovery at start-up from what an earlier disksweepd left when it stopped
+// (crashed, was killed, or shut down in order): its guests, its volumes, and
+// its interrupted runs, which are run again as new attempts.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "daemon/hypervisor/hypervisor.h"
+#include "daemon/storage/storage.h"
+#include "daemon/store/store.h"
+
+namespace ds {
+
+// How often one planned run is attempted when disksweepd keeps stopping
+// during it: a configuration that kills the daemon every time must not make
+// every start run it again.
+inline constexpr int kMaxRunAttempts = 3;
+
+struct RecoveryReport {
+    int guests_destroyed = 0;
+    int volumes_removed = 0;
+    Store::InterruptedRuns runs;
+    // What could not be done (listed, destroyed, removed, recorded); the
+    // daemon starts all the same.
+    std::vector<std::string> problems;
+};
+
+// Destroys every guest and removes every volume whose name starts with
+// kResourcePrefix (nothing of this daemon runs yet, so all are leftovers),
+// then Store::recover_interrupted_runs(max_attempts): runs left running are
+// recorded failed, interrupted ones get a new pending attempt that resuming
+// their sweep runs. Each step is logged through `log`.
+RecoveryReport recover_leftovers(Hypervisor& hypervisor,
+                                 const std::vector<StorageBackend*>& storages, Store& store,
+                                 int max_attempts,
+                                 const std::function<void(const std::string&)>& log);
+
+}  // namespace ds

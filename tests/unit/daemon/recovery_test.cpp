@@ -1,0 +1,141 @@
+// Start-up recovery (daemon/recovery.h) against fakes and a real Store: what
+// an earlier daemon left is cleaned, interrupted runs get new attempts, and
+// the resumed sweep ends with every repetition it asked for.
+#include "daemon/recovery.h"
+
+#include <catch2/catch.hpp>
+
+#include "daemon/run/scheduler.h"
+#include "fakes.h"
+
+namespace ds {
+namespace {
+
+using namespace ds::testing;
+
+std::vector<std::string> log_lines;
+void collect(const std::string& line) {
+    log_lines.push_back(line);
+}
+
+Scheduler::ExecuteRun execute_with(RunExecutor& executor) {
+    return [&executor](const RunRecord& run, const SweepTimeouts& timeouts,
+                       const std::atomic<bool>& cancelled) {
+        return executor.execute(run, timeouts.boot_timeout_s, timeouts.run_timeout_s, cancelled);
+    };
+}
+
+bool wait_until(const std::function<bool()>& condition) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(5ms);
+    }
+    return true;
+}
+
+TEST_CASE("recovery: leftover guests and volumes go, foreign ones stay", "[recovery]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_no_agent_socket();
+    VmRequest leftover;
+    leftover.name = std::string(kResourcePrefix) + "17";
+    REQUIRE(fixture.hypervisor.start_vm(leftover).ok());
+    VmRequest foreign;
+    foreign.name = "someone-elses-vm";
+    REQUIRE(fixture.hypervisor.start_vm(foreign).ok());
+    REQUIRE(fixture.storage.create_volume(std::string(kResourcePrefix) + "17", {}).ok());
+    REQUIRE(fixture.storage.create_volume("someone-elses-volume", {}).ok());
+
+    log_lines.clear();
+    const RecoveryReport report = recover_leftovers(fixture.hypervisor, {&fixture.storage},
+                                                    *fixture.store, kMaxRunAttempts, collect);
+    CHECK(report.guests_destroyed == 1);
+    CHECK(report.volumes_removed == 1);
+    CHECK(report.problems.empty());
+    CHECK(fixture.hypervisor.live_vms() == std::vector<std::string>{"someone-elses-vm"});
+    CHECK(fixture.storage.live_volumes() == std::vector<std::string>{"someone-elses-volume"});
+    CHECK(log_lines.size() == 2);
+}
+
+TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with every repetition",
+          "[recovery][scheduler]") {
+    ExecutorFixture fixture;
+    // The guest of the first run hangs mid-bench: the daemon stops during it.
+    std::atomic<int> benches{0};
+    GuestBehaviour behaviour;
+    behaviour.before_result = [&benches](GuestChannel& channel) {
+        if (benches++ > 0) return true;
+        channel.sleep(30s);
+        return false;
+    };
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    const std::int64_t sweep_id = create_sweep(*fixture.store, 3);
+    std::atomic<bool> shutting_down{false};
+    RunEnvironment environment = fixture.environment();
+    environment.shutting_down = &shutting_down;
+    RunExecutor executor(environment);
+
+    {  // The first daemon: an orderly stop (SIGTERM) during the first run.
+        Scheduler before(*fixture.store, fixture.events, execute_with(executor), 1);
+        before.start();
+        REQUIRE(before.submit(sweep_id, SweepTimeouts{5, 30}).ok());
+        REQUIRE(wait_until([&] { return benches.load() == 1; }));
+        shutting_down = true;
+        before.stop();
+    }
+    shutting_down = false;
+    // ... and a crash: a second run was left 'running' with its guest and
+    // volume (as a SIGKILLed daemon leaves them).
+    const RunRecord crashed = [&] {
+        const std::vector<RunRecord> runs = fixture.store->list_runs(sweep_id).value();
+        for (const RunRecord& run : runs)
+            if (run.status == run_status::kPending) return run;
+        FAIL("no pending run left");
+        return RunRecord{};
+    }();
+    const std::string crashed_name = RunExecutor::vm_name_for(crashed.id);
+    REQUIRE(fixture.store->mark_run_running(crashed.id, crashed_name, crashed_name, "", "tcg", "t")
+                .ok());
+    REQUIRE(fixture.storage.create_volume(crashed_name, {}).ok());
+
+    const RecoveryReport report = recover_leftovers(fixture.hypervisor, {&fixture.storage},
+                                                    *fixture.store, kMaxRunAttempts, collect);
+    CHECK(report.volumes_removed == 1);
+    CHECK(report.runs.marked_failed.size() == 1);
+    REQUIRE(report.runs.new_attempts.size() == 2);
+
+    EventLog events(fixture.events, sweep_id);
+    Scheduler after(*fixture.store, fixture.events, execute_with(executor), 1);
+    after.start();
+    REQUIRE(after.submit(sweep_id, SweepTimeouts{5, 30}).ok());
+    REQUIRE(events.wait_for("sweep_finished", 10s));
+    after.stop();
+
+    CHECK(fixture.store->get_sweep(sweep_id)->status == sweep_status::kSucceeded);
+    const auto counts = fixture.store->run_counts(sweep_id).value();
+    CHECK(counts.at("succeeded") == 3);
+    CHECK(counts.at("failed") == 0);
+    // The record keeps both interrupted attempts; each repetition has one
+    // current, succeeded attempt.
+    std::map<int, int> succeeded_by_repetition;
+    int interrupted = 0;
+    const std::vector<RunRecord> runs = fixture.store->list_runs(sweep_id).value();
+    for (const RunRecord& run : runs) {
+        INFO("run " << run.id << " attempt " << run.attempt << ": " << run.failure_reason);
+        if (run.superseded_by != 0) {
+            ++interrupted;
+            CHECK(run.status == run_status::kFailed);
+            CHECK_THAT(run.failure_reason, Catch::StartsWith(std::string(kInterruptedReason)));
+            continue;
+        }
+        CHECK(run.status == run_status::kSucceeded);
+        ++succeeded_by_repetition[run.repetition];
+    }
+    CHECK(interrupted == 2);
+    CHECK(succeeded_by_repetition == std::map<int, int>{{0, 1}, {1, 1}, {2, 1}});
+    CHECK(fixture.hypervisor.live_vms().empty());
+    CHECK(fixture.storage.live_volumes().empty());
+}
+
+}  // namespace
+}  // namespace ds
