@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -160,7 +161,11 @@ std::optional<long long> sysbench_seconds(const Json& value) {
     } else if (value.is_string()) {
         seconds = io::parse_fio_seconds(value.get_ref<const std::string&>());
     }
-    if (!seconds || !std::isfinite(*seconds) || *seconds < 1) return std::nullopt;
+    // Bounded before the cast (a larger double does not fit a long long),
+    // by the spec's own limit for a time in seconds.
+    constexpr double kMaxSeconds = std::numeric_limits<int>::max();
+    if (!seconds || !std::isfinite(*seconds) || *seconds < 1 || *seconds > kMaxSeconds)
+        return std::nullopt;
     return static_cast<long long>(std::ceil(*seconds));
 }
 

@@ -81,7 +81,7 @@ inline constexpr std::string_view kReadBackVariables[] = {"innodb_flush_method",
                                                           "default_storage_engine"};
 
 // sysbench-oltp's `time`: integer seconds or a duration string ("10s",
-// "2m"); nullopt when neither or < 1 s.
+// "2m"); nullopt when neither, < 1 s, or more than INT_MAX seconds.
 std::optional<long long> sysbench_seconds(const Json& value);
 
 }  // namespace ds::agent::mariadb

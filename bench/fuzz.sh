@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Longer fuzzing of the four libFuzzer targets (docs/fuzzing.md).
+#
+#   bench/fuzz.sh [SECONDS | -runs=N] [TARGET...]
+#
+# Each target runs SECONDS, or N executions (default -runs=10000000), from its
+# committed seeds plus a corpus kept between runs in build-fuzz/corpus/TARGET.
+# A target stops at its first crash. Prints target / execs / exec/s / crashes;
+# crash inputs and logs go to FUZZ_CRASH_DIR (default build-fuzz/crashes).
+# Exits non-zero when any target crashed.
+set -euo pipefail
+source "$(dirname "$0")/../fuzz/lib.sh"
+
+budget=${1:--runs=10000000}
+[ $# -gt 0 ] && shift
+case "$budget" in
+    -runs=[0-9]*) limit=("$budget") ;;
+    [0-9]*) limit=(-max_total_time="$budget") ;;
+    *) echo "usage: $0 [SECONDS | -runs=N] [TARGET...]" >&2; exit 2 ;;
+esac
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=("${FUZZ_TARGETS[@]}")
+crash_dir=${FUZZ_CRASH_DIR:-$FUZZ_BUILD_DIR/crashes}
+
+fuzz_build >/dev/null
+printf '%-22s %12s %10s %8s %10s\n' target execs exec/s crashes seconds
+failed=0
+for target in "${targets[@]}"; do
+    status=0
+    line=$(fuzz_run "$target" "$crash_dir" "$FUZZ_BUILD_DIR/corpus/$target" "${limit[@]}") ||
+        status=$?
+    read -r name execs rate crashes seconds <<<"$line"
+    printf '%-22s %12s %10s %8s %10s\n' "$name" "$execs" "$rate" "$crashes" "$seconds"
+    [ "$status" -eq 0 ] || failed=1
+done
+[ "$failed" -eq 0 ] || echo "crash inputs and logs: $crash_dir" >&2
+exit "$failed"

@@ -1,0 +1,60 @@
+# Shell functions shared by scripts/fuzz-smoke.sh and bench/fuzz.sh: how the
+# fuzz targets are built and how one of them is run and summarised. Sourced,
+# not run. Needs: clang++-14 (scripts/install-deps.sh), cmake, ninja, ccache.
+
+FUZZ_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+FUZZ_BUILD_DIR=${DISKSWEEP_FUZZ_BUILD_DIR:-$FUZZ_REPO/build-fuzz}
+FUZZ_TARGETS=(fuzz_spec fuzz_guest_result fuzz_http_request fuzz_output_parsers)
+
+# Findings abort with a stack trace; libFuzzer turns an abort into a saved
+# crash input. Leak checking stays on (libFuzzer's default with ASan).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# Configures (once) and builds every fuzz target: clang++-14, the whole tree
+# instrumented (fuzz/Instrument.cmake), tests off, only the fuzz targets built.
+fuzz_build() {
+    command -v clang++-14 >/dev/null || {
+        echo "[fuzz] clang++-14 is missing (Debian package clang-14; scripts/install-deps.sh)" >&2
+        return 1
+    }
+    if [ ! -f "$FUZZ_BUILD_DIR/build.ninja" ]; then
+        cmake -S "$FUZZ_REPO" -B "$FUZZ_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+            -DDISKSWEEP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null || return 1
+    fi
+    ninja -C "$FUZZ_BUILD_DIR" fuzz_targets
+}
+
+# fuzz_run TARGET CRASH_DIR WORK_CORPUS [LIBFUZZER_OPTION...]
+# Runs TARGET on WORK_CORPUS (new inputs go there) plus its committed seeds
+# (read only), crash inputs into CRASH_DIR/TARGET-*. Prints one line
+# "TARGET EXECS EXEC_PER_S CRASHES SECONDS" and returns libFuzzer's status.
+# The full log is CRASH_DIR/TARGET.log.
+fuzz_run() {
+    local target=$1 crash_dir=$2 work_corpus=$3
+    shift 3
+    local log="$crash_dir/$target.log" status=0 start end stamp
+    mkdir -p "$crash_dir" "$work_corpus"
+    stamp=$(mktemp)  # crash inputs newer than this are this run's
+    start=$(date +%s.%N)
+    "$FUZZ_BUILD_DIR/fuzz/$target" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$crash_dir/$target-" "$@" \
+        "$work_corpus" "$FUZZ_REPO/fuzz/corpus/$target" >"$log" 2>&1 || status=$?
+    end=$(date +%s.%N)
+    local execs crashes
+    execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+    crashes=$(find "$crash_dir" -maxdepth 1 -name "$target-*" -newer "$stamp" | wc -l)
+    rm -f "$stamp"
+    awk -v t="$target" -v n="${execs:-0}" -v c="$crashes" -v s="$start" -v e="$end" \
+        'BEGIN { d = e - s; printf "%s %d %.0f %d %.1f\n", t, n, (d > 0 ? n / d : 0), c, d }'
+    return "$status"
+}
+
+# fuzz_replay TARGET DIR: runs every input in DIR once (no fuzzing). For the
+# saved reproducers of fuzz/regressions/TARGET/.
+fuzz_replay() {
+    local target=$1 dir=$2
+    [ -d "$dir" ] && [ -n "$(ls -A "$dir")" ] || return 0
+    "$FUZZ_BUILD_DIR/fuzz/$target" -timeout=10 -rss_limit_mb=2048 "$dir"/* >/dev/null 2>&1
+}
