@@ -13,6 +13,7 @@
 
 #include "hostctl/format.h"
 #include "support/daemon_fixture.h"
+#include "support/run_rows.h"
 #include "support/table_text.h"
 
 using ds::Json;
@@ -48,43 +49,8 @@ int replace_all(std::string& text, const std::string& from, const std::string& t
     return count;
 }
 
-struct RunRow {
-    std::string config_id;
-    std::string status;
-    std::string failure_reason;
-    std::string workload;
-    Json config;
-    Json applied;
-    std::map<std::string, double> metrics;
-};
-
-std::vector<RunRow> runs_of_sweep(const std::string& database, int sweep_id) {
-    SQLite::Database db(database, SQLite::OPEN_READONLY);
-    SQLite::Statement query(db,
-                            "SELECT r.id, r.status, COALESCE(r.failure_reason, ''), "
-                            "r.workload_name, c.canonical_json, r.applied_settings_json, "
-                            "r.config_id "
-                            "FROM runs r JOIN configurations c USING (config_id) "
-                            "WHERE r.sweep_id = ? ORDER BY r.sequence");
-    query.bind(1, sweep_id);
-    std::vector<RunRow> rows;
-    while (query.executeStep()) {
-        RunRow row;
-        const auto run_id = query.getColumn(0).getInt64();
-        row.status = query.getColumn(1).getString();
-        row.failure_reason = query.getColumn(2).getString();
-        row.workload = query.getColumn(3).getString();
-        row.config = Json::parse(query.getColumn(4).getString());
-        row.applied = Json::parse(query.getColumn(5).getString());
-        row.config_id = query.getColumn(6).getString();
-        SQLite::Statement metrics(db, "SELECT name, value FROM metrics WHERE run_id = ?");
-        metrics.bind(1, run_id);
-        while (metrics.executeStep())
-            row.metrics[metrics.getColumn(0).getString()] = metrics.getColumn(1).getDouble();
-        rows.push_back(std::move(row));
-    }
-    return rows;
-}
+using ds::test::RunRow;
+using ds::test::runs_of_sweep;
 
 bool contains_ignoring_case(std::string text, std::string needle) {
     for (auto* s : {&text, &needle})

@@ -21,6 +21,7 @@
 #include "common/process.h"
 #include "support/ceph/test_ceph.h"
 #include "support/daemon_fixture.h"
+#include "support/run_rows.h"
 #include "support/skip.h"
 #include "support/table_text.h"
 
@@ -91,43 +92,8 @@ std::string storage_line(const TestCeph& ceph) {
     return "rbd:" + ceph.pool + ",mon_host=" + ceph.mon_host + ",id=admin,conf=" + ceph.admin_conf;
 }
 
-struct RunRow {
-    std::string status;
-    std::string failure_reason;
-    std::string volume_name;
-    Json config;
-    Json applied;
-    Json timings;
-    std::map<std::string, double> metrics;
-};
-
-std::vector<RunRow> runs_of_sweep(const std::string& database, int sweep_id) {
-    SQLite::Database db(database, SQLite::OPEN_READONLY);
-    SQLite::Statement query(db,
-                            "SELECT r.id, r.status, COALESCE(r.failure_reason, ''), "
-                            "r.volume_name, c.canonical_json, r.applied_settings_json, "
-                            "r.timings_json "
-                            "FROM runs r JOIN configurations c USING (config_id) "
-                            "WHERE r.sweep_id = ? ORDER BY r.sequence");
-    query.bind(1, sweep_id);
-    std::vector<RunRow> rows;
-    while (query.executeStep()) {
-        RunRow row;
-        const auto run_id = query.getColumn(0).getInt64();
-        row.status = query.getColumn(1).getString();
-        row.failure_reason = query.getColumn(2).getString();
-        row.volume_name = query.getColumn(3).getString();
-        row.config = Json::parse(query.getColumn(4).getString());
-        row.applied = Json::parse(query.getColumn(5).getString());
-        row.timings = Json::parse(query.getColumn(6).getString());
-        SQLite::Statement metrics(db, "SELECT name, value FROM metrics WHERE run_id = ?");
-        metrics.bind(1, run_id);
-        while (metrics.executeStep())
-            row.metrics[metrics.getColumn(0).getString()] = metrics.getColumn(1).getDouble();
-        rows.push_back(std::move(row));
-    }
-    return rows;
-}
+using ds::test::RunRow;
+using ds::test::runs_of_sweep;
 
 std::string tail(const std::string& text, std::size_t bytes) {
     return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
