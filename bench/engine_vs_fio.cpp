@@ -48,8 +48,8 @@
 #include <string>
 #include <vector>
 
+#include "common/fio_job.h"
 #include "common/fio_metrics.h"
-#include "guestagent/fio_job.h"
 #include "guestagent/io_options.h"
 
 namespace {
@@ -137,7 +137,7 @@ std::optional<Measurement> measure(const std::string& tool, const std::vector<st
                   << "\n";
         return std::nullopt;
     }
-    auto document = ds::agent::parse_fio_stdout(child->out);
+    auto document = ds::parse_fio_stdout(child->out);
     if (!document) {
         std::cerr << tool << ": " << document.error().message << "\n";
         return std::nullopt;

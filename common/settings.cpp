@@ -411,7 +411,28 @@ std::string block_settings_shorthand(const Json& config) {
     return text;
 }
 
+bool is_host_baseline(const StorageConfig& config) {
+    return config.hypervisor == kHostBaselineHypervisor;
+}
+
+StorageConfig host_baseline_for(const StorageConfig& config) {
+    StorageConfig baseline;
+    baseline.hypervisor = std::string(kHostBaselineHypervisor);
+    baseline.storage = config.storage;
+    baseline.storage_pool = config.storage_pool;
+    baseline.disk_size_bytes = config.disk_size_bytes;
+    baseline.image_format = ImageFormat::kRaw;
+    return baseline;
+}
+
 Json to_json(const StorageConfig& config) {
+    if (is_host_baseline(config)) {
+        return {{"hypervisor", config.hypervisor},
+                {"storage", config.storage},
+                {"storage_pool", config.storage_pool},
+                {"image_format", to_string(config.image_format)},
+                {"disk_size_bytes", config.disk_size_bytes}};
+    }
     const FilesystemSpec& filesystem = config.filesystem;
     Json json{
         {"hypervisor", config.hypervisor},

@@ -88,6 +88,17 @@ struct StorageConfig {
     bool operator==(const StorageConfig&) const = default;
 };
 
+// A host baseline (spec `host_baseline = true`): no hypervisor and no guest,
+// the workload's fio job run from the host on the raw volume (file, thin LV
+// or RBD image) that its storage backend makes. Its configuration is the
+// StorageConfig with this hypervisor name; only the storage, its pool, the
+// volume's size and format are settings of it (to_json leaves out the rest).
+inline constexpr std::string_view kHostBaselineHypervisor = "host";
+bool is_host_baseline(const StorageConfig&);
+// The baseline that measures `config`'s storage bare: same storage, pool and
+// size, a raw volume.
+StorageConfig host_baseline_for(const StorageConfig& config);
+
 // The non-default block-layer settings as the job message's "block" object:
 // {"scheduler":"bfq","read_ahead_kb":512,"nr_requests":64}, only the keys
 // that are set (empty object when all are at their defaults).
@@ -108,7 +119,9 @@ std::string filesystem_shorthand(const Json& filesystem);
 // spec's name for the filesystem, not a setting), fixed key names, keys sorted (nlohmann's
 // default object is sorted), no whitespace when dumped. The optional fields
 // (iops_limit, bandwidth_limit, queues, scheduler, read_ahead_kb,
-// nr_requests) appear only when they are not at their default.
+// nr_requests) appear only when they are not at their default. A host
+// baseline's holds hypervisor, storage, storage_pool, image_format and
+// disk_size_bytes only.
 Json to_json(const StorageConfig&);
 Result<StorageConfig> storage_config_from_json(const Json&);
 std::string canonical_json(const StorageConfig&);

@@ -160,6 +160,9 @@ struct WorkloadOptionDef {
 struct WorkloadKindDef {
     std::string_view name;
     std::vector<WorkloadOptionDef> options;
+    // Whether its job also runs from the host on a raw volume, for a host
+    // baseline (fio can; the others need the guest's filesystem).
+    bool runs_on_host = false;
 };
 
 // The fio kind's ioengine values: the engines common/fio_options.h allows.
@@ -202,7 +205,8 @@ const std::vector<WorkloadKindDef>& workload_kinds() {
               OptionKind::kFioJobFile,
               {},
               "a whole fio job file (excludes every other option)"},
-         }},
+         },
+         /*runs_on_host=*/true},
         // The agent's native engine (docs/io-engine.md): options from
         // common/io_options.h, checked by check_io_option.
         {"io", {}},
@@ -523,7 +527,7 @@ Result<int> SpecParser::read_timeout(std::string_view key, const toml::node& nod
 Result<SweepSpec> SpecParser::parse(const toml::table& root) {
     DS_TRY(check_keys(root,
                       {"name", "repetitions", "seed", "boot_timeout", "run_timeout", "hypervisor",
-                       "matrix", "filesystems", "workload"},
+                       "matrix", "filesystems", "workload", "host_baseline"},
                       "key", "at the top level"));
 
     const toml::node* name = root.get("name");
@@ -557,6 +561,11 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
         Result<int> seconds = read_timeout("run_timeout", *node);
         if (!seconds.ok()) return seconds.error();
         spec_.run_timeout_s = seconds.value();
+    }
+    if (const toml::node* node = root.get("host_baseline")) {
+        const auto* flag = node->as_boolean();
+        if (flag == nullptr) return type_error("host_baseline", *node, "a boolean");
+        spec_.host_baseline = flag->get();
     }
     if (const toml::node* node = root.get("hypervisor")) DS_TRY(parse_hypervisor(*node));
     // Named filesystems first: matrix.filesystem values may refer to them.
@@ -1204,6 +1213,42 @@ Result<FilesystemSpec> resolve_filesystem(const SweepSpec& spec, std::string_vie
     return filesystem;
 }
 
+// Whether `workload` can also run from the host on a raw volume: its kind
+// says so and it brings no job file (which names files below a directory).
+bool runs_on_host(const Workload& workload) {
+    const WorkloadKindDef* kind = find_workload_kind(workload.kind);
+    return kind != nullptr && kind->runs_on_host && workload.params.is_object() &&
+           !workload.params.contains("job_file");
+}
+
+// `host_baseline = true`: one baseline configuration per distinct storage
+// (and pool and size) of the plan, appended to its configurations, paired
+// with every workload that can run on the host.
+Status add_host_baselines(const SweepSpec& spec, SweepPlan& plan,
+                          std::vector<std::pair<int, int>>& pairs) {
+    std::vector<int> host_workloads;
+    for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
+        if (runs_on_host(spec.workloads[w])) host_workloads.push_back(static_cast<int>(w));
+    }
+    if (host_workloads.empty()) {
+        return spec_error(
+            "host_baseline = true, but no workload can run on the host: a baseline runs a "
+            "workload of kind \"fio\" (without job_file) on the raw volume");
+    }
+    std::vector<StorageConfig> baselines;
+    for (const auto& config : plan.configs) {
+        StorageConfig baseline = host_baseline_for(config);
+        if (std::find(baselines.begin(), baselines.end(), baseline) == baselines.end())
+            baselines.push_back(std::move(baseline));
+    }
+    for (auto& baseline : baselines) {
+        const int index = static_cast<int>(plan.configs.size());
+        plan.configs.push_back(std::move(baseline));
+        for (int w : host_workloads) pairs.emplace_back(index, w);
+    }
+    return ok_status();
+}
+
 Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
     if (spec.repetitions < 1) return spec_error("repetitions must be >= 1");
     if (spec.workloads.empty()) return spec_error("a sweep needs at least one workload");
@@ -1303,6 +1348,7 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
             pairs_to_run.emplace_back(static_cast<int>(c), static_cast<int>(w));
         }
     }
+    if (spec.host_baseline) DS_TRY(add_host_baselines(spec, plan, pairs_to_run));
     for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
         const bool runs_somewhere =
             std::any_of(pairs_to_run.begin(), pairs_to_run.end(),

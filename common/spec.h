@@ -25,6 +25,10 @@ struct SweepSpec {
     std::uint64_t seed = 0;  // shuffle seed for run order (0 = derived from name)
     int boot_timeout_s = 0;  // 0 = daemon default
     int run_timeout_s = 0;   // 0 = daemon default
+    // Also run each fio workload from the host on the raw volume of each
+    // storage in the matrix, with no guest (ds::is_host_baseline), so reports
+    // show what the hypervisor settings cost against bare storage.
+    bool host_baseline = false;
 };
 
 // Parses a spec. Errors name the source, line and column (malformed TOML),
@@ -47,7 +51,9 @@ struct PlannedRun {
 };
 
 struct SweepPlan {
-    std::vector<StorageConfig> configs;  // the possible combinations
+    // The possible combinations, then (with host_baseline) one host baseline
+    // per distinct storage, pool and disk size among them.
+    std::vector<StorageConfig> configs;
     std::vector<DroppedCombination> dropped;
     std::vector<Workload> workloads;
     // (config, workload) pairs × repetitions, randomised-interleaved: each

@@ -290,6 +290,8 @@ int run_daemon(const DaemonConfig& config) {
     }
     BackendCatalog backends;
     backends.add_hypervisor("libvirt", config.effective_hypervisor_uri());
+    backends.add_hypervisor(std::string(kHostBaselineHypervisor),
+                            "fio from the host on the raw volume (host baselines)");
     if (Status configured = add_configured_storages(config, backends); !configured.ok()) {
         log_line("configuration: " + configured.error().message);
         return 1;
@@ -331,6 +333,8 @@ int run_daemon(const DaemonConfig& config) {
         return locate_guest_image(config, variant);
     };
     environment.accel = accel.accel;
+    RealProcessRunner host_processes;
+    environment.host_processes = &host_processes;
     auto executor = std::make_shared<RunExecutor>(environment);
     Scheduler scheduler(
         **store, events,

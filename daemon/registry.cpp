@@ -97,6 +97,12 @@ const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
         {"libvirt",
          {DiskSourceKind::kFile, DiskSourceKind::kBlock, DiskSourceKind::kRbd},
          "libvirt's C API: the embedded QEMU driver by default, or any libvirt URI"},
+        // Not a hypervisor: the host baselines (spec host_baseline) run fio
+        // from the host on the raw volume, which fio reaches as a file, a
+        // block device or, through librbd, an RBD image.
+        {std::string_view(kHostBaselineHypervisor),
+         {DiskSourceKind::kFile, DiskSourceKind::kBlock, DiskSourceKind::kRbd},
+         "no hypervisor: host baselines run fio from the host on the raw volume"},
     };
     return kinds;
 }

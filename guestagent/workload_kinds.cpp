@@ -8,7 +8,7 @@
 #include <fstream>
 #include <future>
 
-#include "guestagent/fio_job.h"
+#include "common/fio_job.h"
 #include "guestagent/io_job.h"
 #include "guestagent/io_options.h"
 
@@ -80,7 +80,7 @@ Json io_params_for(const Workload& workload, const std::string& work_dir) {
 }  // namespace
 
 Status check_fio_params(const Workload& workload) {
-    auto argv = build_fio_command(workload.name, workload.params, "/", "/job.fio");
+    auto argv = build_fio_command(workload.name, workload.params, FioDirectory{"/"}, "/job.fio");
     if (!argv) return argv.error();
     return ok_status();
 }
@@ -98,7 +98,8 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
             return make_error(errc::kIo, "cannot write the fio job file " + job_file_path);
         }
     }
-    auto argv = build_fio_command(workload.name, workload.params, ctx.work_dir, job_file_path);
+    auto argv = build_fio_command(workload.name, workload.params, FioDirectory{ctx.work_dir},
+                                  job_file_path);
     if (!argv) return argv.error();
     const auto planned_s = planned_fio_seconds(workload.params);
     const auto limit = time_limit_of(ctx);

@@ -431,6 +431,24 @@ MeanSpread summary_cell(const Json& summary) {
     return format_mean_spread(*mean, number_field(summary, "stddev"));
 }
 
+// The metric the "vs host" column compares: the primary one when shown,
+// else the first; "" when no row has a host baseline to compare with.
+std::string host_overhead_metric(const Json& compare, const CompareColumns& columns) {
+    bool any = false;
+    for (const auto& row : field(compare, "rows")) any = any || field(row, "vs_host").is_object();
+    if (!any || columns.metrics.empty()) return "";
+    const std::string primary = text_field(field(compare, "primary_metric"), "name", "");
+    const bool shown =
+        std::find(columns.metrics.begin(), columns.metrics.end(), primary) != columns.metrics.end();
+    return shown ? primary : columns.metrics.front();
+}
+
+// "41%" of the host baseline's mean, "-" without one.
+std::string host_share_text(const Json& row, const std::string& metric) {
+    auto ratio = number_field(field(field(row, "vs_host"), "ratios"), metric);
+    return ratio ? fixed(*ratio * 100, *ratio < 0.1 ? 1 : 0) + "%" : "-";
+}
+
 // The seed study's table (mariadb-atis) or its sysbench counterpart, rows in
 // the reply's ranking order. Rows without the ranked metric (no succeeded
 // run) follow, so failures stay visible.
@@ -529,24 +547,30 @@ std::string format_compare_table(const Json& compare) {
         }
     }
 
+    const std::string overhead_metric = host_overhead_metric(compare, columns);
+
     std::vector<Table::Column> header;
     const bool show_config_id = columns.axes.empty();
     if (show_config_id) header.push_back({"config"});
     for (const auto& axis : columns.axes) header.push_back({axis});
     header.push_back({"workload"});
     for (const auto& metric : columns.metrics) header.push_back({metric, Align::kRight});
+    if (!overhead_metric.empty()) header.push_back({"vs host", Align::kRight});
     header.push_back({"n", Align::kRight});
     if (any_risk) header.push_back({"!"});
     Table table(std::move(header));
 
     for (std::size_t r = 0; r < rows.size(); ++r) {
         const Json& row = rows[r];
+        const bool baseline = field(row, "host_baseline") == true;
         std::vector<std::string> line;
         if (show_config_id) line.push_back(text_field(row, "config_id").substr(0, 12));
         for (const auto& axis : columns.axes) {
-            line.push_back(setting_text(field(row, "settings"), axis));
+            // A baseline has no guest settings: only its storage is one.
+            const bool applies = !baseline || field(row, "settings").contains(axis);
+            line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
         }
-        line.push_back(text_field(row, "workload"));
+        line.push_back(text_field(row, "workload") + (baseline ? " (host, raw volume)" : ""));
         for (std::size_t m = 0; m < columns.metrics.size(); ++m) {
             const MeanSpread& cell = cells[r][m];
             std::string text = pad_left(cell.mean, mean_width[m]);
@@ -556,6 +580,7 @@ std::string format_compare_table(const Json& compare) {
             }
             line.push_back(text);
         }
+        if (!overhead_metric.empty()) line.push_back(host_share_text(row, overhead_metric));
         const Json& runs = field(row, "runs");
         std::string n = std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
         line.push_back(n);
@@ -566,6 +591,11 @@ std::string format_compare_table(const Json& compare) {
     std::string text = "sweep " + sweep_id +
                        ": mean ± stddev over n succeeded runs per configuration and workload\n" +
                        table.render();
+    if (!overhead_metric.empty()) {
+        text += "vs host = the configuration's mean " + overhead_metric +
+                " as a share of the host baseline's (fio from the host on the same storage's "
+                "raw volume, no guest)\n";
+    }
     if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
     return text;
 }

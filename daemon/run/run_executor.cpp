@@ -11,6 +11,7 @@
 #include "common/workload_output.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/guest_messages.h"
+#include "daemon/run/host_fio.h"
 #include "daemon/run/settings_verify.h"
 
 namespace ds {
@@ -86,6 +87,8 @@ class RunAttempt {
     Status provision();
     Status boot();
     Status job();
+    // The job of a host baseline: fio on the raw volume, from the host.
+    Status host_job();
     Status verify();
     Status teardown();
     // Turns the outcome into the run's status and failure reason.
@@ -119,7 +122,8 @@ class RunAttempt {
     Json applied_ = Json::object();
     Json counters_before_;
     guest::ResultMessage result_;
-    bool timed_out_ = false;  // the workload's time limit or the result deadline passed
+    bool timed_out_ = false;      // the workload's time limit or the result deadline passed
+    bool host_baseline_ = false;  // no guest: provision, host_job, teardown, record
 };
 
 void RunAttempt::notify(const std::function<void(RunObserver&)>& call) {
@@ -144,11 +148,13 @@ Status RunAttempt::timed(RunPhase phase, Status (RunAttempt::*body)()) {
 }
 
 bool RunAttempt::start() {
+    host_baseline_ = run_.config.value("hypervisor", "") == kHostBaselineHypervisor;
     vm_name_ = RunExecutor::vm_name_for(run_.id);
-    run_.vm_name = vm_name_;
+    run_.vm_name = host_baseline_ ? "" : vm_name_;
     run_.volume_name = vm_name_ + "-data";
-    run_.console_log = env_.hypervisor->console_location(vm_name_);
-    run_.accel = std::string(to_string(env_.accel));
+    run_.console_log = host_baseline_ ? "" : env_.hypervisor->console_location(vm_name_);
+    // A host baseline runs no guest, so no accelerator either.
+    run_.accel = host_baseline_ ? "none" : std::string(to_string(env_.accel));
     run_.started_at = utc_now_iso8601();
     run_.status = "running";
     Status marked = env_.store->mark_run_running(run_.id, run_.vm_name, run_.volume_name,
@@ -171,6 +177,11 @@ bool RunAttempt::start() {
                                              {"workload", run_.workload_name},
                                              {"repetition", run_.repetition}});
     versions_ = {{"disksweepd", std::string(disksweep_version())}};
+    if (host_baseline_) {
+        versions_["kernel"] = host_kernel_release();
+        if (env_.host_processes) versions_["fio_version"] = host_fio_version(*env_.host_processes);
+        return true;
+    }
     // Held: items() refers into the object it iterates.
     const Json hypervisor_versions = env_.hypervisor->versions();
     for (const auto& [key, value] : hypervisor_versions.items()) versions_[key] = value;
@@ -190,7 +201,7 @@ Status RunAttempt::prepare() {
     }
     workload_ = workload.value();
     image_ = env_.image;
-    if (env_.image_for_variant) {
+    if (env_.image_for_variant && !host_baseline_) {
         auto located = env_.image_for_variant(image_variant_for_kind(workload_->kind));
         if (!located.ok()) return located.error();
         image_ = located.value();
@@ -310,6 +321,30 @@ Status RunAttempt::job() {
     return ok_status();
 }
 
+Status RunAttempt::host_job() {
+    if (env_.host_processes == nullptr)
+        return make_error(errc::kUnsupported, "this disksweepd cannot run host baselines");
+    const int timeout_s = workload_->timeout_s > 0 ? workload_->timeout_s : run_timeout_s_;
+    env_.events->publish(run_.sweep_id, Json{{"type", "run_progress"},
+                                             {"run_id", run_.id},
+                                             {"phase", "bench"},
+                                             {"message", "fio on the raw volume, from the host"}});
+    auto result = run_host_fio(*workload_, volume_->source, config_->disk_size_bytes,
+                               *env_.host_processes, std::chrono::seconds(timeout_s));
+    if (!result.ok()) {
+        timed_out_ = result.error().code == errc::kTimeout;
+        return result.error();
+    }
+    applied_["host_baseline"] = result->layout;
+    timings_["prefill_s"] = result->prefill_s;
+    timings_["bench_s"] = result->bench_s;
+    auto metrics = metrics_from_workload_output(workload_->kind, result->fio_output);
+    if (!metrics.ok()) return metrics.error();
+    run_.metrics = metrics.value();
+    run_.raw_output = result->fio_output.dump();
+    return ok_status();
+}
+
 void RunAttempt::publish_progress(const guest::Progress& progress) {
     // Checked and cut to guest::kMaxTextBytes per text by the session.
     Json event = {{"type", "run_progress"},
@@ -361,8 +396,10 @@ Status RunAttempt::teardown() {
     session_.reset();
     std::string problems;
     // Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
-    Status destroyed = env_.hypervisor->destroy_vm(vm_name_);
-    if (!destroyed.ok()) problems += destroyed.error().message + "; ";
+    if (!host_baseline_) {
+        Status destroyed = env_.hypervisor->destroy_vm(vm_name_);
+        if (!destroyed.ok()) problems += destroyed.error().message + "; ";
+    }
     if (volume_) {
         applied_["storage"]["after"] = storage_->state(run_.volume_name);
         Status removed = storage_->remove_volume(run_.volume_name);
@@ -377,7 +414,7 @@ void RunAttempt::settle(const Status& outcome, const std::string& teardown_probl
         run_.status = "succeeded";
         run_.failure_reason.clear();
         // A clean run keeps no console log; a failed one keeps it for reading.
-        env_.hypervisor->discard_console(vm_name_);
+        if (!host_baseline_) env_.hypervisor->discard_console(vm_name_);
         run_.console_log.clear();
     } else if (outcome.error().code == errc::kCancelled && env_.shutting_down &&
                env_.shutting_down->load()) {
@@ -430,6 +467,7 @@ RunRecord RunAttempt::execute() {
     const Status outcome = run_guarded(
         [this]() -> Status {
             DS_TRY(timed(RunPhase::kProvision, &RunAttempt::provision));
+            if (host_baseline_) return timed(RunPhase::kJob, &RunAttempt::host_job);
             DS_TRY(timed(RunPhase::kBoot, &RunAttempt::boot));
             DS_TRY(timed(RunPhase::kJob, &RunAttempt::job));
             return timed(RunPhase::kVerify, &RunAttempt::verify);

@@ -1,6 +1,8 @@
 // Executes one run end to end in explicit phases: provision (the volume),
 // boot (the guest, up to its agent's hello), job (the workload, up to its
-// result), verify (the settings in force), teardown, record. Teardown always
+// result), verify (the settings in force), teardown, record. A host baseline
+// run (ds::is_host_baseline) has no guest: provision, job (fio from the host
+// on the raw volume, daemon/run/host_fio.h), teardown, record. Teardown always
 // happens, whatever failed, so no VM, QEMU process or volume outlives its
 // run. Each phase is timed ("PHASE_s" in the run's timings, record excepted:
 // it stores them) and reported to an optional observer.
@@ -10,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "common/process.h"
 #include "daemon/config.h"
 #include "daemon/hypervisor/hypervisor.h"
 #include "daemon/registry.h"
@@ -61,6 +64,8 @@ struct RunEnvironment {
     // interrupted (failed), not as cancelled by the user.
     const std::atomic<bool>* shutting_down = nullptr;
     RunObserver* observer = nullptr;  // optional
+    // Runs fio on the host for host baseline runs; without it they fail.
+    ProcessRunner* host_processes = nullptr;
 };
 
 class RunExecutor {

@@ -90,7 +90,16 @@ std::string options_text(const Json& server_variables) {
     return text.empty() ? "defaults" : text;
 }
 
+std::string field_text(const Json& object, const char* key) {
+    const auto found = object.is_object() ? object.find(key) : object.end();
+    return object.is_object() && found != object.end() && found->is_string()
+               ? found->get<std::string>()
+               : "";
+}
+
 std::string filesystem_text(const Json& settings) {
+    if (field_text(settings, "hypervisor") == kHostBaselineHypervisor)
+        return "none (host, raw volume)";
     std::string text = settings.is_object() && settings.contains("filesystem")
                            ? filesystem_shorthand(settings["filesystem"])
                            : std::string("-");
@@ -124,6 +133,44 @@ bool lower_is_better(const std::string& metric, const std::vector<std::string>& 
         if (metric.size() > suffix.size() && metric.ends_with(suffix)) return true;
     }
     return false;
+}
+
+bool is_host_baseline_row(const Json& row) {
+    return field_text(row["settings"], "hypervisor") == kHostBaselineHypervisor;
+}
+
+// Whether `baseline` measured the bare storage under `row`: the same storage,
+// pool and size, and the same workload.
+bool measures_storage_of(const Json& baseline, const Json& row) {
+    const Json& a = baseline["settings"];
+    const Json& b = row["settings"];
+    for (const char* key : {"storage", "storage_pool", "disk_size_bytes"}) {
+        if (a.value(key, Json()) != b.value(key, Json())) return false;
+    }
+    return baseline["workload"] == row["workload"];
+}
+
+// Each guest row with a host baseline of its storage gets "vs_host": the
+// baseline's row and, per metric both have, the ratio of the means.
+void add_host_overhead(Json& rows) {
+    for (Json& row : rows) {
+        if (is_host_baseline_row(row)) continue;
+        for (std::size_t b = 0; b < rows.size(); ++b) {
+            const Json& baseline = rows[b];
+            if (!is_host_baseline_row(baseline) || !measures_storage_of(baseline, row)) continue;
+            Json ratios = Json::object();
+            for (const auto& [metric, summary] : row["metrics"].items()) {
+                const Json* base =
+                    baseline["metrics"].contains(metric) ? &baseline["metrics"][metric] : nullptr;
+                if (base == nullptr || !summary["mean"].is_number() ||
+                    !(*base)["mean"].is_number() || (*base)["mean"].get<double>() == 0)
+                    continue;
+                ratios[metric] = summary["mean"].get<double>() / (*base)["mean"].get<double>();
+            }
+            row["vs_host"] = {{"baseline_row", b}, {"ratios", std::move(ratios)}};
+            break;
+        }
+    }
 }
 
 }  // namespace
@@ -169,8 +216,10 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
         row_json["filesystem"] = filesystem_text(row.settings);
         row_json["options"] = options_text(server_variables);
         add_durability_risks(row.settings, server_variables, row_json);
+        row_json["host_baseline"] = is_host_baseline_row(row_json);
         rows_json.push_back(std::move(row_json));
     }
+    add_host_overhead(rows_json);
 
     std::vector<std::string> kinds;
     for (const Json& row : rows_json) {

@@ -48,6 +48,13 @@ struct CompareOptions {
 //    followed by ds::server_variable_risks() of the workload's
 //    params.server; if the stored settings no longer parse it is null and
 //    "settings_error" says why.
+//  * "host_baseline" is true for the rows of host baselines
+//    (ds::is_host_baseline settings: fio from the host on the raw volume).
+//    Every other row with a baseline of the same storage, pool, disk size
+//    and workload has "vs_host":{"baseline_row":R,"ratios":{metric: its mean
+//    / the baseline's mean}} (metrics both have, baseline mean not 0): the
+//    share of bare storage's figure the configuration reached through the
+//    hypervisor and guest.
 //  * "filesystem" is filesystem_shorthand() of the settings plus their
 //    non-default block settings (block_settings_shorthand); "options" the
 //    workload's server variables as "k=v k=v" (sorted by name) or "defaults".

@@ -86,7 +86,7 @@ struct RunRecord {
     Json workload = Json::object();  // ds::to_json(Workload)
     std::string status = run_status::kPending;
     std::string failure_reason;
-    std::string accel;  // "kvm" | "tcg"
+    std::string accel;  // "kvm" | "tcg" | "none" (a host baseline: no guest)
     std::string vm_name;
     std::string volume_name;
     std::string console_log;  // path of the guest's console log

@@ -165,6 +165,19 @@ void check_storage_record(const RunRow& run, const TestCeph& ceph) {
     CHECK(storage["after"].value("volume_used_bytes", std::uint64_t{0}) > 0);
 }
 
+// The baseline ran fio from the host through librbd, on its own image.
+void check_host_baseline(const RunRow& run) {
+    const Json& baseline = run.applied["host_baseline"];
+    INFO(baseline.dump(2));
+    const std::string command = baseline.value("job_command", "");
+    CHECK(command.find("--ioengine=rbd") != std::string::npos);
+    CHECK(command.find("--rbdname=" + run.volume_name) != std::string::npos);
+    CHECK(command.find("--ioengine=libaio") == std::string::npos);
+    // 4 jobs x 16 MiB fit in the 1 GiB image: a region each, all prefilled.
+    CHECK(baseline["separate_regions"] == true);
+    CHECK(baseline["prefill_bytes"] == 4 * (16u << 20));
+}
+
 void check_seed_disk_settings(const Json& config) {
     INFO(config.dump());
     CHECK(config["bus"] == "scsi-single");
@@ -191,10 +204,13 @@ void check_compare(const DaemonFixture& daemon) {
     auto compare = daemon.hostctl({"results", "compare", "1"});
     INFO(compare.out << compare.err);
     REQUIRE(compare.exit_code == 0);
-    REQUIRE(table["rows"].size() == kSeedFilesystems.size());
+    REQUIRE(table["rows"].size() == kSeedFilesystems.size() + 1);
     std::set<std::string> filesystems;
     for (const Json& row : table["rows"]) {
         INFO(row.dump());
+        if (row["host_baseline"] == true) continue;
+        // Every guest configuration as a share of the bare image's IOPS.
+        CHECK(row["vs_host"]["ratios"]["read_iops"].get<double>() > 0);
         filesystems.insert(row["settings"]["filesystem"].dump());
         for (const char* metric : {"read_iops", "write_iops"}) {
             CHECK(row["metrics"][metric]["n"] == 1);
@@ -215,6 +231,8 @@ void check_compare(const DaemonFixture& daemon) {
         CHECK(std::stod(row[2]) > 0);
         CHECK(std::stod(row[3]) > 0);
     }
+    CHECK(compare.out.find("vs host") != std::string::npos);
+    CHECK(compare.out.find(std::string(kWorkload) + " (host, raw volume)") != std::string::npos);
 }
 
 }  // namespace
@@ -234,18 +252,26 @@ TEST_CASE("seed study B runs on RBD in real guests and compares in the study's s
     CHECK(submitted.exit_code == 0);
 
     const auto runs = runs_of_sweep(daemon.database(), 1);
-    REQUIRE(runs.size() == kSeedFilesystems.size());
+    // A run per filesystem, and the host baseline on a bare image.
+    REQUIRE(runs.size() == kSeedFilesystems.size() + 1);
+    int baselines = 0;
     for (const auto& run : runs) {
-        INFO(run.config["filesystem"].dump() << ": " << run.failure_reason);
+        INFO(run.config.dump() << ": " << run.failure_reason);
         REQUIRE(run.status == "succeeded");
-        CHECK(run.applied["verified"] == true);
-        check_seed_disk_settings(run.config);
         check_storage_record(run, ceph);
         CHECK(run.metrics.at("read_iops") > 0);
         CHECK(run.metrics.at("write_iops") > 0);
         CHECK(run.timings.value("provision_s", 0.0) > 0);
         CHECK(run.timings.value("teardown_s", 0.0) > 0);
+        if (run.config["hypervisor"] == "host") {
+            ++baselines;
+            check_host_baseline(run);
+            continue;
+        }
+        CHECK(run.applied["verified"] == true);
+        check_seed_disk_settings(run.config);
     }
+    CHECK(baselines == 1);
     report_overhead(runs);
     check_compare(daemon);
 

@@ -22,6 +22,7 @@
 #include "guestagent/discovery.h"
 #include "guestagent/guest_system.h"
 #include "support/temp_dir.h"
+#include "support/test_data.h"
 
 namespace ds::agent::testing {
 
@@ -42,8 +43,7 @@ inline void write_text(const fs::path& path, std::string_view text) {
 
 // Real fio 3.33 output recorded on the development host (tests/data/fio).
 inline std::string recorded_fio_output(const std::string& name = "randrw_4k_numjobs1.json") {
-    return read_text(fs::path(__FILE__).parent_path().parent_path().parent_path() / "data" / "fio" /
-                     name);
+    return ds::test::test_data_text(fs::path("fio") / name);
 }
 
 using ds::test::TempDir;

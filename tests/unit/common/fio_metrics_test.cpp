@@ -5,19 +5,15 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "support/test_data.h"
 
 namespace {
 
 ds::Json load_fio_output(const std::string& name) {
-    const auto path = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
-                      "data" / "fio" / name;
-    std::ifstream in(path);
-    REQUIRE(in.good());
-    std::stringstream text;
-    text << in.rdbuf();
-    return ds::Json::parse(text.str());
+    const std::string text = ds::test::test_data_text(std::filesystem::path("fio") / name);
+    REQUIRE_FALSE(text.empty());
+    return ds::Json::parse(text);
 }
 
 constexpr double kMiB = 1024.0 * 1024.0;

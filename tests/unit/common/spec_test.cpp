@@ -276,7 +276,8 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "[spec][errors]") {
     CHECK(parse_error("name = \"t\"\nrepetition = 2\n") ==
           "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
-          "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, workload. Did you "
+          "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, workload, "
+          "host_baseline. Did you "
           "mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
@@ -835,4 +836,42 @@ TEST_CASE("throttling and queue axes: values, units, defaults and what sata cann
     CHECK(parse_message("name = \"t\"\n[matrix]\nqueues = true\n[[workload]]\nkind = "
                         "\"fio\"\n") ==
           "t.toml:3:10: values of axis 'queues' must be \"default\" or an integer, not a boolean");
+}
+
+TEST_CASE("spec: host_baseline adds one baseline per storage, run by fio workloads", "[spec]") {
+    const SweepPlan plan =
+        expand_ok(parse_ok("name = \"t\"\nhost_baseline = true\nrepetitions = 2\n[matrix]\n"
+                           "storage = [\"file\", \"rbd:pool1\"]\ncache = [\"none\", \"unsafe\"]\n"
+                           "[[workload]]\nname = \"rand\"\nkind = \"fio\"\nrw = \"randread\"\n"
+                           "[[workload]]\nname = \"atis\"\nkind = \"mariadb-atis\"\n"));
+    // 4 guest configurations, then a baseline per storage (cache is not a
+    // setting of bare storage).
+    REQUIRE(plan.configs.size() == 6);
+    const StorageConfig& file_baseline = plan.configs[4];
+    CHECK(is_host_baseline(file_baseline));
+    CHECK(file_baseline.storage == "file");
+    CHECK(plan.configs[5].storage == "rbd");
+    CHECK(plan.configs[5].storage_pool == "pool1");
+    CHECK(to_json(file_baseline) == Json{{"hypervisor", "host"},
+                                         {"storage", "file"},
+                                         {"storage_pool", ""},
+                                         {"image_format", "raw"},
+                                         {"disk_size_bytes", 1ull << 30}});
+    // 4 configurations x 2 workloads + 2 baselines x the fio workload, per round.
+    CHECK(plan.runs.size() == (4 * 2 + 2) * 2);
+    for (const auto& run : plan.runs) {
+        if (is_host_baseline(plan.configs[run.config_index]))
+            CHECK(plan.workloads[run.workload_index].kind == "fio");
+    }
+}
+
+TEST_CASE("spec: host_baseline needs a workload that can run on the host", "[spec]") {
+    CHECK(expand_error(parse_ok("name = \"t\"\nhost_baseline = true\n"
+                                "[[workload]]\nkind = \"mariadb-atis\"\n"))
+              .find("no workload can run on the host") != std::string::npos);
+    CHECK(expand_error(parse_ok("name = \"t\"\nhost_baseline = true\n[[workload]]\nkind = "
+                                "\"fio\"\njob_file = \"[j]\\nrw=read\\n\"\n"))
+              .find("without job_file") != std::string::npos);
+    CHECK(parse_error("name = \"t\"\nhost_baseline = \"yes\"\n[[workload]]\nkind = \"fio\"\n")
+              .find("'host_baseline'") != std::string::npos);
 }

@@ -2,21 +2,17 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "support/test_data.h"
 
 namespace ds {
 namespace {
 
 // Real outputs recorded on the development host (tests/data/mariadb/README.md).
 std::string recorded(const std::string& name) {
-    const auto path = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
-                      "data" / "mariadb" / name;
-    std::ifstream in(path, std::ios::binary);
-    REQUIRE(in.good());
-    std::stringstream content;
-    content << in.rdbuf();
-    return content.str();
+    std::string text = test::test_data_text(std::filesystem::path("mariadb") / name);
+    REQUIRE_FALSE(text.empty());
+    return text;
 }
 
 Json stdout_output(const std::string& text) {

@@ -343,4 +343,39 @@ TEST_CASE("compare: fio sweeps rank by read_iops, highest first", "[compare]") {
     CHECK(report->at("ranking")[0].at("options") == "defaults");
 }
 
+TEST_CASE("compare: each configuration as a share of its storage's host baseline", "[compare]") {
+    TempDir dir;
+    auto opened = Store::open(dir.file("results.db"));
+    REQUIRE(opened.ok());
+    Store& store = *opened.value();
+    StorageConfig rbd_ext4 = kSafeExt4;
+    rbd_ext4.storage = "rbd";
+    rbd_ext4.storage_pool = "pool1";
+    const StorageConfig file_baseline = host_baseline_for(kSafeExt4);
+    const StorageConfig rbd_baseline = host_baseline_for(rbd_ext4);
+    const std::int64_t sweep = create(
+        store, "baseline",
+        {planned_run(kSafeExt4, "randrw", 0, 0), planned_run(rbd_ext4, "randrw", 1, 0),
+         planned_run(file_baseline, "randrw", 2, 0), planned_run(rbd_baseline, "randrw", 3, 0),
+         planned_run(kSafeExt4, "randread", 4, 0)});
+    finish(store, sweep, 0, run_status::kSucceeded, {{"read_iops", 300}, {"write_iops", 100}});
+    finish(store, sweep, 1, run_status::kSucceeded, {{"read_iops", 50}});
+    finish(store, sweep, 2, run_status::kSucceeded, {{"read_iops", 1200}, {"write_iops", 400}});
+    finish(store, sweep, 3, run_status::kSucceeded, {{"read_iops", 200}});
+    finish(store, sweep, 4, run_status::kSucceeded, {{"read_iops", 900}});
+    auto report = compare_sweep(store, sweep);
+    REQUIRE(report.ok());
+    const Json& rows = report->at("rows");
+    // Each guest row against the baseline of its own storage (rows 2 and 3).
+    CHECK(rows[0].at("vs_host") ==
+          Json{{"baseline_row", 2}, {"ratios", {{"read_iops", 0.25}, {"write_iops", 0.25}}}});
+    CHECK(rows[1].at("vs_host") == Json{{"baseline_row", 3}, {"ratios", {{"read_iops", 0.25}}}});
+    CHECK(rows[2].at("host_baseline") == true);
+    CHECK(rows[2].at("filesystem") == "none (host, raw volume)");
+    CHECK_FALSE(rows[2].contains("vs_host"));
+    CHECK(rows[0].at("host_baseline") == false);
+    // Another workload has no baseline: no ratio is made up for it.
+    CHECK_FALSE(rows[4].contains("vs_host"));
+}
+
 }  // namespace ds

@@ -723,6 +723,7 @@ RunEnvironment ExecutorFixture::environment() {
     env.image_for_variant = image_for_variant;
     env.accel = Accel::kTcg;
     env.observer = observer;
+    env.host_processes = host_processes;
     return env;
 }
 

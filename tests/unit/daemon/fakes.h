@@ -287,7 +287,8 @@ struct ExecutorFixture {
 
     // Handed to RunEnvironment::image_for_variant (unset: the base image).
     std::function<Result<GuestImage>(std::string_view variant)> image_for_variant;
-    RunObserver* observer = nullptr;  // handed to RunEnvironment::observer
+    RunObserver* observer = nullptr;          // handed to RunEnvironment::observer
+    ProcessRunner* host_processes = nullptr;  // handed to RunEnvironment::host_processes
 
     RunEnvironment environment();
     // A new one-run sweep (of fio_workload() unless given); returns the

@@ -365,3 +365,24 @@ TEST_CASE("run counts include timed-out runs", "[format]") {
     CHECK(counts.timed_out == 3);
     CHECK(counts.done() == 6);
 }
+
+TEST_CASE("compare table: configurations as a share of their host baseline", "[hostctl][format]") {
+    const Json compare = Json::parse(R"({
+      "sweep_id": 4, "varying_axes": ["cache"], "metrics": ["read_iops"],
+      "primary_metric": {"name": "read_iops", "lower_is_better": false},
+      "rows": [
+        {"config_id": "a1", "workload": "randrw", "host_baseline": false,
+         "settings": {"hypervisor": "libvirt", "storage": "file", "cache": "none"},
+         "runs": {"succeeded": 1}, "metrics": {"read_iops": {"n": 1, "mean": 250}},
+         "vs_host": {"baseline_row": 1, "ratios": {"read_iops": 0.25}}},
+        {"config_id": "b2", "workload": "randrw", "host_baseline": true,
+         "settings": {"hypervisor": "host", "storage": "file"},
+         "runs": {"succeeded": 1}, "metrics": {"read_iops": {"n": 1, "mean": 1000}}}]})");
+    const std::string table = ds::hostctl::format_compare_table(compare);
+    INFO(table);
+    CHECK_THAT(table, Catch::Contains("vs host"));
+    CHECK_THAT(table, Catch::Matches("(.|\n)*none +randrw +250.0 +25% +1\n(.|\n)*"));
+    CHECK_THAT(table,
+               Catch::Matches("(.|\n)*- +randrw \\(host, raw volume\\) +1000 +- +1\n(.|\n)*"));
+    CHECK_THAT(table, Catch::Contains("vs host = the configuration's mean read_iops as a share"));
+}

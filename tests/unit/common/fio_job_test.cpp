@@ -1,31 +1,61 @@
 // fio command lines from workload params, and fio's stdout back to JSON.
-#include "guestagent/fio_job.h"
+#include "common/fio_job.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
 
 #include "common/fio_options.h"
 #include "common/spec.h"
-#include "unit/agent/fakes.h"
+#include "support/test_data.h"
 
-using namespace ds::agent;
+using namespace ds;
 using ds::Json;
 
 TEST_CASE("fio job: params become --key=value in key order", "[fio_job]") {
     const Json params = {{"rw", "randrw"},     {"bs", "4k"},          {"direct", true},
                          {"end_fsync", false}, {"iodepth", 64},       {"rwmixread", 70.5},
                          {"size", "256m"},     {"group_reporting", 1}};
-    auto argv = build_fio_command("seed", params, "/mnt/disksweep");
+    auto argv = build_fio_command("seed", params, FioDirectory{"/mnt/disksweep"});
     REQUIRE(argv.ok());
     CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json", "--name=seed",
                                             "--directory=/mnt/disksweep", "--bs=4k", "--direct=1",
                                             "--end_fsync=0", "--group_reporting=1", "--iodepth=64",
                                             "--rw=randrw", "--rwmixread=70.5", "--size=256m"});
-    auto empty = build_fio_command("x", Json::object(), "/d");
+    auto empty = build_fio_command("x", Json::object(), FioDirectory{"/d"});
     REQUIRE(empty.ok());
     CHECK(empty->size() == 4);
 }
 
+TEST_CASE("fio job: a raw volume or an RBD image instead of a directory", "[fio_job]") {
+    const Json params = {{"rw", "randrw"}, {"ioengine", "libaio"}, {"options", {{"iodepth", 64}}}};
+    auto raw = build_fio_command("seed", params, FioRawVolume{"/dev/vg/thin1"});
+    REQUIRE(raw.ok());
+    CHECK(*raw == std::vector<std::string>{"fio", "--output-format=json", "--name=seed",
+                                           "--filename=/dev/vg/thin1", "--ioengine=libaio",
+                                           "--rw=randrw", "--iodepth=64"});
+    // librbd is the engine: the workload's own (named or in options) is left out.
+    for (const Json& given :
+         {params, Json{{"rw", "randrw"}, {"options", {{"ioengine", "psync"}}}}}) {
+        auto rbd = build_fio_command("seed", given, FioRbdImage{"rbd", "img1", "disksweep"});
+        REQUIRE(rbd.ok());
+        CHECK(std::count(rbd->begin(), rbd->end(), "--ioengine=rbd") == 1);
+        CHECK(std::none_of(rbd->begin(), rbd->end(), [](const std::string& arg) {
+            return arg == "--ioengine=libaio" || arg == "--ioengine=psync";
+        }));
+        CHECK(std::find(rbd->begin(), rbd->end(), "--rbdname=img1") != rbd->end());
+        CHECK(std::find(rbd->begin(), rbd->end(), "--pool=rbd") != rbd->end());
+        CHECK(std::find(rbd->begin(), rbd->end(), "--clientname=disksweep") != rbd->end());
+    }
+    // A job file names its files below a directory: not on a raw volume.
+    auto job_file = build_fio_command("x", {{"job_file", "[j]\nrw=read\n"}},
+                                      FioRawVolume{"/dev/sdb"}, "/run/j.fio");
+    REQUIRE_FALSE(job_file.ok());
+    CHECK(job_file.error().message.find("cannot run on a raw volume") != std::string::npos);
+}
+
 TEST_CASE("fio job: unsafe or unsupported params are refused", "[fio_job]") {
     auto refuse = [](const Json& params, const std::string& fragment) {
-        auto argv = build_fio_command("x", params, "/d");
+        auto argv = build_fio_command("x", params, FioDirectory{"/d"});
         REQUIRE_FALSE(argv.ok());
         CHECK(argv.error().code == ds::errc::kInvalidArgument);
         INFO(argv.error().message);
@@ -58,7 +88,7 @@ TEST_CASE("fio job: planned duration in fio's time syntax", "[fio_job]") {
 }
 
 TEST_CASE("fio job: JSON is found after fio's notes", "[fio_job]") {
-    const std::string recorded = ds::agent::testing::recorded_fio_output();
+    const std::string recorded = test::test_data_text("fio/randrw_4k_numjobs1.json");
     auto plain = parse_fio_stdout(recorded);
     REQUIRE(plain.ok());
     CHECK((*plain)["fio version"] == "fio-3.33");
@@ -82,7 +112,7 @@ TEST_CASE("fio job: passthrough options table after the named params", "[fio_job
         {"rw", "randread"},
         {"bs", "4k"},
         {"options", {{"zonemode", "none"}, {"norandommap", true}, {"thinktime", 10}}}};
-    auto argv = build_fio_command("seed", params, "/mnt/disksweep");
+    auto argv = build_fio_command("seed", params, FioDirectory{"/mnt/disksweep"});
     REQUIRE(argv.ok());
     CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json", "--name=seed",
                                             "--directory=/mnt/disksweep", "--bs=4k",
@@ -97,7 +127,7 @@ TEST_CASE("fio job: passthrough options table after the named params", "[fio_job
     CHECK(planned_fio_seconds({{"options", {{"runtime", "20s"}, {"ramp_time", 5}}}}) == 25.0);
 
     auto refuse = [](const Json& p, const std::string& fragment) {
-        auto refused = build_fio_command("x", p, "/d");
+        auto refused = build_fio_command("x", p, FioDirectory{"/d"});
         REQUIRE_FALSE(refused.ok());
         INFO(refused.error().message);
         CHECK(refused.error().message.find(fragment) != std::string::npos);
@@ -114,14 +144,15 @@ TEST_CASE("fio job: passthrough options table after the named params", "[fio_job
 TEST_CASE("fio job: a whole job file", "[fio_job]") {
     const std::string text =
         "; seed job\n[global]\nioengine=libaio\ndirect=1\n\n[randrw]\nname=x\nrw=randrw\n";
-    auto argv = build_fio_command("seed", {{"job_file", text}}, "/mnt/disksweep", "/run/j.fio");
+    auto argv = build_fio_command("seed", {{"job_file", text}}, FioDirectory{"/mnt/disksweep"},
+                                  "/run/j.fio");
     REQUIRE(argv.ok());
     CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json",
                                             "--directory=/mnt/disksweep", "/run/j.fio"});
     CHECK_FALSE(planned_fio_seconds({{"job_file", text}}).has_value());
 
     auto refuse = [](const Json& p, const std::string& fragment) {
-        auto refused = build_fio_command("x", p, "/d", "/run/j.fio");
+        auto refused = build_fio_command("x", p, FioDirectory{"/d"}, "/run/j.fio");
         REQUIRE_FALSE(refused.ok());
         INFO(refused.error().message);
         CHECK(refused.error().message.find(fragment) != std::string::npos);
@@ -149,7 +180,7 @@ TEST_CASE("fio job: failures keep the no-space line and job errors are found", "
     CHECK(message.find(no_space) != std::string::npos);
     CHECK(message.size() < 2300);
 
-    Json fio = Json::parse(ds::agent::testing::recorded_fio_output());
+    Json fio = Json::parse(test::test_data_text("fio/randrw_4k_numjobs1.json"));
     CHECK_FALSE(fio_job_error(fio).has_value());
     fio["jobs"][0]["error"] = 28;
     CHECK(fio_job_error(fio) == "fio job randrw4k ended with error 28 (No space left on device)");
@@ -164,14 +195,14 @@ TEST_CASE("fio job: failures keep the no-space line and job errors are found", "
 namespace {
 
 std::string refusal_of(const Json& params) {
-    auto argv = build_fio_command("x", params, "/mnt/disksweep", "/run/j.fio");
+    auto argv = build_fio_command("x", params, FioDirectory{"/mnt/disksweep"}, "/run/j.fio");
     REQUIRE_FALSE(argv.ok());
     CHECK(argv.error().code == ds::errc::kInvalidArgument);
     return argv.error().message;
 }
 
 bool agent_accepts(const Json& params) {
-    return build_fio_command("x", params, "/mnt/disksweep", "/run/j.fio").ok();
+    return build_fio_command("x", params, FioDirectory{"/mnt/disksweep"}, "/run/j.fio").ok();
 }
 
 bool spec_accepts(const std::string& workload_lines) {

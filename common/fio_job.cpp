@@ -1,13 +1,13 @@
-#include "guestagent/fio_job.h"
+#include "common/fio_job.h"
 
 #include <cstring>
 
 #include "common/fio_options.h"
 #include "common/process.h"
 #include "common/text.h"
-#include "guestagent/io_options.h"
+#include "common/units.h"
 
-namespace ds::agent {
+namespace ds {
 namespace {
 
 constexpr std::size_t kStderrTailBytes = 2000;
@@ -21,7 +21,7 @@ Error invalid_param(const std::string& name, const std::string& what) {
 std::optional<double> parse_fio_time(const Json& value) {
     if (value.is_number()) return value.get<double>();
     if (!value.is_string()) return std::nullopt;
-    return io::parse_fio_seconds(value.get_ref<const std::string&>());
+    return parse_fio_seconds(value.get_ref<const std::string&>());
 }
 
 // "--NAME=VALUE" for one option; `prefix` ("options.") names where it came
@@ -67,10 +67,22 @@ Status check_job_file(const Json& job_file, const Json& params) {
     return ok_status();
 }
 
+// The options that point fio at `target`.
+void append_target(std::vector<std::string>& argv, const FioTarget& target) {
+    if (const auto* directory = std::get_if<FioDirectory>(&target)) {
+        argv.push_back("--directory=" + directory->path);
+    } else if (const auto* volume = std::get_if<FioRawVolume>(&target)) {
+        argv.push_back("--filename=" + volume->path);
+    } else if (const auto* rbd = std::get_if<FioRbdImage>(&target)) {
+        argv.insert(argv.end(), {"--ioengine=rbd", "--pool=" + rbd->pool, "--rbdname=" + rbd->image,
+                                 "--clientname=" + rbd->client});
+    }
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
-                                                   const Json& params, const std::string& directory,
+                                                   const Json& params, const FioTarget& target,
                                                    const std::string& job_file_path) {
     if (!params.is_object()) {
         return make_error(errc::kInvalidArgument, std::string("workload params is a ") +
@@ -78,11 +90,18 @@ Result<std::vector<std::string>> build_fio_command(const std::string& workload_n
     }
     if (const auto job_file = params.find(kFioJobFileKey); job_file != params.end()) {
         DS_TRY(check_job_file(*job_file, params));
-        return std::vector<std::string>{"fio", "--output-format=json", "--directory=" + directory,
-                                        job_file_path};
+        const auto* directory = std::get_if<FioDirectory>(&target);
+        if (directory == nullptr) {
+            return invalid_param(std::string(kFioJobFileKey),
+                                 "names its own files below a directory, so it cannot run on a "
+                                 "raw volume or an RBD image");
+        }
+        return std::vector<std::string>{"fio", "--output-format=json",
+                                        "--directory=" + directory->path, job_file_path};
     }
-    std::vector<std::string> argv = {"fio", "--output-format=json", "--name=" + workload_name,
-                                     "--directory=" + directory};
+    std::vector<std::string> argv = {"fio", "--output-format=json", "--name=" + workload_name};
+    append_target(argv, target);
+    const bool engine_is_the_targets = std::holds_alternative<FioRbdImage>(target);
     const Json* options = nullptr;
     for (const auto& [name, value] : params.items()) {
         if (name == kFioOptionsKey) {
@@ -95,7 +114,7 @@ Result<std::vector<std::string>> build_fio_command(const std::string& workload_n
         }
         auto argument = fio_argument(name, value, "");
         if (!argument) return argument.error();
-        argv.push_back(std::move(*argument));
+        if (!(engine_is_the_targets && name == "ioengine")) argv.push_back(std::move(*argument));
     }
     if (options != nullptr) {
         for (const auto& [name, value] : options->items()) {
@@ -105,7 +124,8 @@ Result<std::vector<std::string>> build_fio_command(const std::string& workload_n
             }
             auto argument = fio_argument(name, value, std::string(kFioOptionsKey) + ".");
             if (!argument) return argument.error();
-            argv.push_back(std::move(*argument));
+            if (!(engine_is_the_targets && name == "ioengine"))
+                argv.push_back(std::move(*argument));
         }
     }
     return argv;
@@ -193,4 +213,4 @@ Result<Json> parse_fio_stdout(std::string_view stdout_text) {
     }
 }
 
-}  // namespace ds::agent
+}  // namespace ds

@@ -1,16 +1,19 @@
 // Turning a workload's fio parameters into a fio command line, and fio's
-// output back into JSON.
+// output back into JSON. Shared by the guest agent (fio on the filesystem
+// under test) and disksweepd (the host baseline: the same job on the raw
+// volume, with no guest).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "common/result.h"
 #include "common/settings.h"
 
-namespace ds::agent {
+namespace ds {
 
 // Params keys with a meaning of their own (fio passthrough):
 //   "options":  an object of any further fio options, name -> string,
@@ -20,13 +23,36 @@ namespace ds::agent {
 inline constexpr std::string_view kFioOptionsKey = "options";
 inline constexpr std::string_view kFioJobFileKey = "job_file";
 
+// Where fio does its I/O.
+// Files below a directory: the guest's jobs, on the mounted filesystem.
+struct FioDirectory {
+    std::string path;
+};
+// A whole regular file or block device, with no filesystem: the host
+// baseline on a file volume or a thin LV.
+struct FioRawVolume {
+    std::string path;
+};
+// An RBD image through librbd (fio's rbd engine, which replaces the
+// workload's ioengine). librados finds the monitors and key through the
+// ceph.conf in CEPH_CONF, which the caller sets.
+struct FioRbdImage {
+    std::string pool;
+    std::string image;
+    std::string client;  // cephx id without "client."
+};
+using FioTarget = std::variant<FioDirectory, FioRawVolume, FioRbdImage>;
+
 // The fio command for a workload.
 // Without job_file:
-//   fio --output-format=json --name=NAME --directory=DIR --KEY=VALUE...
+//   fio --output-format=json --name=NAME TARGET... --KEY=VALUE...
 //   with the named params in the object's (sorted) key order, then those of
 //   `options` in theirs. Values: strings as is, numbers as JSON spells them,
-//   booleans as 1/0.
-// With job_file (alone: no other params):
+//   booleans as 1/0. TARGET is --directory=DIR, --filename=PATH, or
+//   --ioengine=rbd --pool=P --rbdname=I --clientname=C (the workload's own
+//   ioengine is then left out).
+// With job_file (alone: no other params; only on a FioDirectory, since the
+//   job file names its own files below it):
 //   fio --output-format=json --directory=DIR JOB_FILE_PATH
 //   (`job_file_path` is where the caller writes the text).
 // errc::kInvalidArgument for a non-object `params` or `options`, an option
@@ -36,10 +62,10 @@ inline constexpr std::string_view kFioJobFileKey = "job_file";
 // filesystem under test or run commands, engines other than the allowed
 // ones, abbreviations of any of them), an option given both named and in
 // `options`, a value that is null, an array or an object; a job_file that is
-// not a non-empty string, comes with other params, or fails
-// ds::check_fio_job_file (naming the line).
+// not a non-empty string, comes with other params, fails
+// ds::check_fio_job_file (naming the line), or is given for another target.
 Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
-                                                   const Json& params, const std::string& directory,
+                                                   const Json& params, const FioTarget& target,
                                                    const std::string& job_file_path = "");
 
 // The named params and `options` as one object (what fio is given on its
@@ -68,4 +94,4 @@ std::optional<std::string> fio_job_error(const Json& fio_json);
 // errc::kAgent with an excerpt when there is none or it does not parse.
 Result<Json> parse_fio_stdout(std::string_view stdout_text);
 
-}  // namespace ds::agent
+}  // namespace ds
