@@ -22,6 +22,10 @@ packages=(
   # the rbd storage backend (rbd/ceph tools) and its real test: a throwaway
   # single-node Ceph (tests/support/ceph/), QEMU's rbd driver
   ceph-mon ceph-osd ceph-common qemu-block-extra
+  # the Proxmox backend's REST client (libcurl, OpenSSL flavour) and its
+  # contract tests: the fake PVE API (python3) over HTTPS with test
+  # certificates made by the openssl CLI
+  libcurl4-openssl-dev python3 openssl
 )
 
 # deb-src entries mirroring the host's enabled bookworm deb entries, so that

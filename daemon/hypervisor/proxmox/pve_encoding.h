@@ -1,0 +1,100 @@
+// How a request to the Proxmox VE API is spelled, as PVE expects it:
+//  * paths: segments percent-encoded one by one (a UPID holds ':', '@', '!');
+//  * form parameters (application/x-www-form-urlencoded bodies of POST/PUT,
+//    query strings of GET/DELETE): booleans as 1/0, array parameters as the
+//    key repeated once per item (`command=a&command=b`);
+//  * property strings (`local-lvm:4,cache=unsafe,discard=on,ssd=1`): the
+//    default key's bare value first, then KEY=VALUE pairs in the order given.
+// And the task ids (UPIDs) long operations answer with.
+//
+// Pure functions over data: no I/O, testable without a server.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+
+namespace ds {
+
+// RFC 3986 percent-encoding: everything but A-Z a-z 0-9 - . _ ~ as %XX.
+std::string pve_percent_encode(std::string_view text);
+
+// "/nodes/pve1/tasks/UPID%3Apve1%3A..." from {"nodes", "pve1", "tasks", upid}.
+std::string pve_path(std::initializer_list<std::string_view> segments);
+
+// PVE's spelling of a number ("12.5", "100", "1e+21"): the shortest text
+// that reads back as the same double. Empty for NaN and infinities.
+std::string pve_number_text(double value);
+
+// A property string built from ordered key/value data. Keys are PVE's option
+// names (lower-case letters, digits, '_' and '-'); a value may not hold ','
+// (PVE splits on it) and the default value may not hold '=' (it would read
+// as a key). Checked by encode(), which names the offending key.
+class PvePropertyString {
+  public:
+    PvePropertyString() = default;
+    // `default_value` is the default key's value, written first without its
+    // key: the volume of a drive ("local-lvm:4"), the model of a net device.
+    explicit PvePropertyString(std::string default_value);
+
+    PvePropertyString& set(std::string key, std::string value);
+    PvePropertyString& set_flag(std::string key, bool value);  // 1 / 0
+    PvePropertyString& set_integer(std::string key, std::int64_t value);
+    PvePropertyString& set_number(std::string key, double value);  // pve_number_text
+
+    Result<std::string> encode() const;
+
+    // Reads a property string as PVE prints it (e.g. a drive of GET .../config):
+    // parts without '=' are the default value (at most one), the rest KEY=VALUE.
+    static Result<PvePropertyString> parse(std::string_view text);
+
+    const std::string& default_value() const { return default_value_; }
+    const std::vector<std::pair<std::string, std::string>>& entries() const { return entries_; }
+    std::optional<std::string> get(std::string_view key) const;
+
+  private:
+    std::string default_value_;
+    std::vector<std::pair<std::string, std::string>> entries_;
+};
+
+// The parameters of one request, in order; a key may repeat (array items).
+// A property string that does not encode is kept as the first error and
+// returned by encode().
+class PveParams {
+  public:
+    PveParams& set(std::string key, std::string value);
+    PveParams& set_flag(std::string key, bool value);  // 1 / 0
+    PveParams& set_integer(std::string key, std::int64_t value);
+    PveParams& set_number(std::string key, double value);
+    PveParams& set_property_string(std::string key, const PvePropertyString& value);
+    // An array parameter (e.g. agent/exec's `command`): the key once per item.
+    PveParams& set_array(std::string key, const std::vector<std::string>& items);
+
+    bool empty() const { return fields_.empty(); }
+    const std::vector<std::pair<std::string, std::string>>& fields() const { return fields_; }
+    // "k=v&k=v", keys and values percent-encoded.
+    Result<std::string> encode() const;
+
+  private:
+    std::vector<std::pair<std::string, std::string>> fields_;
+    std::optional<Error> error_;
+};
+
+// A task id as PVE::UPID encodes it:
+//   UPID:NODE:PID(8 hex):PSTART(8-9 hex):STARTTIME(8 hex):TYPE:ID:USER:
+struct PveUpid {
+    std::string text;  // the whole UPID, as PVE gave it
+    std::string node;  // where the task runs: its status is asked there
+    std::string type;  // qmclone, qmstart, qmconfig, ...
+    std::string id;    // what it works on, e.g. the VM id
+    std::string user;  // who started it (USER@REALM!TOKENID for a token)
+};
+Result<PveUpid> parse_pve_upid(std::string_view text);
+
+}  // namespace ds

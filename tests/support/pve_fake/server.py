@@ -1,0 +1,479 @@
+"""The fake PVE API over HTTPS: request pipeline, control endpoints, TLS.
+
+Every request below /api2/json goes through the same steps as on pveproxy:
+  1. fault rules (faults.py): delay, dropped connection;
+  2. authentication: `Authorization: PVEAPIToken=USER@REALM!TOKENID=SECRET`,
+     else 401 "No ticket" / "authentication failure" with an empty body;
+  3. a fault rule's status (401, 403, 500, ...), if any;
+  4. body rules: none on GET/DELETE (501 "Unexpected content for method"),
+     at most max_post bytes (501 "for data too large"), form-urlencoded or
+     JSON;
+  5. the path and method must exist in the schema (501 "Method 'M /path' not
+     implemented"), the method must allow API tokens;
+  6. parameters (path, query, body; a repeated key is an array parameter's
+     items, or NUL-joined for a scalar as PVE does) verified against the
+     schema: 400 {"data": null, "errors": {param: message}, "message":
+     "Parameter verification failed.\n"};
+  7. the simulation (api.py), under one state lock; its answer is checked
+     against the method's `returns` schema, so the fake cannot answer in a
+     shape the real API does not have (a mismatch is a 500 naming it);
+  8. {"data": ...} (+ "total" where PVE adds it); errors carry PVE's message
+     in the reason phrase and as "message" in the body.
+
+Control endpoints (no authentication, for tests), below /_fake/:
+  GET    /_fake/health                 "ok"
+  GET    /_fake/requests               what was asked and answered, in order
+  GET    /_fake/state                  VMs, volumes, tasks, unchecked formats
+  GET    /_fake/faults                 the fault rules
+  POST   /_fake/faults                 add rule(s): a JSON object or array
+  DELETE /_fake/faults                 remove every rule
+  POST   /_fake/tls                    {"serve": "primary" | "alternate"}
+"""
+
+import hmac
+import json
+import os
+import ssl
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable, Optional
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import api
+import certs
+from cluster import ApiError, Cluster, Storage, Volume, format_size, parse_size, split_drive
+from faults import FaultRule, Faults
+from guest import Guests, subprocess_handler
+from schema import ApiSchema, Validator, return_problems
+from tasks import TaskLog, TaskRegistry
+
+API_PREFIX = "/api2/json"
+CONTROL_PREFIX = "/_fake/"
+TASK_TICK_SECONDS = 0.02
+DRAIN_LIMIT = 16 * 1024 * 1024
+DEFAULT_TEMPLATE = {
+    "name": "disksweep-template", "template": "1", "agent": "1", "memory": "1024", "cores": "1",
+    "ostype": "l26", "scsihw": "virtio-scsi-single", "boot": "order=scsi0", "serial0": "socket",
+    "scsi0": "local-lvm:base-{vmid}-disk-0,size=2G",
+}
+
+
+@dataclass
+class Options:
+    schema_path: str
+    cert_dir: str
+    token: str                                  # USER@REALM!TOKENID=SECRET
+    nodes: list = field(default_factory=lambda: ["pve1"])
+    state_file: Optional[str] = None            # initial nodes/storages/VMs (JSON), replaces the defaults
+    template_vmid: Optional[int] = 9000         # None: no template VM
+    task_seconds: float = 0.3
+    agent_delay: float = 0.2
+    nextid_range: tuple = (100, 999999999)
+    guest_root: Optional[str] = None
+    guest_exec: Optional[str] = None
+    faults: list = field(default_factory=list)  # rule dicts
+    tls_fault: bool = False
+    max_post: int = 64 * 1024                   # pveproxy's limit before libpve-http-server-perl 5.2.1
+    unauthorized_delay: float = 0.0             # pveproxy waits 3 s; tests need not
+    host: str = "127.0.0.1"
+    port: int = 0
+    quiet: bool = False
+
+
+class FakeState:
+    """Everything the simulation keeps; `lock` guards cluster and tasks."""
+
+    def __init__(self, options: Options, guest_handler: Optional[Callable]):
+        self.lock = threading.RLock()
+        self.schema = ApiSchema.load(options.schema_path)
+        self.unchecked_formats = set()
+        self.validator = Validator(self.schema, self._note_unchecked)
+        self.cluster = _initial_cluster(options)
+        self.tasks = TaskRegistry(options.task_seconds)
+        root = options.guest_root or os.path.join(options.cert_dir, "guests")
+        handler = guest_handler or (subprocess_handler(options.guest_exec) if options.guest_exec else None)
+        self.guests = Guests(root, handler)
+        self.faults = Faults()
+        for rule in options.faults:
+            self.faults.add(FaultRule.from_json(rule))
+        self.token_user, _, self.token_secret = options.token.partition("=")
+        self.fingerprint = certs.fingerprint(os.path.join(options.cert_dir, "server.pem"))
+        self.requests = []
+        self.quiet = options.quiet
+
+    def _note_unchecked(self, name: str) -> None:
+        if name not in self.unchecked_formats:
+            self.unchecked_formats.add(name)
+            if not self.quiet:
+                print(f"pve_fake: format '{name}' is not checked (value accepted as a string)", file=sys.stderr)
+
+    @staticmethod
+    def discard_log() -> TaskLog:
+        return TaskLog()
+
+
+def _initial_cluster(options: Options) -> Cluster:
+    if options.state_file:
+        with open(options.state_file, encoding="utf-8") as handle:
+            return _cluster_from_json(json.load(handle), options)
+    storages = [Storage("local", "dir", ["iso", "vztmpl", "backup", "snippets", "images"]),
+                Storage("local-lvm", "lvmthin", ["images", "rootdir"])]
+    cluster = Cluster(options.nodes, storages, options.nextid_range, options.agent_delay)
+    if options.template_vmid is not None:
+        config = {k: v.format(vmid=options.template_vmid) for k, v in DEFAULT_TEMPLATE.items()}
+        _add_vm_with_volumes(cluster, options.template_vmid, options.nodes[0], config, "stopped")
+    return cluster
+
+
+def _cluster_from_json(data: dict, options: Options) -> Cluster:
+    """{"nodes": [...], "storages": [{"id", "type", "content", "shared", "nodes"}],
+        "vms": [{"vmid", "node", "config": {...}, "status"}]}; volumes named
+    in the VMs' configs are created with the size their `size=` says."""
+    storages = [Storage(s["id"], s["type"], s.get("content", ["images", "rootdir"]), s.get("shared", False),
+                        s.get("total", 100 * 1024 ** 3), s.get("nodes")) for s in data.get("storages", [])]
+    cluster = Cluster(data.get("nodes", options.nodes), storages, options.nextid_range, options.agent_delay)
+    for vm in data.get("vms", []):
+        _add_vm_with_volumes(cluster, int(vm["vmid"]), vm["node"], vm["config"], vm.get("status", "stopped"))
+    return cluster
+
+
+def _add_vm_with_volumes(cluster: Cluster, vmid: int, node: str, config: dict, status: str) -> None:
+    vm = cluster.add_vm(vmid, node, {k: str(v) for k, v in config.items()})
+    vm.status = status
+    for key, value in vm.config.items():
+        volume, options = split_drive(value)
+        if ":" in volume and (key.startswith(("ide", "sata", "scsi", "virtio", "unused", "efidisk", "tpmstate"))):
+            size = parse_size(options.get("size", "1G"))
+            cluster.volumes[volume] = Volume(volume, volume.split(":", 1)[0], node, vmid, size)
+            vm.config[key] = value if "size" in options else f"{value},size={format_size(size)}"
+
+
+# ---- HTTP ------------------------------------------------------------------------------------
+
+
+class FakePveServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, options: Options, state: FakeState):
+        super().__init__((options.host, options.port), RequestHandler)
+        self.options, self.state = options, state
+        self.contexts = {name: _tls_context(options.cert_dir, name) for name in ("server", "other")}
+        self.serving = "other" if options.tls_fault else "server"
+
+    def get_request(self):
+        """Each connection gets the certificate being served at accept time."""
+        sock, address = self.socket.accept()
+        wrapped = self.contexts[self.serving].wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return wrapped, address
+
+
+def _tls_context(cert_dir: str, name: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.path.join(cert_dir, f"{name}.pem"), os.path.join(cert_dir, f"{name}.key"))
+    return context
+
+
+class RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "pve-api-daemon/3.0"
+    sys_version = ""
+    timeout = 30
+
+    def setup(self):
+        super().setup()
+        try:
+            self.connection.do_handshake()
+        except (ssl.SSLError, OSError):
+            self.close_connection = True
+            self.handshake_failed = True
+        else:
+            self.handshake_failed = False
+
+    def handle(self):
+        if not self.handshake_failed:
+            super().handle()
+
+    def log_message(self, format, *args):  # noqa: A002 (BaseHTTPRequestHandler's name)
+        if not self.server.state.quiet:
+            super().log_message(format, *args)
+
+    do_GET = do_POST = do_PUT = do_DELETE = lambda self: self._dispatch()
+
+    def _dispatch(self):
+        url = urlsplit(self.path)
+        if url.path.startswith(CONTROL_PREFIX):
+            self._control(url.path[len(CONTROL_PREFIX):])
+        elif url.path.startswith(API_PREFIX + "/"):
+            self._api(url.path[len(API_PREFIX):], url.query)
+        else:
+            self._reply_raw(501, "no such uri", b"no such uri")
+
+    # ---- the API pipeline -------------------------------------------------------------
+
+    def _api(self, path: str, query: str):
+        state = self.server.state
+        plan = state.faults.plan(self.command, path)
+        if plan.delay:
+            time.sleep(plan.delay)
+        if plan.drop:
+            self.close_connection = True
+            return
+        record = {"method": self.command, "path": path, "status": None}
+        try:
+            user = self._authenticate()
+            if plan.status:
+                raise ApiError(plan.status, plan.message or _DEFAULT_FAULT_MESSAGES.get(plan.status, "injected fault"))
+            body = self._read_body()
+            request = self._verified_request(path, query, body, user, record)
+            request.forced_task = plan.task
+            data = self._simulate(request)
+            record["status"] = 200
+            self._reply_json(200, "OK", _envelope(data, request.total))
+        except ApiError as error:
+            record["status"] = error.status
+            if error.errors:
+                record["errors"] = error.errors
+            self._reply_error(error)
+        except Exception as error:  # a bug of the fake: answer it, loudly, instead of dropping the connection
+            traceback.print_exc()
+            record["status"] = 500
+            self._reply_error(ApiError(500, f"pve_fake internal error: {error!r}"))
+        finally:
+            with state.lock:
+                state.requests.append(record)
+
+    def _authenticate(self) -> str:
+        state = self.server.state
+        header = self.headers.get("Authorization")
+        if not header:
+            self._unauthorized_pause()
+            raise ApiError(401, "No ticket")
+        scheme, _, value = header.partition("=")
+        user, _, secret = value.partition("=")
+        if scheme != "PVEAPIToken" or user != state.token_user \
+                or not hmac.compare_digest(secret.encode(), state.token_secret.encode()):
+            self._unauthorized_pause()
+            raise ApiError(401, "authentication failure")
+        return user
+
+    def _unauthorized_pause(self):
+        time.sleep(self.server.options.unauthorized_delay)
+
+    def _read_body(self) -> dict:
+        length = int(self.headers.get("Content-Length") or 0)
+        if not length:
+            return {}
+        if self.command not in ("POST", "PUT"):
+            raise ApiError(501, f"Unexpected content for method '{self.command}'")
+        if length > self.server.options.max_post:
+            # pveproxy answers before reading, so a sender still writing may see a
+            # reset instead; the fake reads (a bounded amount) first, so the 501
+            # always arrives.
+            self.rfile.read(min(length, DRAIN_LIMIT))
+            self.close_connection = True
+            raise ApiError(501, "for data too large")
+        raw = self.rfile.read(length)
+        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        if content_type == "application/json":
+            return _json_params(raw)
+        if content_type not in ("", "application/x-www-form-urlencoded"):
+            raise ApiError(501, f"unsupported content type '{content_type}'")
+        return _form_params(raw.decode("utf-8", "replace"))
+
+    def _verified_request(self, path: str, query: str, body: dict, user: str, record: dict) -> api.Request:
+        state = self.server.state
+        segments = [unquote(s) for s in path.strip("/").split("/")]
+        resolved = state.schema.resolve(segments)
+        method = state.schema.method(resolved[0], self.command) if resolved else None
+        if method is None:
+            raise ApiError(501, f"Method '{self.command} {API_PREFIX}{path}' not implemented")
+        if not method.info.get("allowtoken"):
+            raise ApiError(401, "API tokens are not allowed for this call")
+        template, path_params = resolved
+        values = _merge_params(path_params, _form_params(query), body)
+        params = {name: v if method.is_array(name) else "\0".join(v) for name, v in values.items()}
+        record["params"] = params
+        errors = state.validator.validate(method, params)
+        if errors:
+            raise ApiError(400, "Parameter verification failed.", errors)
+        return api.Request(self.command, path, template, params, user)
+
+    def _simulate(self, request: api.Request):
+        state = self.server.state
+        handler = api.ROUTES.get((request.method, request.template))
+        if handler is None:
+            raise ApiError(501, f"pve_fake: {request.method} {request.template} is in the schema but not simulated")
+        with state.lock:
+            state.tasks.advance()
+            data = handler(state, request)
+        method = state.schema.method(request.template, request.method)
+        problems = return_problems(method.returns, data)
+        if problems:
+            print(f"pve_fake BUG: {request.method} {request.template}: {problems}", file=sys.stderr)
+            raise ApiError(500, "pve_fake: the answer breaks the schema's returns: " + "; ".join(problems))
+        return data
+
+    # ---- control endpoints --------------------------------------------------------------
+
+    def _control(self, what: str):
+        state = self.server.state
+        routes = {
+            ("GET", "health"): lambda: "ok",
+            ("GET", "requests"): lambda: list(state.requests),
+            ("GET", "state"): self._state_dump,
+            ("GET", "faults"): state.faults.rules,
+            ("POST", "faults"): self._add_faults,
+            ("DELETE", "faults"): state.faults.clear,
+            ("POST", "tls"): self._set_tls,
+        }
+        action = routes.get((self.command, what))
+        if action is None:
+            self._reply_json(404, "Not Found", {"error": f"no control endpoint {self.command} /_fake/{what}"})
+            return
+        try:
+            with state.lock:
+                self._reply_json(200, "OK", {"data": action()})
+        except (ValueError, KeyError, TypeError) as error:
+            self._reply_json(400, "Bad Request", {"error": str(error)})
+
+    def _control_body(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(length) or b"null")
+
+    def _add_faults(self):
+        body = self._control_body()
+        for rule in body if isinstance(body, list) else [body]:
+            self.server.state.faults.add(FaultRule.from_json(rule))
+        return self.server.state.faults.rules()
+
+    def _set_tls(self):
+        serve = self._control_body().get("serve")
+        if serve not in ("primary", "alternate"):
+            raise ValueError("serve must be 'primary' or 'alternate'")
+        self.server.serving = "server" if serve == "primary" else "other"
+        return serve
+
+    def _state_dump(self):
+        state = self.server.state
+        state.tasks.advance()
+        return {
+            "vms": {vm.vmid: {"node": vm.node, "status": vm.status, "lock": vm.lock, "config": vm.config}
+                    for vm in state.cluster.vms.values()},
+            "volumes": sorted(state.cluster.volumes),
+            "tasks": [{**t.status(), "log": t.log} for t in state.tasks.all()],
+            "unchecked_formats": sorted(state.unchecked_formats),
+        }
+
+    # ---- answers -------------------------------------------------------------------------
+
+    def _reply_error(self, error: ApiError):
+        if error.status == 401:
+            self._reply_raw(401, error.message, b"")
+            return
+        body = {"data": None, "message": error.message + "\n"}
+        if error.errors:
+            body["errors"] = error.errors
+        self._reply_json(error.status, error.message, body)
+
+    def _reply_json(self, status: int, reason: str, body) -> None:
+        self._reply_raw(status, reason, json.dumps(body).encode("utf-8"), "application/json;charset=UTF-8")
+
+    def _reply_raw(self, status: int, reason: str, payload: bytes, content_type: str = "text/plain") -> None:
+        # A status line is Latin-1 and one line; the body keeps the message whole.
+        self.send_response(status, " ".join(reason.split()).encode("latin-1", "replace").decode("latin-1"))
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Cache-Control", "max-age=0")
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+_DEFAULT_FAULT_MESSAGES = {401: "authentication failure", 403: "Permission check failed",
+                           500: "injected internal error", 503: "Service Unavailable"}
+
+
+def _envelope(data, total: Optional[int]) -> dict:
+    answer = {"data": data}
+    if total:
+        answer["total"] = total
+    return answer
+
+
+def _form_params(text: str) -> dict:
+    values = {}
+    for name, value in parse_qsl(text, keep_blank_values=True):
+        values.setdefault(name, []).append(value)
+    return values
+
+
+def _json_params(raw: bytes) -> dict:
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        raise ApiError(400, "Parameter verification failed.", {"_root": "invalid JSON body"}) from None
+    if not isinstance(decoded, dict):
+        raise ApiError(400, "Parameter verification failed.", {"_root": "JSON body is not an object"})
+    return {name: [_json_scalar(v) for v in value] if isinstance(value, list) else [_json_scalar(value)]
+            for name, value in decoded.items()}
+
+
+def _json_scalar(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def _merge_params(path_params: dict, query: dict, body: dict) -> dict:
+    merged = {name: [value] for name, value in path_params.items()}
+    for source in (query, body):
+        for name, values in source.items():
+            if name in path_params:
+                raise ApiError(400, "Parameter verification failed.",
+                               {name: "duplicate parameter (already defined in URI)"})
+            merged.setdefault(name, []).extend(values)
+    return merged
+
+
+# ---- running it -------------------------------------------------------------------------------
+
+
+class FakePve:
+    """The fake, for Python callers: FakePve(options).start() serves in a
+    thread and returns the port; stop() ends it."""
+
+    def __init__(self, options: Options, guest_command_handler: Optional[Callable] = None):
+        certs.ensure_certificates(options.cert_dir)
+        self.state = FakeState(options, guest_command_handler)
+        self.server = FakePveServer(options, self.state)
+        self._thread = None
+        self._stopping = threading.Event()
+
+    @property
+    def port(self) -> int:
+        return self.server.server_address[1]
+
+    def start(self) -> int:
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self.port
+
+    def serve_forever(self) -> None:
+        threading.Thread(target=self._end_tasks_on_time, daemon=True).start()
+        self.server.serve_forever()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+    def _end_tasks_on_time(self) -> None:
+        """Tasks end when their time is up, asked about or not (a started VM's
+        agent comes up agent_delay after its start task ended)."""
+        while not self._stopping.wait(TASK_TICK_SECONDS):
+            with self.state.lock:
+                self.state.tasks.advance()
