@@ -190,16 +190,22 @@ std::pair<std::string, std::string> split_monitor(const std::string& monitor) {
 }
 
 // <source> of an RBD image. With a libvirt secret the key is referenced from
-// <auth>; without one (libvirt 9.0's embedded driver has no secret driver)
-// QEMU reads the cephx key through the ceph.conf that <config file> names.
+// <auth>, and the ceph.conf is named only when it is the one place that says
+// where the monitors are (QEMU then runs as libvirt's QEMU user, who cannot
+// read a root-only config). Without a secret (libvirt 9.0's embedded driver
+// has no secret driver) QEMU reads the cephx key through the ceph.conf that
+// <config file> names.
 void write_rbd_source(XmlWriter& xml, const RbdDisk& disk, const std::string& secret_uuid) {
     xml.open("source", {{"protocol", "rbd"}, {"name", disk.pool + "/" + disk.image}});
     for (const auto& monitor : disk.monitors) {
         const auto [host, port] = split_monitor(monitor);
         xml.empty("host", {{"name", host}, {"port", port}});
     }
-    if (!disk.ceph_conf.empty()) xml.empty("config", {{"file", disk.ceph_conf}});
-    if (!secret_uuid.empty() && !disk.user.empty()) {
+    const bool with_secret = !secret_uuid.empty() && !disk.user.empty();
+    if (!disk.ceph_conf.empty() && (!with_secret || disk.monitors.empty())) {
+        xml.empty("config", {{"file", disk.ceph_conf}});
+    }
+    if (with_secret) {
         xml.open("auth", {{"username", disk.user}});
         xml.empty("secret", {{"type", "ceph"}, {"uuid", secret_uuid}});
         xml.close("auth");
@@ -580,6 +586,12 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
         const std::optional<std::uint64_t> number = parse_positive(text);
         if (!number) return xml_error(std::string(key) + " is not a positive integer: " + text);
         applied[key] = *number;
+    }
+    // How QEMU authenticates to Ceph, for an RBD disk only.
+    if (disk_attr("source/@protocol") == "rbd") {
+        applied["rbd_auth"] = disk_attr("source/auth/secret/@uuid").empty()
+                                  ? str(kRbdAuthCephConf)
+                                  : str(kRbdAuthLibvirtSecret);
     }
     return applied;
 }

@@ -38,10 +38,12 @@ inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-s
 //  * the data disk comes from request.data_disk, by its kind, never guessed
 //    from a path: FileDisk -> <disk type='file'> with the file's format,
 //    BlockDisk -> <disk type='block'>, RbdDisk -> <disk type='network'> with
-//    <source protocol='rbd'>, its monitors as <host>, <config file> when it
-//    names a ceph.conf, and <auth> with `rbd_secret_uuid` when that is set
-//    (a libvirt secret holding the cephx key); the driver type is the
-//    volume's real format, not request.config.image_format;
+//    <source protocol='rbd'>, its monitors as <host>, <auth> with
+//    `rbd_secret_uuid` when that is set and the disk names a user (a libvirt
+//    secret holding the cephx key), and <config file> when the disk names a
+//    ceph.conf and either has no such <auth> (QEMU reads the key through
+//    the conf) or no monitors (the conf is where they are); the driver type
+//    is the volume's real format, not request.config.image_format;
 //  * every requested setting is written as asked, even one libvirt or QEMU
 //    will refuse (see libvirt_unsupported_reason): refusing is theirs to do,
 //    at start_vm, with their own message; what they silently change instead
@@ -57,12 +59,20 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
 // an IO thread on SATA (AHCI has none), aio=native without O_DIRECT.
 std::string libvirt_unsupported_reason(const StorageConfig& config);
 
+// How QEMU authenticates to Ceph for an RBD data disk ("rbd_auth" of
+// parse_applied_disk_settings): the key from a libvirt secret (<auth>), or
+// whatever the ceph.conf QEMU reads says (the one <config file> names, else
+// Ceph's default).
+inline constexpr std::string_view kRbdAuthLibvirtSecret = "libvirt-secret";
+inline constexpr std::string_view kRbdAuthCephConf = "ceph-conf";
+
 // The data disk's settings as written in a domain's XML (normally the live
 // XML), in our names: {"bus", "cache", "aio", "discard", "detect_zeroes",
 // "ssd", "iothread", "image_format", "controller_model"}, plus "iops_limit",
 // "bandwidth_limit" (<iotune> total_iops_sec, total_bytes_sec) and "queues"
 // (the disk's or, for SCSI, its controller's driver queues) only when the XML
-// has them, as to_json(StorageConfig) has them only when set. The data disk is
+// has them, as to_json(StorageConfig) has them only when set, and for an RBD
+// disk "rbd_auth" (kRbdAuthLibvirtSecret or kRbdAuthCephConf). The data disk is
 // found by its serial (protocol::kDataDiskSerial). Values are what QEMU gets,
 // e.g. detect_zeroes 'unmap' without discard 'unmap' is reported as "on"
 // because libvirt downgrades it so. controller_model is the SCSI controller's

@@ -16,7 +16,10 @@
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <variant>
 
+#include "daemon/hypervisor/libvirt/libvirt_error.h"
+#include "daemon/hypervisor/libvirt/libvirt_secret.h"
 #include "daemon/hypervisor/libvirt/qemu_monitor.h"
 
 namespace ds {
@@ -97,24 +100,6 @@ struct MallocFree {
     void operator()(char* text) const { std::free(text); }
 };
 using LibvirtString = std::unique_ptr<char, MallocFree>;
-
-// The calling thread's last libvirt error code (VIR_ERR_OK if none).
-int last_error_code() {
-    virErrorPtr error = virGetLastError();
-    return error != nullptr ? error->code : VIR_ERR_OK;
-}
-
-// "libvirt: <message> (<uri>[, domain <name>])" from the calling thread's
-// last libvirt error, which is then reset.
-Error libvirt_error(const std::string& code, const std::string& fallback, const std::string& uri,
-                    const std::string& domain = "") {
-    virErrorPtr error = virGetLastError();
-    std::string message = error != nullptr && error->message != nullptr ? error->message : fallback;
-    std::string where = uri;
-    if (!domain.empty()) where += ", domain " + domain;
-    virResetLastError();
-    return make_error(code, "libvirt: " + message + " (" + where + ")");
-}
 
 // libvirt packs versions as major * 1,000,000 + minor * 1,000 + release.
 std::string version_string(unsigned long packed) {
@@ -247,15 +232,24 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
     const DomainXmlDialect dialect = type != nullptr && std::string_view(type) == "TEST"
                                          ? DomainXmlDialect::kTestDriver
                                          : DomainXmlDialect::kQemu;
+    // Asked once: a connection's drivers do not change while it is open.
+    const Result<bool> secrets = ds::has_secret_driver(connection, effective_uri);
+    if (!secrets.ok()) {
+        virConnectClose(connection);
+        EventLoopThread::release();
+        return secrets.error();
+    }
     return std::unique_ptr<LibvirtHypervisor>(new LibvirtHypervisor(
-        connection, effective_uri, dialect, LocalGuestFiles{guest_files_directory}));
+        connection, effective_uri, dialect, *secrets, LocalGuestFiles{guest_files_directory}));
 }
 
 LibvirtHypervisor::LibvirtHypervisor(virConnectPtr connection, std::string uri,
-                                     DomainXmlDialect dialect, LocalGuestFiles guest_files)
+                                     DomainXmlDialect dialect, bool secret_driver,
+                                     LocalGuestFiles guest_files)
     : connection_(connection),
       uri_(std::move(uri)),
       dialect_(dialect),
+      secret_driver_(secret_driver),
       guest_files_(std::move(guest_files)) {}
 
 LibvirtHypervisor::~LibvirtHypervisor() {
@@ -273,11 +267,19 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
         return make_error(errc::kIo,
                           "cannot create the guest files directory " + guest_files_.directory);
     }
-    const std::string xml = build_domain_xml(request, guest_files_, dialect_);
+    const Result<std::string> secret_uuid = define_rbd_secret_for(request);
+    if (!secret_uuid.ok()) return secret_uuid.error();
+    const std::string xml = build_domain_xml(request, guest_files_, dialect_, *secret_uuid);
     // VALIDATE: check the XML against libvirt's schema first, so a mistake in
     // it is reported as such rather than as whatever it later breaks.
     DomainHandle domain{virDomainCreateXML(connection_, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
-    if (!domain) return libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name);
+    if (!domain) {
+        Error error = libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name);
+        // Nothing is left of a failed start, the key's secret included.
+        const Status removed = remove_rbd_secret(request.name);
+        if (!removed.ok()) error.message += "; and then " + removed.error().message;
+        return error;
+    }
     std::lock_guard lock(consoles_mutex_);
     consoles_[request.name] = std::make_unique<ConsoleCapture>(
         console_socket_path(guest_files_.console_log(request.name)),
@@ -314,7 +316,7 @@ std::unique_ptr<ConsoleCapture> LibvirtHypervisor::take_console(const std::strin
 Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
     DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
     if (!domain) {
-        const bool missing = last_error_code() == VIR_ERR_NO_DOMAIN;
+        const bool missing = last_libvirt_error_code() == VIR_ERR_NO_DOMAIN;
         return libvirt_error(missing ? errc::kNotFound : errc::kHypervisor, "cannot look up domain",
                              uri_, vm_name);
     }
@@ -333,7 +335,7 @@ Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
 Result<Json> LibvirtHypervisor::disk_counters(const std::string& vm_name) {
     DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
     if (!domain) {
-        const bool missing = last_error_code() == VIR_ERR_NO_DOMAIN;
+        const bool missing = last_libvirt_error_code() == VIR_ERR_NO_DOMAIN;
         return libvirt_error(missing ? errc::kNotFound : errc::kHypervisor, "cannot look up domain",
                              uri_, vm_name);
     }
@@ -347,7 +349,7 @@ Result<Json> LibvirtHypervisor::disk_counters(const std::string& vm_name) {
 Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {
     DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
     if (!domain) {
-        if (last_error_code() == VIR_ERR_NO_DOMAIN) {
+        if (last_libvirt_error_code() == VIR_ERR_NO_DOMAIN) {
             virResetLastError();
             return false;
         }
@@ -356,7 +358,7 @@ Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {
     const int active = virDomainIsActive(domain.get());
     if (active < 0) {
         // A transient domain that ended between lookup and query is gone.
-        if (last_error_code() == VIR_ERR_NO_DOMAIN) {
+        if (last_libvirt_error_code() == VIR_ERR_NO_DOMAIN) {
             virResetLastError();
             return false;
         }
@@ -365,15 +367,38 @@ Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {
     return active == 1;
 }
 
+Result<std::string> LibvirtHypervisor::define_rbd_secret_for(const VmRequest& request) {
+    const auto* rbd = std::get_if<RbdDisk>(&request.data_disk);
+    if (rbd == nullptr || !secret_driver_ || !rbd_key_fits_secret(*rbd)) return std::string();
+    const Result<SecretBytes> key = read_cephx_key(rbd->keyring, rbd->user);
+    if (!key.ok()) {
+        return make_error(errc::kHypervisor, "cannot give guest " + request.name +
+                                                 " its cephx key: " + key.error().message);
+    }
+    return define_rbd_secret(connection_, uri_, request.name, *key);
+}
+
+Status LibvirtHypervisor::remove_rbd_secret(const std::string& vm_name) {
+    if (!secret_driver_) return ok_status();
+    return undefine_rbd_secret(connection_, uri_, vm_name);
+}
+
 Status LibvirtHypervisor::destroy_vm(const std::string& vm_name) {
     // Declared first, so it is destroyed last: once QEMU is gone the capture
     // reads the console to its end and stops.
     const std::unique_ptr<ConsoleCapture> console = take_console(vm_name);
     // Connections made already are unaffected; nothing new can connect.
     guest_files_.remove_socket(vm_name);
+    DS_TRY(destroy_domain(vm_name));
+    // QEMU got the key when it started; the secret goes with the guest (also
+    // one left by an earlier daemon whose guest is already gone).
+    return remove_rbd_secret(vm_name);
+}
+
+Status LibvirtHypervisor::destroy_domain(const std::string& vm_name) {
     DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
     if (!domain) {
-        if (last_error_code() == VIR_ERR_NO_DOMAIN) {
+        if (last_libvirt_error_code() == VIR_ERR_NO_DOMAIN) {
             virResetLastError();
             return ok_status();
         }
@@ -382,14 +407,14 @@ Status LibvirtHypervisor::destroy_vm(const std::string& vm_name) {
     if (virDomainIsActive(domain.get()) == 1 && virDomainDestroy(domain.get()) < 0) {
         // It may have stopped on its own in the meantime (a transient domain
         // then no longer exists; a persistent one is merely inactive).
-        const int code = last_error_code();
+        const int code = last_libvirt_error_code();
         if (code != VIR_ERR_NO_DOMAIN && code != VIR_ERR_OPERATION_INVALID) {
             return libvirt_error(errc::kHypervisor, "cannot destroy domain", uri_, vm_name);
         }
         virResetLastError();
     }
     if (virDomainIsPersistent(domain.get()) == 1 && virDomainUndefine(domain.get()) < 0) {
-        if (last_error_code() != VIR_ERR_NO_DOMAIN) {
+        if (last_libvirt_error_code() != VIR_ERR_NO_DOMAIN) {
             return libvirt_error(errc::kHypervisor, "cannot undefine domain", uri_, vm_name);
         }
     }
@@ -410,7 +435,13 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vms(const std::string& 
             names.emplace_back(name);
     }
     std::free(domains);
+    if (secret_driver_) {
+        auto with_secrets = guests_with_rbd_secrets(connection_, uri_, prefix);
+        if (!with_secrets.ok()) return with_secrets.error();
+        names.insert(names.end(), with_secrets->begin(), with_secrets->end());
+    }
     std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
     return names;
 }
 

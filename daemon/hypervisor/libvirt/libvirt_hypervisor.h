@@ -5,6 +5,14 @@
 // libvirt runs inside this process, no libvirtd is needed, and QEMU's state
 // lives under DIR. Any other URI (test:///default for tests, qemu:///system,
 // qemu+ssh://host/system) is used as given.
+//
+// RBD data disks authenticate in one of two ways, by what the connection has
+// (asked once, at connect): with a secret driver (libvirtd, a remote host) the
+// cephx key goes into an ephemeral libvirt secret for the guest's lifetime
+// (libvirt_secret.h) and the disk's <auth> refers to it; without one (the
+// embedded driver) QEMU reads the key through the disk's ceph.conf
+// (<config file>, domain_xml.h). applied_settings reports which as
+// "rbd_auth".
 #pragma once
 
 #include <map>
@@ -39,7 +47,8 @@ class LibvirtHypervisor : public Hypervisor {
     // libvirt allows one embedded root per process: connecting to a second,
     // different root while the first is open fails.
     // Errors: errc::kInvalidArgument (relative root), errc::kIo (qemu.conf),
-    // errc::kUnavailable (libvirt refused the connection).
+    // errc::kUnavailable (libvirt refused the connection, or failed to say
+    // whether it has a secret driver).
     // Each guest's agent socket and console log go to `guest_files_directory`
     // (created when a guest starts; see LocalGuestFiles).
     static Result<std::unique_ptr<LibvirtHypervisor>> connect(
@@ -59,7 +68,10 @@ class LibvirtHypervisor : public Hypervisor {
     // A transient domain (virDomainCreateXML, schema-validated): it exists
     // only while running, so a failed start leaves nothing defined and a
     // destroyed guest is gone. errc::kConflict if a domain of that name
-    // exists already.
+    // exists already. An RBD data disk whose user has a keyring of its own
+    // (rbd_key_fits_secret) gets, where the connection has a secret driver,
+    // a secret holding its key (define_rbd_secret); a failed start undefines
+    // it again. errc::kHypervisor when the key cannot be read.
     Status start_vm(const VmRequest& request) override;
     // parse_applied_disk_settings of the live XML, plus (QEMU drivers) "qemu":
     // read_qemu_disk_settings through the QEMU monitor. errc::kNotFound if no
@@ -77,9 +89,13 @@ class LibvirtHypervisor : public Hypervisor {
     std::string console_location(const std::string& vm_name) override;
     void discard_console(const std::string& vm_name) override;
     // Destroys the domain if it runs, undefines it if it is persistent (e.g.
-    // defined by hand or by an older daemon). Succeeds if it does not exist.
+    // defined by hand or by an older daemon), then undefines the guest's RBD
+    // secret if it has one. Succeeds if neither exists.
     Status destroy_vm(const std::string& vm_name) override;
-    // Sorted names of all domains, running or defined, starting with prefix.
+    // Sorted names of all domains, running or defined, starting with prefix,
+    // and of the guests whose RBD secret is left though their domain is gone
+    // (an earlier daemon stopped between start and destroy): destroy_vm of
+    // each name removes everything, which is what start-up recovery does.
     Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
     // {"libvirt": "9.0.0", "hypervisor_type": "QEMU", "hypervisor_version":
     //  "7.2.0", "qemu": "7.2.0" (QEMU drivers only), "hypervisor_uri": "..."}.
@@ -88,6 +104,8 @@ class LibvirtHypervisor : public Hypervisor {
     // The URI as opened and the XML dialect its driver needs.
     const std::string& uri() const { return uri_; }
     DomainXmlDialect dialect() const { return dialect_; }
+    // Whether the connection has a secret driver (RBD keys go into secrets).
+    bool has_secret_driver() const { return secret_driver_; }
 
     // Thread safety: every method may be called from several threads at once.
     // libvirt's connection object is thread-safe and its last-error is
@@ -95,9 +113,16 @@ class LibvirtHypervisor : public Hypervisor {
 
   private:
     LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect,
-                      LocalGuestFiles guest_files);
+                      bool secret_driver, LocalGuestFiles guest_files);
     // Removes the guest's console capture from the map (null if none).
     std::unique_ptr<ConsoleCapture> take_console(const std::string& vm_name);
+    // The UUID of the secret defined for the request's RBD disk, or "" when
+    // its key does not go in a secret (see start_vm).
+    Result<std::string> define_rbd_secret_for(const VmRequest& request);
+    // Undefines the guest's RBD secret, if the connection has secrets at all.
+    Status remove_rbd_secret(const std::string& vm_name);
+    // destroy_vm's part for the domain itself.
+    Status destroy_domain(const std::string& vm_name);
 
     _virConnect* connection_;
     std::mutex consoles_mutex_;
@@ -106,6 +131,7 @@ class LibvirtHypervisor : public Hypervisor {
     std::map<std::string, std::unique_ptr<ConsoleCapture>> consoles_;  // guarded by consoles_mutex_
     std::string uri_;
     DomainXmlDialect dialect_;
+    bool secret_driver_;
     LocalGuestFiles guest_files_;
 };
 

@@ -187,6 +187,45 @@ TEST_CASE("domain XML: an RBD disk is a network disk with its monitors and auth"
     CHECK(contains(xml,
                    "<auth username='disksweep'>\n          <secret type='ceph' "
                    "uuid='0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c'/>"));
+    // The key comes from the secret and the monitors are listed: QEMU (as
+    // libvirt's QEMU user) is not pointed at the root-only conf.
+    CHECK_FALSE(contains(xml, "<config"));
+}
+
+TEST_CASE("domain XML: with a secret, the ceph.conf is named only for its monitors",
+          "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.data_disk = RbdDisk{"disksweep", "disksweep-r7-data", {},
+                                "disksweep", "/etc/ceph/k",       "/etc/ceph/c.conf"};
+    const std::string xml = build_domain_xml(request, kFiles, DomainXmlDialect::kQemu,
+                                             "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c");
+    CHECK(contains(xml, "<config file='/etc/ceph/c.conf'/>"));
+    CHECK(contains(xml, "<auth username='disksweep'>"));
+    // Without a user there is no <auth> to write: the conf carries everything.
+    request.data_disk =
+        RbdDisk{"disksweep", "disksweep-r7-data", {"127.0.0.1:6789"}, "", "", "/etc/ceph/c.conf"};
+    const std::string no_user = build_domain_xml(request, kFiles, DomainXmlDialect::kQemu,
+                                                 "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c");
+    CHECK_FALSE(contains(no_user, "<auth"));
+    CHECK(contains(no_user, "<config file='/etc/ceph/c.conf'/>"));
+}
+
+TEST_CASE("parse_applied_disk_settings reports how an RBD disk authenticates", "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.data_disk = RbdDisk{"disksweep", "disksweep-r7-data", {"127.0.0.1:6789"},
+                                "disksweep", "/etc/ceph/k",       "/etc/ceph/ceph.conf"};
+    const Result<Json> with_conf = parse_applied_disk_settings(build_domain_xml(request, kFiles));
+    REQUIRE(with_conf.ok());
+    CHECK(with_conf->at("rbd_auth") == "ceph-conf");
+    const Result<Json> with_secret = parse_applied_disk_settings(build_domain_xml(
+        request, kFiles, DomainXmlDialect::kQemu, "0f6b1c64-5b7c-4bd2-9c34-7b1f2a3e4d5c"));
+    REQUIRE(with_secret.ok());
+    CHECK(with_secret->at("rbd_auth") == "libvirt-secret");
+    // Not an RBD disk: nothing to report.
+    const Result<Json> file =
+        parse_applied_disk_settings(build_domain_xml(sample_request(), kFiles));
+    REQUIRE(file.ok());
+    CHECK_FALSE(file->contains("rbd_auth"));
 }
 
 TEST_CASE("domain XML: every inserted string is escaped", "[domain_xml]") {
