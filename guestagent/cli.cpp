@@ -11,6 +11,7 @@
 #include "common/protocol.h"
 #include "common/version.h"
 #include "guestagent/channel.h"
+#include "guestagent/file_channel.h"
 #include "guestagent/init.h"
 #include "guestagent/log.h"
 
@@ -53,6 +54,19 @@ const std::vector<OptionDef>& option_table() {
          "named org.disksweep.agent.0)",
          [](CommandLine& c, const std::string& v) {
              c.port = v;
+             return ok_status();
+         }},
+        {"--job-file", "FILE",
+         "one-shot mode: read the job message from FILE instead of a channel (needs "
+         "--output-file)",
+         [](CommandLine& c, const std::string& v) {
+             c.job_file = v;
+             return ok_status();
+         }},
+        {"--output-file", "FILE",
+         "one-shot mode: append hello, progress and the result or error to FILE, a line each",
+         [](CommandLine& c, const std::string& v) {
+             c.output_file = v;
              return ok_status();
          }},
         {"--sysfs-root", "DIR", "where sysfs is mounted (default /sys)",
@@ -123,7 +137,27 @@ const std::vector<OptionDef>& option_table() {
     return table;
 }
 
+bool one_shot(const CommandLine& command_line) {
+    return !command_line.job_file.empty();
+}
+
+// The combinations the table cannot express option by option.
+Status check_mode(const CommandLine& command_line) {
+    if (command_line.job_file.empty() != command_line.output_file.empty()) {
+        return make_error(errc::kInvalidArgument,
+                          "--job-file and --output-file go together (one-shot mode)");
+    }
+    if (one_shot(command_line) && (!command_line.port.empty() || command_line.pid1)) {
+        return make_error(errc::kInvalidArgument,
+                          "one-shot mode (--job-file) takes no --port and no --pid1");
+    }
+    return ok_status();
+}
+
 Result<std::unique_ptr<Channel>> open_agent_channel(const CommandLine& command_line) {
+    if (one_shot(command_line)) {
+        return FileChannel::open(command_line.job_file, command_line.output_file);
+    }
     const auto deadline = Clock::now() + command_line.channel_wait;
     if (!command_line.port.empty()) return open_channel(command_line.port, deadline);
     // Without udev the port node appears once virtio_console has probed it.
@@ -183,6 +217,7 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
         }
         DS_TRY(option->apply(command_line, *value));
     }
+    DS_TRY(check_mode(command_line));
     return command_line;
 }
 
@@ -202,6 +237,7 @@ int run_agent(const CommandLine& command_line) {
         log_line("session failed: " + end.error().message);
         return 1;
     }
+    if (one_shot(command_line)) return *end == SessionEnd::kShutdownEarly ? 1 : 0;
     return *end == SessionEnd::kErrorSent ? 1 : 0;
 }
 
