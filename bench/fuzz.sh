@@ -2,6 +2,7 @@
 # Longer fuzzing of the four libFuzzer targets (docs/fuzzing.md).
 #
 #   bench/fuzz.sh [SECONDS | -runs=N] [TARGET...]
+#   e.g. bench/fuzz.sh -runs=10000000 fuzz_spec; bench/fuzz.sh 120
 #
 # Each target runs SECONDS, or N executions (default -runs=10000000), from its
 # committed seeds plus a corpus kept between runs in build-fuzz/corpus/TARGET.
@@ -9,17 +10,24 @@
 # crash inputs and logs go to FUZZ_CRASH_DIR (default build-fuzz/crashes).
 # Exits non-zero when any target crashed.
 set -euo pipefail
+# shellcheck source=../fuzz/lib.sh
 source "$(dirname "$0")/../fuzz/lib.sh"
 
-budget=${1:--runs=10000000}
-[ $# -gt 0 ] && shift
-case "$budget" in
-    -runs=[0-9]*) limit=("$budget") ;;
-    [0-9]*) limit=(-max_total_time="$budget") ;;
-    *) echo "usage: $0 [SECONDS | -runs=N] [TARGET...]" >&2; exit 2 ;;
+usage() {
+    echo "usage: $0 [SECONDS | -runs=N] [TARGET...]; targets: ${FUZZ_TARGETS[*]}" >&2
+    exit 2
+}
+limit=(-runs=10000000)  # the issue's goal: 0 crashes after 10M executions each
+case "${1:-}" in
+    -runs=[0-9]*) limit=("$1"); shift ;;
+    [0-9]*) limit=(-max_total_time="$1"); shift ;;
+    -*) usage ;;
 esac
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${FUZZ_TARGETS[@]}")
+for target in "${targets[@]}"; do
+    [[ " ${FUZZ_TARGETS[*]} " == *" $target "* ]] || usage
+done
 crash_dir=${FUZZ_CRASH_DIR:-$FUZZ_BUILD_DIR/crashes}
 
 fuzz_build >/dev/null

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shell functions shared by scripts/fuzz-smoke.sh and bench/fuzz.sh: how the
 # fuzz targets are built and how one of them is run and summarised. Sourced,
 # not run. Needs: clang++-14 (scripts/install-deps.sh), cmake, ninja, ccache.
@@ -5,6 +6,11 @@
 FUZZ_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FUZZ_BUILD_DIR=${DISKSWEEP_FUZZ_BUILD_DIR:-$FUZZ_REPO/build-fuzz}
 FUZZ_TARGETS=(fuzz_spec fuzz_guest_result fuzz_http_request fuzz_output_parsers)
+# libFuzzer options a target always runs with. The HTTP target's inputs may
+# be as long as the largest request head the daemon accepts
+# (http::ServerLimits::max_head_bytes, 64 KiB), so that the route matcher
+# sees paths of that length; the others keep libFuzzer's default.
+declare -A FUZZ_TARGET_OPTIONS=([fuzz_http_request]="-max_len=65536")
 
 # Findings abort with a stack trace; libFuzzer turns an abort into a saved
 # crash input. Leak checking stays on (libFuzzer's default with ASan).
@@ -12,7 +18,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 # Configures (once) and builds every fuzz target: clang++-14, the whole tree
-# instrumented (fuzz/Instrument.cmake), tests off, only the fuzz targets built.
+# instrumented (fuzz/Instrument.cmake), tests off, only the fuzz targets built,
+# FUZZ_BUILD_JOBS (default: one per core) at a time.
 fuzz_build() {
     command -v clang++-14 >/dev/null || {
         echo "[fuzz] clang++-14 is missing (Debian package clang-14; scripts/install-deps.sh)" >&2
@@ -23,8 +30,11 @@ fuzz_build() {
             -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
             -DDISKSWEEP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null || return 1
     fi
-    ninja -C "$FUZZ_BUILD_DIR" fuzz_targets
+    ninja -C "$FUZZ_BUILD_DIR" -j"${FUZZ_BUILD_JOBS:-$(nproc)}" fuzz_targets
 }
+
+# A command fuzz_run puts before the target, e.g. (setarch x86_64 -R).
+FUZZ_LAUNCHER=()
 
 # fuzz_run TARGET CRASH_DIR WORK_CORPUS [LIBFUZZER_OPTION...]
 # Runs TARGET on WORK_CORPUS (new inputs go there) plus its committed seeds
@@ -38,8 +48,9 @@ fuzz_run() {
     mkdir -p "$crash_dir" "$work_corpus"
     stamp=$(mktemp)  # crash inputs newer than this are this run's
     start=$(date +%s.%N)
-    "$FUZZ_BUILD_DIR/fuzz/$target" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$crash_dir/$target-" "$@" \
+    # shellcheck disable=SC2086  # the target's options are words
+    "${FUZZ_LAUNCHER[@]}" "$FUZZ_BUILD_DIR/fuzz/$target" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+        -artifact_prefix="$crash_dir/$target-" ${FUZZ_TARGET_OPTIONS[$target]:-} "$@" \
         "$work_corpus" "$FUZZ_REPO/fuzz/corpus/$target" >"$log" 2>&1 || status=$?
     end=$(date +%s.%N)
     local execs crashes

@@ -158,7 +158,8 @@ class Decoder {
         std::uint64_t size = 0;
         if (!get(size) || size > in_.size() / sizeof(double)) return false;
         series.resize(size);
-        std::memcpy(series.data(), in_.data(), size * sizeof(double));
+        // An empty vector's data() may be null, which memcpy may not get even for 0 bytes.
+        if (size > 0) std::memcpy(series.data(), in_.data(), size * sizeof(double));
         in_.remove_prefix(size * sizeof(double));
         return true;
     }
