@@ -122,6 +122,14 @@ const std::vector<DaemonOption>& daemon_options() {
          "rbd:rbd,mon_host=127.0.0.1:6789,id=disksweep,keyring=FILE,conf=FILE or "
          "lvm-thin:VG/POOL (default: file, in volume-dir)",
          [](DaemonConfig& c) { return po::value(&c.storages)->composing(); }},
+        {"host",
+         "another host runs may be placed on, repeatable: KIND:NAME[,KEY=VALUE...], e.g. "
+         "libvirt:system,uri=qemu+unix:///system?socket=/run/libvirt/libvirt-sock,parallel=2 or "
+         "proxmox:pve1,host=pve1.example,"
+         "token=disksweep@pve!sweeps,token_file=FILE,fingerprint=AA:..,node=pve1,"
+         "template_vmid=9000,vmid_min=9100,vmid_max=9199,storages=pve:local-lvm "
+         "(the daemon's own libvirt connection is the host 'local', with max-parallel-runs)",
+         [](DaemonConfig& c) { return po::value(&c.hosts)->composing(); }},
     };
     return options;
 }
@@ -164,7 +172,8 @@ Json DaemonConfig::to_json() const {
                 {"probe_timeout_s", probe_timeout_s},
                 {"vcpus", vcpus},
                 {"memory_mib", memory_mib},
-                {"storages", effective_storages()}};
+                {"storages", effective_storages()},
+                {"hosts", hosts}};
 }
 
 Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const* argv) {

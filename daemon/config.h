@@ -33,6 +33,10 @@ struct DaemonConfig {
     // The file storage ("file", in volume_dir) is configured unless a
     // `file` line replaces it (ds::storage_kinds() lists kinds and keys).
     std::vector<std::string> storages;
+    // `host` lines (repeatable): "KIND:NAME[,KEY=VALUE...]", more hosts runs
+    // are placed on besides the daemon's own libvirt connection ("local",
+    // max_parallel_runs slots); daemon/hosts.h.
+    std::vector<std::string> hosts;
 
     // The storage lines in effect: `storages`, plus "file" when none is a
     // file line.

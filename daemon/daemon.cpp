@@ -13,12 +13,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 
 #include "common/http.h"
 #include "common/process.h"
 #include "common/version.h"
 #include "daemon/api/access.h"
 #include "daemon/api/api.h"
+#include "daemon/hosts.h"
 #include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
 #include "daemon/recovery.h"
 #include "daemon/registry.h"
@@ -167,6 +170,93 @@ Status add_configured_storages(const DaemonConfig& config, BackendCatalog& backe
     return ok_status();
 }
 
+namespace {
+
+// The daemon's own libvirt connection as the host "local", then the
+// config's host lines, each a host of the pool and of the catalog.
+Status add_configured_hosts(const DaemonConfig& config, std::unique_ptr<Hypervisor> local,
+                            BackendCatalog& backends, HostPool& hosts) {
+    auto own = std::make_unique<Host>();
+    own->description = {
+        std::string(kLocalHostName), "libvirt", config.effective_hypervisor_uri(), {}};
+    own->hypervisor = std::move(local);
+    own->parallel = config.max_parallel_runs;
+    DS_TRY(backends.add_host(own->description));
+    hosts.add(std::move(own));
+    const HostContext context{config.embedded_root(), config.run_dir()};
+    for (const std::string& text : config.hosts) {
+        auto host = make_configured_host(text, context);
+        DS_TRY(host);
+        DS_TRY(backends.add_host((*host)->description));
+        hosts.add(std::move(host).value());
+    }
+    backends.add_hypervisor(std::string(kHostBaselineHypervisor),
+                            "fio from the host on the raw volume (host baselines)");
+    return ok_status();
+}
+
+// Each libvirt host probes its own acceleration; Proxmox decides itself
+// (its VMs run with KVM unless the template says kvm=0).
+void decide_host_acceleration(const DaemonConfig& config, HostPool& hosts, StorageBackend& storage,
+                              const Result<GuestImage>& image) {
+    for (Host* host : hosts.hosts()) {
+        if (host->description.kind != "libvirt") {
+            host->accel = Accel::kKvm;
+            host->accel_reason =
+                host->description.kind + " decides (KVM unless the template disables it)";
+        } else if (!image.ok()) {
+            host->accel = Accel::kTcg;
+            host->accel_reason = "no guest image to probe with";
+        } else {
+            const AccelDecision decision =
+                decide_acceleration(config, *host->hypervisor, storage, image.value());
+            host->accel = decision.accel;
+            host->accel_reason = decision.reason;
+        }
+        log_line("acceleration of host " + host->description.name + ": " +
+                 std::string(to_string(host->accel)) + " (" + host->accel_reason + ")");
+    }
+}
+
+// Where each sweep's runs may go (its spec's [hypervisor] hosts and
+// identical_hosts), read from the stored spec once per sweep.
+class Placements {
+  public:
+    explicit Placements(Store& store) : store_(store) {}
+    SweepPlacement operator()(std::int64_t sweep_id) {
+        std::lock_guard lock(mutex_);
+        auto known = by_sweep_.find(sweep_id);
+        if (known != by_sweep_.end()) return known->second;
+        SweepPlacement placement;
+        if (auto sweep = store_.get_sweep(sweep_id); sweep.ok()) {
+            auto spec = parse_sweep_spec(sweep->spec_toml, sweep->spec_source);
+            if (spec.ok()) placement = {spec->hosts, spec->identical_hosts};
+        }
+        return by_sweep_[sweep_id] = placement;
+    }
+
+  private:
+    Store& store_;
+    std::mutex mutex_;
+    std::map<std::int64_t, SweepPlacement> by_sweep_;
+};
+
+Json hosts_status(HostPool& hosts) {
+    Json list = Json::array();
+    for (Host* host : hosts.hosts()) {
+        list.push_back({{"name", host->description.name},
+                        {"kind", host->description.kind},
+                        {"detail", host->description.detail},
+                        {"parallel", host->parallel},
+                        {"accel", std::string(to_string(host->accel))},
+                        {"accel_reason", host->accel_reason},
+                        {"versions", host->hypervisor->versions()}});
+    }
+    return list;
+}
+
+}  // namespace
+
 Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant) {
     const std::string base_dir = config.effective_image_dir();
     const std::string dir = variant.empty() ? base_dir : base_dir + "/" + std::string(variant);
@@ -289,9 +379,13 @@ int run_daemon(const DaemonConfig& config) {
         return 1;
     }
     BackendCatalog backends;
-    backends.add_hypervisor("libvirt", config.effective_hypervisor_uri());
-    backends.add_hypervisor(std::string(kHostBaselineHypervisor),
-                            "fio from the host on the raw volume (host baselines)");
+    HostPool hosts;
+    if (Status configured =
+            add_configured_hosts(config, std::move(hypervisor).value(), backends, hosts);
+        !configured.ok()) {
+        log_line("configuration: " + configured.error().message);
+        return 1;
+    }
     if (Status configured = add_configured_storages(config, backends); !configured.ok()) {
         log_line("configuration: " + configured.error().message);
         return 1;
@@ -305,16 +399,19 @@ int run_daemon(const DaemonConfig& config) {
     }
     // Before anything of this daemon runs: whatever carries the prefix is a
     // leftover, and interrupted runs get their new attempts before resuming.
-    (void)recover_leftovers(**hypervisor, backends.storages(), **store, kMaxRunAttempts, log_line);
+    std::vector<Hypervisor*> hypervisors;
+    for (Host* host : hosts.hosts()) hypervisors.push_back(host->hypervisor.get());
+    (void)recover_leftovers(hypervisors, backends.storages(), **store, kMaxRunAttempts, log_line);
 
     auto image = locate_guest_image(config);
-    AccelDecision accel{Accel::kTcg, "no guest image to probe with"};
-    if (image.ok()) {
-        if (config.accel == AccelChoice::kAuto) log_line("probing acceleration...");
-        accel = decide_acceleration(config, **hypervisor, *storage.value(), image.value());
-    } else {
+    if (!image.ok()) {
         log_line("warning: " + image.error().message + " (sweeps are refused until it exists)");
+    } else if (config.accel == AccelChoice::kAuto) {
+        log_line("probing acceleration...");
     }
+    decide_host_acceleration(config, hosts, *storage.value(), image);
+    Host* local_host = hosts.hosts().front();
+    const AccelDecision accel{local_host->accel, local_host->accel_reason};
     log_line(std::string("acceleration: ") + std::string(to_string(accel.accel)) + " (" +
              accel.reason + ")");
 
@@ -322,7 +419,10 @@ int run_daemon(const DaemonConfig& config) {
     std::atomic<bool> shutting_down{false};
     RunEnvironment environment;
     environment.shutting_down = &shutting_down;
-    environment.hypervisor = hypervisor->get();
+    environment.hosts = &hosts;
+    auto placements = std::make_shared<Placements>(**store);
+    environment.placement = [placements](std::int64_t sweep_id) { return (*placements)(sweep_id); };
+    environment.hypervisor = local_host->hypervisor.get();
     environment.backends = &backends;
     environment.store = store->get();
     environment.events = &events;
@@ -343,7 +443,7 @@ int run_daemon(const DaemonConfig& config) {
             return executor->execute(run, timeouts.boot_timeout_s, timeouts.run_timeout_s,
                                      cancelled);
         },
-        config.max_parallel_runs);
+        hosts.total_parallel());
     scheduler.start();
 
     SweepTimeouts defaults{config.boot_timeout_s, config.run_timeout_s};
@@ -366,7 +466,7 @@ int run_daemon(const DaemonConfig& config) {
     context.events = &events;
     context.default_timeouts = defaults;
     context.backends = &backends;
-    Hypervisor* hv = hypervisor->get();
+    Hypervisor* hv = local_host->hypervisor.get();
     bool image_ready = image.ok();
     std::string image_problem = image.ok() ? "" : image.error().message;
     context.image_problem = image_problem;
@@ -374,12 +474,13 @@ int run_daemon(const DaemonConfig& config) {
         auto located = locate_guest_image(config, variant);
         return located.ok() ? "" : located.error().message;
     };
-    context.status = [&config, &backends, hv, accel, image_ready, image_problem] {
+    context.status = [&config, &backends, &hosts, hv, accel, image_ready, image_problem] {
         Json status = {
             {"accel", std::string(to_string(accel.accel))},
             {"accel_reason", accel.reason},
             {"hypervisor", {{"backend", "libvirt"}, {"uri", config.effective_hypervisor_uri()}}},
             {"backends", backends.to_json()},
+            {"hosts", hosts_status(hosts)},
             {"versions", hv->versions()},
             {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
             {"config", config.to_json()}};

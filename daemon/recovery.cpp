@@ -71,8 +71,15 @@ void log_recovered_runs(const Store::InterruptedRuns& runs, const Log& log) {
 RecoveryReport recover_leftovers(Hypervisor& hypervisor,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts, const Log& log) {
+    return recover_leftovers(std::vector<Hypervisor*>{&hypervisor}, storages, store, max_attempts,
+                             log);
+}
+
+RecoveryReport recover_leftovers(const std::vector<Hypervisor*>& hypervisors,
+                                 const std::vector<StorageBackend*>& storages, Store& store,
+                                 int max_attempts, const Log& log) {
     RecoveryReport report;
-    destroy_leftover_guests(hypervisor, report, log);
+    for (Hypervisor* hypervisor : hypervisors) destroy_leftover_guests(*hypervisor, report, log);
     for (StorageBackend* storage : storages) remove_leftover_volumes(*storage, report, log);
     auto runs = store.recover_interrupted_runs(max_attempts, utc_now_iso8601());
     if (!runs.ok()) {

@@ -27,11 +27,16 @@ struct RecoveryReport {
     std::vector<std::string> problems;
 };
 
-// Destroys every guest and removes every volume whose name starts with
+// Destroys every guest (of every hypervisor) and removes every volume whose name starts with
 // kResourcePrefix (nothing of this daemon runs yet, so all are leftovers),
 // then Store::recover_interrupted_runs(max_attempts): runs left running are
 // recorded failed, interrupted ones get a new pending attempt that resuming
 // their sweep runs. Each step is logged through `log`.
+RecoveryReport recover_leftovers(const std::vector<Hypervisor*>& hypervisors,
+                                 const std::vector<StorageBackend*>& storages, Store& store,
+                                 int max_attempts,
+                                 const std::function<void(const std::string&)>& log);
+// The same, with one hypervisor.
 RecoveryReport recover_leftovers(Hypervisor& hypervisor,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts,

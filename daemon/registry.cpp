@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "common/text.h"
+#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
+#include "daemon/hypervisor/proxmox/proxmox_host.h"
 #include "daemon/storage/file/file_storage.h"
 #include "daemon/storage/lvm_thin/lvm_thin_storage.h"
 #include "daemon/storage/rbd/rbd_storage.h"
@@ -63,6 +65,11 @@ Result<std::unique_ptr<StorageBackend>> make_rbd(const StorageLine& line,
         std::make_unique<RbdStorage>(std::move(options).value(), context.process_runner));
 }
 
+Result<std::unique_ptr<StorageBackend>> make_pve_storage(const StorageLine& line,
+                                                         const StorageContext&) {
+    return std::unique_ptr<StorageBackend>(std::make_unique<PveStorage>(line.pool));
+}
+
 // The rbd kind's option keys, from the backend's own table.
 std::vector<StorageOptionDef> rbd_options() {
     std::vector<StorageOptionDef> options;
@@ -88,23 +95,107 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          make_lvm_thin},
         {"rbd", "POOL", true, DiskSourceKind::kRbd, rbd_options(),
          "one Ceph RBD image per run (the rbd and ceph tools of ceph-common)", make_rbd},
+        {"pve",
+         "STORAGE",
+         true,
+         DiskSourceKind::kHypervisorAllocated,
+         {},
+         "a Proxmox VE storage (local-lvm, RBD, directory): PVE allocates each run's disk in "
+         "the VM's config and purges it with the VM",
+         make_pve_storage},
     };
     return kinds;
+}
+
+Result<std::unique_ptr<Hypervisor>> make_libvirt_host(const BackendLine& line,
+                                                      const HostContext& context) {
+    auto uri = line.options.find("uri");
+    auto hypervisor =
+        LibvirtHypervisor::connect(uri == line.options.end() ? "" : uri->second,
+                                   context.embedded_root, context.run_dir + "/" + line.pool);
+    if (!hypervisor.ok()) return hypervisor.error();
+    return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
+}
+
+Result<std::unique_ptr<Hypervisor>> make_proxmox_host(const BackendLine& line, const HostContext&) {
+    auto hypervisor = make_proxmox_hypervisor(line.options);
+    if (!hypervisor.ok()) return hypervisor.error();
+    return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
+}
+
+// The proxmox kind's keys: the client's and the hypervisor's own tables.
+std::vector<BackendOptionDef> proxmox_options() {
+    std::vector<BackendOptionDef> options;
+    for (const auto& key : pve_option_keys()) options.push_back({key.key, false, key.help});
+    for (const auto& key : proxmox_hypervisor_option_keys()) {
+        options.push_back({key.key, false, key.help});
+    }
+    return options;
 }
 
 const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
     static const std::vector<HypervisorKindDef> kinds = {
         {"libvirt",
          {DiskSourceKind::kFile, DiskSourceKind::kBlock, DiskSourceKind::kRbd},
-         "libvirt's C API: the embedded QEMU driver by default, or any libvirt URI"},
+         "libvirt's C API: the embedded QEMU driver by default, or any libvirt URI",
+         true,
+         {{"uri", false,
+           "libvirt URI of a driver on this machine (qemu:///system; default: the embedded "
+           "driver); its guests' sockets must be local"}},
+         make_libvirt_host},
+        {"proxmox",
+         {DiskSourceKind::kHypervisorAllocated},
+         "Proxmox VE through its REST API (an API token; docs/proxmox.md)",
+         false,
+         proxmox_options(),
+         make_proxmox_host},
         // Not a hypervisor: the host baselines (spec host_baseline) run fio
         // from the host on the raw volume, which fio reaches as a file, a
         // block device or, through librbd, an RBD image.
         {std::string_view(kHostBaselineHypervisor),
          {DiskSourceKind::kFile, DiskSourceKind::kBlock, DiskSourceKind::kRbd},
-         "no hypervisor: host baselines run fio from the host on the raw volume"},
+         "no hypervisor: host baselines run fio from the host on the raw volume",
+         false,
+         {},
+         nullptr},
     };
     return kinds;
+}
+
+const std::vector<BackendOptionDef>& host_option_table() {
+    static const std::vector<BackendOptionDef> options = {
+        {"parallel", false, "runs this host executes at the same time (default 1)"},
+        {"storages", false,
+         "the storages this host reaches, separated by '|' (default: every configured storage "
+         "its kind attaches), e.g. file|rbd:rbd"},
+    };
+    return options;
+}
+
+bool has_option(std::span<const BackendOptionDef> options, std::string_view key) {
+    return std::any_of(options.begin(), options.end(),
+                       [&](const BackendOptionDef& def) { return def.key == key; });
+}
+
+// Unknown keys and missing required ones, against `options`.
+Status check_line_options(const BackendLine& line, std::span<const BackendOptionDef> options,
+                          std::span<const BackendOptionDef> also_allowed,
+                          const std::function<Error(const std::string&)>& fail) {
+    for (const auto& [key, value] : line.options) {
+        if (has_option(options, key) || has_option(also_allowed, key)) continue;
+        std::vector<std::string> valid;
+        for (const auto& def : options) valid.emplace_back(def.key);
+        for (const auto& def : also_allowed) valid.emplace_back(def.key);
+        return fail("unknown option '" + key +
+                    "'; valid: " + (valid.empty() ? "none" : join(valid, ", ")));
+    }
+    for (const auto& def : options) {
+        if (def.required && !line.options.contains(std::string(def.key))) {
+            return fail("option '" + std::string(def.key) + "' is required (" +
+                        std::string(def.help) + ")");
+        }
+    }
+    return ok_status();
 }
 
 std::string kind_names() {
@@ -142,21 +233,24 @@ std::string storage_name(const StorageConfig& config) {
                                        : config.storage + ":" + config.storage_pool;
 }
 
-Result<StorageLine> parse_storage_line(std::string_view text) {
+namespace {
+
+// `noun` ("storage", "host") starts every error.
+Result<BackendLine> parse_backend_line(std::string_view text, const std::string& noun) {
     const std::string line_text(trim_whitespace(text));
-    StorageLine line;
+    BackendLine line;
     // Only words are echoed: a storage line may hold a secret pasted where it
     // does not belong (a cephx key as an option), and errors reach the logs.
     auto fail = [&](const std::string& why) {
         const std::string name = is_config_word(line.name()) ? " '" + line.name() + "'" : "";
-        return make_error(errc::kInvalidArgument, "storage" + name + ": " + why);
+        return make_error(errc::kInvalidArgument, noun + name + ": " + why);
     };
     const std::size_t first_comma = std::min(line_text.find(','), line_text.size());
     const std::string head = line_text.substr(0, first_comma);
     const std::size_t colon = std::min(head.find(':'), head.size());
     line.kind = head.substr(0, colon);
     if (colon < head.size()) line.pool = head.substr(colon + 1);
-    if (line.kind.empty()) return fail("no storage kind before ','; e.g. rbd:POOL");
+    if (line.kind.empty()) return fail("no " + noun + " kind before ','");
     if (colon < head.size() && line.pool.empty()) return fail("empty pool after ':'");
     std::size_t start = first_comma + 1;
     for (int position = 1; start <= line_text.size(); ++position) {
@@ -179,6 +273,22 @@ Result<StorageLine> parse_storage_line(std::string_view text) {
     return line;
 }
 
+}  // namespace
+
+Result<StorageLine> parse_storage_line(std::string_view text) {
+    return parse_backend_line(text, "storage");
+}
+
+Result<BackendLine> parse_host_line(std::string_view text) {
+    auto line = parse_backend_line(text, "host");
+    if (line.ok() && line->pool.empty()) {
+        return make_error(
+            errc::kInvalidArgument,
+            "host '" + line->kind + "': no name; write KIND:NAME, e.g. libvirt:node2");
+    }
+    return line;
+}
+
 Result<std::unique_ptr<StorageBackend>> make_storage_backend(const StorageLine& line,
                                                              const StorageContext& context) {
     const StorageKindDef* kind = find_storage_kind(line.kind);
@@ -196,27 +306,53 @@ Result<std::unique_ptr<StorageBackend>> make_storage_backend(const StorageLine& 
         return fail(std::string(kind->kind) + " needs a pool: " + std::string(kind->kind) + ":" +
                     std::string(kind->pool_syntax));
     }
-    for (const auto& [key, value] : line.options) {
-        const bool known = std::any_of(kind->options.begin(), kind->options.end(),
-                                       [&](const StorageOptionDef& def) { return def.key == key; });
-        if (!known) {
-            std::vector<std::string> valid;
-            for (const auto& def : kind->options) valid.emplace_back(def.key);
-            return fail("unknown option '" + key +
-                        "'; valid: " + (valid.empty() ? "none" : join(valid, ", ")));
-        }
-    }
-    for (const auto& def : kind->options) {
-        if (def.required && !line.options.contains(std::string(def.key))) {
-            return fail("option '" + std::string(def.key) + "' is required (" +
-                        std::string(def.help) + ")");
-        }
-    }
+    DS_TRY(check_line_options(line, kind->options, {}, fail));
     return kind->make(line, context);
 }
 
-void BackendCatalog::add_hypervisor(std::string name, std::string detail) {
-    hypervisors_.push_back({std::move(name), std::move(detail)});
+std::span<const BackendOptionDef> host_option_defs() {
+    return host_option_table();
+}
+
+Result<std::unique_ptr<Hypervisor>> make_host_hypervisor(const BackendLine& line,
+                                                         const HostContext& context) {
+    const HypervisorKindDef* kind = find_hypervisor_kind(line.kind);
+    auto fail = [&](const std::string& why) {
+        return make_error(errc::kInvalidArgument, "host '" + line.pool + "': " + why);
+    };
+    if (kind == nullptr || !kind->make) {
+        std::vector<std::string> names;
+        for (const auto& def : hypervisor_kinds()) {
+            if (def.make) names.emplace_back(def.name);
+        }
+        return fail("unknown hypervisor kind '" + line.kind + "'; valid: " + join(names, ", "));
+    }
+    DS_TRY(check_line_options(line, kind->options, host_option_defs(), fail));
+    BackendLine own = line;
+    for (const auto& def : host_option_defs()) own.options.erase(std::string(def.key));
+    auto hypervisor = kind->make(own, context);
+    if (!hypervisor.ok()) return fail(hypervisor.error().message);
+    return hypervisor;
+}
+
+bool HostDescription::reaches(const std::string& storage) const {
+    return storages.empty() ||
+           std::find(storages.begin(), storages.end(), storage) != storages.end();
+}
+
+void BackendCatalog::add_hypervisor(std::string kind, std::string detail) {
+    hosts_.push_back({kind, kind, std::move(detail), {}});
+}
+
+Status BackendCatalog::add_host(HostDescription host) {
+    for (const auto& known : hosts_) {
+        if (known.name == host.name) {
+            return make_error(errc::kInvalidArgument,
+                              "host '" + host.name + "' is configured twice");
+        }
+    }
+    hosts_.push_back(std::move(host));
+    return ok_status();
 }
 
 Status BackendCatalog::add_storage(std::unique_ptr<StorageBackend> storage) {
@@ -247,18 +383,41 @@ Result<StorageBackend*> BackendCatalog::storage_for(const StorageConfig& config)
     return found->second.get();
 }
 
-Status BackendCatalog::check(const StorageConfig& config) const {
-    auto hypervisor = std::find_if(hypervisors_.begin(), hypervisors_.end(),
-                                   [&](const auto& h) { return h.name == config.hypervisor; });
-    if (hypervisor == hypervisors_.end()) {
-        std::vector<std::string> names;
-        for (const auto& h : hypervisors_) names.push_back(h.name);
+Status BackendCatalog::check_hosts(const StorageConfig& config,
+                                   const std::vector<std::string>& pinned) const {
+    const std::string storage = storage_name(config);
+    std::vector<std::string> of_kind;
+    for (const auto& host : hosts_) {
+        if (host.kind != config.hypervisor) continue;
+        of_kind.push_back(host.name);
+        const bool allowed = pinned.empty() || is_host_baseline(config) ||
+                             std::find(pinned.begin(), pinned.end(), host.name) != pinned.end();
+        if (allowed && host.reaches(storage)) return ok_status();
+    }
+    if (of_kind.empty()) {
+        std::vector<std::string> kinds;
+        for (const auto& host : hosts_) {
+            if (std::find(kinds.begin(), kinds.end(), host.kind) == kinds.end()) {
+                kinds.push_back(host.kind);
+            }
+        }
         return make_error(errc::kNotConfigured,
                           "hypervisor '" + config.hypervisor +
                               "' is not configured on this disksweepd; configured hypervisors: " +
-                              (names.empty() ? "none" : join(names, ", ")));
+                              (kinds.empty() ? "none" : join(kinds, ", ")));
     }
+    return make_error(
+        errc::kNotConfigured,
+        "no " + config.hypervisor + " host" +
+            (pinned.empty() ? "" : " of the sweep's hosts (" + join(pinned, ", ") + ")") +
+            " reaches storage '" + storage + "'; " + config.hypervisor +
+            " hosts: " + join(of_kind, ", ") + " (a host line's storages= lists what it reaches)");
+}
+
+Status BackendCatalog::check(const StorageConfig& config,
+                             const std::vector<std::string>& pinned) const {
     auto storage = storage_for(config);
+    DS_TRY(check_hosts(config, pinned));
     if (!storage.ok()) return storage.error();
     const HypervisorKindDef* kind = find_hypervisor_kind(config.hypervisor);
     const DiskSourceKind produced = (*storage)->produces();
@@ -280,14 +439,24 @@ std::vector<StorageBackend*> BackendCatalog::storages() const {
 }
 
 Json BackendCatalog::to_json() const {
-    Json json = {{"hypervisors", Json::array()}, {"storages", Json::array()}};
-    for (const auto& hypervisor : hypervisors_) {
+    Json json = {
+        {"hypervisors", Json::array()}, {"hosts", Json::array()}, {"storages", Json::array()}};
+    std::vector<std::string> kinds_listed;
+    for (const auto& host : hosts_) {
+        json["hosts"].push_back({{"name", host.name},
+                                 {"kind", host.kind},
+                                 {"detail", host.detail},
+                                 {"storages", host.storages}});
+        if (std::find(kinds_listed.begin(), kinds_listed.end(), host.kind) != kinds_listed.end()) {
+            continue;
+        }
+        kinds_listed.push_back(host.kind);
         Json attaches = Json::array();
-        if (const HypervisorKindDef* kind = find_hypervisor_kind(hypervisor.name)) {
+        if (const HypervisorKindDef* kind = find_hypervisor_kind(host.kind)) {
             for (DiskSourceKind source : kind->attaches) attaches.push_back(to_string(source));
         }
         json["hypervisors"].push_back(
-            {{"name", hypervisor.name}, {"detail", hypervisor.detail}, {"attaches", attaches}});
+            {{"name", host.kind}, {"detail", host.detail}, {"attaches", attaches}});
     }
     for (const auto& [name, storage] : storages_) {
         json["storages"].push_back({{"name", name}, {"produces", to_string(storage->produces())}});

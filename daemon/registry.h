@@ -17,22 +17,27 @@
 #include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/hypervisor/hypervisor.h"
 #include "daemon/storage/storage.h"
 
 namespace ds {
 
-// One `storage = ...` line of the daemon config, split:
+// One `storage = ...` or `host = ...` line of the daemon config, split:
 // "rbd:rbd,mon_host=127.0.0.1:6789,id=disksweep" -> kind "rbd", pool "rbd",
 // options {mon_host: ..., id: ...}. `name` is "KIND" or "KIND:POOL", the
-// name a sweep spec uses.
-struct StorageLine {
+// name a sweep spec uses for a storage. A host line's "pool" is the host's
+// name: "libvirt:node2,uri=qemu+ssh://node2/system".
+struct BackendLine {
     std::string kind;
     std::string pool;
     std::map<std::string, std::string> options;
     std::string name() const { return pool.empty() ? kind : kind + ":" + pool; }
 };
-// Errors name the line's text.
+using StorageLine = BackendLine;
+// Errors name the line's words (never an option's value).
 Result<StorageLine> parse_storage_line(std::string_view text);
+// A host line: KIND:NAME[,KEY=VALUE...]; the name is required.
+Result<BackendLine> parse_host_line(std::string_view text);
 
 // What a storage factory may use besides its own line.
 struct StorageContext {
@@ -42,11 +47,12 @@ struct StorageContext {
     std::shared_ptr<ProcessRunner> process_runner;
 };
 
-struct StorageOptionDef {
+struct BackendOptionDef {
     std::string_view key;
     bool required;
     std::string_view help;
 };
+using StorageOptionDef = BackendOptionDef;
 
 struct StorageKindDef {
     std::string_view kind;         // "file", "lvm-thin", "rbd"
@@ -67,38 +73,73 @@ const StorageKindDef* find_storage_kind(std::string_view kind);
 Result<std::unique_ptr<StorageBackend>> make_storage_backend(const StorageLine& line,
                                                              const StorageContext& context);
 
+// What a hypervisor factory may use besides its own host line.
+struct HostContext {
+    std::string embedded_root;  // the default libvirt URI's root, <state_dir>/libvirt
+    std::string run_dir;        // <state_dir>/runs: guests' sockets and console logs
+};
+
 struct HypervisorKindDef {
     std::string_view name;                 // "libvirt"
     std::vector<DiskSourceKind> attaches;  // the disk sources it can attach
     std::string_view help;
+    // Whether its guests boot the project's guest image from the image
+    // directory (libvirt); Proxmox clones its own template, host baselines
+    // boot nothing.
+    bool boots_project_image = false;
+    // The keys of its host lines besides the ones every host has
+    // (host_option_defs()); empty with `make` for kinds no line configures.
+    std::vector<BackendOptionDef> options;
+    std::function<Result<std::unique_ptr<Hypervisor>>(const BackendLine&, const HostContext&)> make;
 };
 std::span<const HypervisorKindDef> hypervisor_kinds();
 const HypervisorKindDef* find_hypervisor_kind(std::string_view name);
+// The keys every host line has: parallel, storages.
+std::span<const BackendOptionDef> host_option_defs();
+// Checks the line against its kind's table (known kind, option keys,
+// required options) and connects. The host's own keys (host_option_defs)
+// are not passed on to the kind's factory.
+Result<std::unique_ptr<Hypervisor>> make_host_hypervisor(const BackendLine& line,
+                                                         const HostContext& context);
 
-// What one daemon has configured: its hypervisors (by backend name) and its
-// storages (by spec name). Owns the storage backends.
+// A host as the catalog checks sweeps against it: its name, its
+// hypervisor kind, and the storages it reaches (empty = every storage whose
+// disks its kind attaches).
+struct HostDescription {
+    std::string name;  // "local", "node2"
+    std::string kind;  // a hypervisor kind: "libvirt", "proxmox", "host"
+    std::string detail;
+    std::vector<std::string> storages;
+    bool reaches(const std::string& storage) const;
+};
+
+// What one daemon has configured: its hosts and its storages (by spec
+// name). Owns the storage backends.
 class BackendCatalog {
   public:
-    void add_hypervisor(std::string name, std::string detail);
+    // A host named like its kind that reaches every storage (tests, and the
+    // host baselines' pseudo-hypervisor).
+    void add_hypervisor(std::string kind, std::string detail);
+    Status add_host(HostDescription host);
     Status add_storage(std::unique_ptr<StorageBackend> storage);
 
     // The storage a configuration names, or an Error that names it and lists
     // what is configured.
     Result<StorageBackend*> storage_for(const StorageConfig& config) const;
-    // Whether `config` can run on this daemon: its hypervisor and storage are
-    // configured and the hypervisor attaches what the storage produces.
-    Status check(const StorageConfig& config) const;
+    // Whether `config` can run on this daemon: a host of its hypervisor kind
+    // (one of `pinned` when not empty) reaches its storage, and the kind
+    // attaches what the storage produces.
+    Status check(const StorageConfig& config, const std::vector<std::string>& pinned = {}) const;
     std::vector<StorageBackend*> storages() const;
-    // {"hypervisors":[{"name","detail","attaches"}],"storages":[{"name","produces"}]}
+    const std::vector<HostDescription>& hosts() const { return hosts_; }
+    // {"hypervisors":[{"name","detail","attaches"}],"hosts":[{"name","kind",
+    //  "detail","storages"}],"storages":[{"name","produces"}]}
     Json to_json() const;
 
   private:
     std::string configured_storage_names() const;
-    struct ConfiguredHypervisor {
-        std::string name;
-        std::string detail;
-    };
-    std::vector<ConfiguredHypervisor> hypervisors_;
+    Status check_hosts(const StorageConfig& config, const std::vector<std::string>& pinned) const;
+    std::vector<HostDescription> hosts_;
     std::map<std::string, std::unique_ptr<StorageBackend>> storages_;
 };
 

@@ -83,6 +83,10 @@ class RunAttempt {
     // Marks the run running in the store. False when it must not start
     // (cancelled while queued, or the store failed); run_ then says why.
     bool start();
+    // Leases a slot of a host for the run's guest (RunEnvironment::hosts),
+    // waiting while every eligible host is busy; without a pool the
+    // environment's hypervisor runs it. Host baselines need no host.
+    Status place();
     Status prepare();
     Status provision();
     Status boot();
@@ -124,6 +128,13 @@ class RunAttempt {
     guest::ResultMessage result_;
     bool timed_out_ = false;      // the workload's time limit or the result deadline passed
     bool host_baseline_ = false;  // no guest: provision, host_job, teardown, record
+    // Where the guest runs: the leased host's hypervisor, or the
+    // environment's; null for host baselines and while not placed.
+    Hypervisor* hypervisor_ = nullptr;
+    std::optional<HostLease> lease_;
+    Accel accel_ = Accel::kTcg;
+    std::string host_name_;
+    SweepPlacement placement_;
 };
 
 void RunAttempt::notify(const std::function<void(RunObserver&)>& call) {
@@ -147,14 +158,35 @@ Status RunAttempt::timed(RunPhase phase, Status (RunAttempt::*body)()) {
     return outcome;
 }
 
-bool RunAttempt::start() {
+Status RunAttempt::place() {
     host_baseline_ = run_.config.value("hypervisor", "") == kHostBaselineHypervisor;
+    accel_ = env_.accel;
+    if (host_baseline_) return ok_status();
+    if (env_.hosts == nullptr) {
+        hypervisor_ = env_.hypervisor;
+        host_name_ = std::string(kLocalHostName);
+        return ok_status();
+    }
+    auto config = storage_config_from_json(run_.config);
+    if (!config.ok()) return config.error();
+    if (env_.placement) placement_ = env_.placement(run_.sweep_id);
+    auto lease = env_.hosts->acquire(config.value(), placement_.hosts, cancelled_);
+    if (!lease.ok()) return lease.error();
+    lease_.emplace(std::move(lease).value());
+    Host& host = lease_->host();
+    hypervisor_ = host.hypervisor.get();
+    accel_ = host.accel;
+    host_name_ = host.description.name;
+    return ok_status();
+}
+
+bool RunAttempt::start() {
     vm_name_ = RunExecutor::vm_name_for(run_.id);
     run_.vm_name = host_baseline_ ? "" : vm_name_;
     run_.volume_name = vm_name_ + "-data";
-    run_.console_log = host_baseline_ ? "" : env_.hypervisor->console_location(vm_name_);
+    run_.console_log = hypervisor_ ? hypervisor_->console_location(vm_name_) : "";
     // A host baseline runs no guest, so no accelerator either.
-    run_.accel = host_baseline_ ? "none" : std::string(to_string(env_.accel));
+    run_.accel = host_baseline_ ? "none" : std::string(to_string(accel_));
     run_.started_at = utc_now_iso8601();
     run_.status = "running";
     Status marked = env_.store->mark_run_running(run_.id, run_.vm_name, run_.volume_name,
@@ -182,10 +214,15 @@ bool RunAttempt::start() {
         if (env_.host_processes) versions_["fio_version"] = host_fio_version(*env_.host_processes);
         return true;
     }
+    if (hypervisor_ == nullptr) return true;  // not placed: execute() records why
     // Held: items() refers into the object it iterates.
-    const Json hypervisor_versions = env_.hypervisor->versions();
+    const Json hypervisor_versions = hypervisor_->versions();
     for (const auto& [key, value] : hypervisor_versions.items()) versions_[key] = value;
     versions_["accel"] = run_.accel;
+    versions_["host"] = host_name_;
+    // Pooled across hosts the user vouches are alike: the comparison
+    // partition reads this in place of the host (store.cpp).
+    if (placement_.identical_hosts) versions_["partition_host"] = "identical hosts";
     return true;
 }
 
@@ -201,7 +238,9 @@ Status RunAttempt::prepare() {
     }
     workload_ = workload.value();
     image_ = env_.image;
-    if (env_.image_for_variant && !host_baseline_) {
+    const HypervisorKindDef* kind = find_hypervisor_kind(config_->hypervisor);
+    const bool boots_project_image = kind == nullptr || kind->boots_project_image;
+    if (env_.image_for_variant && boots_project_image) {
         auto located = env_.image_for_variant(image_variant_for_kind(workload_->kind));
         if (!located.ok()) return located.error();
         image_ = located.value();
@@ -232,17 +271,17 @@ Status RunAttempt::boot() {
     request.config = *config_;
     request.data_disk = volume_->source;
     request.image = image_;
-    request.accel = env_.accel;
+    request.accel = accel_;
     request.vcpus = env_.config->vcpus;
     request.memory_mib = env_.config->memory_mib;
-    DS_TRY(env_.hypervisor->start_vm(request));
+    DS_TRY(hypervisor_->start_vm(request));
 
-    auto applied_hypervisor = env_.hypervisor->applied_settings(vm_name_);
+    auto applied_hypervisor = hypervisor_->applied_settings(vm_name_);
     if (!applied_hypervisor.ok()) return applied_hypervisor.error();
     applied_["hypervisor"] = applied_hypervisor.value();
 
     const auto deadline = Clock::now() + std::chrono::seconds(boot_timeout_s_);
-    auto channel = env_.hypervisor->open_agent_channel(vm_name_, deadline, &cancelled_);
+    auto channel = hypervisor_->open_agent_channel(vm_name_, deadline, &cancelled_);
     if (!channel.ok()) return boot_failure(channel.error());
     session_.emplace(std::move(channel.value()), &cancelled_);
     auto hello = session_->receive_hello(deadline);
@@ -261,9 +300,9 @@ Status RunAttempt::boot() {
 // the end of its console.
 Error RunAttempt::boot_failure(const Error& error) {
     if (error.code != errc::kTimeout && error.code != errc::kIo) return error;
-    auto running = env_.hypervisor->is_running(vm_name_);
+    auto running = hypervisor_->is_running(vm_name_);
     const std::string state = running.ok() && !running.value() ? " (the guest stopped)" : "";
-    const std::string tail = env_.hypervisor->console_tail(vm_name_, kConsoleTailBytes);
+    const std::string tail = hypervisor_->console_tail(vm_name_, kConsoleTailBytes);
     return make_error(errc::kTimeout, "agent did not connect within " +
                                           std::to_string(boot_timeout_s_) + " s" + state +
                                           "; console log: " + run_.console_log +
@@ -359,7 +398,7 @@ void RunAttempt::publish_progress(const guest::Progress& progress) {
 // The hypervisor's I/O counters of the data disk, or null where it has none
 // (a backend without them does not fail the run).
 void RunAttempt::read_disk_counters(Json& into) {
-    auto counters = env_.hypervisor->disk_counters(vm_name_);
+    auto counters = hypervisor_->disk_counters(vm_name_);
     into = counters.ok() && counters->is_object() ? counters.value() : Json();
 }
 
@@ -373,7 +412,7 @@ Error RunAttempt::job_failure(const Error& error, int wait_s) {
     std::string what = timed_out_
                            ? "run exceeded its time limit of " + std::to_string(wait_s) + " s"
                            : "lost the guest agent mid-run (" + error.message + ")";
-    if (error.code == errc::kIo && guest_stopped(*env_.hypervisor, vm_name_)) {
+    if (error.code == errc::kIo && guest_stopped(*hypervisor_, vm_name_)) {
         what += ": the guest stopped unexpectedly";
     }
     return make_error(error.code, what + "; console log: " + run_.console_log);
@@ -396,8 +435,8 @@ Status RunAttempt::teardown() {
     session_.reset();
     std::string problems;
     // Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
-    if (!host_baseline_) {
-        Status destroyed = env_.hypervisor->destroy_vm(vm_name_);
+    if (hypervisor_ != nullptr) {
+        Status destroyed = hypervisor_->destroy_vm(vm_name_);
         if (!destroyed.ok()) problems += destroyed.error().message + "; ";
     }
     if (volume_) {
@@ -414,7 +453,7 @@ void RunAttempt::settle(const Status& outcome, const std::string& teardown_probl
         run_.status = "succeeded";
         run_.failure_reason.clear();
         // A clean run keeps no console log; a failed one keeps it for reading.
-        if (!host_baseline_) env_.hypervisor->discard_console(vm_name_);
+        if (hypervisor_ != nullptr) hypervisor_->discard_console(vm_name_);
         run_.console_log.clear();
     } else if (outcome.error().code == errc::kCancelled && env_.shutting_down &&
                env_.shutting_down->load()) {
@@ -463,9 +502,11 @@ Status RunAttempt::record() {
 }
 
 RunRecord RunAttempt::execute() {
+    const Status placed = run_guarded([this] { return place(); }, run_.id);
     if (!start()) return run_;
     const Status outcome = run_guarded(
-        [this]() -> Status {
+        [&]() -> Status {
+            DS_TRY(placed);
             DS_TRY(timed(RunPhase::kProvision, &RunAttempt::provision));
             if (host_baseline_) return timed(RunPhase::kJob, &RunAttempt::host_job);
             DS_TRY(timed(RunPhase::kBoot, &RunAttempt::boot));

@@ -14,6 +14,7 @@
 
 #include "common/process.h"
 #include "daemon/config.h"
+#include "daemon/hosts.h"
 #include "daemon/hypervisor/hypervisor.h"
 #include "daemon/registry.h"
 #include "daemon/run/events.h"
@@ -45,6 +46,11 @@ class RunObserver {
 };
 
 struct RunEnvironment {
+    // Where runs' guests run: a host leased from `hosts` (daemon/hosts.h),
+    // or, without a pool (tests), `hypervisor` for every run.
+    HostPool* hosts = nullptr;
+    // Where a sweep's runs may go; unset = anywhere, hosts apart.
+    std::function<SweepPlacement(std::int64_t sweep_id)> placement;
     Hypervisor* hypervisor = nullptr;
     // Each run's storage is looked up here by the configuration's name.
     const BackendCatalog* backends = nullptr;

@@ -14,9 +14,6 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kGiB = 1ull << 30;
-// PVE's VM ids (pve-vmid).
-constexpr int kPveVmidMin = 100;
-constexpr int kPveVmidMax = 999999999;
 // agent/file-write's content must keep the form body under pveproxy's 64 KiB
 // (docs/proxmox.md, "Requests").
 constexpr std::size_t kMaxFileWriteBytes = 61440;

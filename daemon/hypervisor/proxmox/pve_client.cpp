@@ -33,7 +33,7 @@ struct OptionRule {
 };
 
 Error option_error(std::string_view key, const std::string& why) {
-    return make_error(errc::kInvalidArgument, "proxmox option '" + std::string(key) + "': " + why);
+    return pve_option_error(key, why);
 }
 
 bool matches(std::string_view value, const std::regex& pattern) {
@@ -48,14 +48,7 @@ Status set_host(PveClientOptions& o, std::string_view key, std::string_view valu
 }
 
 Result<long> parse_whole_number(std::string_view key, std::string_view value, long low, long high) {
-    long number = 0;
-    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-    if (error != std::errc() || end != value.data() + value.size() || number < low ||
-        number > high) {
-        return option_error(key, "expected a whole number from " + std::to_string(low) + " to " +
-                                     std::to_string(high));
-    }
-    return number;
+    return parse_pve_option_number(key, value, low, high);
 }
 
 Status set_port(PveClientOptions& o, std::string_view key, std::string_view value) {
@@ -426,6 +419,22 @@ std::string describe_task(const PveUpid& upid) {
 }
 
 }  // namespace
+
+Error pve_option_error(std::string_view key, const std::string& why) {
+    return make_error(errc::kInvalidArgument, "proxmox option '" + std::string(key) + "': " + why);
+}
+
+Result<long> parse_pve_option_number(std::string_view key, std::string_view value, long low,
+                                     long high) {
+    long number = 0;
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (error != std::errc() || end != value.data() + value.size() || number < low ||
+        number > high) {
+        return pve_option_error(key, "expected a whole number from " + std::to_string(low) +
+                                         " to " + std::to_string(high));
+    }
+    return number;
+}
 
 std::span<const PveOptionKey> pve_option_keys() {
     static const std::vector<PveOptionKey> keys = [] {

@@ -64,6 +64,13 @@ struct PveOptionKey {
 };
 std::span<const PveOptionKey> pve_option_keys();
 
+// An invalid option of a Proxmox connection: kInvalidArgument naming the key
+// and why, never the value (it might be a secret pasted into the wrong place).
+Error pve_option_error(std::string_view key, const std::string& why);
+// The option's value as a whole number in [low, high], else pve_option_error.
+Result<long> parse_pve_option_number(std::string_view key, std::string_view value, long low,
+                                     long high);
+
 // PveClientOptions from KEY=VALUE options (pve_option_keys()). host, token,
 // token_file and ca_file and/or fingerprint are required. Errors name the key,
 // never the value (it might be a secret pasted into the wrong place); a key

@@ -1,5 +1,7 @@
 #include "daemon/hypervisor/proxmox/pve_encoding.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <regex>
@@ -62,6 +64,21 @@ std::string pve_path(std::initializer_list<std::string_view> segments) {
     std::string path;
     for (std::string_view segment : segments) path += "/" + pve_percent_encode(segment);
     return path;
+}
+
+bool is_pve_vmid(std::int64_t vmid) {
+    return vmid >= kPveVmidMin && vmid <= kPveVmidMax;
+}
+
+bool is_pve_storage_id(std::string_view text) {
+    const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+    const auto letter_or_digit = [&](char c) {
+        return letter(c) || std::isdigit(static_cast<unsigned char>(c)) != 0;
+    };
+    if (text.size() < 2 || !letter(text.front()) || !letter_or_digit(text.back())) return false;
+    return std::all_of(text.begin(), text.end(), [&](char c) {
+        return letter_or_digit(c) || c == '-' || c == '_' || c == '.';
+    });
 }
 
 std::string pve_number_text(double value) {

@@ -32,6 +32,16 @@ std::string pve_path(std::initializer_list<std::string_view> segments);
 // that reads back as the same double. Empty for NaN and infinities.
 std::string pve_number_text(double value);
 
+// PVE's value formats (pve-common's JSONSchema), for values disksweep puts in
+// front of PVE on a user's behalf:
+//  * pve-vmid: a VM id, 100 ..= 999999999;
+//  * pve-storage-id: a letter, then letters, digits, '-', '_', '.', ending in
+//    a letter or digit (case-insensitive), e.g. "local-lvm".
+inline constexpr std::int64_t kPveVmidMin = 100;
+inline constexpr std::int64_t kPveVmidMax = 999999999;
+bool is_pve_vmid(std::int64_t vmid);
+bool is_pve_storage_id(std::string_view text);
+
 // A property string built from ordered key/value data. Keys are PVE's option
 // names (lower-case letters, digits, '_' and '-'); a value may not hold ','
 // (PVE splits on it) and the default value may not hold '=' (it would read

@@ -371,3 +371,66 @@ TEST_CASE("on qemu:///system a failed start and a crashed daemon leave no RBD se
         CHECK(leftovers->empty());
     }
 }
+
+// Placement across hosts (issue 8 §4), with the two connections this
+// machine can have at once: the daemon's own embedded driver (host "local")
+// and qemu:///system through the test libvirtd (host "system"), one run at a
+// time each, both reaching the same RBD pool. The two configurations start
+// together, so each host takes one; every result names its host, and a
+// sweep pinned to one host runs only there.
+TEST_CASE("a sweep runs on two libvirt hosts at once and each result names its host",
+          "[rbd][guest][libvirtd][placement]") {
+    const TestCeph ceph = ds::test::test_ceph_or_skip();
+    test_libvirtd_or_skip();
+    const std::string image_dir = image_dir_or_skip();
+    // As client.admin: under the embedded driver QEMU authenticates through
+    // the admin client config (the root-only way, docs/storage-rbd.md), on
+    // the libvirtd through a secret made from the admin keyring.
+    const std::string admin_keyring =
+        (std::filesystem::path(ceph.admin_conf).parent_path() / "admin.keyring").string();
+    const std::string admin_storage = "rbd:" + ceph.pool + ",mon_host=" + ceph.mon_host +
+                                      ",id=admin,keyring=" + admin_keyring +
+                                      ",conf=" + ceph.admin_conf;
+    DaemonFixture daemon(
+        {"--image-dir", image_dir, "--accel", "tcg", "--storage", admin_storage, "--host",
+         "libvirt:system,uri=qemu+unix:///system?socket=/run/libvirt/libvirt-sock,parallel=1"});
+    if (!daemon.ready()) FAIL("disksweepd did not start: " << daemon.log());
+
+    std::string spec_text = one_run_spec(ceph);
+    spec_text.replace(spec_text.find("cache = \"none\""), 14, "cache = [\"none\", \"unsafe\"]");
+    const auto spec = ds::test::write_temp_file("two-hosts.toml", spec_text);
+    auto submitted = daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(900));
+    INFO("hostctl: " << submitted.out << submitted.err << "\ndaemon log: " << daemon.log());
+    CHECK(submitted.exit_code == 0);
+    auto shown = daemon.hostctl({"--json", "sweep", "show", "1"});
+    REQUIRE(shown.exit_code == 0);
+    std::set<std::string> hosts;
+    const ds::Json shown_runs = ds::Json::parse(shown.out)["runs"];
+    REQUIRE(shown_runs.size() == 2);
+    for (const auto& run : shown_runs) {
+        CHECK(run["status"] == "succeeded");
+        hosts.insert(run["versions"].value("host", ""));
+    }
+    CHECK(hosts == std::set<std::string>{"local", "system"});
+
+    // Pinned: [hypervisor] hosts = ["system"] keeps every run there.
+    std::string pinned_text = one_run_spec(ceph);
+    pinned_text.replace(pinned_text.find("backend = \"libvirt\""), 19,
+                        "backend = \"libvirt\"\nhosts = [\"system\"]");
+    const auto pinned = ds::test::write_temp_file("pinned.toml", pinned_text);
+    submitted = daemon.hostctl({"sweep", "submit", pinned, "--wait"}, std::chrono::seconds(900));
+    CHECK(submitted.exit_code == 0);
+    shown = daemon.hostctl({"--json", "sweep", "show", "2"});
+    REQUIRE(shown.exit_code == 0);
+    const ds::Json pinned_runs = ds::Json::parse(shown.out)["runs"];
+    REQUIRE(pinned_runs.size() == 1);
+    for (const auto& run : pinned_runs) {
+        CHECK(run["versions"]["host"] == "system");
+    }
+    // A host the daemon does not have is refused at submission, by name.
+    pinned_text.replace(pinned_text.find("[\"system\"]"), 10, "[\"nowhere\"]");
+    const auto nowhere = ds::test::write_temp_file("nowhere.toml", pinned_text);
+    submitted = daemon.hostctl({"sweep", "submit", nowhere});
+    CHECK(submitted.exit_code == 1);
+    CHECK(contains(submitted.err, "nowhere"));
+}

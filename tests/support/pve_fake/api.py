@@ -11,12 +11,13 @@ Messages of errors are PVE's where a client may meet them.
 
 import base64
 import binascii
+import json
 import time
 from dataclasses import dataclass
 from typing import Optional
 
 from cluster import GIB, ApiError, Vm, format_size, param_error, parse_size, print_drive, split_drive
-from guest import AgentError
+from guest import HARDWARE_FILE, AgentError
 from schema import ApiMethod
 from tasks import ForcedOutcome, TaskFailed
 
@@ -166,7 +167,7 @@ def delete_vm(state, request):
         for volume in state.cluster.volumes_of(vm):
             log.info(f"Removing image: 100% complete...done.  ({volume})")
         state.cluster.destroy(vm)
-        state.guests.forget(vm.vmid)
+        state.guests.erase(vm.vmid)
 
     return start_task(state, request, vm.node, "qmdestroy", vm.vmid, work)
 
@@ -347,6 +348,9 @@ def agent_exec(state, request):
     vm = _agent_vm(state, request)
     command = request.params["command"]
     data = request.params.get("input-data")
+    # What a real guest learns from its virtual hardware, a simulated one
+    # reads from here: the VM's config as PVE has it (guest.py, HARDWARE_FILE).
+    state.guests.write_file(vm.vmid, HARDWARE_FILE, json.dumps(vm.config).encode())
     pid = _agent_call(lambda: state.guests.exec(vm.vmid, command, data.encode() if data is not None else None))
     return {"pid": pid}
 

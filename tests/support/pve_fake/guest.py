@@ -25,11 +25,17 @@ What runs:
 
 import os
 import shlex
+import shutil
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
+
+# Written into the guest before each agent/exec: the VM's config as JSON, so a
+# simulated guest program can see its hardware as a real guest sees the
+# devices QEMU made from that config (tests/proxmox/standin_guest.py).
+HARDWARE_FILE = "/etc/pve-fake/vm-config.json"
 
 STREAM_CAP = 16 * 1024 * 1024
 FILE_READ_CAP = 16 * 1024 * 1024
@@ -133,6 +139,12 @@ class Guests:
         with self._lock:
             for key in [k for k in self._processes if k[0] == vmid]:
                 del self._processes[key]
+
+    def erase(self, vmid: int) -> None:
+        """The VM was destroyed: its disks, and the guest's files with them, are gone
+        (a later VM of the same id starts from its own clone)."""
+        self.forget(vmid)
+        shutil.rmtree(os.path.join(self._root, str(vmid)), ignore_errors=True)
 
 
 def _exited(exitcode: int, out: bytes, err: bytes) -> dict:

@@ -38,7 +38,7 @@ Error parse_error(std::vector<std::string> args) {
 
 const char* kValidKeys =
     "valid keys: state-dir, socket, database, image-dir, volume-dir, hypervisor-uri, accel, "
-    "max-parallel-runs, boot-timeout, run-timeout, probe-timeout, vcpus, memory-mib, storage";
+    "max-parallel-runs, boot-timeout, run-timeout, probe-timeout, vcpus, memory-mib, storage, host";
 
 TEST_CASE("config: defaults", "[config]") {
     const DaemonConfig config = parse_ok({});

@@ -1,0 +1,146 @@
+// Hosts: host lines, the catalog's checks of pinned hosts and storages, and
+// the pool that leases each run one slot of one host (daemon/hosts.h).
+#include "daemon/hosts.h"
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <thread>
+
+#include "daemon/registry.h"
+#include "unit/daemon/fakes.h"
+
+using namespace ds;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<Host> fake_host(const std::string& name, const std::string& kind, int parallel,
+                                std::vector<std::string> storages = {}) {
+    auto host = std::make_unique<Host>();
+    host->description = {name, kind, "fake", std::move(storages)};
+    host->hypervisor = std::make_unique<testing::FakeHypervisor>();
+    host->parallel = parallel;
+    return host;
+}
+
+StorageConfig on(const std::string& hypervisor, const std::string& storage,
+                 const std::string& pool = "") {
+    StorageConfig config;
+    config.hypervisor = hypervisor;
+    config.storage = storage;
+    config.storage_pool = pool;
+    return config;
+}
+
+}  // namespace
+
+TEST_CASE("a host line needs a name and names its bad keys", "[hosts]") {
+    auto line = parse_host_line("libvirt:node2,uri=qemu:///system,parallel=2");
+    REQUIRE(line.ok());
+    CHECK(line->kind == "libvirt");
+    CHECK(line->pool == "node2");
+    CHECK(line->options.at("parallel") == "2");
+
+    auto nameless = parse_host_line("libvirt,uri=qemu:///system");
+    REQUIRE_FALSE(nameless.ok());
+    CHECK_THAT(nameless.error().message, Catch::Contains("no name; write KIND:NAME"));
+
+    const HostContext context{"/tmp/disksweep-hosts-test/libvirt", "/tmp/disksweep-hosts-test"};
+    auto unknown_kind = make_configured_host("xen:node3", context);
+    REQUIRE_FALSE(unknown_kind.ok());
+    CHECK_THAT(unknown_kind.error().message,
+               Catch::Contains("unknown hypervisor kind 'xen'; valid: libvirt, proxmox"));
+    auto unknown_key = make_configured_host("libvirt:node2,url=qemu:///system", context);
+    REQUIRE_FALSE(unknown_key.ok());
+    CHECK_THAT(unknown_key.error().message,
+               Catch::Contains("host 'node2': unknown option 'url'; valid: uri, parallel"));
+    auto bad_parallel = make_configured_host("libvirt:node2,parallel=0", context);
+    REQUIRE_FALSE(bad_parallel.ok());
+    CHECK_THAT(bad_parallel.error().message, Catch::Contains("parallel must be a whole number"));
+    // The host baselines' pseudo-hypervisor is no host a line may configure.
+    CHECK_FALSE(make_configured_host("host:h", context).ok());
+}
+
+TEST_CASE("a proxmox host line refuses a secret in the line and names missing keys", "[hosts]") {
+    const HostContext context{"", "/tmp/disksweep-hosts-test"};
+    auto secret = make_configured_host(
+        "proxmox:pve,host=pve1,token=a@pve!t,secret=5f0c2d1e-8a7b,fingerprint=AA", context);
+    REQUIRE_FALSE(secret.ok());
+    CHECK_THAT(secret.error().message, Catch::Contains("token_file"));
+    CHECK_THAT(secret.error().message, !Catch::Contains("5f0c2d1e"));
+    auto no_node = make_configured_host(
+        "proxmox:pve,host=pve1,template_vmid=9000,vmid_min=9100,vmid_max=9199", context);
+    REQUIRE_FALSE(no_node.ok());
+    CHECK_THAT(no_node.error().message, Catch::Contains("'node': missing"));
+}
+
+TEST_CASE("the catalog checks pinned hosts and the storages a host reaches", "[hosts]") {
+    BackendCatalog catalog;
+    REQUIRE(catalog.add_host({"local", "libvirt", "embedded", {}}).ok());
+    REQUIRE(catalog.add_host({"node2", "libvirt", "qemu:///system", {"rbd:fast"}}).ok());
+    CHECK_FALSE(catalog.add_host({"node2", "libvirt", "again", {}}).ok());
+    auto file = make_storage_backend(parse_storage_line("file").value(),
+                                     StorageContext{"/tmp/disksweep-hosts-test", nullptr});
+    REQUIRE(file.ok());
+    REQUIRE(catalog.add_storage(std::move(file).value()).ok());
+
+    CHECK(catalog.check(on("libvirt", "file")).ok());
+    CHECK(catalog.check(on("libvirt", "file"), {"local"}).ok());
+    // node2 reaches only rbd:fast: a sweep of file disks pinned to it cannot run.
+    Status unreachable = catalog.check(on("libvirt", "file"), {"node2"});
+    REQUIRE_FALSE(unreachable.ok());
+    CHECK_THAT(
+        unreachable.error().message,
+        Catch::Contains("no libvirt host of the sweep's hosts (node2) reaches storage 'file'"));
+    Status nowhere = catalog.check(on("libvirt", "file"), {"nowhere"});
+    REQUIRE_FALSE(nowhere.ok());
+    CHECK_THAT(nowhere.error().message, Catch::Contains("nowhere"));
+    const Json json = catalog.to_json();
+    CHECK(json["hosts"].size() == 2);
+    CHECK(json["hypervisors"].size() == 1);  // one entry per kind
+}
+
+TEST_CASE("the pool leases the least busy eligible host and waits when all are busy", "[hosts]") {
+    HostPool pool;
+    pool.add(fake_host("a", "libvirt", 1));
+    pool.add(fake_host("b", "libvirt", 2));
+    pool.add(fake_host("p", "proxmox", 1, {"pve:local-lvm"}));
+    CHECK(pool.total_parallel() == 4);
+    std::atomic<bool> cancelled{false};
+
+    auto first = pool.acquire(on("libvirt", "file"), {}, cancelled);
+    REQUIRE(first.ok());
+    CHECK(first->host().description.name == "a");
+    auto second = pool.acquire(on("libvirt", "file"), {}, cancelled);
+    REQUIRE(second.ok());
+    CHECK(second->host().description.name == "b");
+    auto third = pool.acquire(on("libvirt", "file"), {}, cancelled);
+    REQUIRE(third.ok());
+    CHECK(third->host().description.name == "b");
+    auto on_proxmox = pool.acquire(on("proxmox", "pve", "local-lvm"), {}, cancelled);
+    REQUIRE(on_proxmox.ok());
+    CHECK(on_proxmox->host().description.name == "p");
+
+    // Every libvirt slot is taken: the next run waits until one is freed.
+    auto waiting = std::async(
+        std::launch::async, [&] { return pool.acquire(on("libvirt", "file"), {"a"}, cancelled); });
+    CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
+    { auto freed = std::move(first).value(); }
+    REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
+    auto leased = waiting.get();
+    REQUIRE(leased.ok());
+    CHECK(leased->host().description.name == "a");
+
+    // Cancelled while waiting; and no host at all is said at once.
+    auto cancelled_wait = std::async(
+        std::launch::async, [&] { return pool.acquire(on("libvirt", "file"), {"a"}, cancelled); });
+    std::this_thread::sleep_for(100ms);
+    cancelled = true;
+    REQUIRE(cancelled_wait.wait_for(5s) == std::future_status::ready);
+    auto gave_up = cancelled_wait.get();
+    REQUIRE_FALSE(gave_up.ok());
+    CHECK(gave_up.error().code == errc::kCancelled);
+    auto no_host = pool.acquire(on("proxmox", "file"), {}, cancelled);
+    REQUIRE_FALSE(no_host.ok());
+    CHECK(no_host.error().code == errc::kNotConfigured);
+}
