@@ -20,8 +20,8 @@ namespace {
 
 // Backends a spec may name. The daemon still refuses one it has not
 // configured; these lists only catch typos early and give the choices.
-const std::vector<std::string_view> kKnownHypervisors = {"libvirt"};
-const std::vector<std::string_view> kKnownStorageBackends = {"file", "lvm-thin", "rbd"};
+const std::vector<std::string_view> kKnownHypervisors = {"libvirt", "proxmox"};
+const std::vector<std::string_view> kKnownStorageBackends = {"file", "lvm-thin", "rbd", "pve"};
 
 // A sweep may schedule at most this many runs (and its matrix may have at
 // most this many combinations): a guard against a typo exploding the matrix.
@@ -460,8 +460,13 @@ class SpecParser {
     Result<std::string> read_name(std::string_view key, const toml::node& node) const;
     Result<int> read_timeout(std::string_view key, const toml::node& node) const;
     Status parse_hypervisor(const toml::node& node);
+    Status parse_hosts(const toml::node& node);
     Status parse_filesystems(const toml::node& node);
     Status parse_matrix(const toml::node& node);
+    Result<std::string> axis_value_text(const AxisDef& axis, const toml::node& element) const;
+    Status parse_repetitions(const toml::node& node);
+    Result<double> read_percentage(std::string_view key, const toml::node& node) const;
+    Status parse_baseline(const toml::node& node);
     Status parse_workloads(const toml::node& node);
     Status check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
                                  std::string_view workload_name) const;
@@ -525,10 +530,11 @@ Result<int> SpecParser::read_timeout(std::string_view key, const toml::node& nod
 }
 
 Result<SweepSpec> SpecParser::parse(const toml::table& root) {
-    DS_TRY(check_keys(root,
-                      {"name", "repetitions", "seed", "boot_timeout", "run_timeout", "hypervisor",
-                       "matrix", "filesystems", "workload", "host_baseline"},
-                      "key", "at the top level"));
+    DS_TRY(check_keys(
+        root,
+        {"name", "repetitions", "seed", "boot_timeout", "run_timeout", "hypervisor", "matrix",
+         "filesystems", "workload", "host_baseline", "baseline", "practical_difference"},
+        "key", "at the top level"));
 
     const toml::node* name = root.get("name");
     if (name == nullptr)
@@ -537,14 +543,11 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
     if (!sweep_name.ok()) return sweep_name.error();
     spec_.name = sweep_name.value();
 
-    if (const toml::node* node = root.get("repetitions")) {
-        const auto* integer = node->as_integer();
-        if (integer == nullptr) return type_error("repetitions", *node, "an integer");
-        if (integer->get() < 1 || static_cast<std::uint64_t>(integer->get()) > kMaxRuns) {
-            return error_at(node->source(),
-                            "'repetitions' must be between 1 and " + std::to_string(kMaxRuns));
-        }
-        spec_.repetitions = static_cast<int>(integer->get());
+    if (const toml::node* node = root.get("repetitions")) DS_TRY(parse_repetitions(*node));
+    if (const toml::node* node = root.get("practical_difference")) {
+        Result<double> fraction = read_percentage("practical_difference", *node);
+        if (!fraction.ok()) return fraction.error();
+        spec_.practical_difference = fraction.value();
     }
     if (const toml::node* node = root.get("seed")) {
         const auto* integer = node->as_integer();
@@ -571,6 +574,8 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
     // Named filesystems first: matrix.filesystem values may refer to them.
     if (const toml::node* node = root.get("filesystems")) DS_TRY(parse_filesystems(*node));
     if (const toml::node* node = root.get("matrix")) DS_TRY(parse_matrix(*node));
+    // After the matrix: the baseline names values listed there.
+    if (const toml::node* node = root.get("baseline")) DS_TRY(parse_baseline(*node));
 
     const toml::node* workloads = root.get("workload");
     if (workloads == nullptr) {
@@ -584,7 +589,7 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
 Status SpecParser::parse_hypervisor(const toml::node& node) {
     const auto* table = node.as_table();
     if (table == nullptr) return type_error("hypervisor", node, "a table ([hypervisor])");
-    DS_TRY(check_keys(*table, {"backend"}, "key", "in [hypervisor]"));
+    DS_TRY(check_keys(*table, {"backend", "hosts", "identical_hosts"}, "key", "in [hypervisor]"));
     if (const toml::node* backend = table->get("backend")) {
         const auto* text = backend->as_string();
         if (text == nullptr) return type_error("backend", *backend, "a string");
@@ -593,6 +598,34 @@ Status SpecParser::parse_hypervisor(const toml::node& node) {
                                                               "valid backends", kKnownHypervisors));
         }
         spec_.hypervisor = text->get();
+    }
+    if (const toml::node* hosts = table->get("hosts")) DS_TRY(parse_hosts(*hosts));
+    if (const toml::node* identical = table->get("identical_hosts")) {
+        const auto* flag = identical->as_boolean();
+        if (flag == nullptr) return type_error("identical_hosts", *identical, "true or false");
+        spec_.identical_hosts = flag->get();
+    }
+    return ok_status();
+}
+
+// `hosts = ["local", "node2"]`: the daemon's host names the runs may go to.
+Status SpecParser::parse_hosts(const toml::node& node) {
+    const auto* array = node.as_array();
+    if (array == nullptr) return type_error("hosts", node, "an array of host names");
+    if (array->empty()) {
+        return error_at(node.source(),
+                        "'hosts' is empty; leave it out to let the daemon place runs");
+    }
+    for (const toml::node& element : *array) {
+        const auto* text = element.as_string();
+        if (text == nullptr || text->get().empty())
+            return type_error("hosts", element, "a host name");
+        if (contains(std::vector<std::string_view>(spec_.hosts.begin(), spec_.hosts.end()),
+                     text->get())) {
+            return error_at(element.source(),
+                            "host " + in_quotes(text->get()) + " is listed twice");
+        }
+        spec_.hosts.push_back(text->get());
     }
     return ok_status();
 }
@@ -658,6 +691,45 @@ Status SpecParser::parse_filesystems(const toml::node& node) {
     return ok_status();
 }
 
+// What an axis value in the spec says, as matrix values are kept: booleans
+// "true"/"false", integers in decimal, strings as written.
+Result<std::string> SpecParser::axis_value_text(const AxisDef& axis,
+                                                const toml::node& element) const {
+    std::string expected;
+    switch (axis.kind) {
+        case AxisKind::kBool:
+            expected = "true or false";
+            break;
+        case AxisKind::kSize:
+            expected = "a size string like \"1g\" or an integer of bytes";
+            break;
+        case AxisKind::kDefaultOrCount:
+            expected = "\"" + std::string(axis.default_value) + "\" or an integer";
+            break;
+        case AxisKind::kDefaultOrSize:
+            expected = "\"" + std::string(axis.default_value) +
+                       "\", a size string like \"8m\" or an integer of bytes";
+            break;
+        default:
+            expected = "a string";
+            break;
+    }
+    if (axis.kind == AxisKind::kBool && element.is_boolean())
+        return std::string(element.as_boolean()->get() ? "true" : "false");
+    if ((axis.kind == AxisKind::kSize || axis.kind == AxisKind::kDefaultOrCount ||
+         axis.kind == AxisKind::kDefaultOrSize) &&
+        element.is_integer()) {
+        if (element.as_integer()->get() < 0) {
+            return error_at(element.source(),
+                            "values of axis " + in_quotes(axis.name) + " must not be negative");
+        }
+        return std::to_string(element.as_integer()->get());
+    }
+    if (axis.kind != AxisKind::kBool && element.is_string()) return element.as_string()->get();
+    return error_at(element.source(), "values of axis " + in_quotes(axis.name) + " must be " +
+                                          expected + ", not " + std::string(type_name(element)));
+}
+
 Status SpecParser::parse_matrix(const toml::node& node) {
     const auto* table = node.as_table();
     if (table == nullptr) return type_error("matrix", node, "a table ([matrix])");
@@ -681,45 +753,11 @@ Status SpecParser::parse_matrix(const toml::node& node) {
             elements.push_back(&value_node);
         }
 
-        std::string expected;
-        switch (axis->kind) {
-            case AxisKind::kBool:
-                expected = "true or false";
-                break;
-            case AxisKind::kSize:
-                expected = "a size string like \"1g\" or an integer of bytes";
-                break;
-            case AxisKind::kDefaultOrCount:
-                expected = "\"" + std::string(axis->default_value) + "\" or an integer";
-                break;
-            case AxisKind::kDefaultOrSize:
-                expected = "\"" + std::string(axis->default_value) +
-                           "\", a size string like \"8m\" or an integer of bytes";
-                break;
-            default:
-                expected = "a string";
-                break;
-        }
         std::vector<std::string> values;
         for (const toml::node* element : elements) {
-            std::string text;
-            if (axis->kind == AxisKind::kBool && element->is_boolean()) {
-                text = element->as_boolean()->get() ? "true" : "false";
-            } else if ((axis->kind == AxisKind::kSize || axis->kind == AxisKind::kDefaultOrCount ||
-                        axis->kind == AxisKind::kDefaultOrSize) &&
-                       element->is_integer()) {
-                if (element->as_integer()->get() < 0) {
-                    return error_at(element->source(), "values of axis " + in_quotes(axis->name) +
-                                                           " must not be negative");
-                }
-                text = std::to_string(element->as_integer()->get());
-            } else if (axis->kind != AxisKind::kBool && element->is_string()) {
-                text = element->as_string()->get();
-            } else {
-                return error_at(element->source(), "values of axis " + in_quotes(axis->name) +
-                                                       " must be " + std::string(expected) +
-                                                       ", not " + std::string(type_name(*element)));
-            }
+            Result<std::string> value_text = axis_value_text(*axis, *element);
+            if (!value_text.ok()) return value_text.error();
+            std::string text = std::move(value_text).value();
             Result<ConfigSetter> setter = axis_setter(spec_, *axis, text);
             if (!setter.ok()) return error_at(element->source(), setter.error().message);
             if (std::find(values.begin(), values.end(), text) != values.end()) {
@@ -730,6 +768,114 @@ Status SpecParser::parse_matrix(const toml::node& node) {
         }
         spec_.matrix[std::string(axis->name)] = std::move(values);
     }
+    return ok_status();
+}
+
+// `repetitions = N`, or `repetitions = { min = N, max = M, ci = "P%" }`
+// (adaptive: see SweepSpec::ci_target).
+Status SpecParser::parse_repetitions(const toml::node& node) {
+    auto read_count = [&](std::string_view key, const toml::node& value) -> Result<int> {
+        const auto* integer = value.as_integer();
+        if (integer == nullptr) return type_error(key, value, "an integer");
+        if (integer->get() < 1 || static_cast<std::uint64_t>(integer->get()) > kMaxRuns) {
+            return error_at(value.source(),
+                            in_quotes(key) + " must be between 1 and " + std::to_string(kMaxRuns));
+        }
+        return static_cast<int>(integer->get());
+    };
+    if (node.is_integer()) {
+        Result<int> count = read_count("repetitions", node);
+        if (!count.ok()) return count.error();
+        spec_.repetitions = spec_.max_repetitions = count.value();
+        return ok_status();
+    }
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+        return type_error("repetitions", node,
+                          "an integer or a table like { min = 3, max = 10, ci = \"3%\" }");
+    }
+    DS_TRY(check_keys(*table, {"min", "max", "ci"}, "key", "in 'repetitions'"));
+    const toml::node* min = table->get("min");
+    const toml::node* max = table->get("max");
+    const toml::node* ci = table->get("ci");
+    if (min == nullptr || max == nullptr || ci == nullptr) {
+        return error_at(node.source(),
+                        "'repetitions' as a table needs min, max and ci, e.g. "
+                        "{ min = 3, max = 10, ci = \"3%\" }");
+    }
+    Result<int> min_count = read_count("repetitions.min", *min);
+    if (!min_count.ok()) return min_count.error();
+    Result<int> max_count = read_count("repetitions.max", *max);
+    if (!max_count.ok()) return max_count.error();
+    if (max_count.value() < min_count.value()) {
+        return error_at(max->source(), "'repetitions.max' (" + std::to_string(max_count.value()) +
+                                           ") is below 'repetitions.min' (" +
+                                           std::to_string(min_count.value()) + ")");
+    }
+    Result<double> target = read_percentage("repetitions.ci", *ci);
+    if (!target.ok()) return target.error();
+    if (target.value() <= 0) return error_at(ci->source(), "'repetitions.ci' must be above 0%");
+    spec_.repetitions = min_count.value();
+    spec_.max_repetitions = max_count.value();
+    spec_.ci_target = target.value();
+    return ok_status();
+}
+
+// "P%" with 0 <= P < 100 (a decimal fraction allowed: "2.5%"), as a fraction.
+Result<double> SpecParser::read_percentage(std::string_view key, const toml::node& node) const {
+    const auto* text = node.as_string();
+    if (text == nullptr) return type_error(key, node, "a percentage string like \"2%\"");
+    const std::string& value = text->get();
+    const std::string number = value.ends_with('%') ? value.substr(0, value.size() - 1) : "";
+    const bool well_formed = !number.empty() &&
+                             number.find_first_not_of("0123456789.") == std::string::npos &&
+                             std::count(number.begin(), number.end(), '.') <= 1 && number != ".";
+    const double percent = well_formed ? std::strtod(number.c_str(), nullptr) : -1;
+    if (!well_formed || percent >= 100) {
+        return error_at(node.source(), in_quotes(key) + " must be a percentage from \"0%\" to " +
+                                           "below \"100%\", like \"2%\", not " + in_quotes(value));
+    }
+    return percent / 100;
+}
+
+// `baseline = { axis = value, ... }`: each key a matrix axis, each value one
+// the matrix lists for it (or the axis default when the matrix leaves it
+// out). Whether they select exactly one configuration is expand_sweep's
+// check, once the combinations are known.
+Status SpecParser::parse_baseline(const toml::node& node) {
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+        return type_error("baseline", node,
+                          "a table like { cache = \"none\", filesystem = \"ext4\" }");
+    }
+    if (table->empty()) return error_at(node.source(), "'baseline' names no axis value");
+    for (auto&& [key, value] : *table) {
+        const AxisDef* axis = find_axis(key.str());
+        if (axis == nullptr) {
+            return error_at(key.source(), unknown_choice("axis", key.str(), "in 'baseline'",
+                                                         "valid axes", axis_names()));
+        }
+        Result<std::string> text = axis_value_text(*axis, value);
+        if (!text.ok()) return text.error();
+        const auto listed = spec_.matrix.find(std::string(axis->name));
+        const std::vector<std::string> values =
+            listed != spec_.matrix.end()
+                ? listed->second
+                : std::vector<std::string>{std::string(axis->default_value)};
+        if (std::find(values.begin(), values.end(), text.value()) == values.end()) {
+            std::vector<std::string_view> choices(values.begin(), values.end());
+            return error_at(value.source(), "baseline." + std::string(axis->name) + " = " +
+                                                in_quotes(text.value()) +
+                                                " is not a value of the matrix; [matrix] " +
+                                                std::string(axis->name) + " has: " + join(choices));
+        }
+        spec_.baseline[std::string(axis->name)] = text.value();
+    }
+    const toml::source_region& region = node.source();
+    spec_.baseline_where =
+        source_ + (region.begin.line > 0 ? ":" + std::to_string(region.begin.line) + ":" +
+                                               std::to_string(region.begin.column)
+                                         : std::string());
     return ok_status();
 }
 
@@ -1139,6 +1285,45 @@ std::uint64_t shuffle_seed(const SweepSpec& spec) {
     return seed;
 }
 
+// Whether `config` has the value `value` of `axis`: setting it changes
+// nothing.
+bool has_axis_value(const SweepSpec& spec, const StorageConfig& config, const AxisDef& axis,
+                    std::string_view value) {
+    Result<ConfigSetter> setter = axis_setter(spec, axis, value);
+    if (!setter.ok()) return false;
+    StorageConfig changed = config;
+    setter.value()(changed);
+    return canonical_json(changed) == canonical_json(config);
+}
+
+// The one configuration with every value of spec.baseline, or an error
+// naming the key, its line and how many matched.
+Result<int> find_baseline_config(const SweepSpec& spec, const std::vector<StorageConfig>& configs) {
+    std::vector<int> matching;
+    for (std::size_t c = 0; c < configs.size(); ++c) {
+        const bool all =
+            std::all_of(spec.baseline.begin(), spec.baseline.end(), [&](const auto& kv) {
+                const AxisDef* axis = find_axis(kv.first);
+                return axis != nullptr && has_axis_value(spec, configs[c], *axis, kv.second);
+            });
+        if (all) matching.push_back(static_cast<int>(c));
+    }
+    if (matching.size() == 1) return matching.front();
+    std::string wanted;
+    for (const auto& [axis, value] : spec.baseline)
+        wanted += (wanted.empty() ? "" : ", ") + axis + " = \"" + value + "\"";
+    const std::string where = spec.baseline_where.empty() ? "" : spec.baseline_where + ": ";
+    if (matching.empty()) {
+        return spec_error(where + "baseline = { " + wanted +
+                          " } selects no configuration (that combination was dropped as "
+                          "impossible)");
+    }
+    return spec_error(where + "baseline = { " + wanted + " } selects " +
+                      std::to_string(matching.size()) +
+                      " configurations; name a value of each varying axis so that it selects "
+                      "exactly one");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -1348,6 +1533,11 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
             pairs_to_run.emplace_back(static_cast<int>(c), static_cast<int>(w));
         }
     }
+    if (!spec.baseline.empty()) {
+        Result<int> baseline = find_baseline_config(spec, plan.configs);
+        if (!baseline.ok()) return baseline.error();
+        plan.baseline_config = baseline.value();
+    }
     if (spec.host_baseline) DS_TRY(add_host_baselines(spec, plan, pairs_to_run));
     for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
         const bool runs_somewhere =
@@ -1363,17 +1553,22 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
     }
 
     const std::uint64_t pairs_per_round = pairs_to_run.size();
+    // Adaptive repetitions may grow the sweep up to max_repetitions rounds:
+    // the limit holds for that many.
+    const int most_rounds = std::max(spec.repetitions, spec.max_repetitions);
     const std::uint64_t run_count = pairs_per_round * static_cast<std::uint64_t>(spec.repetitions);
-    if (run_count > kMaxRuns) {
+    if (pairs_per_round * static_cast<std::uint64_t>(most_rounds) > kMaxRuns) {
         std::string pairs = std::to_string(plan.configs.size()) + " configurations x " +
                             std::to_string(spec.workloads.size()) + " workloads";
         if (plan.skipped_pairs > 0) {
             pairs += " - " + std::to_string(plan.skipped_pairs) +
                      " pairs left out by workloads' filesystems";
         }
-        return spec_error("the sweep would schedule " + std::to_string(run_count) + " runs ((" +
-                          pairs + ") x " + std::to_string(spec.repetitions) +
-                          " repetitions); the limit is " + std::to_string(kMaxRuns));
+        return spec_error(
+            "the sweep would schedule up to " +
+            std::to_string(pairs_per_round * static_cast<std::uint64_t>(most_rounds)) + " runs ((" +
+            pairs + ") x " + std::to_string(most_rounds) + " repetitions); the limit is " +
+            std::to_string(kMaxRuns));
     }
     plan.workloads = spec.workloads;
 
@@ -1401,6 +1596,22 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
         }
     }
     return plan;
+}
+
+Result<std::vector<PlannedRun>> plan_round(const SweepSpec& spec, int round, int first_sequence) {
+    if (round < 0) return spec_error("round must be >= 0");
+    SweepSpec through_round = spec;
+    through_round.repetitions = round + 1;
+    through_round.max_repetitions = std::max(spec.max_repetitions, round + 1);
+    Result<SweepPlan> plan = expand_sweep(through_round);
+    if (!plan.ok()) return plan.error();
+    std::vector<PlannedRun> runs;
+    for (PlannedRun run : plan->runs) {
+        if (run.repetition != round) continue;
+        run.sequence = first_sequence + static_cast<int>(runs.size());
+        runs.push_back(run);
+    }
+    return runs;
 }
 
 }  // namespace ds

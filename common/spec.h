@@ -13,8 +13,31 @@ namespace ds {
 
 struct SweepSpec {
     std::string name;
+    // Rounds planned at submission: `repetitions = N`, or the `min` of
+    // `repetitions = { min, max, ci }`.
     int repetitions = 1;
+    // Adaptive repetitions: after `repetitions` rounds the sweep adds whole
+    // rounds, up to max_repetitions, while any configuration's primary
+    // metric has a 95% CI half-width above ci_target of its mean (a
+    // fraction: "3%" -> 0.03). ci_target 0: not adaptive (max = min).
+    int max_repetitions = 1;
+    double ci_target = 0;
+    // `baseline = { axis = "value", ... }`: matrix axis values selecting the
+    // one configuration the others are compared with (empty: the first
+    // configuration). baseline_where is "SOURCE:LINE:COLUMN" of the key, for
+    // expand_sweep's errors.
+    std::map<std::string, std::string> baseline;
+    std::string baseline_where;
+    // Ratios to the baseline closer to 1 than this are never called a
+    // difference (`practical_difference = "2%"` -> 0.02).
+    double practical_difference = 0.02;
     std::string hypervisor = "libvirt";
+    // [hypervisor] hosts: the daemon's hosts (by name) the runs may be
+    // placed on; empty = any host of the hypervisor that reaches the storage.
+    std::vector<std::string> hosts;
+    // [hypervisor] identical_hosts: the user vouches that the hosts are the
+    // same machine model, so comparisons pool runs across them.
+    bool identical_hosts = false;
     // Axis name -> the values listed for it in [matrix] (as written). Axes not
     // listed take their default.
     std::map<std::string, std::vector<std::string>> matrix;
@@ -66,8 +89,19 @@ struct SweepPlan {
     int skipped_pairs = 0;
     // Names of the axes that take more than one value (the compare columns).
     std::vector<std::string> varying_axes;
+    // Index into configs of the spec's baseline (the configuration whose
+    // settings have every value of SweepSpec::baseline); -1 when the spec
+    // names none. expand_sweep refuses a baseline that selects no
+    // configuration or more than one, naming the key and its line.
+    int baseline_config = -1;
 };
 
 Result<SweepPlan> expand_sweep(const SweepSpec&);
+
+// The runs of round `round` (0-based) in the order the spec's generator
+// gives it: the same runs and order expand_sweep would plan for that round
+// with repetitions > round. Sequences start at `first_sequence`. For adaptive
+// repetitions, which add rounds after the first ones ran.
+Result<std::vector<PlannedRun>> plan_round(const SweepSpec&, int round, int first_sequence);
 
 }  // namespace ds

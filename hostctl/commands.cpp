@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/program_options.hpp>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -29,12 +30,18 @@ struct Invocation {
     bool json_output = false;
     std::map<std::string, std::string> arguments;  // positional, by name
     std::set<std::string> flags;                   // sub-command switches given
+    std::map<std::string, std::string> values;     // sub-command options given (--name VALUE)
     std::ostream& out;
     std::ostream& err;
     const Environment& environment;
 
     const std::string& argument(const std::string& name) const { return arguments.at(name); }
     bool flag(const std::string& name) const { return flags.count(name) > 0; }
+    // The value of option --name, "" when not given.
+    std::string value(const std::string& name) const {
+        auto found = values.find(name);
+        return found == values.end() ? std::string() : found->second;
+    }
 
     ExitCode usage_error(const std::string& message) const {
         err << "hostctl: " << command << ": " << message << "\nusage: " << usage << "\n";
@@ -57,9 +64,12 @@ struct Invocation {
 
 using CommandHandler = ExitCode (*)(Invocation&);
 
+// A sub-command switch (--name), or with a value_name an option taking a
+// value (--name VALUE).
 struct FlagSpec {
     std::string_view name;
     std::string_view help;
+    std::string_view value_name = {};
 };
 
 // One sub-command: its words, positional arguments (all required, in order),
@@ -77,7 +87,10 @@ constexpr std::string_view kGlobalUsage = "hostctl [--socket PATH] [--json]";
 std::string command_usage(const CommandSpec& command) {
     std::string usage = std::string(command.name);
     for (auto argument : command.arguments) usage += " " + std::string(argument);
-    for (const auto& flag : command.flags) usage += " [--" + std::string(flag.name) + "]";
+    for (const auto& flag : command.flags) {
+        usage += " [--" + std::string(flag.name) +
+                 (flag.value_name.empty() ? "" : " " + std::string(flag.value_name)) + "]";
+    }
     return usage;
 }
 
@@ -151,34 +164,71 @@ ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
     return progress.all_succeeded() ? ExitCode::kOk : ExitCode::kFailed;
 }
 
-ExitCode print_compare(Invocation& invocation, long sweep_id, bool csv) {
-    ApiReply reply = invocation.client.get("/v1/sweeps/" + std::to_string(sweep_id) + "/compare");
+// How `results compare` prints: the narrow table, every metric (--all), CSV.
+enum class CompareView { kNarrow, kAll, kCsv };
+
+// Metric names as the daemon writes them ([a-z0-9_], a few more to be
+// lenient); anything else would need escaping in the query string.
+bool is_metric_name(const std::string& name) {
+    return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '.' || c == '-';
+    });
+}
+
+ExitCode print_compare(Invocation& invocation, long sweep_id, CompareView view,
+                       const std::string& metric = "") {
+    // Everything but the narrow table shows every metric in full (medians
+    // included), which the daemon computes on request.
+    std::string target = "/v1/sweeps/" + std::to_string(sweep_id) + "/compare";
+    std::vector<std::string> query;
+    if (!metric.empty()) query.push_back("metric=" + metric);
+    if (view != CompareView::kNarrow || invocation.json_output) query.push_back("all=1");
+    for (std::size_t i = 0; i < query.size(); ++i) target += (i == 0 ? "?" : "&") + query[i];
+    ApiReply reply = invocation.client.get(target);
     if (!reply.ok()) return invocation.fail(reply);
     if (invocation.json_output) {
         invocation.print_json(reply.body);
+    } else if (view == CompareView::kCsv) {
+        invocation.out << format_compare_csv(reply.body);
     } else {
-        invocation.out << (csv ? format_compare_csv(reply.body) : format_compare_table(reply.body));
+        invocation.out << (view == CompareView::kAll ? format_compare_wide(reply.body)
+                                                     : format_compare_table(reply.body));
     }
     return ExitCode::kOk;
 }
 
-ExitCode sweep_submit(Invocation& invocation) {
+// The text of the sweep spec named by the FILE argument; nullopt (said on
+// err) when it cannot be read.
+std::optional<std::string> read_spec_file(Invocation& invocation) {
     const std::string& path = invocation.argument("FILE");
     std::ifstream file(path, std::ios::binary);
     if (!file) {
         invocation.err << "hostctl: cannot read sweep spec " << path << ": " << std::strerror(errno)
                        << "\n";
-        return ExitCode::kFailed;
+        return std::nullopt;
     }
     std::ostringstream text;
     text << file.rdbuf();
     if (file.bad()) {
         invocation.err << "hostctl: cannot read sweep spec " << path << "\n";
-        return ExitCode::kFailed;
+        return std::nullopt;
     }
-    // X-Spec-Name lets the daemon's errors point at the file ("FILE:7:1: ...").
-    ApiReply reply = invocation.client.post("/v1/sweeps", text.str(), "application/toml",
-                                            {{"X-Spec-Name", path}});
+    return text.str();
+}
+
+// POSTs the FILE argument's spec to `target`. X-Spec-Name lets the daemon's
+// errors point at the file ("FILE:7:1: ...").
+std::optional<ApiReply> post_spec_file(Invocation& invocation, const std::string& target) {
+    auto text = read_spec_file(invocation);
+    if (!text) return std::nullopt;
+    return invocation.client.post(target, std::move(*text), "application/toml",
+                                  {{"X-Spec-Name", invocation.argument("FILE")}});
+}
+
+ExitCode sweep_submit(Invocation& invocation) {
+    auto posted = post_spec_file(invocation, "/v1/sweeps");
+    if (!posted) return ExitCode::kFailed;
+    const ApiReply& reply = *posted;
     if (!reply.ok()) return invocation.fail(reply);
     if (invocation.json_output) {
         invocation.print_json(reply.body);
@@ -199,7 +249,7 @@ ExitCode sweep_submit(Invocation& invocation) {
     ExitCode outcome = watch_sweep(invocation, sweep_id);
     if (outcome != ExitCode::kOk && outcome != ExitCode::kFailed) return outcome;
     if (!invocation.json_output) invocation.out << "\n";
-    ExitCode compared = print_compare(invocation, sweep_id, /*csv=*/false);
+    ExitCode compared = print_compare(invocation, sweep_id, CompareView::kNarrow);
     return compared == ExitCode::kOk ? outcome : compared;
 }
 
@@ -207,10 +257,31 @@ ExitCode sweep_list(Invocation& invocation) {
     return print_get(invocation, "/v1/sweeps", format_sweep_list);
 }
 
+// "?limit=N&after=SEQ" from --limit and --after (each a non-negative
+// integer), "" when neither is given; nullopt after a usage error.
+std::optional<std::string> page_query(Invocation& invocation) {
+    std::string query;
+    for (const char* name : {"limit", "after"}) {
+        const std::string text = invocation.value(name);
+        if (text.empty()) continue;
+        long number = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+        if (ec != std::errc() || end != text.data() + text.size() || number < 0) {
+            invocation.usage_error("--" + std::string(name) +
+                                   " must be a non-negative integer, not '" + text + "'");
+            return std::nullopt;
+        }
+        query += (query.empty() ? "?" : "&") + std::string(name) + "=" + std::to_string(number);
+    }
+    return query;
+}
+
 ExitCode sweep_show(Invocation& invocation) {
     auto id = id_argument(invocation, "ID");
     if (!id) return ExitCode::kUsage;
-    return print_get(invocation, "/v1/sweeps/" + std::to_string(*id), format_sweep_show);
+    auto query = page_query(invocation);
+    if (!query) return ExitCode::kUsage;
+    return print_get(invocation, "/v1/sweeps/" + std::to_string(*id) + *query, format_sweep_show);
 }
 
 ExitCode sweep_cancel(Invocation& invocation) {
@@ -239,13 +310,66 @@ ExitCode results_compare(Invocation& invocation) {
     if (invocation.flag("csv") && invocation.json_output) {
         return invocation.usage_error("--csv and --json exclude each other");
     }
-    return print_compare(invocation, *id, invocation.flag("csv"));
+    if (invocation.flag("csv") && invocation.flag("all")) {
+        return invocation.usage_error("--csv already holds every metric; leave out --all");
+    }
+    const std::string metric = invocation.value("metric");
+    if (!invocation.value("metric").empty() && !is_metric_name(metric))
+        return invocation.usage_error("--metric takes a metric name like read_iops, not '" +
+                                      metric + "'");
+    const CompareView view = invocation.flag("csv")   ? CompareView::kCsv
+                             : invocation.flag("all") ? CompareView::kAll
+                                                      : CompareView::kNarrow;
+    return print_compare(invocation, *id, view, metric);
 }
 
 ExitCode results_show(Invocation& invocation) {
     auto id = id_argument(invocation, "RUN");
     if (!id) return ExitCode::kUsage;
     return print_get(invocation, "/v1/runs/" + std::to_string(*id), format_run);
+}
+
+// `text` as one URI query component: RFC 3986 unreserved characters as
+// they are, every other byte as %XX.
+std::string query_component(std::string_view text) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    std::string encoded;
+    for (unsigned char c : text) {
+        if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+            encoded += static_cast<char>(c);
+        } else {
+            encoded += {'%', kHex[c >> 4], kHex[c & 0xF]};
+        }
+    }
+    return encoded;
+}
+
+ExitCode results_apply(Invocation& invocation) {
+    if (invocation.value("format").empty())
+        return invocation.usage_error("--format is required: qm, libvirt, fstab or mycnf");
+    std::string target =
+        "/v1/configurations/" + query_component(invocation.argument("CONFIG")) + "/apply";
+    char separator = '?';
+    for (const char* option : {"format", "vmid", "storage", "workload"}) {
+        const std::string value = invocation.value(option);
+        if (value.empty()) continue;
+        target += separator + std::string(option) + "=" + query_component(value);
+        separator = '&';
+    }
+    return print_get(invocation, target, format_apply);
+}
+
+ExitCode sweep_plan(Invocation& invocation) {
+    auto posted = post_spec_file(invocation, "/v1/sweeps/plan");
+    if (!posted) return ExitCode::kFailed;
+    const ApiReply& reply = *posted;
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+    } else {
+        invocation.out << format_sweep_plan(reply.body);
+    }
+    return ExitCode::kOk;
 }
 
 ExitCode status(Invocation& invocation) {
@@ -271,8 +395,20 @@ const std::vector<CommandSpec>& command_table() {
          "submit the sweep spec (TOML) in FILE; prints the sweep id, its number of runs and "
          "the combinations dropped as impossible",
          sweep_submit},
+        {"sweep plan",
+         {"FILE"},
+         {},
+         "show what the sweep spec in FILE would run, without running it: its configurations, "
+         "the combinations dropped, the run count and a duration estimated from this daemon's "
+         "past runs",
+         sweep_plan},
         {"sweep list", {}, {}, "list all sweeps with their progress", sweep_list},
-        {"sweep show", {"ID"}, {}, "show a sweep and each of its runs", sweep_show},
+        {"sweep show",
+         {"ID"},
+         {{"limit", "runs per page (the daemon's default page when not given)", "N"},
+          {"after", "start after the run with this sequence number (the page's 'next')", "SEQ"}},
+         "show a sweep, its repetition rounds and a page of its runs",
+         sweep_show},
         {"sweep cancel",
          {"ID"},
          {},
@@ -285,10 +421,27 @@ const std::vector<CommandSpec>& command_table() {
          sweep_watch},
         {"results compare",
          {"SWEEP"},
-         {{"csv", "print CSV with separate n, mean, stddev and ci95 columns"}},
-         "compare a sweep's configurations: each metric as mean ± stddev",
+         {{"metric", "rank, compare and show this metric instead of each workload's primary one",
+           "NAME"},
+          {"all", "the wide table: every metric as mean ± stddev, and vs host"},
+          {"csv", "print CSV: every metric's n, mean, median, stddev, cv, ci95, and the ratios"}},
+         "compare a sweep's configurations with its baseline: the primary metric with its "
+         "95% CI, the ratio to the baseline, the verdict, best first",
          results_compare},
         {"results show", {"RUN"}, {}, "show one run: settings, timings, metrics", results_show},
+        {"results apply",
+         {"CONFIG"},
+         {{"format",
+           "qm (a `qm set` line for Proxmox VE), libvirt (the <disk> element), fstab (the "
+           "guest's mount line and mkfs command) or mycnf (the [mysqld] lines); required",
+           "FORMAT"},
+          {"vmid", "qm: the Proxmox VE VM id (default: the placeholder VMID)", "N"},
+          {"storage", "qm: the Proxmox VE storage for the disk (default: STORAGE)", "PVESTORAGE"},
+          {"workload", "mycnf: which MariaDB workload's server variables, when they differ",
+           "NAME"}},
+         "print configuration CONFIG (its id, or a unique prefix of it) as you would apply it; "
+         "durability risks come first, as comment lines of the format",
+         results_apply},
         {"status",
          {},
          {},
@@ -325,7 +478,9 @@ std::string command_help(const CommandSpec& command) {
     std::string text = "usage: " + std::string(kGlobalUsage) + " " + command_usage(command) +
                        "\n\n" + std::string(command.help) + "\n";
     for (const auto& flag : command.flags) {
-        text += "  --" + std::string(flag.name) + "  " + std::string(flag.help) + "\n";
+        text += "  --" + std::string(flag.name) +
+                (flag.value_name.empty() ? "" : " " + std::string(flag.value_name)) + "  " +
+                std::string(flag.help) + "\n";
     }
     return text;
 }
@@ -439,6 +594,7 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
                           options["json"].as<bool>(),
                           {},
                           {},
+                          {},
                           out,
                           err,
                           environment};
@@ -449,8 +605,13 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     po::options_description command_options;
     po::positional_options_description positional;
     for (const auto& flag : command->flags) {
-        command_options.add_options()(std::string(flag.name).c_str(), po::bool_switch(),
-                                      std::string(flag.help).c_str());
+        if (flag.value_name.empty()) {
+            command_options.add_options()(std::string(flag.name).c_str(), po::bool_switch(),
+                                          std::string(flag.help).c_str());
+        } else {
+            command_options.add_options()(std::string(flag.name).c_str(), po::value<std::string>(),
+                                          std::string(flag.help).c_str());
+        }
     }
     for (auto argument : command->arguments) {
         command_options.add_options()(std::string(argument).c_str(), po::value<std::string>());
@@ -474,7 +635,12 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     }
     for (const auto& flag : command->flags) {
         std::string name(flag.name);
-        if (command_values[name].as<bool>()) invocation.flags.insert(name);
+        if (!flag.value_name.empty()) {
+            if (command_values.count(name))
+                invocation.values[name] = command_values[name].as<std::string>();
+        } else if (command_values[name].as<bool>()) {
+            invocation.flags.insert(name);
+        }
     }
     return command->handler(invocation);
 }

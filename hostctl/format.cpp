@@ -137,6 +137,29 @@ std::string setting_text(const Json& settings, const std::string& key) {
     return text_of(value);
 }
 
+// "dropped N combinations that cannot exist:" and one line each, naming it by
+// the varying `axes` and giving the reason; "" when none was dropped.
+std::string dropped_text(const Json& dropped, const std::vector<std::string>& axes) {
+    if (!dropped.is_array() || dropped.empty()) return "";
+    std::string text = "dropped " +
+                       plural(static_cast<long>(dropped.size()), "combination", "combinations") +
+                       " that cannot exist:\n";
+    for (const auto& combination : dropped) {
+        const Json& settings = field(combination, "settings");
+        // The varying settings say which combination it was; the rest
+        // is the same for every combination.
+        std::string which = settings_summary(settings, axes);
+        if (which.empty() && settings.is_object()) {
+            std::vector<std::string> keys;
+            for (const auto& item : settings.items()) keys.push_back(item.key());
+            which = settings_summary(settings, keys);
+        }
+        text += "  " + (which.empty() ? std::string("(unnamed)") : which) + ": " +
+                single_line(text_field(combination, "reason")) + "\n";
+    }
+    return text;
+}
+
 }  // namespace
 
 std::size_t display_width(std::string_view utf8) {
@@ -246,26 +269,7 @@ std::string format_submitted(const Json& reply) {
             " not run: left out by their workload's `filesystems`\n";
     }
 
-    const Json& dropped = field(reply, "dropped");
-    if (dropped.is_array() && !dropped.empty()) {
-        text += "dropped " +
-                plural(static_cast<long>(dropped.size()), "combination", "combinations") +
-                " that cannot exist:\n";
-        for (const auto& combination : dropped) {
-            const Json& settings = field(combination, "settings");
-            // The varying settings say which combination it was; the rest
-            // is the same for every combination.
-            std::string which = settings_summary(settings, axes);
-            if (which.empty() && settings.is_object()) {
-                std::vector<std::string> keys;
-                for (const auto& item : settings.items()) keys.push_back(item.key());
-                which = settings_summary(settings, keys);
-            }
-            text += "  " + (which.empty() ? std::string("(unnamed)") : which) + ": " +
-                    single_line(text_field(combination, "reason")) + "\n";
-        }
-    }
-    return text;
+    return text + dropped_text(field(reply, "dropped"), axes);
 }
 
 RunCounts parse_counts(const Json& counts) {
@@ -309,6 +313,15 @@ std::string format_sweep_show(const Json& reply) {
                        counts_phrase(counts) + ")";
     if (auto eta = number_field(sweep, "eta_s")) text += ", ETA " + format_duration(*eta);
     text += "\ncreated " + text_field(sweep, "created_at") + "\n";
+    // Adaptive repetitions: each decision after a round, with its reason.
+    if (const Json& decisions = field(sweep, "round_decisions"); decisions.is_array()) {
+        for (const auto& decision : decisions) {
+            text +=
+                "after round " + text_field(decision, "after_round") + ": " +
+                (text_field(decision, "decision") == "add_round" ? "added a round" : "stopped") +
+                " (" + single_line(text_field(decision, "reason")) + ")\n";
+        }
+    }
     if (!runs.is_array() || runs.empty()) return text + "no runs\n";
 
     // The settings that tell this sweep's configurations apart.
@@ -348,7 +361,12 @@ std::string format_sweep_show(const Json& reply) {
                        text_field(run, "status"),
                        single_line(text_field(run, "failure_reason", ""))});
     }
-    return text + table.render();
+    text += table.render();
+    if (const Json& next = field(reply, "next_after"); next.is_number()) {
+        text += "more runs follow: hostctl sweep show " + text_field(sweep, "id") + " --after " +
+                text_of(next) + "\n";
+    }
+    return text;
 }
 
 std::string format_cancelled(const Json& reply) {
@@ -519,7 +537,7 @@ std::string format_ranked_table(const Json& compare, bool atis) {
 
 }  // namespace
 
-std::string format_compare_table(const Json& compare) {
+std::string format_compare_wide(const Json& compare) {
     const Json& rows = field(compare, "rows");
     std::string sweep_id = text_field(compare, "sweep_id");
     if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
@@ -600,9 +618,199 @@ std::string format_compare_table(const Json& compare) {
     return text;
 }
 
+namespace {
+
+// "3035 ± 55": a summary's mean with its 95% CI half-width, rounded to the
+// half-width; "3035" for a single run; "-" without a mean.
+std::string mean_ci_text(const Json& summary) {
+    auto mean = number_field(summary, "mean");
+    if (!mean || integer_field(summary, "n", 0) <= 0) return "-";
+    auto high = number_field(summary, "ci95_high");
+    return format_mean_stddev(*mean, high ? std::optional<double>(*high - *mean) : std::nullopt);
+}
+
+// "1.091 [1.020, 1.170]"; the ratio alone without an interval; "-".
+std::string ratio_text(const Json& versus) {
+    auto ratio = number_field(versus, "ratio");
+    if (!ratio) return "-";
+    auto low = number_field(versus, "ci95_low");
+    auto high = number_field(versus, "ci95_high");
+    std::string text = fixed(*ratio, 3);
+    if (low && high) text += " [" + fixed(*low, 3) + ", " + fixed(*high, 3) + "]";
+    return text;
+}
+
+std::string verdict_text(const Json& row) {
+    if (field(row, "is_baseline") == true) return "baseline";
+    if (field(row, "host_baseline") == true) return "-";
+    return text_field(field(row, "vs_baseline"), "verdict");
+}
+
+// "kvm, host pve1, QEMU 7.2.0, libvirt 9.0.0, kernel 6.1.0" (what is recorded).
+std::string partition_text(const Json& partition) {
+    static const std::vector<std::pair<const char*, const char*>> kParts = {{"accel", ""},
+                                                                            {"host", "host "},
+                                                                            {"qemu", "QEMU "},
+                                                                            {"libvirt", "libvirt "},
+                                                                            {"kernel", "kernel "}};
+    std::vector<std::string> parts;
+    for (const auto& [key, label] : kParts) {
+        const std::string value = text_field(partition, key, "");
+        if (!value.empty()) parts.push_back(label + value);
+    }
+    return parts.empty() ? "versions not recorded" : join(parts, ", ");
+}
+
+// The rows in the reply's ranking order (partition, workload, best first),
+// then the rows without the analysed metric.
+std::vector<std::size_t> ranked_rows(const Json& compare) {
+    const Json& rows = field(compare, "rows");
+    std::vector<std::size_t> order;
+    for (const auto& entry : field(compare, "ranking")) {
+        auto index = number_field(entry, "row");
+        if (index && *index >= 0 && static_cast<std::size_t>(*index) < rows.size())
+            order.push_back(static_cast<std::size_t>(*index));
+    }
+    for (std::size_t r = 0; r < rows.size(); ++r)
+        if (std::find(order.begin(), order.end(), r) == order.end()) order.push_back(r);
+    return order;
+}
+
+// The settings columns: the varying axes, plus the workload's name and its
+// server variables when they vary.
+struct NarrowColumns {
+    std::vector<std::string> axes;
+    bool workload = false;
+    bool options = false;
+};
+
+NarrowColumns narrow_columns(const Json& compare) {
+    NarrowColumns columns;
+    columns.axes = string_list(field(compare, "varying_axes"));
+    std::set<std::string> workloads, options;
+    for (const auto& row : field(compare, "rows")) {
+        workloads.insert(text_field(row, "workload"));
+        options.insert(text_field(row, "options", "defaults"));
+    }
+    columns.workload = workloads.size() > 1;
+    columns.options = options.size() > 1;
+    return columns;
+}
+
+// The heading: what the numbers are, and against what.
+std::string narrow_heading(const Json& compare, const std::string& metric, bool lower_better) {
+    const Json& rows = field(compare, "rows");
+    std::string baseline = "-";
+    for (const auto& row : rows) {
+        if (field(row, "is_baseline") != true) continue;
+        std::vector<std::string> settings;
+        for (const auto& axis : string_list(field(compare, "varying_axes")))
+            settings.push_back(axis + "=" + setting_text(field(row, "settings"), axis));
+        baseline =
+            settings.empty() ? text_field(row, "config_id").substr(0, 12) : join(settings, " ");
+        break;
+    }
+    const double threshold = number_field(compare, "practical_difference").value_or(0.02);
+    std::string text = "sweep " + text_field(compare, "sweep_id") + ": " +
+                       (metric.empty() ? std::string("each workload's primary metric") : metric) +
+                       (metric.empty() ? ""
+                        : lower_better ? " (lower is better)"
+                                       : " (higher is better)") +
+                       ", mean ± 95% CI half-width over n succeeded runs, best first\n";
+    const std::string chosen_by = text_field(field(compare, "baseline"), "chosen_by", "");
+    text += "ratio = mean / the baseline's (" + baseline +
+            (chosen_by == "spec" ? ", chosen in the spec" : ", the first configuration") +
+            ") with its 95% CI\nverdict: Holm-adjusted p < 0.05; differences under " +
+            fixed(threshold * 100, threshold * 100 < 1 ? 1 : 0) + "% are never called\n";
+    return text;
+}
+
+}  // namespace
+
+std::string format_compare_table(const Json& compare) {
+    const Json& rows = field(compare, "rows");
+    const std::string sweep_id = text_field(compare, "sweep_id");
+    if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
+    const Json& primary = field(compare, "primary_metric");
+    const std::string metric = text_field(primary, "name", "");
+    const NarrowColumns columns = narrow_columns(compare);
+    const Json& partitions = field(compare, "partitions");
+    const std::size_t partition_count = partitions.is_array() ? partitions.size() : 0;
+
+    std::map<long, std::vector<std::size_t>> by_partition;
+    for (std::size_t r : ranked_rows(compare))
+        by_partition[integer_field(rows[r], "partition", 0)].push_back(r);
+
+    std::string text = narrow_heading(compare, metric, field(primary, "lower_is_better") == true);
+    if (partition_count > 1) {
+        text +=
+            "runs of different acceleration, host or versions are shown apart: they are "
+            "not pooled, and each is compared with the baseline of its own partition\n";
+    }
+    std::vector<std::string> risk_notes;
+    for (const auto& [partition, members] : by_partition) {
+        if (partition_count > 1 && partition >= 0 &&
+            static_cast<std::size_t>(partition) < partition_count) {
+            text += "\npartition " + std::to_string(partition + 1) + " of " +
+                    std::to_string(partition_count) + ": " + partition_text(partitions[partition]) +
+                    "\n";
+        }
+        std::vector<Table::Column> header;
+        if (columns.axes.empty()) header.push_back({"config"});
+        for (const auto& axis : columns.axes) header.push_back({axis});
+        if (columns.workload) header.push_back({"workload"});
+        if (columns.options) header.push_back({"options"});
+        header.push_back({metric.empty() ? "primary metric" : metric, Align::kRight});
+        header.push_back({"ratio [95% CI]", Align::kRight});
+        header.push_back({"verdict"});
+        header.push_back({"n", Align::kRight});
+        header.push_back({"!"});
+        Table table(std::move(header));
+        for (std::size_t r : members) {
+            const Json& row = rows[r];
+            const bool host = field(row, "host_baseline") == true;
+            std::vector<std::string> line;
+            if (columns.axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
+            for (const auto& axis : columns.axes) {
+                const bool applies = !host || field(row, "settings").contains(axis);
+                line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
+            }
+            if (columns.workload)
+                line.push_back(text_field(row, "workload") + (host ? " (host, raw volume)" : ""));
+            if (columns.options) line.push_back(text_field(row, "options", "defaults"));
+            const std::string row_metric = text_field(field(row, "primary_metric"), "name", metric);
+            std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
+            if (metric.empty() && value != "-") value += " " + row_metric;
+            line.push_back(value);
+            line.push_back(
+                field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
+            line.push_back(verdict_text(row));
+            const Json& runs = field(row, "runs");
+            line.push_back(std::to_string(integer_field(runs, "succeeded")) +
+                           unsuccessful_note(runs));
+            const std::string risks = join(string_list(field(row, "durability_risks")), ", ");
+            line.push_back(risks.empty() ? "" : "!");
+            if (!risks.empty() &&
+                std::find(risk_notes.begin(), risk_notes.end(), risks) == risk_notes.end())
+                risk_notes.push_back(risks);
+            table.add_row(std::move(line));
+        }
+        text += table.render();
+    }
+    for (const auto& risks : risk_notes)
+        text += "! " + risks + ": can lose data on a power failure or crash\n";
+    text +=
+        "(--all: every metric; --metric NAME: rank and compare by another; --json, --csv: "
+        "all numbers)\n";
+    return text;
+}
+
 std::string format_compare_csv(const Json& compare) {
     CompareColumns columns = compare_columns(compare);
-    static const char* kSummaryFields[] = {"n", "mean", "stddev", "ci95_low", "ci95_high"};
+    static const char* kSummaryFields[] = {"n",  "mean",     "median",    "stddev",
+                                           "cv", "ci95_low", "ci95_high", "geomean"};
+    static const char* kComparisonFields[] = {"ratio",   "ci95_low",   "ci95_high",
+                                              "p_value", "p_adjusted", "verdict"};
 
     std::vector<std::string> header = {"sweep_id", "config_id", "workload"};
     for (const auto& axis : columns.axes) header.push_back(axis);
@@ -611,6 +819,9 @@ std::string format_compare_csv(const Json& compare) {
     for (const auto& metric : columns.metrics) {
         for (const char* part : kSummaryFields) header.push_back(metric + "_" + part);
     }
+    header.push_back("partition");
+    header.push_back("compared_metric");
+    for (const char* part : kComparisonFields) header.push_back(std::string("vs_baseline_") + part);
     header.push_back("durability_risks");
 
     auto csv_line = [](const std::vector<std::string>& fields) {
@@ -648,6 +859,18 @@ std::string format_compare_csv(const Json& compare) {
                 line.push_back(
                     std::string_view(part) == "n" && !value.is_number() ? "0" : number_text(value));
             }
+        }
+        const Json& partitions = field(compare, "partitions");
+        const long partition = integer_field(row, "partition", -1);
+        const bool known = partitions.is_array() && partition >= 0 &&
+                           static_cast<std::size_t>(partition) < partitions.size();
+        line.push_back(known ? partition_text(partitions[static_cast<std::size_t>(partition)])
+                             : "");
+        const Json& versus = field(row, "vs_baseline");
+        line.push_back(text_field(field(row, "primary_metric"), "name", ""));
+        for (const char* part : kComparisonFields) {
+            const Json& value = field(versus, part);
+            line.push_back(value.is_string() ? value.get<std::string>() : number_text(value));
         }
         line.push_back(join(string_list(field(row, "durability_risks")), ";"));
         text += csv_line(line);
@@ -722,6 +945,99 @@ std::string format_run(const Json& reply) {
                     " prints it)\n";
         }
     }
+    return text;
+}
+
+std::string format_apply(const Json& reply) {
+    std::string snippet = text_field(reply, "snippet", "");
+    if (!snippet.empty() && snippet.back() != '\n') snippet += '\n';
+    return snippet;
+}
+
+namespace {
+
+// The plan's configurations: the varying settings as columns (the id when
+// nothing varies), "!" naming durability risks when any has one.
+std::string plan_configurations_table(const Json& configurations,
+                                      const std::vector<std::string>& axes) {
+    bool any_risk = false;
+    for (const auto& configuration : configurations)
+        any_risk = any_risk || !string_list(field(configuration, "durability_risks")).empty();
+    std::vector<Table::Column> header = {{"config"}};
+    for (const auto& axis : axes) header.push_back({axis});
+    if (any_risk) header.push_back({"!"});
+    Table table(std::move(header));
+    for (const auto& configuration : configurations) {
+        const Json& settings = field(configuration, "settings");
+        std::vector<std::string> line = {text_field(configuration, "config_id").substr(0, 12)};
+        for (const auto& axis : axes) {
+            // The disk_size axis is stored as disk_size_bytes.
+            const std::string key = settings.contains(axis) ? axis : axis + "_bytes";
+            line.push_back(setting_text(settings, key));
+        }
+        if (any_risk)
+            line.push_back(join(string_list(field(configuration, "durability_risks")), " "));
+        table.add_row(std::move(line));
+    }
+    return table.render();
+}
+
+// How many planned runs each basis of the estimate covers.
+std::map<std::string, long> runs_by_basis(const Json& pairs) {
+    std::map<std::string, long> runs;
+    if (!pairs.is_array()) return runs;
+    for (const auto& pair : pairs) runs[text_field(pair, "basis")] += integer_field(pair, "runs");
+    return runs;
+}
+
+std::string plan_estimate_text(const Json& reply) {
+    const Json& estimate = field(reply, "estimate");
+    const long total = integer_field(reply, "total_runs");
+    const long unknown = integer_field(estimate, "runs_unknown");
+    if (total > 0 && unknown >= total) {
+        return "estimated duration: unknown (no run of its workloads has succeeded on this "
+               "daemon yet)\n";
+    }
+    const auto wall = number_field(estimate, "wall_seconds");
+    std::map<std::string, long> runs = runs_by_basis(field(reply, "pairs"));
+    std::string text = "estimated duration: " + std::string(unknown > 0 ? "at least " : "") +
+                       (wall ? format_duration(*wall) : "-") + " (max_parallel_runs " +
+                       std::to_string(integer_field(estimate, "max_parallel_runs", 1)) + ")\n";
+    text += "  from the median durations of " +
+            plural(integer_field(estimate, "based_on_runs"), "past run", "past runs") + ": " +
+            std::to_string(runs["configuration"]) +
+            " planned runs by the same configuration and workload, " +
+            std::to_string(runs["workload"]) + " by the same workload on other configurations";
+    if (unknown > 0) text += ", " + std::to_string(unknown) + " unknown (workload never run here)";
+    return text + "\n";
+}
+
+}  // namespace
+
+std::string format_sweep_plan(const Json& reply) {
+    const Json& configurations = field(reply, "configurations");
+    const long config_count =
+        configurations.is_array() ? static_cast<long>(configurations.size()) : 0;
+    const Json& workloads = field(reply, "workloads");
+    const long workload_count = workloads.is_array() ? static_cast<long>(workloads.size()) : 0;
+    std::string text = "sweep \"" + text_field(reply, "name", "") + "\" would run " +
+                       plural(integer_field(reply, "total_runs"), "run", "runs") + ": " +
+                       plural(config_count, "configuration", "configurations") + " × " +
+                       plural(workload_count, "workload", "workloads") + " × " +
+                       plural(integer_field(reply, "repetitions", 1), "repetition", "repetitions") +
+                       "\n";
+    if (long skipped = integer_field(reply, "skipped_by_filesystems"); skipped > 0) {
+        text +=
+            plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
+            " left out by their workload's `filesystems`\n";
+    }
+    const std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
+    if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
+    if (config_count > 0) text += "\n" + plan_configurations_table(configurations, axes) + "\n";
+    text += dropped_text(field(reply, "dropped"), axes);
+    text += plan_estimate_text(reply);
+    if (const Json& refused = field(reply, "refused"); refused.is_string())
+        text += "this daemon would refuse it: " + single_line(refused.get<std::string>()) + "\n";
     return text;
 }
 
@@ -877,6 +1193,21 @@ std::string format_storages(const Json& backends) {
     }
     return out.empty() ? "none" : out;
 }
+// "local (libvirt, 1 at once, tcg), pve1 (proxmox, 2 at once, kvm)": where
+// runs are placed.
+std::string format_hosts(const Json& hosts) {
+    if (!hosts.is_array()) return "?";
+    std::string out;
+    for (const Json& host : hosts) {
+        if (!host.is_object()) continue;
+        if (!out.empty()) out += ", ";
+        out += format_setting_value(host.value("name", Json("?"))) + " (" +
+               format_setting_value(host.value("kind", Json("?"))) + ", " +
+               format_setting_value(host.value("parallel", Json("?"))) + " at once, " +
+               format_setting_value(host.value("accel", Json("?"))) + ")";
+    }
+    return out.empty() ? "none" : out;
+}
 }  // namespace
 
 std::string format_status(const Json& reply) {
@@ -893,6 +1224,7 @@ std::string format_status(const Json& reply) {
     out += "acceleration: " + text(reply, "accel") + " (" + text(reply, "accel_reason") + ")\n";
     out += "hypervisor:   " + text(hypervisor, "backend") + " " + text(hypervisor, "uri") +
            " (libvirt " + text(versions, "libvirt") + ", qemu " + text(versions, "qemu") + ")\n";
+    out += "hosts:        " + format_hosts(reply.value("hosts", Json::array())) + "\n";
     out += "storages:     " + format_storages(reply.value("backends", Json::object())) + "\n";
     bool ready = image.is_object() && image.value("ready", false);
     out += "guest image:  " +

@@ -73,21 +73,38 @@ std::string format_sweep_list(const Json& reply);
 std::string format_sweep_show(const Json& reply);
 // POST /v1/sweeps/{id}/cancel reply.
 std::string format_cancelled(const Json& reply);
-// GET /v1/sweeps/{id}/compare reply as a table: one row per (configuration,
-// workload), the varying settings as columns, each metric as mean ± stddev
-// aligned on "±", an n column (succeeded runs, and failed ones if any), and a
-// trailing "!" column naming durability risks when any row has one.
-// When every row's workload kind is mariadb-atis (the seed study's shape):
+// GET /v1/sweeps/{id}/compare reply as the narrow table people read first:
+// one row per configuration (and workload, when several), only the settings
+// that vary, the analysed metric as mean ± 95% CI half-width, the ratio to
+// the baseline with its 95% CI, the verdict, n (succeeded runs, and failed
+// ones if any) and a "!" flag for durability risks (named below the table).
+// Rows in the reply's ranking order: best first. Rows of different
+// partitions (acceleration, host, versions) are printed as separate tables
+// under a line naming the partition. Fits 120 columns for a typical sweep.
+std::string format_compare_table(const Json& compare);
+// The wide table (--all): one row per (configuration, workload), the varying
+// settings as columns, each metric as mean ± stddev aligned on "±", "vs
+// host" when host baselines ran, an n column, and a "!" column naming
+// durability risks. When every row's workload kind is mariadb-atis:
 // Filesystem | Options | Time (total_s mean ± sd, n) | !, fastest first; when
 // every row's kind is sysbench-oltp: Filesystem | Options | TPS | p95 ms |
-// p99 ms | n | !, highest TPS first. Both follow the reply's "ranking".
-std::string format_compare_table(const Json& compare);
+// p99 ms | n | !, highest TPS first.
+std::string format_compare_wide(const Json& compare);
 // The same as CSV with separate n/mean/stddev/ci95 columns per metric and
 // full-precision numbers; just the header line when there are no rows.
 std::string format_compare_csv(const Json& compare);
 // GET /v1/runs/{id} reply: scalar fields, then each object field as an
 // aligned section; raw_output only by size (it is in --json).
 std::string format_run(const Json& reply);
+// GET /v1/configurations/{id}/apply reply: its "snippet" as it is (the
+// format's own comment lines carry the warnings and notes, so the output
+// redirected into a file is a valid snippet).
+std::string format_apply(const Json& reply);
+// POST /v1/sweeps/plan reply: the run count, the configurations (the varying
+// settings as columns, a "!" column naming durability risks), the dropped
+// combinations with their reasons, and the estimated duration with how many
+// past runs it rests on (or what is unknown).
+std::string format_sweep_plan(const Json& reply);
 // GET /v1/version reply, next to hostctl's own version.
 std::string format_version(const Json& reply, std::string_view client_version);
 // GET /v1/status: acceleration (and why), hypervisor, guest image, paths.

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   # build
   build-essential cmake ninja-build pkg-config clang-format
-  libvirt-dev libxml2-dev libboost-program-options-dev libsqlitecpp-dev libsqlite3-dev
+  libvirt-dev libxml2-dev libboost-program-options-dev libboost-math-dev libsqlitecpp-dev libsqlite3-dev
   libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libssl-dev
   # run: libvirt's embedded QEMU driver, QEMU, qemu-img
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils

@@ -1,13 +1,15 @@
 #include "daemon/api/api.h"
 
 #include <charconv>
-#include <optional>
 #include <set>
 #include <thread>
 
 #include "common/version.h"
 #include "common/workload_output.h"
 #include "daemon/api/access.h"
+#include "daemon/api/route_match.h"
+#include "daemon/apply/configuration_apply.h"
+#include "daemon/apply/sweep_plan.h"
 #include "daemon/store/compare.h"
 
 namespace ds {
@@ -40,14 +42,59 @@ http::Response error_response(const Error& error) {
     return response;
 }
 
+namespace {
+
+// A sweep spec as POSTed: the TOML text, and the name errors point at.
+struct SpecBody {
+    std::string text;
+    std::string source = "request body";
+};
+
+// The body of POST /v1/sweeps and /v1/sweeps/plan: the TOML itself, or
+// {"spec": "<toml>", "source": "name"} for clients that only speak JSON.
+Result<SpecBody> spec_body(const http::Request& request) {
+    SpecBody spec{request.body};
+    auto header = request.headers.find("x-spec-name");
+    if (header != request.headers.end() && !header->second.empty()) spec.source = header->second;
+    auto type = request.headers.find("content-type");
+    if (type != request.headers.end() && type->second.rfind("application/json", 0) == 0) {
+        Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+        if (!body.is_object() || !body.contains("spec") || !body["spec"].is_string()) {
+            return make_error(errc::kInvalidArgument,
+                              "a JSON submission must be {\"spec\": \"<TOML text>\"}");
+        }
+        spec.text = body["spec"].get<std::string>();
+        if (body.contains("source") && body["source"].is_string()) {
+            spec.source = body["source"].get<std::string>();
+        }
+    }
+    if (spec.text.empty()) {
+        return make_error(errc::kInvalidSpec,
+                          "empty sweep spec: POST the TOML text as the "
+                          "body (Content-Type: application/toml)");
+    }
+    return spec;
+}
+
+}  // namespace
+
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults) {
     auto spec = parse_sweep_spec(spec_text, source);
     if (!spec.ok()) return spec.error();
+    // The spec, the plan of a round and the store's round decisions are
+    // there; the scheduler does not add rounds yet, so such a sweep would
+    // silently stop at `min`.
+    if (spec->ci_target > 0) {
+        return make_error(errc::kUnsupported,
+                          "repetitions = { min, max, ci } (adaptive rounds) is not run by this "
+                          "disksweepd yet; give repetitions = N");
+    }
     auto plan = expand_sweep(spec.value());
     if (!plan.ok()) return plan.error();
 
     SweepSubmission submission;
+    submission.pinned_hosts = spec->hosts;
     submission.timeouts = defaults;
     if (spec->boot_timeout_s > 0) submission.timeouts.boot_timeout_s = spec->boot_timeout_s;
     if (spec->run_timeout_s > 0) submission.timeouts.run_timeout_s = spec->run_timeout_s;
@@ -86,13 +133,21 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
     return submission;
 }
 
+bool boots_project_image(const SweepSubmission& submission) {
+    return std::any_of(submission.runs.begin(), submission.runs.end(), [](const RunRecord& run) {
+        const std::string hypervisor = run.config.value("hypervisor", "");
+        const HypervisorKindDef* kind = find_hypervisor_kind(hypervisor);
+        return kind == nullptr || kind->boots_project_image;
+    });
+}
+
 Status check_backends(const SweepSubmission& submission, const BackendCatalog& backends) {
     std::set<std::string> checked;
     for (const auto& run : submission.runs) {
         if (!checked.insert(run.config_id).second) continue;
         auto config = storage_config_from_json(run.config);
         if (!config.ok()) return config.error();
-        Status usable = backends.check(config.value());
+        Status usable = backends.check(config.value(), submission.pinned_hosts);
         if (!usable.ok()) {
             return make_error(usable.error().code, "cannot run sweep '" + submission.sweep.name +
                                                        "': " + usable.error().message);
@@ -103,45 +158,14 @@ Status check_backends(const SweepSubmission& submission, const BackendCatalog& b
 
 namespace {
 
-using Params = std::vector<std::string>;  // the path segments the route's '*'s matched
+using Params = RouteParams;  // the path segments the route's '*'s matched
 using RouteHandler = std::function<Result<http::Response>(const http::Request&, const Params&)>;
 
-// A route's path as segments: "/v1/sweeps/*/runs" -> {"v1","sweeps","*","runs"},
-// where '*' matches any one non-empty segment. Matching walks the segments
-// once (no regex: a path as long as the largest header stays linear).
 struct Route {
     std::string method;
-    std::vector<std::string> segments;
+    RoutePattern pattern;  // daemon/api/route_match.h
     RouteHandler handler;
 };
-
-std::vector<std::string_view> split_path(std::string_view path) {
-    std::vector<std::string_view> segments;
-    std::size_t start = path.empty() || path.front() != '/' ? 0 : 1;
-    while (start <= path.size()) {
-        std::size_t slash = path.find('/', start);
-        if (slash == std::string_view::npos) slash = path.size();
-        segments.push_back(path.substr(start, slash - start));
-        start = slash + 1;
-    }
-    return segments;
-}
-
-// The '*' segments of `path` when it matches `route`, else nullopt.
-std::optional<Params> match_route(const Route& route, std::string_view path) {
-    const auto segments = split_path(path);
-    if (segments.size() != route.segments.size()) return std::nullopt;
-    Params params;
-    for (std::size_t i = 0; i < segments.size(); ++i) {
-        if (route.segments[i] == "*") {
-            if (segments[i].empty()) return std::nullopt;
-            params.emplace_back(segments[i]);
-        } else if (route.segments[i] != segments[i]) {
-            return std::nullopt;
-        }
-    }
-    return params;
-}
 
 http::Response json_response(const Json& body, int status = 200) {
     http::Response response;
@@ -180,6 +204,7 @@ class Api {
         add("GET", "/v1/status", [this](auto& r, auto& p) { return status(r, p); });
         add("GET", "/v1/sweeps", [this](auto& r, auto& p) { return list_sweeps(r, p); });
         add("POST", "/v1/sweeps", [this](auto& r, auto& p) { return submit_sweep(r, p); });
+        add("POST", "/v1/sweeps/plan", [this](auto& r, auto& p) { return plan_sweep(r, p); });
         add("GET", "/v1/sweeps/*", [this](auto& r, auto& p) { return show_sweep(r, p); });
         add("POST", "/v1/sweeps/*/cancel", [this](auto& r, auto& p) { return cancel_sweep(r, p); });
         add("GET", "/v1/sweeps/*/runs", [this](auto& r, auto& p) { return list_runs(r, p); });
@@ -188,6 +213,8 @@ class Api {
         add("GET", "/v1/runs/*", [this](auto& r, auto& p) { return show_run(r, p); });
         add("GET", "/v1/configurations/*/results",
             [this](auto& r, auto& p) { return config_results(r, p); });
+        add("GET", "/v1/configurations/*/apply",
+            [this](auto& r, auto& p) { return apply_config(r, p); });
     }
 
     // The single dispatcher: routing, and every Error becomes a response here.
@@ -208,7 +235,7 @@ class Api {
         bool path_matched = false;
         std::string allowed;
         for (const auto& route : routes_) {
-            auto params = match_route(route, request.path);
+            auto params = route.pattern.match(request.path);
             if (!params) continue;
             path_matched = true;
             if (route.method != request.method) {
@@ -238,9 +265,7 @@ class Api {
 
   private:
     void add(std::string method, std::string_view pattern, RouteHandler handler) {
-        std::vector<std::string> segments;
-        for (std::string_view segment : split_path(pattern)) segments.emplace_back(segment);
-        routes_.push_back(Route{std::move(method), std::move(segments), std::move(handler)});
+        routes_.push_back(Route{std::move(method), RoutePattern(pattern), std::move(handler)});
     }
 
     Result<http::Response> version(const http::Request&, const Params&) {
@@ -286,46 +311,33 @@ class Api {
         return json_response({{"sweeps", list}});
     }
 
-    Result<http::Response> submit_sweep(const http::Request& request, const Params&) {
-        std::string spec_text = request.body;
-        std::string source = "request body";
-        auto header = request.headers.find("x-spec-name");
-        if (header != request.headers.end() && !header->second.empty()) source = header->second;
-        auto type = request.headers.find("content-type");
-        if (type != request.headers.end() && type->second.rfind("application/json", 0) == 0) {
-            // {"spec": "<toml>", "source": "name"}: for clients that only speak JSON.
-            Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-            if (!body.is_object() || !body.contains("spec") || !body["spec"].is_string()) {
-                return make_error(errc::kInvalidArgument,
-                                  "a JSON submission must be {\"spec\": \"<TOML text>\"}");
-            }
-            spec_text = body["spec"].get<std::string>();
-            if (body.contains("source") && body["source"].is_string()) {
-                source = body["source"].get<std::string>();
-            }
-        }
-        if (spec_text.empty()) {
-            return make_error(errc::kInvalidSpec,
-                              "empty sweep spec: POST the TOML text as the "
-                              "body (Content-Type: application/toml)");
-        }
-        auto submission = plan_submission(spec_text, source, ctx_.default_timeouts);
-        if (!submission.ok()) return submission.error();
-        if (ctx_.backends) DS_TRY(check_backends(submission.value(), *ctx_.backends));
-        if (!ctx_.image_problem.empty()) {
+    // Whether this daemon can run the submission: its backends are configured
+    // and the guest images its workloads need are there.
+    Status check_runnable(const SweepSubmission& submission) const {
+        if (ctx_.backends) DS_TRY(check_backends(submission, *ctx_.backends));
+        if (!ctx_.image_problem.empty() && boots_project_image(submission)) {
             return make_error(errc::kUnavailable, "cannot run sweeps: " + ctx_.image_problem);
         }
         if (ctx_.variant_image_problem) {
-            for (const std::string& variant : submission->image_variants) {
+            for (const std::string& variant : submission.image_variants) {
                 if (variant.empty()) continue;  // the base image: image_problem above
                 std::string problem = ctx_.variant_image_problem(variant);
                 if (!problem.empty()) {
                     return make_error(errc::kUnavailable, "cannot run sweep '" +
-                                                              submission->sweep.name +
+                                                              submission.sweep.name +
                                                               "': its workloads need " + problem);
                 }
             }
         }
+        return ok_status();
+    }
+
+    Result<http::Response> submit_sweep(const http::Request& request, const Params&) {
+        auto spec = spec_body(request);
+        if (!spec.ok()) return spec.error();
+        auto submission = plan_submission(spec->text, spec->source, ctx_.default_timeouts);
+        if (!submission.ok()) return submission.error();
+        DS_TRY(check_runnable(submission.value()));
         auto id = ctx_.store->create_sweep(submission->sweep, submission->runs);
         if (!id.ok()) return id.error();
         auto queued = ctx_.scheduler->submit(id.value(), submission->timeouts);
@@ -341,34 +353,54 @@ class Api {
                              201);
     }
 
-    Result<http::Response> show_sweep(const http::Request&, const Params& params) {
+    Result<http::Response> show_sweep(const http::Request& request, const Params& params) {
         auto id = parse_id(params[0], "sweep");
         if (!id.ok()) return id.error();
         auto sweep = ctx_.store->get_sweep(id.value());
         if (!sweep.ok()) return sweep.error();
         auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
         if (!summary.ok()) return summary.error();
-        auto runs = runs_json(id.value());
-        if (!runs.ok()) return runs.error();
-        return json_response({{"sweep", summary.value()}, {"runs", runs.value()}});
+        summary.value()["round_decisions"] = sweep->round_decisions;
+        auto page = runs_page(request, id.value());
+        if (!page.ok()) return page.error();
+        page.value()["sweep"] = std::move(summary).value();
+        return json_response(page.value());
     }
 
-    Result<Json> runs_json(std::int64_t sweep_id) {
-        auto runs = ctx_.store->list_runs(sweep_id, RawOutput::kOmit);
-        if (!runs.ok()) return runs.error();
+    // {"runs":[..],"next_after":SEQ|null}: the runs after ?after=SEQ (their
+    // sequence; default: from the first), at most ?limit=N (default and
+    // maximum kMaxRunsPerPage), so no answer grows with the sweep.
+    static constexpr int kMaxRunsPerPage = 1000;
+    Result<Json> runs_page(const http::Request& request, std::int64_t sweep_id) {
+        int limit = kMaxRunsPerPage;
+        int after = -1;
+        for (auto [name, target] : {std::pair{"limit", &limit}, std::pair{"after", &after}}) {
+            auto given = request.query.find(name);
+            if (given == request.query.end()) continue;
+            const std::string& text = given->second;
+            int number = 0;
+            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+            if (text.empty() || ec != std::errc() || end != text.data() + text.size() || number < 0)
+                return make_error(errc::kInvalidArgument,
+                                  std::string("query parameter '") + name +
+                                      "' must be a non-negative integer, not '" + text + "'");
+            *target = number;
+        }
+        if (limit == 0 || limit > kMaxRunsPerPage) limit = kMaxRunsPerPage;
+        auto page = ctx_.store->list_runs_page(sweep_id, after, limit, RawOutput::kOmit);
+        if (!page.ok()) return page.error();
         Json list = Json::array();
-        for (const auto& run : runs.value()) list.push_back(to_json(run, false));
-        return list;
+        for (const auto& run : page->runs) list.push_back(to_json(run, false));
+        return Json{{"runs", std::move(list)},
+                    {"next_after", page->next_after < 0 ? Json() : Json(page->next_after)}};
     }
 
-    Result<http::Response> list_runs(const http::Request&, const Params& params) {
+    Result<http::Response> list_runs(const http::Request& request, const Params& params) {
         auto id = parse_id(params[0], "sweep");
         if (!id.ok()) return id.error();
-        auto sweep = ctx_.store->get_sweep(id.value());
-        if (!sweep.ok()) return sweep.error();
-        auto runs = runs_json(id.value());
-        if (!runs.ok()) return runs.error();
-        return json_response({{"runs", runs.value()}});
+        auto page = runs_page(request, id.value());
+        if (!page.ok()) return page.error();
+        return json_response(page.value());
     }
 
     Result<http::Response> cancel_sweep(const http::Request&, const Params& params) {
@@ -396,6 +428,8 @@ class Api {
         CompareOptions options;
         if (auto metric = request.query.find("metric"); metric != request.query.end())
             options.metric = metric->second;
+        if (auto all = request.query.find("all"); all != request.query.end())
+            options.all_metrics = all->second == "1" || all->second == "true";
         auto result = compare_sweep(*ctx_.store, id.value(), options);
         if (!result.ok()) return result.error();
         return json_response(result.value());
@@ -405,6 +439,49 @@ class Api {
         auto result = results_for_config(*ctx_.store, params[0]);
         if (!result.ok()) return result.error();
         return json_response(result.value());
+    }
+
+    // The snippet that applies a configuration outside disksweep
+    // (daemon/apply/configuration_apply.h); the id may be a unique prefix.
+    Result<http::Response> apply_config(const http::Request& request, const Params& params) {
+        auto apply_request = apply_request_from_query(request.query);
+        if (!apply_request.ok()) return apply_request.error();
+        auto answer = apply_configuration(*ctx_.store, params[0], apply_request.value());
+        if (!answer.ok()) return answer.error();
+        return json_response(answer.value());
+    }
+
+    // What POST /v1/sweeps would run, and for how long, without storing or
+    // running anything (daemon/apply/sweep_plan.h). "refused" says why a
+    // submission would be refused by this daemon (null when it would not).
+    Result<http::Response> plan_sweep(const http::Request& request, const Params&) {
+        auto spec_text = spec_body(request);
+        if (!spec_text.ok()) return spec_text.error();
+        auto submission =
+            plan_submission(spec_text->text, spec_text->source, ctx_.default_timeouts);
+        if (!submission.ok()) return submission.error();
+        auto spec = parse_sweep_spec(spec_text->text, spec_text->source);
+        if (!spec.ok()) return spec.error();
+        auto plan = expand_sweep(spec.value());
+        if (!plan.ok()) return plan.error();
+        auto history = ctx_.store->runs_with_status(run_status::kSucceeded, RawOutput::kOmit);
+        if (!history.ok()) return history.error();
+        Json answer = sweep_plan_json(spec.value(), plan.value(), RunDurations(history.value()),
+                                      max_parallel_runs());
+        const Status runnable = check_runnable(submission.value());
+        answer["refused"] = runnable.ok() ? Json() : Json(runnable.error().message);
+        return json_response(answer);
+    }
+
+    // The daemon's max_parallel_runs, from the effective configuration that
+    // GET /v1/status shows; 1 when it does not say.
+    int max_parallel_runs() const {
+        if (!ctx_.status) return 1;
+        const Json status = ctx_.status();
+        const Json config = status.value("config", Json::object());
+        const Json parallel =
+            config.is_object() ? config.value("max_parallel_runs", Json()) : Json();
+        return parallel.is_number_integer() ? std::max(1, parallel.get<int>()) : 1;
     }
 
     // NDJSON event stream: a snapshot first, then live events until the sweep

@@ -57,13 +57,16 @@ struct SweepSubmission {
     std::vector<std::string> image_variants;
     // (configuration, workload) pairs left out by workloads' `filesystems`.
     int skipped_pairs = 0;
+    // The spec's [hypervisor] hosts: where its runs may be placed.
+    std::vector<std::string> pinned_hosts;
 };
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults);
 
 // Refuses a submission any of whose configurations names a hypervisor or
-// storage that `backends` does not have, or a pair it cannot combine: the
-// error names the first such configuration and lists what is configured.
+// storage that `backends` does not have, a pair it cannot combine, or that
+// none of its pinned hosts could run: the error names the first such
+// configuration and lists what is configured.
 Status check_backends(const SweepSubmission& submission, const BackendCatalog& backends);
 
 }  // namespace ds

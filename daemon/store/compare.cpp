@@ -2,12 +2,17 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <map>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "common/comparison.h"
 #include "common/settings.h"
+#include "common/spec.h"
 #include "common/stats.h"
 #include "common/workload_output.h"
 
@@ -173,97 +178,361 @@ void add_host_overhead(Json& rows) {
     }
 }
 
+// ---------------------------------------------------------------------------
+// The comparison of a sweep, phase by phase.
+
+constexpr std::array<const char*, 5> kPartitionKeys = {"accel", "host", "qemu", "libvirt",
+                                                       "kernel"};
+
+// {"accel":..,"host":..,...} from a stored partition key (a JSON array).
+Json partition_json(const std::string& partition_key) {
+    Json object = Json::object();
+    const Json values = Json::parse(partition_key.empty() ? "[]" : partition_key, nullptr, false);
+    for (std::size_t i = 0; i < kPartitionKeys.size(); ++i) {
+        const bool present = values.is_array() && i < values.size();
+        object[kPartitionKeys[i]] = present && values[i].is_string()  ? values[i].get<std::string>()
+                                    : present && !values[i].is_null() ? values[i].dump()
+                                                                      : std::string();
+    }
+    return object;
+}
+
+Json number_or_null(double value) {
+    return std::isfinite(value) ? Json(value) : Json(nullptr);
+}
+
+struct CompareRow {
+    std::string config_id;
+    std::string workload_name;
+    std::string partition_key;
+    std::map<std::string, int> counts;
+    std::map<std::string, Summary> summaries;
+    std::set<std::string> full_summaries;  // metrics summarised from values (with median)
+    std::vector<RoundValue> analysed_values;
+    PrimaryMetric analysed;
+    std::string analysed_name;  // owns the text analysed.name points into
+};
+
+// What the sweep's spec says about the comparison.
+struct SpecChoices {
+    std::string baseline_config_id;  // "" = the first run's configuration
+    std::string chosen_by = "first configuration";
+    double practical_difference = kDefaultPracticalDifference;
+};
+
+SpecChoices spec_choices(const SweepRecord& sweep) {
+    SpecChoices choices;
+    Result<SweepSpec> spec = parse_sweep_spec(sweep.spec_toml, sweep.spec_source);
+    if (!spec.ok()) return choices;  // a stored spec this build no longer reads
+    choices.practical_difference = spec->practical_difference;
+    Result<SweepPlan> plan = expand_sweep(spec.value());
+    if (!plan.ok() || plan->configs.empty()) return choices;
+    const int index = std::max(plan->baseline_config, 0);
+    choices.baseline_config_id = config_id(plan->configs[static_cast<std::size_t>(index)]);
+    if (plan->baseline_config >= 0) choices.chosen_by = "spec";
+    return choices;
+}
+
+// Rows from the store's groups: one per (config, workload, partition); the
+// groups of runs that never ran join their configuration's first row.
+std::vector<CompareRow> rows_from_groups(const std::vector<RunGroup>& groups) {
+    std::vector<CompareRow> rows;
+    std::map<std::tuple<std::string, std::string, std::string>, std::size_t> index;
+    std::vector<const RunGroup*> never_ran;
+    for (const RunGroup& group : groups) {
+        if (group.partition_key.empty()) {
+            never_ran.push_back(&group);
+            continue;
+        }
+        index[{group.config_id, group.workload_name, group.partition_key}] = rows.size();
+        rows.push_back(CompareRow{group.config_id,
+                                  group.workload_name,
+                                  group.partition_key,
+                                  group.counts,
+                                  {},
+                                  {},
+                                  {},
+                                  {},
+                                  {}});
+    }
+    for (const RunGroup* group : never_ran) {
+        auto same = std::find_if(rows.begin(), rows.end(), [&](const CompareRow& row) {
+            return row.config_id == group->config_id && row.workload_name == group->workload_name;
+        });
+        if (same == rows.end()) {
+            rows.push_back(CompareRow{
+                group->config_id, group->workload_name, "", group->counts, {}, {}, {}, {}, {}});
+            continue;
+        }
+        for (const auto& [status, count] : group->counts) same->counts[status] += count;
+    }
+    // First-run order: the groups came by first sequence; merged rows keep it.
+    return rows;
+}
+
+std::size_t find_row(const std::vector<CompareRow>& rows, const std::string& config,
+                     const std::string& workload, const std::string& partition) {
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (rows[r].config_id == config && rows[r].workload_name == workload &&
+            rows[r].partition_key == partition)
+            return r;
+    }
+    return rows.size();
+}
+
+// Summaries from the store's aggregates (no median), then, for the analysed
+// metrics, from the values themselves.
+Status add_summaries(Store& store, std::int64_t sweep_id, const CompareOptions& options,
+                     std::vector<CompareRow>& rows) {
+    Result<std::vector<MetricAggregate>> aggregates = store.metric_aggregates(sweep_id);
+    DS_TRY(aggregates);
+    for (const MetricAggregate& aggregate : aggregates.value()) {
+        const std::size_t r =
+            find_row(rows, aggregate.config_id, aggregate.workload_name, aggregate.partition_key);
+        if (r < rows.size())
+            rows[r].summaries[aggregate.metric] = summarize_moments(aggregate.moments);
+    }
+    std::set<std::string> analysed;
+    for (const CompareRow& row : rows) analysed.insert(row.analysed_name);
+    const std::vector<std::string> names =
+        options.all_metrics ? std::vector<std::string>{}
+                            : std::vector<std::string>(analysed.begin(), analysed.end());
+    Result<std::vector<MetricSample>> samples = store.metric_samples(sweep_id, names);
+    DS_TRY(samples);
+    std::map<std::pair<std::size_t, std::string>, std::vector<double>> values;
+    for (const MetricSample& sample : samples.value()) {
+        const std::size_t r =
+            find_row(rows, sample.config_id, sample.workload_name, sample.partition_key);
+        if (r == rows.size()) continue;
+        values[{r, sample.metric}].push_back(sample.value);
+        if (sample.metric == rows[r].analysed_name)
+            rows[r].analysed_values.push_back({sample.repetition, sample.value});
+    }
+    for (const auto& [key, metric_values] : values) {
+        rows[key.first].summaries[key.second] = summarize(metric_values);
+        rows[key.first].full_summaries.insert(key.second);
+    }
+    return ok_status();
+}
+
+Json metrics_json(const CompareRow& row) {
+    Json metrics = Json::object();
+    for (const auto& [name, summary] : row.summaries)
+        metrics[name] = to_json(summary, is_rate_metric(name));
+    return metrics;
+}
+
+// The row each row is compared with: the baseline configuration's row of
+// the same workload and partition; rows.size() when there is none.
+std::size_t baseline_row_of(const std::vector<CompareRow>& rows, std::size_t r,
+                            const std::string& baseline_config) {
+    return find_row(rows, baseline_config, rows[r].workload_name, rows[r].partition_key);
+}
+
+// Fills "vs_baseline" and "is_baseline" of every row, Holm-adjusting the
+// p-values across the sweep. Returns how many comparisons have a p-value.
+int add_comparisons(const std::vector<CompareRow>& rows, const std::string& baseline_config,
+                    double practical_difference, Json& rows_json) {
+    std::vector<RatioEstimate> estimates(rows.size());
+    std::vector<std::size_t> baselines(rows.size(), rows.size());
+    std::vector<double> p_values(rows.size(), std::nan(""));
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        rows_json[r]["is_baseline"] = rows[r].config_id == baseline_config;
+        if (rows_json[r]["host_baseline"] == true || rows[r].config_id == baseline_config) continue;
+        baselines[r] = baseline_row_of(rows, r, baseline_config);
+        if (baselines[r] == rows.size()) continue;
+        estimates[r] = estimate_ratio(rows[r].analysed_values, rows[baselines[r]].analysed_values);
+        p_values[r] = estimates[r].p_value;
+    }
+    const std::vector<double> adjusted = holm_adjust(p_values);
+    int comparisons = 0;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (rows_json[r]["is_baseline"] == true || rows_json[r]["host_baseline"] == true) continue;
+        if (baselines[r] == rows.size()) {
+            rows_json[r]["vs_baseline"] = {
+                {"verdict", "no baseline"},
+                {"reason", rows[r].partition_key.empty()
+                               ? "no run of this configuration finished yet"
+                               : "the baseline configuration has no runs of this workload in "
+                                 "this partition (acceleration, host and versions)"}};
+            continue;
+        }
+        const RatioEstimate& estimate = estimates[r];
+        if (!std::isnan(adjusted[r])) ++comparisons;
+        const Verdict verdict = decide_verdict(
+            estimate.ratio, adjusted[r], rows[r].analysed.lower_is_better, practical_difference);
+        rows_json[r]["vs_baseline"] = {
+            {"baseline_row", baselines[r]},
+            {"metric", rows[r].analysed_name},
+            {"ratio", number_or_null(estimate.ratio)},
+            {"ci95_low", number_or_null(estimate.ci95_low)},
+            {"ci95_high", number_or_null(estimate.ci95_high)},
+            {"method", to_string(estimate.method)},
+            {"pairs", estimate.pairs},
+            {"n", estimate.n_candidate},
+            {"baseline_n", estimate.n_baseline},
+            {"p_value", number_or_null(estimate.p_value)},
+            {"p_adjusted", number_or_null(adjusted[r])},
+            {"verdict", to_string(verdict)},
+        };
+    }
+    return comparisons;
+}
+
+// Ranking entries: by partition, then analysed metric (first appearance:
+// rows judged by different metrics are not ranked against each other), then
+// best first.
+Json ranking_json(const std::vector<CompareRow>& rows, const Json& rows_json) {
+    std::vector<std::size_t> order;
+    for (std::size_t r = 0; r < rows.size(); ++r)
+        if (rows[r].summaries.count(rows[r].analysed_name)) order.push_back(r);
+    std::map<std::string, std::size_t> metric_order;
+    for (const CompareRow& row : rows)
+        metric_order.try_emplace(row.analysed_name, metric_order.size());
+    auto mean_of = [&](std::size_t r) { return rows[r].summaries.at(rows[r].analysed_name).mean; };
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const auto pa = rows_json[a]["partition"].get<int>();
+        const auto pb = rows_json[b]["partition"].get<int>();
+        if (pa != pb) return pa < pb;
+        const auto ma = metric_order[rows[a].analysed_name];
+        const auto mb = metric_order[rows[b].analysed_name];
+        if (ma != mb) return ma < mb;
+        return rows[a].analysed.lower_is_better ? mean_of(a) < mean_of(b) : mean_of(a) > mean_of(b);
+    });
+    Json ranking = Json::array();
+    for (std::size_t r : order) {
+        const Json& row = rows_json[r];
+        const Summary& summary = rows[r].summaries.at(rows[r].analysed_name);
+        const Json& versus = row.contains("vs_baseline") ? row["vs_baseline"] : Json::object();
+        ranking.push_back(
+            Json{{"row", r},
+                 {"config_id", row["config_id"]},
+                 {"workload", row["workload"]},
+                 {"filesystem", row["filesystem"]},
+                 {"options", row["options"]},
+                 {"partition", row["partition"]},
+                 {"metric", rows[r].analysed_name},
+                 {"n", summary.n},
+                 {"mean", number_or_null(summary.mean)},
+                 {"stddev", number_or_null(summary.stddev)},
+                 {"ci95_low", number_or_null(summary.ci95_low)},
+                 {"ci95_high", number_or_null(summary.ci95_high)},
+                 {"ratio", versus.value("ratio", Json())},
+                 {"verdict",
+                  row["is_baseline"] == true ? Json("baseline") : versus.value("verdict", Json())},
+                 {"durability_risks", row["durability_risks"]}});
+    }
+    return ranking;
+}
+
 }  // namespace
+
+PrimaryMetric primary_metric_of_workload(const Json& workload) {
+    const std::string kind = workload.is_object() ? workload.value("kind", std::string()) : "";
+    if (kind == "fio" || kind == "io") {
+        const Json params = workload.value("params", Json::object());
+        const std::string rw = params.is_object() ? params.value("rw", std::string()) : "";
+        if (rw == "write" || rw == "randwrite") return {"write_iops", false};
+    }
+    return primary_metric_for_kind(kind);
+}
 
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options) {
     Result<SweepRecord> sweep = store.get_sweep(sweep_id);
     DS_TRY(sweep);
-    Result<std::vector<RunRecord>> runs = store.list_runs(sweep_id, RawOutput::kOmit);
-    DS_TRY(runs);
+    Result<std::vector<RunGroup>> groups = store.run_groups(sweep_id);
+    DS_TRY(groups);
+    Result<std::map<std::string, Json>> workloads = store.sweep_workloads(sweep_id);
+    DS_TRY(workloads);
+    std::vector<CompareRow> rows = rows_from_groups(groups.value());
 
-    struct Row {
-        std::string config_id;
-        std::string workload_name;
-        Json settings;
-        Json workload;
-        RowAccumulator accumulator;
-    };
-    std::vector<Row> rows;  // in first-sequence order (list_runs is ordered by sequence)
-    std::map<std::pair<std::string, std::string>, std::size_t> row_index;
-    for (const RunRecord& run : runs.value()) {
-        const auto key = std::make_pair(run.config_id, run.workload_name);
-        auto [found, inserted] = row_index.try_emplace(key, rows.size());
-        if (inserted)
-            rows.push_back(Row{run.config_id, run.workload_name, run.config, run.workload, {}});
-        rows[found->second].accumulator.add(run);
+    std::vector<std::string> kinds;
+    for (CompareRow& row : rows) {
+        const Json& workload = workloads.value()[row.workload_name];
+        const std::string kind = workload.value("kind", std::string());
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+        row.analysed_name = options.metric.empty()
+                                ? std::string(primary_metric_of_workload(workload).name)
+                                : options.metric;
+        row.analysed = {row.analysed_name, lower_is_better(row.analysed_name, {kind})};
     }
+    DS_TRY(add_summaries(store, sweep_id, options, rows));
 
+    SpecChoices choices = spec_choices(sweep.value());
+    if (choices.baseline_config_id.empty() && !rows.empty())
+        choices.baseline_config_id = rows.front().config_id;
+
+    std::map<std::string, Json> settings_by_config;
+    std::vector<std::string> partitions;
     std::set<std::string> metric_names;
-    for (const Row& row : rows) row.accumulator.collect_metric_names(metric_names);
-
     Json rows_json = Json::array();
-    for (const Row& row : rows) {
+    for (const CompareRow& row : rows) {
+        auto [settings, inserted] = settings_by_config.try_emplace(row.config_id);
+        if (inserted) {
+            Result<Json> stored = store.get_configuration(row.config_id);
+            DS_TRY(stored);
+            settings->second = stored.value();
+        }
+        // A row whose runs never ran has no partition yet (null).
+        Json partition_index = nullptr;
+        if (!row.partition_key.empty()) {
+            auto partition = std::find(partitions.begin(), partitions.end(), row.partition_key);
+            if (partition == partitions.end())
+                partition = partitions.insert(partitions.end(), row.partition_key);
+            partition_index = partition - partitions.begin();
+        }
+        for (const auto& [name, summary] : row.summaries) metric_names.insert(name);
+        const Json& workload = workloads.value()[row.workload_name];
+        const Json server_variables = server_variables_of(workload);
         Json row_json{
             {"config_id", row.config_id},
             {"workload", row.workload_name},
-            {"settings", row.settings},
-            {"runs", row.accumulator.counts_json()},
-            {"metrics", row.accumulator.metrics_json()},
-        };
-        const Json server_variables = server_variables_of(row.workload);
-        row_json["workload_kind"] = row.workload.value("kind", std::string());
-        row_json["server_variables"] = server_variables;
-        row_json["filesystem"] = filesystem_text(row.settings);
-        row_json["options"] = options_text(server_variables);
-        add_durability_risks(row.settings, server_variables, row_json);
+            {"settings", settings->second},
+            {"partition", partition_index},
+            {"runs", row.counts},
+            {"metrics", metrics_json(row)},
+            {"workload_kind", workload.value("kind", std::string())},
+            {"server_variables", server_variables},
+            {"filesystem", filesystem_text(settings->second)},
+            {"options", options_text(server_variables)},
+            {"primary_metric",
+             {{"name", row.analysed_name}, {"lower_is_better", row.analysed.lower_is_better}}}};
+        // Medians exist only for metrics summarised from their values.
+        for (auto& [name, summary] : row_json["metrics"].items())
+            if (!row.full_summaries.count(name)) summary["median"] = nullptr;
+        add_durability_risks(settings->second, server_variables, row_json);
         row_json["host_baseline"] = is_host_baseline_row(row_json);
         rows_json.push_back(std::move(row_json));
     }
     add_host_overhead(rows_json);
+    const int comparisons =
+        add_comparisons(rows, choices.baseline_config_id, choices.practical_difference, rows_json);
 
-    std::vector<std::string> kinds;
-    for (const Json& row : rows_json) {
-        const std::string kind = row["workload_kind"].get<std::string>();
-        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
-    }
-    std::string metric = options.metric;
-    if (metric.empty() && !kinds.empty()) {
-        metric = std::string(primary_metric_for_kind(kinds.front()).name);
-        for (const std::string& kind : kinds) {
-            if (primary_metric_for_kind(kind).name != metric) metric.clear();
-        }
-    }
     Json primary = nullptr;
-    Json ranking = Json::array();
-    if (!metric.empty()) {
-        const bool ascending = lower_is_better(metric, kinds);
-        primary = Json{{"name", metric}, {"lower_is_better", ascending}};
-        for (std::size_t index = 0; index < rows_json.size(); ++index) {
-            const Json& row = rows_json[index];
-            if (!row["metrics"].contains(metric)) continue;
-            const Json& summary = row["metrics"][metric];
-            ranking.push_back(Json{{"row", index},
-                                   {"config_id", row["config_id"]},
-                                   {"workload", row["workload"]},
-                                   {"filesystem", row["filesystem"]},
-                                   {"options", row["options"]},
-                                   {"metric", metric},
-                                   {"n", summary.value("n", Json(0))},
-                                   {"mean", summary.value("mean", Json())},
-                                   {"stddev", summary.value("stddev", Json())},
-                                   {"durability_risks", row["durability_risks"]}});
-        }
-        std::stable_sort(ranking.begin(), ranking.end(), [ascending](const Json& a, const Json& b) {
-            const double left = a["mean"].is_number() ? a["mean"].get<double>() : 0;
-            const double right = b["mean"].is_number() ? b["mean"].get<double>() : 0;
-            return ascending ? left < right : left > right;
+    if (!rows.empty()) {
+        const bool same = std::all_of(rows.begin(), rows.end(), [&](const CompareRow& row) {
+            return row.analysed_name == rows.front().analysed_name;
         });
+        if (same || !options.metric.empty())
+            primary = Json{{"name", rows.front().analysed_name},
+                           {"lower_is_better", rows.front().analysed.lower_is_better}};
     }
+    Json partitions_json = Json::array();
+    for (const std::string& key : partitions) partitions_json.push_back(partition_json(key));
+    Json ranking = ranking_json(rows, rows_json);
 
     return Json{
         {"sweep_id", sweep_id},
         {"varying_axes", sweep->varying_axes},
         {"metrics", ordered_metric_names(metric_names)},
+        {"partitions", std::move(partitions_json)},
+        {"baseline",
+         {{"config_id",
+           choices.baseline_config_id.empty() ? Json() : Json(choices.baseline_config_id)},
+          {"chosen_by", choices.chosen_by}}},
+        {"practical_difference", choices.practical_difference},
+        {"significance_level", kSignificanceLevel},
+        {"comparisons", comparisons},
         {"rows", std::move(rows_json)},
         {"workload_kinds", kinds},
         {"primary_metric", primary},

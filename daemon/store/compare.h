@@ -7,43 +7,85 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/workload_output.h"
 #include "daemon/store/store.h"
 
 namespace ds {
 
 struct CompareOptions {
-    // The metric the ranking sorts by; "" = the workload kinds' primary
-    // metric (ds::primary_metric_for_kind) when they agree on one.
+    // The metric rankings, ratios and verdicts use; "" = each workload's
+    // primary metric (primary_metric_of_workload).
     std::string metric;
+    // Full summaries (with median) of every metric, not only the analysed
+    // one: reads every value of the sweep, so its cost grows with the runs.
+    bool all_metrics = false;
 };
+
+// The metric a workload is judged by and whether lower is better:
+// ds::primary_metric_for_kind of its kind (fio/io read_iops, mariadb-atis
+// total_s, sysbench-oltp tps), except that a fio/io workload that only
+// writes (rw = write or randwrite) is judged by write_iops.
+PrimaryMetric primary_metric_of_workload(const Json& workload);
 
 // The comparison of one sweep:
 //   {"sweep_id":1,
 //    "varying_axes":["filesystem","cache"],
 //    "metrics":["read_iops","write_iops",...],
+//    "partitions":[{"accel":"kvm","host":"","qemu":"7.2.0","libvirt":"9.0.0","kernel":".."}],
+//    "baseline":{"config_id":"..","chosen_by":"spec"|"first configuration"},
+//    "practical_difference":0.02,"significance_level":0.05,"comparisons":11,
 //    "rows":[{"config_id":"..","workload":"randrw","settings":{..config JSON..},
+//             "partition":0,   (index into "partitions"; null before any run finished)
 //             "durability_risks":["cache=unsafe"],
 //             "workload_kind":"fio","server_variables":{..},
 //             "filesystem":"btrfs+nocow:nobarrier","options":"defaults",
 //             "runs":{"pending":0,"running":0,"succeeded":3,"failed":0,
 //                     "timed_out":0,"cancelled":0},
-//             "metrics":{"read_iops":{"n":3,"mean":..,"stddev":..,"ci95_low":..,
-//                                     "ci95_high":..,"min":..,"max":..}}}],
-//    "workload_kinds":["mariadb-atis"],
-//    "primary_metric":{"name":"total_s","lower_is_better":true},
+//             "metrics":{"read_iops":{"n":3,"mean":..,"median":..,"stddev":..,"cv":..,
+//                                     "ci95_low":..,"ci95_high":..,"min":..,"max":..,
+//                                     "geomean":..}},
+//             "primary_metric":{"name":"read_iops","lower_is_better":false},
+//             "is_baseline":false,
+//             "vs_baseline":{"baseline_row":0,"metric":"read_iops","ratio":1.09,
+//                            "ci95_low":1.02,"ci95_high":1.17,"method":"paired",
+//                            "pairs":4,"n":4,"baseline_n":4,"p_value":0.004,
+//                            "p_adjusted":0.04,"verdict":"faster"}}],
+//    "workload_kinds":["fio"],
+//    "primary_metric":{"name":"read_iops","lower_is_better":false},
 //    "ranking":[{"row":2,"config_id":..,"workload":..,"filesystem":..,"options":..,
-//                "metric":"total_s","n":3,"mean":..,"stddev":..,"durability_risks":[..]}]}
+//                "partition":0,"metric":"read_iops","n":3,"mean":..,"stddev":..,
+//                "ci95_low":..,"ci95_high":..,"ratio":..,"verdict":..,
+//                "durability_risks":[..]}]}
 // Contract:
-//  * One row per (config_id, workload name), in the order of each pair's
-//    first run by sequence.
-//  * Only succeeded runs contribute to the statistics; every run is counted
-//    in "runs" (every status is a key).
-//  * A row's "metrics" holds the metrics its succeeded runs reported (none
-//    when no run succeeded); the top-level "metrics" lists every metric that
-//    occurs in any row: the preferred ones first (read_iops, write_iops,
-//    read_bw_mib_s, write_bw_mib_s, read_clat_p99_us, write_clat_p99_us),
-//    then the rest alphabetically. Summaries follow ds::to_json(Summary):
-//    undefined values (the spread of one run) are null.
+//  * One row per (config_id, workload name, partition), in the order of each
+//    one's first run by sequence. A partition is what may be pooled: runs
+//    with the same acceleration and host and the same QEMU, libvirt and
+//    kernel versions (as recorded with the run; "" when not recorded). Runs
+//    that never ran (pending, or cancelled before starting) join their
+//    configuration's first row.
+//  * Only succeeded runs contribute to the statistics; every current attempt
+//    is counted in "runs" (every status is a key).
+//  * "metrics": per metric a ds::to_json(Summary) (rates with "geomean").
+//    "median" is given for the analysed metric of the row (its primary one,
+//    or options.metric), and for every metric with options.all_metrics;
+//    otherwise null, since the other metrics come from the store's running
+//    aggregates. The top-level "metrics" lists every metric of any row: the
+//    preferred ones first (read_iops, write_iops, read_bw_mib_s,
+//    write_bw_mib_s, read_clat_p99_us, write_clat_p99_us), then the rest
+//    alphabetically.
+//  * The baseline: the configuration the spec's `baseline` selects, else the
+//    first configuration of the spec's expansion (else, when the stored spec
+//    no longer expands, the configuration of the sweep's first run). In
+//    every (partition, workload) the baseline's row is the reference of the
+//    others ("is_baseline": true, no "vs_baseline"); host-baseline rows are
+//    never compared. A row whose partition or workload has no baseline row
+//    gets "vs_baseline":{"verdict":"no baseline","reason":".."}.
+//  * "vs_baseline": ds::estimate_ratio of the row's analysed metric against
+//    the baseline row's, by round (paired when both succeeded in exactly the
+//    same rounds, Welch otherwise); p_adjusted is Holm's adjustment over all
+//    the sweep's comparisons that have a p-value ("comparisons" counts
+//    them); "verdict" is ds::decide_verdict with the spec's
+//    practical_difference (default 2%). Undefined numbers are null.
 //  * "durability_risks" comes from ds::durability_risks() of the settings
 //    followed by ds::server_variable_risks() of the workload's
 //    params.server; if the stored settings no longer parse it is null and
@@ -52,18 +94,18 @@ struct CompareOptions {
 //    (ds::is_host_baseline settings: fio from the host on the raw volume).
 //    Every other row with a baseline of the same storage, pool, disk size
 //    and workload has "vs_host":{"baseline_row":R,"ratios":{metric: its mean
-//    / the baseline's mean}} (metrics both have, baseline mean not 0): the
-//    share of bare storage's figure the configuration reached through the
-//    hypervisor and guest.
+//    / the baseline's mean}} (metrics both have, baseline mean not 0).
 //  * "filesystem" is filesystem_shorthand() of the settings plus their
 //    non-default block settings (block_settings_shorthand); "options" the
 //    workload's server variables as "k=v k=v" (sorted by name) or "defaults".
-//  * "primary_metric" is options.metric if given, else the primary metric of
-//    the rows' workload kinds when they all have the same one, else null.
-//    "ranking" lists every row that has it (mean over n succeeded runs,
-//    stddev = the sample standard deviation, null for n = 1), best first
-//    (ascending when lower_is_better), ties in row order; without a primary
-//    metric it is empty. "row" indexes "rows".
+//  * "primary_metric" (top level) is options.metric if given, else the
+//    primary metric of the rows' workloads when they all have the same one,
+//    else null. "ranking" lists every row that has its analysed metric,
+//    ordered by partition, then workload (first appearance), then best first
+//    (ascending when lower_is_better); ties in row order. "row" indexes
+//    "rows".
+// Cost: independent of the number of runs (the store's aggregates) except
+// for the analysed metric's values, one per succeeded run.
 // Errors: kNotFound for an unknown sweep; the store's errors otherwise.
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options = {});
 

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -21,7 +23,20 @@ constexpr int kBusyTimeoutMs = 5000;
 
 // Schema history. Append only: a released migration is never edited, a change
 // is a new migration (see docs/schema.md).
-constexpr std::array<Migration, 3> kMigrations = {{
+// The comparison partition of a run (docs/schema.md): a JSON array of its
+// acceleration, host (versions.partition_host in its place when the sweep
+// says its hosts are identical), QEMU, libvirt and kernel versions, "" for
+// each one not recorded. Runs of different partitions are never pooled. One
+// expression, used by the migration that introduced it and by finish_run.
+#define DS_RUN_PARTITION_SQL                                                   \
+    "json_array(coalesce(accel, json_extract(versions_json, '$.accel'), ''), " \
+    "coalesce(json_extract(versions_json, '$.partition_host'), "               \
+    "json_extract(versions_json, '$.host'), ''), "                             \
+    "coalesce(json_extract(versions_json, '$.qemu'), ''), "                    \
+    "coalesce(json_extract(versions_json, '$.libvirt'), ''), "                 \
+    "coalesce(json_extract(versions_json, '$.kernel'), ''))"
+
+constexpr std::array<Migration, 4> kMigrations = {{
     {1, "initial schema: sweeps, configurations, runs, metrics",
      R"sql(
 CREATE TABLE sweeps (
@@ -146,6 +161,46 @@ CREATE UNIQUE INDEX runs_attempt_of_planned_run
     ON runs(sweep_id, config_id, workload_name, repetition, attempt);
 CREATE UNIQUE INDEX runs_one_current_attempt
     ON runs(sweep_id, config_id, workload_name, repetition) WHERE superseded_by IS NULL;
+)sql"},
+    // Comparisons read aggregates instead of every metric of every run:
+    // each succeeded run's metrics are folded into metric_aggregates (n,
+    // mean, Welford's m2, min, max, sum of logs) per (sweep, configuration,
+    // workload, partition, metric) when it finishes. The partition of a run
+    // is stored with it. Adaptive repetitions record why a sweep added a
+    // round or stopped in sweeps.round_decisions_json.
+    {4, "comparison partitions, metric aggregates, round decisions",
+     "ALTER TABLE runs ADD COLUMN partition_key TEXT;\n"
+     "UPDATE runs SET partition_key = " DS_RUN_PARTITION_SQL " WHERE status <> 'pending';\n"
+     R"sql(
+CREATE INDEX runs_by_sweep_status ON runs(sweep_id, status);
+CREATE TABLE metric_aggregates (
+    sweep_id      INTEGER NOT NULL REFERENCES sweeps(id) ON DELETE CASCADE,
+    config_id     TEXT    NOT NULL,
+    workload_name TEXT    NOT NULL,
+    partition_key TEXT    NOT NULL,
+    name          TEXT    NOT NULL,
+    n             INTEGER NOT NULL,
+    mean          REAL    NOT NULL,
+    m2            REAL    NOT NULL,
+    min           REAL    NOT NULL,
+    max           REAL    NOT NULL,
+    log_sum       REAL    NOT NULL,
+    log_n         INTEGER NOT NULL,
+    PRIMARY KEY (sweep_id, config_id, workload_name, partition_key, name)
+) WITHOUT ROWID;
+INSERT INTO metric_aggregates
+WITH v AS (SELECT r.sweep_id, r.config_id, r.workload_name, r.partition_key, m.name, m.value
+           FROM runs r JOIN metrics m ON m.run_id = r.id
+           WHERE r.status = 'succeeded' AND r.superseded_by IS NULL),
+     a AS (SELECT sweep_id, config_id, workload_name, partition_key, name, COUNT(*) AS n,
+                  AVG(value) AS mean FROM v GROUP BY 1, 2, 3, 4, 5)
+SELECT a.sweep_id, a.config_id, a.workload_name, a.partition_key, a.name, a.n, a.mean,
+       SUM((v.value - a.mean) * (v.value - a.mean)), MIN(v.value), MAX(v.value),
+       TOTAL(CASE WHEN v.value > 0 THEN ln(v.value) END),
+       COUNT(CASE WHEN v.value > 0 THEN 1 END)
+FROM a JOIN v USING (sweep_id, config_id, workload_name, partition_key, name)
+GROUP BY 1, 2, 3, 4, 5;
+ALTER TABLE sweeps ADD COLUMN round_decisions_json TEXT NOT NULL DEFAULT '[]';
 )sql"},
 }};
 
@@ -280,12 +335,13 @@ SweepRecord read_sweep(SQLite::Statement& row) {
     sweep.total_runs = row.getColumn(8).getInt();
     sweep.dropped = json_column(row.getColumn(9));
     sweep.varying_axes = json_column(row.getColumn(10));
+    sweep.round_decisions = json_column(row.getColumn(11));
     return sweep;
 }
 
 constexpr const char* kSelectSweep =
     "SELECT id, name, spec_toml, spec_source, status, created_at, started_at, finished_at, "
-    "total_runs, dropped_json, varying_axes_json FROM sweeps";
+    "total_runs, dropped_json, varying_axes_json, round_decisions_json FROM sweeps";
 
 // The one place that reads runs: `where` selects them (with one parameter),
 // rows come back by sweep then sequence, each with its metrics.
@@ -299,8 +355,11 @@ void bind_filter(SQLite::Statement& statement, const RunFilterValue& value) {
     }
 }
 
+// `page_clause` (e.g. " AND r.sequence > 10 ORDER BY ... LIMIT 50") narrows
+// both the runs and the metrics read for them; "" reads every match.
 std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where,
-                                  const RunFilterValue& value, RawOutput raw_output) {
+                                  const RunFilterValue& value, RawOutput raw_output,
+                                  const std::string& page_clause = "") {
     const std::string raw_output_column =
         raw_output == RawOutput::kInclude ? "r.raw_output" : "NULL";
     SQLite::Statement query(
@@ -311,7 +370,7 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
         "r.versions_json, r.applied_settings_json, r.attempt, r.superseded_by, " +
             raw_output_column +
             " FROM runs r JOIN configurations c ON c.config_id = r.config_id WHERE " + where +
-            " ORDER BY r.sweep_id, r.sequence");
+            (page_clause.empty() ? " ORDER BY r.sweep_id, r.sequence" : page_clause));
     bind_filter(query, value);
 
     std::vector<RunRecord> runs;
@@ -345,10 +404,14 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
 
     std::unordered_map<std::int64_t, RunRecord*> runs_by_id;
     for (RunRecord& run : runs) runs_by_id[run.id] = &run;
+    const std::string run_ids =
+        page_clause.empty()
+            ? std::string()
+            : " AND r.id IN (SELECT r.id FROM runs r WHERE " + where + page_clause + ")";
     SQLite::Statement metrics(db,
                               "SELECT m.run_id, m.name, m.value FROM metrics m "
                               "JOIN runs r ON r.id = m.run_id WHERE " +
-                                  where);
+                                  where + run_ids);
     bind_filter(metrics, value);
     while (metrics.executeStep()) {
         auto found = runs_by_id.find(metrics.getColumn(0).getInt64());
@@ -356,6 +419,30 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
         found->second->metrics[metrics.getColumn(1).getString()] = metrics.getColumn(2).getDouble();
     }
     return runs;
+}
+
+// Folds a succeeded run's metrics into metric_aggregates (Welford's update:
+// every right-hand side reads the row's old values, as SQL defines).
+void fold_into_aggregates(SQLite::Database& db, const RunRecord& run) {
+    SQLite::Statement upsert(
+        db,
+        "INSERT INTO metric_aggregates (sweep_id, config_id, workload_name, partition_key, name, "
+        "n, mean, m2, min, max, log_sum, log_n) "
+        "SELECT sweep_id, config_id, workload_name, partition_key, ?2, 1, ?3, 0, ?3, ?3, ?4, ?5 "
+        "FROM runs WHERE id = ?1 "
+        "ON CONFLICT DO UPDATE SET n = n + 1, mean = mean + (excluded.mean - mean) / (n + 1), "
+        "m2 = m2 + (excluded.mean - mean) * (excluded.mean - (mean + (excluded.mean - mean) / "
+        "(n + 1))), min = MIN(min, excluded.min), max = MAX(max, excluded.max), "
+        "log_sum = log_sum + excluded.log_sum, log_n = log_n + excluded.log_n");
+    for (const auto& [name, value] : run.metrics) {
+        upsert.bind(1, run.id);
+        upsert.bind(2, name);
+        upsert.bind(3, value);
+        upsert.bind(4, value > 0 ? std::log(value) : 0.0);
+        upsert.bind(5, value > 0 ? 1 : 0);
+        upsert.exec();
+        upsert.reset();
+    }
 }
 
 Error newer_schema_error(const std::string& path, int stored_version, int known_version) {
@@ -649,6 +736,11 @@ Status Store::finish_run(const RunRecord& run) {
         update.bind(9, run.id);
         if (update.exec() == 0) return run_transition_error(*db_, run.id, run.status);
 
+        SQLite::Statement set_partition(
+            *db_, "UPDATE runs SET partition_key = " DS_RUN_PARTITION_SQL " WHERE id = ?");
+        set_partition.bind(1, run.id);
+        set_partition.exec();
+
         SQLite::Statement clear_metrics(*db_, "DELETE FROM metrics WHERE run_id = ?");
         clear_metrics.bind(1, run.id);
         clear_metrics.exec();
@@ -661,6 +753,7 @@ Status Store::finish_run(const RunRecord& run) {
             insert_metric.exec();
             insert_metric.reset();
         }
+        if (run.status == run_status::kSucceeded) fold_into_aggregates(*db_, run);
         transaction.commit();
         return ok_status();
     });
@@ -846,6 +939,176 @@ Result<std::vector<RunRecord>> Store::runs_for_config(const std::string& config_
                    [&]() -> Result<std::vector<RunRecord>> {
                        return query_runs(*db_, "r.config_id = ?", config_id, raw_output);
                    });
+}
+
+Result<RunPage> Store::list_runs_page(std::int64_t sweep_id, int after_sequence, int limit,
+                                      RawOutput raw_output) {
+    std::lock_guard lock(mutex_);
+    return guarded("listing runs of sweep " + std::to_string(sweep_id), [&]() -> Result<RunPage> {
+        if (!sweep_exists(*db_, sweep_id)) return sweep_not_found(sweep_id);
+        // One more than asked for tells whether another page follows.
+        std::string page = " AND r.sequence > " + std::to_string(after_sequence) +
+                           " ORDER BY r.sweep_id, r.sequence";
+        if (limit > 0) page += " LIMIT " + std::to_string(limit + 1);
+        RunPage result;
+        result.runs = query_runs(*db_, "r.sweep_id = ?1", sweep_id, raw_output, page);
+        if (limit > 0 && result.runs.size() > static_cast<std::size_t>(limit)) {
+            result.runs.pop_back();
+            result.next_after = result.runs.back().sequence;
+        }
+        return result;
+    });
+}
+
+Result<std::vector<RunGroup>> Store::run_groups(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    return guarded(
+        "grouping runs of sweep " + std::to_string(sweep_id),
+        [&]() -> Result<std::vector<RunGroup>> {
+            if (!sweep_exists(*db_, sweep_id)) return sweep_not_found(sweep_id);
+            SQLite::Statement query(
+                *db_,
+                "SELECT config_id, workload_name, coalesce(partition_key, ''), status, COUNT(*), "
+                "MIN(sequence) FROM runs WHERE sweep_id = ? AND superseded_by IS NULL "
+                "GROUP BY 1, 2, 3, 4");
+            query.bind(1, sweep_id);
+            std::vector<RunGroup> groups;
+            std::map<std::tuple<std::string, std::string, std::string>, std::size_t> index;
+            while (query.executeStep()) {
+                auto key =
+                    std::make_tuple(query.getColumn(0).getString(), query.getColumn(1).getString(),
+                                    query.getColumn(2).getString());
+                auto [found, inserted] = index.try_emplace(key, groups.size());
+                if (inserted) {
+                    RunGroup group{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}, 0};
+                    for (std::string_view status : kRunStatuses)
+                        group.counts[std::string(status)] = 0;
+                    group.first_sequence = query.getColumn(5).getInt();
+                    groups.push_back(std::move(group));
+                }
+                RunGroup& group = groups[found->second];
+                group.counts[query.getColumn(3).getString()] += query.getColumn(4).getInt();
+                group.first_sequence = std::min(group.first_sequence, query.getColumn(5).getInt());
+            }
+            std::stable_sort(groups.begin(), groups.end(),
+                             [](const RunGroup& a, const RunGroup& b) {
+                                 return a.first_sequence < b.first_sequence;
+                             });
+            return groups;
+        });
+}
+
+Result<std::vector<MetricAggregate>> Store::metric_aggregates(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    return guarded("reading metric aggregates of sweep " + std::to_string(sweep_id),
+                   [&]() -> Result<std::vector<MetricAggregate>> {
+                       SQLite::Statement query(
+                           *db_,
+                           "SELECT config_id, workload_name, partition_key, name, n, mean, "
+                           "m2, min, max, log_sum, log_n FROM metric_aggregates "
+                           "WHERE sweep_id = ?");
+                       query.bind(1, sweep_id);
+                       std::vector<MetricAggregate> aggregates;
+                       while (query.executeStep()) {
+                           MetricAggregate aggregate;
+                           aggregate.config_id = query.getColumn(0).getString();
+                           aggregate.workload_name = query.getColumn(1).getString();
+                           aggregate.partition_key = query.getColumn(2).getString();
+                           aggregate.metric = query.getColumn(3).getString();
+                           aggregate.moments = Moments{
+                               query.getColumn(4).getInt(),    query.getColumn(5).getDouble(),
+                               query.getColumn(6).getDouble(), query.getColumn(7).getDouble(),
+                               query.getColumn(8).getDouble(), query.getColumn(9).getDouble(),
+                               query.getColumn(10).getInt()};
+                           aggregates.push_back(std::move(aggregate));
+                       }
+                       return aggregates;
+                   });
+}
+
+Result<std::vector<MetricSample>> Store::metric_samples(std::int64_t sweep_id,
+                                                        const std::vector<std::string>& metrics) {
+    std::lock_guard lock(mutex_);
+    return guarded(
+        "reading metric values of sweep " + std::to_string(sweep_id),
+        [&]() -> Result<std::vector<MetricSample>> {
+            std::string names;
+            for (std::size_t i = 0; i < metrics.size(); ++i) names += i == 0 ? "?" : ", ?";
+            SQLite::Statement query(
+                *db_,
+                "SELECT r.config_id, r.workload_name, coalesce(r.partition_key, ''), r.repetition, "
+                "m.name, m.value FROM runs r JOIN metrics m ON m.run_id = r.id "
+                "WHERE r.sweep_id = ? AND r.status = 'succeeded' AND r.superseded_by IS NULL" +
+                    (metrics.empty() ? std::string() : " AND m.name IN (" + names + ")") +
+                    " ORDER BY r.sequence");
+            query.bind(1, sweep_id);
+            for (std::size_t i = 0; i < metrics.size(); ++i)
+                query.bind(static_cast<int>(i) + 2, metrics[i]);
+            std::vector<MetricSample> samples;
+            while (query.executeStep()) {
+                samples.push_back(
+                    MetricSample{query.getColumn(0).getString(), query.getColumn(1).getString(),
+                                 query.getColumn(2).getString(), query.getColumn(3).getInt(),
+                                 query.getColumn(4).getString(), query.getColumn(5).getDouble()});
+            }
+            return samples;
+        });
+}
+
+Result<std::map<std::string, Json>> Store::sweep_workloads(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    return guarded(
+        "reading workloads of sweep " + std::to_string(sweep_id),
+        [&]() -> Result<std::map<std::string, Json>> {
+            // One row per name: the first run's (a name means one workload per sweep).
+            SQLite::Statement query(*db_,
+                                    "SELECT workload_name, workload_json FROM runs WHERE id IN "
+                                    "(SELECT MIN(id) FROM runs WHERE sweep_id = ? "
+                                    "GROUP BY workload_name)");
+            query.bind(1, sweep_id);
+            std::map<std::string, Json> workloads;
+            while (query.executeStep())
+                workloads[query.getColumn(0).getString()] = json_column(query.getColumn(1));
+            return workloads;
+        });
+}
+
+Status Store::add_round(std::int64_t sweep_id, const Json& decision,
+                        const std::vector<RunRecord>& runs) {
+    std::lock_guard lock(mutex_);
+    return guarded("adding a round to sweep " + std::to_string(sweep_id), [&]() -> Status {
+        SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        if (!sweep_exists(*db_, sweep_id)) return sweep_not_found(sweep_id);
+        SQLite::Statement last(*db_,
+                               "SELECT coalesce(MAX(sequence), -1) FROM runs WHERE sweep_id = ?");
+        last.bind(1, sweep_id);
+        last.executeStep();
+        int sequence = last.getColumn(0).getInt() + 1;
+        SQLite::Statement insert_run(
+            *db_,
+            "INSERT INTO runs (sweep_id, sequence, repetition, config_id, workload_name, "
+            "workload_json, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')");
+        for (const RunRecord& run : runs) {
+            insert_run.bind(1, sweep_id);
+            insert_run.bind(2, sequence++);
+            insert_run.bind(3, run.repetition);
+            insert_run.bind(4, run.config_id);
+            insert_run.bind(5, run.workload_name);
+            insert_run.bind(6, dump_json(run.workload));
+            insert_run.exec();
+            insert_run.reset();
+        }
+        SQLite::Statement update(
+            *db_,
+            "UPDATE sweeps SET total_runs = total_runs + ?, round_decisions_json = "
+            "json_insert(round_decisions_json, '$[#]', json(?)) WHERE id = ?");
+        update.bind(1, static_cast<std::int64_t>(runs.size()));
+        update.bind(2, dump_json(decision));
+        update.bind(3, sweep_id);
+        update.exec();
+        transaction.commit();
+        return ok_status();
+    });
 }
 
 namespace {

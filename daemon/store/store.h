@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/stats.h"
 
 namespace SQLite {
 class Database;
@@ -67,6 +68,9 @@ struct SweepRecord {
     int total_runs = 0;                 // set by create_sweep to the number of planned runs
     Json dropped = Json::array();       // [{"settings":{..},"reason":".."}]
     Json varying_axes = Json::array();  // ["filesystem","cache"]
+    // Adaptive repetitions: one entry per decision after a round, oldest
+    // first: {"after_round":3,"decision":"add_round"|"stop","reason":".."}.
+    Json round_decisions = Json::array();
 };
 
 struct RunRecord {
@@ -97,6 +101,47 @@ struct RunRecord {
     Json applied_settings = Json::object();  // {"hypervisor":{..},"guest":{..}} as read back
     std::string raw_output;                  // the benchmark's own output (fio JSON text)
     std::map<std::string, double> metrics;   // normalised, e.g. "read_iops" -> 251.3
+};
+
+// The runs of a sweep that compare_sweep pools: one configuration, one
+// workload, one partition (see below), with how many runs are in each status
+// (current attempts only; every status is a key).
+struct RunGroup {
+    std::string config_id;
+    std::string workload_name;
+    // The comparison partition: a JSON array [accel, host, qemu, libvirt,
+    // kernel] as text ("" for a value not recorded), set when a run
+    // finishes; "" for runs that never finished (pending).
+    std::string partition_key;
+    std::map<std::string, int> counts;
+    int first_sequence = 0;  // the group's first run in execution order
+};
+
+// One metric of one RunGroup's succeeded runs, folded as they finished.
+struct MetricAggregate {
+    std::string config_id;
+    std::string workload_name;
+    std::string partition_key;
+    std::string metric;
+    Moments moments;
+};
+
+// One metric value of one succeeded run, with its round.
+struct MetricSample {
+    std::string config_id;
+    std::string workload_name;
+    std::string partition_key;
+    int repetition = 0;
+    std::string metric;
+    double value = 0;
+};
+
+// A page of a sweep's runs: those with sequence > after_sequence, at most
+// `limit` (0 = no limit), by sequence. next_after is the last one's sequence
+// when more follow, else -1.
+struct RunPage {
+    std::vector<RunRecord> runs;
+    int next_after = -1;
 };
 
 // One schema migration: `sql` (one or more statements) takes a database at
@@ -162,6 +207,30 @@ class Store {
     // Runs of a sweep ordered by sequence, with their metrics.
     Result<std::vector<RunRecord>> list_runs(std::int64_t sweep_id,
                                              RawOutput raw_output = RawOutput::kInclude);
+    // One page of them (RunPage); the page's cost does not grow with the sweep.
+    Result<RunPage> list_runs_page(std::int64_t sweep_id, int after_sequence, int limit,
+                                   RawOutput raw_output = RawOutput::kOmit);
+
+    // Comparison queries (daemon/store/compare.h). Cost grows with the
+    // number of groups and metrics, not with the runs (metric_samples: with
+    // the succeeded runs of the metrics asked for).
+    // The sweep's run groups, by first sequence. kNotFound for an unknown sweep.
+    Result<std::vector<RunGroup>> run_groups(std::int64_t sweep_id);
+    // The aggregates of every metric of every group with a succeeded run.
+    Result<std::vector<MetricAggregate>> metric_aggregates(std::int64_t sweep_id);
+    // The values of the named metrics (every metric when `metrics` is empty)
+    // of the sweep's succeeded runs, by run sequence.
+    Result<std::vector<MetricSample>> metric_samples(std::int64_t sweep_id,
+                                                     const std::vector<std::string>& metrics);
+    // The workload JSON (ds::to_json(Workload)) of each workload name of the sweep.
+    Result<std::map<std::string, Json>> sweep_workloads(std::int64_t sweep_id);
+
+    // Adaptive repetitions: in one transaction, appends `decision` to the
+    // sweep's round_decisions and adds `runs` as pending (sequenced after the
+    // sweep's last run, in the given order; their configurations must be
+    // stored already), raising total_runs. With no runs it only records.
+    Status add_round(std::int64_t sweep_id, const Json& decision,
+                     const std::vector<RunRecord>& runs);
     Result<RunRecord> get_run(std::int64_t run_id);
     // pending -> running. kConflict when the run is not pending (e.g. it was
     // cancelled meanwhile), so the scheduler never starts a cancelled run.

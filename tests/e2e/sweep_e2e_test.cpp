@@ -150,7 +150,7 @@ TEST_CASE("a 2x2 sweep runs in real guests, is verified, stored and compared", "
     Json table = Json::parse(compare.out);
     CHECK(table["varying_axes"] == Json({"cache", "filesystem"}));
     REQUIRE(table["rows"].size() == 4);
-    auto text = daemon.hostctl({"results", "compare", "1"});
+    auto text = daemon.hostctl({"results", "compare", "1", "--all"});
     CHECK(text.exit_code == 0);
     INFO(text.out);
     for (const auto& row : table["rows"]) {

@@ -144,7 +144,7 @@ TEST_CASE("seed study A runs end to end and compares in the seed's shape", "[e2e
     CHECK(per_workload ==
           std::map<std::string, int>{{"defaults", 5}, {"dw0-odsync", 2}, {"dw0-nosync", 2}});
 
-    auto compare = daemon.hostctl({"results", "compare", "1"});
+    auto compare = daemon.hostctl({"results", "compare", "1", "--all"});
     INFO(compare.out << compare.err);
     REQUIRE(compare.exit_code == 0);
     for (const char* expected :

@@ -242,9 +242,8 @@ void write_iotune(XmlWriter& xml, const StorageConfig& config) {
     xml.close("iotune");
 }
 
-void write_data_disk(XmlWriter& xml, const VmRequest& request, const std::string& secret_uuid) {
-    const StorageConfig& config = request.config;
-    const DiskSource& source = request.data_disk;
+void write_data_disk(XmlWriter& xml, const StorageConfig& config, const DiskSource& source,
+                     const std::string& secret_uuid) {
     const auto [disk_type, format] = disk_type_and_format(source);
     // IO thread on the disk itself exists only for virtio-blk; for SCSI it
     // belongs to the controller (write_scsi_controller). On SATA it is written
@@ -437,7 +436,7 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
 
     xml.open("devices");
     write_root_disk(xml, request);
-    write_data_disk(xml, request, rbd_secret_uuid);
+    write_data_disk(xml, config, request.data_disk, rbd_secret_uuid);
     if (is_scsi(config.bus)) write_scsi_controller(xml, config);
     // No USB: nothing in the guest uses it, and it only adds noise.
     xml.empty("controller", {{"type", "usb"}, {"model", "none"}});
@@ -459,6 +458,20 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
     xml.empty("memballoon", {{"model", "none"}});
     xml.close("devices");
     xml.close("domain");
+    return xml.take();
+}
+
+std::string data_disk_xml(const StorageConfig& config, const DiskSource& source,
+                          const std::string& rbd_secret_uuid) {
+    XmlWriter xml;
+    write_data_disk(xml, config, source, rbd_secret_uuid);
+    return xml.take();
+}
+
+std::string scsi_controller_xml(const StorageConfig& config) {
+    if (!is_scsi(config.bus)) return "";
+    XmlWriter xml;
+    write_scsi_controller(xml, config);
     return xml.take();
 }
 

@@ -54,6 +54,18 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
                              DomainXmlDialect dialect = DomainXmlDialect::kQemu,
                              const std::string& rbd_secret_uuid = "");
 
+// The data disk's <disk> element alone, exactly as build_domain_xml writes
+// it into <devices> (same contract for `source` and `rbd_secret_uuid`), not
+// indented: for a user who adds the disk to a domain of their own. A SCSI
+// disk addresses controller 0, and an IO thread it asks for lives on that
+// controller (scsi_controller_xml), which refers to the domain's IO thread 1
+// (`<iothreads>1</iothreads>`).
+std::string data_disk_xml(const StorageConfig& config, const DiskSource& source,
+                          const std::string& rbd_secret_uuid = "");
+// The virtio-scsi <controller> element build_domain_xml writes for a SCSI
+// bus (scsi, scsi-single), not indented; "" for the other buses.
+std::string scsi_controller_xml(const StorageConfig& config);
+
 // Why `config` cannot be applied as requested through libvirt 9.0 + QEMU 7.2,
 // or "" when it can. Examples: SSD emulation on virtio-blk (no rotation rate),
 // an IO thread on SATA (AHCI has none), aio=native without O_DIRECT.

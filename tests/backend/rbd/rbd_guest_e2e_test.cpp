@@ -201,7 +201,8 @@ void check_compare(const DaemonFixture& daemon) {
     auto compare_json = daemon.hostctl({"--json", "results", "compare", "1"});
     REQUIRE(compare_json.exit_code == 0);
     const Json table = Json::parse(compare_json.out);
-    auto compare = daemon.hostctl({"results", "compare", "1"});
+    // The wide table (--all): every metric, and the share of the host baseline.
+    auto compare = daemon.hostctl({"results", "compare", "1", "--all"});
     INFO(compare.out << compare.err);
     REQUIRE(compare.exit_code == 0);
     REQUIRE(table["rows"].size() == kSeedFilesystems.size() + 1);

@@ -277,7 +277,7 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
     CHECK(parse_error("name = \"t\"\nrepetition = 2\n") ==
           "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
           "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, workload, "
-          "host_baseline. Did you "
+          "host_baseline, baseline, practical_difference. Did you "
           "mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
@@ -291,20 +291,22 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "t.toml:3:7: unknown value 'virtio' for axis 'bus'; valid values: virtio-blk, scsi, "
           "scsi-single, sata.");
     CHECK(parse_error(with_matrix("storage = \"ceph\"")) ==
-          "t.toml:3:11: unknown storage backend 'ceph'; valid backends: file, lvm-thin, rbd.");
+          "t.toml:3:11: unknown storage backend 'ceph'; valid backends: file, lvm-thin, rbd, pve.");
     CHECK(parse_error(with_matrix("filesystem = [\"ext4\", \"ext4+single\"]")) ==
           "t.toml:3:23: filesystem 'ext4+single': post-format step 'single' is for btrfs, not "
           "ext4");
     CHECK(parse_error("name = \"t\"\n[hypervisor]\nbackend = \"kvm\"\n[[workload]]\nkind = "
                       "\"fio\"\n") ==
-          "t.toml:3:11: unknown hypervisor backend 'kvm'; valid backends: libvirt.");
-    CHECK(parse_error("name = \"t\"\n[hypervisor]\nhost = \"x\"\n") ==
-          "t.toml:3:1: unknown key 'host' in [hypervisor]; valid keys: backend.");
+          "t.toml:3:11: unknown hypervisor backend 'kvm'; valid backends: libvirt, proxmox.");
+    CHECK(parse_error("name = \"t\"\n[hypervisor]\nuri = \"x\"\n") ==
+          "t.toml:3:1: unknown key 'uri' in [hypervisor]; valid keys: backend, hosts, "
+          "identical_hosts.");
 }
 
 TEST_CASE("wrong types name the key and the expected type", "[spec][errors]") {
     CHECK(parse_error("name = \"t\"\nrepetitions = \"2\"\n") ==
-          "t.toml:2:15: 'repetitions' must be an integer, not a string");
+          "t.toml:2:15: 'repetitions' must be an integer or a table like { min = 3, max = 10, ci = "
+          "\"3%\" }, not a string");
     CHECK(parse_error("name = 3\n") == "t.toml:1:8: 'name' must be a string, not an integer");
     CHECK(parse_error("name = \"t\"\nseed = 1.5\n") ==
           "t.toml:2:8: 'seed' must be an integer, not a float");
@@ -417,7 +419,7 @@ TEST_CASE("expansion refuses more than 10000 runs", "[spec][expand]") {
     SweepSpec spec = two_workload_spec(1);
     spec.repetitions = 2000;  // 3 configs x 2 workloads x 2000 = 12000
     CHECK(expand_error(spec) ==
-          "the sweep would schedule 12000 runs ((3 configurations x 2 workloads) x 2000 "
+          "the sweep would schedule up to 12000 runs ((3 configurations x 2 workloads) x 2000 "
           "repetitions); the limit is 10000");
 
     SweepSpec huge;
@@ -874,4 +876,18 @@ TEST_CASE("spec: host_baseline needs a workload that can run on the host", "[spe
               .find("without job_file") != std::string::npos);
     CHECK(parse_error("name = \"t\"\nhost_baseline = \"yes\"\n[[workload]]\nkind = \"fio\"\n")
               .find("'host_baseline'") != std::string::npos);
+}
+
+TEST_CASE("[hypervisor] hosts pins runs to named hosts", "[spec][hosts]") {
+    auto spec = parse_sweep_spec(
+        "name = \"t\"\n[hypervisor]\nbackend = \"libvirt\"\nhosts = [\"local\", \"node2\"]\n"
+        "identical_hosts = true\n[[workload]]\nkind = \"fio\"\n",
+        "t.toml");
+    REQUIRE(spec.ok());
+    CHECK(spec->hosts == std::vector<std::string>{"local", "node2"});
+    CHECK(spec->identical_hosts);
+    CHECK(parse_error("name = \"t\"\n[hypervisor]\nhosts = [\"a\", \"a\"]\n[[workload]]\nkind = "
+                      "\"fio\"\n") == "t.toml:3:15: host 'a' is listed twice");
+    CHECK(parse_error("name = \"t\"\n[hypervisor]\nhosts = []\n[[workload]]\nkind = \"fio\"\n") ==
+          "t.toml:3:9: 'hosts' is empty; leave it out to let the daemon place runs");
 }

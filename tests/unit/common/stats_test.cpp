@@ -75,25 +75,27 @@ TEST_CASE("summarize: small spread on a large mean keeps its precision", "[stats
     CHECK(summary.stddev == Approx(1.0).epsilon(1e-12));
 }
 
-TEST_CASE("student_t_975: table, then the normal quantile", "[stats]") {
+TEST_CASE("student_t_975: Student's t at every df, approaching the normal quantile", "[stats]") {
     CHECK(student_t_975(1) == Approx(12.706).epsilon(1e-4));
     CHECK(student_t_975(2) == Approx(4.303).epsilon(1e-4));
     CHECK(student_t_975(10) == Approx(2.228).epsilon(1e-4));
     CHECK(student_t_975(30) == Approx(2.0423).epsilon(1e-4));
-    CHECK(student_t_975(31) == Approx(1.960).epsilon(1e-4));
-    CHECK(student_t_975(1000) == Approx(1.960).epsilon(1e-4));
+    // Beyond 30 it is still t, not the normal quantile (the old hand table
+    // jumped to 1.960 at 31).
+    CHECK(student_t_975(31) == Approx(2.0395).epsilon(1e-4));
+    CHECK(student_t_975(1000) == Approx(1.9623).epsilon(1e-4));
     CHECK(std::isnan(student_t_975(0)));
-    // The table decreases monotonically towards the normal value.
-    for (int df = 1; df < 40; ++df) CHECK(student_t_975(df) >= student_t_975(df + 1));
+    for (int df = 1; df < 200; ++df) CHECK(student_t_975(df) > student_t_975(df + 1));
+    CHECK(student_t_975(200) > normal_quantile(0.975));
 }
 
-TEST_CASE("summarize: 41 values use the normal quantile", "[stats]") {
+TEST_CASE("summarize: 41 values use t with 40 degrees of freedom", "[stats]") {
     std::vector<double> values;
     for (int i = 0; i <= 40; ++i) values.push_back(i);  // mean 20
     const Summary summary = summarize(values);
-    const double half_width = 1.959964 * summary.stddev / std::sqrt(41.0);
+    const double half_width = 2.021075 * summary.stddev / std::sqrt(41.0);
     CHECK(summary.mean == Approx(20.0));
-    CHECK(summary.ci95_high - summary.mean == Approx(half_width));
+    CHECK(summary.ci95_high - summary.mean == Approx(half_width).epsilon(1e-6));
 }
 
 TEST_CASE("to_json: NaN becomes null", "[stats]") {

@@ -320,7 +320,7 @@ TEST_CASE("list, show, cancel and results print the daemon's answers", "[hostctl
     auto table = with_socket({"results", "compare", "4"});
     CHECK(table.code == ExitCode::kOk);
     CHECK(table.out == ds::hostctl::format_compare_table(kCompare));
-    CHECK_THAT(table.out, Catch::Contains("0 (1 failed)  unsafe: cache=unsafe"));
+    CHECK_THAT(table.out, Catch::Contains("0 (1 failed)  !"));
 
     auto csv = with_socket({"results", "compare", "4", "--csv"});
     CHECK(csv.code == ExitCode::kOk);
@@ -339,8 +339,9 @@ TEST_CASE("list, show, cancel and results print the daemon's answers", "[hostctl
         asked.push_back(request.method + " " + request.target);
     CHECK(asked == std::vector<std::string>{"GET /v1/sweeps", "GET /v1/sweeps/4",
                                             "POST /v1/sweeps/4/cancel", "GET /v1/runs/10",
-                                            "GET /v1/sweeps/4/compare", "GET /v1/sweeps/4/compare",
-                                            "GET /v1/sweeps/4/compare", "GET /v1/version"});
+                                            "GET /v1/sweeps/4/compare",
+                                            "GET /v1/sweeps/4/compare?all=1",
+                                            "GET /v1/sweeps/4/compare?all=1", "GET /v1/version"});
 }
 
 TEST_CASE("API errors print the daemon's message and exit 1", "[hostctl][cli]") {
@@ -435,11 +436,11 @@ TEST_CASE("usage errors exit 2 without asking the daemon", "[hostctl][cli]") {
         {{socket}, "usage: hostctl [--socket PATH] [--json] COMMAND [ARGS]"},
         {{socket, "frobnicate"}, "hostctl: unknown command 'frobnicate'\n"},
         {{socket, "sweep"},
-         "hostctl: 'sweep' needs a sub-command: submit, list, show, cancel, "
+         "hostctl: 'sweep' needs a sub-command: submit, plan, list, show, cancel, "
          "watch\n"},
         {{socket, "sweep", "show"},
          "hostctl: sweep show: missing ID\nusage: hostctl [--socket "
-         "PATH] [--json] sweep show ID\n"},
+         "PATH] [--json] sweep show ID [--limit N] [--after SEQ]\n"},
         {{socket, "sweep", "show", "abc"},
          "hostctl: sweep show: ID must be a positive integer, not 'abc'\n"},
         {{socket, "sweep", "show", "0"}, "hostctl: sweep show: ID must be a positive integer"},
@@ -459,7 +460,8 @@ TEST_CASE("usage errors exit 2 without asking the daemon", "[hostctl][cli]") {
 
     auto help = run_hostctl({"--help"});
     CHECK(help.code == ExitCode::kOk);
-    CHECK_THAT(help.out, Catch::Contains("  results compare SWEEP [--csv]  "));
+    CHECK_THAT(help.out,
+               Catch::Contains("  results compare SWEEP [--metric NAME] [--all] [--csv]  "));
     auto command_help = run_hostctl({"help", "sweep", "submit"});
     CHECK(command_help.code == ExitCode::kOk);
     CHECK_THAT(command_help.out,
@@ -477,4 +479,71 @@ TEST_CASE("an unreadable spec file is reported with its path", "[hostctl][cli]")
                              (dir.path() / "absent.toml").string() +
                              ": No such file or directory\n");
     CHECK(daemon.requests().empty());
+}
+
+TEST_CASE("results apply asks for the configuration in a format and prints the snippet",
+          "[hostctl][cli][apply]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    const std::string snippet =
+        "# WARNING: trades durability for speed: cache=unsafe\nqm set 101 --scsi1 "
+        "local-lvm:1,cache=unsafe\n";
+    daemon.on("GET /v1/configurations/3f2a9c/apply",
+              json_response(200, {{"config_id", "3f2a9c81d0e4aa00"},
+                                  {"format", "qm"},
+                                  {"body", "qm set 101 --scsi1 local-lvm:1,cache=unsafe\n"},
+                                  {"snippet", snippet}}));
+    const std::string socket = "--socket=" + daemon.socket_path();
+
+    auto printed = run_hostctl({socket, "results", "apply", "3f2a9c", "--format", "qm", "--vmid",
+                                "101", "--storage", "local-lvm", "--workload", "atis nosync"});
+    CHECK(printed.code == ExitCode::kOk);
+    CHECK(printed.out == snippet);
+    const auto requests = daemon.requests();
+    REQUIRE(requests.size() == 1);
+    const auto& query = requests.front().query;
+    CHECK(query == std::map<std::string, std::string>{{"format", "qm"},
+                                                      {"vmid", "101"},
+                                                      {"storage", "local-lvm"},
+                                                      {"workload", "atis nosync"}});
+
+    auto as_json = run_hostctl({socket, "--json", "results", "apply", "3f2a9c", "--format", "qm"});
+    CHECK(as_json.code == ExitCode::kOk);
+    CHECK(Json::parse(as_json.out)["config_id"] == "3f2a9c81d0e4aa00");
+
+    auto no_format = run_hostctl({socket, "results", "apply", "3f2a9c"});
+    CHECK(no_format.code == ExitCode::kUsage);
+    CHECK_THAT(no_format.err, Catch::StartsWith("hostctl: results apply: --format is required"));
+    CHECK(daemon.requests().size() == 2);
+
+    auto help = run_hostctl({"help", "results", "apply"});
+    CHECK(help.out.find("results apply CONFIG [--format FORMAT] [--vmid N] [--storage "
+                        "PVESTORAGE] [--workload NAME]") != std::string::npos);
+}
+
+TEST_CASE("sweep plan posts the spec and prints the plan", "[hostctl][cli][plan]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    const Json plan = Json::parse(R"({
+      "name": "p", "repetitions": 1, "varying_axes": ["cache"],
+      "configurations": [{"config_id": "0123456789abcdef", "settings": {"cache": "none"},
+                          "durability_risks": []}],
+      "workloads": [{"name": "w", "kind": "fio"}], "dropped": [], "total_runs": 1,
+      "pairs": [{"config_id": "0123456789abcdef", "workload": "w", "runs": 1,
+                 "estimate_s": null, "basis": "unknown", "based_on_runs": 0}],
+      "estimate": {"run_seconds": 0, "wall_seconds": 0, "max_parallel_runs": 1,
+                   "runs_estimated": 0, "runs_unknown": 1, "based_on_runs": 0,
+                   "complete": false},
+      "refused": null})");
+    daemon.on("POST /v1/sweeps/plan", json_response(200, plan));
+    const std::string spec = (dir.path() / "p.toml").string();
+    std::ofstream(spec) << "name = \"p\"\n";
+
+    auto printed = run_hostctl({"--socket=" + daemon.socket_path(), "sweep", "plan", spec});
+    CHECK(printed.code == ExitCode::kOk);
+    CHECK(printed.out == ds::hostctl::format_sweep_plan(plan));
+    const auto requests = daemon.requests();
+    REQUIRE(requests.size() == 1);
+    CHECK(requests.front().body == "name = \"p\"\n");
+    CHECK(requests.front().headers.at("x-spec-name") == spec);
 }

@@ -99,7 +99,8 @@ TEST_CASE("CSV fields are quoted only when needed", "[hostctl][format]") {
     CHECK(csv_field("") == "");
 }
 
-TEST_CASE("compare table: varying settings, aligned spreads, n, risks", "[hostctl][format]") {
+TEST_CASE("wide compare table (--all): varying settings, aligned spreads, n, risks",
+          "[hostctl][format]") {
     // Columns in terminal cells; "±" lines up within each metric column.
     std::string expected =
         "sweep 7: mean ± stddev over n succeeded runs per configuration and workload\n"
@@ -114,7 +115,7 @@ TEST_CASE("compare table: varying settings, aligned spreads, n, risks", "[hostct
         "xfs, \"special\"   writeback  randrw        -            -                  -       "
         "   0 (3 failed)\n"
         "! = settings that can lose data on a power failure or crash\n";
-    std::string table = ds::hostctl::format_compare_table(realistic_compare());
+    std::string table = ds::hostctl::format_compare_wide(realistic_compare());
     INFO(table);
     CHECK(table == expected);
 }
@@ -122,8 +123,11 @@ TEST_CASE("compare table: varying settings, aligned spreads, n, risks", "[hostct
 TEST_CASE("compare table without results says so", "[hostctl][format]") {
     Json empty = {{"sweep_id", 3}, {"varying_axes", Json::array()}, {"rows", Json::array()}};
     CHECK(ds::hostctl::format_compare_table(empty) == "sweep 3 has no results yet\n");
+    CHECK(ds::hostctl::format_compare_wide(empty) == "sweep 3 has no results yet\n");
     CHECK(ds::hostctl::format_compare_csv(empty) ==
-          "sweep_id,config_id,workload,runs_succeeded,runs_failed,durability_risks\n");
+          "sweep_id,config_id,workload,runs_succeeded,runs_failed,partition,compared_metric,"
+          "vs_baseline_ratio,vs_baseline_ci95_low,vs_baseline_ci95_high,vs_baseline_p_value,"
+          "vs_baseline_p_adjusted,vs_baseline_verdict,durability_risks\n");
 }
 
 TEST_CASE("compare table of a single configuration shows its id", "[hostctl][format]") {
@@ -132,7 +136,7 @@ TEST_CASE("compare table of a single configuration shows its id", "[hostctl][for
                   "durability_risks": null, "settings_error": "no longer parses",
                   "runs": {"succeeded": 2, "failed": 0},
                   "metrics": {"read_iops": {"n": 2, "mean": 10.0, "stddev": 1.0}}}]})");
-    CHECK(ds::hostctl::format_compare_table(compare) ==
+    CHECK(ds::hostctl::format_compare_wide(compare) ==
           "sweep 2: mean ± stddev over n succeeded runs per configuration and workload\n"
           "config        workload   read_iops  n\n"
           "0123456789ab  atis      10.0 ± 1.0  2\n");
@@ -141,26 +145,33 @@ TEST_CASE("compare table of a single configuration shows its id", "[hostctl][for
 TEST_CASE("compare CSV has separate columns at full precision", "[hostctl][format]") {
     std::string csv = ds::hostctl::format_compare_csv(realistic_compare());
     INFO(csv);
+    // Per metric: n, mean, median, stddev, cv, ci95_low, ci95_high, geomean;
+    // then the partition and the comparison with the baseline.
     std::string header =
         "sweep_id,config_id,workload,filesystem,cache,runs_succeeded,runs_failed,"
-        "read_iops_n,read_iops_mean,read_iops_stddev,read_iops_ci95_low,read_iops_ci95_high,"
-        "read_bw_mib_s_n,read_bw_mib_s_mean,read_bw_mib_s_stddev,read_bw_mib_s_ci95_low,"
-        "read_bw_mib_s_ci95_high,"
-        "write_clat_p99_us_n,write_clat_p99_us_mean,write_clat_p99_us_stddev,"
-        "write_clat_p99_us_ci95_low,write_clat_p99_us_ci95_high,durability_risks\n";
+        "read_iops_n,read_iops_mean,read_iops_median,read_iops_stddev,read_iops_cv,read_iops_ci95_"
+        "low,read_iops_ci95_high,read_iops_geomean,"
+        "read_bw_mib_s_n,read_bw_mib_s_mean,read_bw_mib_s_median,read_bw_mib_s_stddev,read_bw_mib_"
+        "s_cv,read_bw_mib_s_ci95_low,read_bw_mib_s_ci95_high,read_bw_mib_s_geomean,"
+        "write_clat_p99_us_n,write_clat_p99_us_mean,write_clat_p99_us_median,write_clat_p99_us_"
+        "stddev,write_clat_p99_us_cv,write_clat_p99_us_ci95_low,write_clat_p99_us_ci95_high,write_"
+        "clat_p99_us_geomean,"
+        "partition,compared_metric,vs_baseline_ratio,vs_baseline_ci95_low,"
+        "vs_baseline_ci95_high,vs_baseline_p_value,vs_baseline_p_adjusted,vs_baseline_verdict,"
+        "durability_risks\n";
     CHECK(csv.substr(0, header.size()) == header);
     CHECK_THAT(csv, Catch::Contains("\n7,ab12cd34ef56aa,randrw,ext4,none,3,0,"
-                                    "3,256.4,12.31,225.8,287.0,"
-                                    "3,1.0016,0.0482,0.882,1.121,"
-                                    "3,183500.0,20412.5,132800.1,234199.9,\n"));
+                                    "3,256.4,,12.31,,225.8,287.0,,"
+                                    "3,1.0016,,0.0482,,0.882,1.121,,"
+                                    "3,183500.0,,20412.5,,132800.1,234199.9,,,,,,,,,,\n"));
     CHECK_THAT(csv, Catch::Contains("\n7,99ffee00112233,randrw,btrfs:nodatacow,unsafe,2,1,"));
     CHECK_THAT(csv, Catch::Contains(",cache=unsafe\n"));
     // One run: the spread and interval are empty, not zero.
-    CHECK_THAT(
-        csv, Catch::Contains("\n7,5555aaaabbbbcc,randrw,btrfs,none,1,0,1,812.5,,,,0,,,,,0,,,,,\n"));
+    CHECK_THAT(csv, Catch::Contains("\n7,5555aaaabbbbcc,randrw,btrfs,none,1,0,1,812.5,,,,,,,0,,,,,,"
+                                    ",,0,,,,,,,,,,,,,,,,\n"));
     // Failed only: n = 0 everywhere; the value with a comma and quotes is quoted.
     CHECK_THAT(csv, Catch::Contains("\n7,0000111122223,randrw,\"xfs, \"\"special\"\"\",writeback,"
-                                    "0,3,0,,,,,0,,,,,0,,,,,\n"));
+                                    "0,3,0,,,,,,,,0,,,,,,,,0,,,,,,,,,,,,,,,,\n"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
 }
 
@@ -339,7 +350,7 @@ ds::hostctl::Json atis_compare() {
 
 }  // namespace
 
-TEST_CASE("compare table of a mariadb-atis sweep has the seed study's shape", "[format]") {
+TEST_CASE("wide compare table of a mariadb-atis sweep has the seed study's shape", "[format]") {
     // Fastest first (the ranking), rows without a result last; no spread
     // for a single run; risks of the disk and of the server variables.
     const std::string expected =
@@ -356,7 +367,7 @@ TEST_CASE("compare table of a mariadb-atis sweep has the seed study's shape", "[
         "btrfs        innodb_doublewrite=0 innodb_flush_method=nosync      -         0 (3 timed "
         "out)            unsafe: cache=unsafe, innodb_flush_method=nosync\n"
         "! = settings that can lose data on a power failure or crash\n";
-    CHECK(ds::hostctl::format_compare_table(atis_compare()) == expected);
+    CHECK(ds::hostctl::format_compare_wide(atis_compare()) == expected);
 }
 
 TEST_CASE("run counts include timed-out runs", "[format]") {
@@ -378,7 +389,7 @@ TEST_CASE("compare table: configurations as a share of their host baseline", "[h
         {"config_id": "b2", "workload": "randrw", "host_baseline": true,
          "settings": {"hypervisor": "host", "storage": "file"},
          "runs": {"succeeded": 1}, "metrics": {"read_iops": {"n": 1, "mean": 1000}}}]})");
-    const std::string table = ds::hostctl::format_compare_table(compare);
+    const std::string table = ds::hostctl::format_compare_wide(compare);
     INFO(table);
     CHECK_THAT(table, Catch::Contains("vs host"));
     CHECK_THAT(table, Catch::Matches("(.|\n)*none +randrw +250.0 +25% +1\n(.|\n)*"));

@@ -1,0 +1,92 @@
+// A measured configuration as the user applies it outside disksweep: a
+// `qm set` line for Proxmox VE, a libvirt <disk> element, an fstab line with
+// the mkfs command, the [mysqld] lines of a MariaDB workload (docs/api.md,
+// GET /v1/configurations/{id}/apply).
+//
+// Each format is written by the code that applies the same settings in a run,
+// never by a second encoder: the Proxmox backend's pve_data_disk() for the
+// qm line, the libvirt backend's data_disk_xml() for the <disk> element, the
+// agent's rules (settings.h) for mkfs, mount and block tuning. What a format
+// cannot carry is said, never dropped silently: a setting PVE has no key for
+// makes the qm format fail with the backend's reason; settings that belong
+// elsewhere (the guest's filesystem for qm and libvirt, the VM's disk for
+// fstab) are named in the snippet's notes.
+//
+// Pure functions over data: no I/O.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/settings.h"
+
+namespace ds {
+
+enum class ApplyFormat { kQm, kLibvirt, kFstab, kMycnf };
+
+// One output format, declared as data: its name in the API and hostctl, and
+// how a line becomes a comment in it (so that warnings travel inside the
+// snippet and a snippet redirected into a file is still valid).
+struct ApplyFormatDef {
+    ApplyFormat format;
+    std::string_view name;           // "qm", "libvirt", "fstab", "mycnf"
+    std::string_view comment_open;   // "# ", "<!-- "
+    std::string_view comment_close;  // "", " -->"
+    std::string_view help;
+};
+std::span<const ApplyFormatDef> apply_formats();
+// errc::kInvalidArgument naming the valid formats.
+Result<ApplyFormat> parse_apply_format(std::string_view name);
+const ApplyFormatDef& format_def(ApplyFormat format);
+
+// Placeholders the user replaces, used where the request names nothing.
+inline constexpr std::string_view kVmidPlaceholder = "VMID";
+inline constexpr std::string_view kPveStoragePlaceholder = "STORAGE";
+inline constexpr std::string_view kDiskImagePlaceholder = "/var/lib/libvirt/images/DISK";
+inline constexpr std::string_view kGuestDevicePlaceholder = "/dev/DEVICE";
+inline constexpr std::string_view kMountPointPlaceholder = "/mnt/POINT";
+
+struct ApplyRequest {
+    ApplyFormat format = ApplyFormat::kQm;
+    std::optional<std::int64_t> vmid;  // qm: a pve-vmid; VMID when unset
+    std::string pve_storage;           // qm: a pve-storage-id; STORAGE when empty
+    // mycnf: the MariaDB workload whose `server` table becomes [mysqld]
+    // (choose_mariadb_workload); its name is also what a request asks for.
+    std::string workload_name;
+    std::optional<Workload> workload;
+};
+
+// The query of GET /v1/configurations/{id}/apply: format (required), vmid,
+// storage, workload. errc::kInvalidArgument naming the parameter for an
+// unknown format, a vmid that is not a pve-vmid, a storage that is not a
+// pve-storage-id, or a parameter that does not exist.
+Result<ApplyRequest> apply_request_from_query(const std::map<std::string, std::string>& query);
+
+struct ApplySnippet {
+    std::vector<std::string> durability_risks;  // durability_risks() (+ the workload's for mycnf)
+    std::vector<std::string> notes;             // placeholders, settings that live elsewhere
+    std::string body;                           // the lines to apply, each ending in '\n'
+    // The whole snippet: a warning line naming the risks (if any), the notes,
+    // both as the format's comments, then the body.
+    std::string text;
+};
+
+// The snippet of `config` in request.format. Errors (errc::kInvalidArgument):
+// a host baseline (no VM, no guest: nothing to apply), a configuration the
+// Proxmox backend cannot express (its reason), mycnf without a workload.
+Result<ApplySnippet> render_apply_snippet(const StorageConfig& config, const ApplyRequest& request);
+
+// A MariaDB workload's `server` table (its params.server), or an empty object.
+Json workload_server_variables(const Workload& workload);
+
+// `value` of a MariaDB server variable as an option file line wants it:
+// booleans ON/OFF, strings as written, numbers as JSON spells them.
+std::string option_file_value(const Json& value);
+
+}  // namespace ds

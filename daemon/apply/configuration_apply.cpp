@@ -1,0 +1,139 @@
+#include "daemon/apply/configuration_apply.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/text.h"
+#include "common/workload_output.h"
+
+namespace ds {
+namespace {
+
+// ds::config_id is the first 16 hex digits of a SHA-256.
+constexpr std::size_t kConfigIdLength = 16;
+// How many ambiguous matches an error lists.
+constexpr std::size_t kListedMatches = 5;
+
+bool is_lower_hex(const std::string& text) {
+    return std::all_of(text.begin(), text.end(),
+                       [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Every configuration the store has runs of. The store keeps no listing of
+// configurations, so this reads every sweep's runs (without raw output).
+Result<std::vector<std::string>> stored_config_ids(Store& store) {
+    auto sweeps = store.list_sweeps();
+    if (!sweeps.ok()) return sweeps.error();
+    std::set<std::string> ids;
+    for (const auto& sweep : sweeps.value()) {
+        auto runs = store.list_runs(sweep.id, RawOutput::kOmit);
+        if (!runs.ok()) return runs.error();
+        for (const auto& run : runs.value()) ids.insert(run.config_id);
+    }
+    return std::vector<std::string>(ids.begin(), ids.end());
+}
+
+std::vector<std::string> names_of(const std::vector<Workload>& workloads) {
+    std::vector<std::string> names;
+    for (const auto& workload : workloads) names.push_back(workload.name);
+    return names;
+}
+
+}  // namespace
+
+Result<std::string> unique_config_id(const std::string& prefix,
+                                     const std::vector<std::string>& candidates) {
+    if (prefix.empty() || prefix.size() > kConfigIdLength || !is_lower_hex(prefix)) {
+        return make_error(
+            errc::kInvalidArgument,
+            "a configuration id is 1 to 16 lowercase hex digits, not '" + prefix + "'");
+    }
+    std::vector<std::string> matches;
+    for (const auto& id : candidates)
+        if (id.starts_with(prefix)) matches.push_back(id);
+    if (matches.empty())
+        return make_error(errc::kNotFound, "no configuration id starts with " + prefix);
+    if (matches.size() > 1) {
+        const std::size_t shown = std::min(matches.size(), kListedMatches);
+        std::vector<std::string> listed(matches.begin(), matches.begin() + shown);
+        return make_error(errc::kInvalidArgument, "configuration id prefix " + prefix +
+                                                      " matches " + std::to_string(matches.size()) +
+                                                      " configurations (" + join(listed, ", ") +
+                                                      (shown < matches.size() ? ", ..." : "") +
+                                                      "): give more digits");
+    }
+    return matches.front();
+}
+
+Result<std::string> resolve_config_id(Store& store, const std::string& id_or_prefix) {
+    if (id_or_prefix.size() == kConfigIdLength && is_lower_hex(id_or_prefix)) return id_or_prefix;
+    auto ids = stored_config_ids(store);
+    if (!ids.ok()) return ids.error();
+    return unique_config_id(id_or_prefix, ids.value());
+}
+
+std::vector<Workload> mariadb_workloads(const std::vector<RunRecord>& runs) {
+    std::vector<Workload> workloads;
+    std::set<std::string> seen;
+    for (const auto& run : runs) {
+        auto workload = workload_from_json(run.workload);
+        if (!workload.ok() || image_variant_for_kind(workload->kind) != "mariadb") continue;
+        if (seen.insert(run.workload.dump()).second) workloads.push_back(workload.value());
+    }
+    return workloads;
+}
+
+Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
+                                         const std::string& name) {
+    if (workloads.empty()) {
+        return make_error(errc::kInvalidArgument,
+                          "this configuration ran no MariaDB workload (mariadb-atis, "
+                          "sysbench-oltp): there are no server variables to print");
+    }
+    if (!name.empty()) {
+        for (const auto& workload : workloads)
+            if (workload.name == name) return workload;
+        return make_error(errc::kInvalidArgument, "no MariaDB workload '" + name +
+                                                      "' ran on this configuration; it ran: " +
+                                                      join(names_of(workloads), ", "));
+    }
+    const Json first = workload_server_variables(workloads.front());
+    for (const auto& workload : workloads) {
+        if (workload_server_variables(workload) != first) {
+            return make_error(errc::kInvalidArgument,
+                              "the MariaDB workloads of this configuration set different server "
+                              "variables; choose one with workload=NAME (--workload): " +
+                                  join(names_of(workloads), ", "));
+        }
+    }
+    return workloads.front();
+}
+
+Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
+                                 ApplyRequest request) {
+    auto id = resolve_config_id(store, id_or_prefix);
+    if (!id.ok()) return id.error();
+    auto settings = store.get_configuration(id.value());
+    if (!settings.ok()) return settings.error();
+    auto config = storage_config_from_json(settings.value());
+    if (!config.ok()) return config.error();
+    if (request.format == ApplyFormat::kMycnf) {
+        auto runs = store.runs_for_config(id.value(), RawOutput::kOmit);
+        if (!runs.ok()) return runs.error();
+        auto workload =
+            choose_mariadb_workload(mariadb_workloads(runs.value()), request.workload_name);
+        if (!workload.ok()) return workload.error();
+        request.workload = workload.value();
+    }
+    auto snippet = render_apply_snippet(config.value(), request);
+    if (!snippet.ok()) return snippet.error();
+    Json answer{
+        {"config_id", id.value()},      {"format", std::string(format_def(request.format).name)},
+        {"settings", settings.value()}, {"durability_risks", snippet->durability_risks},
+        {"notes", snippet->notes},      {"body", snippet->body},
+        {"snippet", snippet->text}};
+    if (request.workload) answer["workload"] = request.workload->name;
+    return answer;
+}
+
+}  // namespace ds

@@ -1,0 +1,47 @@
+// GET /v1/configurations/{id}/apply: a stored configuration, found by its id
+// or a unique prefix of it, rendered by apply_snippets.h; for the mycnf
+// format with the MariaDB workload it ran (from its runs in any sweep).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/settings.h"
+#include "daemon/apply/apply_snippets.h"
+#include "daemon/store/store.h"
+
+namespace ds {
+
+// The one id of `candidates` that starts with `prefix` (an id, or its first
+// hex digits as reports show them). errc::kInvalidArgument when `prefix` is
+// not 1-16 lowercase hex digits or matches several (naming them),
+// errc::kNotFound when it matches none.
+Result<std::string> unique_config_id(const std::string& prefix,
+                                     const std::vector<std::string>& candidates);
+
+// unique_config_id over the configurations the store holds runs of. A whole
+// id (16 digits) is taken as it is, without a scan.
+Result<std::string> resolve_config_id(Store& store, const std::string& id_or_prefix);
+
+// The MariaDB workloads (image_variant_for_kind "mariadb") among `runs`,
+// distinct by their JSON, in the order of first appearance.
+std::vector<Workload> mariadb_workloads(const std::vector<RunRecord>& runs);
+
+// The workload whose server variables a mycnf snippet prints: the one named
+// `name`, or when `name` is empty the first one if all of them set the same
+// variables. errc::kInvalidArgument when the configuration ran no MariaDB
+// workload, when none is called `name`, or when they differ and none is named
+// (listing the names to choose from).
+Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
+                                         const std::string& name);
+
+// The route's answer:
+//   {"config_id": the full id, "format": "qm", "settings": {..canonical..},
+//    "durability_risks": [..], "notes": [..], "body": "..", "snippet": ".."}
+// ("workload": its name, for mycnf). Errors: the store's (kNotFound for an
+// unknown configuration), and those above and of render_apply_snippet.
+Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
+                                 ApplyRequest request);
+
+}  // namespace ds
