@@ -106,9 +106,9 @@ std::optional<long> id_argument(Invocation& invocation, const std::string& name)
     return id;
 }
 
-ExitCode print_get(Invocation& invocation, const std::string& target,
-                   std::string (*format)(const Json&)) {
-    ApiReply reply = invocation.client.get(target);
+// Prints an answer: its JSON with --json, else `format` of it.
+ExitCode print_reply(Invocation& invocation, const ApiReply& reply,
+                     std::string (*format)(const Json&)) {
     if (!reply.ok()) return invocation.fail(reply);
     if (invocation.json_output) {
         invocation.print_json(reply.body);
@@ -116,6 +116,11 @@ ExitCode print_get(Invocation& invocation, const std::string& target,
         invocation.out << format(reply.body);
     }
     return ExitCode::kOk;
+}
+
+ExitCode print_get(Invocation& invocation, const std::string& target,
+                   std::string (*format)(const Json&)) {
+    return print_reply(invocation, invocation.client.get(target), format);
 }
 
 // Follows a sweep's events until it finishes. kOk when every run succeeded,
@@ -229,13 +234,8 @@ ExitCode sweep_submit(Invocation& invocation) {
     auto posted = post_spec_file(invocation, "/v1/sweeps");
     if (!posted) return ExitCode::kFailed;
     const ApiReply& reply = *posted;
-    if (!reply.ok()) return invocation.fail(reply);
-    if (invocation.json_output) {
-        invocation.print_json(reply.body);
-    } else {
-        invocation.out << format_submitted(reply.body);
-    }
-    if (!invocation.flag("wait")) return ExitCode::kOk;
+    const ExitCode printed = print_reply(invocation, reply, format_submitted);
+    if (printed != ExitCode::kOk || !invocation.flag("wait")) return printed;
 
     Json id;
     if (reply.body.is_object() && reply.body.contains("sweep") && reply.body["sweep"].is_object()) {
@@ -362,14 +362,7 @@ ExitCode results_apply(Invocation& invocation) {
 ExitCode sweep_plan(Invocation& invocation) {
     auto posted = post_spec_file(invocation, "/v1/sweeps/plan");
     if (!posted) return ExitCode::kFailed;
-    const ApiReply& reply = *posted;
-    if (!reply.ok()) return invocation.fail(reply);
-    if (invocation.json_output) {
-        invocation.print_json(reply.body);
-    } else {
-        invocation.out << format_sweep_plan(reply.body);
-    }
-    return ExitCode::kOk;
+    return print_reply(invocation, *posted, format_sweep_plan);
 }
 
 ExitCode status(Invocation& invocation) {
