@@ -453,15 +453,11 @@ std::string general_usage() {
             ")\n";
     text += "  --json         print the API's JSON (one document per line) instead of tables\n";
     text += "  --help         this text; 'hostctl help COMMAND' for one command\n\n";
+    // Each command's usage, then its help indented below it: the usages
+    // differ too much in length for one column to fit a terminal.
     text += "commands:\n";
-    std::size_t width = 0;
     for (const auto& command : command_table()) {
-        width = std::max(width, command_usage(command).size());
-    }
-    for (const auto& command : command_table()) {
-        std::string usage = command_usage(command);
-        text += "  " + usage + std::string(width - usage.size() + 2, ' ') +
-                std::string(command.help) + "\n";
+        text += "  " + command_usage(command) + "\n      " + std::string(command.help) + "\n";
     }
     text += "\nexit status: 0 ok, 1 operation failed, 2 usage error, 3 daemon unreachable\n";
     return text;

@@ -117,10 +117,11 @@ directories_as_declared() {
 }
 
 # The commands `hostctl --help` lists, one "WORD [WORD]" a line, sorted: the
-# lower-case words of each usage column (columns are 2+ spaces apart).
+# lower-case words of each usage line (indented by two spaces; its help
+# follows, indented deeper).
 help_commands() {
     sed -n '/^commands:/,/^$/p' "$RESULTS/hostctl-help.txt" | awk '
-        NR > 1 && NF {
+        NR > 1 && /^  [^ ]/ {
             sub(/^ +/, ""); split($0, columns, /  +/); n = split(columns[1], words, " ")
             name = ""
             for (i = 1; i <= n; i++) if (words[i] ~ /^[a-z]+$/) name = name (name == "" ? "" : " ") words[i]

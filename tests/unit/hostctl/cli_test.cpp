@@ -461,7 +461,8 @@ TEST_CASE("usage errors exit 2 without asking the daemon", "[hostctl][cli]") {
     auto help = run_hostctl({"--help"});
     CHECK(help.code == ExitCode::kOk);
     CHECK_THAT(help.out,
-               Catch::Contains("  results compare SWEEP [--metric NAME] [--all] [--csv]  "));
+               Catch::Contains("\n  results compare SWEEP [--metric NAME] [--all] [--csv]\n      "
+                               "compare a sweep's configurations"));
     auto command_help = run_hostctl({"help", "sweep", "submit"});
     CHECK(command_help.code == ExitCode::kOk);
     CHECK_THAT(command_help.out,
