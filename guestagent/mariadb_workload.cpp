@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -312,7 +312,8 @@ class Session {
     }
 
     // Runs argv to completion within the deadline, reporting progress once a
-    // second: the last line of `progress_file` when given, else `step`.
+    // second and once at its end: the last line of `progress_file` when
+    // given, else `step`.
     Result<ProcessOutput> run(const std::vector<std::string>& argv, const std::string& step,
                               const std::string& progress_file = "",
                               std::optional<double> planned_s = std::nullopt) {
@@ -323,19 +324,25 @@ class Session {
                                   [&runner, &argv, limit] { return runner.run(argv, limit); });
         const auto step_start = Clock::now();
         report(step, planned_s ? std::optional<double>(0.0) : std::nullopt);
-        while (running.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
+        const auto progress_message = [&] {
             std::string message = step;
             if (!progress_file.empty()) {
                 if (auto line = last_line(read_file(progress_file)); !line.empty()) {
                     message += ": " + line;
                 }
             }
+            return message;
+        };
+        while (running.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
             std::optional<double> fraction;
             if (planned_s && *planned_s > 0) {
                 fraction = std::min(1.0, seconds_between(step_start, Clock::now()) / *planned_s);
             }
-            report(message, fraction);
+            report(progress_message(), fraction);
         }
+        // A step faster than the first tick still shows where it ended.
+        if (!progress_file.empty())
+            report(progress_message(), planned_s ? std::optional<double>(1.0) : std::nullopt);
         auto output = running.get();
         if (!output) return output.error();
         if (output->timed_out) return timeout(step);
