@@ -179,6 +179,94 @@ Result<std::map<std::string, double>> sysbench_metrics(std::string_view text) {
     return metrics;
 }
 
+// One job direction's per-second array `key` (absent: empty), validated.
+Result<std::vector<double>> series_of(const Json& section, const char* key,
+                                      const std::string& where) {
+    std::vector<double> values;
+    if (!section.is_object() || !section.contains(key)) return values;
+    const Json& array = section.at(key);
+    if (!array.is_array()) {
+        return make_error(errc::kInvalidArgument, where + "." + key + " is not an array");
+    }
+    for (std::size_t i = 0; i < array.size() && i < kMaxSeriesSeconds; ++i) {
+        const Json& value = array[i];
+        if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+            return make_error(errc::kInvalidArgument, where + "." + key + "[" + std::to_string(i) +
+                                                          "] is not a non-negative number");
+        }
+        values.push_back(value.get<double>());
+    }
+    return values;
+}
+
+// `into` += `add` index by index, over the seconds both have.
+void add_series(std::vector<double>& into, const std::vector<double>& add, bool first) {
+    if (first) {
+        into = add;
+        return;
+    }
+    into.resize(std::min(into.size(), add.size()));
+    for (std::size_t s = 0; s < into.size(); ++s) into[s] += add[s];
+}
+
+Result<SeriesMap> fio_series(const Json& output) {
+    struct SeriesKey {
+        const char* direction;
+        const char* array;
+        const char* name;
+        double scale;
+    };
+    static constexpr SeriesKey kKeys[] = {
+        {"read", "iops_per_second", "read_iops", 1.0},
+        {"write", "iops_per_second", "write_iops", 1.0},
+        {"read", "bw_bytes_per_second", "read_bw_mib_s", 1.0 / (1024.0 * 1024.0)},
+        {"write", "bw_bytes_per_second", "write_bw_mib_s", 1.0 / (1024.0 * 1024.0)},
+    };
+    SeriesMap series;
+    const Json* jobs = output.is_object() && output.contains("jobs") ? &output.at("jobs") : nullptr;
+    if (jobs == nullptr || !jobs->is_array()) return series;
+    for (const SeriesKey& key : kKeys) {
+        std::vector<double> sum;
+        bool any = false;
+        for (std::size_t j = 0; j < jobs->size(); ++j) {
+            const Json& job = (*jobs)[j];
+            if (!job.is_object() || !job.contains(key.direction)) continue;
+            const std::string where = "jobs[" + std::to_string(j) + "]." + key.direction;
+            auto values = series_of(job.at(key.direction), key.array, where);
+            if (!values.ok()) return values.error();
+            if (values->empty()) continue;
+            add_series(sum, *values, !any);
+            any = true;
+        }
+        if (!any || std::all_of(sum.begin(), sum.end(), [](double v) { return v == 0; })) continue;
+        for (double& value : sum) value *= key.scale;
+        series[key.name] = std::move(sum);
+    }
+    return series;
+}
+
+// "[ 3s ] thds: 4 tps: 123.45 qps: 2469.03 (r/w/o: ...) lat (ms,95%): ..."
+SeriesMap sysbench_series(std::string_view text) {
+    SeriesMap series;
+    for (std::string_view line : split_lines(text)) {
+        line = trim_whitespace(line);
+        if (!line.starts_with("[ ") || line.find("s ]") == std::string_view::npos) continue;
+        for (const char* name : {"tps", "qps"}) {
+            const std::string label = std::string(" ") + name + ": ";
+            const auto at = line.find(label);
+            if (at == std::string_view::npos) continue;
+            std::string_view rest = line.substr(at + label.size());
+            rest = rest.substr(0, rest.find(' '));
+            auto& values = series[name];
+            if (auto value = parse_double(rest);
+                value && *value >= 0 && values.size() < kMaxSeriesSeconds) {
+                values.push_back(*value);
+            }
+        }
+    }
+    return series;
+}
+
 const std::string* stdout_of(const Json& output) {
     if (!output.is_object()) return nullptr;
     const auto found = output.find("stdout");
@@ -329,6 +417,15 @@ Result<std::map<std::string, double>> metrics_from_workload_output(std::string_v
     return make_error(errc::kInvalidArgument,
                       "no metrics for workload kind '" + std::string(kind) +
                           "' (known: fio, io, mariadb-atis, sysbench-oltp)");
+}
+
+Result<SeriesMap> per_second_series(std::string_view kind, const Json& output) {
+    if (kind == "fio" || kind == "io") return fio_series(output);
+    if (kind == "sysbench-oltp") {
+        const std::string* text = stdout_of(output);
+        return text == nullptr ? SeriesMap{} : sysbench_series(*text);
+    }
+    return SeriesMap{};
 }
 
 PrimaryMetric primary_metric_for_kind(std::string_view kind) {

@@ -5,6 +5,7 @@
 // is the value a workload asked for.
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 #include <string_view>
@@ -29,7 +30,7 @@ struct SqlBenchPhase {
     bool estimated = false;  // sql-bench printed an estimate, not a measurement
 };
 struct SqlBenchReport {
-    std::string test;                  // e.g. "ATIS table test"
+    std::string test;                   // e.g. "ATIS table test"
     std::vector<SqlBenchPhase> phases;  // in output order
     double total_s = 0;                 // "Total time: N wallclock secs"
     bool total_estimated = false;       // "Estimated total time: ..."
@@ -52,6 +53,25 @@ Result<SqlBenchReport> parse_sqlbench_output(std::string_view text);
 // what is wrong.
 Result<std::map<std::string, double>> metrics_from_workload_output(std::string_view kind,
                                                                    const Json& output);
+
+// Per-second samples of a run, for plots of throughput over time: series
+// name -> one value per second of the measured window.
+//   fio, io:        read_iops, write_iops, read_bw_mib_s, write_bw_mib_s,
+//                   summed over jobs index by index (over the seconds every
+//                   job has), from each job's direction sections'
+//                   "iops_per_second" and "bw_bytes_per_second" arrays (the
+//                   native engine writes them; the agent adds them to fio's
+//                   report from fio's per-second logs). A direction without
+//                   I/O has no series.
+//   sysbench-oltp:  tps and qps, from the "[ Ns ] ... tps: X qps: Y" lines
+//                   of --report-interval=1.
+//   mariadb-atis:   none (an empty map).
+// At most kMaxSeriesSeconds values per series (later ones are dropped).
+// errc::kInvalidArgument naming the element when a series is not an array
+// of finite non-negative numbers (the output is the guest's, untrusted).
+inline constexpr std::size_t kMaxSeriesSeconds = 86400;
+using SeriesMap = std::map<std::string, std::vector<double>>;
+Result<SeriesMap> per_second_series(std::string_view kind, const Json& output);
 
 // The metric a comparison ranks by default, and whether lower is better:
 // fio/io "read_iops" (higher), mariadb-atis "total_s" (lower),

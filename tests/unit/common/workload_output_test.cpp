@@ -268,4 +268,41 @@ TEST_CASE("server_variable_risks lists what trades durability for speed") {
     CHECK(server_variable_risks(Json::array()).empty());
 }
 
+TEST_CASE("per_second_series: sysbench's report-interval lines become tps and qps series") {
+    auto series = per_second_series(
+        "sysbench-oltp", stdout_output(recorded("sysbench_oltp_read_write_histogram.txt")));
+    REQUIRE(series.ok());
+    REQUIRE(series->at("tps").size() == 5);
+    CHECK(series->at("tps")[0] == Approx(671.02));
+    CHECK(series->at("tps")[4] == Approx(160.24));
+    CHECK(series->at("qps")[1] == Approx(3661.04));
+    CHECK(
+        per_second_series("mariadb-atis", stdout_output("Total time: 3 wallclock secs"))->empty());
+}
+
+TEST_CASE("per_second_series: fio/io jobs are summed over the seconds every job has") {
+    const Json output = {
+        {"jobs",
+         {{{"read", {{"iops_per_second", {10, 20, 30}}, {"bw_bytes_per_second", {1048576, 0, 0}}}},
+           {"write", {{"iops_per_second", {0, 0, 0}}}}},
+          {{"read", {{"iops_per_second", {1, 2}}}}, {"write", Json::object()}}}}};
+    auto series = per_second_series("io", output);
+    REQUIRE(series.ok());
+    CHECK(series->at("read_iops") == std::vector<double>{11, 22});
+    CHECK(series->at("read_bw_mib_s") == std::vector<double>{1, 0, 0});
+    CHECK(series->count("write_iops") == 0);  // no I/O in that direction
+    CHECK(per_second_series("fio", Json{{"jobs", Json::array()}})->empty());
+}
+
+TEST_CASE("per_second_series: a guest's malformed series is refused, naming the element") {
+    const Json output = {{"jobs", {{{"read", {{"iops_per_second", {1, "x"}}}}}}}};
+    auto series = per_second_series("fio", output);
+    REQUIRE_FALSE(series.ok());
+    CHECK_THAT(series.error().message, Catch::Contains("jobs[0].read.iops_per_second[1]"));
+    const Json negative = {{"jobs", {{{"write", {{"iops_per_second", {-1}}}}}}}};
+    CHECK_FALSE(per_second_series("io", negative).ok());
+    const Json not_array = {{"jobs", {{{"write", {{"bw_bytes_per_second", 3}}}}}}};
+    CHECK_FALSE(per_second_series("io", not_array).ok());
+}
+
 }  // namespace ds
