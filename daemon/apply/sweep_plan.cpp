@@ -154,8 +154,14 @@ Json sweep_plan_json(const SweepSpec& spec, const SweepPlan& plan, const RunDura
                      int max_parallel_runs) {
     const int parallel = std::max(1, max_parallel_runs);
     const EstimatedPlan estimated = estimate_pairs(plan, durations);
+    // Adaptive repetitions may add whole rounds up to max_repetitions.
+    const int max_rounds = std::max(spec.repetitions, spec.max_repetitions);
+    const double round_scale = static_cast<double>(max_rounds) / std::max(1, spec.repetitions);
     return {{"name", spec.name},
             {"repetitions", spec.repetitions},
+            {"max_repetitions", max_rounds},
+            {"ci_target", spec.ci_target > 0 ? Json(spec.ci_target) : Json()},
+            {"max_total_runs", plan.runs.size() / std::max(1, spec.repetitions) * max_rounds},
             {"varying_axes", plan.varying_axes},
             {"configurations", configurations_json(plan)},
             {"workloads", workloads_json(plan)},
@@ -166,6 +172,7 @@ Json sweep_plan_json(const SweepSpec& spec, const SweepPlan& plan, const RunDura
             {"estimate",
              {{"run_seconds", estimated.run_seconds},
               {"wall_seconds", estimated.run_seconds / parallel},
+              {"max_wall_seconds", estimated.run_seconds * round_scale / parallel},
               {"max_parallel_runs", parallel},
               {"runs_estimated", estimated.runs_estimated},
               {"runs_unknown", estimated.runs_unknown},

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <iostream>
 
+#include "daemon/run/rounds.h"
+
 namespace ds {
 
 Scheduler::Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs)
@@ -51,7 +53,7 @@ Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
             sweep.any_failed = true;
     }
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         for (const auto& queued : sweeps_) {
             if (queued.id == sweep_id) {
                 return make_error(errc::kConflict,
@@ -59,9 +61,10 @@ Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
             }
         }
         sweeps_.push_back(std::move(sweep));
+        // Nothing left to run (e.g. a daemon stopped before deciding about
+        // the next adaptive round): decide now, or finish.
         if (sweeps_.back().pending.empty()) {
-            finish_sweep_locked(sweeps_.back());
-            sweeps_.pop_back();
+            settle_drained(lock, std::prev(sweeps_.end()));
             return ok_status();
         }
     }
@@ -77,7 +80,7 @@ Status Scheduler::cancel(std::int64_t sweep_id) {
         it->cancel_flag->store(true);
         it->pending.clear();
         DS_TRY(store_.cancel_pending_runs(sweep_id));
-        if (it->running == 0) {
+        if (it->running == 0 && !it->settling) {
             finish_sweep_locked(*it);
             sweeps_.erase(it);
         }
@@ -108,6 +111,49 @@ void Scheduler::finish_sweep_locked(QueuedSweep& sweep) {
     auto counts = store_.run_counts(sweep.id);
     if (counts.ok()) event["counts"] = counts.value();
     events_.publish(sweep.id, std::move(event));
+}
+
+void Scheduler::settle_drained(std::unique_lock<std::mutex>& lock,
+                               std::list<QueuedSweep>::iterator sweep) {
+    const std::int64_t id = sweep->id;
+    Result<RoundOutcome> outcome = RoundOutcome{};
+    if (!sweep->cancelled && !stopping_) {
+        sweep->settling = true;
+        lock.unlock();
+        try {
+            outcome = settle_round(store_, id);
+        } catch (const std::exception& error) {
+            outcome = make_error(errc::kInternal, error.what());
+        }
+        lock.lock();
+        sweep->settling = false;
+    }
+    if (!outcome.ok()) {
+        std::cerr << "disksweepd: sweep " << id
+                  << ": cannot decide about another round: " << outcome.error().message
+                  << std::endl;
+    } else if (!outcome->decision.is_null()) {
+        Json event = {{"type", "round_decision"}, {"decision", outcome->decision}};
+        if (auto sweep_record = store_.get_sweep(id); sweep_record.ok()) {
+            event["total_runs"] = sweep_record->total_runs;
+        }
+        if (auto counts = store_.run_counts(id); counts.ok()) event["counts"] = counts.value();
+        events_.publish(id, std::move(event));
+    }
+    if (outcome.ok() && !outcome->added_runs.empty()) {
+        if (sweep->cancelled) {
+            (void)store_.cancel_pending_runs(id);
+        } else {
+            for (RunRecord& run : outcome->added_runs) sweep->pending.push_back(std::move(run));
+            work_available_.notify_all();
+            return;
+        }
+    }
+    // A daemon that is stopping leaves its sweeps queued/running in the
+    // store: the next start resumes them.
+    if (stopping_) return;
+    finish_sweep_locked(*sweep);
+    sweeps_.erase(sweep);
 }
 
 RunRecord Scheduler::execute_guarded(const RunRecord& run, const SweepTimeouts& timeouts,
@@ -183,7 +229,7 @@ void Scheduler::worker_loop() {
         double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         for (auto it = sweeps_.begin(); it != sweeps_.end(); ++it) {
             if (it->id != run.sweep_id) continue;
             it->running--;
@@ -198,11 +244,8 @@ void Scheduler::worker_loop() {
             event["eta_s"] = mean * (static_cast<double>(it->pending.size()) + 0.5 * it->running) /
                              max_parallel_runs_;
             events_.publish(it->id, std::move(event));
-            // A daemon that is stopping leaves its sweeps queued/running in
-            // the store: the next start resumes them.
-            if (it->pending.empty() && it->running == 0 && !stopping_) {
-                finish_sweep_locked(*it);
-                sweeps_.erase(it);
+            if (it->pending.empty() && it->running == 0 && !it->settling) {
+                settle_drained(lock, it);
             }
             break;
         }

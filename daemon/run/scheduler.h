@@ -1,5 +1,8 @@
 // Runs the runs of submitted sweeps, at most N at once, each sweep's runs in
 // its planned (randomised-interleaved) order, sweeps first come first served.
+// When every planned run of an adaptive sweep has finished, the sweep gets
+// one more round or stops (ds::settle_round); the decision is published as
+// a "round_decision" event.
 // After each run its worker gives freed heap back to the system
 // (malloc_trim), so a run's peak does not stay as the daemon's RSS.
 #pragma once
@@ -57,6 +60,9 @@ class Scheduler {
         bool started = false;
         bool any_failed = false;  // a run failed or timed out: the sweep ends failed
         bool cancelled = false;
+        // A worker is deciding about another round (no lock held): cancel()
+        // leaves the sweep to that worker to finish.
+        bool settling = false;
         std::shared_ptr<std::atomic<bool>> cancel_flag = std::make_shared<std::atomic<bool>>(false);
         double finished_seconds = 0;
         int finished_runs = 0;
@@ -67,6 +73,10 @@ class Scheduler {
     RunRecord execute_guarded(const RunRecord& run, const SweepTimeouts& timeouts,
                               const std::atomic<bool>& cancelled);
     void finish_sweep_locked(QueuedSweep& sweep);
+    // Called with the lock held by `lock` when `sweep` has no pending and no
+    // running run: adds a round (unlocking while it decides) or finishes and
+    // removes the sweep. `sweep` is invalid afterwards.
+    void settle_drained(std::unique_lock<std::mutex>& lock, std::list<QueuedSweep>::iterator sweep);
 
     Store& store_;
     EventBus& events_;

@@ -58,7 +58,7 @@ TEST_CASE("sweep plan: configurations, dropped, runs and a partial estimate",
           "dropped 2 combinations that cannot exist:\n"
           "  bus=virtio-blk cache=none: virtio-blk has no rotation rate\n"
           "  bus=virtio-blk cache=unsafe: virtio-blk has no rotation rate\n"
-          "estimated duration: at least 2m00s (max_parallel_runs 2)\n"
+          "estimated duration: at least 2m00s (2 runs at a time)\n"
           "  from the median durations of 2 past runs: 3 planned runs by the same "
           "configuration and workload, 3 by the same workload on other configurations, 6 "
           "unknown (workload never run here)\n");
@@ -73,7 +73,7 @@ TEST_CASE("sweep plan: a complete estimate, none at all, and a refusal",
                             {"runs_estimated", 3}, {"runs_unknown", 0},    {"based_on_runs", 2},
                             {"complete", true}};
     const std::string text = ds::hostctl::format_sweep_plan(complete);
-    CHECK(text.find("estimated duration: 1h02m (max_parallel_runs 1)\n") != std::string::npos);
+    CHECK(text.find("estimated duration: 1h02m (1 run at a time)\n") != std::string::npos);
     CHECK(text.find("unknown") == std::string::npos);
 
     Json nothing = plan_reply();
@@ -84,6 +84,20 @@ TEST_CASE("sweep plan: a complete estimate, none at all, and a refusal",
                        "this daemon yet)\n") != std::string::npos);
     CHECK(unknown.find("this daemon would refuse it: cannot run sweeps: no guest image\n") !=
           std::string::npos);
+}
+
+TEST_CASE("sweep plan: adaptive repetitions show the most runs and the longest duration",
+          "[hostctl][format][plan]") {
+    Json adaptive = plan_reply();
+    adaptive["ci_target"] = 0.03;
+    adaptive["max_repetitions"] = 10;
+    adaptive["max_total_runs"] = 40;
+    adaptive["estimate"]["max_wall_seconds"] = 400;
+    const std::string text = ds::hostctl::format_sweep_plan(adaptive);
+    CHECK(text.find("adaptive: up to 40 runs (10 rounds) while a configuration's 95% CI is wider "
+                    "than ±3% of its mean\n") != std::string::npos);
+    CHECK(text.find("estimated duration: at least 2m00s, up to 6m40s with every adaptive round "
+                    "(2 runs at a time)\n") != std::string::npos);
 }
 
 TEST_CASE("sweep plan: an older or broken answer prints what there is", "[hostctl][format][plan]") {
