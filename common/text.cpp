@@ -38,4 +38,15 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
     return joined;
 }
 
+std::vector<std::string> split_list(std::string_view text, char separator) {
+    std::vector<std::string> items;
+    while (!text.empty()) {
+        const std::size_t end = std::min(text.find(separator), text.size());
+        const std::string_view item = trim_whitespace(text.substr(0, end));
+        if (!item.empty()) items.emplace_back(item);
+        text.remove_prefix(std::min(end + 1, text.size()));
+    }
+    return items;
+}
+
 }  // namespace ds

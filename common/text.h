@@ -23,4 +23,8 @@ std::string trim_trailing(std::string text);
 // non-empty prefix, so leading empty items leave no separator behind.
 std::string join(const std::vector<std::string>& items, std::string_view separator);
 
+// The items of a list like "a|b|c" (config values): split at `separator`,
+// each trimmed, empty ones dropped.
+std::vector<std::string> split_list(std::string_view text, char separator);
+
 }  // namespace ds

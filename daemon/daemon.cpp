@@ -185,10 +185,12 @@ Status add_configured_hosts(const DaemonConfig& config, std::unique_ptr<Hypervis
     hosts.add(std::move(own));
     const HostContext context{config.embedded_root(), config.run_dir()};
     for (const std::string& text : config.hosts) {
-        auto host = make_configured_host(text, context);
-        DS_TRY(host);
-        DS_TRY(backends.add_host((*host)->description));
-        hosts.add(std::move(host).value());
+        auto configured = make_configured_hosts(text, context);
+        DS_TRY(configured);
+        for (auto& host : configured.value()) {
+            DS_TRY(backends.add_host(host->description));
+            hosts.add(std::move(host));
+        }
     }
     backends.add_hypervisor(std::string(kHostBaselineHypervisor),
                             "fio from the host on the raw volume (host baselines)");

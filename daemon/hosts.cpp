@@ -24,37 +24,51 @@ Result<int> parse_parallel(const BackendLine& line) {
 }
 
 std::vector<std::string> parse_storages(const BackendLine& line) {
-    std::vector<std::string> storages;
     auto found = line.options.find("storages");
-    if (found == line.options.end()) return storages;
-    std::string_view rest = found->second;
-    while (!rest.empty()) {
-        const std::size_t bar = std::min(rest.find('|'), rest.size());
-        const std::string_view name = trim_whitespace(rest.substr(0, bar));
-        if (!name.empty()) storages.emplace_back(name);
-        rest.remove_prefix(std::min(bar + 1, rest.size()));
-    }
-    return storages;
+    if (found == line.options.end()) return {};
+    return split_list(found->second, '|');
+}
+
+Result<std::unique_ptr<Host>> make_host(const BackendLine& line, const std::string& group,
+                                        const HostContext& context) {
+    auto parallel = parse_parallel(line);
+    DS_TRY(parallel);
+    auto hypervisor = make_host_hypervisor(line, context);
+    DS_TRY(hypervisor);
+    auto host = std::make_unique<Host>();
+    const auto uri = line.options.find("uri");
+    host->description = {line.pool, line.kind, uri != line.options.end() ? uri->second : line.kind,
+                         parse_storages(line), group};
+    host->hypervisor = std::move(hypervisor).value();
+    host->parallel = *parallel;
+    return host;
 }
 
 }  // namespace
 
-Result<std::unique_ptr<Host>> make_configured_host(std::string_view line_text,
-                                                   const HostContext& context) {
+Result<std::vector<std::unique_ptr<Host>>> make_configured_hosts(std::string_view line_text,
+                                                                 const HostContext& context) {
     auto line = parse_host_line(line_text);
     DS_TRY(line);
-    auto parallel = parse_parallel(*line);
-    DS_TRY(parallel);
-    auto hypervisor = make_host_hypervisor(*line, context);
-    DS_TRY(hypervisor);
-    auto host = std::make_unique<Host>();
-    const auto uri = line->options.find("uri");
-    host->description = {line->pool, line->kind,
-                         uri != line->options.end() ? uri->second : line->kind,
-                         parse_storages(*line)};
-    host->hypervisor = std::move(hypervisor).value();
-    host->parallel = *parallel;
-    return host;
+    const HypervisorKindDef* kind = find_hypervisor_kind(line->kind);
+    std::vector<BackendLine> members{*line};
+    std::string group;
+    if (kind != nullptr && kind->expand) {
+        auto expanded = kind->expand(*line);
+        if (!expanded.ok()) {
+            return make_error(expanded.error().code,
+                              "host '" + line->pool + "': " + expanded.error().message);
+        }
+        if (expanded->size() != 1 || (*expanded)[0].pool != line->pool) group = line->pool;
+        members = std::move(expanded).value();
+    }
+    std::vector<std::unique_ptr<Host>> hosts;
+    for (const BackendLine& member : members) {
+        auto host = make_host(member, group, context);
+        DS_TRY(host);
+        hosts.push_back(std::move(host).value());
+    }
+    return hosts;
 }
 
 HostLease::~HostLease() {
@@ -73,7 +87,9 @@ bool HostPool::eligible(const Host& host, const StorageConfig& config,
     if (description.kind != config.hypervisor) return false;
     if (!description.reaches(storage_name(config))) return false;
     return pinned.empty() ||
-           std::find(pinned.begin(), pinned.end(), description.name) != pinned.end();
+           std::any_of(pinned.begin(), pinned.end(), [&description](const std::string& pin) {
+               return description.selected_by(pin);
+           });
 }
 
 Result<HostLease> HostPool::acquire(const StorageConfig& config,

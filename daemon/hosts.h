@@ -37,11 +37,12 @@ struct Host {
 
 // A `host = KIND:NAME,KEY=VALUE...` line of the config, connected: the
 // kind's factory (registry.h) makes the hypervisor; the keys every host has
-// set `parallel` (1..64, default 1) and the storages it reaches (`storages=
-// NAME|NAME`). Acceleration is left to the caller. Errors name the host and
-// the key.
-Result<std::unique_ptr<Host>> make_configured_host(std::string_view line_text,
-                                                   const HostContext& context);
+// set `parallel` (1..64, default 1, per host) and the storages it reaches
+// (`storages=NAME|NAME`). A line the kind expands (a Proxmox cluster's
+// `nodes=`) gives one host per member, named NAME/MEMBER, grouped as NAME.
+// Acceleration is left to the caller. Errors name the host and the key.
+Result<std::vector<std::unique_ptr<Host>>> make_configured_hosts(std::string_view line_text,
+                                                                 const HostContext& context);
 
 // What a sweep says of where its runs go (its spec's [hypervisor] table).
 struct SweepPlacement {

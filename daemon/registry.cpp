@@ -123,6 +123,22 @@ Result<std::unique_ptr<Hypervisor>> make_proxmox_host(const BackendLine& line, c
     return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
 }
 
+// `nodes=`: one line per cluster node, NAME/NODE, with run_node set.
+Result<std::vector<BackendLine>> expand_proxmox_host_line(const BackendLine& line) {
+    auto nodes = proxmox_host_nodes(line.options);
+    DS_TRY(nodes);
+    if (nodes->empty()) return std::vector<BackendLine>{line};
+    std::vector<BackendLine> members;
+    for (const std::string& node : *nodes) {
+        BackendLine member = line;
+        member.pool = line.pool + "/" + node;
+        member.options.erase(std::string(kProxmoxNodesKey));
+        member.options["run_node"] = node;
+        members.push_back(std::move(member));
+    }
+    return members;
+}
+
 // The proxmox kind's keys: the client's and the hypervisor's own tables.
 std::vector<BackendOptionDef> proxmox_options() {
     std::vector<BackendOptionDef> options;
@@ -130,6 +146,7 @@ std::vector<BackendOptionDef> proxmox_options() {
     for (const auto& key : proxmox_hypervisor_option_keys()) {
         options.push_back({key.key, false, key.help});
     }
+    options.push_back({kProxmoxNodesKey, false, kProxmoxNodesHelp});
     return options;
 }
 
@@ -148,7 +165,8 @@ const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
          "Proxmox VE through its REST API (an API token; docs/proxmox.md)",
          false,
          proxmox_options(),
-         make_proxmox_host},
+         make_proxmox_host,
+         expand_proxmox_host_line},
         // Not a hypervisor: the host baselines (spec host_baseline) run fio
         // from the host on the raw volume, which fio reaches as a file, a
         // block device or, through librbd, an RBD image.
@@ -335,6 +353,10 @@ Result<std::unique_ptr<Hypervisor>> make_host_hypervisor(const BackendLine& line
     return hypervisor;
 }
 
+bool HostDescription::selected_by(const std::string& pin) const {
+    return pin == name || (!group.empty() && pin == group);
+}
+
 bool HostDescription::reaches(const std::string& storage) const {
     return storages.empty() ||
            std::find(storages.begin(), storages.end(), storage) != storages.end();
@@ -390,8 +412,10 @@ Status BackendCatalog::check_hosts(const StorageConfig& config,
     for (const auto& host : hosts_) {
         if (host.kind != config.hypervisor) continue;
         of_kind.push_back(host.name);
-        const bool allowed = pinned.empty() || is_host_baseline(config) ||
-                             std::find(pinned.begin(), pinned.end(), host.name) != pinned.end();
+        const bool allowed =
+            pinned.empty() || is_host_baseline(config) ||
+            std::any_of(pinned.begin(), pinned.end(),
+                        [&host](const std::string& pin) { return host.selected_by(pin); });
         if (allowed && host.reaches(storage)) return ok_status();
     }
     if (of_kind.empty()) {

@@ -91,6 +91,10 @@ struct HypervisorKindDef {
     // (host_option_defs()); empty with `make` for kinds no line configures.
     std::vector<BackendOptionDef> options;
     std::function<Result<std::unique_ptr<Hypervisor>>(const BackendLine&, const HostContext&)> make;
+    // For a line that stands for several hosts (a Proxmox cluster's nodes):
+    // the lines of those hosts, each named NAME/MEMBER, given to `make` one
+    // by one. Empty: the line is one host.
+    std::function<Result<std::vector<BackendLine>>(const BackendLine&)> expand;
 };
 std::span<const HypervisorKindDef> hypervisor_kinds();
 const HypervisorKindDef* find_hypervisor_kind(std::string_view name);
@@ -106,11 +110,17 @@ Result<std::unique_ptr<Hypervisor>> make_host_hypervisor(const BackendLine& line
 // hypervisor kind, and the storages it reaches (empty = every storage whose
 // disks its kind attaches).
 struct HostDescription {
-    std::string name;  // "local", "node2"
+    std::string name;  // "local", "node2", "pve/pve1"
     std::string kind;  // a hypervisor kind: "libvirt", "proxmox", "host"
     std::string detail;
     std::vector<std::string> storages;
+    // The name of the config line it came from when that line stands for
+    // several hosts ("pve" for "pve/pve1"); "" otherwise.
+    std::string group;
     bool reaches(const std::string& storage) const;
+    // Whether a sweep's [hypervisor] hosts entry selects it: its name, or
+    // its group (all the hosts of that line).
+    bool selected_by(const std::string& pin) const;
 };
 
 // What one daemon has configured: its hosts and its storages (by spec

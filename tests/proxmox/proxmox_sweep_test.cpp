@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "proxmox/pve_fake_fixture.h"
 #include "support/daemon_fixture.h"
@@ -127,4 +128,76 @@ TEST_CASE("a Proxmox host line with a bad key stops the daemon and names the key
     CHECK_FALSE(daemon.ready());
     CHECK(daemon.log().find("unknown option 'vmid_mx'") != std::string::npos);
     CHECK(daemon.log().find(PveFake::kSecret) == std::string::npos);
+}
+
+namespace {
+
+// Two nodes sharing an RBD storage that holds the template's disk, so
+// linked clones may go to either node (PVE refuses a clone to another node
+// from local storage).
+constexpr const char* kTwoNodeCluster = R"({
+  "nodes": ["pve1", "pve2"],
+  "storages": [{"id": "local", "type": "dir", "content": ["iso", "images"]},
+               {"id": "ceph", "type": "rbd", "shared": true}],
+  "vms": [{"vmid": 9000, "node": "pve1", "status": "stopped",
+           "config": {"name": "disksweep-template", "template": "1", "agent": "1",
+                      "memory": "1024", "cores": "1", "ostype": "l26",
+                      "scsihw": "virtio-scsi-single", "boot": "order=scsi0",
+                      "scsi0": "ceph:base-9000-disk-0,size=2G"}}]
+})";
+
+std::string two_node_spec() {
+    std::string spec = kSpec;
+    spec.replace(spec.find("pve:local-lvm"), std::string("pve:local-lvm").size(), "pve:ceph");
+    return spec;
+}
+
+}  // namespace
+
+TEST_CASE("a Proxmox cluster's nodes from /cluster/resources each take runs",
+          "[proxmox][fake][sweep]") {
+    skip_without_fio();
+    const std::string state = test::write_temp_file("pve-two-nodes.json", kTwoNodeCluster);
+    PveFake fake({"--state", state, "--guest-exec",
+                  std::string(PYTHON3_EXECUTABLE) + " " + STANDIN_GUEST_SCRIPT});
+    std::string line = proxmox_host_line(fake, ",nodes=auto");
+    line.replace(line.find("parallel=2"), std::string("parallel=2").size(), "parallel=1");
+    DaemonFixture daemon({"--accel", "tcg", "--host", line, "--storage", "pve:ceph", "--image-dir",
+                          test::test_temp_dir() + "/no-images"});
+    INFO("daemon log: " << daemon.log());
+    REQUIRE(daemon.ready());
+
+    auto status = daemon.hostctl({"--json", "status"});
+    REQUIRE(status.exit_code == 0);
+    const Json hosts = Json::parse(status.out)["hosts"];
+    REQUIRE(hosts.size() == 3);  // local, and one per online node
+    CHECK(hosts[1]["name"] == "pve-test/pve1");
+    CHECK(hosts[2]["name"] == "pve-test/pve2");
+
+    // Pinned by the line's name: any of its nodes.
+    std::string spec = two_node_spec();
+    spec.replace(spec.find("backend = \"proxmox\""), std::string("backend = \"proxmox\"").size(),
+                 "backend = \"proxmox\"\nhosts = [\"pve-test\"]");
+    const std::string spec_file = test::write_temp_file("pve-two-nodes.toml", spec);
+    auto submitted =
+        daemon.hostctl({"sweep", "submit", spec_file, "--wait"}, std::chrono::seconds(300));
+    INFO("hostctl: " << submitted.out << submitted.err << "\nfake PVE log: " << fake.log());
+    REQUIRE(submitted.exit_code == 0);
+    CHECK(fake.log().find(" 400 ") == std::string::npos);
+
+    auto shown = daemon.hostctl({"--json", "sweep", "show", "1"});
+    REQUIRE(shown.exit_code == 0);
+    std::set<std::string> used;
+    const Json runs = Json::parse(shown.out)["runs"];
+    REQUIRE(runs.size() == 4);
+    for (const auto& run : runs) {
+        CHECK(run["status"] == "succeeded");
+        used.insert(run["versions"]["host"].get<std::string>());
+    }
+    // With one run per node at a time, both nodes took runs.
+    CHECK(used == std::set<std::string>{"pve-test/pve1", "pve-test/pve2"});
+    // Runs of different nodes are not pooled: each host is its own partition.
+    auto compared = daemon.hostctl({"--json", "results", "compare", "1"});
+    REQUIRE(compared.exit_code == 0);
+    CHECK(Json::parse(compared.out)["partitions"].size() == 2);
 }

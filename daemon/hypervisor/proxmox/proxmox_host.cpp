@@ -35,9 +35,14 @@ Status set_identifier(std::string& field, std::string_view key, std::string_view
 }
 
 const HypervisorOptionRule kHypervisorOptionRules[] = {
-    {{"node", "the cluster node the runs' VMs are cloned on and run on"},
+    {{"node", "the cluster node of the template (and of the runs, unless run_node or nodes)"},
      [](ProxmoxHypervisorOptions& o, std::string_view k, std::string_view v) -> Status {
          return set_identifier(o.node, k, v);
+     }},
+    {{"run_node",
+      "the node runs' VMs are cloned to and run on (default: node; nodes= sets it per node)"},
+     [](ProxmoxHypervisorOptions& o, std::string_view k, std::string_view v) -> Status {
+         return set_identifier(o.run_node, k, v);
      }},
     {{"template_vmid", "the guest template's VM id (docs/proxmox.md, \"Guest template\")"},
      [](ProxmoxHypervisorOptions& o, std::string_view k, std::string_view v) -> Status {
@@ -83,6 +88,40 @@ bool is_client_key(std::string_view key) {
     return std::any_of(keys.begin(), keys.end(), [&](const auto& k) { return k.key == key; });
 }
 
+// The PVE client of a host line: its client keys (pve_option_keys).
+Result<std::unique_ptr<PveClient>> client_for(const std::map<std::string, std::string>& options) {
+    std::map<std::string, std::string> client_options;
+    for (const auto& [key, value] : options) {
+        if (is_client_key(key)) client_options.emplace(key, value);
+    }
+    auto parsed = pve_client_options(client_options);
+    DS_TRY(parsed);
+    return PveClient::create(std::move(parsed).value());
+}
+
+// The online nodes of the cluster, sorted.
+Result<std::vector<std::string>> online_nodes(const std::map<std::string, std::string>& options) {
+    auto client = client_for(options);
+    DS_TRY(client);
+    auto resources = (*client)->get("/cluster/resources", PveParams().set("type", "node"));
+    if (!resources.ok()) {
+        return pve_option_error(kProxmoxNodesKey,
+                                "cannot list the cluster's nodes: " + resources.error().message);
+    }
+    std::vector<std::string> nodes;
+    for (const Json& resource : *resources) {
+        if (!resource.is_object() || resource.value("type", "") != "node" ||
+            resource.value("status", "") != "online") {
+            continue;
+        }
+        std::string node;
+        DS_TRY(set_identifier(node, kProxmoxNodesKey, resource.value("node", "")));
+        nodes.push_back(std::move(node));
+    }
+    std::sort(nodes.begin(), nodes.end());
+    return nodes;
+}
+
 std::string all_keys() {
     std::vector<std::string> keys;
     for (const auto& key : pve_option_keys()) keys.emplace_back(key.key);
@@ -116,6 +155,29 @@ Result<ProxmoxHypervisorOptions> proxmox_hypervisor_options(
     return parsed;
 }
 
+Result<std::vector<std::string>> proxmox_host_nodes(
+    const std::map<std::string, std::string>& options) {
+    const auto found = options.find(std::string(kProxmoxNodesKey));
+    if (found == options.end()) return std::vector<std::string>{};
+    if (options.contains("run_node")) {
+        return pve_option_error(kProxmoxNodesKey, "excludes run_node (it sets run_node per node)");
+    }
+    std::vector<std::string> nodes;
+    if (found->second == "auto") {
+        auto online = online_nodes(options);
+        DS_TRY(online);
+        nodes = std::move(online).value();
+    } else {
+        for (const std::string& listed : split_list(found->second, '|')) {
+            std::string node;
+            DS_TRY(set_identifier(node, kProxmoxNodesKey, listed));
+            if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+        }
+    }
+    if (nodes.empty()) return pve_option_error(kProxmoxNodesKey, "names no (online) node");
+    return nodes;
+}
+
 Result<std::unique_ptr<ProxmoxHypervisor>> make_proxmox_hypervisor(
     const std::map<std::string, std::string>& options) {
     std::map<std::string, std::string> client_options;
@@ -128,9 +190,7 @@ Result<std::unique_ptr<ProxmoxHypervisor>> make_proxmox_hypervisor(
     }
     auto hypervisor_options = proxmox_hypervisor_options(options);
     DS_TRY(hypervisor_options);
-    auto parsed_client = pve_client_options(client_options);
-    DS_TRY(parsed_client);
-    auto client = PveClient::create(std::move(parsed_client).value());
+    auto client = client_for(options);
     DS_TRY(client);
     return ProxmoxHypervisor::create(std::shared_ptr<PveClient>(std::move(client).value()),
                                      std::move(hypervisor_options).value());

@@ -23,6 +23,21 @@ namespace ds {
 
 std::span<const PveOptionKey> proxmox_hypervisor_option_keys();
 
+// A host line's `nodes` key: the cluster nodes its runs go to, one daemon
+// host per node (the registry expands the line; each member gets run_node).
+inline constexpr std::string_view kProxmoxNodesKey = "nodes";
+inline constexpr std::string_view kProxmoxNodesHelp =
+    "the cluster nodes runs go to, one host each named NAME/NODE: `auto` (the online nodes of "
+    "/cluster/resources) or NODE|NODE; default: node only";
+
+// The nodes `nodes=` names: for `auto` the online nodes PVE lists in
+// /cluster/resources (sorted; contacts PVE with the line's client keys),
+// else the listed ones. Empty when the line has no `nodes`. Errors name the
+// key: an invalid node name, no node, `nodes` together with run_node, or
+// PVE's error.
+Result<std::vector<std::string>> proxmox_host_nodes(
+    const std::map<std::string, std::string>& options);
+
 // The hypervisor's keys of `options` (others are ignored), checked with
 // check_proxmox_options. Errors name the key.
 Result<ProxmoxHypervisorOptions> proxmox_hypervisor_options(

@@ -333,6 +333,10 @@ ProxmoxHypervisor::ProxmoxHypervisor(std::shared_ptr<PveClient> client,
                                      ProxmoxHypervisorOptions options)
     : client_(std::move(client)), options_(std::move(options)) {}
 
+const std::string& ProxmoxHypervisor::run_node() const {
+    return options_.run_node.empty() ? options_.node : options_.run_node;
+}
+
 std::string ProxmoxHypervisor::vm_path(const VmRef& vm, std::string_view tail) const {
     return pve_path({"nodes", vm.node, "qemu", std::to_string(vm.vmid)}) + std::string(tail);
 }
@@ -402,13 +406,16 @@ Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
     auto data_disk = pve_data_disk(request.config, *disk);
     if (!data_disk) return data_disk.error();
 
-    std::lock_guard<std::mutex> lock(allocation_mutex_);
+    // One id allocation and clone at a time in this daemon, across all its
+    // Proxmox hosts: the nodes of one cluster share its VM ids.
+    static std::mutex allocation_mutex;
+    std::lock_guard<std::mutex> lock(allocation_mutex);
     auto existing = find_vm(request.name);
     if (!existing) return existing.error();
     if (*existing) return make_error(errc::kConflict, "proxmox: VM " + request.name + " exists");
     auto vmid = allocate_vmid();
     if (!vmid) return vmid.error();
-    const VmRef vm{*vmid, options_.node};
+    const VmRef vm{*vmid, run_node()};
     Status started = clone_and_start(request, *data_disk, vm);
     if (!started) (void)destroy_vm(request.name);
     return started;
@@ -422,6 +429,7 @@ Status ProxmoxHypervisor::clone_and_start(const VmRequest& request, const PveDat
         clone.set_flag("full", true);
         if (!options_.clone_storage.empty()) clone.set("storage", options_.clone_storage);
     }
+    if (vm.node != options_.node) clone.set("target", vm.node);
     const VmRef template_vm{options_.template_vmid, options_.node};
     DS_TRY(task(PveMethod::kPost, vm_path(template_vm, "/clone"), clone));
 

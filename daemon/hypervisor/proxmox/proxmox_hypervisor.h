@@ -1,7 +1,9 @@
 // The Proxmox VE hypervisor backend, over the REST client (pve_client.h).
 //
 // A run's guest is a clone of a template VM (docs/proxmox.md, "Guest
-// template"): cloned on the configured node to a VM id inside
+// template"): cloned to the run node (the template's unless run_node says
+// another; one ProxmoxHypervisor per cluster node a host line expands to,
+// see proxmox_host.h) to a VM id inside
 // [vmid_min, vmid_max], named as the run asks (the daemon's prefix) and
 // tagged kProxmoxTag; then its data disk is added as scsi1 / virtio1 / sata1
 // = STORAGE:SIZE_GIB with the configuration's settings (pve_data_disk), and it
@@ -38,8 +40,12 @@ namespace ds {
 inline constexpr std::string_view kProxmoxTag = "disksweep";
 
 struct ProxmoxHypervisorOptions {
-    std::string node;       // where runs' VMs are cloned and run
+    std::string node;       // the template's node
     int template_vmid = 0;  // the guest template (on `node`)
+    // Where runs' VMs are cloned to and run ("" = node): another node of the
+    // cluster is PVE's clone `target`, which PVE allows only when the
+    // template's disks are on shared storage (or for full clones).
+    std::string run_node;
     bool linked_clone = true;
     std::string clone_storage;  // full clones only: where their disks go ("" = as the template)
     int vmid_min = 0;           // the VM ids disksweep may use, inclusive
@@ -114,6 +120,8 @@ class ProxmoxHypervisor : public Hypervisor {
     Json versions() override;
 
     const ProxmoxHypervisorOptions& options() const { return options_; }
+    // The node runs' VMs go to: run_node, else node.
+    const std::string& run_node() const;
 
   private:
     struct VmRef {
@@ -132,7 +140,6 @@ class ProxmoxHypervisor : public Hypervisor {
 
     std::shared_ptr<PveClient> client_;
     ProxmoxHypervisorOptions options_;
-    std::mutex allocation_mutex_;  // one id allocation and clone at a time
 };
 
 }  // namespace ds

@@ -3,10 +3,14 @@
 #include "daemon/hosts.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
+#include "daemon/hypervisor/proxmox/proxmox_hypervisor.h"
 #include "daemon/registry.h"
+#include "support/temp_dir.h"
 #include "unit/daemon/fakes.h"
 
 using namespace ds;
@@ -46,32 +50,74 @@ TEST_CASE("a host line needs a name and names its bad keys", "[hosts]") {
     CHECK_THAT(nameless.error().message, Catch::Contains("no name; write KIND:NAME"));
 
     const HostContext context{"/tmp/disksweep-hosts-test/libvirt", "/tmp/disksweep-hosts-test"};
-    auto unknown_kind = make_configured_host("xen:node3", context);
+    auto unknown_kind = make_configured_hosts("xen:node3", context);
     REQUIRE_FALSE(unknown_kind.ok());
     CHECK_THAT(unknown_kind.error().message,
                Catch::Contains("unknown hypervisor kind 'xen'; valid: libvirt, proxmox"));
-    auto unknown_key = make_configured_host("libvirt:node2,url=qemu:///system", context);
+    auto unknown_key = make_configured_hosts("libvirt:node2,url=qemu:///system", context);
     REQUIRE_FALSE(unknown_key.ok());
     CHECK_THAT(unknown_key.error().message,
                Catch::Contains("host 'node2': unknown option 'url'; valid: uri, parallel"));
-    auto bad_parallel = make_configured_host("libvirt:node2,parallel=0", context);
+    auto bad_parallel = make_configured_hosts("libvirt:node2,parallel=0", context);
     REQUIRE_FALSE(bad_parallel.ok());
     CHECK_THAT(bad_parallel.error().message, Catch::Contains("parallel must be a whole number"));
     // The host baselines' pseudo-hypervisor is no host a line may configure.
-    CHECK_FALSE(make_configured_host("host:h", context).ok());
+    CHECK_FALSE(make_configured_hosts("host:h", context).ok());
 }
 
 TEST_CASE("a proxmox host line refuses a secret in the line and names missing keys", "[hosts]") {
     const HostContext context{"", "/tmp/disksweep-hosts-test"};
-    auto secret = make_configured_host(
+    auto secret = make_configured_hosts(
         "proxmox:pve,host=pve1,token=a@pve!t,secret=5f0c2d1e-8a7b,fingerprint=AA", context);
     REQUIRE_FALSE(secret.ok());
     CHECK_THAT(secret.error().message, Catch::Contains("token_file"));
     CHECK_THAT(secret.error().message, !Catch::Contains("5f0c2d1e"));
-    auto no_node = make_configured_host(
+    auto no_node = make_configured_hosts(
         "proxmox:pve,host=pve1,template_vmid=9000,vmid_min=9100,vmid_max=9199", context);
     REQUIRE_FALSE(no_node.ok());
     CHECK_THAT(no_node.error().message, Catch::Contains("'node': missing"));
+}
+
+TEST_CASE("a proxmox line with nodes= is one host per node, pinned by the line's name", "[hosts]") {
+    test::TempDir dir;
+    const std::string token_file = dir.file("token");
+    { std::ofstream(token_file) << "5f0c2d1e-8a7b-4c6d-9e0f-1a2b3c4d5e6f\n"; }
+    std::filesystem::permissions(token_file, std::filesystem::perms::owner_read,
+                                 std::filesystem::perm_options::replace);
+    const HostContext context{"", dir.path().string()};
+    const std::string line = "proxmox:pve,host=pve1,token=a@pve!t,token_file=" + token_file +
+                             ",fingerprint=" + std::string(64, 'A') +
+                             ",node=pve1,template_vmid=9000,vmid_min=9100,vmid_max=9199,parallel=2";
+    auto hosts = make_configured_hosts(line + ",nodes=pve2|pve1|pve2", context);
+    INFO((hosts.ok() ? "" : hosts.error().message));
+    REQUIRE(hosts.ok());
+    REQUIRE(hosts->size() == 2);
+    CHECK((*hosts)[0]->description.name == "pve/pve2");
+    CHECK((*hosts)[1]->description.name == "pve/pve1");
+    for (const auto& host : *hosts) {
+        CHECK(host->description.group == "pve");
+        CHECK(host->description.kind == "proxmox");
+        CHECK(host->parallel == 2);  // per node
+        CHECK(host->description.selected_by("pve"));
+        CHECK(host->description.selected_by(host->description.name));
+        CHECK_FALSE(host->description.selected_by("pve1"));
+    }
+    const auto& first = dynamic_cast<ProxmoxHypervisor&>(*(*hosts)[0]->hypervisor);
+    CHECK(first.run_node() == "pve2");
+    CHECK(first.options().node == "pve1");  // the template's node
+
+    auto single = make_configured_hosts(line, context);
+    REQUIRE(single.ok());
+    REQUIRE(single->size() == 1);
+    CHECK((*single)[0]->description.name == "pve");
+    CHECK((*single)[0]->description.group.empty());
+
+    auto bad_node = make_configured_hosts(line + ",nodes=pve1|no/such", context);
+    REQUIRE_FALSE(bad_node.ok());
+    CHECK_THAT(bad_node.error().message, Catch::Contains("'nodes'"));
+    auto both = make_configured_hosts(line + ",nodes=pve1,run_node=pve2", context);
+    REQUIRE_FALSE(both.ok());
+    CHECK_THAT(both.error().message, Catch::Contains("excludes run_node"));
 }
 
 TEST_CASE("the catalog checks pinned hosts and the storages a host reaches", "[hosts]") {
