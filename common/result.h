@@ -31,7 +31,8 @@ inline constexpr const char* kInternal = "internal";
 inline constexpr const char* kUnsupported = "unsupported";
 // A sweep names a hypervisor or storage this daemon does not have configured.
 inline constexpr const char* kNotConfigured = "not_configured";
-// The API peer is neither root nor in the API group.
+// Refused for lack of permission: our API's peer is neither root nor in the
+// API group, or a hypervisor's API (PVE's 403) refused our token.
 inline constexpr const char* kForbidden = "forbidden";
 }  // namespace errc
 

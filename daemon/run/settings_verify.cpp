@@ -111,26 +111,29 @@ enum class Reported {
 
 struct HypervisorKey {
     std::string_view key;
-    Reported domain_xml;
-    Reported qemu;
+    Reported domain_xml;       // flat keys: libvirt's live XML, or PVE's VM config
+    Reported qemu;             // "qemu": QMP (libvirt)
+    Reported qemu_info_block;  // "qemu_info_block": HMP `info block` (Proxmox's monitor)
 };
 
 // Every key of to_json(StorageConfig) that the hypervisor applies, and how
 // each level reports it. QEMU 7.2's QMP has no aio and no discard member
-// (qemu_monitor.h); discard shows only as detect_zeroes=unmap.
+// (qemu_monitor.h); discard shows only as detect_zeroes=unmap. `info block`
+// shows the block node only (qemu_block.h): no device properties.
 // clang-format off
 constexpr std::array kHypervisorKeys = {
-    HypervisorKey{"bus", Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"cache", Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"aio", Reported::kAlways, Reported::kNotShown},
-    HypervisorKey{"discard", Reported::kAlways, Reported::kWhenShown},
-    HypervisorKey{"detect_zeroes", Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"ssd", Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"iothread", Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"image_format", Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"iops_limit", Reported::kWhenSet, Reported::kWhenSet},
-    HypervisorKey{"bandwidth_limit", Reported::kWhenSet, Reported::kWhenSet},
-    HypervisorKey{"queues", Reported::kWhenRequested, Reported::kWhenRequested},
+    HypervisorKey{"bus", Reported::kAlways, Reported::kAlways, Reported::kNotShown},
+    HypervisorKey{"cache", Reported::kAlways, Reported::kAlways, Reported::kAlways},
+    HypervisorKey{"aio", Reported::kAlways, Reported::kNotShown, Reported::kNotShown},
+    HypervisorKey{"discard", Reported::kAlways, Reported::kWhenShown, Reported::kWhenShown},
+    HypervisorKey{"detect_zeroes", Reported::kAlways, Reported::kAlways, Reported::kAlways},
+    HypervisorKey{"ssd", Reported::kAlways, Reported::kAlways, Reported::kNotShown},
+    HypervisorKey{"iothread", Reported::kAlways, Reported::kAlways, Reported::kNotShown},
+    HypervisorKey{"image_format", Reported::kAlways, Reported::kAlways, Reported::kAlways},
+    HypervisorKey{"iops_limit", Reported::kWhenSet, Reported::kWhenSet, Reported::kWhenSet},
+    HypervisorKey{"bandwidth_limit", Reported::kWhenSet, Reported::kWhenSet, Reported::kWhenSet},
+    HypervisorKey{"queues", Reported::kWhenRequested, Reported::kWhenRequested,
+                  Reported::kNotShown},
 };
 // clang-format on
 
@@ -174,7 +177,8 @@ void verify_hypervisor_level(const Json& requested, const Json& applied, std::st
     }
 }
 
-// The flat keys are the live domain XML's; "qemu", when present, QEMU's own.
+// The flat keys are the live domain XML's (PVE's VM config on Proxmox);
+// "qemu" (QMP) and "qemu_info_block" (HMP), when present, QEMU's own.
 void verify_hypervisor(const StorageConfig& requested, const Json& applied,
                        std::vector<std::string>& mismatches) {
     if (!applied.is_object()) {
@@ -186,6 +190,9 @@ void verify_hypervisor(const StorageConfig& requested, const Json& applied,
     if (applied.contains("qemu"))
         verify_hypervisor_level(wanted, applied.at("qemu"), "QEMU", &HypervisorKey::qemu,
                                 mismatches);
+    if (applied.contains("qemu_info_block"))
+        verify_hypervisor_level(wanted, applied.at("qemu_info_block"), "QEMU (info block)",
+                                &HypervisorKey::qemu_info_block, mismatches);
 }
 
 // A guest-reported number (the agent may send 0/1 or false/true).

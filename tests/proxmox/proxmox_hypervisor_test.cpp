@@ -292,6 +292,14 @@ TEST_CASE("proxmox: a run's VM is a tagged clone in the range with the data disk
     CHECK((*applied)["pve"]["drive"] == "scsi1");
     CHECK((*applied)["pve"]["scsihw"] == "virtio-scsi-single");
     CHECK((*applied)["pve"]["options"]["mbps"] == "100");
+    // QEMU's own view, through PVE's monitor endpoint (`info block`).
+    CHECK((*applied)["qemu_check"] == "info block through PVE's monitor");
+    const Json& qemu = (*applied)["qemu_info_block"];
+    CHECK(qemu["cache"] == "unsafe");
+    CHECK(qemu["detect_zeroes"] == "unmap");
+    CHECK(qemu["discard"] == true);
+    CHECK(qemu["iops_limit"] == 5000);
+    CHECK(qemu["bandwidth_limit"] == 100 * 1024 * 1024);
 
     auto running = backend.hypervisor->is_running(std::string(kPrefix) + "run-1");
     REQUIRE(running.ok());
@@ -304,6 +312,19 @@ TEST_CASE("proxmox: a run's VM is a tagged clone in the range with the data disk
               .code == errc::kConflict);
     backend.start(std::string(kPrefix) + "run-2");
     CHECK(backend.resource_named(std::string(kPrefix) + "run-2")["vmid"] == 5001);
+}
+
+TEST_CASE("proxmox: a token without VM.Monitor skips the QEMU level and says so",
+          "[proxmox][fake]") {
+    Backend backend("", {"--fault", R"json({"method": "POST", "path": "/nodes/*/qemu/*/monitor",
+        "status": 403, "message": "Permission check failed (/vms/5000, VM.Monitor)"})json"});
+    backend.start(std::string(kPrefix) + "run-1");
+    auto applied = backend.hypervisor->applied_settings(std::string(kPrefix) + "run-1");
+    REQUIRE(applied.ok());
+    CHECK((*applied)["cache"] == "unsafe");
+    CHECK_FALSE(applied->contains("qemu_info_block"));
+    CHECK_THAT((*applied)["qemu_check"].get<std::string>(),
+               Catch::Contains("may not use the QEMU monitor"));
 }
 
 TEST_CASE("proxmox: ids outside the range are never used", "[proxmox][fake]") {

@@ -92,6 +92,8 @@ TEST_CASE("a sweep runs on Proxmox through the API, every request valid by PVE's
         CHECK(drive.find("iothread=1") != std::string::npos);
         CHECK(drive.find("ssd=1") != std::string::npos);
         CHECK(drive.find("discard=on") != std::string::npos);
+        // QEMU's view through PVE's monitor, verified as a third level.
+        CHECK(run.applied["hypervisor"]["qemu_info_block"]["cache"] == run.config["cache"]);
         CHECK(run.metrics.at("read_iops") > 0);
     }
     // The runs name their host.

@@ -203,7 +203,7 @@ TEST_CASE("403 and 500 come back with PVE's message", "[proxmox][fake]") {
     PveFake fake({"--fault", forbidden_rule, "--fault", broken_rule});
     auto client = client_for(fake.pinned_options());
     Error forbidden = failure_of(client->get("/version"));
-    CHECK(forbidden.code == errc::kHypervisor);
+    CHECK(forbidden.code == errc::kForbidden);
     CHECK_THAT(forbidden.message, Catch::Contains("HTTP 403 permission denied") &&
                                       Catch::Contains("Permission check failed (/, Sys.Audit)"));
     Error internal = failure_of(client->get("/nodes"));

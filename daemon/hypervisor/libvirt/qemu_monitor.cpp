@@ -207,28 +207,6 @@ Result<Json> qmp_return(const std::string& command, const std::string& reply) {
     return *result;
 }
 
-std::string cache_mode_from_flags(bool direct, bool writeback, bool no_flush) {
-    struct Mode {
-        bool direct, writeback, no_flush;
-        CacheMode mode;
-    };
-    // QEMU's definition of libvirt's cache names (qemu-options.hx, -drive cache=).
-    static constexpr std::array<Mode, 5> kModes = {{
-        {true, true, false, CacheMode::kNone},
-        {false, true, false, CacheMode::kWriteback},
-        {false, false, false, CacheMode::kWritethrough},
-        {true, false, false, CacheMode::kDirectsync},
-        {false, true, true, CacheMode::kUnsafe},
-    }};
-    for (const Mode& mode : kModes) {
-        if (mode.direct == direct && mode.writeback == writeback && mode.no_flush == no_flush)
-            return std::string(to_string(mode.mode));
-    }
-    const auto flag = [](bool value) { return value ? "on" : "off"; };
-    return std::string("direct=") + flag(direct) + ",writeback=" + flag(writeback) +
-           ",no-flush=" + flag(no_flush);
-}
-
 Result<Json> block_node_settings(const Json& inserted) {
     const std::string where = "query-block 'inserted'";
     Result<Json> cache = member(

@@ -27,6 +27,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/hypervisor/qemu_block.h"
 
 // libvirt's domain handle, without pulling libvirt's headers into ours.
 struct _virDomain;
@@ -54,12 +55,6 @@ std::string qmp_command(std::string_view execute, const Json& arguments = Json()
 // reply that is not JSON, an "error" reply (with QEMU's class and desc) or one
 // without "return".
 Result<Json> qmp_return(const std::string& command, const std::string& reply);
-
-// libvirt's cache mode for QEMU's three cache flags, as QEMU defines the
-// modes: none = direct + writeback, writeback = writeback only, writethrough =
-// neither, directsync = direct only, unsafe = writeback + no-flush. Any other
-// combination is described as "direct=..,writeback=..,no-flush=..".
-std::string cache_mode_from_flags(bool direct, bool writeback, bool no_flush);
 
 // The settings of one query-block entry's "inserted" object, in our names:
 // {"cache", "detect_zeroes", "image_format" (drv), and "iops_limit",

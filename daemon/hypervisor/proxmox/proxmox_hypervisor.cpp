@@ -5,6 +5,7 @@
 #include <variant>
 
 #include "common/protocol.h"
+#include "daemon/hypervisor/qemu_block.h"
 
 namespace ds {
 namespace {
@@ -444,6 +445,29 @@ Status ProxmoxHypervisor::clone_and_start(const VmRequest& request, const PveDat
     return ok_status();
 }
 
+// QEMU's own view of the drive (`info block` through PVE's monitor
+// endpoint) as applied["qemu_info_block"]; a token without VM.Monitor gets
+// PVE's 403, which leaves that level out with the reason in
+// applied["qemu_check"] (the PVE config level is still verified).
+void ProxmoxHypervisor::add_qemu_level(const VmRef& vm, std::string_view drive_key, Json& applied) {
+    auto text = client_->post(vm_path(vm, "/monitor"), PveParams().set("command", "info block"));
+    if (!text.ok() || !text->is_string()) {
+        applied["qemu_check"] =
+            text.ok() ? "not done: PVE's monitor answered no text"
+            : text.error().code == errc::kForbidden
+                ? "not done: the token may not use the QEMU monitor (VM.Monitor on /vms)"
+                : "not done: " + text.error().message;
+        return;
+    }
+    auto settings = parse_info_block(text->get<std::string>(), "drive-" + std::string(drive_key));
+    if (!settings.ok()) {
+        applied["qemu_check"] = "not done: " + settings.error().message;
+        return;
+    }
+    applied["qemu_info_block"] = std::move(settings).value();
+    applied["qemu_check"] = "info block through PVE's monitor";
+}
+
 Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
     auto vm = require_vm(vm_name);
     if (!vm) return vm.error();
@@ -477,6 +501,7 @@ Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
                           {"options", options},
                           {"scsihw", scsihw.value_or("lsi")}}}};
         if (auto format = drive->get("format")) applied["image_format"] = *format;
+        add_qemu_level(*vm, rule.key, applied);
         return applied;
     }
     return make_error(errc::kNotFound, "proxmox: VM " + vm_name + " has no data disk (serial " +

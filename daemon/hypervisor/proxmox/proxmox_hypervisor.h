@@ -94,7 +94,10 @@ class ProxmoxHypervisor : public Hypervisor {
     // From GET .../config: {"bus", "cache", "aio", "discard", "detect_zeroes",
     // "ssd", "iothread", "image_format" where PVE's config says,
     // "pve": {"drive": "scsi1", "value": the drive's property string,
-    // "options": its keys, "scsihw": ...}}. errc::kNotFound if no such VM.
+    // "options": its keys, "scsihw": ...}}; and QEMU's own view from `info
+    // block` through PVE's monitor endpoint, "qemu_info_block" (see
+    // parse_info_block), with "qemu_check" saying whether it was read and
+    // why not (a token without VM.Monitor). errc::kNotFound if no such VM.
     Result<Json> applied_settings(const std::string& vm_name) override;
     Result<bool> is_running(const std::string& vm_name) override;
     // Waits for agent/ping until the deadline, creates the empty output
@@ -135,6 +138,7 @@ class ProxmoxHypervisor : public Hypervisor {
     Result<VmRef> require_vm(const std::string& vm_name);
     Result<int> allocate_vmid();
     Status clone_and_start(const VmRequest& request, const PveDataDisk& disk, const VmRef& vm);
+    void add_qemu_level(const VmRef& vm, std::string_view drive_key, Json& applied);
     std::string vm_path(const VmRef& vm, std::string_view tail = "") const;
     Result<PveTaskEnd> task(PveMethod method, const std::string& path, const PveParams& params);
 

@@ -217,7 +217,7 @@ struct StatusMeaning {
 const StatusMeaning kStatusMeanings[] = {
     {400, errc::kInvalidArgument, "parameters refused"},
     {401, errc::kHypervisor, "authentication failed (check the token id and its secret)"},
-    {403, errc::kHypervisor, "permission denied (the token lacks a privilege for this call)"},
+    {403, errc::kForbidden, "permission denied (the token lacks a privilege for this call)"},
     {404, errc::kNotFound, "not found"},
     {501, errc::kUnsupported, "not implemented"},
     {502, errc::kUnavailable, "bad gateway"},

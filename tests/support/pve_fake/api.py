@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Optional
 
-from cluster import GIB, ApiError, Vm, format_size, param_error, parse_size, print_drive, split_drive
+from cluster import (GIB, ApiError, Vm, format_size, info_block, param_error, parse_size, print_drive,
+                     split_drive)
 from guest import HARDWARE_FILE, AgentError
 from schema import ApiMethod
 from tasks import ForcedOutcome, TaskFailed
@@ -318,6 +319,21 @@ def resize_disk(state, request):
     return start_task(state, request, vm.node, "resize", vm.vmid, work)
 
 
+# ---- the QEMU monitor --------------------------------------------------------------------
+
+
+def monitor(state, request):
+    """PVE runs the HMP command through QMP's human-monitor-command; commands
+    other than `info *` and `help` need Sys.Modify, which a token of ours lacks."""
+    vm = _vm(state, request)
+    command = request.params["command"].strip()
+    if not (command.startswith("info ") or command == "help"):
+        raise ApiError(403, "Permission check failed (/, Sys.Modify)")
+    if vm.status != "running":
+        raise ApiError(500, f"VM {vm.vmid} not running")
+    return info_block(state.cluster, vm) if command == "info block" else ""
+
+
 # ---- the guest agent ---------------------------------------------------------------------
 
 
@@ -429,6 +445,7 @@ ROUTES = {
     ("POST", "/nodes/{node}/qemu/{vmid}/clone"): clone_vm,
     ("POST", "/nodes/{node}/qemu/{vmid}/template"): make_template,
     ("PUT", "/nodes/{node}/qemu/{vmid}/resize"): resize_disk,
+    ("POST", "/nodes/{node}/qemu/{vmid}/monitor"): monitor,
     ("POST", "/nodes/{node}/qemu/{vmid}/agent/ping"): agent_ping,
     ("POST", "/nodes/{node}/qemu/{vmid}/agent/exec"): agent_exec,
     ("GET", "/nodes/{node}/qemu/{vmid}/agent/exec-status"): agent_exec_status,

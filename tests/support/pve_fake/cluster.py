@@ -393,3 +393,51 @@ def start_warnings(config: dict) -> list:
             warnings.append(f"iothread is only valid with virtio disk or virtio-scsi-single controller, "
                             f"ignoring iothread for {key}")
     return warnings
+
+
+# ---- QEMU's view of the drives (the monitor's `info block`) --------------------------------
+
+DRIVE_KEY = re.compile(r"^(ide|sata|scsi|virtio)\d+$")
+# qemu-server's cache default is none (direct + writeback); HMP prints the flags.
+CACHE_FLAGS = {"none": "writeback, direct", "writeback": "writeback", "writethrough": "writethrough",
+               "directsync": "writethrough, direct", "unsafe": "writeback, ignore flushes"}
+
+
+def _detect_zeroes(options: dict) -> str:
+    """As qemu-server: on unless detect_zeroes=0, unmap when discard=on."""
+    if BOOLEAN_WORDS.get(options.get("detect_zeroes", "1").lower(), "1") == "0":
+        return "off"
+    return "unmap" if options.get("discard") == "on" else "on"
+
+
+def _throttling(options: dict, key: str) -> str:
+    bps = int(float(options.get("mbps", "0")) * 1024 * 1024)
+    iops = int(options.get("iops", "0"))
+    if not bps and not iops:
+        return ""
+    return (f"    I/O throttling:   bps={bps} bps_rd=0 bps_wr=0 bps_max=0 bps_rd_max=0 bps_wr_max=0 "
+            f"iops={iops} iops_rd=0 iops_wr=0 iops_max=0 iops_rd_max=0 iops_wr_max=0 iops_size=0 "
+            f"group=drive-{key}\r\n")
+
+
+def info_block(cluster, vm) -> str:
+    """HMP `info block` of a running VM as QEMU 7.2 prints it (\\r\\n line ends, a
+    blank line between devices), from the drives of its config as qemu-server
+    turns them into -drive options."""
+    paragraphs = []
+    for index, key in enumerate(sorted(k for k in vm.config if DRIVE_KEY.match(k))):
+        volume, options = split_drive(vm.config[key])
+        if volume in ("", "none", "cdrom"):
+            paragraphs.append(f"drive-{key}: [not inserted]\r\n    Attached to:      {key}\r\n"
+                              "    Removable device: not locked, tray closed\r\n")
+            continue
+        stored = cluster.volumes.get(volume)
+        image_format = options.get("format", stored.format if stored else "raw")
+        text = (f"drive-{key} (#block{100 + 17 * index}): /dev/fake/{volume.replace(':', '/')} "
+                f"({image_format})\r\n    Attached to:      {key}\r\n"
+                f"    Cache mode:       {CACHE_FLAGS.get(options.get('cache', 'none'), 'writeback')}\r\n")
+        zeroes = _detect_zeroes(options)
+        if zeroes != "off":
+            text += f"    Detect zeroes:    {zeroes}\r\n"
+        paragraphs.append(text + _throttling(options, key))
+    return "\r\n".join(paragraphs)

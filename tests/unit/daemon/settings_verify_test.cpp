@@ -612,3 +612,26 @@ TEST_CASE("verify_settings: the guest's driver, write cache, queues and data dis
 }
 
 }  // namespace ds
+
+namespace ds {
+
+TEST_CASE("verify_settings: QEMU's `info block` (Proxmox) is compared on what it shows",
+          "[settings_verify]") {
+    // parse_info_block of the data disk of reference_config(): the block node
+    // only, no device properties (bus, ssd, iothread, queues).
+    const Json info_block = {{"cache", "unsafe"},
+                             {"detect_zeroes", "unmap"},
+                             {"discard", true},
+                             {"image_format", "raw"},
+                             {"sources", {{"cache", "info block Cache mode"}}}};
+    Json applied = matching_hypervisor();
+    applied["qemu_info_block"] = info_block;
+    CHECK(verify_settings(reference_config(), applied, nullptr).empty());
+    applied["qemu_info_block"]["cache"] = "none";
+    const auto mismatches = verify_settings(reference_config(), applied, nullptr);
+    REQUIRE(mismatches.size() == 1);
+    CHECK(mismatches[0] ==
+          "cache: requested unsafe, QEMU (info block) has none (info block Cache mode)");
+}
+
+}  // namespace ds
