@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/fio_logs.h"
 #include "common/fio_options.h"
 #include "common/process.h"
 #include "common/text.h"
@@ -83,7 +84,10 @@ void append_target(std::vector<std::string>& argv, const FioTarget& target) {
 
 Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
                                                    const Json& params, const FioTarget& target,
-                                                   const std::string& job_file_path) {
+                                                   const std::string& job_file_path,
+                                                   const std::string& log_prefix) {
+    const std::vector<std::string> logs =
+        log_prefix.empty() ? std::vector<std::string>() : fio_log_options(log_prefix);
     if (!params.is_object()) {
         return make_error(errc::kInvalidArgument, std::string("workload params is a ") +
                                                       params.type_name() + ", expected an object");
@@ -96,11 +100,16 @@ Result<std::vector<std::string>> build_fio_command(const std::string& workload_n
                                  "names its own files below a directory, so it cannot run on a "
                                  "raw volume or an RBD image");
         }
-        return std::vector<std::string>{"fio", "--output-format=json",
-                                        "--directory=" + directory->path, job_file_path};
+        std::vector<std::string> argv = {"fio", std::string(kFioOutputFormat),
+                                         "--directory=" + directory->path};
+        argv.insert(argv.end(), logs.begin(), logs.end());
+        argv.push_back(job_file_path);
+        return argv;
     }
-    std::vector<std::string> argv = {"fio", "--output-format=json", "--name=" + workload_name};
+    std::vector<std::string> argv = {"fio", std::string(kFioOutputFormat),
+                                     "--name=" + workload_name};
     append_target(argv, target);
+    argv.insert(argv.end(), logs.begin(), logs.end());
     const bool engine_is_the_targets = std::holds_alternative<FioRbdImage>(target);
     const Json* options = nullptr;
     for (const auto& [name, value] : params.items()) {

@@ -43,9 +43,14 @@ struct FioRbdImage {
 };
 using FioTarget = std::variant<FioDirectory, FioRawVolume, FioRbdImage>;
 
+// fio's report format: json+ is json plus each job's clat_ns.bins, the
+// histograms from which metrics_from_fio_json pools the jobs' latency
+// percentiles (common/fio_metrics.h).
+inline constexpr std::string_view kFioOutputFormat = "--output-format=json+";
+
 // The fio command for a workload.
 // Without job_file:
-//   fio --output-format=json --name=NAME TARGET... --KEY=VALUE...
+//   fio --output-format=json+ --name=NAME TARGET... LOGS... --KEY=VALUE...
 //   with the named params in the object's (sorted) key order, then those of
 //   `options` in theirs. Values: strings as is, numbers as JSON spells them,
 //   booleans as 1/0. TARGET is --directory=DIR, --filename=PATH, or
@@ -53,8 +58,12 @@ using FioTarget = std::variant<FioDirectory, FioRawVolume, FioRbdImage>;
 //   ioengine is then left out).
 // With job_file (alone: no other params; only on a FioDirectory, since the
 //   job file names its own files below it):
-//   fio --output-format=json --directory=DIR JOB_FILE_PATH
-//   (`job_file_path` is where the caller writes the text).
+//   fio --output-format=json+ --directory=DIR LOGS... JOB_FILE_PATH
+//   (`job_file_path` is where the caller writes the text; options before it
+//   apply to every job of the file).
+// LOGS are fio_log_options(log_prefix) (common/fio_logs.h: per-job
+// per-second iops and bandwidth logs), present when `log_prefix` is not
+// empty.
 // errc::kInvalidArgument for a non-object `params` or `options`, an option
 // name that is empty, starts with '-', contains '=' or whitespace, an option
 // (named or in `options`) that ds::fio_option_refusal refuses on the command
@@ -66,7 +75,8 @@ using FioTarget = std::variant<FioDirectory, FioRawVolume, FioRbdImage>;
 // ds::check_fio_job_file (naming the line), or is given for another target.
 Result<std::vector<std::string>> build_fio_command(const std::string& workload_name,
                                                    const Json& params, const FioTarget& target,
-                                                   const std::string& job_file_path = "");
+                                                   const std::string& job_file_path = "",
+                                                   const std::string& log_prefix = "");
 
 // The named params and `options` as one object (what fio is given on its
 // command line), for planned_fio_seconds. Non-objects give an empty object.

@@ -20,6 +20,11 @@ constexpr std::string_view kRunsCommand = "runs a command in the guest";
 constexpr std::string_view kOtherRun =
     "a fio command-line option, not a job option: it makes fio do something other than run the "
     "job and print JSON";
+constexpr std::string_view kAgentLogs =
+    "the agent has fio write per-job per-second bandwidth and IOPS logs to its scratch directory "
+    "and adds them to the report";
+constexpr std::string_view kChangesLogs =
+    "it changes the per-second logs the agent reads (their file names, values or time base)";
 constexpr std::string_view kNetwork =
     "a fio command-line option, not a job option: it makes fio a network server or client";
 
@@ -39,13 +44,26 @@ constexpr std::array<std::string_view, 16> kAllowedEngines = {
 const std::vector<FioOptionGuard>& guard_table() {
     static const std::vector<FioOptionGuard> table = {
         // The agent's: it names the job after the workload, runs it in the
-        // mount point and reads fio's JSON from its standard output.
+        // mount point, reads fio's JSON from its standard output and its
+        // per-second logs from its scratch directory (common/fio_logs.h).
         {"name", FioOptionRule::kAgentOwned,
          "the agent names the job after the workload (in a job file, sections may name jobs)"},
         {"directory", FioOptionRule::kAgentOwned,
          "the agent runs the job in the mount point of the filesystem under test"},
         {"output", FioOptionRule::kAgentOwned, "the agent reads fio's report from its output"},
-        {"output-format", FioOptionRule::kAgentOwned, "the agent reads fio's report as JSON"},
+        {"output-format", FioOptionRule::kAgentOwned,
+         "the agent reads fio's report as JSON (json+, with latency histograms)"},
+        {"write_bw_log", FioOptionRule::kAgentOwned, kAgentLogs},
+        {"write_iops_log", FioOptionRule::kAgentOwned, kAgentLogs},
+        {"log_avg_msec", FioOptionRule::kAgentOwned, kAgentLogs},
+        // What the agent's logs depend on.
+        {"per_job_logs", FioOptionRule::kRefused, kChangesLogs},
+        {"log_max_value", FioOptionRule::kRefused, kChangesLogs},
+        {"log_store_compressed", FioOptionRule::kRefused, kChangesLogs},
+        {"log_unix_epoch", FioOptionRule::kRefused, kChangesLogs},
+        {"log_alternate_epoch", FioOptionRule::kRefused, kChangesLogs},
+        {"bwavgtime", FioOptionRule::kRefused, kChangesLogs},
+        {"iopsavgtime", FioOptionRule::kRefused, kChangesLogs},
         // Where the I/O goes.
         {"filename", FioOptionRule::kRefused,
          "fio would do its I/O on that file or device instead of the filesystem under test"},
@@ -91,10 +109,8 @@ const std::vector<FioOptionGuard>& guard_table() {
         // Files written at a path of the option's choosing.
         {"write_iolog", FioOptionRule::kRefused, kWritesFiles},
         {"merge_blktrace_file", FioOptionRule::kRefused, kWritesFiles},
-        {"write_bw_log", FioOptionRule::kRefused, kWritesFiles},
         {"write_lat_log", FioOptionRule::kRefused, kWritesFiles},
         {"write_hist_log", FioOptionRule::kRefused, kWritesFiles},
-        {"write_iops_log", FioOptionRule::kRefused, kWritesFiles},
         {"bandwidth-log", FioOptionRule::kRefused, kWritesFiles},
         {"aux-path", FioOptionRule::kRefused, kWritesFiles},
         {"inflate-log", FioOptionRule::kRefused, kOtherRun},

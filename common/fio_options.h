@@ -18,7 +18,7 @@
 namespace ds {
 
 enum class FioOptionRule {
-    kAgentOwned,     // the agent sets it: job name, directory, output
+    kAgentOwned,     // the agent sets it: job name, directory, output, per-second logs
     kRefused,        // never, for the reason given
     kAllowedValues,  // only with one of `allowed_values` (exactly as written)
 };

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <type_traits>
 
+#include "common/fio_logs.h"
 #include "common/version.h"
 
 namespace ds::io {
@@ -72,9 +73,10 @@ Json direction_json(const DirectionStats& stats, std::uint64_t runtime_ns) {
     out["clat_ns"] = std::move(clat);
     add_series(out, "bw", "dev", stats.bw_bytes_per_second, 1.0 / 1024);
     add_series(out, "iops", "stddev", stats.iops_per_second, 1.0);
-    // Not in fio's JSON: the per-second series themselves.
-    out["iops_per_second"] = stats.iops_per_second;
-    out["bw_bytes_per_second"] = stats.bw_bytes_per_second;
+    // Not in fio's JSON: the per-second series themselves, under the keys
+    // the agent adds to fio's report from fio's logs.
+    out[std::string(kIopsPerSecondKey)] = stats.iops_per_second;
+    out[std::string(kBwBytesPerSecondKey)] = stats.bw_bytes_per_second;
     return out;
 }
 

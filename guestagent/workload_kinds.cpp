@@ -9,8 +9,10 @@
 #include <future>
 
 #include "common/fio_job.h"
+#include "common/fio_logs.h"
 #include "guestagent/io_job.h"
 #include "guestagent/io_options.h"
+#include "guestagent/log.h"
 
 namespace ds::agent {
 namespace {
@@ -25,6 +27,10 @@ constexpr auto kPollInterval = 100ms;
 constexpr std::chrono::seconds kNoTimeLimit = std::chrono::hours(24 * 7);
 
 constexpr std::string_view kNoSpaceText = "No space left on device";
+
+// fio's per-second logs: ctx.scratch_dir/fio-logs/ds_{iops,bw}.N.log.
+constexpr std::string_view kFioLogDir = "fio-logs";
+constexpr std::string_view kFioLogName = "ds";
 
 double seconds_since(Clock::time_point start) {
     return std::round(std::chrono::duration<double>(Clock::now() - start).count() * 1000.0) /
@@ -77,6 +83,51 @@ Json io_params_for(const Workload& workload, const std::string& work_dir) {
     return params;
 }
 
+// The job file of params.job_file, written to ctx.scratch_dir/NAME.fio; ""
+// when the workload has none.
+Result<std::string> write_fio_job_file(const Workload& workload, const WorkloadContext& ctx) {
+    const auto job_file = workload.params.find(kFioJobFileKey);
+    if (job_file == workload.params.end() || !job_file->is_string()) return std::string();
+    const std::string path =
+        (std::filesystem::path(ctx.scratch_dir) / (workload.name + ".fio")).string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << job_file->get<std::string>();
+    out.close();
+    if (!out) return make_error(errc::kIo, "cannot write the fio job file " + path);
+    return path;
+}
+
+// The prefix of fio's per-second logs, in a directory emptied first: a log
+// an earlier run left would be read as this run's.
+Result<std::string> prepare_fio_log_prefix(const WorkloadContext& ctx) {
+    const auto dir = std::filesystem::path(ctx.scratch_dir) / kFioLogDir;
+    std::error_code error;
+    std::filesystem::remove_all(dir, error);
+    if (!error) std::filesystem::create_directories(dir, error);
+    if (error) {
+        return make_error(errc::kIo, "cannot prepare the directory for fio's per-second logs " +
+                                         dir.string() + ": " + error.message());
+    }
+    return (dir / kFioLogName).string();
+}
+
+// Adds fio's per-second logs to its report (common/fio_logs.h) and removes
+// them. Missing or garbled logs cost the run its time series, never the
+// run: the agent's log says what was left out.
+void add_per_second_samples(Json& fio_json, const std::string& log_prefix) {
+    const FioLogAttachment attached =
+        attach_fio_samples(fio_json, read_fio_thread_logs(log_prefix));
+    if (attached.skipped_lines > 0) {
+        log_line("fio's per-second logs: skipped " + std::to_string(attached.skipped_lines) +
+                 " unreadable lines");
+    }
+    if (!attached.not_attached.empty()) {
+        log_line("fio's per-second samples are not in the report: " + attached.not_attached);
+    }
+    std::error_code error;
+    std::filesystem::remove_all(std::filesystem::path(log_prefix).parent_path(), error);
+}
+
 }  // namespace
 
 Status check_fio_params(const Workload& workload) {
@@ -86,20 +137,12 @@ Status check_fio_params(const Workload& workload) {
 }
 
 Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContext& ctx) {
-    std::string job_file_path;
-    if (const auto job_file = workload.params.find(kFioJobFileKey);
-        job_file != workload.params.end() && job_file->is_string()) {
-        job_file_path =
-            (std::filesystem::path(ctx.scratch_dir) / (workload.name + ".fio")).string();
-        std::ofstream out(job_file_path, std::ios::binary | std::ios::trunc);
-        out << job_file->get<std::string>();
-        out.close();
-        if (!out) {
-            return make_error(errc::kIo, "cannot write the fio job file " + job_file_path);
-        }
-    }
+    auto job_file_path = write_fio_job_file(workload, ctx);
+    if (!job_file_path) return job_file_path.error();
+    auto log_prefix = prepare_fio_log_prefix(ctx);
+    if (!log_prefix) return log_prefix.error();
     auto argv = build_fio_command(workload.name, workload.params, FioDirectory{ctx.work_dir},
-                                  job_file_path);
+                                  *job_file_path, *log_prefix);
     if (!argv) return argv.error();
     const auto planned_s = planned_fio_seconds(workload.params);
     const auto limit = time_limit_of(ctx);
@@ -137,6 +180,7 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
         return make_error(
             failed->find(kNoSpaceText) != std::string::npos ? errc::kIo : errc::kAgent, *failed);
     }
+    add_per_second_samples(*json, *log_prefix);
     report(ctx, "fio finished", seconds_since(start),
            planned_s ? std::optional<double>(1.0) : std::nullopt);
     WorkloadOutput result;

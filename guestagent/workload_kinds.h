@@ -27,7 +27,12 @@ const WorkloadKindEntry* find_workload_kind_entry(std::string_view kind);
 
 // Kind `fio`: fio 3.33 as a child process (fio_job.h builds its command,
 // refusing what common/fio_options.h guards, as the spec parser does).
+// fio reports as json+ (with the latency bins metrics_from_fio_json pools).
 // The job file of params.job_file is written to ctx.scratch_dir/NAME.fio.
+// fio writes per-job per-second logs below ctx.scratch_dir/fio-logs/ (emptied
+// first), which are added to its report's job entries and then removed
+// (common/fio_logs.h: attach_fio_samples; a missing or garbled log leaves
+// the series out and is logged, it does not fail the run).
 // fio is killed at ctx.time_limit (errc::kTimeout "fio was stopped after
 // N s: ..."); a failing fio is errc::kAgent with its stderr tail, or errc::kIo
 // when that says "No space left on device"; so is a job that reports an

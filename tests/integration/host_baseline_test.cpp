@@ -75,6 +75,6 @@ TEST_CASE("a host baseline fails with fio's own message", "[integration][host_ba
                                *runner, std::chrono::seconds(60));
     REQUIRE_FALSE(result.ok());
     INFO(result.error().message);
-    CHECK(result.error().message.find("fio --output-format=json --name=prefill") == 0);
+    CHECK(result.error().message.find("fio --output-format=json+ --name=prefill") == 0);
     CHECK(result.error().message.find("Is a directory") != std::string::npos);
 }

@@ -4,9 +4,12 @@
 #include <signal.h>
 
 #include <condition_variable>
+#include <filesystem>
 #include <optional>
 
+#include "common/fio_logs.h"
 #include "common/fio_metrics.h"
+#include "common/workload_output.h"
 #include "guestagent/agent.h"
 #include "unit/agent/fakes.h"
 
@@ -56,6 +59,12 @@ struct AgentUnderTest {
         options.device_wait = 0ms;
         options.shutdown_wait = 5s;
         options.progress_interval = 50ms;
+        options.scratch_dir = (tree.mnt().parent_path() / "scratch").string();
+    }
+    // fio's per-second logs: the prefix the agent gives fio.
+    std::string fio_log_prefix() const { return options.scratch_dir + "/fio-logs/ds"; }
+    std::vector<std::string> fio_log_options() const {
+        return ds::fio_log_options(fio_log_prefix());
     }
     ~AgentUnderTest() {
         host.close();
@@ -154,15 +163,23 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(t.system.unmounts == std::vector<std::string>{t.tree.mnt().string()});
     CHECK(t.system.syncs >= 1);
     const auto fio = t.runner.last_command("fio");
-    CHECK(fio == std::vector<std::string>{"fio", "--output-format=json", "--name=randrw",
-                                          "--directory=" + t.tree.mnt().string(), "--bs=4k",
-                                          "--direct=1", "--iodepth=64", "--runtime=1s",
-                                          "--rw=randrw", "--time_based=1"});
+    std::vector<std::string> expected_fio = {"fio", "--output-format=json+", "--name=randrw",
+                                             "--directory=" + t.tree.mnt().string()};
+    for (const auto& option : t.fio_log_options()) expected_fio.push_back(option);
+    for (const char* option : {"--bs=4k", "--direct=1", "--iodepth=64", "--runtime=1s",
+                               "--rw=randrw", "--time_based=1"}) {
+        expected_fio.push_back(option);
+    }
+    CHECK(fio == expected_fio);
 
-    // The result carries the raw fio JSON as `output` and the metrics derived from it.
+    // The result carries the raw fio JSON as `output` and the metrics derived
+    // from it; the scripted fio wrote no per-second logs, which a note says.
     CHECK(result["run_id"] == "run-42");
     const Json recorded = Json::parse(recorded_fio_output());
-    CHECK(result["output"] == recorded);
+    Json output = result["output"];
+    CHECK(output[std::string(ds::kFioLogsNoteKey)]["not_attached"] == "fio wrote no per-job logs");
+    output.erase(std::string(ds::kFioLogsNoteKey));
+    CHECK(output == recorded);
     CHECK_FALSE(result.contains("fio"));
     const auto expected = ds::metrics_from_fio_json(recorded);
     REQUIRE(expected.ok());
@@ -678,31 +695,72 @@ TEST_CASE("agent: fio passthrough: an options table and a job file", "[agent][fi
             {"rw", "randread"},
             {"options", {{"norandommap", true}, {"random_distribution", "zipf:1.2"}}}};
         result_for(t, job);
-        CHECK(t.runner.last_command("fio") ==
-              std::vector<std::string>{"fio", "--output-format=json", "--name=randrw",
-                                       "--directory=" + t.tree.mnt().string(), "--rw=randread",
-                                       "--norandommap=1", "--random_distribution=zipf:1.2"});
+        std::vector<std::string> expected = {"fio", "--output-format=json+", "--name=randrw",
+                                             "--directory=" + t.tree.mnt().string()};
+        for (const auto& option : t.fio_log_options()) expected.push_back(option);
+        for (const char* option :
+             {"--rw=randread", "--norandommap=1", "--random_distribution=zipf:1.2"}) {
+            expected.push_back(option);
+        }
+        CHECK(t.runner.last_command("fio") == expected);
     }
     SECTION("a job file is written to the scratch directory and run as is") {
         AgentUnderTest t;
-        t.options.scratch_dir = (t.tree.mnt().parent_path() / "scratch").string();
         const std::string text = "[global]\nrw=randwrite\nbs=4k\nsize=1m\n[a]\n[b]\niodepth=8\n";
         std::string written;
         t.runner.script =
             [&](const std::vector<std::string>& argv,
                 std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
-            if (argv[0] == "fio" && argv.size() == 4) written = read_text(argv[3]);
+            if (argv[0] == "fio" && argv.back().ends_with(".fio")) written = read_text(argv.back());
             return std::nullopt;
         };
         Json job = ext4_job();
         job["workload"]["params"] = {{"job_file", text}};
         result_for(t, job);
         const std::string path = t.options.scratch_dir + "/randrw.fio";
-        CHECK(t.runner.last_command("fio") ==
-              std::vector<std::string>{"fio", "--output-format=json",
-                                       "--directory=" + t.tree.mnt().string(), path});
+        std::vector<std::string> expected = {"fio", "--output-format=json+",
+                                             "--directory=" + t.tree.mnt().string()};
+        for (const auto& option : t.fio_log_options()) expected.push_back(option);
+        expected.push_back(path);
+        CHECK(t.runner.last_command("fio") == expected);
         CHECK(written == text);
     }
+}
+
+TEST_CASE("agent: fio's per-second logs are added to its report, then removed", "[agent][fio]") {
+    AgentUnderTest t;
+    // fio as it ran for the recording: two jobs, json+, and their logs.
+    t.runner.fio_stdout = recorded_fio_output("randrw_4k_numjobs2_jsonplus.json");
+    bool stale_log_removed = false;  // set on the runner's thread, checked on this one
+    t.runner.script =
+        [&](const std::vector<std::string>& argv,
+            std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
+        if (argv[0] != "fio" || argv.size() < 3) return std::nullopt;
+        const fs::path recorded_logs = ds::test::test_data_dir() / "fio/logs";
+        for (const char* log : {"bw.1", "bw.2", "iops.1", "iops.2"}) {
+            fs::copy_file(recorded_logs / ("randrw_4k_numjobs2_" + std::string(log) + ".log"),
+                          t.fio_log_prefix() + "_" + log + ".log");
+        }
+        stale_log_removed = !fs::exists(t.fio_log_prefix() + "_iops.3.log");
+        return std::nullopt;
+    };
+    fs::create_directories(fs::path(t.fio_log_prefix()).parent_path());
+    write_text(t.fio_log_prefix() + "_iops.3.log", "1000, 1, 0\n");
+    Json result = result_for(t, ext4_job());
+    // A log an earlier run left was removed before fio started.
+    CHECK(stale_log_removed);
+
+    const Json& output = result["output"];
+    CHECK(output["jobs"][0]["read"]["iops_per_second"] == Json{13253, 12057, 10634, 13945});
+    CHECK(output["jobs"][1]["write"]["bw_bytes_per_second"][0] == 30974 * 1024);
+    CHECK(output[std::string(ds::kFioLogsNoteKey)]["job_logs"] == 2);
+    auto series = ds::per_second_series("fio", output);
+    REQUIRE(series.ok());
+    CHECK(series->at("read_iops") ==
+          std::vector<double>{13253 + 7633, 12057 + 6909, 10634 + 9299, 13945 + 6848});
+    // The metrics are the pooled ones of the json+ bins.
+    CHECK(result["metrics"]["read_clat_p99_us"].get<double>() == Approx(1003.520));
+    CHECK_FALSE(fs::exists(fs::path(t.fio_log_prefix()).parent_path()));
 }
 
 namespace {

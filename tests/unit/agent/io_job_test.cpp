@@ -16,8 +16,8 @@
 
 #include "common/fio_metrics.h"
 #include "guestagent/io_report.h"
-#include "support/temp_dir.h"
 #include "support/skip.h"
+#include "support/temp_dir.h"
 
 using ds::Json;
 namespace fs = std::filesystem;
@@ -119,6 +119,16 @@ TEST_CASE("io job: numjobs, group_reporting and the merged section", "[io_job]")
     }
     CHECK(separate["all jobs"]["read"]["total_ios"] == 768);
     CHECK(separate["all jobs"]["read"]["clat_ns"]["N"] == 768);
+    // Without group_reporting the pooled percentiles are the merged section's
+    // (its histograms added over the jobs), not the worst job's.
+    auto pooled = ds::metrics_from_fio_json(separate);
+    REQUIRE(pooled.ok());
+    const Json& merged_percentiles = separate["all jobs"]["read"]["clat_ns"]["percentile"];
+    CHECK(pooled->at("read_clat_p90_us") ==
+          Approx(merged_percentiles["90.000000"].get<double>() / 1000));
+    CHECK(pooled->at("read_clat_p99_us") ==
+          Approx(merged_percentiles["99.000000"].get<double>() / 1000));
+    CHECK(pooled->count("read_clat_jobmax_p99_us") == 0);
 
     Json grouped_params = params;
     grouped_params["group_reporting"] = true;

@@ -61,6 +61,8 @@ struct OneShot {
     OneShot() {
         options.roots = tree.roots();
         options.mount_point = tree.mnt().string();
+        // Not the guest's /run/disksweep: the runner keeps fio's logs there.
+        options.scratch_dir = (files.path() / "scratch").string();
         options.device_wait = 0ms;
         options.progress_interval = 50ms;
         // A long wait that must not be waited: nothing more comes from a file.

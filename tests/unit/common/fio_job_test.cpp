@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
+#include "common/fio_logs.h"
 #include "common/fio_options.h"
 #include "common/spec.h"
 #include "support/test_data.h"
@@ -17,7 +18,7 @@ TEST_CASE("fio job: params become --key=value in key order", "[fio_job]") {
                          {"size", "256m"},     {"group_reporting", 1}};
     auto argv = build_fio_command("seed", params, FioDirectory{"/mnt/disksweep"});
     REQUIRE(argv.ok());
-    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json", "--name=seed",
+    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json+", "--name=seed",
                                             "--directory=/mnt/disksweep", "--bs=4k", "--direct=1",
                                             "--end_fsync=0", "--group_reporting=1", "--iodepth=64",
                                             "--rw=randrw", "--rwmixread=70.5", "--size=256m"});
@@ -30,7 +31,7 @@ TEST_CASE("fio job: a raw volume or an RBD image instead of a directory", "[fio_
     const Json params = {{"rw", "randrw"}, {"ioengine", "libaio"}, {"options", {{"iodepth", 64}}}};
     auto raw = build_fio_command("seed", params, FioRawVolume{"/dev/vg/thin1"});
     REQUIRE(raw.ok());
-    CHECK(*raw == std::vector<std::string>{"fio", "--output-format=json", "--name=seed",
+    CHECK(*raw == std::vector<std::string>{"fio", "--output-format=json+", "--name=seed",
                                            "--filename=/dev/vg/thin1", "--ioengine=libaio",
                                            "--rw=randrw", "--iodepth=64"});
     // librbd is the engine: the workload's own (named or in options) is left out.
@@ -114,7 +115,7 @@ TEST_CASE("fio job: passthrough options table after the named params", "[fio_job
         {"options", {{"zonemode", "none"}, {"norandommap", true}, {"thinktime", 10}}}};
     auto argv = build_fio_command("seed", params, FioDirectory{"/mnt/disksweep"});
     REQUIRE(argv.ok());
-    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json", "--name=seed",
+    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json+", "--name=seed",
                                             "--directory=/mnt/disksweep", "--bs=4k",
                                             "--rw=randread", "--norandommap=1", "--thinktime=10",
                                             "--zonemode=none"});
@@ -147,7 +148,7 @@ TEST_CASE("fio job: a whole job file", "[fio_job]") {
     auto argv = build_fio_command("seed", {{"job_file", text}}, FioDirectory{"/mnt/disksweep"},
                                   "/run/j.fio");
     REQUIRE(argv.ok());
-    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json",
+    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json+",
                                             "--directory=/mnt/disksweep", "/run/j.fio"});
     CHECK_FALSE(planned_fio_seconds({{"job_file", text}}).has_value());
 
@@ -164,6 +165,63 @@ TEST_CASE("fio job: a whole job file", "[fio_job]") {
     refuse({{"job_file", "[a]\n  output-format = normal\n"}},
            "'job_file' line 2 sets 'output-format', which the agent sets");
     refuse({{"job_file", "[a]\ndirectory=/\n"}}, "line 2 sets 'directory', which the agent sets");
+}
+
+TEST_CASE("fio job: with a log prefix fio writes per-second iops and bandwidth logs", "[fio_job]") {
+    auto argv = build_fio_command("seed", {{"rw", "randrw"}, {"options", {{"numjobs", 2}}}},
+                                  FioDirectory{"/mnt/disksweep"}, "", "/run/disksweep/fio-logs/ds");
+    REQUIRE(argv.ok());
+    CHECK(*argv == std::vector<std::string>{"fio", "--output-format=json+", "--name=seed",
+                                            "--directory=/mnt/disksweep",
+                                            "--write_bw_log=/run/disksweep/fio-logs/ds",
+                                            "--write_iops_log=/run/disksweep/fio-logs/ds",
+                                            "--log_avg_msec=1000", "--rw=randrw", "--numjobs=2"});
+    // In a job file's command they come before the file, so every job gets them.
+    auto job_file = build_fio_command("seed", {{"job_file", "[a]\nrw=read\n"}},
+                                      FioDirectory{"/mnt/disksweep"}, "/run/j.fio", "/run/l/ds");
+    REQUIRE(job_file.ok());
+    CHECK(*job_file ==
+          std::vector<std::string>{"fio", "--output-format=json+", "--directory=/mnt/disksweep",
+                                   "--write_bw_log=/run/l/ds", "--write_iops_log=/run/l/ds",
+                                   "--log_avg_msec=1000", "/run/j.fio"});
+    CHECK(fio_log_options("/p") == std::vector<std::string>{"--write_bw_log=/p",
+                                                            "--write_iops_log=/p",
+                                                            "--log_avg_msec=1000"});
+}
+
+TEST_CASE("fio job: a spec may not set the logs the agent reads", "[fio_job]") {
+    auto refuse = [](const Json& p, const std::string& fragment) {
+        auto refused = build_fio_command("x", p, FioDirectory{"/d"}, "/run/j.fio", "/run/l/ds");
+        REQUIRE_FALSE(refused.ok());
+        INFO(refused.error().message);
+        CHECK(refused.error().message.find(fragment) != std::string::npos);
+    };
+    refuse({{"write_bw_log", "/tmp/bw"}},
+           "'write_bw_log' is set by the agent and cannot be overridden: the agent has fio write "
+           "per-job per-second bandwidth and IOPS logs");
+    refuse({{"options", {{"write_iops_log", "x"}}}},
+           "'options.write_iops_log' is set by the agent");
+    refuse({{"options", {{"log_avg_msec", 500}}}}, "'options.log_avg_msec' is set by the agent");
+    refuse({{"options", {{"log_avg", 500}}}}, "abbreviation of 'log_avg_msec'");
+    refuse({{"job_file", "[a]\nwrite_bw_log=x\n"}},
+           "'job_file' line 2 sets 'write_bw_log', which the agent sets");
+    for (const char* changes_logs :
+         {"per_job_logs", "log_max_value", "log_store_compressed", "log_unix_epoch",
+          "log_alternate_epoch", "bwavgtime", "iopsavgtime"}) {
+        INFO(changes_logs);
+        refuse({{"options", {{changes_logs, 1}}}},
+               "is refused: it changes the per-second logs the agent reads");
+    }
+    // Log options that leave the files as the agent reads them pass.
+    CHECK(build_fio_command("x", {{"options", {{"log_offset", 1}, {"log_prio", 1}}}},
+                            FioDirectory{"/d"})
+              .ok());
+    // The spec parser refuses them too, with the position.
+    auto spec = ds::parse_sweep_spec(
+        "name = \"t\"\n[[workload]]\nkind = \"fio\"\noptions = { write_bw_log = \"/tmp/x\" }\n",
+        "t.toml");
+    REQUIRE_FALSE(spec.ok());
+    CHECK_THAT(spec.error().message, Catch::Contains("'write_bw_log' is set by the agent"));
 }
 
 TEST_CASE("fio job: failures keep the no-space line and job errors are found", "[fio_job]") {
