@@ -1,14 +1,15 @@
-// Workload output as text: what fio, sysbench, sql-bench (test-ATIS) and
-// `mariadb -e 'SHOW VARIABLES'` print, read by the agent and re-read by the
-// daemon. The same bytes go to every reader (common/fio_metrics.h,
-// common/workload_output.h, guestagent/mariadb_workload.h); fio's JSON and the
-// agent's JSON inputs only when the bytes are JSON. Errors are fine; crashes,
-// sanitizer reports, exceptions and hangs are not.
+// Workload output as text: what fio (its JSON and per-second logs), sysbench, sql-bench (test-ATIS)
+// and `mariadb -e 'SHOW VARIABLES'` print, read by the agent and re-read by the daemon. The same
+// bytes go to every reader (common/fio_metrics.h, common/workload_output.h,
+// guestagent/mariadb_workload.h); fio's JSON and the agent's JSON inputs only when the bytes are
+// JSON. Errors are fine; crashes, sanitizer reports, exceptions and hangs are not.
 #include <string>
 #include <string_view>
 
+#include "common/fio_logs.h"
 #include "common/fio_metrics.h"
 #include "common/workload_output.h"
+#include "daemon/report/json_skim.h"
 #include "fuzz/fuzz_input.h"
 #include "guestagent/mariadb_workload.h"
 
@@ -27,6 +28,8 @@ void read_text_outputs(std::string_view text) {
     (void)ds::metrics_from_workload_output("sysbench-oltp", captured);
     (void)mariadb::error_lines(text);
     (void)mariadb::says_no_space(text);
+    (void)ds::per_second_series("sysbench-oltp", captured);
+    (void)ds::parse_fio_average_log(text, 1024);
 }
 
 void read_server_variables(std::string_view text) {
@@ -41,6 +44,7 @@ void read_json_inputs(std::string_view text) {
     const ds::Json json = ds::Json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded()) return;
     (void)ds::metrics_from_fio_json(json);
+    (void)ds::per_second_series("fio", json);
     (void)mariadb::check_server_variables(json);
     (void)mariadb::sysbench_seconds(json);
     (void)ds::server_variable_risks(json);
@@ -53,5 +57,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     read_text_outputs(text);
     read_server_variables(text);
     read_json_inputs(text);
+    // The report skims stored outputs without parsing them whole.
+    (void)ds::report::skim_json(text, {{"jobs", "*", "read", "iops_per_second"},
+                                       {"jobs", "*", "write", "bw_bytes_per_second"},
+                                       {"stdout"}});
     return 0;
 }

@@ -1,5 +1,6 @@
 #include "hostctl/commands.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/result.h"
 #include "common/version.h"
 #include "hostctl/daemon_client.h"
 #include "hostctl/format.h"
@@ -48,10 +50,11 @@ struct Invocation {
         return ExitCode::kUsage;
     }
     // Prints why an API call failed; the exit code says what kind of failure.
-    ExitCode fail(const ApiReply& reply) const {
-        err << "hostctl: " << reply.failure->message << "\n";
-        return reply.failure->kind == ApiFailure::Kind::kUnreachable ? ExitCode::kUnreachable
-                                                                     : ExitCode::kFailed;
+    ExitCode fail(const ApiReply& reply) const { return fail(*reply.failure); }
+    ExitCode fail(const ApiFailure& failure) const {
+        err << "hostctl: " << failure.message << "\n";
+        return failure.kind == ApiFailure::Kind::kUnreachable ? ExitCode::kUnreachable
+                                                              : ExitCode::kFailed;
     }
     // --json prints the API's answer as one line of JSON (so that a
     // `sweep submit --wait --json` is NDJSON as a whole).
@@ -70,7 +73,17 @@ struct FlagSpec {
     std::string_view name;
     std::string_view help;
     std::string_view value_name = {};
+    char short_name = 0;  // e.g. 'o': -o is the same as --output
 };
+
+// "--output FILE", "-o|--output FILE" (usage) or "-o, --output FILE" (help).
+std::string flag_text(const FlagSpec& flag, std::string_view short_separator) {
+    std::string text = flag.short_name
+                           ? std::string("-") + flag.short_name + std::string(short_separator)
+                           : std::string();
+    text += "--" + std::string(flag.name);
+    return flag.value_name.empty() ? text : text + " " + std::string(flag.value_name);
+}
 
 // One sub-command: its words, positional arguments (all required, in order),
 // switches, help text and handler. Usage lines and parsing come from this.
@@ -87,10 +100,7 @@ constexpr std::string_view kGlobalUsage = "hostctl [--socket PATH] [--json]";
 std::string command_usage(const CommandSpec& command) {
     std::string usage = std::string(command.name);
     for (auto argument : command.arguments) usage += " " + std::string(argument);
-    for (const auto& flag : command.flags) {
-        usage += " [--" + std::string(flag.name) +
-                 (flag.value_name.empty() ? "" : " " + std::string(flag.value_name)) + "]";
-    }
+    for (const auto& flag : command.flags) usage += " [" + flag_text(flag, "|") + "]";
     return usage;
 }
 
@@ -141,7 +151,8 @@ ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
                 if (type != "keepalive") invocation.print_json(event);
             } else if (draw_bar) {
                 // Failures stay on screen above the bar; the rest is the bar.
-                if (type == "run_finished" && event.value("status", "") != "succeeded") {
+                if ((type == "run_finished" && event.value("status", "") != "succeeded") ||
+                    type == "round_decision") {
                     out << "\r\033[K" << format_event_line(event, progress) << "\n";
                 }
                 if (!progress.finished()) redraw();
@@ -329,6 +340,54 @@ ExitCode results_show(Invocation& invocation) {
     return print_get(invocation, "/v1/runs/" + std::to_string(*id), format_run);
 }
 
+// Writes `text` to `path` so that a reader finds the old file or the whole
+// new one, never part of it: a temporary file beside it, renamed over it.
+// The file gets mode 0666 less the umask, as a plain `> path` would.
+Status write_file_atomically(const std::string& path, std::string_view text) {
+    std::string temporary = path + ".XXXXXX";
+    const int fd = ::mkstemp(temporary.data());
+    if (fd < 0)
+        return make_error(errc::kIo,
+                          "cannot create a file beside " + path + ": " + std::strerror(errno));
+    const mode_t mask = ::umask(0);
+    ::umask(mask);
+    bool written = ::fchmod(fd, 0666 & ~mask) == 0;
+    for (std::size_t done = 0; written && done < text.size();) {
+        const ssize_t count = ::write(fd, text.data() + done, text.size() - done);
+        if (count < 0 && errno == EINTR) continue;
+        written = count > 0;
+        if (written) done += static_cast<std::size_t>(count);
+    }
+    const int write_error = errno;
+    const bool closed = ::close(fd) == 0;
+    if (written && closed && ::rename(temporary.c_str(), path.c_str()) == 0) return ok_status();
+    const int error = written && closed ? errno : write_error;
+    ::unlink(temporary.c_str());
+    return make_error(errc::kIo, "cannot write " + path + ": " + std::strerror(error));
+}
+
+// The sweep's HTML report on stdout, or in the --output file.
+ExitCode results_report(Invocation& invocation) {
+    auto id = id_argument(invocation, "SWEEP");
+    if (!id) return ExitCode::kUsage;
+    if (invocation.json_output)
+        return invocation.usage_error("the report is an HTML page; --json does not apply");
+    DocumentReply reply =
+        invocation.client.get_document("/v1/sweeps/" + std::to_string(*id) + "/report");
+    if (!reply.ok()) return invocation.fail(*reply.failure);
+    const std::string path = invocation.value("output");
+    if (path.empty() || path == "-") {
+        invocation.out << reply.body << std::flush;
+        return ExitCode::kOk;
+    }
+    if (Status written = write_file_atomically(path, reply.body); !written.ok()) {
+        invocation.err << "hostctl: " << written.error().message << "\n";
+        return ExitCode::kFailed;
+    }
+    invocation.out << "wrote " << path << " (" << (reply.body.size() + 1023) / 1024 << " KiB)\n";
+    return ExitCode::kOk;
+}
+
 // `text` as one URI query component: RFC 3986 unreserved characters as
 // they are, every other byte as %XX.
 std::string query_component(std::string_view text) {
@@ -422,6 +481,13 @@ const std::vector<CommandSpec>& command_table() {
          "95% CI, the ratio to the baseline, the verdict, best first",
          results_compare},
         {"results show", {"RUN"}, {}, "show one run: settings, timings, metrics", results_show},
+        {"results report",
+         {"SWEEP"},
+         {{"output", "write the page to FILE (atomically) instead of standard output", "FILE",
+           'o'}},
+         "the sweep's report as one self-contained HTML page: verdicts, charts with 95% CIs, "
+         "latency, throughput over time, verified settings, durability risks, environment",
+         results_report},
         {"results apply",
          {"CONFIG"},
          {{"format",
@@ -466,11 +532,8 @@ std::string general_usage() {
 std::string command_help(const CommandSpec& command) {
     std::string text = "usage: " + std::string(kGlobalUsage) + " " + command_usage(command) +
                        "\n\n" + std::string(command.help) + "\n";
-    for (const auto& flag : command.flags) {
-        text += "  --" + std::string(flag.name) +
-                (flag.value_name.empty() ? "" : " " + std::string(flag.value_name)) + "  " +
-                std::string(flag.help) + "\n";
-    }
+    for (const auto& flag : command.flags)
+        text += "  " + flag_text(flag, ", ") + "  " + std::string(flag.help) + "\n";
     return text;
 }
 
@@ -594,11 +657,14 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     po::options_description command_options;
     po::positional_options_description positional;
     for (const auto& flag : command->flags) {
+        // Boost's "long,s" names the option and its one-letter alias.
+        const std::string names =
+            std::string(flag.name) + (flag.short_name ? std::string(",") + flag.short_name : "");
         if (flag.value_name.empty()) {
-            command_options.add_options()(std::string(flag.name).c_str(), po::bool_switch(),
+            command_options.add_options()(names.c_str(), po::bool_switch(),
                                           std::string(flag.help).c_str());
         } else {
-            command_options.add_options()(std::string(flag.name).c_str(), po::value<std::string>(),
+            command_options.add_options()(names.c_str(), po::value<std::string>(),
                                           std::string(flag.help).c_str());
         }
     }

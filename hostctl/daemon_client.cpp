@@ -96,6 +96,24 @@ ApiReply DaemonClient::get(std::string_view target) const {
     return reply_from(http::request(socket_path_, request), socket_path_, describe("GET", target));
 }
 
+DocumentReply DaemonClient::get_document(std::string_view target) const {
+    http::ClientRequest request;
+    request.target = std::string(target);
+    request.timeout = timeout_;
+    Result<http::ClientResponse> response = http::request(socket_path_, request);
+    DocumentReply reply;
+    if (!response.ok()) {
+        reply.failure = transport_failure(response.error(), socket_path_);
+    } else if (response->status < 200 || response->status >= 300) {
+        reply.failure = api_failure(*response, describe("GET", target));
+    } else {
+        reply.body = std::move(response->body);
+        auto type = response->headers.find("content-type");
+        if (type != response->headers.end()) reply.content_type = type->second;
+    }
+    return reply;
+}
+
 ApiReply DaemonClient::post(std::string_view target, std::string body,
                             std::string_view content_type,
                             const std::map<std::string, std::string>& headers) const {

@@ -34,12 +34,22 @@ struct ApiReply {
     bool ok() const { return !failure.has_value(); }
 };
 
+// A document the daemon answers that is not JSON (the HTML report), or why
+// there is none (an error answer is still the API's JSON error).
+struct DocumentReply {
+    std::string body;
+    std::string content_type;
+    std::optional<ApiFailure> failure;
+    bool ok() const { return !failure.has_value(); }
+};
+
 class DaemonClient {
   public:
     explicit DaemonClient(std::string socket_path,
                           std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
     ApiReply get(std::string_view target) const;
+    DocumentReply get_document(std::string_view target) const;
     ApiReply post(std::string_view target, std::string body, std::string_view content_type,
                   const std::map<std::string, std::string>& headers = {}) const;
     // Follows an NDJSON event stream, handing each event to `on_event` until

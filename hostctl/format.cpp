@@ -7,46 +7,20 @@
 #include <map>
 #include <set>
 
+#include "common/compare_text.h"
 #include "common/settings.h"
 #include "common/text.h"
 
 namespace ds::hostctl {
 namespace {
 
-const Json kNull = nullptr;
-
 // Field access that never throws: the daemon may be older or newer than us.
-const Json& field(const Json& object, std::string_view key) {
-    if (!object.is_object()) return kNull;
-    auto it = object.find(key);
-    return it == object.end() ? kNull : *it;
-}
-
-std::string text_of(const Json& value, std::string_view fallback = "-") {
-    if (value.is_string()) {
-        const auto& text = value.get_ref<const std::string&>();
-        return text.empty() ? std::string(fallback) : text;
-    }
-    if (value.is_null()) return std::string(fallback);
-    return format_setting_value(value);
-}
-
-std::string text_field(const Json& object, std::string_view key, std::string_view fallback = "-") {
-    return text_of(field(object, key), fallback);
-}
-
-std::optional<double> number_field(const Json& object, std::string_view key) {
-    const Json& value = field(object, key);
-    if (!value.is_number()) return std::nullopt;
-    double number = value.get<double>();
-    if (!std::isfinite(number)) return std::nullopt;
-    return number;
-}
-
-long integer_field(const Json& object, std::string_view key, long fallback = 0) {
-    auto number = number_field(object, key);
-    return number ? static_cast<long>(std::llround(*number)) : fallback;
-}
+using json_read::field;
+using json_read::integer_field;
+using json_read::number_field;
+using json_read::string_list;
+using json_read::text_field;
+using json_read::text_of;
 
 // Failure reasons and messages can span lines; a table cell cannot.
 std::string single_line(std::string text) {
@@ -54,19 +28,6 @@ std::string single_line(std::string text) {
     std::replace(text.begin(), text.end(), '\r', ' ');
     return text;
 }
-
-std::string fixed(double value, int decimals) {
-    char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-    std::string text = buffer;
-    // Rounding can leave "-0" or "-0.00", which reads like a real sign.
-    if (text.front() == '-' && text.find_first_not_of("-0.") == std::string::npos) {
-        text.erase(0, 1);
-    }
-    return text;
-}
-
-constexpr int kMaxDecimals = 6;
 
 std::string pad_left(const std::string& text, std::size_t width) {
     std::size_t shown = display_width(text);
@@ -88,13 +49,6 @@ std::string settings_summary(const Json& settings, const std::vector<std::string
         summary += key + "=" + format_setting_value(value);
     }
     return summary;
-}
-
-std::vector<std::string> string_list(const Json& array) {
-    std::vector<std::string> items;
-    if (!array.is_array()) return items;
-    for (const auto& item : array) items.push_back(text_of(item, ""));
-    return items;
 }
 
 // A run's full settings: the API calls them "config" (older drafts "settings").
@@ -121,20 +75,6 @@ std::string counts_phrase(const RunCounts& counts) {
                        std::to_string(counts.failed) + " failed, ";
     if (counts.timed_out > 0) text += std::to_string(counts.timed_out) + " timed out, ";
     return text + std::to_string(counts.cancelled) + " cancelled";
-}
-
-// A setting of a configuration's JSON for a column: block-layer axes left at
-// their default are absent from the JSON and read "default".
-std::string setting_text(const Json& settings, const std::string& key) {
-    const Json& value = field(settings, key);
-    if (value.is_null() && settings.is_object()) {
-        if (const AxisDef* axis = find_axis(key);
-            axis &&
-            (axis->kind == AxisKind::kDefaultOrCount || axis->kind == AxisKind::kDefaultOrSize))
-            return std::string(axis->default_value);
-        if (key == "scheduler") return "default";
-    }
-    return text_of(value);
 }
 
 // "dropped N combinations that cannot exist:" and one line each, naming it by
@@ -201,27 +141,6 @@ std::string Table::render() const {
     return text;
 }
 
-MeanSpread format_mean_spread(double mean, std::optional<double> stddev) {
-    if (stddev && std::isfinite(*stddev) && *stddev > 0) {
-        int exponent = static_cast<int>(std::floor(std::log10(*stddev)));
-        int decimals = std::clamp(1 - exponent, 0, kMaxDecimals);
-        return {fixed(mean, decimals), fixed(*stddev, decimals)};
-    }
-    int decimals = 0;
-    if (mean != 0 && std::isfinite(mean)) {
-        int exponent = static_cast<int>(std::floor(std::log10(std::fabs(mean))));
-        decimals = std::clamp(3 - exponent, 0, kMaxDecimals);
-    }
-    MeanSpread result{fixed(mean, decimals), ""};
-    if (stddev && *stddev == 0) result.spread = "0";
-    return result;
-}
-
-std::string format_mean_stddev(double mean, std::optional<double> stddev) {
-    MeanSpread parts = format_mean_spread(mean, stddev);
-    return parts.spread.empty() ? parts.mean : parts.mean + " ± " + parts.spread;
-}
-
 std::string csv_field(std::string_view text) {
     if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
     std::string quoted = "\"";
@@ -230,14 +149,6 @@ std::string csv_field(std::string_view text) {
         quoted += c;
     }
     return quoted + "\"";
-}
-
-std::string format_setting_value(const Json& value) {
-    if (value.is_string()) return value.get<std::string>();
-    if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
-    if (value.is_null()) return "";
-    if (value.is_object() && value.contains("type")) return filesystem_shorthand(value);
-    return value.dump();
 }
 
 std::string format_duration(double seconds) {
@@ -303,6 +214,15 @@ std::string format_sweep_list(const Json& reply) {
     return table.render();
 }
 
+namespace {
+// "after round 3: added a round (REASON)" or "... stopped (REASON)".
+std::string round_decision_text(const Json& decision) {
+    return "after round " + text_field(decision, "after_round") + ": " +
+           (text_field(decision, "decision") == "add_round" ? "added a round" : "stopped") + " (" +
+           single_line(text_field(decision, "reason")) + ")";
+}
+}  // namespace
+
 std::string format_sweep_show(const Json& reply) {
     const Json& sweep = field(reply, "sweep");
     const Json& runs = field(reply, "runs");
@@ -315,12 +235,7 @@ std::string format_sweep_show(const Json& reply) {
     text += "\ncreated " + text_field(sweep, "created_at") + "\n";
     // Adaptive repetitions: each decision after a round, with its reason.
     if (const Json& decisions = field(sweep, "round_decisions"); decisions.is_array()) {
-        for (const auto& decision : decisions) {
-            text +=
-                "after round " + text_field(decision, "after_round") + ": " +
-                (text_field(decision, "decision") == "add_round" ? "added a round" : "stopped") +
-                " (" + single_line(text_field(decision, "reason")) + ")\n";
-        }
+        for (const auto& decision : decisions) text += round_decision_text(decision) + "\n";
     }
     if (!runs.is_array() || runs.empty()) return text + "no runs\n";
 
@@ -407,16 +322,6 @@ std::string risks_of(const Json& row) {
     return risks.empty() ? "" : "unsafe: " + join(risks, ", ");
 }
 
-// " (1 failed, 2 timed out)" for a row's run counts, "" when none.
-std::string unsuccessful_note(const Json& runs) {
-    std::vector<std::string> parts;
-    if (long failed = integer_field(runs, "failed"); failed > 0)
-        parts.push_back(std::to_string(failed) + " failed");
-    if (long timed_out = integer_field(runs, "timed_out"); timed_out > 0)
-        parts.push_back(std::to_string(timed_out) + " timed out");
-    return parts.empty() ? "" : " (" + join(parts, ", ") + ")";
-}
-
 // Whether every row's workload kind is `kind`.
 bool all_rows_of_kind(const Json& compare, std::string_view kind) {
     const std::vector<std::string> kinds = string_list(field(compare, "workload_kinds"));
@@ -464,7 +369,7 @@ std::string host_overhead_metric(const Json& compare, const CompareColumns& colu
 // "41%" of the host baseline's mean, "-" without one.
 std::string host_share_text(const Json& row, const std::string& metric) {
     auto ratio = number_field(field(field(row, "vs_host"), "ratios"), metric);
-    return ratio ? fixed(*ratio * 100, *ratio < 0.1 ? 1 : 0) + "%" : "-";
+    return ratio ? format_fixed(*ratio * 100, *ratio < 0.1 ? 1 : 0) + "%" : "-";
 }
 
 // The seed study's table (mariadb-atis) or its sysbench counterpart, rows in
@@ -473,15 +378,7 @@ std::string host_share_text(const Json& row, const std::string& metric) {
 std::string format_ranked_table(const Json& compare, bool atis) {
     const Json& rows = field(compare, "rows");
     const std::string sweep_id = text_field(compare, "sweep_id");
-    std::vector<std::size_t> order;
-    for (const auto& entry : field(compare, "ranking")) {
-        auto index = number_field(entry, "row");
-        if (index && *index >= 0 && static_cast<std::size_t>(*index) < rows.size())
-            order.push_back(static_cast<std::size_t>(*index));
-    }
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        if (std::find(order.begin(), order.end(), r) == order.end()) order.push_back(r);
-    }
+    const std::vector<std::size_t> order = ranked_rows(compare);
     bool any_risk = false;
     for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
 
@@ -620,96 +517,9 @@ std::string format_compare_wide(const Json& compare) {
 
 namespace {
 
-// "3035 ± 55": a summary's mean with its 95% CI half-width, rounded to the
-// half-width; "3035" for a single run; "-" without a mean.
-std::string mean_ci_text(const Json& summary) {
-    auto mean = number_field(summary, "mean");
-    if (!mean || integer_field(summary, "n", 0) <= 0) return "-";
-    auto high = number_field(summary, "ci95_high");
-    return format_mean_stddev(*mean, high ? std::optional<double>(*high - *mean) : std::nullopt);
-}
-
-// "1.091 [1.020, 1.170]"; the ratio alone without an interval; "-".
-std::string ratio_text(const Json& versus) {
-    auto ratio = number_field(versus, "ratio");
-    if (!ratio) return "-";
-    auto low = number_field(versus, "ci95_low");
-    auto high = number_field(versus, "ci95_high");
-    std::string text = fixed(*ratio, 3);
-    if (low && high) text += " [" + fixed(*low, 3) + ", " + fixed(*high, 3) + "]";
-    return text;
-}
-
-std::string verdict_text(const Json& row) {
-    if (field(row, "is_baseline") == true) return "baseline";
-    if (field(row, "host_baseline") == true) return "-";
-    return text_field(field(row, "vs_baseline"), "verdict");
-}
-
-// "kvm, host pve1, QEMU 7.2.0, libvirt 9.0.0, kernel 6.1.0" (what is recorded).
-std::string partition_text(const Json& partition) {
-    static const std::vector<std::pair<const char*, const char*>> kParts = {{"accel", ""},
-                                                                            {"host", "host "},
-                                                                            {"qemu", "QEMU "},
-                                                                            {"libvirt", "libvirt "},
-                                                                            {"kernel", "kernel "}};
-    std::vector<std::string> parts;
-    for (const auto& [key, label] : kParts) {
-        const std::string value = text_field(partition, key, "");
-        if (!value.empty()) parts.push_back(label + value);
-    }
-    return parts.empty() ? "versions not recorded" : join(parts, ", ");
-}
-
-// The rows in the reply's ranking order (partition, workload, best first),
-// then the rows without the analysed metric.
-std::vector<std::size_t> ranked_rows(const Json& compare) {
-    const Json& rows = field(compare, "rows");
-    std::vector<std::size_t> order;
-    for (const auto& entry : field(compare, "ranking")) {
-        auto index = number_field(entry, "row");
-        if (index && *index >= 0 && static_cast<std::size_t>(*index) < rows.size())
-            order.push_back(static_cast<std::size_t>(*index));
-    }
-    for (std::size_t r = 0; r < rows.size(); ++r)
-        if (std::find(order.begin(), order.end(), r) == order.end()) order.push_back(r);
-    return order;
-}
-
-// The settings columns: the varying axes, plus the workload's name and its
-// server variables when they vary.
-struct NarrowColumns {
-    std::vector<std::string> axes;
-    bool workload = false;
-    bool options = false;
-};
-
-NarrowColumns narrow_columns(const Json& compare) {
-    NarrowColumns columns;
-    columns.axes = string_list(field(compare, "varying_axes"));
-    std::set<std::string> workloads, options;
-    for (const auto& row : field(compare, "rows")) {
-        workloads.insert(text_field(row, "workload"));
-        options.insert(text_field(row, "options", "defaults"));
-    }
-    columns.workload = workloads.size() > 1;
-    columns.options = options.size() > 1;
-    return columns;
-}
-
 // The heading: what the numbers are, and against what.
 std::string narrow_heading(const Json& compare, const std::string& metric, bool lower_better) {
-    const Json& rows = field(compare, "rows");
-    std::string baseline = "-";
-    for (const auto& row : rows) {
-        if (field(row, "is_baseline") != true) continue;
-        std::vector<std::string> settings;
-        for (const auto& axis : string_list(field(compare, "varying_axes")))
-            settings.push_back(axis + "=" + setting_text(field(row, "settings"), axis));
-        baseline =
-            settings.empty() ? text_field(row, "config_id").substr(0, 12) : join(settings, " ");
-        break;
-    }
+    const std::string baseline = baseline_settings_text(compare);
     const double threshold = number_field(compare, "practical_difference").value_or(0.02);
     std::string text = "sweep " + text_field(compare, "sweep_id") + ": " +
                        (metric.empty() ? std::string("each workload's primary metric") : metric) +
@@ -721,7 +531,7 @@ std::string narrow_heading(const Json& compare, const std::string& metric, bool 
     text += "ratio = mean / the baseline's (" + baseline +
             (chosen_by == "spec" ? ", chosen in the spec" : ", the first configuration") +
             ") with its 95% CI\nverdict: Holm-adjusted p < 0.05; differences under " +
-            fixed(threshold * 100, threshold * 100 < 1 ? 1 : 0) + "% are never called\n";
+            format_fixed(threshold * 100, threshold * 100 < 1 ? 1 : 0) + "% are never called\n";
     return text;
 }
 
@@ -1001,8 +811,13 @@ std::string plan_estimate_text(const Json& reply) {
     const auto wall = number_field(estimate, "wall_seconds");
     std::map<std::string, long> runs = runs_by_basis(field(reply, "pairs"));
     std::string text = "estimated duration: " + std::string(unknown > 0 ? "at least " : "") +
-                       (wall ? format_duration(*wall) : "-") + " (max_parallel_runs " +
-                       std::to_string(integer_field(estimate, "max_parallel_runs", 1)) + ")\n";
+                       (wall ? format_duration(*wall) : "-");
+    const auto max_wall = number_field(estimate, "max_wall_seconds");
+    if (max_wall && wall && *max_wall > *wall) {
+        text += ", up to " + format_duration(*max_wall) + " with every adaptive round";
+    }
+    text += " (" + plural(integer_field(estimate, "max_parallel_runs", 1), "run", "runs") +
+            " at a time)\n";
     text += "  from the median durations of " +
             plural(integer_field(estimate, "based_on_runs"), "past run", "past runs") + ": " +
             std::to_string(runs["configuration"]) +
@@ -1026,6 +841,12 @@ std::string format_sweep_plan(const Json& reply) {
                        plural(workload_count, "workload", "workloads") + " × " +
                        plural(integer_field(reply, "repetitions", 1), "repetition", "repetitions") +
                        "\n";
+    if (auto target = number_field(reply, "ci_target")) {
+        text += "adaptive: up to " + plural(integer_field(reply, "max_total_runs"), "run", "runs") +
+                " (" + std::to_string(integer_field(reply, "max_repetitions")) +
+                " rounds) while a configuration's 95% CI is wider than ±" +
+                format_fixed(*target * 100, *target * 100 < 1 ? 1 : 0) + "% of its mean\n";
+    }
     if (long skipped = integer_field(reply, "skipped_by_filesystems"); skipped > 0) {
         text +=
             plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
@@ -1165,6 +986,7 @@ std::string format_event_line(const Json& event, const SweepProgress& progress) 
         if (!message.empty()) text += ": " + message;
         return text + " " + tally();
     }
+    if (type == "round_decision") return round_decision_text(field(event, "decision"));
     if (type == "sweep_finished")
         return format_watch_summary(integer_field(event, "sweep_id"), progress);
     return "";  // progress, keepalive and types newer than this client

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/compare_text.h"
+
 namespace ds::hostctl {
 
 using Json = nlohmann::json;
@@ -40,25 +42,15 @@ class Table {
     std::vector<std::vector<std::string>> rows_;
 };
 
-// "mean ± stddev" rounded to the spread: as many decimals as give the stddev
-// two significant digits, the mean to the same decimal place (1234.56 ± 45.6
-// → "1235 ± 46", 3.3123 ± 0.1234 → "3.31 ± 0.12"); integer digits are never
-// rounded away (183500 ± 20412.5 → "183500 ± 20412"). Without a spread (a
-// single run: the API sends null) the mean alone, to four significant digits,
-// so the n column tells the reader there is no spread to show.
-struct MeanSpread {
-    std::string mean;
-    std::string spread;  // empty when there is no stddev
-};
-MeanSpread format_mean_spread(double mean, std::optional<double> stddev);
-std::string format_mean_stddev(double mean, std::optional<double> stddev);
+// "mean ± stddev" rounded to the spread, and a setting's value as a spec
+// writes it: common/compare_text.h (the daemon's HTML report shows the same).
+using ds::format_mean_spread;
+using ds::format_mean_stddev;
+using ds::format_setting_value;
+using ds::MeanSpread;
 
 // One RFC 4180 field: quoted when it holds a comma, quote, CR or LF.
 std::string csv_field(std::string_view text);
-
-// A setting's value as a user writes it in a spec: strings bare, booleans
-// true/false, numbers as given, anything else as compact JSON.
-std::string format_setting_value(const Json& value);
 
 // Seconds as "45s", "2m05s", "1h02m".
 std::string format_duration(double seconds);

@@ -22,6 +22,9 @@ packages=(
   # the rbd storage backend (rbd/ceph tools) and its real test: a throwaway
   # single-node Ceph (tests/support/ceph/), QEMU's rbd driver
   ceph-mon ceph-osd ceph-common qemu-block-extra
+  # the report tier: headless Chromium renders the HTML report (fonts for its
+  # text: the report names only generic families); zlib reads its screenshot
+  chromium fonts-dejavu-core zlib1g-dev
   # the Proxmox backend's REST client (libcurl, OpenSSL flavour) and its
   # contract tests: the fake PVE API (python3) over HTTPS with test
   # certificates made by the openssl CLI

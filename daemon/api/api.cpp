@@ -10,6 +10,8 @@
 #include "daemon/api/route_match.h"
 #include "daemon/apply/configuration_apply.h"
 #include "daemon/apply/sweep_plan.h"
+#include "daemon/report/html_report.h"
+#include "daemon/run/rounds.h"
 #include "daemon/store/compare.h"
 
 namespace ds {
@@ -82,14 +84,6 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
                                         const SweepTimeouts& defaults) {
     auto spec = parse_sweep_spec(spec_text, source);
     if (!spec.ok()) return spec.error();
-    // The spec, the plan of a round and the store's round decisions are
-    // there; the scheduler does not add rounds yet, so such a sweep would
-    // silently stop at `min`.
-    if (spec->ci_target > 0) {
-        return make_error(errc::kUnsupported,
-                          "repetitions = { min, max, ci } (adaptive rounds) is not run by this "
-                          "disksweepd yet; give repetitions = N");
-    }
     auto plan = expand_sweep(spec.value());
     if (!plan.ok()) return plan.error();
 
@@ -118,17 +112,7 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
     submission.image_variants.assign(variants.begin(), variants.end());
 
     for (const auto& planned : plan->runs) {
-        RunRecord run;
-        const StorageConfig& config = plan->configs[planned.config_index];
-        const Workload& workload = plan->workloads[planned.workload_index];
-        run.sequence = planned.sequence;
-        run.repetition = planned.repetition;
-        run.config_id = config_id(config);
-        run.config = to_json(config);
-        run.workload_name = workload.name;
-        run.workload = to_json(workload);
-        run.status = "pending";
-        submission.runs.push_back(std::move(run));
+        submission.runs.push_back(planned_run_record(plan.value(), planned));
     }
     return submission;
 }
@@ -210,6 +194,7 @@ class Api {
         add("GET", "/v1/sweeps/*/runs", [this](auto& r, auto& p) { return list_runs(r, p); });
         add("GET", "/v1/sweeps/*/events", [this](auto& r, auto& p) { return sweep_events(r, p); });
         add("GET", "/v1/sweeps/*/compare", [this](auto& r, auto& p) { return compare(r, p); });
+        add("GET", "/v1/sweeps/*/report", [this](auto& r, auto& p) { return sweep_report(r, p); });
         add("GET", "/v1/runs/*", [this](auto& r, auto& p) { return show_run(r, p); });
         add("GET", "/v1/configurations/*/results",
             [this](auto& r, auto& p) { return config_results(r, p); });
@@ -272,6 +257,7 @@ class Api {
         Json capabilities = {"sweeps",
                              "events",
                              "compare",
+                             "report",
                              "cancel",
                              "backends",
                              "workload:fio",
@@ -435,6 +421,18 @@ class Api {
         return json_response(result.value());
     }
 
+    // The sweep's report: one self-contained HTML page (daemon/report/html_report.h).
+    Result<http::Response> sweep_report(const http::Request&, const Params& params) {
+        auto id = parse_id(params[0], "sweep");
+        if (!id.ok()) return id.error();
+        auto page = report::render_sweep_report(*ctx_.store, id.value());
+        if (!page.ok()) return page.error();
+        http::Response response;
+        response.content_type = "text/html; charset=utf-8";
+        response.body = std::move(page).value();
+        return response;
+    }
+
     Result<http::Response> config_results(const http::Request&, const Params& params) {
         auto result = results_for_config(*ctx_.store, params[0]);
         if (!result.ok()) return result.error();
@@ -473,11 +471,20 @@ class Api {
         return json_response(answer);
     }
 
-    // The daemon's max_parallel_runs, from the effective configuration that
-    // GET /v1/status shows; 1 when it does not say.
+    // How many runs the daemon runs at once: the sum of its hosts' parallel
+    // slots as GET /v1/status shows them, else the effective configuration's
+    // max_parallel_runs; 1 when it says neither.
     int max_parallel_runs() const {
         if (!ctx_.status) return 1;
         const Json status = ctx_.status();
+        if (const Json hosts = status.value("hosts", Json()); hosts.is_array() && !hosts.empty()) {
+            int slots = 0;
+            for (const Json& host : hosts) {
+                const Json parallel = host.is_object() ? host.value("parallel", Json()) : Json();
+                if (parallel.is_number_integer()) slots += std::max(0, parallel.get<int>());
+            }
+            if (slots > 0) return slots;
+        }
         const Json config = status.value("config", Json::object());
         const Json parallel =
             config.is_object() ? config.value("max_parallel_runs", Json()) : Json();

@@ -127,19 +127,6 @@ void add_durability_risks(const Json& settings, const Json& server_variables, Js
     row["durability_risks"] = risks;
 }
 
-// Whether a smaller value of `metric` is better: the kinds' primary metrics
-// say so; otherwise times and latencies (by their unit suffix) are.
-bool lower_is_better(const std::string& metric, const std::vector<std::string>& kinds) {
-    for (const std::string& kind : kinds) {
-        const PrimaryMetric primary = primary_metric_for_kind(kind);
-        if (primary.name == metric) return primary.lower_is_better;
-    }
-    for (std::string_view suffix : {"_s", "_ms", "_us", "_ns"}) {
-        if (metric.size() > suffix.size() && metric.ends_with(suffix)) return true;
-    }
-    return false;
-}
-
 bool is_host_baseline_row(const Json& row) {
     return field_text(row["settings"], "hypervisor") == kHostBaselineHypervisor;
 }
@@ -183,19 +170,6 @@ void add_host_overhead(Json& rows) {
 
 constexpr std::array<const char*, 5> kPartitionKeys = {"accel", "host", "qemu", "libvirt",
                                                        "kernel"};
-
-// {"accel":..,"host":..,...} from a stored partition key (a JSON array).
-Json partition_json(const std::string& partition_key) {
-    Json object = Json::object();
-    const Json values = Json::parse(partition_key.empty() ? "[]" : partition_key, nullptr, false);
-    for (std::size_t i = 0; i < kPartitionKeys.size(); ++i) {
-        const bool present = values.is_array() && i < values.size();
-        object[kPartitionKeys[i]] = present && values[i].is_string()  ? values[i].get<std::string>()
-                                    : present && !values[i].is_null() ? values[i].dump()
-                                                                      : std::string();
-    }
-    return object;
-}
 
 Json number_or_null(double value) {
     return std::isfinite(value) ? Json(value) : Json(nullptr);
@@ -427,6 +401,33 @@ Json ranking_json(const std::vector<CompareRow>& rows, const Json& rows_json) {
 
 }  // namespace
 
+bool metric_lower_is_better(const std::string& metric, const std::vector<std::string>& kinds) {
+    for (const std::string& kind : kinds) {
+        const PrimaryMetric primary = primary_metric_for_kind(kind);
+        if (primary.name == metric) return primary.lower_is_better;
+    }
+    // Rates of work (IOPS, MiB/s, tps, qps) are better larger, though MiB/s
+    // ends like a time; rates of trouble (errors_per_s) are not work.
+    if (is_rate_metric(metric) && !metric.ends_with("per_s")) return false;
+    for (std::string_view suffix : {"_s", "_ms", "_us", "_ns"}) {
+        if (metric.size() > suffix.size() && metric.ends_with(suffix)) return true;
+    }
+    return false;
+}
+
+// A stored partition key is a JSON array in kPartitionKeys' order.
+Json partition_from_key(const std::string& partition_key) {
+    Json object = Json::object();
+    const Json values = Json::parse(partition_key.empty() ? "[]" : partition_key, nullptr, false);
+    for (std::size_t i = 0; i < kPartitionKeys.size(); ++i) {
+        const bool present = values.is_array() && i < values.size();
+        object[kPartitionKeys[i]] = present && values[i].is_string()  ? values[i].get<std::string>()
+                                    : present && !values[i].is_null() ? values[i].dump()
+                                                                      : std::string();
+    }
+    return object;
+}
+
 PrimaryMetric primary_metric_of_workload(const Json& workload) {
     const std::string kind = workload.is_object() ? workload.value("kind", std::string()) : "";
     if (kind == "fio" || kind == "io") {
@@ -454,7 +455,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
         row.analysed_name = options.metric.empty()
                                 ? std::string(primary_metric_of_workload(workload).name)
                                 : options.metric;
-        row.analysed = {row.analysed_name, lower_is_better(row.analysed_name, {kind})};
+        row.analysed = {row.analysed_name, metric_lower_is_better(row.analysed_name, {kind})};
     }
     DS_TRY(add_summaries(store, sweep_id, options, rows));
 
@@ -518,7 +519,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
                            {"lower_is_better", rows.front().analysed.lower_is_better}};
     }
     Json partitions_json = Json::array();
-    for (const std::string& key : partitions) partitions_json.push_back(partition_json(key));
+    for (const std::string& key : partitions) partitions_json.push_back(partition_from_key(key));
     Json ranking = ranking_json(rows, rows_json);
 
     return Json{

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "common/workload_output.h"
@@ -26,6 +27,18 @@ struct CompareOptions {
 // total_s, sysbench-oltp tps), except that a fio/io workload that only
 // writes (rw = write or randwrite) is judged by write_iops.
 PrimaryMetric primary_metric_of_workload(const Json& workload);
+
+// Whether a smaller value of `metric` is better, for rows of the workload
+// `kinds`: what a kind's primary metric says (ds::primary_metric_for_kind),
+// else rates of work (ds::is_rate_metric: IOPS, MiB/s, tps, qps) are better
+// larger, times, latencies and other rates per second (names ending in _s,
+// _ms, _us, _ns: errors_per_s) smaller, and everything else larger.
+bool metric_lower_is_better(const std::string& metric, const std::vector<std::string>& kinds);
+
+// A comparison partition as compare_sweep shows it, {"accel","host","qemu",
+// "libvirt","kernel"} ("" for what was not recorded), from the partition key
+// the store keeps with a run (RunGroup::partition_key, RunRecord::partition_key).
+Json partition_from_key(const std::string& partition_key);
 
 // The comparison of one sweep:
 //   {"sweep_id":1,

@@ -367,7 +367,8 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
         "SELECT r.id, r.sweep_id, r.sequence, r.repetition, r.config_id, c.canonical_json, "
         "r.workload_name, r.workload_json, r.status, r.failure_reason, r.accel, r.vm_name, "
         "r.volume_name, r.console_log, r.started_at, r.finished_at, r.timings_json, "
-        "r.versions_json, r.applied_settings_json, r.attempt, r.superseded_by, " +
+        "r.versions_json, r.applied_settings_json, r.attempt, r.superseded_by, "
+        "coalesce(r.partition_key, ''), " +
             raw_output_column +
             " FROM runs r JOIN configurations c ON c.config_id = r.config_id WHERE " + where +
             (page_clause.empty() ? " ORDER BY r.sweep_id, r.sequence" : page_clause));
@@ -397,7 +398,8 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
         run.applied_settings = json_column(query.getColumn(18));
         run.attempt = query.getColumn(19).getInt();
         run.superseded_by = query.getColumn(20).isNull() ? 0 : query.getColumn(20).getInt64();
-        run.raw_output = text_or_empty(query.getColumn(21));
+        run.partition_key = query.getColumn(21).getString();
+        run.raw_output = text_or_empty(query.getColumn(22));
         runs.push_back(std::move(run));
     }
     if (runs.empty()) return runs;

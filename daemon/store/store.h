@@ -101,6 +101,9 @@ struct RunRecord {
     Json applied_settings = Json::object();  // {"hypervisor":{..},"guest":{..}} as read back
     std::string raw_output;                  // the benchmark's own output (fio JSON text)
     std::map<std::string, double> metrics;   // normalised, e.g. "read_iops" -> 251.3
+    // Read only: the comparison partition the store derived when the run
+    // finished (see RunGroup); "" while it has not finished.
+    std::string partition_key;
 };
 
 // The runs of a sweep that compare_sweep pools: one configuration, one

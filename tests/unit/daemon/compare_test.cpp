@@ -378,4 +378,15 @@ TEST_CASE("compare: each configuration as a share of its storage's host baseline
     CHECK_FALSE(rows[4].contains("vs_host"));
 }
 
+TEST_CASE("compare: which way each metric counts as better", "[compare]") {
+    CHECK_FALSE(metric_lower_is_better("read_iops", {"fio"}));
+    CHECK_FALSE(metric_lower_is_better("read_bw_mib_s", {"fio"}));  // a rate, not a time
+    CHECK(metric_lower_is_better("read_clat_p99_us", {"fio"}));
+    CHECK(metric_lower_is_better("total_s", {"mariadb-atis"}));
+    CHECK(metric_lower_is_better("phase_select_s", {"mariadb-atis"}));
+    CHECK_FALSE(metric_lower_is_better("tps", {"sysbench-oltp"}));
+    CHECK(metric_lower_is_better("latency_p95_ms", {"sysbench-oltp"}));
+    CHECK(metric_lower_is_better("errors_per_s", {"sysbench-oltp"}));
+}
+
 }  // namespace ds

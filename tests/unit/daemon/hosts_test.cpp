@@ -85,7 +85,7 @@ TEST_CASE("a proxmox line with nodes= is one host per node, pinned by the line's
     std::filesystem::permissions(token_file, std::filesystem::perms::owner_read,
                                  std::filesystem::perm_options::replace);
     const HostContext context{"", dir.path().string()};
-    const std::string line = "proxmox:pve,host=pve1,token=a@pve!t,token_file=" + token_file +
+    const std::string line = "proxmox:pve,host=pve1,token=a@pve!sweeps,token_file=" + token_file +
                              ",fingerprint=" + std::string(64, 'A') +
                              ",node=pve1,template_vmid=9000,vmid_min=9100,vmid_max=9199,parallel=2";
     auto hosts = make_configured_hosts(line + ",nodes=pve2|pve1|pve2", context);

@@ -548,3 +548,49 @@ TEST_CASE("sweep plan posts the spec and prints the plan", "[hostctl][cli][plan]
     CHECK(requests.front().body == "name = \"p\"\n");
     CHECK(requests.front().headers.at("x-spec-name") == spec);
 }
+
+TEST_CASE("results report prints the page, or writes it to a file atomically",
+          "[hostctl][cli][report]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    ds::http::Response page;
+    page.content_type = "text/html; charset=utf-8";
+    page.body =
+        "<!DOCTYPE html>\n<html lang=\"en\"><body>" + std::string(3000, 'x') + "</body></html>\n";
+    daemon.on("GET /v1/sweeps/4/report", page);
+    const std::string socket = "--socket=" + daemon.socket_path();
+
+    auto printed = run_hostctl({socket, "results", "report", "4"});
+    CHECK(printed.code == ExitCode::kOk);
+    CHECK(printed.out == page.body);
+
+    const fs::path report = dir.path() / "out" / "report.html";
+    fs::create_directories(report.parent_path());
+    std::ofstream(report) << "an older report";
+    auto written = run_hostctl({socket, "results", "report", "4", "-o", report.string()});
+    CHECK(written.code == ExitCode::kOk);
+    CHECK(written.out == "wrote " + report.string() + " (3 KiB)\n");
+    std::ifstream in(report);
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == page.body);
+    // Nothing left beside it: the temporary file was renamed over the old one.
+    CHECK(std::distance(fs::directory_iterator(report.parent_path()), fs::directory_iterator()) ==
+          1);
+    CHECK(run_hostctl({socket, "results", "report", "4", "--output", report.string()}).code ==
+          ExitCode::kOk);
+
+    auto unwritable = run_hostctl(
+        {socket, "results", "report", "4", "-o", (dir.path() / "missing" / "r.html").string()});
+    CHECK(unwritable.code == ExitCode::kFailed);
+    CHECK_THAT(unwritable.err, Catch::StartsWith("hostctl: cannot create a file beside"));
+
+    auto unknown = run_hostctl({socket, "results", "report", "5"});
+    CHECK(unknown.code == ExitCode::kFailed);
+    CHECK(unknown.err == "hostctl: no endpoint /v1/sweeps/5/report\n");
+
+    auto as_json = run_hostctl({socket, "--json", "results", "report", "4"});
+    CHECK(as_json.code == ExitCode::kUsage);
+
+    auto help = run_hostctl({"help", "results", "report"});
+    CHECK_THAT(help.out, Catch::Contains("results report SWEEP [-o|--output FILE]"));
+    CHECK_THAT(help.out, Catch::Contains("  -o, --output FILE  write the page to FILE"));
+}

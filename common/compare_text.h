@@ -1,0 +1,96 @@
+// How a comparison (the JSON of GET /v1/sweeps/ID/compare, docs/api.md)
+// reads as text: the cells that hostctl's compare table and the daemon's
+// HTML report both show, so the two say the same thing the same way. Every
+// function is pure and tolerant: it reads JSON that may come from an older or
+// newer daemon, never throws on a missing or mistyped field, and shows "-"
+// for what is absent.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ds {
+
+using Json = nlohmann::json;
+
+// Field access that never throws.
+namespace json_read {
+// object[key], or null when `object` is not an object or has no such key.
+const Json& field(const Json& object, std::string_view key);
+// A string as it is ("" reads as `fallback`), null as `fallback`, anything
+// else as format_setting_value().
+std::string text_of(const Json& value, std::string_view fallback = "-");
+std::string text_field(const Json& object, std::string_view key, std::string_view fallback = "-");
+// A finite number, or nullopt.
+std::optional<double> number_field(const Json& object, std::string_view key);
+// The number rounded to an integer, or `fallback`.
+long integer_field(const Json& object, std::string_view key, long fallback = 0);
+// The items of an array as text (text_of with fallback ""); empty for a non-array.
+std::vector<std::string> string_list(const Json& array);
+}  // namespace json_read
+
+// `value` with `decimals` decimals; never "-0" or "-0.00" (rounding can leave
+// them, and they read like a real sign).
+std::string format_fixed(double value, int decimals);
+
+// "mean ± stddev" rounded to the spread: as many decimals as give the stddev
+// two significant digits, the mean to the same decimal place (1234.56 ± 45.6
+// → "1235 ± 46", 3.3123 ± 0.1234 → "3.31 ± 0.12"); integer digits are never
+// rounded away (183500 ± 20412.5 → "183500 ± 20412"). Without a spread (a
+// single run: the API sends null) the mean alone, to four significant digits,
+// so the n column tells the reader there is no spread to show.
+struct MeanSpread {
+    std::string mean;
+    std::string spread;  // empty when there is no stddev
+};
+MeanSpread format_mean_spread(double mean, std::optional<double> stddev);
+std::string format_mean_stddev(double mean, std::optional<double> stddev);
+
+// A setting's value as a user writes it in a spec: strings bare, booleans
+// true/false, a filesystem object as its shorthand, numbers as given,
+// anything else as compact JSON.
+std::string format_setting_value(const Json& value);
+
+// A setting of a configuration's JSON for a column: block-layer axes left at
+// their default are absent from the JSON and read "default".
+std::string setting_text(const Json& settings, const std::string& key);
+
+// " (1 failed, 2 timed out)" for a row's run counts, "" when none.
+std::string unsuccessful_note(const Json& runs);
+
+// "3035 ± 55": a metric summary's mean with its 95% CI half-width, rounded
+// to the half-width; "3035" for a single run; "-" without a mean.
+std::string mean_ci_text(const Json& summary);
+// "1.091 [1.020, 1.170]" of a row's "vs_baseline"; the ratio alone without
+// an interval; "-" without a ratio.
+std::string ratio_text(const Json& versus);
+// "baseline", "-" for a host baseline, else the row's vs_baseline verdict.
+std::string verdict_text(const Json& row);
+// "kvm, host pve1, QEMU 7.2.0, libvirt 9.0.0, kernel 6.1.0": what is recorded
+// of a partition; "versions not recorded" when nothing is.
+std::string partition_text(const Json& partition);
+
+// The rows in the comparison's ranking order (partition, analysed metric,
+// best first), then the rows without the analysed metric (no succeeded run),
+// so failures stay visible. Indexes into "rows".
+std::vector<std::size_t> ranked_rows(const Json& compare);
+
+// The settings that tell a comparison's rows apart: its varying axes, plus
+// the workload's name and its server variables when they vary.
+struct NarrowColumns {
+    std::vector<std::string> axes;
+    bool workload = false;
+    bool options = false;
+};
+NarrowColumns narrow_columns(const Json& compare);
+
+// The baseline configuration as its varying settings ("filesystem=ext4
+// cache=none"), its config id's first 12 digits when nothing varies, "-"
+// when no row is the baseline.
+std::string baseline_settings_text(const Json& compare);
+
+}  // namespace ds
