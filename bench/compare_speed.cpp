@@ -2,7 +2,6 @@
 // Fills a temporary database through the Store API (12 configurations,
 // rounds until N runs, fio-like metrics), then times compare_sweep.
 // Usage: compare_speed [RUNS]   (not a timed test; prints the figures)
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -10,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "bench/bench_sweep.h"
 #include "common/settings.h"
 #include "common/spec.h"
 #include "daemon/store/compare.h"
@@ -42,44 +42,15 @@ int fail(const std::string& what) {
 
 int main(int argc, char** argv) {
     const int runs = argc > 1 ? std::atoi(argv[1]) : 100000;
-    const auto directory =
-        std::filesystem::temp_directory_path() / ("compare_speed." + std::to_string(::getpid()));
-    std::filesystem::create_directories(directory);
-    auto opened = ds::Store::open((directory / "results.db").string());
-    if (!opened.ok()) return fail(opened.error().message);
-    ds::Store& store = *opened.value();
-
-    auto spec = ds::parse_sweep_spec(kSpec, "speed.toml");
-    if (!spec.ok()) return fail(spec.error().message);
-    spec.value().repetitions = spec.value().max_repetitions = 1;
-    auto plan = ds::expand_sweep(spec.value());
-    if (!plan.ok()) return fail(plan.error().message);
-    const int configs = static_cast<int>(plan->configs.size());
-    std::vector<ds::RunRecord> planned;
-    for (int i = 0; i < runs; ++i) {
-        ds::RunRecord run;
-        const auto& config = plan->configs[static_cast<std::size_t>(i % configs)];
-        run.sequence = i;
-        run.repetition = i / configs;
-        run.config_id = ds::config_id(config);
-        run.config = ds::to_json(config);
-        run.workload_name = plan->workloads[0].name;
-        run.workload = ds::to_json(plan->workloads[0]);
-        planned.push_back(std::move(run));
-    }
-    ds::SweepRecord sweep;
-    sweep.name = "speed";
-    sweep.spec_toml = kSpec;
-    sweep.spec_source = "speed.toml";
-    sweep.created_at = "t0";
-    sweep.varying_axes = plan->varying_axes;
-    auto fill_start = std::chrono::steady_clock::now();
-    auto id = store.create_sweep(sweep, planned);
-    if (!id.ok()) return fail(id.error().message);
-    auto stored = store.list_runs(id.value(), ds::RawOutput::kOmit);
-    if (!stored.ok()) return fail(stored.error().message);
+    const auto fill_start = std::chrono::steady_clock::now();
+    auto bench = ds::bench::make_bench_sweep("compare_speed", kSpec, runs);
+    if (!bench.ok()) return fail(bench.error().message);
+    const std::filesystem::path directory = bench->directory;
+    ds::Store& store = *bench->store;
+    const std::int64_t sweep_id = bench->sweep_id;
+    const int configs = bench->configs;
     unsigned seed = 1;
-    for (ds::RunRecord run : stored.value()) {
+    for (ds::RunRecord run : bench->pending) {
         if (!store.mark_run_running(run.id, "vm", "vol", "", "kvm", "t").ok()) return fail("mark");
         seed = seed * 1103515245u + 12345u;
         const double noise = 1 + static_cast<double>(seed % 1000) / 10000.0;
@@ -97,7 +68,7 @@ int main(int argc, char** argv) {
     double best = 1e9;
     for (int attempt = 0; attempt < 5; ++attempt) {
         auto start = std::chrono::steady_clock::now();
-        auto compared = ds::compare_sweep(store, id.value());
+        auto compared = ds::compare_sweep(store, sweep_id);
         const double elapsed = seconds_since(start);
         if (!compared.ok()) return fail(compared.error().message);
         best = std::min(best, elapsed);
@@ -105,7 +76,7 @@ int main(int argc, char** argv) {
                     compared.value()["rows"].size());
     }
     auto page_start = std::chrono::steady_clock::now();
-    auto page = store.list_runs_page(id.value(), 50000, 1000);
+    auto page = store.list_runs_page(sweep_id, 50000, 1000);
     std::printf("one page of 1000 runs: %.1f ms\n", seconds_since(page_start) * 1000);
     std::printf("best compare_sweep of %d runs: %.1f ms (goal: 200 ms)\n", runs, best * 1000);
     std::filesystem::remove_all(directory);

@@ -6,7 +6,6 @@
 // run with numjobs=4 gives), then times gathering the report's data from
 // the store and rendering the page.
 // Usage: report_speed [RUNS]   (not a timed test; prints the figures)
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -15,6 +14,7 @@
 #include <filesystem>
 #include <string>
 
+#include "bench/bench_sweep.h"
 #include "common/settings.h"
 #include "common/spec.h"
 #include "common/workload_output.h"
@@ -127,43 +127,15 @@ ds::Json fio_output(double iops, unsigned seed) {
 
 int main(int argc, char** argv) {
     const int runs = argc > 1 ? std::atoi(argv[1]) : 1000;
-    const auto directory =
-        std::filesystem::temp_directory_path() / ("report_speed." + std::to_string(::getpid()));
-    std::filesystem::create_directories(directory);
-    auto opened = ds::Store::open((directory / "results.db").string());
-    if (!opened.ok()) return fail(opened.error().message);
-    ds::Store& store = *opened.value();
-
-    auto spec = ds::parse_sweep_spec(kSpec, "speed.toml");
-    if (!spec.ok()) return fail(spec.error().message);
-    auto plan = ds::expand_sweep(spec.value());
-    if (!plan.ok()) return fail(plan.error().message);
-    const int configs = static_cast<int>(plan->configs.size());
-    std::vector<ds::RunRecord> planned;
-    for (int i = 0; i < runs; ++i) {
-        ds::RunRecord run;
-        const auto& config = plan->configs[static_cast<std::size_t>(i % configs)];
-        run.sequence = i;
-        run.repetition = i / configs;
-        run.config_id = ds::config_id(config);
-        run.config = ds::to_json(config);
-        run.workload_name = plan->workloads[0].name;
-        run.workload = ds::to_json(plan->workloads[0]);
-        planned.push_back(std::move(run));
-    }
-    ds::SweepRecord sweep;
-    sweep.name = "report-speed";
-    sweep.spec_toml = kSpec;
-    sweep.spec_source = "speed.toml";
-    sweep.created_at = "t0";
-    sweep.varying_axes = plan->varying_axes;
     const auto fill_start = std::chrono::steady_clock::now();
-    auto id = store.create_sweep(sweep, planned);
-    if (!id.ok()) return fail(id.error().message);
-    auto stored = store.list_runs(id.value(), ds::RawOutput::kOmit);
-    if (!stored.ok()) return fail(stored.error().message);
+    auto bench = ds::bench::make_bench_sweep("report_speed", kSpec, runs);
+    if (!bench.ok()) return fail(bench.error().message);
+    const std::filesystem::path directory = bench->directory;
+    ds::Store& store = *bench->store;
+    const std::int64_t sweep_id = bench->sweep_id;
+    const int configs = bench->configs;
     std::size_t raw_bytes = 0;
-    for (ds::RunRecord run : stored.value()) {
+    for (ds::RunRecord run : bench->pending) {
         if (!store.mark_run_running(run.id, "vm", "vol", "", "kvm", "t").ok()) return fail("mark");
         const double speed = 1 + 0.1 * (run.sequence % configs) + 0.01 * (run.sequence % 5);
         const ds::Json output = fio_output(3000 * speed, static_cast<unsigned>(run.id));
@@ -186,7 +158,7 @@ int main(int argc, char** argv) {
     std::size_t page_bytes = 0;
     for (int attempt = 0; attempt < 5; ++attempt) {
         const auto start = std::chrono::steady_clock::now();
-        auto data = ds::report::gather_report_data(store, id.value());
+        auto data = ds::report::gather_report_data(store, sweep_id);
         if (!data.ok()) return fail(data.error().message);
         const double gathered = seconds_since(start);
         const std::string page = ds::report::render_report_html(data.value());
