@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -18,6 +19,28 @@
 #include "daemon/store/store.h"
 
 namespace ds::bench {
+
+// The sweep both benches store: 12 configurations (cache × 6 filesystems),
+// one fio randrw workload of 4 jobs.
+inline constexpr const char* kBenchSpec = R"(name = "speed"
+repetitions = 1
+[matrix]
+cache = ["none", "unsafe"]
+filesystem = ["ext4", "ext4:barrier=0,data=writeback", "btrfs", "btrfs:nodatacow",
+              "btrfs+single", "btrfs+single:nodatacow"]
+[[workload]]
+kind = "fio"
+name = "randrw"
+rw = "randrw"
+bs = "4k"
+iodepth = 64
+numjobs = 4
+runtime = "10s"
+)";
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct BenchSweep {
     std::filesystem::path directory;  // remove_all it when done

@@ -17,22 +17,6 @@
 
 namespace {
 
-constexpr const char* kSpec = R"(name = "speed"
-repetitions = 1
-[matrix]
-cache = ["none", "unsafe"]
-filesystem = ["ext4", "ext4:barrier=0,data=writeback", "btrfs", "btrfs:nodatacow",
-              "btrfs+single", "btrfs+single:nodatacow"]
-[[workload]]
-kind = "fio"
-name = "randrw"
-rw = "randrw"
-)";
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 int fail(const std::string& what) {
     std::fprintf(stderr, "compare_speed: %s\n", what.c_str());
     return 1;
@@ -43,7 +27,7 @@ int fail(const std::string& what) {
 int main(int argc, char** argv) {
     const int runs = argc > 1 ? std::atoi(argv[1]) : 100000;
     const auto fill_start = std::chrono::steady_clock::now();
-    auto bench = ds::bench::make_bench_sweep("compare_speed", kSpec, runs);
+    auto bench = ds::bench::make_bench_sweep("compare_speed", ds::bench::kBenchSpec, runs);
     if (!bench.ok()) return fail(bench.error().message);
     const std::filesystem::path directory = bench->directory;
     ds::Store& store = *bench->store;
@@ -63,13 +47,13 @@ int main(int argc, char** argv) {
             {"read_clat_p99_us", 900 / noise},     {"write_clat_p99_us", 1500 / noise}};
         if (!store.finish_run(run).ok()) return fail("finish");
     }
-    std::printf("filled %d runs in %.1f s\n", runs, seconds_since(fill_start));
+    std::printf("filled %d runs in %.1f s\n", runs, ds::bench::seconds_since(fill_start));
 
     double best = 1e9;
     for (int attempt = 0; attempt < 5; ++attempt) {
         auto start = std::chrono::steady_clock::now();
         auto compared = ds::compare_sweep(store, sweep_id);
-        const double elapsed = seconds_since(start);
+        const double elapsed = ds::bench::seconds_since(start);
         if (!compared.ok()) return fail(compared.error().message);
         best = std::min(best, elapsed);
         std::printf("compare_sweep: %.1f ms (%zu rows)\n", elapsed * 1000,
@@ -77,7 +61,7 @@ int main(int argc, char** argv) {
     }
     auto page_start = std::chrono::steady_clock::now();
     auto page = store.list_runs_page(sweep_id, 50000, 1000);
-    std::printf("one page of 1000 runs: %.1f ms\n", seconds_since(page_start) * 1000);
+    std::printf("one page of 1000 runs: %.1f ms\n", ds::bench::seconds_since(page_start) * 1000);
     std::printf("best compare_sweep of %d runs: %.1f ms (goal: 200 ms)\n", runs, best * 1000);
     std::filesystem::remove_all(directory);
     return page.ok() ? 0 : 1;

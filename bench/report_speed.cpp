@@ -23,29 +23,9 @@
 
 namespace {
 
-constexpr const char* kSpec = R"(name = "report-speed"
-repetitions = 1
-[matrix]
-cache = ["none", "unsafe"]
-filesystem = ["ext4", "ext4:barrier=0,data=writeback", "btrfs", "btrfs:nodatacow",
-              "btrfs+single", "btrfs+single:nodatacow"]
-[[workload]]
-kind = "fio"
-name = "randrw"
-rw = "randrw"
-bs = "4k"
-iodepth = 64
-numjobs = 4
-runtime = "10s"
-)";
-
 constexpr int kJobs = 4;
 constexpr int kSeconds = 10;
 constexpr int kBins = 650;  // non-empty latency bins per job and direction
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 int fail(const std::string& what) {
     std::fprintf(stderr, "report_speed: %s\n", what.c_str());
@@ -128,7 +108,7 @@ ds::Json fio_output(double iops, unsigned seed) {
 int main(int argc, char** argv) {
     const int runs = argc > 1 ? std::atoi(argv[1]) : 1000;
     const auto fill_start = std::chrono::steady_clock::now();
-    auto bench = ds::bench::make_bench_sweep("report_speed", kSpec, runs);
+    auto bench = ds::bench::make_bench_sweep("report_speed", ds::bench::kBenchSpec, runs);
     if (!bench.ok()) return fail(bench.error().message);
     const std::filesystem::path directory = bench->directory;
     ds::Store& store = *bench->store;
@@ -152,7 +132,7 @@ int main(int argc, char** argv) {
         if (!store.finish_run(run).ok()) return fail("finish");
     }
     std::printf("filled %d runs (%.0f kB of raw output each) in %.1f s\n", runs,
-                static_cast<double>(raw_bytes) / runs / 1000, seconds_since(fill_start));
+                static_cast<double>(raw_bytes) / runs / 1000, ds::bench::seconds_since(fill_start));
 
     double best_gather = 1e9, best_total = 1e9;
     std::size_t page_bytes = 0;
@@ -160,9 +140,9 @@ int main(int argc, char** argv) {
         const auto start = std::chrono::steady_clock::now();
         auto data = ds::report::gather_report_data(store, sweep_id);
         if (!data.ok()) return fail(data.error().message);
-        const double gathered = seconds_since(start);
+        const double gathered = ds::bench::seconds_since(start);
         const std::string page = ds::report::render_report_html(data.value());
-        const double total = seconds_since(start);
+        const double total = ds::bench::seconds_since(start);
         page_bytes = page.size();
         best_gather = std::min(best_gather, gathered);
         best_total = std::min(best_total, total);
