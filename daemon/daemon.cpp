@@ -344,6 +344,10 @@ int run_daemon(const DaemonConfig& config) {
 
     // Not world-readable: the state holds results, volumes and QEMU's
     // sockets; the socket's directory lets the API group reach the socket.
+    // The state directory is traversable (0711, not listable): the QEMU of a
+    // libvirtd host (qemu:///system) runs as another user and must reach the
+    // guest images and volumes beneath it; what is private in it has its own
+    // mode (the database is 0600, the run and libvirt directories 0700).
     // The socket's directory may be shared (e.g. /tmp): its mode is set only
     // when the daemon creates it.
     struct DaemonDirectory {
@@ -352,7 +356,8 @@ int run_daemon(const DaemonConfig& config) {
         bool ours;  // the daemon's own: its mode is set even when it exists
     };
     const DaemonDirectory directories[] = {
-        {config.state_dir, fs::perms::owner_all, true},
+        {config.state_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+         true},
         {config.run_dir(), fs::perms::owner_all, true},
         {config.embedded_root(), fs::perms::owner_all, true},
         {fs::path(config.socket_path).parent_path().string(),
@@ -372,6 +377,14 @@ int run_daemon(const DaemonConfig& config) {
     auto store = Store::open(config.effective_database());
     if (!store.ok()) {
         log_line("cannot open the results database: " + store.error().message);
+        return 1;
+    }
+    // The results are root's: SQLite gives its -wal and -shm files this mode too.
+    std::error_code private_error;
+    fs::permissions(config.effective_database(), fs::perms::owner_read | fs::perms::owner_write,
+                    fs::perm_options::replace, private_error);
+    if (private_error && fs::exists(config.effective_database())) {
+        log_line("cannot make the results database private: " + private_error.message());
         return 1;
     }
     auto hypervisor = make_hypervisor("libvirt", config);
