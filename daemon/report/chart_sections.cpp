@@ -35,25 +35,36 @@ double number_or_none(const Json& object, std::string_view key) {
 // ---------------------------------------------------------------------------
 // Primary metric and ratio
 
-// Rows judged by the same metric in the same partition: one chart each.
-struct MetricGroup {
+// Rows of one partition that share a key (the analysed metric: one bar
+// chart; the workload: one throughput chart), in ranked order.
+struct RowGroup {
     long partition = -1;
-    std::string metric;
+    std::string key;
     std::vector<std::size_t> rows;  // ranked
 };
 
-std::vector<MetricGroup> metric_groups(const ReportView& view) {
-    std::vector<MetricGroup> groups;
+// Groups the ranked rows by (partition, key_of(row)); rows of no partition
+// (nothing ran) are left out when `only_ran`.
+template <typename KeyOf>
+std::vector<RowGroup> group_rows(const ReportView& view, KeyOf key_of, bool only_ran) {
+    std::vector<RowGroup> groups;
     for (std::size_t r : view.order) {
         const long partition = view.partition_of(r);
-        const std::string metric = view.analysed_metric(r);
-        auto group = std::find_if(groups.begin(), groups.end(), [&](const MetricGroup& g) {
-            return g.partition == partition && g.metric == metric;
+        if (only_ran && partition < 0) continue;
+        const std::string key = key_of(r);
+        auto group = std::find_if(groups.begin(), groups.end(), [&](const RowGroup& g) {
+            return g.partition == partition && g.key == key;
         });
-        if (group == groups.end()) group = groups.insert(groups.end(), {partition, metric, {}});
+        if (group == groups.end()) group = groups.insert(groups.end(), {partition, key, {}});
         group->rows.push_back(r);
     }
     return groups;
+}
+
+// Rows judged by the same metric in the same partition: one chart each.
+std::vector<RowGroup> metric_groups(const ReportView& view) {
+    return group_rows(
+        view, [&view](std::size_t r) { return view.analysed_metric(r); }, false);
 }
 
 std::string direction_text(const Json& row) {
@@ -108,19 +119,19 @@ std::vector<std::pair<std::string, std::string>> verdict_legend(
     return legend;
 }
 
-Element mean_chart(const ReportView& view, const MetricGroup& group) {
+Element mean_chart(const ReportView& view, const RowGroup& group) {
     BarChart chart;
-    chart.title = group.metric + ": mean over the succeeded runs, with its 95% CI" +
+    chart.title = group.key + ": mean over the succeeded runs, with its 95% CI" +
                   view.partition_suffix(group.partition);
-    chart.axis_label = group.metric + " (" + direction_text(view.rows[group.rows.front()]) + ")";
-    for (std::size_t r : group.rows) chart.bars.push_back(mean_bar(view, r, group.metric));
+    chart.axis_label = group.key + " (" + direction_text(view.rows[group.rows.front()]) + ")";
+    for (std::size_t r : group.rows) chart.bars.push_back(mean_bar(view, r, group.key));
     chart.legend = verdict_legend(view, group.rows);
     return bar_chart(chart);
 }
 
-Element ratio_chart(const ReportView& view, const MetricGroup& group) {
+Element ratio_chart(const ReportView& view, const RowGroup& group) {
     BarChart chart;
-    chart.title = group.metric + ": ratio to the baseline, with its 95% CI" +
+    chart.title = group.key + ": ratio to the baseline, with its 95% CI" +
                   view.partition_suffix(group.partition);
     chart.axis_label =
         "mean / the baseline's mean (" + direction_text(view.rows[group.rows.front()]) + ")";
@@ -226,25 +237,9 @@ const std::vector<std::string>& plotted_series() {
 }
 
 // Rows of one workload in one partition: a throughput chart each.
-struct WorkloadGroup {
-    long partition = -1;
-    std::string workload;
-    std::vector<std::size_t> rows;  // ranked
-};
-
-std::vector<WorkloadGroup> workload_groups(const ReportView& view) {
-    std::vector<WorkloadGroup> groups;
-    for (std::size_t r : view.order) {
-        const long partition = view.partition_of(r);
-        if (partition < 0) continue;  // nothing ran
-        const std::string workload = text_field(view.rows[r], "workload");
-        auto group = std::find_if(groups.begin(), groups.end(), [&](const WorkloadGroup& g) {
-            return g.partition == partition && g.workload == workload;
-        });
-        if (group == groups.end()) group = groups.insert(groups.end(), {partition, workload, {}});
-        group->rows.push_back(r);
-    }
-    return groups;
+std::vector<RowGroup> workload_groups(const ReportView& view) {
+    return group_rows(
+        view, [&view](std::size_t r) { return text_field(view.rows[r], "workload"); }, true);
 }
 
 const RowSeries& series_of(const ReportView& view, std::size_t r) {
@@ -252,10 +247,9 @@ const RowSeries& series_of(const ReportView& view, std::size_t r) {
     return r < view.data.series.size() ? view.data.series[r] : kNone;
 }
 
-Element throughput_chart(const ReportView& view, const WorkloadGroup& group,
-                         const std::string& name) {
+Element throughput_chart(const ReportView& view, const RowGroup& group, const std::string& name) {
     LineChart chart;
-    chart.title = group.workload + ": " + name +
+    chart.title = group.key + ": " + name +
                   " second by second, mean over each configuration's runs" +
                   view.partition_suffix(group.partition);
     chart.x_label = "second of the measurement";
@@ -276,7 +270,7 @@ Element throughput_chart(const ReportView& view, const WorkloadGroup& group,
 }
 
 // The plotted series any row of `group` has, in plotted_series() order.
-std::vector<std::string> series_names(const ReportView& view, const WorkloadGroup& group) {
+std::vector<std::string> series_names(const ReportView& view, const RowGroup& group) {
     std::vector<std::string> names;
     for (const std::string& name : plotted_series())
         for (std::size_t r : group.rows)
@@ -374,7 +368,7 @@ Element partition_heat_map(const HeatContext& context, long partition) {
 
 Element primary_metric_section(const ReportView& view) {
     Element section = html_section("primary", "Primary metric and ratio to the baseline");
-    const std::vector<MetricGroup> groups = metric_groups(view);
+    const std::vector<RowGroup> groups = metric_groups(view);
     if (view.rows.empty()) {
         section.add(html_paragraph("No results yet."));
         return section;
@@ -385,7 +379,7 @@ Element primary_metric_section(const ReportView& view) {
         "round when both ran in the same rounds); a whisker that crosses the baseline line is "
         "no evidence of a difference. Colour: the verdict.",
         "note"));
-    for (const MetricGroup& group : groups) {
+    for (const RowGroup& group : groups) {
         section.add(chart_figure(mean_chart(view, group)));
         section.add(chart_figure(ratio_chart(view, group)));
     }
@@ -421,7 +415,7 @@ Element latency_section(const ReportView& view) {
 
 Element throughput_section(const ReportView& view) {
     Element section = html_section("throughput", "Throughput over time");
-    const std::vector<WorkloadGroup> groups = workload_groups(view);
+    const std::vector<RowGroup> groups = workload_groups(view);
     const bool any =
         std::any_of(view.data.series.begin(), view.data.series.end(),
                     [](const RowSeries& series) { return series.runs_with_samples > 0; });
@@ -436,10 +430,10 @@ Element throughput_section(const ReportView& view) {
         "the seconds every run has. A line that sags or climbs means the configuration's speed "
         "is not steady (caches filling, write-back, throttling).",
         "note"));
-    for (const WorkloadGroup& group : groups) {
+    for (const RowGroup& group : groups) {
         const std::vector<std::string> names = series_names(view, group);
         if (names.empty()) {
-            section.add(html_paragraph(group.workload + view.partition_suffix(group.partition) +
+            section.add(html_paragraph(group.key + view.partition_suffix(group.partition) +
                                        ": no per-second samples."));
             continue;
         }
