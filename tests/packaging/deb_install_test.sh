@@ -43,11 +43,11 @@ EXPECTED_FILES=(
     /usr/share/disksweep/guest/lib/rootfs.sh
     /usr/share/disksweep/guest/packages.txt
 )
-# PATH MODE OWNER:GROUP, as packaging/tmpfiles.d/disksweep.conf declares.
-EXPECTED_DIRECTORIES=(
-    "/run/disksweep 750 root:disksweep"
-    "/var/lib/disksweep 700 root:root"
-)
+# PATH MODE OWNER:GROUP of every directory packaging/tmpfiles.d/disksweep.conf
+# declares (its "d" lines; the mode as stat prints it, without leading zeros),
+# so the file the package installs is the one statement of them.
+mapfile -t EXPECTED_DIRECTORIES < <(awk '$1 == "d" { sub(/^0+/, "", $3); print $2, $3, $4 ":" $5 }' \
+    "$SOURCE_DIR/packaging/tmpfiles.d/disksweep.conf")
 API_SOCKET=/run/disksweep/disksweepd.sock
 
 # ---- checks, run as mmdebstrap's customize hook: check_root ROOT RESULTS ----
@@ -108,6 +108,7 @@ group_exists() { in_root getent group disksweep >/dev/null; }
 
 directories_as_declared() {
     local entry path mode owner got wrong=0
+    ((${#EXPECTED_DIRECTORIES[@]} > 0)) || { echo "  no d lines in packaging/tmpfiles.d/disksweep.conf"; return 1; }
     for entry in "${EXPECTED_DIRECTORIES[@]}"; do
         read -r path mode owner <<<"$entry"
         got=$(in_root stat -c '%a %U:%G' "$path" 2>&1) || got="missing"
