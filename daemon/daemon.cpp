@@ -178,7 +178,7 @@ Status add_configured_hosts(const DaemonConfig& config, std::unique_ptr<Hypervis
                             BackendCatalog& backends, HostPool& hosts) {
     auto own = std::make_unique<Host>();
     own->description = {
-        std::string(kLocalHostName), "libvirt", config.effective_hypervisor_uri(), {}};
+        std::string(kLocalHostName), "libvirt", config.effective_hypervisor_uri(), {}, ""};
     own->hypervisor = std::move(local);
     own->parallel = config.max_parallel_runs;
     DS_TRY(backends.add_host(own->description));

@@ -271,20 +271,17 @@ Status add_summaries(Store& store, std::int64_t sweep_id, const CompareOptions& 
     const std::vector<std::string> names =
         options.all_metrics ? std::vector<std::string>{}
                             : std::vector<std::string>(analysed.begin(), analysed.end());
-    Result<std::vector<MetricSample>> samples = store.metric_samples(sweep_id, names);
-    DS_TRY(samples);
-    std::map<std::pair<std::size_t, std::string>, std::vector<double>> values;
-    for (const MetricSample& sample : samples.value()) {
-        const std::size_t r =
-            find_row(rows, sample.config_id, sample.workload_name, sample.partition_key);
+    Result<std::vector<MetricSeries>> series = store.metric_series(sweep_id, names);
+    DS_TRY(series);
+    for (MetricSeries& one : series.value()) {
+        const std::size_t r = find_row(rows, one.config_id, one.workload_name, one.partition_key);
         if (r == rows.size()) continue;
-        values[{r, sample.metric}].push_back(sample.value);
-        if (sample.metric == rows[r].analysed_name)
-            rows[r].analysed_values.push_back({sample.repetition, sample.value});
-    }
-    for (const auto& [key, metric_values] : values) {
-        rows[key.first].summaries[key.second] = summarize(metric_values);
-        rows[key.first].full_summaries.insert(key.second);
+        std::vector<double> values;
+        values.reserve(one.values.size());
+        for (const RoundValue& value : one.values) values.push_back(value.value);
+        rows[r].summaries[one.metric] = summarize(values);
+        rows[r].full_summaries.insert(one.metric);
+        if (one.metric == rows[r].analysed_name) rows[r].analysed_values = std::move(one.values);
     }
     return ok_status();
 }

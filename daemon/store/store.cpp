@@ -20,6 +20,9 @@ namespace {
 // with SQLITE_BUSY (-> errc::kUnavailable). Writes here are small; a lock held
 // this long means something is wrong elsewhere.
 constexpr int kBusyTimeoutMs = 5000;
+// At most this much of the database file is memory-mapped for reading (address
+// space, not memory: the pages are the kernel's page cache).
+constexpr std::int64_t kMmapBytes = std::int64_t{1} << 30;
 
 // Schema history. Append only: a released migration is never edited, a change
 // is a new migration (see docs/schema.md).
@@ -36,7 +39,7 @@ constexpr int kBusyTimeoutMs = 5000;
     "coalesce(json_extract(versions_json, '$.libvirt'), ''), "                 \
     "coalesce(json_extract(versions_json, '$.kernel'), ''))"
 
-constexpr std::array<Migration, 4> kMigrations = {{
+constexpr std::array<Migration, 5> kMigrations = {{
     {1, "initial schema: sweeps, configurations, runs, metrics",
      R"sql(
 CREATE TABLE sweeps (
@@ -201,6 +204,18 @@ SELECT a.sweep_id, a.config_id, a.workload_name, a.partition_key, a.name, a.n, a
 FROM a JOIN v USING (sweep_id, config_id, workload_name, partition_key, name)
 GROUP BY 1, 2, 3, 4, 5;
 ALTER TABLE sweeps ADD COLUMN round_decisions_json TEXT NOT NULL DEFAULT '[]';
+)sql"},
+    // A comparison reads its run groups and its runs' ids and rounds from
+    // this index alone, in group order, without touching the run rows (their
+    // JSON columns make a scan of them cost a page read per run).
+    // A metric's values are one range of metrics_by_name, read in order
+    // rather than looked up run by run.
+    {5, "covering indexes of a sweep's current runs and of a metric's values",
+     R"sql(
+CREATE INDEX runs_current_by_group
+    ON runs(sweep_id, status, config_id, workload_name, partition_key, repetition, sequence)
+    WHERE superseded_by IS NULL;
+CREATE INDEX metrics_by_name ON metrics(name, run_id, value);
 )sql"},
 }};
 
@@ -525,6 +540,9 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path,
         db->execAndGet("PRAGMA journal_mode = WAL");
         // Per connection, and a no-op inside a transaction: set before migrating.
         db->exec("PRAGMA foreign_keys = ON");
+        // Reads map the file rather than copy every page through pread(2): a
+        // comparison scans an index entry of each of a sweep's runs.
+        db->execAndGet("PRAGMA mmap_size = " + std::to_string(kMmapBytes));
         DS_TRY(migrate(*db, path, migrations));
         return std::unique_ptr<Store>(new Store(path, std::move(db)));
     });
@@ -893,6 +911,99 @@ RunRecord read_run(SQLite::Database& db, std::int64_t run_id) {
     return runs.empty() ? RunRecord{} : std::move(runs.front());
 }
 
+// A sweep's succeeded current runs as their groups' series keys: run id ->
+// (index into `series`, round).
+struct SeriesRuns {
+    std::vector<MetricSeries> groups;  // one per group, metric and values empty
+    std::unordered_map<std::int64_t, std::pair<std::size_t, int>> by_run;
+    std::int64_t first_id = 0;
+    std::int64_t last_id = -1;
+};
+
+bool same_group(const MetricSeries& series, const char* config, const char* workload,
+                const char* partition) {
+    return series.config_id == config && series.workload_name == workload &&
+           series.partition_key == partition;
+}
+
+// Reads the runs from runs_current_by_group, where a group's runs are
+// adjacent: a group's strings are copied once.
+SeriesRuns read_series_runs(SQLite::Database& db, std::int64_t sweep_id) {
+    SQLite::Statement query(
+        db,
+        "SELECT id, config_id, workload_name, coalesce(partition_key, ''), "
+        "repetition FROM runs INDEXED BY runs_current_by_group "
+        "WHERE sweep_id = ? AND status = 'succeeded' AND superseded_by IS NULL");
+    query.bind(1, sweep_id);
+    SeriesRuns runs;
+    while (query.executeStep()) {
+        const std::int64_t id = query.getColumn(0).getInt64();
+        const char* config = query.getColumn(1).getText();
+        const char* workload = query.getColumn(2).getText();
+        const char* partition = query.getColumn(3).getText();
+        if (runs.groups.empty() || !same_group(runs.groups.back(), config, workload, partition))
+            runs.groups.push_back(MetricSeries{config, workload, partition, "", {}});
+        runs.by_run.emplace(id,
+                            std::make_pair(runs.groups.size() - 1, query.getColumn(4).getInt()));
+        runs.first_id = runs.by_run.size() == 1 ? id : std::min(runs.first_id, id);
+        runs.last_id = std::max(runs.last_id, id);
+    }
+    return runs;
+}
+
+// Appends the (run_id, name, value) rows of `query` that belong to `runs` to
+// one series per (group, metric), creating series as they first appear.
+void add_metric_rows(SQLite::Statement& query, const SeriesRuns& runs,
+                     std::vector<std::map<std::string, std::size_t, std::less<>>>& group_series,
+                     std::vector<MetricSeries>& series) {
+    while (query.executeStep()) {
+        auto run = runs.by_run.find(query.getColumn(0).getInt64());
+        if (run == runs.by_run.end()) continue;  // another sweep's, or not succeeded
+        const auto [group, round] = run->second;
+        const std::string_view metric = query.getColumn(1).getText();
+        auto found = group_series[group].find(metric);
+        if (found == group_series[group].end()) {
+            found = group_series[group].emplace(std::string(metric), series.size()).first;
+            series.push_back(runs.groups[group]);
+            series.back().metric = std::string(metric);
+        }
+        series[found->second].values.push_back({round, query.getColumn(2).getDouble()});
+    }
+}
+
+// The series of the named metrics (all when `metrics` is empty), each in
+// round order: two range scans (the runs, then each metric's values) joined
+// here, not a lookup per run.
+std::vector<MetricSeries> read_metric_series(SQLite::Database& db, std::int64_t sweep_id,
+                                             const std::vector<std::string>& metrics) {
+    const SeriesRuns runs = read_series_runs(db, sweep_id);
+    std::vector<std::map<std::string, std::size_t, std::less<>>> group_series(runs.groups.size());
+    std::vector<MetricSeries> series;
+    if (metrics.empty()) {
+        SQLite::Statement query(db,
+                                "SELECT run_id, name, value FROM metrics "
+                                "WHERE run_id BETWEEN ? AND ?");
+        query.bind(1, runs.first_id);
+        query.bind(2, runs.last_id);
+        add_metric_rows(query, runs, group_series, series);
+    }
+    for (const std::string& metric : metrics) {
+        SQLite::Statement query(
+            db,
+            "SELECT run_id, name, value FROM metrics INDEXED BY metrics_by_name "
+            "WHERE name = ? AND run_id BETWEEN ? AND ?");
+        query.bind(1, metric);
+        query.bind(2, runs.first_id);
+        query.bind(3, runs.last_id);
+        add_metric_rows(query, runs, group_series, series);
+    }
+    // By run id above; a rerun attempt has a later id than the next round's runs.
+    for (MetricSeries& one : series)
+        std::stable_sort(
+            one.values.begin(), one.values.end(),
+            [](const RoundValue& a, const RoundValue& b) { return a.round < b.round; });
+    return series;
+}
 }  // namespace
 
 Result<Store::InterruptedRuns> Store::recover_interrupted_runs(int max_attempts,
@@ -971,8 +1082,9 @@ Result<std::vector<RunGroup>> Store::run_groups(std::int64_t sweep_id) {
             SQLite::Statement query(
                 *db_,
                 "SELECT config_id, workload_name, coalesce(partition_key, ''), status, COUNT(*), "
-                "MIN(sequence) FROM runs WHERE sweep_id = ? AND superseded_by IS NULL "
-                "GROUP BY 1, 2, 3, 4");
+                "MIN(sequence) FROM runs INDEXED BY runs_current_by_group "
+                "WHERE sweep_id = ? AND superseded_by IS NULL "
+                "GROUP BY status, config_id, workload_name, partition_key");
             query.bind(1, sweep_id);
             std::vector<RunGroup> groups;
             std::map<std::tuple<std::string, std::string, std::string>, std::size_t> index;
@@ -1028,33 +1140,13 @@ Result<std::vector<MetricAggregate>> Store::metric_aggregates(std::int64_t sweep
                    });
 }
 
-Result<std::vector<MetricSample>> Store::metric_samples(std::int64_t sweep_id,
-                                                        const std::vector<std::string>& metrics) {
+Result<std::vector<MetricSeries>> Store::metric_series(std::int64_t sweep_id,
+                                                       const std::vector<std::string>& metrics) {
     std::lock_guard lock(mutex_);
-    return guarded(
-        "reading metric values of sweep " + std::to_string(sweep_id),
-        [&]() -> Result<std::vector<MetricSample>> {
-            std::string names;
-            for (std::size_t i = 0; i < metrics.size(); ++i) names += i == 0 ? "?" : ", ?";
-            SQLite::Statement query(
-                *db_,
-                "SELECT r.config_id, r.workload_name, coalesce(r.partition_key, ''), r.repetition, "
-                "m.name, m.value FROM runs r JOIN metrics m ON m.run_id = r.id "
-                "WHERE r.sweep_id = ? AND r.status = 'succeeded' AND r.superseded_by IS NULL" +
-                    (metrics.empty() ? std::string() : " AND m.name IN (" + names + ")") +
-                    " ORDER BY r.sequence");
-            query.bind(1, sweep_id);
-            for (std::size_t i = 0; i < metrics.size(); ++i)
-                query.bind(static_cast<int>(i) + 2, metrics[i]);
-            std::vector<MetricSample> samples;
-            while (query.executeStep()) {
-                samples.push_back(
-                    MetricSample{query.getColumn(0).getString(), query.getColumn(1).getString(),
-                                 query.getColumn(2).getString(), query.getColumn(3).getInt(),
-                                 query.getColumn(4).getString(), query.getColumn(5).getDouble()});
-            }
-            return samples;
-        });
+    return guarded("reading metric values of sweep " + std::to_string(sweep_id),
+                   [&]() -> Result<std::vector<MetricSeries>> {
+                       return read_metric_series(*db_, sweep_id, metrics);
+                   });
 }
 
 Result<std::map<std::string, Json>> Store::sweep_workloads(std::int64_t sweep_id) {
@@ -1062,15 +1154,45 @@ Result<std::map<std::string, Json>> Store::sweep_workloads(std::int64_t sweep_id
     return guarded(
         "reading workloads of sweep " + std::to_string(sweep_id),
         [&]() -> Result<std::map<std::string, Json>> {
-            // One row per name: the first run's (a name means one workload per sweep).
-            SQLite::Statement query(*db_,
-                                    "SELECT workload_name, workload_json FROM runs WHERE id IN "
-                                    "(SELECT MIN(id) FROM runs WHERE sweep_id = ? "
-                                    "GROUP BY workload_name)");
-            query.bind(1, sweep_id);
+            // A name means one workload per sweep, so any run of it will do:
+            // seek the planned-run index (sweep, config, workload, ...) from
+            // one (config, workload) pair to the next, a step per pair rather
+            // than a row per run. (A row value "(config, workload) > (?, ?)"
+            // would walk the runs between pairs; two plain seeks do not.)
+            const char* const pair_columns =
+                "SELECT config_id, workload_name, id FROM runs "
+                "INDEXED BY runs_attempt_of_planned_run WHERE sweep_id = ? ";
+            SQLite::Statement next_workload(
+                *db_, std::string(pair_columns) +
+                          "AND config_id = ? AND workload_name > ? ORDER BY workload_name LIMIT 1");
+            SQLite::Statement next_config(
+                *db_, std::string(pair_columns) +
+                          "AND config_id > ? ORDER BY config_id, workload_name LIMIT 1");
+            SQLite::Statement workload_of(*db_, "SELECT workload_json FROM runs WHERE id = ?");
             std::map<std::string, Json> workloads;
-            while (query.executeStep())
-                workloads[query.getColumn(0).getString()] = json_column(query.getColumn(1));
+            std::string config;
+            std::string name;
+            auto step = [&](SQLite::Statement& seek, bool with_name) {
+                seek.reset();
+                seek.bind(1, sweep_id);
+                seek.bind(2, config);
+                if (with_name) seek.bind(3, name);
+                return seek.executeStep();
+            };
+            for (;;) {
+                SQLite::Statement* found = &next_workload;
+                if (config.empty() || !step(next_workload, true)) {
+                    if (!step(next_config, false)) break;
+                    found = &next_config;
+                }
+                config = found->getColumn(0).getString();
+                name = found->getColumn(1).getString();
+                if (workloads.count(name)) continue;
+                workload_of.reset();
+                workload_of.bind(1, found->getColumn(2).getInt64());
+                if (workload_of.executeStep())
+                    workloads[name] = json_column(workload_of.getColumn(0));
+            }
             return workloads;
         });
 }

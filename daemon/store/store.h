@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/comparison.h"
 #include "common/result.h"
 #include "common/stats.h"
 
@@ -129,14 +130,14 @@ struct MetricAggregate {
     Moments moments;
 };
 
-// One metric value of one succeeded run, with its round.
-struct MetricSample {
+// The values of one metric of one RunGroup's succeeded runs, with their
+// rounds, in round order.
+struct MetricSeries {
     std::string config_id;
     std::string workload_name;
     std::string partition_key;
-    int repetition = 0;
     std::string metric;
-    double value = 0;
+    std::vector<RoundValue> values;
 };
 
 // A page of a sweep's runs: those with sequence > after_sequence, at most
@@ -215,16 +216,16 @@ class Store {
                                    RawOutput raw_output = RawOutput::kOmit);
 
     // Comparison queries (daemon/store/compare.h). Cost grows with the
-    // number of groups and metrics, not with the runs (metric_samples: with
-    // the succeeded runs of the metrics asked for).
+    // number of groups and metrics, not with the runs (metric_series: with
+    // the succeeded runs of the metrics asked for, read from an index).
     // The sweep's run groups, by first sequence. kNotFound for an unknown sweep.
     Result<std::vector<RunGroup>> run_groups(std::int64_t sweep_id);
     // The aggregates of every metric of every group with a succeeded run.
     Result<std::vector<MetricAggregate>> metric_aggregates(std::int64_t sweep_id);
     // The values of the named metrics (every metric when `metrics` is empty)
-    // of the sweep's succeeded runs, by run sequence.
-    Result<std::vector<MetricSample>> metric_samples(std::int64_t sweep_id,
-                                                     const std::vector<std::string>& metrics);
+    // of the sweep's succeeded runs: a series per metric of each group.
+    Result<std::vector<MetricSeries>> metric_series(std::int64_t sweep_id,
+                                                    const std::vector<std::string>& metrics);
     // The workload JSON (ds::to_json(Workload)) of each workload name of the sweep.
     Result<std::map<std::string, Json>> sweep_workloads(std::int64_t sweep_id);
 

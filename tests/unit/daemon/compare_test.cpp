@@ -28,9 +28,9 @@ StorageConfig make_config(CacheMode cache, const std::string& filesystem_type,
 // A fio run named after its rw pattern.
 RunRecord planned_run(const StorageConfig& config, const std::string& workload, int sequence,
                       int repetition) {
-    return testing::planned_run(config,
-                                Workload{workload, "fio", Json{{"rw", workload}, {"bs", "4k"}}},
-                                sequence, repetition);
+    return testing::planned_run(
+        config, Workload{workload, "fio", Json{{"rw", workload}, {"bs", "4k"}}, {}, 0}, sequence,
+        repetition);
 }
 
 // Records the outcome of the run with the given sequence.
@@ -262,7 +262,7 @@ RunRecord atis_run(const StorageConfig& config, const std::string& name, Json se
     run.workload_name = name;
     Json params = Json{{"loop_count", 10}};
     if (!server.empty()) params["server"] = std::move(server);
-    run.workload = to_json(Workload{name, "mariadb-atis", params});
+    run.workload = to_json(Workload{name, "mariadb-atis", params, {}, 0});
     return run;
 }
 

@@ -605,7 +605,7 @@ StorageConfig reference_config() {
 }
 
 Workload atis_workload(Json server) {
-    Workload workload{"atis", "mariadb-atis", Json{{"loop_count", 10}}};
+    Workload workload{"atis", "mariadb-atis", Json{{"loop_count", 10}}, {}, 0};
     if (!server.is_null()) workload.params["server"] = std::move(server);
     return workload;
 }
@@ -632,8 +632,11 @@ std::string sqlbench_atis_stdout(double total_s) {
 }
 
 Workload fio_workload() {
-    return Workload{"randrw", "fio",
-                    Json{{"rw", "randrw"}, {"bs", "4k"}, {"iodepth", 4}, {"runtime", "2s"}}};
+    return Workload{"randrw",
+                    "fio",
+                    Json{{"rw", "randrw"}, {"bs", "4k"}, {"iodepth", 4}, {"runtime", "2s"}},
+                    {},
+                    0};
 }
 
 RunRecord planned_run(const StorageConfig& config, const Workload& workload, int sequence,

@@ -40,7 +40,7 @@ bool has(const std::vector<std::string>& argv, const std::string& arg) {
 }
 
 Workload fio(Json params) {
-    return Workload{"seed", "fio", std::move(params)};
+    return Workload{"seed", "fio", std::move(params), {}, 0};
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ StorageConfig make_config(CacheMode cache, const std::string& filesystem) {
 }
 
 Workload fio_workload() {
-    return Workload{"randrw", "fio", Json{{"rw", "randrw"}, {"bs", "4k"}, {"iodepth", 64}}};
+    return Workload{"randrw", "fio", Json{{"rw", "randrw"}, {"bs", "4k"}, {"iodepth", 64}}, {}, 0};
 }
 
 RunRecord planned_run(const StorageConfig& config, int sequence, int repetition) {
@@ -887,6 +887,64 @@ TEST_CASE("store: an interrupted run gets a new attempt of the same planned run"
     CHECK(again.new_attempts.empty());
     CHECK(again.given_up.empty());
     CHECK(store->list_runs(sweep_id)->size() == 6);
+}
+
+// A succeeded outcome of `run` with the given metrics.
+RunRecord succeeded_with(const RunRecord& run, std::map<std::string, double> metrics) {
+    RunRecord done = finished(run);
+    done.metrics = std::move(metrics);
+    return done;
+}
+
+TEST_CASE("store: a metric's series per group, in round order, of this sweep's current attempts",
+          "[store][attempts][compare]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = running_sweep(*store);
+    const std::int64_t other_id = running_sweep(*store, "other");
+    // By sequence: safe round 0, fast round 0, fast round 1, safe round 1.
+    auto runs = store->list_runs(sweep_id).value();
+    auto start = [&](const RunRecord& run) {
+        require_ok(store->mark_run_running(run.id, "vm", "vol", "log", "tcg", "t1"));
+    };
+    // The other sweep's run lies between this sweep's first and last ids.
+    const RunRecord other = store->list_runs(other_id).value().at(0);
+    start(other);
+    require_ok(store->finish_run(succeeded_with(other, {{"read_iops", 555}})));
+    // Fast round 0 is interrupted: its new attempt has the sweep's highest id.
+    start(runs[1]);
+    const Store::InterruptedRuns recovered = recover(*store);
+    REQUIRE(recovered.new_attempts.size() == 1);
+    const RunRecord rerun = recovered.new_attempts[0];
+    REQUIRE(rerun.id > runs[2].id);
+    for (const auto& [run, value] : std::vector<std::pair<RunRecord, double>>{
+             {runs[0], 10}, {runs[3], 12}, {runs[2], 30}, {rerun, 20}}) {
+        start(run);
+        require_ok(
+            store->finish_run(succeeded_with(run, {{"read_iops", value}, {"write_iops", 1}})));
+    }
+
+    auto series = store->metric_series(sweep_id, {"read_iops"});
+    REQUIRE(series.ok());
+    REQUIRE(series->size() == 2);
+    std::map<std::string, std::vector<std::pair<int, double>>> by_config;
+    for (const MetricSeries& one : series.value()) {
+        CHECK(one.metric == "read_iops");
+        CHECK(one.workload_name == "randrw");
+        CHECK(one.partition_key == "[\"tcg\",\"\",\"7.2.0\",\"\",\"6.1.0-21-amd64\"]");
+        for (const RoundValue& value : one.values)
+            by_config[one.config_id].push_back({value.round, value.value});
+    }
+    CHECK(by_config[runs[0].config_id] == std::vector<std::pair<int, double>>{{0, 10}, {1, 12}});
+    CHECK(by_config[runs[1].config_id] == std::vector<std::pair<int, double>>{{0, 20}, {1, 30}});
+
+    // Every metric: a series per metric of each group, none of the other sweep's.
+    auto every = store->metric_series(sweep_id, {});
+    REQUIRE(every.ok());
+    CHECK(every->size() == 4);
+    for (const MetricSeries& one : every.value()) CHECK(one.values.size() == 2);
+    CHECK(store->metric_series(other_id, {"read_iops"})->at(0).values.size() == 1);
+    CHECK(store->metric_series(sweep_id, {"no_such_metric"})->empty());
 }
 
 TEST_CASE("store: the last allowed attempt is not run again, and says so", "[store][attempts]") {
