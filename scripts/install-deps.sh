@@ -15,6 +15,7 @@ packages=(
   mmdebstrap busybox-static cpio zstd kmod e2fsprogs xfsprogs btrfs-progs dpkg-dev
   # tests and tools: host-side mkfs/mount on loop devices, fio, curl over the socket
   fio util-linux curl sqlite3 ca-certificates
+  systemd  # systemd-analyze: the unit's hardening score (tests/packaging)
   clang-14 libclang-rt-14-dev  # fuzz/: libFuzzer and the ASan/UBSan runtimes
   # the MariaDB workload runners' integration test: a real server, sql-bench's
   # Perl DBI driver, sysbench (the same packages as guest/packages-mariadb.txt)
