@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   # build
-  build-essential cmake ninja-build pkg-config clang-format
+  build-essential cmake ninja-build pkg-config clang-format ccache
   libvirt-dev libxml2-dev libboost-program-options-dev libboost-math-dev libsqlitecpp-dev libsqlite3-dev
   libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libssl-dev
   # run: libvirt's embedded QEMU driver, QEMU, qemu-img

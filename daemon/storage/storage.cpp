@@ -9,6 +9,10 @@ template <class... Ts>
 struct Overloaded : Ts... {
     using Ts::operator()...;
 };
+// Spelled out for clang 14 (the fuzz and sanitizer builds), which does not
+// deduce an aggregate's template arguments from its initializers.
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
 DiskSourceKind kind_of(const DiskSource& source) {
