@@ -537,6 +537,24 @@ std::string narrow_heading(const Json& compare, const std::string& metric, bool 
 
 }  // namespace
 
+namespace {
+
+// "workload NAME: OPTIONS" for each workload with server variables, in the
+// order the rows first name them.
+std::string workload_options_legend(const Json& rows) {
+    std::string legend;
+    std::set<std::string> named;
+    for (const auto& row : rows) {
+        const std::string workload = text_field(row, "workload");
+        const std::string options = text_field(row, "options", "defaults");
+        if (options == "defaults" || !named.insert(workload).second) continue;
+        legend += "workload " + workload + ": " + options + "\n";
+    }
+    return legend;
+}
+
+}  // namespace
+
 std::string format_compare_table(const Json& compare) {
     const Json& rows = field(compare, "rows");
     const std::string sweep_id = text_field(compare, "sweep_id");
@@ -551,6 +569,9 @@ std::string format_compare_table(const Json& compare) {
     for (std::size_t r : ranked_rows(compare))
         by_partition[integer_field(rows[r], "partition", 0)].push_back(r);
 
+    // With a workload column, the workloads' server variables (often longer
+    // than the rest of a row) are a legend under the table, once each.
+    const bool options_column = columns.options && !columns.workload;
     std::string text = narrow_heading(compare, metric, field(primary, "lower_is_better") == true);
     if (partition_count > 1) {
         text +=
@@ -569,7 +590,7 @@ std::string format_compare_table(const Json& compare) {
         if (columns.axes.empty()) header.push_back({"config"});
         for (const auto& axis : columns.axes) header.push_back({axis});
         if (columns.workload) header.push_back({"workload"});
-        if (columns.options) header.push_back({"options"});
+        if (options_column) header.push_back({"options"});
         header.push_back({metric.empty() ? "primary metric" : metric, Align::kRight});
         header.push_back({"ratio [95% CI]", Align::kRight});
         header.push_back({"verdict"});
@@ -587,7 +608,7 @@ std::string format_compare_table(const Json& compare) {
             }
             if (columns.workload)
                 line.push_back(text_field(row, "workload") + (host ? " (host, raw volume)" : ""));
-            if (columns.options) line.push_back(text_field(row, "options", "defaults"));
+            if (options_column) line.push_back(text_field(row, "options", "defaults"));
             const std::string row_metric = text_field(field(row, "primary_metric"), "name", metric);
             std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
             if (metric.empty() && value != "-") value += " " + row_metric;
@@ -607,6 +628,7 @@ std::string format_compare_table(const Json& compare) {
         }
         text += table.render();
     }
+    if (columns.options && !options_column) text += workload_options_legend(rows);
     for (const auto& risks : risk_notes)
         text += "! " + risks + ": can lose data on a power failure or crash\n";
     text +=

@@ -3,6 +3,7 @@
 // risk flag; best first; within 120 columns for a 12-configuration sweep.
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "hostctl/format.h"
 
@@ -100,6 +101,74 @@ TEST_CASE("narrow compare table: 12 configurations fit in 120 columns, best firs
     CHECK_THAT(table, Catch::Contains("! cache=unsafe: can lose data on a power failure or crash"));
     // One partition: no partition line.
     CHECK_THAT(table, !Catch::Contains("partition"));
+}
+
+// seed-atis's shape: 5 filesystems with InnoDB's defaults, 2 of them with
+// two tunings, n = 3 each, by total time.
+Json seed_atis_shape() {
+    const std::vector<std::tuple<std::string, std::string, std::string>> pairs = {
+        {"ext4", "defaults", ""},
+        {"btrfs", "defaults", ""},
+        {"btrfs+nocow", "defaults", ""},
+        {"btrfs:nobarrier", "defaults", ""},
+        {"btrfs+nocow:nobarrier", "defaults", ""},
+        {"ext4", "dw0-odsync", "innodb_doublewrite=0 innodb_flush_method=O_DSYNC"},
+        {"btrfs", "dw0-odsync", "innodb_doublewrite=0 innodb_flush_method=O_DSYNC"},
+        {"ext4", "dw0-nosync", "innodb_doublewrite=0 innodb_flush_method=nosync"},
+        {"btrfs", "dw0-nosync", "innodb_doublewrite=0 innodb_flush_method=nosync"}};
+    Json rows = Json::array();
+    Json ranking = Json::array();
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+        const auto& [filesystem, workload, options] = pairs[i];
+        const double mean = 169.7 + 11.3 * static_cast<double>(i);
+        Json row = {
+            {"config_id", "cfg-" + filesystem},
+            {"workload", workload},
+            {"options", options.empty() ? Json() : Json(options)},
+            {"settings", {{"filesystem", filesystem}}},
+            {"partition", 0},
+            {"runs", {{"succeeded", 3}}},
+            {"metrics",
+             {{"total_s",
+               {{"n", 3}, {"mean", mean}, {"ci95_low", mean - 12.3}, {"ci95_high", mean + 12.3}}}}},
+            {"primary_metric", {{"name", "total_s"}, {"lower_is_better", true}}},
+            {"is_baseline", filesystem == "ext4"},
+            {"host_baseline", false},
+            {"durability_risks", Json::array({"cache=unsafe"})}};
+        if (filesystem != "ext4")
+            row["vs_baseline"] = {{"ratio", mean / 169.7},
+                                  {"ci95_low", mean / 169.7 - 0.123},
+                                  {"ci95_high", mean / 169.7 + 0.123},
+                                  {"p_adjusted", 0.2},
+                                  {"verdict", "no significant difference"}};
+        rows.push_back(row);
+        ranking.push_back({{"row", i}});
+    }
+    return {{"sweep_id", 3},
+            {"varying_axes", {"filesystem"}},
+            {"partitions", Json::array({{{"accel", "tcg"}}})},
+            {"baseline", {{"config_id", "cfg-ext4"}, {"chosen_by", "first configuration"}}},
+            {"practical_difference", 0.02},
+            {"primary_metric", {{"name", "total_s"}, {"lower_is_better", true}}},
+            {"rows", rows},
+            {"ranking", ranking}};
+}
+
+TEST_CASE("narrow compare table: seed-atis fits in 120 columns, server variables as a legend",
+          "[hostctl][format][compare]") {
+    const std::string table = ds::hostctl::format_compare_table(seed_atis_shape());
+    INFO(table);
+    for (const std::string& line : lines_of(table)) CHECK(ds::hostctl::display_width(line) <= 120);
+    const std::vector<std::string> lines = lines_of(table);
+    REQUIRE(lines.size() > 4);
+    CHECK_THAT(lines[3], Catch::StartsWith("filesystem             workload "));
+    CHECK(lines[3].find("workload") < lines[3].find("total_s"));
+    CHECK_THAT(lines[3], !Catch::Contains("options"));
+    // Each tuning's variables once, under the table; InnoDB's defaults not at all.
+    CHECK_THAT(table, Catch::Contains("\nworkload dw0-odsync: innodb_doublewrite=0 "
+                                      "innodb_flush_method=O_DSYNC\nworkload dw0-nosync: "
+                                      "innodb_doublewrite=0 innodb_flush_method=nosync\n"));
+    CHECK_THAT(table, !Catch::Contains("workload defaults:"));
 }
 
 TEST_CASE("narrow compare table: partitions are shown apart and say so",
