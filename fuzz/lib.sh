@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shell functions shared by scripts/fuzz-smoke.sh and bench/fuzz.sh: how the
 # fuzz targets are built and how one of them is run and summarised. Sourced,
-# not run. Needs: clang++-14 (scripts/install-deps.sh), cmake, ninja, ccache.
+# not run. Needs: clang++-14 (scripts/install-deps.sh), cmake, ninja; ccache if present.
 
 FUZZ_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FUZZ_BUILD_DIR=${DISKSWEEP_FUZZ_BUILD_DIR:-$FUZZ_REPO/build-fuzz}
@@ -17,19 +17,27 @@ declare -A FUZZ_TARGET_OPTIONS=([fuzz_http_request]="-max_len=65536")
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# Configures (once) and builds every fuzz target: clang++-14, the whole tree
-# instrumented (fuzz/Instrument.cmake), tests off, only the fuzz targets built,
-# FUZZ_BUILD_JOBS (default: one per core) at a time.
-fuzz_build() {
+# Configures FUZZ_BUILD_DIR: clang++-14, the whole tree instrumented
+# (fuzz/Instrument.cmake: ASan + UBSan + libFuzzer coverage) at -O1, the tests
+# included, so that one instrumented build serves both the fuzz targets and
+# the sanitizer tier (scripts/test-sanitizers.sh builds its tests here). Run
+# every time (seconds): a directory configured otherwise is brought in line.
+fuzz_configure() {
     command -v clang++-14 >/dev/null || {
         echo "[fuzz] clang++-14 is missing (Debian package clang-14; scripts/install-deps.sh)" >&2
         return 1
     }
-    if [ ! -f "$FUZZ_BUILD_DIR/build.ninja" ]; then
-        cmake -S "$FUZZ_REPO" -B "$FUZZ_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-            -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-            -DDISKSWEEP_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null || return 1
-    fi
+    # shellcheck source=../scripts/ccache.sh
+    source "$FUZZ_REPO/scripts/ccache.sh"
+    cmake -S "$FUZZ_REPO" -B "$FUZZ_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_CXX_COMPILER=clang++-14 \
+        "${CCACHE_CMAKE_ARGS[@]}" -DDISKSWEEP_FUZZ=ON -DBUILD_TESTING=ON >/dev/null
+}
+
+# Builds every fuzz target (and what they link), FUZZ_BUILD_JOBS (default:
+# one per core) at a time.
+fuzz_build() {
+    fuzz_configure || return 1
     ninja -C "$FUZZ_BUILD_DIR" -j"${FUZZ_BUILD_JOBS:-$(nproc)}" fuzz_targets
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI's short fuzzing pass (docs/fuzzing.md): builds the four libFuzzer targets
-# in build-fuzz/ (clang++-14, ASan+UBSan; DISKSWEEP_FUZZ_BUILD_DIR), replays
+# in build-fuzz/ (clang++-14, ASan+UBSan; DISKSWEEP_FUZZ_BUILD_DIR; after
+# scripts/test-sanitizers.sh, which builds there too, only linking), replays
 # the saved reproducers of fuzz/regressions/, then runs each target for a
 # fixed number of executions (the table below) with a fixed seed, starting
 # from its committed seeds: a count rather than a time, so that every run of

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # CI's sanitizer tier (docs/fuzzing.md, "Sanitizers"): the unit and
-# integration tiers once more, every target built by gcc with ASan + UBSan
-# (-DDISKSWEEP_SANITIZE=ON) at -O1, in a build directory of its own
-# (DISKSWEEP_SANITIZE_BUILD_DIR, default build-sanitize/; nothing is reused
-# from build/). Only the test binaries and the programs those tests start are
-# built. Extra arguments go to ctest, e.g. scripts/test-sanitizers.sh -R store
+# integration tiers once more, built with clang's ASan + UBSan in the fuzz
+# targets' instrumented build directory (fuzz/lib.sh: build-fuzz/, or
+# DISKSWEEP_FUZZ_BUILD_DIR; nothing is reused from build/), so that the fuzz
+# stage after it only links its targets. Only the test binaries and the
+# programs those tests start are built. Extra arguments go to ctest, e.g.
+# scripts/test-sanitizers.sh -R store
 #
 # Fails when a test fails, when a test skips that tests/allowed-skips.txt
 # does not allow (as scripts/test.sh), and when any process wrote a sanitizer
@@ -13,9 +14,11 @@
 # files are printed at the end. Known third-party findings are suppressed by
 # tests/sanitizers/*.supp, each line with its reason.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$PWD
-build=${DISKSWEEP_SANITIZE_BUILD_DIR:-$root/build-sanitize}
+# shellcheck source=../fuzz/lib.sh
+source "$(dirname "$0")/../fuzz/lib.sh"
+root=$FUZZ_REPO
+cd "$root"
+build=$FUZZ_BUILD_DIR
 reports=$build/sanitizer-reports
 junit=$build/Testing/junit.xml
 
@@ -37,23 +40,14 @@ excluded=(
     'unit/daemon/hostile guests: every run fails with its reason and memory stays bounded'
 )
 
-# Line tables (-g1) are all a report's stack trace needs. The project's code
-# at -O1 (the tests' own at -O0, CMakeLists.txt): instrumented code compiles
-# slowly, and CI's budget counts the build.
-configure() {
-    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
-        -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DDISKSWEEP_SANITIZE=ON >/dev/null
-}
-
 # A report stops the process that found it (halt_on_error, and
-# -fno-sanitize-recover for UBSan) with a non-zero status. ASan's and LSan's
-# reports go to $reports/asan.PID instead of stderr; gcc's UBSan ignores
-# log_path and always writes to stderr, which ctest keeps in its JUnit file.
+# -fno-sanitize-recover for UBSan) with a non-zero status. The reports go to
+# $reports/asan.PID and $reports/ubsan.PID instead of stderr; the JUnit file
+# (the tests' output) is searched too, for a process that wrote to stderr.
 sanitizer_environment() {
     local supp=$root/tests/sanitizers
     export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:log_path=$reports/asan"
-    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp"
+    export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$reports/ubsan:suppressions=$supp/ubsan.supp"
     export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 }
 
@@ -76,7 +70,7 @@ check_reports() {
 }
 
 echo "[sanitizers] building ${targets[*]} in $build"
-configure
+fuzz_configure
 ninja -C "$build" -j"${DISKSWEEP_SANITIZE_JOBS:-$(nproc)}" "${targets[@]}"
 echo "[sanitizers] built in ${SECONDS}s"
 built_at=$SECONDS
