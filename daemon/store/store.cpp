@@ -913,11 +913,15 @@ RunRecord read_run(SQLite::Database& db, std::int64_t run_id) {
 
 // A sweep's succeeded current runs as their groups' series keys: run id ->
 // (index into `series`, round).
+struct SeriesRun {
+    std::int64_t id = 0;
+    std::size_t group = 0;  // index into SeriesRuns::groups
+    int round = 0;
+};
+
 struct SeriesRuns {
     std::vector<MetricSeries> groups;  // one per group, metric and values empty
-    std::unordered_map<std::int64_t, std::pair<std::size_t, int>> by_run;
-    std::int64_t first_id = 0;
-    std::int64_t last_id = -1;
+    std::vector<SeriesRun> by_id;      // ascending run id
 };
 
 bool same_group(const MetricSeries& series, const char* config, const char* workload,
@@ -937,37 +941,40 @@ SeriesRuns read_series_runs(SQLite::Database& db, std::int64_t sweep_id) {
     query.bind(1, sweep_id);
     SeriesRuns runs;
     while (query.executeStep()) {
-        const std::int64_t id = query.getColumn(0).getInt64();
         const char* config = query.getColumn(1).getText();
         const char* workload = query.getColumn(2).getText();
         const char* partition = query.getColumn(3).getText();
         if (runs.groups.empty() || !same_group(runs.groups.back(), config, workload, partition))
             runs.groups.push_back(MetricSeries{config, workload, partition, "", {}});
-        runs.by_run.emplace(id,
-                            std::make_pair(runs.groups.size() - 1, query.getColumn(4).getInt()));
-        runs.first_id = runs.by_run.size() == 1 ? id : std::min(runs.first_id, id);
-        runs.last_id = std::max(runs.last_id, id);
+        runs.by_id.push_back(
+            {query.getColumn(0).getInt64(), runs.groups.size() - 1, query.getColumn(4).getInt()});
     }
+    std::sort(runs.by_id.begin(), runs.by_id.end(),
+              [](const SeriesRun& a, const SeriesRun& b) { return a.id < b.id; });
     return runs;
 }
 
-// Appends the (run_id, name, value) rows of `query` that belong to `runs` to
-// one series per (group, metric), creating series as they first appear.
+// Appends the (run_id, name, value) rows of `query`, which come by ascending
+// run_id, that belong to `runs` to one series per (group, metric), creating
+// series as they first appear: a merge of two id-ordered lists.
 void add_metric_rows(SQLite::Statement& query, const SeriesRuns& runs,
                      std::vector<std::map<std::string, std::size_t, std::less<>>>& group_series,
                      std::vector<MetricSeries>& series) {
+    std::size_t next = 0;
     while (query.executeStep()) {
-        auto run = runs.by_run.find(query.getColumn(0).getInt64());
-        if (run == runs.by_run.end()) continue;  // another sweep's, or not succeeded
-        const auto [group, round] = run->second;
+        const std::int64_t id = query.getColumn(0).getInt64();
+        while (next < runs.by_id.size() && runs.by_id[next].id < id) ++next;
+        if (next == runs.by_id.size()) break;
+        if (runs.by_id[next].id != id) continue;  // another sweep's, or not succeeded
+        const SeriesRun& run = runs.by_id[next];
         const std::string_view metric = query.getColumn(1).getText();
-        auto found = group_series[group].find(metric);
-        if (found == group_series[group].end()) {
-            found = group_series[group].emplace(std::string(metric), series.size()).first;
-            series.push_back(runs.groups[group]);
+        auto found = group_series[run.group].find(metric);
+        if (found == group_series[run.group].end()) {
+            found = group_series[run.group].emplace(std::string(metric), series.size()).first;
+            series.push_back(runs.groups[run.group]);
             series.back().metric = std::string(metric);
         }
-        series[found->second].values.push_back({round, query.getColumn(2).getDouble()});
+        series[found->second].values.push_back({run.round, query.getColumn(2).getDouble()});
     }
 }
 
@@ -979,22 +986,25 @@ std::vector<MetricSeries> read_metric_series(SQLite::Database& db, std::int64_t 
     const SeriesRuns runs = read_series_runs(db, sweep_id);
     std::vector<std::map<std::string, std::size_t, std::less<>>> group_series(runs.groups.size());
     std::vector<MetricSeries> series;
+    if (runs.by_id.empty()) return series;
+    const std::int64_t first_id = runs.by_id.front().id;
+    const std::int64_t last_id = runs.by_id.back().id;
     if (metrics.empty()) {
         SQLite::Statement query(db,
                                 "SELECT run_id, name, value FROM metrics "
-                                "WHERE run_id BETWEEN ? AND ?");
-        query.bind(1, runs.first_id);
-        query.bind(2, runs.last_id);
+                                "WHERE run_id BETWEEN ? AND ? ORDER BY run_id");
+        query.bind(1, first_id);
+        query.bind(2, last_id);
         add_metric_rows(query, runs, group_series, series);
     }
     for (const std::string& metric : metrics) {
         SQLite::Statement query(
             db,
             "SELECT run_id, name, value FROM metrics INDEXED BY metrics_by_name "
-            "WHERE name = ? AND run_id BETWEEN ? AND ?");
+            "WHERE name = ? AND run_id BETWEEN ? AND ? ORDER BY run_id");
         query.bind(1, metric);
-        query.bind(2, runs.first_id);
-        query.bind(3, runs.last_id);
+        query.bind(2, first_id);
+        query.bind(3, last_id);
         add_metric_rows(query, runs, group_series, series);
     }
     // By run id above; a rerun attempt has a later id than the next round's runs.
