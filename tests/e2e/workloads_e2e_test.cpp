@@ -1,7 +1,7 @@
 // Issue 3 end to end in real TCG guests: seed study A (MariaDB test-ATIS) as
-// shipped in config/sweeps/seed-atis.toml, with a smaller loop count, and
-// the fault cases: MariaDB that cannot start, a workload over its time
-// limit, a filesystem that fills up during a workload.
+// shipped in config/sweeps/seed-atis.toml, cut to four configurations and a
+// smaller loop count, and the fault cases: MariaDB that cannot start, a
+// workload over its time limit, a filesystem that fills up during a workload.
 #include <SQLiteCpp/SQLiteCpp.h>
 
 #include <catch2/catch.hpp>
@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 
 #include "hostctl/format.h"
@@ -93,15 +94,27 @@ void check_nothing_left(const DaemonFixture& daemon) {
 
 }  // namespace
 
-TEST_CASE("seed study A runs end to end and compares in the seed's shape", "[e2e][mariadb]") {
+TEST_CASE("seed study A, cut to four configurations, runs end to end and compares",
+          "[e2e][mariadb]") {
     require_image(ds::test::test_image_dir() + "/mariadb");
-    // The shipped sweep, one repetition, test-ATIS's select loops cut from
-    // 5000 to 20 rounds (inserts and table creation run in full).
+    // The shipped sweep, cut to fit CI: one repetition; test-ATIS's select
+    // loops cut from 5000 to 20 rounds (inserts and table creation run in
+    // full); four of its nine configurations, which still cover each
+    // workload and btrfs with a nodatacow data directory: InnoDB's defaults
+    // on ext4 and btrfs+nocow, and the two tunings on ext4. (Each run keeps a
+    // host core busy for about 3 minutes under TCG; the whole study's 9
+    // runs took 16 of CI's minutes.) The full study's expansion, 9 runs a
+    // repetition, is checked by the spec's unit test of seed-atis.toml.
     std::string spec =
         read_file(std::string(DISKSWEEP_SOURCE_DIR) + "/config/sweeps/seed-atis.toml");
     REQUIRE(replace_all(spec, "repetitions = 3", "repetitions = 1") == 1);
     REQUIRE(replace_all(spec, "kind = \"mariadb-atis\"",
                         "kind = \"mariadb-atis\"\nloop_count = 20") == 3);
+    const std::regex filesystem_axis(R"(filesystem = \[[^\]]*\])");
+    REQUIRE(std::regex_search(spec, filesystem_axis));
+    spec = std::regex_replace(spec, filesystem_axis, R"(filesystem = ["ext4", "btrfs+nocow"])");
+    REQUIRE(replace_all(spec, "filesystems = [\"ext4\", \"btrfs\"]", "filesystems = [\"ext4\"]") ==
+            2);
     // Two runs at a time: under TCG one guest keeps one host core busy for
     // ~3 min (test-ATIS's 11.6k single-row inserts are CPU-bound here), so
     // this halves the test's wall time. Numbers from parallel runs disturb
@@ -117,8 +130,8 @@ TEST_CASE("seed study A runs end to end and compares in the seed's shape", "[e2e
     REQUIRE(submitted.exit_code == 0);
 
     const auto runs = runs_of_sweep(daemon.database(), 1);
-    // 5 filesystems x defaults + 2 filesystems x 2 tunings.
-    REQUIRE(runs.size() == 9);
+    // 2 filesystems x defaults + ext4 x 2 tunings.
+    REQUIRE(runs.size() == 4);
     std::map<std::string, int> per_workload;
     for (const auto& run : runs) {
         INFO(run.workload << " on " << run.config["filesystem"].dump() << ": "
@@ -142,7 +155,7 @@ TEST_CASE("seed study A runs end to end and compares in the seed's shape", "[e2e
             CHECK(guest["server_variables"]["innodb_flush_method"] == "O_DSYNC");
     }
     CHECK(per_workload ==
-          std::map<std::string, int>{{"defaults", 5}, {"dw0-odsync", 2}, {"dw0-nosync", 2}});
+          std::map<std::string, int>{{"defaults", 2}, {"dw0-odsync", 1}, {"dw0-nosync", 1}});
 
     auto compare = daemon.hostctl({"results", "compare", "1", "--all"});
     INFO(compare.out << compare.err);
@@ -155,7 +168,7 @@ TEST_CASE("seed study A runs end to end and compares in the seed's shape", "[e2e
     auto compare_json = daemon.hostctl({"--json", "results", "compare", "1"});
     REQUIRE(compare_json.exit_code == 0);
     Json table = Json::parse(compare_json.out);
-    CHECK(table["rows"].size() == 9);
+    CHECK(table["rows"].size() == 4);
 
     // One configuration's row, against its run: btrfs+nocow with InnoDB's
     // defaults shows that run's time, n = 1, and no spread (one run has none).
