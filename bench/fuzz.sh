@@ -5,13 +5,20 @@
 #   e.g. bench/fuzz.sh -runs=10000000 fuzz_spec; bench/fuzz.sh 120
 #
 # Each target runs SECONDS, or N executions (default -runs=10000000), from its
-# committed seeds plus a corpus kept between runs in build-fuzz/corpus/TARGET.
+# committed seeds plus a corpus kept between runs in build-fuzz-O1/corpus/TARGET.
 # A target stops at its first crash. Prints target / execs / exec/s / crashes;
-# crash inputs and logs go to FUZZ_CRASH_DIR (default build-fuzz/crashes).
+# crash inputs and logs go to FUZZ_CRASH_DIR (default build-fuzz-O1/crashes).
 # Exits non-zero when any target crashed.
+#
+# The targets are built at -O1 in build-fuzz-O1/ (DISKSWEEP_FUZZ_BUILD_DIR),
+# not in CI's -O0 build-fuzz/ (fuzz/lib.sh, FUZZ_OPT): a long run is worth
+# the slower build.
 set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+export DISKSWEEP_FUZZ_OPT=${DISKSWEEP_FUZZ_OPT:--O1}
+export DISKSWEEP_FUZZ_BUILD_DIR=${DISKSWEEP_FUZZ_BUILD_DIR:-$repo/build-fuzz-O1}
 # shellcheck source=../fuzz/lib.sh
-source "$(dirname "$0")/../fuzz/lib.sh"
+source "$repo/fuzz/lib.sh"
 
 usage() {
     echo "usage: $0 [SECONDS | -runs=N] [TARGET...]; targets: ${FUZZ_TARGETS[*]}" >&2
