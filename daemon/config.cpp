@@ -130,6 +130,12 @@ const std::vector<DaemonOption>& daemon_options() {
          "template_vmid=9000,vmid_min=9100,vmid_max=9199,storages=pve:local-lvm "
          "(the daemon's own libvirt connection is the host 'local', with max-parallel-runs)",
          [](DaemonConfig& c) { return po::value(&c.hosts)->composing(); }},
+        {"instance",
+         "this daemon's name among daemons that share a hypervisor or a storage: 1-16 lowercase "
+         "letters and digits; its guests and volumes are named disksweep-INSTANCE-..., and "
+         "start-up recovery removes only those (default: an id generated once and kept in the "
+         "database)",
+         [](DaemonConfig& c) { return po::value(&c.instance); }},
     };
     return options;
 }
@@ -156,7 +162,33 @@ std::string valid_keys() {
     return out;
 }
 
+// The configured instance, checked; its error begins with where the value
+// came from: the flag, or the config file and line (a flag wins over the file).
+Status check_configured_instance(const std::string& instance, bool from_flag,
+                                 const std::string& config_file) {
+    Status valid = check_instance_name(instance);
+    if (valid.ok()) return valid;
+    const int line = from_flag ? 0 : line_of_key(config_file, "instance");
+    const std::string origin =
+        from_flag ? "disksweepd: --instance"
+                  : config_file + (line ? ":" + std::to_string(line) : "") + ": instance";
+    return make_error(errc::kInvalidArgument, origin + ": " + valid.error().message);
+}
+
 }  // namespace
+
+Status check_instance_name(std::string_view name) {
+    constexpr std::size_t kMaxLength = 16;
+    const bool valid_characters = std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    });
+    if (!name.empty() && name.size() <= kMaxLength && valid_characters) return ok_status();
+    return make_error(errc::kInvalidArgument, "'" + std::string(name) +
+                                                  "' is not a valid instance name: 1-" +
+                                                  std::to_string(kMaxLength) +
+                                                  " characters, lowercase ASCII letters and "
+                                                  "digits only");
+}
 
 Json DaemonConfig::to_json() const {
     return Json{{"state_dir", state_dir},
@@ -173,13 +205,15 @@ Json DaemonConfig::to_json() const {
                 {"vcpus", vcpus},
                 {"memory_mib", memory_mib},
                 {"storages", effective_storages()},
-                {"hosts", hosts}};
+                {"hosts", hosts},
+                {"instance", instance.empty() ? Json(nullptr) : Json(instance)}};
 }
 
 Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const* argv) {
     ParsedCommandLine parsed;
     DaemonConfig& config = parsed.config;
     std::string config_file;
+    bool instance_from_flag = false;
 
     po::options_description generic("disksweepd options");
     generic.add_options()("help,h", "show this help")("version", "print the version")(
@@ -196,6 +230,7 @@ Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const*
     po::variables_map vm;
     try {
         po::store(po::parse_command_line(argc, argv, all), vm);
+        instance_from_flag = vm.count("instance") > 0;
         if (vm.count("config")) {
             config_file = vm["config"].as<std::string>();
             std::ifstream in(config_file);
@@ -237,6 +272,9 @@ Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const*
         return make_error(errc::kInvalidArgument,
                           "disksweepd: max-parallel-runs, boot-timeout, run-timeout and vcpus must "
                           "be >= 1 and memory-mib >= 256");
+    }
+    if (vm.count("instance")) {
+        DS_TRY(check_configured_instance(config.instance, instance_from_flag, config_file));
     }
     if (vm.count("print-config")) {
         parsed.exit_now = true;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -37,6 +38,10 @@ struct DaemonConfig {
     // are placed on besides the daemon's own libvirt connection ("local",
     // max_parallel_runs slots); daemon/hosts.h.
     std::vector<std::string> hosts;
+    // This daemon's instance name, part of every guest, volume and probe
+    // name it creates (ds::ResourceNames); "" = the id its database keeps
+    // (Store::instance_id). Valid per check_instance_name.
+    std::string instance;
 
     // The storage lines in effect: `storages`, plus "file" when none is a
     // file line.
@@ -51,6 +56,12 @@ struct DaemonConfig {
     Json to_json() const;
 };
 
+// An instance name is 1-16 characters, lowercase ASCII letters and digits:
+// short enough for every backend's names, and without '-', so one
+// instance's prefix never begins another instance's names. The error says
+// what a valid name is.
+Status check_instance_name(std::string_view name);
+
 // Outcome of parsing argv: either run with a config, or print text (help,
 // version) and exit with a code.
 struct ParsedCommandLine {
@@ -61,7 +72,8 @@ struct ParsedCommandLine {
 };
 
 // Flags win over the config file (--config FILE); unknown keys in the file
-// are errors naming the file and key.
+// are errors naming the file and key, as is an invalid `instance` (naming
+// the flag, or the file and line).
 Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const* argv);
 
 }  // namespace ds

@@ -199,7 +199,8 @@ Status add_configured_hosts(const DaemonConfig& config, std::unique_ptr<Hypervis
 
 // Each libvirt host probes its own acceleration; Proxmox decides itself
 // (its VMs run with KVM unless the template says kvm=0).
-void decide_host_acceleration(const DaemonConfig& config, HostPool& hosts, StorageBackend& storage,
+void decide_host_acceleration(const DaemonConfig& config, const ResourceNames& names,
+                              HostPool& hosts, StorageBackend& storage,
                               const Result<GuestImage>& image) {
     for (Host* host : hosts.hosts()) {
         if (host->description.kind != "libvirt") {
@@ -211,7 +212,7 @@ void decide_host_acceleration(const DaemonConfig& config, HostPool& hosts, Stora
             host->accel_reason = "no guest image to probe with";
         } else {
             const AccelDecision decision =
-                decide_acceleration(config, *host->hypervisor, storage, image.value());
+                decide_acceleration(config, names, *host->hypervisor, storage, image.value());
             host->accel = decision.accel;
             host->accel_reason = decision.reason;
         }
@@ -257,7 +258,22 @@ Json hosts_status(HostPool& hosts) {
     return list;
 }
 
+// GET /v1/status's "instance": the name, the prefix of what this daemon
+// creates, and whether the name was configured or generated.
+Json instance_status(const DaemonConfig& config, const ResourceNames& names) {
+    return {{"name", names.instance()},
+            {"resource_prefix", names.prefix()},
+            {"source", config.instance.empty() ? "generated" : "configured"}};
+}
+
 }  // namespace
+
+Result<ResourceNames> daemon_resource_names(const DaemonConfig& config, Store& store) {
+    if (!config.instance.empty()) return ResourceNames::for_instance(config.instance);
+    auto stored = store.instance_id();
+    DS_TRY(stored);
+    return ResourceNames::for_instance(std::move(stored).value());
+}
 
 Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant) {
     const std::string base_dir = config.effective_image_dir();
@@ -283,8 +299,9 @@ Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_vi
     return image;
 }
 
-AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hypervisor,
-                                  StorageBackend& storage, const GuestImage& image) {
+AccelDecision decide_acceleration(const DaemonConfig& config, const ResourceNames& names,
+                                  Hypervisor& hypervisor, StorageBackend& storage,
+                                  const GuestImage& image) {
     if (config.accel == AccelChoice::kTcg) return {Accel::kTcg, "configured: tcg"};
     if (config.accel == AccelChoice::kKvm) return {Accel::kKvm, "configured: kvm"};
     if (::access("/dev/kvm", R_OK | W_OK) != 0) {
@@ -292,7 +309,7 @@ AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hyperv
     }
     // /dev/kvm can exist and still not run guests (nested setups that hang in
     // the BIOS): only a guest that boots to its agent proves KVM works.
-    const std::string name = std::string(kResourcePrefix) + "probe";
+    const std::string name = names.probe();
     (void)hypervisor.destroy_vm(name);
     (void)storage.remove_volume(name);
     StorageConfig probe_config;
@@ -387,6 +404,11 @@ int run_daemon(const DaemonConfig& config) {
         log_line("cannot make the results database private: " + private_error.message());
         return 1;
     }
+    auto names = daemon_resource_names(config, **store);
+    if (!names.ok()) {
+        log_line("cannot name this daemon's instance: " + names.error().message);
+        return 1;
+    }
     auto hypervisor = make_hypervisor("libvirt", config);
     if (!hypervisor.ok()) {
         log_line("cannot open hypervisor " + config.effective_hypervisor_uri() + ": " +
@@ -412,11 +434,12 @@ int run_daemon(const DaemonConfig& config) {
         log_line(storage.error().message);
         return 1;
     }
-    // Before anything of this daemon runs: whatever carries the prefix is a
+    // Before anything of this daemon runs: whatever carries its prefix is a
     // leftover, and interrupted runs get their new attempts before resuming.
     std::vector<Hypervisor*> hypervisors;
     for (Host* host : hosts.hosts()) hypervisors.push_back(host->hypervisor.get());
-    (void)recover_leftovers(hypervisors, backends.storages(), **store, kMaxRunAttempts, log_line);
+    (void)recover_leftovers(*names, hypervisors, backends.storages(), **store, kMaxRunAttempts,
+                            log_line);
 
     auto image = locate_guest_image(config);
     if (!image.ok()) {
@@ -424,7 +447,7 @@ int run_daemon(const DaemonConfig& config) {
     } else if (config.accel == AccelChoice::kAuto) {
         log_line("probing acceleration...");
     }
-    decide_host_acceleration(config, hosts, *storage.value(), image);
+    decide_host_acceleration(config, *names, hosts, *storage.value(), image);
     Host* local_host = hosts.hosts().front();
     const AccelDecision accel{local_host->accel, local_host->accel_reason};
     log_line(std::string("acceleration: ") + std::string(to_string(accel.accel)) + " (" +
@@ -432,7 +455,7 @@ int run_daemon(const DaemonConfig& config) {
 
     EventBus events;
     std::atomic<bool> shutting_down{false};
-    RunEnvironment environment;
+    RunEnvironment environment(*names);
     environment.shutting_down = &shutting_down;
     environment.hosts = &hosts;
     auto placements = std::make_shared<Placements>(**store);
@@ -489,8 +512,10 @@ int run_daemon(const DaemonConfig& config) {
         auto located = locate_guest_image(config, variant);
         return located.ok() ? "" : located.error().message;
     };
-    context.status = [&config, &backends, &hosts, hv, accel, image_ready, image_problem] {
+    context.status = [&config, &backends, &hosts, hv, accel, image_ready, image_problem,
+                      instance = instance_status(config, *names)] {
         Json status = {
+            {"instance", instance},
             {"accel", std::string(to_string(accel.accel))},
             {"accel_reason", accel.reason},
             {"hypervisor", {{"backend", "libvirt"}, {"uri", config.effective_hypervisor_uri()}}},
@@ -519,7 +544,8 @@ int run_daemon(const DaemonConfig& config) {
     }
 
     log_line("disksweepd " + std::string(disksweep_version()) + " ready on " + config.socket_path +
-             " (hypervisor " + config.effective_hypervisor_uri() + ")");
+             " (instance " + names->instance() + ", hypervisor " +
+             config.effective_hypervisor_uri() + ")");
     sd_notify_state("READY=1\nSTATUS=serving on " + config.socket_path);
     // The watchdog proves the API still answers, not merely that this thread
     // runs: a wedged accept loop or a deadlocked store stops the pings.

@@ -14,7 +14,9 @@
 #include "common/result.h"
 #include "daemon/config.h"
 #include "daemon/hypervisor/hypervisor.h"
+#include "daemon/run/run_executor.h"
 #include "daemon/storage/storage.h"
+#include "daemon/store/store.h"
 
 namespace ds {
 
@@ -28,14 +30,19 @@ Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
 // (errc::kUnavailable) names the missing file and the command that builds it.
 Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant = "");
 
-// KVM if /dev/kvm exists and a probe guest says hello within the probe
-// timeout; TCG otherwise. `reason` says why.
+// The names this daemon gives what it creates: those of its configured
+// `instance`, else of the id its database keeps (Store::instance_id).
+Result<ResourceNames> daemon_resource_names(const DaemonConfig& config, Store& store);
+
+// KVM if /dev/kvm exists and a probe guest (named names.probe(), as is its
+// volume) says hello within the probe timeout; TCG otherwise. `reason` says why.
 struct AccelDecision {
     Accel accel = Accel::kTcg;
     std::string reason;
 };
-AccelDecision decide_acceleration(const DaemonConfig& config, Hypervisor& hypervisor,
-                                  StorageBackend& storage, const GuestImage& image);
+AccelDecision decide_acceleration(const DaemonConfig& config, const ResourceNames& names,
+                                  Hypervisor& hypervisor, StorageBackend& storage,
+                                  const GuestImage& image);
 
 // Sends a state line to systemd's NOTIFY_SOCKET, if set ("READY=1", ...).
 void sd_notify_state(const std::string& state);

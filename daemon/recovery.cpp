@@ -12,8 +12,9 @@ std::string outcome_note(const Status& status) {
     return status.ok() ? "" : " (failed: " + status.error().message + ")";
 }
 
-void destroy_leftover_guests(Hypervisor& hypervisor, RecoveryReport& report, const Log& log) {
-    auto vms = hypervisor.list_vms(std::string(kResourcePrefix));
+void destroy_leftover_guests(const ResourceNames& names, Hypervisor& hypervisor,
+                             RecoveryReport& report, const Log& log) {
+    auto vms = hypervisor.list_vms(names.prefix());
     if (!vms.ok()) {
         report.problems.push_back("cannot list guests: " + vms.error().message);
         log("recovery: " + report.problems.back());
@@ -30,8 +31,9 @@ void destroy_leftover_guests(Hypervisor& hypervisor, RecoveryReport& report, con
     }
 }
 
-void remove_leftover_volumes(StorageBackend& storage, RecoveryReport& report, const Log& log) {
-    auto volumes = storage.list_volumes(std::string(kResourcePrefix));
+void remove_leftover_volumes(const ResourceNames& names, StorageBackend& storage,
+                             RecoveryReport& report, const Log& log) {
+    auto volumes = storage.list_volumes(names.prefix());
     if (!volumes.ok()) {
         report.problems.push_back("cannot list volumes of storage " + storage.name() + ": " +
                                   volumes.error().message);
@@ -68,19 +70,22 @@ void log_recovered_runs(const Store::InterruptedRuns& runs, const Log& log) {
 
 }  // namespace
 
-RecoveryReport recover_leftovers(Hypervisor& hypervisor,
+RecoveryReport recover_leftovers(const ResourceNames& names, Hypervisor& hypervisor,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts, const Log& log) {
-    return recover_leftovers(std::vector<Hypervisor*>{&hypervisor}, storages, store, max_attempts,
-                             log);
+    return recover_leftovers(names, std::vector<Hypervisor*>{&hypervisor}, storages, store,
+                             max_attempts, log);
 }
 
-RecoveryReport recover_leftovers(const std::vector<Hypervisor*>& hypervisors,
+RecoveryReport recover_leftovers(const ResourceNames& names,
+                                 const std::vector<Hypervisor*>& hypervisors,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts, const Log& log) {
     RecoveryReport report;
-    for (Hypervisor* hypervisor : hypervisors) destroy_leftover_guests(*hypervisor, report, log);
-    for (StorageBackend* storage : storages) remove_leftover_volumes(*storage, report, log);
+    for (Hypervisor* hypervisor : hypervisors) {
+        destroy_leftover_guests(names, *hypervisor, report, log);
+    }
+    for (StorageBackend* storage : storages) remove_leftover_volumes(names, *storage, report, log);
     auto runs = store.recover_interrupted_runs(max_attempts, utc_now_iso8601());
     if (!runs.ok()) {
         report.problems.push_back("cannot record interrupted runs: " + runs.error().message);

@@ -13,6 +13,8 @@
 
 namespace ds {
 
+class ResourceNames;  // daemon/run/run_executor.h
+
 // How often one planned run is attempted when disksweepd keeps stopping
 // during it: a configuration that kills the daemon every time must not make
 // every start run it again.
@@ -27,17 +29,20 @@ struct RecoveryReport {
     std::vector<std::string> problems;
 };
 
-// Destroys every guest (of every hypervisor) and removes every volume whose name starts with
-// kResourcePrefix (nothing of this daemon runs yet, so all are leftovers),
-// then Store::recover_interrupted_runs(max_attempts): runs left running are
+// Destroys every guest (of every hypervisor) and removes every volume whose
+// name starts with names.prefix(): this daemon's own (nothing of it runs yet,
+// so all are leftovers). What other instances created, on the same
+// hypervisor or storage, is neither touched nor logged. Then
+// Store::recover_interrupted_runs(max_attempts): runs left running are
 // recorded failed, interrupted ones get a new pending attempt that resuming
 // their sweep runs. Each step is logged through `log`.
-RecoveryReport recover_leftovers(const std::vector<Hypervisor*>& hypervisors,
+RecoveryReport recover_leftovers(const ResourceNames& names,
+                                 const std::vector<Hypervisor*>& hypervisors,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts,
                                  const std::function<void(const std::string&)>& log);
 // The same, with one hypervisor.
-RecoveryReport recover_leftovers(Hypervisor& hypervisor,
+RecoveryReport recover_leftovers(const ResourceNames& names, Hypervisor& hypervisor,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts,
                                  const std::function<void(const std::string&)>& log);

@@ -504,7 +504,7 @@ const std::vector<CommandSpec>& command_table() {
         {"status",
          {},
          {},
-         "show the daemon: acceleration and why, hypervisor, guest image, config",
+         "show the daemon: its instance, acceleration and why, hypervisor, guest image, config",
          status},
         {"version", {}, {}, "print the versions of hostctl and disksweepd", version},
     };

@@ -1065,6 +1065,11 @@ std::string format_status(const Json& reply) {
     const Json& config = reply.value("config", Json::object());
     std::string out;
     out += "disksweepd " + text(reply, "version") + " (API " + text(reply, "api") + ")\n";
+    // A daemon from before instances sends none: no line rather than "?".
+    if (const Json& instance = reply.value("instance", Json()); instance.is_object()) {
+        out += "instance:     " + text(instance, "name") + " (" + text(instance, "source") +
+               "), guests and volumes named " + text(instance, "resource_prefix") + "*\n";
+    }
     out += "acceleration: " + text(reply, "accel") + " (" + text(reply, "accel_reason") + ")\n";
     out += "hypervisor:   " + text(hypervisor, "backend") + " " + text(hypervisor, "uri") +
            " (libvirt " + text(versions, "libvirt") + ", qemu " + text(versions, "qemu") + ")\n";

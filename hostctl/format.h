@@ -99,7 +99,8 @@ std::string format_apply(const Json& reply);
 std::string format_sweep_plan(const Json& reply);
 // GET /v1/version reply, next to hostctl's own version.
 std::string format_version(const Json& reply, std::string_view client_version);
-// GET /v1/status: acceleration (and why), hypervisor, guest image, paths.
+// GET /v1/status: instance (and its names' prefix), acceleration (and why),
+// hypervisor, guest image, paths.
 std::string format_status(const Json& reply);
 
 // Per-status run counts of a sweep, as the API sends them.

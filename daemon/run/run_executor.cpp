@@ -181,9 +181,9 @@ Status RunAttempt::place() {
 }
 
 bool RunAttempt::start() {
-    vm_name_ = RunExecutor::vm_name_for(run_.id);
+    vm_name_ = env_.names.vm(run_.id);
     run_.vm_name = host_baseline_ ? "" : vm_name_;
-    run_.volume_name = vm_name_ + "-data";
+    run_.volume_name = env_.names.volume(run_.id);
     run_.console_log = hypervisor_ ? hypervisor_->console_location(vm_name_) : "";
     // A host baseline runs no guest, so no accelerator either.
     run_.accel = host_baseline_ ? "none" : std::string(to_string(accel_));
@@ -541,8 +541,24 @@ std::string_view to_string(RunPhase phase) {
     return "?";
 }
 
-std::string RunExecutor::vm_name_for(std::int64_t run_id) {
-    return std::string(kResourcePrefix) + std::to_string(run_id);
+ResourceNames::ResourceNames(std::string instance)
+    : instance_(std::move(instance)), prefix_("disksweep-" + instance_ + "-") {}
+
+Result<ResourceNames> ResourceNames::for_instance(std::string instance) {
+    DS_TRY(check_instance_name(instance));
+    return ResourceNames(std::move(instance));
+}
+
+std::string ResourceNames::vm(std::int64_t run_id) const {
+    return prefix_ + "r" + std::to_string(run_id);
+}
+
+std::string ResourceNames::volume(std::int64_t run_id) const {
+    return vm(run_id) + "-data";
+}
+
+std::string ResourceNames::probe() const {
+    return prefix_ + "probe";
 }
 
 RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int run_timeout_s,

@@ -23,9 +23,29 @@
 
 namespace ds {
 
-// Names of everything the daemon creates start with this, so a restarted
-// daemon can find and clean what an earlier one left behind.
-inline constexpr std::string_view kResourcePrefix = "disksweep-r";
+// The names of everything a daemon creates on hypervisors and storages:
+// "disksweep-<instance>-" (prefix()), then what it is. By the prefix a
+// restarted daemon finds what an earlier one of the same instance left
+// (daemon/recovery.h), and only that: an instance name has no '-'
+// (check_instance_name), so one instance's prefix never begins another
+// instance's names, and daemons sharing a hypervisor or a storage pool leave
+// each other's guests and volumes alone.
+class ResourceNames {
+  public:
+    // An Error (invalid_argument) when `instance` is not a valid instance name.
+    static Result<ResourceNames> for_instance(std::string instance);
+
+    const std::string& instance() const { return instance_; }
+    const std::string& prefix() const { return prefix_; }  // "disksweep-<instance>-"
+    std::string vm(std::int64_t run_id) const;             // prefix() + "r<run_id>"
+    std::string volume(std::int64_t run_id) const;         // vm(run_id) + "-data"
+    std::string probe() const;  // prefix() + "probe": the KVM probe's guest and volume
+
+  private:
+    explicit ResourceNames(std::string instance);
+    std::string instance_;
+    std::string prefix_;
+};
 
 // Time the agent gets beyond a workload's timeout to stop it and report.
 inline constexpr int kAgentGraceSeconds = 60;
@@ -46,6 +66,12 @@ class RunObserver {
 };
 
 struct RunEnvironment {
+    // Every environment names what its runs create: no default, so a caller
+    // cannot leave runs under names its recovery would not look for.
+    explicit RunEnvironment(ResourceNames resource_names) : names(std::move(resource_names)) {}
+
+    // The names of the runs' guests and volumes (this daemon's instance).
+    ResourceNames names;
     // Where runs' guests run: a host leased from `hosts` (daemon/hosts.h),
     // or, without a pool (tests), `hypervisor` for every run.
     HostPool* hosts = nullptr;
@@ -89,8 +115,6 @@ class RunExecutor {
     // stored.
     RunRecord execute(const RunRecord& run, int boot_timeout_s, int run_timeout_s,
                       const std::atomic<bool>& cancelled);
-
-    static std::string vm_name_for(std::int64_t run_id);
 
   private:
     RunEnvironment env_;

@@ -2,10 +2,13 @@
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
+#include <sys/random.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <tuple>
@@ -39,7 +42,7 @@ constexpr std::int64_t kMmapBytes = std::int64_t{1} << 30;
     "coalesce(json_extract(versions_json, '$.libvirt'), ''), "                 \
     "coalesce(json_extract(versions_json, '$.kernel'), ''))"
 
-constexpr std::array<Migration, 5> kMigrations = {{
+constexpr std::array<Migration, 6> kMigrations = {{
     {1, "initial schema: sweeps, configurations, runs, metrics",
      R"sql(
 CREATE TABLE sweeps (
@@ -216,6 +219,15 @@ CREATE INDEX runs_current_by_group
     ON runs(sweep_id, status, config_id, workload_name, partition_key, repetition, sequence)
     WHERE superseded_by IS NULL;
 CREATE INDEX metrics_by_name ON metrics(name, run_id, value);
+)sql"},
+    // The id a daemon without a configured `instance` names its guests and
+    // volumes by (Store::instance_id): at most one row, written once.
+    {6, "the daemon's instance id",
+     R"sql(
+CREATE TABLE daemon_instance (
+    singleton   INTEGER PRIMARY KEY CHECK (singleton = 1),
+    instance_id TEXT    NOT NULL
+);
 )sql"},
 }};
 
@@ -499,6 +511,23 @@ Status migrate(SQLite::Database& db, const std::string& path,
     }
 }
 
+// A new instance id: 8 lowercase hex digits from the kernel's random source.
+// Unpredictable rather than derived from the host or path, so two databases
+// (two daemons) get different ids even on one machine.
+Result<std::string> random_instance_id() {
+    std::array<unsigned char, 4> bytes{};
+    if (::getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
+        return make_error(errc::kIo, std::string("getrandom: ") + std::strerror(errno));
+    }
+    static constexpr char kHexDigits[] = "0123456789abcdef";
+    std::string id;
+    for (const unsigned char byte : bytes) {
+        id += kHexDigits[byte >> 4];
+        id += kHexDigits[byte & 0x0f];
+    }
+    return id;
+}
+
 }  // namespace
 
 std::span<const std::string_view> all_run_statuses() {
@@ -552,6 +581,24 @@ Result<int> Store::schema_version() {
     std::lock_guard lock(mutex_);
     return guarded("reading schema version of " + path_, [&]() -> Result<int> {
         return db_->execAndGet("PRAGMA user_version").getInt();
+    });
+}
+
+Result<std::string> Store::instance_id() {
+    std::lock_guard lock(mutex_);
+    return guarded("reading the instance id of " + path_, [&]() -> Result<std::string> {
+        // IMMEDIATE: two processes opening a new database at once store one id.
+        SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
+        SQLite::Statement stored(*db_, "SELECT instance_id FROM daemon_instance");
+        if (stored.executeStep()) return stored.getColumn(0).getString();
+        auto generated = random_instance_id();
+        DS_TRY(generated);
+        SQLite::Statement insert(
+            *db_, "INSERT INTO daemon_instance (singleton, instance_id) VALUES (1, ?)");
+        insert.bind(1, generated.value());
+        insert.exec();
+        transaction.commit();
+        return generated;
     });
 }
 

@@ -194,6 +194,12 @@ class Store {
     // The schema version of the open database.
     Result<int> schema_version();
 
+    // The instance id of this database's daemon: 8 lowercase hex digits,
+    // generated from getrandom(2) by the first call and kept, so the daemon
+    // names its guests and volumes alike across restarts (unless its config
+    // names the instance). kIo when the kernel gives no random bytes.
+    Result<std::string> instance_id();
+
     // In one transaction: the sweep (total_runs = planned_runs.size()), one
     // `configurations` row per distinct config_id, and every planned run as
     // pending (their id, sweep_id and status fields are ignored). A config_id

@@ -224,6 +224,11 @@ time_based = true
 )");
     auto submitted = daemon.hostctl({"--json", "sweep", "submit", spec});
     REQUIRE(submitted.exit_code == 0);
+    // The daemon names its guests with its instance's prefix (GET /v1/status).
+    const auto status = daemon.hostctl({"--json", "status"});
+    REQUIRE(status.exit_code == 0);
+    const std::string prefix =
+        Json::parse(status.out)["instance"]["resource_prefix"].get<std::string>();
 
     // Follow the event stream; when the first run's benchmark is under way,
     // kill its QEMU process.
@@ -234,7 +239,7 @@ time_based = true
             if (event.value("type", "") != "run_progress" || event.value("phase", "") != "bench") {
                 return event.value("type", "") != "sweep_finished";
             }
-            std::string vm = "disksweep-r" + std::to_string(event["run_id"].get<long>());
+            std::string vm = prefix + "r" + std::to_string(event["run_id"].get<long>());
             std::this_thread::sleep_for(std::chrono::seconds(2));
             for (pid_t pid : ds::test::qemu_processes_mentioning(vm)) {
                 ::kill(pid, SIGKILL);

@@ -63,6 +63,33 @@ Json sweep_json(const DaemonFixture& daemon, int id) {
     return Json::parse(shown.out, nullptr, false);
 }
 
+// The daemon's instance as `hostctl --json status` shows it.
+Json instance_of(const DaemonFixture& daemon) {
+    auto status = daemon.hostctl({"--json", "status"});
+    INFO(status.err);
+    REQUIRE(status.exit_code == 0);
+    return Json::parse(status.out)["instance"];
+}
+
+// Names of the files in `dir` that start with `prefix`.
+std::vector<std::string> files_with_prefix(const std::string& dir, const std::string& prefix) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        if (name.starts_with(prefix)) names.push_back(name);
+    }
+    return names;
+}
+
+// Waits until sweep 1 of `daemon` has a running run (its volume exists).
+bool wait_for_running_run(const DaemonFixture& daemon) {
+    for (int i = 0; i < 100; ++i) {
+        if (sweep_json(daemon, 1)["sweep"]["counts"]["running"] == 1) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+}
+
 }  // namespace
 
 TEST_CASE("hostctl without a daemon says so and how to start it", "[integration][hostctl]") {
@@ -196,18 +223,14 @@ TEST_CASE("a daemon killed mid-sweep is cleaned up and resumed by the next one",
     auto path =
         ds::test::write_temp_file("recover.toml", "repetitions = 2\n" + std::string(kOneRun));
     REQUIRE(daemon.hostctl({"sweep", "submit", path}).exit_code == 0);
+    const std::string prefix = instance_of(daemon)["resource_prefix"];
     // Wait until the first run is running (its volume exists), then SIGKILL.
-    bool running = false;
-    for (int i = 0; i < 100 && !running; ++i) {
-        running = sweep_json(daemon, 1)["sweep"]["counts"]["running"] == 1;
-        if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    REQUIRE(running);
+    REQUIRE(wait_for_running_run(daemon));
     REQUIRE(!fs::is_empty(daemon.state_dir() + "/volumes"));
     daemon.stop(SIGKILL);
 
     REQUIRE(daemon.restart());
-    CHECK(daemon.log().find("recovery: removed leftover volume disksweep-r") != std::string::npos);
+    CHECK(daemon.log().find("recovery: removed leftover volume " + prefix) != std::string::npos);
     Json sweep = sweep_json(daemon, 1);
     Json first = sweep["runs"][0]["status"] == "failed" ? sweep["runs"][0] : sweep["runs"][1];
     CHECK(first["status"] == "failed");
@@ -232,4 +255,49 @@ TEST_CASE("a daemon killed mid-sweep is cleaned up and resumed by the next one",
     CHECK(interrupted["superseded_by"] == retried["id"]);
     CHECK(retried["repetition"] == interrupted["repetition"]);
     CHECK(fs::is_empty(daemon.state_dir() + "/volumes"));
+}
+
+TEST_CASE("two daemons sharing a storage leave each other's volumes alone",
+          "[integration][recovery][instance]") {
+    // One volume dir for both: a storage two daemons share (as a Ceph or an
+    // lvm-thin pool would be). The first names itself by the id its database
+    // keeps, the second is configured.
+    const std::string shared = ds::test::test_temp_dir() + "/shared-volumes";
+    fs::create_directories(shared);
+    std::vector<std::string> args = test_driver_args(20);
+    args.insert(args.end(), {"--volume-dir", shared});
+    DaemonFixture first(args);
+    REQUIRE(first.ready());
+    const Json generated = instance_of(first);
+    CHECK(generated["source"] == "generated");
+    const std::string first_name = generated["name"];
+    CHECK(first_name.size() == 8);
+    const std::string first_prefix = "disksweep-" + first_name + "-";
+    CHECK(generated["resource_prefix"] == first_prefix);
+    REQUIRE(first.hostctl({"sweep", "submit", ds::test::write_temp_file("one.toml", kOneRun)})
+                .exit_code == 0);
+    REQUIRE(wait_for_running_run(first));
+    const std::vector<std::string> left = files_with_prefix(shared, first_prefix + "r");
+    REQUIRE(left.size() == 1);
+    first.stop(SIGKILL);
+
+    args.insert(args.end(), {"--instance", "lab2"});
+    DaemonFixture second(args);
+    REQUIRE(second.ready());
+    auto status = second.hostctl({"status"});
+    CHECK(status.exit_code == 0);
+    CHECK(status.out.find("instance:     lab2 (configured), guests and volumes named "
+                          "disksweep-lab2-*\n") != std::string::npos);
+    CHECK(second.log().find("instance lab2") != std::string::npos);
+    // The first daemon's leftover is not the second's: kept, and not logged.
+    CHECK(files_with_prefix(shared, first_prefix) == left);
+    CHECK(second.log().find(first_prefix) == std::string::npos);
+
+    // The first daemon, restarted, is the same instance and removes it (its
+    // interrupted run is run again as a new run, under another name).
+    REQUIRE(first.restart());
+    CHECK(instance_of(first)["name"] == first_name);
+    const std::string volume = fs::path(left.front()).stem().string();
+    CHECK(first.log().find("recovery: removed leftover volume " + volume) != std::string::npos);
+    CHECK_FALSE(fs::exists(shared + "/" + left.front()));
 }

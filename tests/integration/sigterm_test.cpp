@@ -87,7 +87,9 @@ TEST_CASE("SIGTERM mid-run stops within TimeoutStopSec, leaves nothing, and the 
     auto spec = ds::test::write_temp_file("sigterm.toml", kLongRun);
     REQUIRE(daemon.hostctl({"sweep", "submit", spec}).exit_code == 0);
     const std::int64_t run_id = wait_for_bench(daemon);
-    const std::string vm = "disksweep-r" + std::to_string(run_id);
+    // The guest's name as the daemon recorded it (its instance's prefix).
+    const std::string vm = runs_of_sweep(daemon).at(0).at("vm_name");
+    CHECK(vm.ends_with("-r" + std::to_string(run_id)));
     REQUIRE_FALSE(ds::test::qemu_processes_mentioning(vm).empty());
 
     const auto signalled = std::chrono::steady_clock::now();

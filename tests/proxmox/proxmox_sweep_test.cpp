@@ -112,12 +112,16 @@ TEST_CASE("a sweep runs on Proxmox through the API, every request valid by PVE's
     REQUIRE(client.ok());
     auto resources = (*client)->get("/cluster/resources", PveParams().set("type", "vm"));
     REQUIRE(resources.ok());
-    for (const auto& vm : *resources) {
-        CHECK(vm.value("name", "").rfind("disksweep-r", 0) == std::string::npos);
-    }
     auto status = daemon.hostctl({"--json", "status"});
     REQUIRE(status.exit_code == 0);
-    const Json hosts = Json::parse(status.out)["hosts"];
+    const Json daemon_status = Json::parse(status.out);
+    // The daemon's guests carry its instance's prefix (the template does not).
+    const std::string prefix = daemon_status["instance"]["resource_prefix"];
+    REQUIRE(prefix.starts_with("disksweep-"));
+    for (const auto& vm : *resources) {
+        CHECK(vm.value("name", "").rfind(prefix, 0) == std::string::npos);
+    }
+    const Json hosts = daemon_status["hosts"];
     REQUIRE(hosts.size() == 2);
     CHECK(hosts[1]["name"] == "pve-test");
     CHECK(hosts[1]["parallel"] == 2);

@@ -32,8 +32,10 @@ using ds::test::TestCeph;
 namespace {
 
 constexpr std::uint64_t kDiskBytes = 1ull << 30;  // disk_size = "1g" below
-// Every guest and volume of a daemon starts with this (kResourcePrefix).
-constexpr const char* kResourcePrefix = "disksweep-r";
+// The daemon's instance: every guest and volume it creates starts with
+// kResourcePrefix (ds::ResourceNames, "disksweep-INSTANCE-").
+constexpr const char* kInstance = "rbdguest";
+constexpr const char* kResourcePrefix = "disksweep-rbdguest-";
 // The one workload of seed-fio-rbd.toml.
 constexpr const char* kWorkload = "randrw-4k-qd64";
 const std::set<std::string> kSeedFilesystems = {"ext4",         "ext4:barrier=0,data=writeback",
@@ -154,6 +156,7 @@ void check_storage_record(const RunRow& run, const TestCeph& ceph) {
     CHECK(storage["source"]["kind"] == "rbd");
     CHECK(storage["source"]["pool"] == ceph.pool);
     CHECK(storage["source"]["image"] == run.volume_name);
+    CHECK(run.volume_name.starts_with(kResourcePrefix));
     for (const char* when : {"before", "after"}) {
         const Json& state = storage[when];
         CHECK_FALSE(state.contains("errors"));
@@ -244,7 +247,7 @@ TEST_CASE("seed study B runs on RBD in real guests and compares in the study's s
     const std::string image_dir = image_dir_or_skip();
     const std::string spec = shortened_seed_spec(ceph);
     DaemonFixture daemon({"--image-dir", image_dir, "--accel", "tcg", "--boot-timeout", "120",
-                          "--storage", storage_line(ceph)});
+                          "--storage", storage_line(ceph), "--instance", kInstance});
     if (!daemon.ready()) FAIL("disksweepd did not start: " << daemon.log());
     const auto path = ds::test::write_temp_file("seed-fio-rbd-short.toml", spec);
     auto submitted =

@@ -37,8 +37,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Every guest and volume of a daemon starts with this (kResourcePrefix).
-constexpr const char* kResourcePrefix = "disksweep-r";
+// The instance of the daemon under test: every guest, volume and secret it
+// creates starts with kResourcePrefix (ds::ResourceNames,
+// "disksweep-INSTANCE-"); the hypervisor-level cases name theirs alike.
+constexpr const char* kInstance = "rbdsecret";
+constexpr const char* kResourcePrefix = "disksweep-rbdsecret-";
 constexpr const char* kSystemUri = "qemu:///system";
 
 // The test libvirtd of libvirtd-up.sh, or a skip that says why there is none.
@@ -275,7 +278,7 @@ TEST_CASE("on qemu:///system an RBD disk authenticates through an ephemeral libv
     const std::string image_dir = image_dir_or_skip();
     const auto started = std::chrono::steady_clock::now();
     DaemonFixture daemon({"--image-dir", image_dir, "--accel", "tcg", "--hypervisor-uri",
-                          kSystemUri, "--storage", storage_line(ceph)});
+                          kSystemUri, "--storage", storage_line(ceph), "--instance", kInstance});
     if (!daemon.ready()) FAIL("disksweepd did not start: " << daemon.log());
     const Libvirt libvirt;
     REQUIRE(secrets_with_prefix(libvirt).empty());

@@ -7,7 +7,8 @@
 // job takes about 20 s a run, 10 trials x 20 runs would take over an hour. So
 // each "daemon" here is a forked child process that does what run_daemon()
 // does after opening its state, with the same code: Store::open on the
-// trial's database file, recover_leftovers() (the real recovery), a
+// trial's database file, daemon_resource_names() (the instance id the
+// database keeps), recover_leftovers() (the real recovery), a
 // Scheduler with the real RunExecutor, and the resumption of unfinished
 // sweeps. Below the executor: the real FileStorage (volumes are real files,
 // so a leftover survives the kill as it would on the host) and the unit
@@ -41,6 +42,7 @@
 #include <thread>
 #include <tuple>
 
+#include "daemon/daemon.h"
 #include "daemon/recovery.h"
 #include "daemon/run/run_executor.h"
 #include "daemon/run/scheduler.h"
@@ -171,15 +173,22 @@ int daemon_incarnation(const TrialPaths& paths, unsigned guest_seed) {
     FileStorage storage(paths.volumes().string(),
                         [](const std::vector<std::string>&) { return ok_status(); });
 
-    const RecoveryReport recovered =
-        recover_leftovers(hypervisor, {&storage}, **store, kMaxRunAttempts, log);
-    if (!recovered.problems.empty()) return 4;
-
+    // No instance configured: each incarnation names its resources by the id
+    // the database keeps, as disksweepd does.
     DaemonConfig config;
     config.state_dir = paths.root.string();
+    auto names = daemon_resource_names(config, **store);
+    if (!names.ok()) {
+        log("cannot name the instance: " + names.error().message);
+        return 7;
+    }
+    const RecoveryReport recovered =
+        recover_leftovers(*names, hypervisor, {&storage}, **store, kMaxRunAttempts, log);
+    if (!recovered.problems.empty()) return 4;
+
     EventBus events;
     std::atomic<bool> shutting_down{false};
-    RunEnvironment environment;
+    RunEnvironment environment(*names);
     environment.hypervisor = &hypervisor;
     environment.storage = &storage;
     environment.store = store->get();
@@ -286,6 +295,8 @@ void run_trial(int trial, std::mt19937& random, Figures& figures) {
     auto store = Store::open(paths.database());
     REQUIRE(store.ok());
     CHECK((*store)->get_sweep(sweep_id)->status == sweep_status::kSucceeded);
+    // Every incarnation named its runs' volumes after the one instance id.
+    const std::string prefix = "disksweep-" + (*store)->instance_id().value() + "-r";
     std::map<std::tuple<std::string, std::string, int>, int> current_by_planned_run;
     std::set<std::tuple<std::string, std::string, int, int>> attempts;
     const std::vector<RunRecord> runs = (*store)->list_runs(sweep_id).value();
@@ -296,6 +307,7 @@ void run_trial(int trial, std::mt19937& random, Figures& figures) {
         CHECK(
             attempts.emplace(run.config_id, run.workload_name, run.repetition, run.attempt).second);
         if (run.attempt > 1) ++figures.attempts_created;
+        CHECK_THAT(run.volume_name, Catch::StartsWith(prefix));
         if (run.failure_reason.find("cleaned up at the next start") != std::string::npos)
             ++figures.runs_hit;
         if (run.superseded_by != 0) {
@@ -309,8 +321,8 @@ void run_trial(int trial, std::mt19937& random, Figures& figures) {
     CHECK(current_by_planned_run.size() == std::size(kCacheModes) * kRepetitions);
     for (const auto& [planned, count] : current_by_planned_run) CHECK(count == 1);
     CHECK(PersistentDomains::names_with_prefix(paths.domains(), "").empty());
-    CHECK(PersistentDomains::names_with_prefix(paths.volumes(), std::string(kResourcePrefix))
-              .empty());
+    // No volume of any instance is left.
+    CHECK(PersistentDomains::names_with_prefix(paths.volumes(), "disksweep-").empty());
     SQLite::Database db(paths.database(), SQLite::OPEN_READONLY);
     CHECK(db.execAndGet("PRAGMA integrity_check").getString() == "ok");
     SQLite::Statement foreign_keys(db, "PRAGMA foreign_key_check");

@@ -38,7 +38,8 @@ Error parse_error(std::vector<std::string> args) {
 
 const char* kValidKeys =
     "valid keys: state-dir, socket, database, image-dir, volume-dir, hypervisor-uri, accel, "
-    "max-parallel-runs, boot-timeout, run-timeout, probe-timeout, vcpus, memory-mib, storage, host";
+    "max-parallel-runs, boot-timeout, run-timeout, probe-timeout, vcpus, memory-mib, storage, "
+    "host, instance";
 
 TEST_CASE("config: defaults", "[config]") {
     const DaemonConfig config = parse_ok({});
@@ -207,16 +208,48 @@ TEST_CASE("config: invalid numbers and unknown flags are rejected", "[config]") 
     CHECK_THAT(parse_error({"--vcpus"}).message, Contains("vcpus"));  // missing value
 }
 
+TEST_CASE("config: instance names this daemon's resources; an invalid one is refused",
+          "[config][instance]") {
+    CHECK(parse_ok({}).instance.empty());  // not configured: the database's id
+    CHECK(parse_ok({"--instance", "lab1"}).instance == "lab1");
+    CHECK(parse_ok({"--instance", "0123456789abcdef"}).instance == "0123456789abcdef");
+    CHECK(parse_ok({"--instance", "lab1"}).to_json().at("instance") == "lab1");
+    CHECK(parse_ok({}).to_json().at("instance").is_null());
+
+    const std::string rule =
+        "is not a valid instance name: 1-16 characters, lowercase ASCII "
+        "letters and digits only";
+    SECTION("from the flag") {
+        CHECK(parse_error({"--instance", ""}).message == "disksweepd: --instance: '' " + rule);
+        CHECK(parse_error({"--instance", "Lab1"}).message ==
+              "disksweepd: --instance: 'Lab1' " + rule);
+        CHECK(parse_error({"--instance", "lab-1"}).message ==
+              "disksweepd: --instance: 'lab-1' " + rule);
+        CHECK(parse_error({"--instance", "0123456789abcdef0"}).message ==
+              "disksweepd: --instance: '0123456789abcdef0' " + rule);
+    }
+    SECTION("from the config file, with its line; a valid flag wins") {
+        TempDir dir;
+        const std::string file = dir.file("instance.conf");
+        write_text(file, "state-dir = /x\n# ours\ninstance = LAB1\n");
+        CHECK(parse_error({"--config", file}).message == file + ":3: instance: 'LAB1' " + rule);
+        CHECK(parse_ok({"--config", file, "--instance", "lab2"}).instance == "lab2");
+        write_text(file, "instance = lab1\n");
+        CHECK(parse_ok({"--config", file}).instance == "lab1");
+    }
+}
+
 TEST_CASE("config: --help and --version print and exit", "[config]") {
     auto help = parse({"--help"});
     REQUIRE(help.ok());
     CHECK(help->exit_now);
     CHECK(help->exit_code == 0);
     CHECK_THAT(help->output, StartsWith("usage: disksweepd [--config FILE] [options]"));
-    for (const char* option : {"--state-dir", "--socket", "--database", "--image-dir",
-                               "--volume-dir", "--hypervisor-uri", "--accel", "--max-parallel-runs",
-                               "--boot-timeout", "--run-timeout", "--probe-timeout", "--vcpus",
-                               "--memory-mib", "--config", "--print-config", "--version"}) {
+    for (const char* option :
+         {"--state-dir", "--socket", "--database", "--image-dir", "--volume-dir",
+          "--hypervisor-uri", "--accel", "--max-parallel-runs", "--boot-timeout", "--run-timeout",
+          "--probe-timeout", "--vcpus", "--memory-mib", "--instance", "--config", "--print-config",
+          "--version"}) {
         CHECK_THAT(help->output, Contains(option));
     }
     auto short_help = parse({"-h"});

@@ -709,6 +709,13 @@ std::vector<std::string> EventLog::types() {
     return out;
 }
 
+ResourceNames names_of(const std::string& instance) {
+    auto names = ResourceNames::for_instance(instance);
+    INFO((names.ok() ? "" : names.error().message));
+    REQUIRE(names.ok());
+    return std::move(names).value();
+}
+
 ExecutorFixture::ExecutorFixture() {
     config.state_dir = dir.path().string();
     hypervisor.set_guest_files_directory(config.run_dir());
@@ -716,7 +723,7 @@ ExecutorFixture::ExecutorFixture() {
 }
 
 RunEnvironment ExecutorFixture::environment() {
-    RunEnvironment env;
+    RunEnvironment env(names);
     env.hypervisor = &hypervisor;
     env.storage = &storage;
     env.store = store.get();

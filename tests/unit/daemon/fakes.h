@@ -275,11 +275,18 @@ class EventLog {
     std::vector<Json> seen_;
 };
 
+// The names of `instance` (a valid instance name: the test fails otherwise).
+ResourceNames names_of(const std::string& instance);
+
 // Everything a RunExecutor needs, with fakes behind the seams.
 struct ExecutorFixture {
+    // The instance whose names the fixture's runs (and recovery) use.
+    static constexpr const char* kInstance = "fixture1";
+
     ExecutorFixture();
     TempDir dir;
     DaemonConfig config;
+    ResourceNames names = names_of(kInstance);
     std::unique_ptr<Store> store;
     EventBus events;
     FakeHypervisor hypervisor;

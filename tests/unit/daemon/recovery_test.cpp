@@ -3,6 +3,7 @@
 // the resumed sweep ends with every repetition it asked for.
 #include "daemon/recovery.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include "daemon/run/scheduler.h"
@@ -34,27 +35,50 @@ bool wait_until(const std::function<bool()>& condition) {
     return true;
 }
 
-TEST_CASE("recovery: leftover guests and volumes go, foreign ones stay", "[recovery]") {
+bool mentions(const std::vector<std::string>& lines, const std::string& text) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+        return line.find(text) != std::string::npos;
+    });
+}
+
+TEST_CASE("recovery: only this instance's leftovers go; another instance's and foreign ones stay",
+          "[recovery]") {
     ExecutorFixture fixture;
     fixture.hypervisor.set_no_agent_socket();
-    VmRequest leftover;
-    leftover.name = std::string(kResourcePrefix) + "17";
-    REQUIRE(fixture.hypervisor.start_vm(leftover).ok());
-    VmRequest foreign;
-    foreign.name = "someone-elses-vm";
-    REQUIRE(fixture.hypervisor.start_vm(foreign).ok());
-    REQUIRE(fixture.storage.create_volume(std::string(kResourcePrefix) + "17", {}).ok());
-    REQUIRE(fixture.storage.create_volume("someone-elses-volume", {}).ok());
+    // Two daemons share the hypervisor and the storage, each with its run 1;
+    // beside them a guest and a volume of someone else, and the name a
+    // daemon from before instances gave its run 1.
+    const std::vector<std::string> guests = {"disksweep-aaaa1111-r1", "disksweep-bbbb2222-r1",
+                                             "someone-elses-vm", "disksweep-r1"};
+    const std::vector<std::string> volumes = {"disksweep-aaaa1111-r1-data",
+                                              "disksweep-bbbb2222-r1-data", "someone-elses-volume",
+                                              "disksweep-r1-data"};
+    for (const std::string& name : guests) {
+        VmRequest request;
+        request.name = name;
+        REQUIRE(fixture.hypervisor.start_vm(request).ok());
+    }
+    for (const std::string& name : volumes) REQUIRE(fixture.storage.create_volume(name, {}).ok());
 
     log_lines.clear();
-    const RecoveryReport report = recover_leftovers(fixture.hypervisor, {&fixture.storage},
-                                                    *fixture.store, kMaxRunAttempts, collect);
+    const RecoveryReport report =
+        recover_leftovers(names_of("aaaa1111"), fixture.hypervisor, {&fixture.storage},
+                          *fixture.store, kMaxRunAttempts, collect);
     CHECK(report.guests_destroyed == 1);
     CHECK(report.volumes_removed == 1);
     CHECK(report.problems.empty());
-    CHECK(fixture.hypervisor.live_vms() == std::vector<std::string>{"someone-elses-vm"});
-    CHECK(fixture.storage.live_volumes() == std::vector<std::string>{"someone-elses-volume"});
+    CHECK(fixture.hypervisor.destroyed() == std::vector<std::string>{"disksweep-aaaa1111-r1"});
+    CHECK(fixture.storage.removed() == std::vector<std::string>{"disksweep-aaaa1111-r1-data"});
+    CHECK(fixture.hypervisor.live_vms() ==
+          std::vector<std::string>{"disksweep-bbbb2222-r1", "disksweep-r1", "someone-elses-vm"});
+    CHECK(fixture.storage.live_volumes() == std::vector<std::string>{"disksweep-bbbb2222-r1-data",
+                                                                     "disksweep-r1-data",
+                                                                     "someone-elses-volume"});
+    // Its own two are logged; nothing about what is not its own.
     CHECK(log_lines.size() == 2);
+    CHECK(mentions(log_lines, "destroyed leftover guest disksweep-aaaa1111-r1"));
+    CHECK(mentions(log_lines, "removed leftover volume disksweep-aaaa1111-r1-data"));
+    CHECK_FALSE(mentions(log_lines, "bbbb2222"));
 }
 
 TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with every repetition",
@@ -93,13 +117,14 @@ TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with 
         FAIL("no pending run left");
         return RunRecord{};
     }();
-    const std::string crashed_name = RunExecutor::vm_name_for(crashed.id);
+    const std::string crashed_name = fixture.names.vm(crashed.id);
     REQUIRE(fixture.store->mark_run_running(crashed.id, crashed_name, crashed_name, "", "tcg", "t")
                 .ok());
     REQUIRE(fixture.storage.create_volume(crashed_name, {}).ok());
 
-    const RecoveryReport report = recover_leftovers(fixture.hypervisor, {&fixture.storage},
-                                                    *fixture.store, kMaxRunAttempts, collect);
+    const RecoveryReport report =
+        recover_leftovers(fixture.names, fixture.hypervisor, {&fixture.storage}, *fixture.store,
+                          kMaxRunAttempts, collect);
     CHECK(report.volumes_removed == 1);
     CHECK(report.runs.marked_failed.size() == 1);
     REQUIRE(report.runs.new_attempts.size() == 2);

@@ -19,7 +19,7 @@ using namespace ds::testing;
 using Catch::Matchers::Contains;
 
 std::string socket_path_of(const ExecutorFixture& fixture, const RunRecord& run) {
-    return fixture.config.run_dir() + "/" + RunExecutor::vm_name_for(run.id) + ".agent.sock";
+    return fixture.config.run_dir() + "/" + fixture.names.vm(run.id) + ".agent.sock";
 }
 
 // Whatever happened, nothing outlives the run: the VM destroyed exactly once
@@ -27,14 +27,14 @@ std::string socket_path_of(const ExecutorFixture& fixture, const RunRecord& run)
 // removed exactly once if it was created, the agent socket gone, and the
 // store holding what execute() returned.
 void check_nothing_left(ExecutorFixture& fixture, const RunRecord& finished) {
-    const std::string vm = RunExecutor::vm_name_for(finished.id);
+    const std::string vm = fixture.names.vm(finished.id);
+    const std::string volume = fixture.names.volume(finished.id);
     CHECK(fixture.hypervisor.live_vms().empty());
     CHECK(fixture.hypervisor.destroy_count(vm) == 1);
     CHECK(fixture.storage.live_volumes().empty());
     const auto created = fixture.storage.created();
-    const bool volume_created =
-        std::find(created.begin(), created.end(), vm + "-data") != created.end();
-    CHECK(fixture.storage.remove_count(vm + "-data") == (volume_created ? 1 : 0));
+    const bool volume_created = std::find(created.begin(), created.end(), volume) != created.end();
+    CHECK(fixture.storage.remove_count(volume) == (volume_created ? 1 : 0));
     CHECK_FALSE(std::filesystem::exists(socket_path_of(fixture, finished)));
 
     const RunRecord stored = fixture.stored(finished.id);
@@ -64,6 +64,25 @@ GuestScript after_job(std::function<void(GuestChannel&)> then) {
         if (!job) return;
         then(channel);
     };
+}
+
+TEST_CASE("resource names: everything a daemon creates carries its instance", "[names]") {
+    const ResourceNames names = names_of("lab1");
+    CHECK(names.instance() == "lab1");
+    CHECK(names.prefix() == "disksweep-lab1-");
+    CHECK(names.vm(5) == "disksweep-lab1-r5");
+    CHECK(names.volume(5) == "disksweep-lab1-r5-data");
+    CHECK(names.probe() == "disksweep-lab1-probe");
+    // No instance's prefix begins another instance's names.
+    CHECK_FALSE(names_of("lab12").vm(5).starts_with(names.prefix()));
+
+    for (const char* invalid : {"", "Lab1", "lab-1", "averyveryverylong1"}) {
+        INFO(invalid);
+        auto refused = ResourceNames::for_instance(invalid);
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().code == errc::kInvalidArgument);
+        CHECK_THAT(refused.error().message, Contains("not a valid instance name"));
+    }
 }
 
 TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived metrics",
@@ -114,8 +133,9 @@ TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived 
     CHECK(stored.versions.at("guest_agent") == "0.1.0");
     CHECK(stored.versions.at("accel") == "tcg");
     CHECK(stored.accel == "tcg");
-    CHECK(stored.vm_name == "disksweep-r" + std::to_string(run.id));
-    CHECK(stored.volume_name == stored.vm_name + "-data");
+    // Named after the fixture's instance (ExecutorFixture::kInstance).
+    CHECK(stored.vm_name == "disksweep-fixture1-r" + std::to_string(run.id));
+    CHECK(stored.volume_name == "disksweep-fixture1-r" + std::to_string(run.id) + "-data");
 
     // What the hypervisor was asked for.
     const auto request = fixture.hypervisor.request_for(stored.vm_name);

@@ -821,6 +821,62 @@ TEST_CASE("store: migration 3 gives every existing run attempt 1", "[store][migr
     CHECK(shown.at("superseded_by").is_null());
 }
 
+// --- the instance id (migration 6, Store::instance_id) ---
+
+std::string instance_id_of(Store& store) {
+    auto id = store.instance_id();
+    INFO((id.ok() ? "" : id.error().message));
+    REQUIRE(id.ok());
+    return id.value();
+}
+
+TEST_CASE("store: the instance id is generated once per database and kept", "[store][instance]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::string first;
+    {
+        auto store = open_store(path);
+        first = instance_id_of(*store);
+        CHECK_THAT(first, Catch::Matches("[0-9a-f]{8}"));
+        CHECK(instance_id_of(*store) == first);
+    }
+    // Reopened (the daemon restarted): the same id.
+    auto reopened = open_store(path);
+    CHECK(instance_id_of(*reopened) == first);
+    // Another database (another daemon): another id.
+    auto other = open_store(dir.file("other.db"));
+    const std::string second = instance_id_of(*other);
+    CHECK_THAT(second, Catch::Matches("[0-9a-f]{8}"));
+    CHECK(second != first);
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    CHECK(db.execAndGet("SELECT COUNT(*) FROM daemon_instance").getInt() == 1);
+}
+
+TEST_CASE("store: migration 6 gives a version 5 database an instance id and keeps its data",
+          "[store][migration][instance]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::int64_t sweep_id = 0;
+    {
+        auto old = Store::open(path, schema_migrations().subspan(0, 5));
+        REQUIRE(old.ok());
+        sweep_id = create(*old.value(), make_sweep("before instances"), four_runs());
+        SQLite::Database db(path, SQLite::OPEN_READONLY);
+        CHECK_FALSE(db.tableExists("daemon_instance"));
+    }
+    auto store = open_store(path);
+    CHECK(store->schema_version().value() == static_cast<int>(schema_migrations().size()));
+    const std::string id = instance_id_of(*store);
+    CHECK_THAT(id, Catch::Matches("[0-9a-f]{8}"));
+    CHECK(store->get_sweep(sweep_id)->name == "before instances");
+    CHECK(store->list_runs(sweep_id)->size() == 4);
+    // The table holds one row at most.
+    SQLite::Database db(path, SQLite::OPEN_READWRITE);
+    CHECK_THROWS(db.exec("INSERT INTO daemon_instance (singleton, instance_id) VALUES (2, 'x')"));
+    store.reset();
+    CHECK(instance_id_of(*open_store(path)) == id);
+}
+
 TEST_CASE("store: an interrupted run gets a new attempt of the same planned run",
           "[store][attempts]") {
     TempDir dir;

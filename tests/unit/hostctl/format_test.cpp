@@ -397,3 +397,43 @@ TEST_CASE("compare table: configurations as a share of their host baseline", "[h
                Catch::Matches("(.|\n)*- +randrw \\(host, raw volume\\) +1000 +- +1\n(.|\n)*"));
     CHECK_THAT(table, Catch::Contains("vs host = the configuration's mean read_iops as a share"));
 }
+
+namespace {
+
+// GET /v1/status as daemon/daemon.cpp builds it (abridged).
+Json realistic_status() {
+    return Json::parse(R"({
+      "api": 1, "version": "0.1.0",
+      "instance": {"name": "aaaa1111", "resource_prefix": "disksweep-aaaa1111-",
+                   "source": "generated"},
+      "accel": "tcg", "accel_reason": "configured: tcg",
+      "hypervisor": {"backend": "libvirt", "uri": "qemu:///system"},
+      "versions": {"libvirt": "9.0.0", "qemu": "7.2.0"},
+      "hosts": [{"name": "local", "kind": "libvirt", "parallel": 1, "accel": "tcg"}],
+      "backends": {"storages": [{"name": "file", "produces": "file"}]},
+      "guest_image": {"ready": true, "problem": ""},
+      "config": {"image_dir": "/var/lib/disksweep/images",
+                 "database": "/var/lib/disksweep/results.db", "max_parallel_runs": 1}
+    })");
+}
+
+}  // namespace
+
+TEST_CASE("status: the instance and its names' prefix come first", "[hostctl][format]") {
+    CHECK(ds::hostctl::format_status(realistic_status()) ==
+          "disksweepd 0.1.0 (API 1)\n"
+          "instance:     aaaa1111 (generated), guests and volumes named disksweep-aaaa1111-*\n"
+          "acceleration: tcg (configured: tcg)\n"
+          "hypervisor:   libvirt qemu:///system (libvirt 9.0.0, qemu 7.2.0)\n"
+          "hosts:        local (libvirt, 1 at once, tcg)\n"
+          "storages:     file (file disks)\n"
+          "guest image:  /var/lib/disksweep/images\n"
+          "database:     /var/lib/disksweep/results.db\n"
+          "parallel:     1 run(s) at once\n");
+    // A daemon from before instances sends none: no instance line.
+    Json older = realistic_status();
+    older.erase("instance");
+    const std::string shown = ds::hostctl::format_status(older);
+    CHECK_THAT(shown, Catch::StartsWith("disksweepd 0.1.0 (API 1)\nacceleration: tcg"));
+    CHECK_THAT(shown, !Catch::Contains("instance"));
+}
