@@ -145,7 +145,7 @@ struct Workload {
     Json params;       // object
     // Spec `filesystems`: the matrix.filesystem values (as written) this
     // workload runs on; empty = every configuration.
-    std::vector<std::string> filesystems;
+    std::vector<std::string> filesystems{};
     // Spec `timeout`: the workload's own time limit in seconds; 0 = none
     // (the run's timeout bounds it).
     int timeout_s = 0;

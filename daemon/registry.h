@@ -42,9 +42,9 @@ Result<BackendLine> parse_host_line(std::string_view text);
 // What a storage factory may use besides its own line.
 struct StorageContext {
     std::string default_file_directory;  // <state_dir>/volumes
-    CommandRunner run_command;
+    CommandRunner run_command{};
     // For backends that read their tools' output (lvs, rbd --format json).
-    std::shared_ptr<ProcessRunner> process_runner;
+    std::shared_ptr<ProcessRunner> process_runner{};
 };
 
 struct BackendOptionDef {
@@ -94,7 +94,7 @@ struct HypervisorKindDef {
     // For a line that stands for several hosts (a Proxmox cluster's nodes):
     // the lines of those hosts, each named NAME/MEMBER, given to `make` one
     // by one. Empty: the line is one host.
-    std::function<Result<std::vector<BackendLine>>(const BackendLine&)> expand;
+    std::function<Result<std::vector<BackendLine>>(const BackendLine&)> expand{};
 };
 std::span<const HypervisorKindDef> hypervisor_kinds();
 const HypervisorKindDef* find_hypervisor_kind(std::string_view name);
@@ -113,10 +113,10 @@ struct HostDescription {
     std::string name;  // "local", "node2", "pve/pve1"
     std::string kind;  // a hypervisor kind: "libvirt", "proxmox", "host"
     std::string detail;
-    std::vector<std::string> storages;
+    std::vector<std::string> storages{};
     // The name of the config line it came from when that line stands for
     // several hosts ("pve" for "pve/pve1"); "" otherwise.
-    std::string group;
+    std::string group{};
     bool reaches(const std::string& storage) const;
     // Whether a sweep's [hypervisor] hosts entry selects it: its name, or
     // its group (all the hosts of that line).

@@ -128,7 +128,7 @@ TEST_CASE("options: errors name the key", "[rbd]") {
 
 TEST_CASE("options: a key in the config is refused and never echoed", "[rbd]") {
     const std::string key = "AQBxvUtlAAAAABAAkD1Zx4Cr1zvVTmJC4wyU3w==";
-    for (const std::string& option : {"key", "secret"}) {
+    for (const char* option : {"key", "secret"}) {
         auto parsed = rbd_storage_options("p", {{option, key}});
         REQUIRE_FALSE(parsed.ok());
         CHECK_THAT(parsed.error().message, !Catch::Contains(key.substr(0, 12)));

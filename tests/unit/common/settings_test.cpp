@@ -276,7 +276,9 @@ TEST_CASE("durability_risks lists the settings that trade safety for speed", "[s
 }
 
 TEST_CASE("workloads round-trip through JSON", "[settings]") {
-    const Workload workload{"randrw", "fio", Json{{"bs", "4k"}, {"iodepth", 64}, {"direct", true}}};
+    const Workload workload{.name = "randrw",
+                            .kind = "fio",
+                            .params = Json{{"bs", "4k"}, {"iodepth", 64}, {"direct", true}}};
     Result<Workload> parsed = workload_from_json(to_json(workload));
     REQUIRE(parsed.ok());
     CHECK(parsed.value() == workload);
@@ -330,7 +332,7 @@ TEST_CASE("block-layer settings that are set appear in JSON and round-trip", "[s
 }
 
 TEST_CASE("a workload's filesystems and timeout serialise only when set", "[settings]") {
-    Workload plain{"randrw", "fio", Json{{"rw", "randrw"}}};
+    Workload plain{.name = "randrw", .kind = "fio", .params = Json{{"rw", "randrw"}}};
     CHECK(to_json(plain) ==
           Json{{"name", "randrw"}, {"kind", "fio"}, {"params", Json{{"rw", "randrw"}}}});
 

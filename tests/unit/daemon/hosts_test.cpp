@@ -21,7 +21,8 @@ namespace {
 std::unique_ptr<Host> fake_host(const std::string& name, const std::string& kind, int parallel,
                                 std::vector<std::string> storages = {}) {
     auto host = std::make_unique<Host>();
-    host->description = {name, kind, "fake", std::move(storages)};
+    host->description = {
+        .name = name, .kind = kind, .detail = "fake", .storages = std::move(storages)};
     host->hypervisor = std::make_unique<testing::FakeHypervisor>();
     host->parallel = parallel;
     return host;
@@ -122,11 +123,17 @@ TEST_CASE("a proxmox line with nodes= is one host per node, pinned by the line's
 
 TEST_CASE("the catalog checks pinned hosts and the storages a host reaches", "[hosts]") {
     BackendCatalog catalog;
-    REQUIRE(catalog.add_host({"local", "libvirt", "embedded", {}}).ok());
-    REQUIRE(catalog.add_host({"node2", "libvirt", "qemu:///system", {"rbd:fast"}}).ok());
-    CHECK_FALSE(catalog.add_host({"node2", "libvirt", "again", {}}).ok());
-    auto file = make_storage_backend(parse_storage_line("file").value(),
-                                     StorageContext{"/tmp/disksweep-hosts-test", nullptr});
+    REQUIRE(catalog.add_host({.name = "local", .kind = "libvirt", .detail = "embedded"}).ok());
+    REQUIRE(catalog
+                .add_host({.name = "node2",
+                           .kind = "libvirt",
+                           .detail = "qemu:///system",
+                           .storages = {"rbd:fast"}})
+                .ok());
+    CHECK_FALSE(catalog.add_host({.name = "node2", .kind = "libvirt", .detail = "again"}).ok());
+    auto file =
+        make_storage_backend(parse_storage_line("file").value(),
+                             StorageContext{.default_file_directory = "/tmp/disksweep-hosts-test"});
     REQUIRE(file.ok());
     REQUIRE(catalog.add_storage(std::move(file).value()).ok());
 

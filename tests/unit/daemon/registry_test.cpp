@@ -15,7 +15,8 @@ BackendCatalog file_only_catalog(const std::string& dir = "/tmp/disksweep-regist
     catalog.add_hypervisor("libvirt", "test:///default");
     auto line = parse_storage_line("file");
     REQUIRE(line.ok());
-    auto storage = make_storage_backend(line.value(), StorageContext{dir, nullptr});
+    auto storage =
+        make_storage_backend(line.value(), StorageContext{.default_file_directory = dir});
     REQUIRE(storage.ok());
     REQUIRE(catalog.add_storage(std::move(storage).value()).ok());
     return catalog;
@@ -78,7 +79,7 @@ TEST_CASE("a storage line's errors never echo what may be a secret", "[registry]
 }
 
 TEST_CASE("an unknown storage kind or option is refused with what is valid", "[registry]") {
-    StorageContext context{"/tmp/x", nullptr};
+    StorageContext context{.default_file_directory = "/tmp/x"};
     auto unknown = make_storage_backend(parse_storage_line("nfs:share").value(), context);
     REQUIRE_FALSE(unknown.ok());
     CHECK_THAT(unknown.error().message, Catch::Contains("unknown storage kind 'nfs'"));

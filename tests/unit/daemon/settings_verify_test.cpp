@@ -347,11 +347,12 @@ TEST_CASE("verify_settings: the nocow step needs a No_COW work directory", "[set
 
 TEST_CASE("verify_settings: each requested server variable against SHOW VARIABLES",
           "[settings_verify]") {
-    Workload workload{"atis", "mariadb-atis",
-                      Json{{"server",
-                            {{"innodb_doublewrite", 0},
-                             {"innodb_flush_method", "O_DSYNC"},
-                             {"innodb_buffer_pool_size", "256M"}}}}};
+    Workload workload{.name = "atis",
+                      .kind = "mariadb-atis",
+                      .params = Json{{"server",
+                                      {{"innodb_doublewrite", 0},
+                                       {"innodb_flush_method", "O_DSYNC"},
+                                       {"innodb_buffer_pool_size", "256M"}}}}};
     Json guest = matching_guest();
     guest["server_variables"] = {{"innodb_doublewrite", "OFF"},
                                  {"innodb_flush_method", "O_DSYNC"},
@@ -366,7 +367,9 @@ TEST_CASE("verify_settings: each requested server variable against SHOW VARIABLE
               "list it",
               "server variable innodb_flush_method: requested O_DSYNC, server has fsync"});
     // A workload without a server table checks none.
-    CHECK(verify_settings(reference_config(), Workload{"w", "fio", Json::object()}, nullptr, guest)
+    CHECK(verify_settings(reference_config(),
+                          Workload{.name = "w", .kind = "fio", .params = Json::object()}, nullptr,
+                          guest)
               .empty());
 }
 
@@ -384,8 +387,9 @@ TEST_CASE("verify_settings: never throws, whatever JSON the readbacks hold",
     requested.scheduler = IoScheduler::kBfq;
     requested.read_ahead_kb = 512;
     requested.nr_requests = 64;
-    const Workload workload{"atis", "mariadb-atis",
-                            Json{{"server", {{"innodb_flush_method", "O_DSYNC"}}}}};
+    const Workload workload{.name = "atis",
+                            .kind = "mariadb-atis",
+                            .params = Json{{"server", {{"innodb_flush_method", "O_DSYNC"}}}}};
     const std::vector<Json> strange_values = {
         1,
         -1,
