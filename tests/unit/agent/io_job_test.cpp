@@ -152,7 +152,7 @@ TEST_CASE("io job: time_based runs for the runtime and samples every second", "[
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     CHECK(elapsed >= 1.3);
-    CHECK(elapsed < 5);
+    CHECK(elapsed < 20);  // stopped by the runtime, not running on (generous: sanitizer builds)
     const Json& write = report["jobs"][0]["write"];
     CHECK(write["runtime"].get<double>() >= 1150);
     CHECK(write["runtime"].get<double>() <= 1400);
@@ -178,7 +178,7 @@ TEST_CASE("io job: the stop flag cancels a running job", "[io_job]") {
     stopper.join();
     REQUIRE_FALSE(report.ok());
     CHECK(report.error().code == ds::errc::kCancelled);
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
 }
 
 TEST_CASE("io job: the stop flag also ends a synchronous size-bound job", "[io_job]") {
@@ -195,7 +195,7 @@ TEST_CASE("io job: the stop flag also ends a synchronous size-bound job", "[io_j
     stopper.join();
     REQUIRE_FALSE(report.ok());
     CHECK(report.error().code == ds::errc::kCancelled);
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(5));
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
 }
 
 TEST_CASE("io job: psync reads a laid-out file sequentially, exactly once", "[io_job]") {
@@ -412,7 +412,7 @@ TEST_CASE("io job: the stop flag reaches job threads and job processes alike", "
         stopper.join();
         REQUIRE_FALSE(report.ok());
         CHECK(report.error().code == ds::errc::kCancelled);
-        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
     }
 }
 
