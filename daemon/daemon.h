@@ -14,7 +14,7 @@
 #include "common/result.h"
 #include "daemon/config.h"
 #include "daemon/hypervisor/hypervisor.h"
-#include "daemon/run/run_executor.h"
+#include "daemon/run/resource_names.h"
 #include "daemon/storage/storage.h"
 #include "daemon/store/store.h"
 

@@ -1,7 +1,7 @@
 #include "daemon/recovery.h"
 
 #include "daemon/run/events.h"
-#include "daemon/run/run_executor.h"
+#include "daemon/run/resource_names.h"
 
 namespace ds {
 namespace {

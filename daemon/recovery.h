@@ -13,7 +13,7 @@
 
 namespace ds {
 
-class ResourceNames;  // daemon/run/run_executor.h
+class ResourceNames;  // daemon/run/resource_names.h
 
 // How often one planned run is attempted when disksweepd keeps stopping
 // during it: a configuration that kills the daemon every time must not make

@@ -18,34 +18,11 @@
 #include "daemon/hypervisor/hypervisor.h"
 #include "daemon/registry.h"
 #include "daemon/run/events.h"
+#include "daemon/run/resource_names.h"
 #include "daemon/storage/storage.h"
 #include "daemon/store/store.h"
 
 namespace ds {
-
-// The names of everything a daemon creates on hypervisors and storages:
-// "disksweep-<instance>-" (prefix()), then what it is. By the prefix a
-// restarted daemon finds what an earlier one of the same instance left
-// (daemon/recovery.h), and only that: an instance name has no '-'
-// (check_instance_name), so one instance's prefix never begins another
-// instance's names, and daemons sharing a hypervisor or a storage pool leave
-// each other's guests and volumes alone.
-class ResourceNames {
-  public:
-    // An Error (invalid_argument) when `instance` is not a valid instance name.
-    static Result<ResourceNames> for_instance(std::string instance);
-
-    const std::string& instance() const { return instance_; }
-    const std::string& prefix() const { return prefix_; }  // "disksweep-<instance>-"
-    std::string vm(std::int64_t run_id) const;             // prefix() + "r<run_id>"
-    std::string volume(std::int64_t run_id) const;         // vm(run_id) + "-data"
-    std::string probe() const;  // prefix() + "probe": the KVM probe's guest and volume
-
-  private:
-    explicit ResourceNames(std::string instance);
-    std::string instance_;
-    std::string prefix_;
-};
 
 // Time the agent gets beyond a workload's timeout to stop it and report.
 inline constexpr int kAgentGraceSeconds = 60;
