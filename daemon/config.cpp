@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/version.h"
+#include "daemon/run/resource_names.h"
 
 namespace ds {
 namespace po = boost::program_options;
@@ -176,19 +177,6 @@ Status check_configured_instance(const std::string& instance, bool from_flag,
 }
 
 }  // namespace
-
-Status check_instance_name(std::string_view name) {
-    constexpr std::size_t kMaxLength = 16;
-    const bool valid_characters = std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-    });
-    if (!name.empty() && name.size() <= kMaxLength && valid_characters) return ok_status();
-    return make_error(errc::kInvalidArgument, "'" + std::string(name) +
-                                                  "' is not a valid instance name: 1-" +
-                                                  std::to_string(kMaxLength) +
-                                                  " characters, lowercase ASCII letters and "
-                                                  "digits only");
-}
 
 Json DaemonConfig::to_json() const {
     return Json{{"state_dir", state_dir},

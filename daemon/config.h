@@ -40,7 +40,8 @@ struct DaemonConfig {
     std::vector<std::string> hosts;
     // This daemon's instance name, part of every guest, volume and probe
     // name it creates (ds::ResourceNames); "" = the id its database keeps
-    // (Store::instance_id). Valid per check_instance_name.
+    // (Store::instance_id). Valid per check_instance_name
+    // (daemon/run/resource_names.h).
     std::string instance;
 
     // The storage lines in effect: `storages`, plus "file" when none is a
@@ -55,12 +56,6 @@ struct DaemonConfig {
     std::string run_dir() const;        // <state_dir>/runs: sockets and console logs
     Json to_json() const;
 };
-
-// An instance name is 1-16 characters, lowercase ASCII letters and digits:
-// short enough for every backend's names, and without '-', so one
-// instance's prefix never begins another instance's names. The error says
-// what a valid name is.
-Status check_instance_name(std::string_view name);
 
 // Outcome of parsing argv: either run with a config, or print text (help,
 // version) and exit with a code.

@@ -1,10 +1,22 @@
 #include "daemon/run/resource_names.h"
 
+#include <algorithm>
 #include <utility>
 
-#include "daemon/config.h"
-
 namespace ds {
+
+Status check_instance_name(std::string_view name) {
+    constexpr std::size_t kMaxLength = 16;
+    const bool valid_characters = std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+    });
+    if (!name.empty() && name.size() <= kMaxLength && valid_characters) return ok_status();
+    return make_error(errc::kInvalidArgument, "'" + std::string(name) +
+                                                  "' is not a valid instance name: 1-" +
+                                                  std::to_string(kMaxLength) +
+                                                  " characters, lowercase ASCII letters and "
+                                                  "digits only");
+}
 
 ResourceNames::ResourceNames(std::string instance)
     : instance_(std::move(instance)), prefix_("disksweep-" + instance_ + "-") {}

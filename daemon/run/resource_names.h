@@ -2,10 +2,17 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 
 namespace ds {
+
+// An instance name is 1-16 characters, lowercase ASCII letters and digits:
+// short enough for every backend's names, and without '-', so one
+// instance's prefix never begins another instance's names. The error says
+// what a valid name is.
+Status check_instance_name(std::string_view name);
 
 // The names of everything a daemon creates on hypervisors and storages:
 // "disksweep-<instance>-" (prefix()), then what it is. By the prefix a
