@@ -1,0 +1,357 @@
+"""Real QEMU guests behind the simulated PVE (`pve_fake --real-guests IMAGE_DIR`).
+
+The fake keeps PVE's state (configs, volumes, tasks); this backend makes it
+real: volumes are files, `status/start` boots QEMU from the VM's config as
+qemu-server would (qemu_server.py), `monitor` answers from that QEMU's HMP and
+`agent/*` is relayed to the qemu-guest-agent inside the guest.
+
+Volumes: one directory per storage under WORK_DIR/volumes/STORAGE/, one sparse
+file per volume, raw unless the volume's format says otherwise (qemu-img
+create for qcow2). A linked clone is a sparse *copy* of its base, not a qcow2
+overlay: on lvmthin (the storage the benchmarks use) PVE's linked clone is a
+thin snapshot, raw to QEMU (pve-storage LvmThinPlugin.pm clone_image,
+parse_volname -> 'raw'), so the -drive line says format=raw and `info block`
+shows raw; an overlay would have to be opened as qcow2, changing both. A copy
+also lets two clones of one template run at once (QEMU locks an image it has
+open read-write). cp --sparse=always keeps it cheap (reflink where the file
+system has it). The template's base volume itself is never written.
+
+Injection (tests): `inject={"cache": "writeback"}` (or PVE_FAKE_INJECT, JSON)
+makes start() run QEMU with those -drive options in place of the config's,
+on every disk or only those selected by "vmid" and/or "drive" (e.g.
+{"cache": "writeback", "vmid": 105, "drive": "scsi1"}); keys are QEMU -drive
+options (cache, discard, detect-zeroes, aio). PVE's config keeps saying what
+was asked, so a run's QEMU- or guest-level check must fail.
+
+Cleanup: stop() kills and reaps; close() stops every VM (call it on the
+fake's SIGTERM; it is also registered with atexit), and each QEMU has
+PR_SET_PDEATHSIG, so none outlives the fake. Errors in start() stop the
+QEMU they started.
+"""
+
+import atexit
+import base64
+import binascii
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Optional
+
+import qemu_server
+from guest import AgentError, FILE_READ_CAP
+from machine import AgentReply, AgentTimeout, Machine, MachineError
+
+
+class AgentFailure(Exception):
+    """A guest-agent failure PVE reports with its own message, not as
+    "Agent error: ..." (the API answers 500 with str(self))."""
+
+
+# PVE/API2/Qemu/Agent.pm file-read: `$read_size = 1024*1024`, at most $MAX_READ_SIZE (16 MiB).
+READ_CHUNK = 1024 * 1024
+
+
+class RealBackend:
+    def __init__(self, image_dir: str, work_dir: Optional[str] = None, storages: Optional[dict] = None,
+                 inject: Optional[dict] = None, kvm_works: Optional[bool] = None,
+                 qemu_binary: str = "qemu-system-x86_64", start_timeout: float = 60.0):
+        """storages: {storage id: type} or {id: object with .type} (the fake's Storage);
+        default local-lvm (lvmthin) and local (dir). kvm_works: None reads
+        PVE_FAKE_KVM=1 (default: TCG, as /dev/kvm on this host runs no guest)."""
+        self.image_dir = image_dir
+        self._own_work_dir = work_dir is None
+        self.work_dir = work_dir or tempfile.mkdtemp(prefix="pve-fake-real-")
+        self.run_dir = os.path.join(self.work_dir, "run")
+        os.makedirs(self.run_dir, exist_ok=True)
+        self.storages = self._storage_configs(storages)
+        self.inject = inject if inject is not None else json.loads(os.environ.get("PVE_FAKE_INJECT", "null"))
+        self.kvm_works = kvm_works if kvm_works is not None else os.environ.get("PVE_FAKE_KVM") == "1"
+        self.qemu_binary = qemu_binary
+        self.qemu_version = _qemu_version(qemu_binary)
+        self.start_timeout = start_timeout
+        self._volumes = {}                          # volid -> host path
+        self._machines = {}                         # vmid -> Machine
+        self._lock = threading.Lock()
+        self.last_argv = {}                         # vmid -> (PVE argv, adapted argv, notes), for tests
+        self.guests = RealGuests(self)
+        atexit.register(self.close)
+
+    def _storage_configs(self, storages: Optional[dict]) -> dict:
+        storages = storages or {"local-lvm": "lvmthin", "local": "dir"}
+        configs = {}
+        for storage_id, kind in storages.items():
+            kind = getattr(kind, "type", kind)
+            configs[storage_id] = qemu_server.StorageConfig(storage_id, kind, path=f"/var/lib/vz/{storage_id}"
+                                                            if storage_id != "local" else "/var/lib/vz",
+                                                            vgname="pve")
+        return configs
+
+    # ---- volumes ------------------------------------------------------------------------
+
+    def _new_path(self, volid: str, fmt: str) -> str:
+        storage, _, name = volid.partition(":")
+        directory = os.path.join(self.work_dir, "volumes", storage)
+        os.makedirs(directory, exist_ok=True)
+        base = name.replace("/", "--")
+        return os.path.join(directory, base if base.endswith(f".{fmt}") else f"{base}.{fmt}")
+
+    def volume_created(self, volid: str, size_bytes: int, fmt: str = "raw") -> None:
+        path = self._new_path(volid, fmt)
+        if fmt == "raw":
+            with open(path, "wb") as handle:
+                handle.truncate(size_bytes)         # sparse, as a thin LV
+        else:
+            subprocess.run(["qemu-img", "create", "-q", "-f", fmt, path, str(size_bytes)], check=True,
+                           capture_output=True)
+        with self._lock:
+            self._volumes[volid] = path
+
+    def add_volume_file(self, volid: str, path: str) -> None:
+        """A volume whose file exists already (the template's root.img)."""
+        with self._lock:
+            self._volumes[volid] = path
+
+    def volume_cloned(self, source_volid: str, target_volid: str, linked: bool) -> None:
+        """Linked or full, a sparse copy (see the module doc for why not an overlay)."""
+        source = self.volume_path(source_volid)
+        if source is None:
+            raise FileNotFoundError(f"no file for volume {source_volid}")
+        target = self._new_path(target_volid, "raw" if source.endswith(".raw") or "." not in
+                                os.path.basename(source) else source.rsplit(".", 1)[1])
+        subprocess.run(["cp", "--sparse=always", "--reflink=auto", source, target], check=True, capture_output=True)
+        with self._lock:
+            self._volumes[target_volid] = target
+
+    def volume_deleted(self, volid: str) -> None:
+        with self._lock:
+            path = self._volumes.pop(volid, None)
+        if path and path.startswith(self.work_dir) and os.path.exists(path):
+            os.unlink(path)
+
+    def volume_path(self, volid: str) -> Optional[str]:
+        with self._lock:
+            return self._volumes.get(volid)
+
+    # ---- VMs ----------------------------------------------------------------------------
+
+    def build_argv(self, vmid: int, config: dict) -> tuple:
+        """(PVE argv, adapted argv, adaptation notes, PVE warnings)."""
+        environment = qemu_server.HostEnvironment(qemu_version="9.2.0", kvm_available=True,
+                                                  storages=self.storages)
+        warnings = []
+        pve_argv = qemu_server.config_to_command(config, vmid, environment, warnings)
+        host_paths = {}
+        for drive in qemu_server.config_drives(config):
+            if drive.file in ("", "none", "cdrom"):
+                continue
+            pve_path, _ = qemu_server.volume_path_and_format(drive.file, self.storages)
+            host_path = self.volume_path(drive.file)
+            if host_path is None:
+                raise qemu_server.StartError(f"volume '{drive.file}' does not exist")
+            host_paths[pve_path] = host_path
+        adaptation = qemu_server.Adaptation(run_dir=self.run_dir, host_paths=host_paths, kvm_works=self.kvm_works,
+                                            qemu_binary=self.qemu_binary, qemu_version=self.qemu_version)
+        argv, notes = qemu_server.adapt_for_this_machine(pve_argv, vmid, adaptation)
+        argv = [self._image_path(a) for a in argv]
+        argv, injected = inject_drive_options(argv, vmid, self.inject)
+        notes += injected
+        return pve_argv, argv, notes, warnings
+
+    def _image_path(self, arg: str) -> str:
+        """`args` of the template may name the kernel and initrd by their PVE path
+        (/var/lib/vz/... ); a file of that name in IMAGE_DIR is used instead."""
+        if arg.startswith("/") and not os.path.exists(arg):
+            candidate = os.path.join(self.image_dir, os.path.basename(arg))
+            if os.path.exists(candidate):
+                return candidate
+        return arg
+
+    def start(self, vm, node: str = "") -> list:
+        """Boots the VM; returns PVE's start warnings. Raises with PVE's message
+        (config refused) or QEMU's (it did not start)."""
+        vmid = int(vm.vmid)
+        with self._lock:
+            if vmid in self._machines and self._machines[vmid].is_running():
+                raise qemu_server.StartError(f"VM {vmid} already running")
+        pve_argv, argv, notes, warnings = self.build_argv(vmid, dict(vm.config))
+        self.last_argv[vmid] = (pve_argv, argv, notes)
+        machine = Machine(vmid, argv, self.run_dir)
+        try:
+            machine.start(self.start_timeout)
+        except MachineError as error:
+            raise qemu_server.StartError(f"start failed: QEMU exited with code 1: {error}") from None
+        with self._lock:
+            self._machines[vmid] = machine
+        return [f"WARN: {w}" for w in warnings]
+
+    def machine(self, vmid: int) -> Optional[Machine]:
+        with self._lock:
+            return self._machines.get(int(vmid))
+
+    def stop(self, vm) -> None:
+        vmid = int(getattr(vm, "vmid", vm))
+        with self._lock:
+            machine = self._machines.pop(vmid, None)
+        if machine is not None:
+            machine.stop()
+
+    def is_running(self, vmid: int) -> bool:
+        machine = self.machine(vmid)
+        return machine is not None and machine.is_running()
+
+    def monitor(self, vmid: int, command: str) -> str:
+        """PVE/API2/Qemu.pm monitor: human-monitor-command over QMP."""
+        machine = self.machine(vmid)
+        if machine is None or not machine.is_running():
+            raise AgentFailure(f"VM {vmid} not running")
+        try:
+            return machine.hmp(command)
+        except MachineError as error:
+            raise AgentFailure(str(error)) from None
+
+    def close(self) -> None:
+        with self._lock:
+            machines = list(self._machines.values())
+            self._machines.clear()
+        for machine in machines:
+            machine.stop()
+        if self._own_work_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def inject_drive_options(argv: list, vmid: int, inject: Optional[dict]) -> tuple:
+    """(argv, notes): the injection hook (module doc); not part of the adaptation."""
+    if not inject or ("vmid" in inject and int(inject["vmid"]) != vmid):
+        return argv, []
+    options = {k: str(v) for k, v in inject.items() if k not in ("vmid", "drive")}
+    result, notes = list(argv), []
+    for i in range(1, len(result)):
+        if result[i - 1] != "-drive" or "media=cdrom" in result[i]:
+            continue
+        parts = result[i].split(",")
+        drive_id = next((p[len("id=drive-"):] for p in parts if p.startswith("id=drive-")), "")
+        if inject.get("drive") and inject["drive"] != drive_id:
+            continue
+        kept = [p for p in parts if p.split("=", 1)[0] not in options]
+        result[i] = ",".join(kept + [f"{k}={v}" for k, v in options.items()])
+        notes.append(f"INJECTED on {drive_id}: {options}")
+    return result, notes
+
+
+def _qemu_version(binary: str) -> str:
+    try:
+        text = subprocess.run([binary, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "7.2.0"
+    words = text.split()
+    return words[words.index("version") + 1] if "version" in words else "7.2.0"
+
+
+class RealGuests:
+    """guest.Guests' interface, relayed to qemu-guest-agent with PVE's own handling
+    around it (PVE/QemuServer/Agent.pm, PVE/API2/Qemu/Agent.pm)."""
+
+    def __init__(self, backend: RealBackend):
+        self._backend = backend
+
+    def _machine(self, vmid: int) -> Machine:
+        """Agent.pm agent_available: running, then a guest-ping with 3 s timeout
+        (QemuServer.pm qga_check_running) before every command."""
+        machine = self._backend.machine(vmid)
+        if machine is None or not machine.is_running():
+            raise AgentFailure(f"VM {vmid} is not running")
+        try:
+            machine.agent("guest-ping", timeout=3.0)
+        except (AgentTimeout, AgentReply):
+            raise AgentFailure("QEMU guest agent is not running") from None
+        return machine
+
+    @staticmethod
+    def _call(machine: Machine, command: str, arguments: dict, timeout: float = 5.0):
+        """Agent.pm agent_cmd + check_agent_error: the agent's error becomes
+        "Agent error: DESC"; no answer is QMPClient's "... failed - got timeout"."""
+        try:
+            return machine.agent(command, arguments, timeout)
+        except AgentReply as error:
+            raise AgentError(str(error)) from None
+        except AgentTimeout as error:
+            raise AgentFailure(f"VM {machine.vmid} qmp command '{command}' failed - {error}") from None
+
+    def ping(self, vmid: int) -> None:
+        self._machine(vmid)
+
+    def write_file(self, vmid: int, guest_path: str, content: bytes) -> None:
+        """Agent.pm file-write: open wb, write the base64 (encode_base64, with its
+        line breaks), close."""
+        machine = self._machine(vmid)
+        handle = self._call(machine, "guest-file-open", {"path": guest_path, "mode": "wb"})
+        handle = _typed_int(handle, "guest-file-open")
+        self._call(machine, "guest-file-write", {"handle": handle,
+                                                  "buf-b64": base64.encodebytes(content).decode()})
+        self._call(machine, "guest-file-close", {"handle": handle})
+
+    def read_file(self, vmid: int, guest_path: str) -> tuple:
+        """Agent.pm file-read: 1 MiB reads until eof or 16 MiB; truncated when no eof
+        was seen; a failing close is only warned about."""
+        machine = self._machine(vmid)
+        handle = _typed_int(self._call(machine, "guest-file-open", {"path": guest_path}), "guest-file-open")
+        content, left, eof = b"", FILE_READ_CAP, False
+        while left > 0 and not eof:
+            answer = self._call(machine, "guest-file-read", {"handle": handle, "count": READ_CHUNK})
+            if not isinstance(answer, dict):
+                raise AgentError("can't read from file")
+            try:
+                content += base64.b64decode(answer.get("buf-b64", ""))
+            except (binascii.Error, TypeError):
+                raise AgentError("can't read from file") from None
+            left -= _typed_int(answer.get("count", 0), "guest-file-read count")
+            eof = bool(answer.get("eof", False))
+        try:
+            self._call(machine, "guest-file-close", {"handle": handle})
+        except (AgentError, AgentFailure):
+            pass
+        return content, not eof
+
+    def exec(self, vmid: int, argv: list, input_data: Optional[bytes]) -> int:
+        """Agent.pm qemu_exec: path + arg, capture-output, input-data base64."""
+        machine = self._machine(vmid)
+        arguments = {"path": argv[0], "arg": list(argv[1:]), "capture-output": True}
+        if input_data is not None:
+            arguments["input-data"] = base64.b64encode(input_data).decode()
+        answer = self._call(machine, "guest-exec", arguments)
+        return _typed_int(answer.get("pid") if isinstance(answer, dict) else None, "guest-exec pid")
+
+    def exec_status(self, vmid: int, pid: int) -> dict:
+        """Agent.pm qemu_exec_status: out-data/err-data base64-decoded (kept as they
+        were if that fails), JSON booleans as 1/0. The agent itself answers
+        exited once and then forgets the pid (a second ask is its error)."""
+        machine = self._machine(vmid)
+        answer = self._call(machine, "guest-exec-status", {"pid": int(pid)})
+        if not isinstance(answer, dict):
+            raise AgentError(f"can't get exec status for '{pid}'")
+        result = {}
+        for key, value in answer.items():
+            if key in ("out-data", "err-data") and isinstance(value, str) and value:
+                try:
+                    # Perl's decoded bytes reach the JSON encoder one character per byte.
+                    value = base64.b64decode(value).decode("latin-1")
+                except binascii.Error:
+                    pass
+            result[key] = int(value) if isinstance(value, bool) else value
+        return result
+
+    def forget(self, vmid: int) -> None:
+        """The VM stopped: its agent and processes went with it."""
+
+    def erase(self, vmid: int) -> None:
+        """The VM was destroyed: its disks go through volume_deleted."""
+
+
+def _typed_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AgentError(f"unexpected answer to {what}: {value!r}")
+    return value
