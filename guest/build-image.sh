@@ -17,7 +17,8 @@
 #                sql-bench source version)
 #   sqlbench-VERSION/  (variant mariadb) the prepared sql-bench files
 #   initrd-KEY/  initramfs, KEY = sha256 of the root fs KEY, the agent binary,
-#                initramfs/init, initramfs/modules.txt, lib/initramfs.sh
+#                initramfs/init, initramfs/qga-init, initramfs/modules.txt,
+#                lib/initramfs.sh
 # Every cache entry is built in cache/tmp.* and renamed into place, so a
 # killed build leaves nothing that looks valid.
 set -euo pipefail
@@ -173,7 +174,8 @@ touch "$ROOTFS_DIR"
 # ---- initramfs ---------------------------------------------------------------
 AGENT_SHA=$(sha256sum "$AGENT" | cut -c1-64)
 INITRD_KEY=$(hash_inputs "disksweep-initrd-v1 $ROOTFS_KEY $AGENT_SHA" \
-    "$GUEST_DIR/initramfs/init" "$GUEST_DIR/initramfs/modules.txt" "$GUEST_DIR/lib/initramfs.sh")
+    "$GUEST_DIR/initramfs/init" "$GUEST_DIR/initramfs/qga-init" "$GUEST_DIR/initramfs/modules.txt" \
+    "$GUEST_DIR/lib/initramfs.sh")
 INITRD_DIR=$CACHE/initrd-${INITRD_KEY:0:16}
 if [[ -f $INITRD_DIR/initrd.env ]]; then
     guest_log "initramfs: using cache ${INITRD_DIR#"$OUTDIR"/}"
@@ -212,7 +214,8 @@ manifest() {
     echo "  \"suite\": $(json_str "$SUITE"),"
     echo "  \"kernel\": {\"release\": $(json_str "$KERNEL_RELEASE"), \"package\": $(json_str "$KERNEL_PACKAGE"), \"version\": $(json_str "$KERNEL_PACKAGE_VERSION"), \"pvh_elf\": $PVH},"
     echo "  \"packages\": {"
-    local -a pkgs=(fio e2fsprogs xfsprogs btrfs-progs libaio1 util-linux kmod lvm2 thin-provisioning-tools libc6 busybox-static)
+    # qemu-guest-agent: scripts/pve-make-template.sh --from-image checks it.
+    local -a pkgs=(fio e2fsprogs xfsprogs btrfs-progs libaio1 util-linux kmod lvm2 thin-provisioning-tools libc6 busybox-static qemu-guest-agent)
     [[ $VARIANT == mariadb ]] && pkgs+=(mariadb-server mariadb-client sysbench perl libdbi-perl libdbd-mariadb-perl)
     for p in "${pkgs[@]}"; do
         [[ $first == 1 ]] || echo ","

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (or reuses, by content hash) the guest images the daemon boots: the
 # base image into IMAGE_DIR and the MariaDB variant (mariadb-atis,
-# sysbench-oltp) into IMAGE_DIR/mariadb.
+# sysbench-oltp) into IMAGE_DIR/mariadb. The base image is also the Proxmox
+# template's guest: scripts/pve-make-template.sh --from-image IMAGE_DIR.
 # Usage: scripts/build-guest-image.sh [IMAGE_DIR]   (default /var/lib/disksweep/images)
 # DISKSWEEP_IMAGE_VARIANTS="base mariadb" (the default) selects what to build.
 set -euo pipefail

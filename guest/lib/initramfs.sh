@@ -127,6 +127,8 @@ build_initramfs() {
     done
     ln -s bin "$work/sbin"
     install -m 0755 "$GUEST_DIR/initramfs/init" "$work/init"
+    # PID 1 of disksweep.guest=qga: init copies it into the new root.
+    install -m 0755 "$GUEST_DIR/initramfs/qga-init" "$work/qga-init"
     install -m 0755 "$agent" "$work/disksweep-agent"
     echo "$KERNEL_RELEASE" >"$work/etc/kernel-release"
     # Without /dev/console in the archive the kernel starts /init with no
