@@ -11,16 +11,19 @@ Messages of errors are PVE's where a client may meet them.
 
 import base64
 import binascii
+import contextlib
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Optional
 
-from cluster import (GIB, ApiError, Vm, format_size, info_block, param_error, parse_size, print_drive,
-                     split_drive)
-from guest import HARDWARE_FILE, AgentError
+from cluster import (DRIVE_KEY, GIB, ApiError, Vm, param_error, parse_size, print_drive, split_drive,
+                     start_warnings)
+from guest import HARDWARE_FILE, AgentError, Guests
+from machines import SIMULATED_MACHINE, SIMULATED_QEMU_VERSION, SimulatedMachines
 from schema import ApiMethod
-from tasks import ForcedOutcome, TaskFailed
+from tasks import UPID_RE, ForcedOutcome, TaskFailed
 
 PVE_VERSION = {"version": "8.4.1", "release": "8.4", "repoid": "2a5fa54a8503f96d"}
 
@@ -42,8 +45,13 @@ class Request:
         return self.params.get(name) == "1"
 
 
-def start_task(state, request: Request, node: str, kind: str, object_id, work, on_failure=lambda: None) -> str:
-    return state.tasks.start(node, kind, str(object_id), request.user, work, on_failure, request.forced_task)
+def start_task(state, request: Request, node: str, kind: str, object_id, work, on_failure=lambda: None,
+               first_step=None, failure_prefix: str = "") -> str:
+    """pve-common RESTEnvironment.pm fork_worker: a task of `kind` for
+    `object_id`; `first_step` runs at once (what a real worker does before
+    a client can look again), `work` when the task's time is up."""
+    return state.tasks.start(node, kind, str(object_id), request.user, work, on_failure, request.forced_task,
+                             first_step=first_step, failure_prefix=failure_prefix)
 
 
 # ---- cluster and nodes ------------------------------------------------------------------
@@ -87,21 +95,33 @@ def get_storages(state, request):
 
 
 def get_storage_content(state, request):
+    """pve-storage API2/Storage/Content.pm index -> the plugin's list_images:
+    file storages report `used` and the backing file as `parent`
+    (../BASEVMID/BASENAME), LVM-thin only volid, format raw, size, vmid."""
     node, storage = request.params["node"], request.params["storage"]
     state.cluster.check_node(node)
     if storage not in state.cluster.storages:
         raise ApiError(500, f"storage '{storage}' does not exist")
     vmid = request.integer("vmid")
-    return [_volume_entry(v) for v in sorted(state.cluster.volumes.values(), key=lambda v: v.volid)
+    return [_volume_entry(state.cluster, v) for v in sorted(state.cluster.volumes.values(), key=lambda v: v.volid)
             if v.storage == storage and (vmid is None or v.vmid == vmid)]
 
 
-def _volume_entry(volume):
+def _volume_entry(cluster, volume):
     entry = {"volid": volume.volid, "format": volume.format, "size": volume.size, "vmid": volume.vmid,
              "content": "images", "ctime": int(time.time())}
-    if volume.parent:
-        entry["parent"] = volume.parent.split(":", 1)[1]
+    if cluster.storages[volume.storage].is_file_based:
+        entry["used"] = volume.used
+        if volume.parent:
+            base = cluster.volumes.get(volume.parent)
+            entry["parent"] = f"../{base.vmid}/{base.volname.rsplit('/', 1)[-1]}" if base else volume.parent
     return entry
+
+
+def get_volume_attributes(state, request):
+    """GET /nodes/{node}/storage/{storage}/content/{volume} (Content.pm info)."""
+    state.cluster.check_node(request.params["node"])
+    return state.cluster.volume_attributes(request.params.get("storage"), request.params["volume"])
 
 
 # ---- VMs --------------------------------------------------------------------------------
@@ -111,9 +131,18 @@ def _vm(state, request) -> Vm:
     return state.cluster.vm(request.params["node"], request.params["vmid"])
 
 
+def _check_skiplock(request: Request) -> None:
+    """qemu-server API2/Qemu.pm (update, destroy, start, stop ...): skiplock
+    is root@pam's only; a token never is."""
+    if request.flag("skiplock"):
+        raise param_error("skiplock", "Only root may use this option.")
+
+
 def _unlocked(state, request) -> Vm:
+    """pve-guest-common AbstractConfig.pm, check_lock: "VM is locked (LOCK)"."""
+    _check_skiplock(request)
     vm = _vm(state, request)
-    if vm.lock and not request.flag("skiplock"):
+    if vm.lock:
         raise ApiError(500, f"VM is locked ({vm.lock})")
     return vm
 
@@ -123,6 +152,11 @@ def _refuse_root_only_keys(request: Request) -> None:
     for key in ("args", "lock"):
         if key in request.params:
             raise ApiError(500, f"only root can set '{key}' config")
+
+
+def _running(state, vm: Vm) -> bool:
+    """qemu-server QemuServer.pm check_running: the machine runs."""
+    return vm.status == "running" and state.machines.is_running(vm.vmid)
 
 
 def get_vms(state, request):
@@ -139,34 +173,39 @@ def get_vm_index(state, request):
 
 
 def create_vm(state, request):
+    """qemu-server API2/Qemu.pm create_vm: the config is written with lock
+    `create`, disks made by create_disks, then the lock removed."""
     node, vmid = request.params["node"], int(request.params["vmid"])
     state.cluster.check_node(node)
     _refuse_root_only_keys(request)
-    config = {"meta": f"creation-qemu=7.2.0,ctime={int(time.time())}"}
+    config = {"meta": f"creation-qemu={SIMULATED_QEMU_VERSION},ctime={int(time.time())}"}
     vm = state.cluster.add_vm(vmid, node, config, lock="create")
+    settings, _ = state.cluster.check_update(vm, {**request.params, "delete": ""})
 
     def work(log):
-        state.cluster.apply_config(vm, request.params, log)
+        for key, value in settings.items():
+            vm.config[key] = state.cluster.create_disk(vm, key, value, log) if DRIVE_KEY.fullmatch(key) else value
         vm.lock = None
 
     def undo():
-        for volume in state.cluster.volumes_of(vm):
-            del state.cluster.volumes[volume]
+        for volume in state.cluster.owned_volumes(vm):
+            state.cluster.free_volume(volume)
         state.cluster.vms.pop(vmid, None)
 
     return start_task(state, request, node, "qmcreate", vmid, work, undo)
 
 
 def delete_vm(state, request):
+    """qemu-server API2/Qemu.pm destroy_vm."""
     vm = _unlocked(state, request)
-    if vm.status == "running":
+    if _running(state, vm):
         raise ApiError(500, f"VM {vm.vmid} is running - destroy failed")
     if vm.config.get("protection") == "1":
         raise ApiError(500, f"can't remove VM {vm.vmid} - protection mode enabled")
 
     def work(log):
-        for volume in state.cluster.volumes_of(vm):
-            log.info(f"Removing image: 100% complete...done.  ({volume})")
+        for volume in state.cluster.owned_volumes(vm):
+            log.info(f"  Logical volume \"{volume.split(':', 1)[1]}\" successfully removed.")
         state.cluster.destroy(vm)
         state.guests.erase(vm.vmid)
 
@@ -174,13 +213,46 @@ def delete_vm(state, request):
 
 
 def get_config(state, request):
+    """qemu-server API2/Qemu.pm vm_config: `current` and `snapshot` exclude
+    each other (400 on both keys); a snapshot must exist; otherwise
+    AbstractConfig.pm load_current_config: pending values taken in unless
+    current=1. The digest is the config file's (pending section included)."""
     vm = _vm(state, request)
-    if "snapshot" in request.params:
+    if request.params.get("snapshot") and request.flag("current"):
+        message = "cannot use 'snapshot' parameter with 'current'"
+        raise ApiError(400, "Parameter verification failed.", {"snapshot": message, "current": message})
+    if request.params.get("snapshot"):
         raise ApiError(500, f"snapshot '{request.params['snapshot']}' does not exist")
+    config = vm.config if request.flag("current") else vm.with_pending()
+    if vm.lock:
+        config = {**config, "lock": vm.lock}   # `lock` is a key of the config file
+    if "cipassword" in config:
+        config = {**config, "cipassword": "**********"}
+    return {**_typed_config(state, request, config), "digest": state.cluster.config_digest(vm)}
+
+
+def _typed_config(state, request, config: dict) -> dict:
     answer_schema = ApiMethod.from_info(request.template, "GET", {"parameters": state.schema.method(
         request.template, "GET").returns})
-    typed = {key: _typed(answer_schema.schema_of(key), value) for key, value in vm.config.items()}
-    return {**typed, "digest": state.cluster.config_digest(vm)}
+    return {key: _typed(answer_schema.schema_of(key), value) for key, value in config.items()}
+
+
+def get_pending(state, request):
+    """qemu-server API2/Qemu.pm vm_pending -> pve-guest-common
+    GuestHelpers.pm config_with_pending_array: each key with its current
+    `value`, its `pending` value, and `delete` (1, or 2 when forced)."""
+    vm = _vm(state, request)
+    entries = []
+    for key in sorted(set(vm.config) | set(vm.pending) | set(vm.pending_delete)):
+        entry = {"key": key}
+        if key in vm.config:
+            entry["value"] = vm.config[key]
+        if key in vm.pending:
+            entry["pending"] = vm.pending[key]
+        if key in vm.pending_delete:
+            entry["delete"] = 2 if vm.pending_delete[key] else 1
+        entries.append(entry)
+    return entries
 
 
 def _typed(schema, text: str):
@@ -198,103 +270,257 @@ def _typed(schema, text: str):
 
 
 def _check_digest(state, request, vm: Vm) -> None:
-    if "digest" in request.params and request.params["digest"] != state.cluster.config_digest(vm):
-        raise ApiError(500, "detected modified configuration - file changed by other user? Try again.")
+    """qemu-server API2/Qemu.pm $update_vm_api: "checksum mismatch (file change by other user?)"."""
+    if request.params.get("digest") and request.params["digest"] != state.cluster.config_digest(vm):
+        raise ApiError(500, "checksum mismatch (file change by other user?)")
+
+
+def _update_log_line(vm: Vm, params: dict) -> str:
+    """$update_vm_api: "update VM ID: -KEY VALUE ..." over the sorted
+    parameters left after node, vmid, digest, background_delay,
+    skip_cloud_init and import-working-storage were taken out."""
+    hidden = {"node", "vmid", "digest", "background_delay", "skip_cloud_init", "import-working-storage"}
+    words = []
+    for key in sorted(k for k in params if k not in hidden):
+        words += [f"-{key}", "<hidden>" if key == "cipassword" else str(params[key])]
+    return f"update VM {vm.vmid}: " + " ".join(words)
+
+
+def _begin_update(state, request) -> tuple:
+    """The synchronous part of $update_vm_api (errors answer the call)."""
+    _check_skiplock(request)
+    vm = _vm(state, request)
+    _refuse_root_only_keys(request)
+    settings, deletions = state.cluster.check_update(vm, request.params)
+    _check_digest(state, request, vm)
+    if vm.lock:
+        raise ApiError(500, f"VM is locked ({vm.lock})")
+    return vm, settings, deletions
+
+
+def _update_worker(state, request, vm: Vm, settings: dict, deletions: list):
+    """$update_vm_api's worker, in two steps: the pending values a client
+    sees at once (GET config shows them, current=1 does not), then what
+    takes the task's time (disks) and applying the pending section:
+    vmconfig_apply_pending for a stopped VM, vmconfig_hotplug_pending for a
+    running one."""
+    def first_step(log):
+        log.info(_update_log_line(vm, request.params))
+        state.cluster.write_pending(vm, settings, deletions, request.flag("force"), log)
+
+    def rest(log):
+        state.cluster.create_pending_disks(vm, settings, log)
+        state.cluster.cleanup_pending(vm)
+        if _running(state, vm):
+            state.cluster.hotplug_pending(vm)
+        else:
+            state.cluster.apply_pending(vm)
+
+    return first_step, rest
 
 
 def post_config(state, request):
-    vm = _unlocked(state, request)
-    _refuse_root_only_keys(request)
-    _check_digest(state, request, vm)
-    return start_task(state, request, vm.node, "qmconfig", vm.vmid,
-                      lambda log: state.cluster.apply_config(vm, request.params, log))
+    vm, settings, deletions = _begin_update(state, request)
+    first_step, rest = _update_worker(state, request, vm, settings, deletions)
+    return start_task(state, request, vm.node, "qmconfig", vm.vmid, rest, first_step=first_step)
 
 
 def put_config(state, request):
-    vm = _unlocked(state, request)
-    _refuse_root_only_keys(request)
-    _check_digest(state, request, vm)
+    """update_vm (PUT): the same worker, run before the answer."""
+    vm, settings, deletions = _begin_update(state, request)
+    first_step, rest = _update_worker(state, request, vm, settings, deletions)
+    log = state.discard_log()
     try:
-        state.cluster.apply_config(vm, request.params, state.discard_log())
+        first_step(log)
+        rest(log)
     except TaskFailed as failure:
         raise ApiError(500, str(failure)) from None
     return None
 
 
 def get_status(state, request):
+    """qemu-server API2/Qemu.pm vm_status -> QemuServer.pm vmstatus(full):
+    qmpstatus (QMP query-status, else the status), and for a running VM
+    running-qemu (query-version: MAJOR.MINOR.MICRO) and running-machine
+    (query-machines); `agent: 1` only when the config enables it."""
     vm = _vm(state, request)
-    status = {**state.cluster.vm_summary(vm), "qmpstatus": vm.status, "agent": int(vm.agent_enabled()),
-              "ha": {"managed": 0}}
-    if vm.status == "running":
-        status["running-qemu"], status["running-machine"] = "7.2.0", "pc-i440fx-7.2+pve0"
+    running = _running(state, vm)
+    status = {**state.cluster.vm_summary(vm), "ha": {"managed": 0}}
+    status["status"] = "running" if running else "stopped"
+    status["qmpstatus"] = "running" if running else status["status"]
+    if vm.agent_enabled():
+        status["agent"] = 1
+    if running:
+        status["running-qemu"] = vm.running_qemu or SIMULATED_QEMU_VERSION
+        status["running-machine"] = vm.running_machine or SIMULATED_MACHINE
     return status
 
 
 def start_vm(state, request):
-    vm = _unlocked(state, request)
-    return start_task(state, request, vm.node, "qmstart", vm.vmid, lambda log: state.cluster.start(vm, log))
-
-
-def stop_vm(state, request):
+    """qemu-server API2/Qemu.pm vm_start -> QemuServer.pm vm_start: a
+    template cannot start, a running VM is not started twice; the machine
+    boots (machines.Machines.start) and its warnings are the task's."""
     vm = _unlocked(state, request)
 
     def work(log):
-        state.cluster.stop(vm)
-        state.guests.forget(vm.vmid)
+        if vm.is_template:
+            raise TaskFailed("you can't start a vm if it's a template")
+        if _running(state, vm):
+            raise TaskFailed(f"VM {vm.vmid} already running")
+        # QemuServer.pm vm_start_nolock: a pending section is applied first.
+        state.cluster.apply_pending(vm)
+        for warning in start_warnings(vm.config):
+            log.warn(warning)
+        try:
+            warnings = state.machines.start(vm, vm.node)
+        except Exception as error:  # noqa: BLE001 (the backend's failure text is the task's, as QEMU's is on PVE)
+            raise TaskFailed(str(error)) from None
+        for warning in warnings or []:
+            log.warn(warning[len("WARN: "):] if warning.startswith("WARN: ") else warning)
+        vm.status, vm.started_at = "running", time.time()
+        vm.running_qemu, vm.running_machine = _running_versions(state, vm)
+        vm.agent_ready_at = time.monotonic() + state.cluster.agent_delay
 
-    return start_task(state, request, vm.node, "qmstop", vm.vmid, work)
+    return start_task(state, request, vm.node, "qmstart", vm.vmid, work)
+
+
+def _running_versions(state, vm: Vm) -> tuple:
+    """running-qemu and running-machine from the backend (qemu_version /
+    machine_type if it has them, else the x.y.z `info version` starts with)."""
+    machines = state.machines
+    version = getattr(machines, "qemu_version", None)
+    if callable(version):
+        version = version(vm.vmid)
+    elif not isinstance(version, str):
+        try:
+            match = re.match(r"\s*(\d+\.\d+\.\d+)", machines.monitor(vm.vmid, "info version"))
+        except Exception:  # noqa: BLE001 (a monitor that fails leaves the version unknown, as vmstatus does)
+            match = None
+        version = match.group(1) if match else "unknown"
+    machine = getattr(machines, "machine_type", None)
+    return version, machine(vm.vmid) if callable(machine) else SIMULATED_MACHINE
+
+
+def _stop_machine(state, vm: Vm) -> None:
+    state.machines.stop(vm)
+    vm.status, vm.running_qemu, vm.running_machine = "stopped", None, None
+    state.guests.forget(vm.vmid)
+
+
+def stop_vm(state, request):
+    """qemu-server vm_stop: stopping a stopped VM is no error."""
+    vm = _unlocked(state, request)
+    return start_task(state, request, vm.node, "qmstop", vm.vmid, lambda log: _stop_machine(state, vm))
 
 
 def shutdown_vm(state, request):
     vm = _unlocked(state, request)
-    if vm.status != "running":
+    if not _running(state, vm):
         raise ApiError(500, f"VM {vm.vmid} not running")
-
-    def work(log):
-        state.cluster.stop(vm)
-        state.guests.forget(vm.vmid)
-
-    return start_task(state, request, vm.node, "qmshutdown", vm.vmid, work)
+    return start_task(state, request, vm.node, "qmshutdown", vm.vmid, lambda log: _stop_machine(state, vm))
 
 
 def clone_vm(state, request):
+    """qemu-server PVE/API2/Qemu.pm clone_vm. $load_and_check (before the
+    task, so its errors answer the call):
+      * `target` equal to the source's node means none;
+      * `storage` must exist and hold images (400 on `storage`), and with a
+        target be shared ("can't clone to non-shared storage 'S'");
+      * the source must not be locked;
+      * full = `full` if given, else "not a template"; `storage` and
+        `format` only for full clones ("parameter 'storage' not allowed
+        for linked clones", a 500);
+      * a target node needs every disk on shared storage ("can't clone VM
+        to node 'N' (VM uses local storage)"), linked or full;
+      * the new id must be free.
+    The new config: every key but snapshot data and unusedN, MACs of netN
+    renewed, `template` dropped, `name` the parameter or "Copy-of-VM-NAME",
+    `description` if given; `lock: clone` while the task runs, on the
+    source's node; the task (type qmclone, id the SOURCE's vmid) clones the
+    drives and at the end moves the config to the target node."""
     source = _vm(state, request)
-    newid, target_node = int(request.params["newid"]), request.params.get("target", source.node)
-    state.cluster.check_node(target_node)
-    linked = source.is_template and request.params.get("full", "0") != "1"
-    _check_clone_parameters(state, request, source, linked, target_node)
-    config = state.cluster.clone_config(source, request.params)
-    clone = state.cluster.add_vm(newid, target_node, config, lock="clone")
+    params = request.params
+    target = params.get("target")
+    target = None if target in (None, source.node, "localhost") else target
+    if target:
+        _check_cluster_node(state, target)
+    storage = params.get("storage")
+    if storage:
+        _check_clone_storage(state, storage, source.node, target)
+    if source.lock:
+        raise ApiError(500, f"VM is locked ({source.lock})")
+    full = request.flag("full") if "full" in params else not source.is_template
+    for name in ("storage", "format"):
+        if name in params and not full:
+            raise ApiError(500, f"parameter '{name}' not allowed for linked clones")
+    config, drives = state.cluster.clone_plan(source, full, _running(state, source))
+    if target and not _all_disks_shared(state, source):
+        raise ApiError(500, f"can't clone VM to node '{target}' (VM uses local storage)")
+    newid = int(params["newid"])
+    if newid in state.cluster.vms:
+        raise ApiError(500, f"unable to create VM {newid}: config file already exists")
+    config.pop("template", None)
+    config["name"] = params.get("name") or f"Copy-of-VM-{source.config.get('name', source.vmid)}"
+    if params.get("description"):
+        config["description"] = params["description"]
+    # "# qmclone temporary file\nlock: clone\n": until the first disk is
+    # copied the clone's config is its lock only (vmstatus names it "VM ID").
+    clone = state.cluster.add_vm(newid, source.node, {}, lock="clone")
 
     def work(log):
-        state.cluster.copy_disks(clone, linked, request.params.get("storage"), log)
+        clone.config = config
+        state.cluster.clone_disks(clone, drives, full, storage, params.get("format"), log)
         clone.lock = None
+        if target:
+            clone.node = target
 
     def undo():
-        for volume in state.cluster.volumes_of(clone):
-            if state.cluster.volumes[volume].vmid == newid:
-                del state.cluster.volumes[volume]
+        for volume in state.cluster.owned_volumes(clone):
+            state.cluster.free_volume(volume)
         state.cluster.vms.pop(newid, None)
 
-    return start_task(state, request, source.node, "qmclone", source.vmid, work, undo)
+    return start_task(state, request, source.node, "qmclone", source.vmid, work, undo,
+                      failure_prefix="clone failed: ")
 
 
-def _check_clone_parameters(state, request, source: Vm, linked: bool, target_node: str) -> None:
-    for name in ("storage", "format"):
-        if linked and name in request.params:
-            raise param_error(name, f"parameter '{name}' not allowed for linked clones")
-    if int(request.params["newid"]) in state.cluster.vms:
-        raise ApiError(500, f"unable to create VM {request.params['newid']}: config file already exists")
-    if target_node != source.node:
-        local = [v for v in state.cluster.volumes_of(source)
-                 if not state.cluster.storages[state.cluster.volumes[v].storage].shared]
-        if local:
-            raise ApiError(500, f"can't clone VM to node '{target_node}' (VM uses local storage)")
+def _check_cluster_node(state, node: str) -> None:
+    """pve-cluster PVE/Cluster.pm, check_node_exists."""
+    if node not in state.cluster.nodes:
+        raise ApiError(500, f"no such cluster node '{node}'")
+
+
+def _check_clone_storage(state, storage_id: str, node: str, target: Optional[str]) -> None:
+    """clone_vm: PVE::Storage::storage_check_enabled on this node (and the target), content, shared."""
+    storage = state.cluster.storages.get(storage_id)
+    if storage is None:
+        raise ApiError(500, f"storage '{storage_id}' does not exist")
+    for where in [node] + ([target] if target else []):
+        if not storage.on(where):
+            raise ApiError(500, f"storage '{storage_id}' is not available on node '{where}'")
+    if "images" not in storage.content:
+        raise param_error("storage", f"storage '{storage_id}' does not support vm images")
+    if target and not storage.shared:
+        raise ApiError(500, f"can't clone to non-shared storage '{storage_id}'")
+
+
+def _all_disks_shared(state, vm: Vm) -> bool:
+    """qemu-server API2/Qemu.pm $check_storage_access_clone: every volume of
+    the config (CD-ROM images included, `none`/`cdrom` not) on shared storage."""
+    for key, value in vm.config.items():
+        if not DRIVE_KEY.fullmatch(key) or key.startswith("unused"):
+            continue
+        volume, _ = split_drive(value)
+        if volume in ("", "none", "cdrom") or ":" not in volume:
+            continue
+        storage = state.cluster.storages.get(volume.split(":", 1)[0])
+        if storage is None or not storage.shared:
+            return False
+    return True
 
 
 def make_template(state, request):
     vm = _unlocked(state, request)
-    if vm.status == "running":
+    if _running(state, vm):
         raise ApiError(500, "you can't convert a running VM to a template")
     return start_task(state, request, vm.node, "qmtemplate", vm.vmid, lambda log: state.cluster.make_template(vm))
 
@@ -314,7 +540,7 @@ def resize_disk(state, request):
         if wanted < volume.size:
             raise TaskFailed("shrinking disks is not supported")
         volume.size = wanted
-        vm.config[disk] = print_drive(volume_id, {**options, "size": format_size(wanted)})
+        vm.config[disk] = print_drive(volume_id, {**options, "size": str(wanted)})
 
     return start_task(state, request, vm.node, "resize", vm.vmid, work)
 
@@ -323,36 +549,60 @@ def resize_disk(state, request):
 
 
 def monitor(state, request):
-    """PVE runs the HMP command through QMP's human-monitor-command; commands
-    other than `info *` and `help` need Sys.Modify, which a token of ours lacks."""
-    vm = _vm(state, request)
-    command = request.params["command"].strip()
-    if not (command.startswith("info ") or command == "help"):
-        raise ApiError(403, "Permission check failed (/, Sys.Modify)")
-    if vm.status != "running":
-        raise ApiError(500, f"VM {vm.vmid} not running")
-    return info_block(state.cluster, vm) if command == "info block" else ""
+    """qemu-server PVE/API2/Qemu.pm monitor: commands other than `info ...`
+    and `help` need Sys.Modify on / (a token of ours lacks it: 403); the
+    answer is hmp_cmd's output, and a failure (QemuServer/Monitor.pm
+    qmp_cmd: "VM ID not running") is answered 200 as "ERROR: MESSAGE"."""
+    command = request.params["command"]
+    with state.lock:
+        vm = _vm(state, request)
+        if not (re.match(r"\s*info(\s+|$)", command) or re.fullmatch(r"\s*help\s*", command)):
+            raise ApiError(403, "Permission check failed (/, Sys.Modify)")
+        if not _running(state, vm):
+            return f"ERROR: VM {vm.vmid} not running\n"
+    # The simulation reads the cluster's state: under the lock; a real machine's HMP: not.
+    guard = state.lock if isinstance(state.machines, SimulatedMachines) else contextlib.nullcontext()
+    try:
+        with guard:
+            return state.machines.monitor(vm.vmid, command.strip())
+    except Exception as error:  # noqa: BLE001 (PVE answers any monitor failure this way)
+        return f"ERROR: {error}\n"
 
 
 # ---- the guest agent ---------------------------------------------------------------------
 
 
 def _agent_vm(state, request) -> Vm:
-    vm = _vm(state, request)
-    if vm.status != "running":
-        raise ApiError(500, f"VM {vm.vmid} is not running")
-    if not vm.agent_enabled():
-        raise ApiError(500, "No QEMU guest agent configured")
-    if time.monotonic() < vm.agent_ready_at:
-        raise ApiError(500, "QEMU guest agent is not running")
+    """qemu-server PVE/QemuServer/Agent.pm, agent_available, in its order:
+    "No QEMU guest agent configured" when the config has no `agent` key at
+    all, "VM ID is not running", then qga_check_running (a guest-ping): an
+    agent that is disabled (agent: 0, no QGA device) or not up yet is
+    "QEMU guest agent is not running"."""
+    with state.lock:
+        vm = _vm(state, request)
+        if "agent" not in vm.config:
+            raise ApiError(500, "No QEMU guest agent configured")
+        if not _running(state, vm):
+            raise ApiError(500, f"VM {vm.vmid} is not running")
+        if not vm.agent_enabled() or time.monotonic() < vm.agent_ready_at:
+            raise ApiError(500, "QEMU guest agent is not running")
+    ping = getattr(state.guests, "ping", None)
+    if ping:
+        _agent_call(lambda: ping(vm.vmid))
     return vm
 
 
 def _agent_call(call):
+    """Agent.pm check_agent_error: the agent's error is "Agent error: DESC";
+    any other failure of the relay is answered with its own text."""
     try:
         return call()
     except AgentError as error:
         raise ApiError(500, f"Agent error: {error}") from None
+    except ApiError:
+        raise
+    except Exception as error:  # noqa: BLE001 (a real relay's failure, e.g. QMP timeouts, is PVE's message)
+        raise ApiError(500, str(error)) from None
 
 
 def agent_ping(state, request):
@@ -361,12 +611,18 @@ def agent_ping(state, request):
 
 
 def agent_exec(state, request):
+    """Agent.pm qemu_exec: command (path + arg) and/or input-data."""
     vm = _agent_vm(state, request)
-    command = request.params["command"]
+    command = request.params.get("command")
     data = request.params.get("input-data")
-    # What a real guest learns from its virtual hardware, a simulated one
-    # reads from here: the VM's config as PVE has it (guest.py, HARDWARE_FILE).
-    state.guests.write_file(vm.vmid, HARDWARE_FILE, json.dumps(vm.config).encode())
+    if not command and data is None:
+        raise ApiError(500, "command or input-data (or both) required")
+    if isinstance(state.guests, Guests):
+        # What a real guest learns from its virtual hardware, a simulated one
+        # reads from here: the VM's config as PVE has it (guest.py, HARDWARE_FILE).
+        with state.lock:
+            hardware = json.dumps(vm.config).encode()
+        state.guests.write_file(vm.vmid, HARDWARE_FILE, hardware)
     pid = _agent_call(lambda: state.guests.exec(vm.vmid, command, data.encode() if data is not None else None))
     return {"pid": pid}
 
@@ -377,16 +633,22 @@ def agent_exec_status(state, request):
 
 
 def agent_file_read(state, request):
+    """API2/Qemu/Agent.pm file-read: 1 MiB reads until EOF or 16 MiB;
+    `bytes-read`, and `truncated: 1` when no EOF was seen."""
     vm = _agent_vm(state, request)
     content, truncated = _agent_call(lambda: state.guests.read_file(vm.vmid, request.params["file"]))
     # PVE hands the bytes to its JSON encoder as they are: each byte one character.
-    answer = {"content": content.decode("latin-1")}
+    answer = {"content": content.decode("latin-1"), "bytes-read": len(content)}
     if truncated:
         answer["truncated"] = 1
     return answer
 
 
 def agent_file_write(state, request):
+    """API2/Qemu/Agent.pm file-write: with encode (default 1) the content is
+    base64-encoded by PVE; with encode=0 it must be base64 already, and the
+    agent refuses what is not (QEMU qbase64_decode: "Base64 data is not
+    valid", relayed as "Agent error: ...")."""
     vm = _agent_vm(state, request)
     content = request.params["content"]
     if request.params.get("encode", "1") == "1":
@@ -395,8 +657,7 @@ def agent_file_write(state, request):
         try:
             data = base64.b64decode(content, validate=True)
         except (binascii.Error, ValueError):
-            raise ApiError(500, "Agent error: Guest agent command failed, error was 'Invalid parameter type "
-                                "for 'buf-b64', expected: base64'") from None
+            raise ApiError(500, "Agent error: Base64 data is not valid") from None
     _agent_call(lambda: state.guests.write_file(vm.vmid, request.params["file"], data))
     return None
 
@@ -405,9 +666,15 @@ def agent_file_write(state, request):
 
 
 def _task(state, request):
-    task = state.tasks.find(request.params["node"], request.params["upid"])
+    """pve-manager PVE/API2/Tasks.pm: a UPID that does not parse is a 400 on
+    `upid` (pve-common Tools.pm upid_decode); one whose log file is not on
+    this node is "no such task" (400, read_task_status)."""
+    upid = request.params["upid"]
+    if not UPID_RE.fullmatch(upid):
+        raise param_error("upid", "unable to parse worker upid")
+    task = state.tasks.find(request.params["node"], upid)
     if task is None:
-        raise ApiError(500, f"unable to read task status for '{request.params['upid']}' - no such task")
+        raise param_error("upid", "no such task")
     return task
 
 
@@ -416,11 +683,19 @@ def get_task_status(state, request):
 
 
 def get_task_log(state, request):
+    """pve-manager API2/Tasks.pm read_task_log -> pve-common Tools.pm
+    dump_logfile: lines {n: line number from 1, t: text}, skipping `start`
+    lines, at most `limit` (default 50; 0: all); `total` is the number of
+    lines of the whole log; an empty log reads as one line "no content"."""
     task = _task(state, request)
     start, limit = request.integer("start", 0), request.integer("limit", 50)
-    lines = task.log or []
+    lines = list(task.log)
+    if not lines:
+        request.total = 1
+        return [{"n": 1, "t": "no content"}]
     request.total = len(lines)
-    return [{"n": start + i + 1, "t": text} for i, text in enumerate(lines[start:start + limit])]
+    chosen = lines[start:] if limit == 0 else lines[start:start + limit]
+    return [{"n": start + i + 1, "t": text} for i, text in enumerate(chosen)]
 
 
 ROUTES = {
@@ -431,6 +706,8 @@ ROUTES = {
     ("GET", "/cluster/nextid"): get_nextid,
     ("GET", "/nodes/{node}/storage"): get_storages,
     ("GET", "/nodes/{node}/storage/{storage}/content"): get_storage_content,
+    ("GET", "/nodes/{node}/storage/{storage}/content/{volume}"): get_volume_attributes,
+    ("GET", "/nodes/{node}/qemu/{vmid}/pending"): get_pending,
     ("GET", "/nodes/{node}/qemu"): get_vms,
     ("POST", "/nodes/{node}/qemu"): create_vm,
     ("GET", "/nodes/{node}/qemu/{vmid}"): get_vm_index,
@@ -454,3 +731,8 @@ ROUTES = {
     ("GET", "/nodes/{node}/tasks/{upid}/status"): get_task_status,
     ("GET", "/nodes/{node}/tasks/{upid}/log"): get_task_log,
 }
+
+# Handlers that relay to the machine (monitor, guest agent): the server calls
+# them without its state lock; they take it for the state they read.
+RELAY_HANDLERS = frozenset({monitor, agent_ping, agent_exec, agent_exec_status, agent_file_read, agent_file_write})
+

@@ -89,23 +89,28 @@ class Guests:
             with open(path, "wb") as handle:
                 handle.write(content)
         except OSError as error:
-            raise AgentError(f"Failed to open file '{guest_path}': {error.strerror}") from None
+            raise AgentError(_open_failure(guest_path, "wb", error)) from None
 
     def read_file(self, vmid: int, guest_path: str) -> tuple:
-        """(content, truncated) of a guest file, at most FILE_READ_CAP bytes."""
+        """(content, truncated) of a guest file as qemu-server API2/Qemu/Agent.pm
+        file-read gets it: 1 MiB guest-file-reads until one reports EOF or 16
+        MiB were read. QGA reports EOF only after a read that hit the end
+        (feof), so a file of exactly 16 MiB or more reads as truncated."""
         path = map_guest_path(self.root_of(vmid), guest_path)
         try:
             with open(path, "rb") as handle:
-                content = handle.read(FILE_READ_CAP + 1)
+                content = handle.read(FILE_READ_CAP)
         except OSError as error:
-            raise AgentError(f"Failed to open file '{guest_path}': {error.strerror}") from None
-        return content[:FILE_READ_CAP], len(content) > FILE_READ_CAP
+            raise AgentError(_open_failure(guest_path, "r", error)) from None
+        return content, len(content) >= FILE_READ_CAP
 
     # ---- commands -----------------------------------------------------------------
 
     def exec(self, vmid: int, argv: list, input_data: Optional[bytes]) -> int:
         if self._handler is builtin_commands and os.path.basename(argv[0]) not in BUILTINS:
-            raise AgentError(f"Failed to execute child process \u201c{argv[0]}\u201d (No such file or directory)")
+            # QGA qmp_guest_exec: g_spawn's error in QERR_QGA_COMMAND_FAILED.
+            raise AgentError("Guest agent command failed, error was 'Failed to execute child process "
+                             f"\u201c{argv[0]}\u201d (No such file or directory)'")
         call = GuestCall(vmid, list(argv), input_data, self.root_of(vmid))
         with self._lock:
             pid = next(self._pids)
@@ -145,6 +150,12 @@ class Guests:
         (a later VM of the same id starts from its own clone)."""
         self.forget(vmid)
         shutil.rmtree(os.path.join(self._root, str(vmid)), ignore_errors=True)
+
+
+def _open_failure(guest_path: str, mode: str, error: OSError) -> str:
+    """QGA guest-file-open (qga/commands-posix.c): error_setg_errno(...,
+    "failed to open file '%s' (mode: '%s')"): the errno's text follows."""
+    return f"failed to open file '{guest_path}' (mode: '{mode}'): {error.strerror}"
 
 
 def _exited(exitcode: int, out: bytes, err: bytes) -> dict:

@@ -55,6 +55,9 @@ def parse_arguments(argv: list) -> argparse.Namespace:
     parser.add_argument("--max-post", type=int, default=64 * 1024, help="largest request body (default 65536)")
     parser.add_argument("--unauthorized-delay", type=float, default=0.0, help="pause before a 401 (pveproxy: 3)")
     parser.add_argument("--quiet", action="store_true", help="no request log on stderr")
+    parser.add_argument("--real-guests", metavar="IMAGE_DIR",
+                        help="boot real QEMU guests from IMAGE_DIR behind the fake (real_backend.py)")
+    parser.add_argument("--real-work-dir", help="the real backend's volumes and sockets (default: a temp dir)")
     return parser.parse_args(argv)
 
 
@@ -68,7 +71,7 @@ def options_from(arguments: argparse.Namespace) -> Options:
         guest_exec=arguments.guest_exec, faults=[json.loads(rule) for rule in arguments.fault],
         tls_fault=arguments.tls_fault, max_post=arguments.max_post,
         unauthorized_delay=arguments.unauthorized_delay, host=arguments.host, port=arguments.port,
-        quiet=arguments.quiet)
+        quiet=arguments.quiet, real_guests=arguments.real_guests, real_work_dir=arguments.real_work_dir)
 
 
 def write_port_file(path: str, port: int) -> None:
@@ -94,6 +97,7 @@ def main(argv: list) -> int:
         pass
     finally:
         fake.server.server_close()
+        fake.close_machines()
     return 0
 
 

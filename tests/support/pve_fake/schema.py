@@ -174,26 +174,24 @@ class Validator:
         self._on_unchecked = on_unchecked
 
     def validate(self, method: ApiMethod, params: dict) -> dict:
-        """{parameter: message} for every problem; empty when all is well."""
+        """{parameter: message} for every problem; empty when all is well.
+        pve-common src/PVE/JSONSchema.pm, check_object: every property of the
+        schema is checked (a None value is Perl's undef: missing), then every
+        parameter sent (one the schema lacks is an error even when its value
+        is undef)."""
         errors = {}
         for name, schema in method.properties.items():
-            if name not in params and not schema.get("optional") and not schema.get("alias"):
-                _add_error(errors, name, MISSING)
+            self.check_prop(params.get(name), schema, name, errors)
         for name, value in params.items():
             schema = method.schema_of(name)
             if schema is None:
                 if not method.additional:
                     _add_error(errors, name, NOT_DEFINED)
                 continue
-            self.check_prop(value, schema, name, errors)
-            self._check_requires(name, schema, params, errors)
+            if name not in method.properties:   # NAME[n]: a property of its own in PVE's schema
+                self.check_prop(value, schema, name, errors)
+            _check_requires("", name, schema, params, errors)
         return errors
-
-    @staticmethod
-    def _check_requires(name: str, schema: dict, present: dict, errors: dict) -> None:
-        required = schema.get("requires")
-        if isinstance(required, str) and required not in present:
-            _add_error(errors, required, f"missing property required by '{name}'")
 
     def check_prop(self, value, schema: dict, path: str, errors: dict) -> None:
         if schema.get("alias"):
@@ -208,6 +206,8 @@ class Validator:
             for index, item in enumerate(value):
                 self.check_prop(item, _item_schema(schema), f"{path}[{index}]", errors)
             return
+        if _perl_reference_type(value):
+            return  # a JSON boolean (or object): check_prop checks no format of a reference
         for check in (self._check_format, _check_pattern, _check_length, _check_range, _check_enum):
             if not check(value, schema, path, errors):
                 return
@@ -258,8 +258,7 @@ class Validator:
         for key, schema in table.items():
             self.check_prop(parsed.get(key), schema, f"{path}.{key}" if path else key, errors)
         for key in parsed:
-            schema = table.get(key, {})
-            self._check_requires(key, schema, parsed, errors)
+            _check_requires(path, key, table.get(key, {}), parsed, errors)
         if errors:
             details = "".join(f"{key}: {message}\n" for key, message in sorted(errors.items()))
             raise FormatError("format error\n" + details)
@@ -335,13 +334,36 @@ def _add_error(errors: dict, path: str, message: str) -> None:
     errors[path] = f"{errors[path]}\\n{message}" if path in errors else message
 
 
+def _perl_reference_type(value) -> Optional[str]:
+    """What Perl's ref() says of a decoded value (None for a plain scalar)."""
+    if isinstance(value, bool):
+        return "JSON::PP::Boolean"
+    if isinstance(value, list):
+        return "ARRAY"
+    if isinstance(value, dict):
+        return "HASH"
+    return None
+
+
 def _check_type(path: str, expected, value, errors: dict) -> bool:
-    """Form values are strings (lists for arrays): PVE's check_type for them."""
-    if expected == "array":
-        ok = isinstance(value, list)
-    elif isinstance(value, list):
-        ok = False
-    elif expected == "boolean":
+    """pve-common JSONSchema.pm, check_type, for decoded values (strings,
+    lists, and from JSON bodies bools and dicts): a boolean is exactly "0"
+    or "1" (or a JSON boolean); a reference where a scalar is due fails
+    with "got ARRAY" / "got HASH" / "got JSON::PP::Boolean"."""
+    reference = _perl_reference_type(value)
+    if not expected or expected == "any":
+        return True
+    if expected in ("array", "object"):
+        ok = reference == ("ARRAY" if expected == "array" else "HASH")
+        if not ok:
+            _add_error(errors, path, f"type check ('{expected}') failed")
+        return ok
+    if reference:
+        if expected == "boolean" and reference == "JSON::PP::Boolean":
+            return True
+        _add_error(errors, path, f"type check ('{expected}') failed - got {reference}")
+        return False
+    if expected == "boolean":
         ok = value in ("0", "1")
     elif expected == "integer":
         ok = bool(_INTEGER.fullmatch(value))
@@ -350,9 +372,44 @@ def _check_type(path: str, expected, value, errors: dict) -> bool:
     else:
         ok = True
     if not ok:
-        got = f" - got '{value}'" if expected in ("boolean", "integer", "number") else ""
-        _add_error(errors, path, f"type check ('{expected}') failed{got}")
+        _add_error(errors, path, f"type check ('{expected}') failed - got '{value}'")
     return ok
+
+
+def _check_requires(path: str, name: str, schema: dict, present: dict, errors: dict) -> None:
+    """pve-common JSONSchema.pm, check_object: a property named by
+    `requires` must be defined when the one requiring it is there."""
+    required = schema.get("requires")
+    if isinstance(required, str) and present.get(required) is None:
+        _add_error(errors, f"{path}.{required}" if path else required,
+                   f"missing property - '{f'{path}.{name}' if path else name}' requires this property")
+
+
+def normalize_legacy_param_formats(method: ApiMethod, params: dict) -> dict:
+    """pve-common src/PVE/RESTHandler.pm, $normalize_legacy_param_formats
+    (before validation): for a parameter whose value is Perl-true (not undef,
+    "" or "0"), a list for a string of a `-list` format is joined with ',',
+    and a plain value for an array becomes a one-item list."""
+    normalized = dict(params)
+    for name, value in params.items():
+        schema = method.schema_of(name)
+        if schema is None or value in (None, "", "0", False):
+            continue
+        fmt = schema.get("format")
+        if isinstance(value, list) and schema.get("type") == "string" and isinstance(fmt, str) \
+                and fmt.endswith("-list"):
+            normalized[name] = ",".join(str(item) for item in value)
+        elif _perl_reference_type(value) is None and schema.get("type") == "array":
+            normalized[name] = [value]
+    return normalized
+
+
+def handler_params(params: dict) -> dict:
+    """The verified parameters as the simulation reads them: undef ones
+    dropped (a handler's `defined($param->{x})` is false for them) and JSON
+    booleans as "1"/"0"."""
+    return {name: ("1" if value else "0") if isinstance(value, bool) else value
+            for name, value in params.items() if value is not None}
 
 
 def _check_pattern(value: str, schema: dict, path: str, errors: dict) -> bool:

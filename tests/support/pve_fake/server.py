@@ -33,6 +33,7 @@ Control endpoints (no authentication, for tests), below /_fake/:
 import hmac
 import json
 import os
+import re
 import ssl
 import sys
 import threading
@@ -41,14 +42,15 @@ import traceback
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Optional
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import api
 import certs
 from cluster import ApiError, Cluster, Storage, Volume, format_size, parse_size, split_drive
 from faults import FaultRule, Faults
 from guest import Guests, subprocess_handler
-from schema import ApiSchema, Validator, return_problems
+from machines import load_machines
+from schema import ApiSchema, Validator, handler_params, normalize_legacy_param_formats, return_problems
 from tasks import TaskLog, TaskRegistry
 
 API_PREFIX = "/api2/json"
@@ -82,12 +84,16 @@ class Options:
     host: str = "127.0.0.1"
     port: int = 0
     quiet: bool = False
+    # IMAGE_DIR: real QEMU guests behind the fake (machines.py, real_backend.py);
+    # None: the in-process simulation.
+    real_guests: Optional[str] = None
+    real_work_dir: Optional[str] = None         # the real backend's volumes and sockets (default: a temp dir)
 
 
 class FakeState:
     """Everything the simulation keeps; `lock` guards cluster and tasks."""
 
-    def __init__(self, options: Options, guest_handler: Optional[Callable]):
+    def __init__(self, options: Options, guest_handler: Optional[Callable], machines=None):
         self.lock = threading.RLock()
         self.schema = ApiSchema.load(options.schema_path)
         self.unchecked_formats = set()
@@ -96,7 +102,13 @@ class FakeState:
         self.tasks = TaskRegistry(options.task_seconds)
         root = options.guest_root or os.path.join(options.cert_dir, "guests")
         handler = guest_handler or (subprocess_handler(options.guest_exec) if options.guest_exec else None)
-        self.guests = Guests(root, handler)
+        guests = Guests(root, handler)
+        # `machines`: a factory (cluster, guests) -> Machines, for tests of the seam.
+        self.machines = machines(self.cluster, guests) if machines else \
+            load_machines(options.real_guests, self.cluster, guests, options.real_work_dir)
+        self.guests = self.machines.guests
+        self.cluster.machines = self.machines
+        _announce_initial_volumes(self.cluster, self.machines)
         self.faults = Faults()
         for rule in options.faults:
             self.faults.add(FaultRule.from_json(rule))
@@ -130,11 +142,13 @@ def _initial_cluster(options: Options) -> Cluster:
 
 
 def _cluster_from_json(data: dict, options: Options) -> Cluster:
-    """{"nodes": [...], "storages": [{"id", "type", "content", "shared", "nodes"}],
-        "vms": [{"vmid", "node", "config": {...}, "status"}]}; volumes named
-    in the VMs' configs are created with the size their `size=` says."""
+    """{"nodes": [...], "storages": [{"id", "type", "content", "shared", "nodes",
+        "total", "format", "path"}], "vms": [{"vmid", "node", "config": {...},
+        "status"}]}; volumes named in the VMs' configs are created with the
+    size their `size=` says."""
     storages = [Storage(s["id"], s["type"], s.get("content", ["images", "rootdir"]), s.get("shared", False),
-                        s.get("total", 100 * 1024 ** 3), s.get("nodes")) for s in data.get("storages", [])]
+                        s.get("total", 100 * 1024 ** 3), s.get("nodes"), s.get("format"), s.get("path"))
+                for s in data.get("storages", [])]
     cluster = Cluster(data.get("nodes", options.nodes), storages, options.nextid_range, options.agent_delay)
     for vm in data.get("vms", []):
         _add_vm_with_volumes(cluster, int(vm["vmid"]), vm["node"], vm["config"], vm.get("status", "stopped"))
@@ -142,14 +156,28 @@ def _cluster_from_json(data: dict, options: Options) -> Cluster:
 
 
 def _add_vm_with_volumes(cluster: Cluster, vmid: int, node: str, config: dict, status: str) -> None:
+    """A VM of the initial state; its drives' volumes exist (format from the
+    file name's extension, else raw), owned by the VMID their name says."""
     vm = cluster.add_vm(vmid, node, {k: str(v) for k, v in config.items()})
     vm.status = status
     for key, value in vm.config.items():
         volume, options = split_drive(value)
         if ":" in volume and (key.startswith(("ide", "sata", "scsi", "virtio", "unused", "efidisk", "tpmstate"))):
             size = parse_size(options.get("size", "1G"))
-            cluster.volumes[volume] = Volume(volume, volume.split(":", 1)[0], node, vmid, size)
+            name = volume.split(":", 1)[1].rsplit("/", 1)[-1]
+            owner = re.search(r"-(\d+)-", name)
+            fmt = name.rsplit(".", 1)[1] if re.search(r"\.(raw|qcow2|vmdk)$", name) else "raw"
+            cluster.volumes[volume] = Volume(volume, volume.split(":", 1)[0], node,
+                                             int(owner.group(1)) if owner else vmid, size, fmt)
             vm.config[key] = value if "size" in options else f"{value},size={format_size(size)}"
+
+
+def _announce_initial_volumes(cluster: Cluster, machines) -> None:
+    """The backend learns of the initial state's volumes (initial_volume if it
+    has one, else as new empty volumes)."""
+    announce = getattr(machines, "initial_volume", None) or machines.volume_created
+    for volume in cluster.volumes.values():
+        announce(volume.volid, volume.size, volume.format)
 
 
 # ---- HTTP ------------------------------------------------------------------------------------
@@ -264,44 +292,52 @@ class RequestHandler(BaseHTTPRequestHandler):
     def _unauthorized_pause(self):
         time.sleep(self.server.options.unauthorized_delay)
 
-    def _read_body(self) -> dict:
+    def _read_body(self) -> bytes:
+        """pve-http-server AnyEvent.pm, the request reader (after
+        authentication): content only on PUT/POST, at most max_post bytes,
+        and of no type, a form or JSON; other types are a 506."""
         length = int(self.headers.get("Content-Length") or 0)
         if not length:
-            return {}
+            return b""
         if self.command not in ("POST", "PUT"):
-            raise ApiError(501, f"Unexpected content for method '{self.command}'")
+            raise ApiError(501, f"Unexpected content for method '{self.command}'", raw_body=True)
         if length > self.server.options.max_post:
             # pveproxy answers before reading, so a sender still writing may see a
             # reset instead; the fake reads (a bounded amount) first, so the 501
             # always arrives.
             self.rfile.read(min(length, DRAIN_LIMIT))
             self.close_connection = True
-            raise ApiError(501, "for data too large")
+            raise ApiError(501, "for data too large", raw_body=True)
         raw = self.rfile.read(length)
-        content_type = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-        if content_type == "application/json":
-            return _json_params(raw)
-        if content_type not in ("", "application/x-www-form-urlencoded"):
-            raise ApiError(501, f"unsupported content type '{content_type}'")
-        return _form_params(raw.decode("utf-8", "replace"))
+        header = self.headers.get("Content-Type")
+        if content_type_of(header) not in (None, "application/x-www-form-urlencoded", "application/json"):
+            raise ApiError(506, f"upload 'Content-Type '{header}' not implemented", raw_body=True)
+        return raw
 
-    def _verified_request(self, path: str, query: str, body: dict, user: str, record: dict) -> api.Request:
+    def _verified_request(self, path: str, query: str, body: bytes, user: str, record: dict) -> api.Request:
         state = self.server.state
-        segments = [unquote(s) for s in path.strip("/").split("/")]
+        # pve-http-server AnyEvent.pm, handle_api2_request: the parameters are
+        # decoded first (a malformed JSON body is a 500 whatever the path) ...
+        sent = extract_params(self.command, content_type_of(self.headers.get("Content-Type")), body, query)
+        # ... then pve-manager PVE/HTTPServer.pm, rest_handler, finds the method.
+        segments = api_path_segments(path)
         resolved = state.schema.resolve(segments)
         method = state.schema.method(resolved[0], self.command) if resolved else None
         if method is None:
             raise ApiError(501, f"Method '{self.command} {API_PREFIX}{path}' not implemented")
-        if not method.info.get("allowtoken"):
-            raise ApiError(401, "API tokens are not allowed for this call")
         template, path_params = resolved
-        values = _merge_params(path_params, _form_params(query), body)
-        params = {name: v if method.is_array(name) else "\0".join(v) for name, v in values.items()}
-        record["params"] = params
+        params = merge_uri_params(path_params, sent)
+        record["params"] = {name: value for name, value in params.items()}
+        # pve-manager PVE/HTTPServer.pm, rest_handler: a token on a method
+        # without `allowtoken` is a permission error (403), after the merge.
+        if not method.info.get("allowtoken"):
+            raise ApiError(403, f"Permission check failed (URI '{path}' not available with API token, "
+                                "need proper ticket.)")
+        params = normalize_legacy_param_formats(method, params)
         errors = state.validator.validate(method, params)
         if errors:
             raise ApiError(400, "Parameter verification failed.", errors)
-        return api.Request(self.command, path, template, params, user)
+        return api.Request(self.command, path, template, handler_params(params), user)
 
     def _simulate(self, request: api.Request):
         state = self.server.state
@@ -310,6 +346,11 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise ApiError(501, f"pve_fake: {request.method} {request.template} is in the schema but not simulated")
         with state.lock:
             state.tasks.advance()
+            if handler not in api.RELAY_HANDLERS:
+                data = handler(state, request)
+        if handler in api.RELAY_HANDLERS:
+            # They take the lock for the state themselves: a real guest's
+            # answer may take seconds, and other requests must not wait for it.
             data = handler(state, request)
         method = state.schema.method(request.template, request.method)
         problems = return_problems(method.returns, data)
@@ -362,7 +403,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         state = self.server.state
         state.tasks.advance()
         return {
-            "vms": {vm.vmid: {"node": vm.node, "status": vm.status, "lock": vm.lock, "config": vm.config}
+            "vms": {vm.vmid: {"node": vm.node, "status": vm.status, "lock": vm.lock, "config": vm.config,
+                              "pending": vm.pending, "pending_delete": vm.pending_delete}
                     for vm in state.cluster.vms.values()},
             "volumes": sorted(state.cluster.volumes),
             "tasks": [{**t.status(), "log": t.log} for t in state.tasks.all()],
@@ -374,6 +416,10 @@ class RequestHandler(BaseHTTPRequestHandler):
     def _reply_error(self, error: ApiError):
         if error.status == 401:
             self._reply_raw(401, error.message, b"")
+            return
+        if error.raw_body:
+            # pve-http-server AnyEvent.pm, error: the message is the body too.
+            self._reply_raw(error.status, error.message, error.message.encode("utf-8"))
             return
         body = {"data": None, "message": error.message + "\n"}
         if error.errors:
@@ -404,38 +450,136 @@ def _envelope(data, total: Optional[int]) -> dict:
     return answer
 
 
-def _form_params(text: str) -> dict:
-    values = {}
-    for name, value in parse_qsl(text, keep_blank_values=True):
-        values.setdefault(name, []).append(value)
-    return values
+# ---- request parameters as pveproxy decodes them ---------------------------------------------
+#
+# A decoded parameter is what PVE's Perl code holds after decoding: a string,
+# None (Perl's undef: the key was sent without a value), a list (a repeated
+# key, or a JSON array), or, from a JSON body, a bool (JSON::PP::Boolean) or
+# a dict. Validation (schema.py) sees these as PVE's validator does.
+
+_PERCENT_ESCAPE = re.compile(rb"%([0-9a-fA-F]{2})")
 
 
-def _json_params(raw: bytes) -> dict:
+def _unescape(raw: bytes) -> bytes:
+    return _PERCENT_ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), raw.replace(b"+", b" "))
+
+
+def _perl_split(separator: "re.Pattern", raw: bytes) -> list:
+    """Perl's split(/RE/, STRING) without a limit: trailing empty fields are
+    dropped (leading ones are kept), and an empty string gives no field."""
+    fields = separator.split(raw)
+    while fields and fields[-1] == b"":
+        fields.pop()
+    return fields
+
+
+_PAIR_SEPARATOR = re.compile(rb"[&;]")
+_KEY_VALUE_SEPARATOR = re.compile(rb"=")
+
+
+def decode_urlencoded(raw: bytes) -> dict:
+    """pve-http-server src/PVE/APIServer/AnyEvent.pm, decode_urlencoded (the
+    query string and a form body alike):
+      * pairs are separated by '&' OR ';';
+      * each pair is split(/=/): the key is the first field, the value the
+        second, the rest is lost ("a=b=c" gives a "b"), and Perl's split drops
+        trailing empty fields, so "content=" (and "content") has NO value: the
+        key maps to undef, which the validator treats as missing ("property
+        is missing and it is not optional" for a required parameter);
+      * an empty pair ("a=1&&b=2", a leading '&') is the key "" (an unknown
+        parameter: the validator reports it under "_root");
+      * '+' is a blank and %XX a byte, in key and value; only the value is
+        then decoded as UTF-8 (lax: a malformed byte becomes U+FFFD);
+      * a repeated key with a value collects the values in a list (an array;
+        a scalar parameter then fails "type check ('string') failed - got
+        ARRAY"); a repeated key without a value replaces what came before
+        with undef;
+      * an empty (or "0") body decodes to nothing (`return $res if !$data`)."""
+    decoded = {}
+    if not raw or raw == b"0":
+        return decoded
+    for pair in _PAIR_SEPARATOR.split(raw):
+        fields = _perl_split(_KEY_VALUE_SEPARATOR, pair)
+        key = _unescape(fields[0]).decode("latin-1") if fields else ""
+        value = _unescape(fields[1]).decode("utf-8", "replace") if len(fields) > 1 else None
+        if value is not None and decoded.get(key) is not None:
+            old = decoded[key]
+            value = old + [value] if isinstance(old, list) else [old, value]
+        decoded[key] = value
+    return decoded
+
+
+def content_type_of(header: Optional[str]) -> Optional[str]:
+    """pve-http-server AnyEvent.pm, parse_content_type: the media type is
+    what comes before the first ';' or ',' (compared case-sensitively)."""
+    if not header:
+        return None
+    return re.split(r"\s*[;,]\s*", header.strip())[0]
+
+
+def decode_json_body(raw: bytes):
+    """pve-http-server AnyEvent.pm, extract_params: decode_json of the body.
+    A body that is no JSON dies in decode_json, one that is no object dies
+    at `delete $params->{_dc}`: both are a 500 from handle_api2_request's eval."""
     try:
-        decoded = json.loads(raw)
-    except ValueError:
-        raise ApiError(400, "Parameter verification failed.", {"_root": "invalid JSON body"}) from None
+        decoded = json.loads(raw, parse_float=_perl_number, parse_int=_perl_number,
+                             parse_constant=lambda name: _malformed(raw))
+    except ValueError as error:
+        raise ApiError(500, f"malformed JSON string, {error}", raw_body=True) from None
     if not isinstance(decoded, dict):
-        raise ApiError(400, "Parameter verification failed.", {"_root": "JSON body is not an object"})
-    return {name: [_json_scalar(v) for v in value] if isinstance(value, list) else [_json_scalar(value)]
-            for name, value in decoded.items()}
+        raise ApiError(500, "Not a HASH reference", raw_body=True)
+    return decoded
 
 
-def _json_scalar(value) -> str:
-    if isinstance(value, bool):
-        return "1" if value else "0"
-    return str(value)
+def _malformed(raw: bytes):
+    raise ValueError("neither tag, array, object, number, string or atom")
 
 
-def _merge_params(path_params: dict, query: dict, body: dict) -> dict:
-    merged = {name: [value] for name, value in path_params.items()}
-    for source in (query, body):
-        for name, values in source.items():
-            if name in path_params:
-                raise ApiError(400, "Parameter verification failed.",
-                               {name: "duplicate parameter (already defined in URI)"})
-            merged.setdefault(name, []).extend(values)
+def _perl_number(text: str) -> str:
+    """A JSON number as Perl's validator then sees it: its string form
+    (1.0 and 1e3 are the numbers 1 and 1000)."""
+    number = float(text)
+    if number.is_integer() and abs(number) < 1e15:
+        return str(int(number))
+    return "%.15g" % number
+
+
+def extract_params(method: str, content_type: Optional[str], body: bytes, query: str) -> dict:
+    """pve-http-server AnyEvent.pm, extract_params: a PUT or POST body is
+    JSON when its type is application/json, a form otherwise; the query's
+    parameters then REPLACE body parameters of the same name. `_dc` (ExtJS's
+    cache buster) is removed (handle_api2_request)."""
+    params = {}
+    if method in ("PUT", "POST"):
+        params = decode_json_body(body) if content_type == "application/json" else decode_urlencoded(body)
+    params.update(decode_urlencoded(query.encode("latin-1", "replace")))
+    params.pop("_dc", None)
+    return params
+
+
+def api_path_segments(path: str) -> list:
+    """pve-http-server AnyEvent.pm: the path is uri_unescape'd first, then
+    pve-common RESTHandler.pm find_handler splits it on '/+' (empty parts
+    skipped); map_path_to_methods joins what follows a subclass registered
+    with fragmentDelimiter '' into one part: pve-storage's
+    {storage}/content, "because volume IDs may contain a slash"."""
+    segments = [s for s in re.split(r"/+", unquote(path)) if s]
+    if len(segments) > 6 and segments[0] == "nodes" and segments[2] == "storage" and segments[4] == "content":
+        segments = segments[:5] + ["/".join(segments[5:])]
+    return segments
+
+
+def merge_uri_params(uri_params: dict, params: dict) -> dict:
+    """pve-manager PVE/HTTPServer.pm, rest_handler: a parameter may repeat a
+    path parameter only with the same value (Perl's `ne`: a list never
+    equals a string)."""
+    merged = dict(uri_params)
+    for name in sorted(params):
+        value = params[name]
+        if uri_params.get(name) is not None and (not isinstance(value, str) or value != uri_params[name]):
+            raise ApiError(400, "Parameter verification failed.",
+                           {name: "duplicate parameter (already defined in URI) with conflicting values!"})
+        merged[name] = value
     return merged
 
 
@@ -446,9 +590,9 @@ class FakePve:
     """The fake, for Python callers: FakePve(options).start() serves in a
     thread and returns the port; stop() ends it."""
 
-    def __init__(self, options: Options, guest_command_handler: Optional[Callable] = None):
+    def __init__(self, options: Options, guest_command_handler: Optional[Callable] = None, machines=None):
         certs.ensure_certificates(options.cert_dir)
-        self.state = FakeState(options, guest_command_handler)
+        self.state = FakeState(options, guest_command_handler, machines)
         self.server = FakePveServer(options, self.state)
         self._thread = None
         self._stopping = threading.Event()
@@ -470,6 +614,13 @@ class FakePve:
         self._stopping.set()
         self.server.shutdown()
         self.server.server_close()
+        self.close_machines()
+
+    def close_machines(self) -> None:
+        """Ends what the backend started (real QEMU processes); a no-op for the simulation."""
+        close = getattr(self.state.machines, "close", None)
+        if close:
+            close()
 
     def _end_tasks_on_time(self) -> None:
         """Tasks end when their time is up, asked about or not (a started VM's

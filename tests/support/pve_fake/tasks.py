@@ -1,16 +1,20 @@
-"""PVE worker tasks: UPIDs, status, log.
+"""PVE worker tasks: a UPID at once, the outcome later.
 
-A long operation (clone, config with disk allocation, start, stop, destroy)
-answers with a UPID at once and does its work when the task ends, after a
-short configurable time: `work()` runs then and writes the task log; it may
-raise TaskFailed (the task ends with that message) or log warnings (the task
+Each task-starting API call returns a UPID at once; the task "runs" for a
+short configurable time, as PVE's forked worker does (pve-common
+src/PVE/RESTEnvironment.pm, fork_worker): an optional first step runs at
+once (what a real worker has done before a client can look again, e.g.
+qemu-server's update writing the [PENDING] section), the rest of the work
+when the time is up. Work may raise TaskFailed (the task ends with that
+message) or log warnings (log_warn: "WARN: ..." lines, counted; the task
 ends "WARNINGS: N"). A fault rule may force the outcome instead (faults.py).
 
-UPID format as PVE::UPID encodes it:
+UPID as pve-common src/PVE/Tools.pm upid_encode writes it:
     UPID:NODE:PID(8 hex):PSTART(8 hex):STARTTIME(8 hex):TYPE:ID:USER:
-The log is PVE's: lines of text, the last one "TASK OK",
-"TASK WARNINGS: N" or "TASK ERROR: MESSAGE"; exitstatus is what follows
-"TASK ".
+The log is what the worker printed, then fork_worker's last line "TASK OK",
+"TASK WARNINGS: N" or "TASK ERROR: MESSAGE" (the error chomped, its
+newlines made blanks); the exit status is what upid_read_status reads back
+from that line: "OK", "WARNINGS: N" or the message.
 
 Not thread-safe on its own: the server calls it under its state lock.
 """
@@ -37,11 +41,13 @@ class TaskLog:
         self.warnings = 0
 
     def info(self, text: str) -> None:
+        """A line the worker prints (also Perl's plain `warn`: not counted)."""
         self.lines.extend(text.splitlines() or [""])
 
     def warn(self, text: str) -> None:
+        """RESTEnvironment.pm warn (log_warn): chomped, "WARN: " in front, counted."""
         self.warnings += 1
-        self.info(f"WARN: {text}")
+        self.info(f"WARN: {text.rstrip(chr(10))}")
 
 
 @dataclass
@@ -69,6 +75,8 @@ class Task:
     forced: Optional[ForcedOutcome]
     log: list = field(default_factory=list)
     exitstatus: Optional[str] = None
+    first_log: Optional[TaskLog] = None       # what the first step logged
+    failure_prefix: str = ""
 
     def status(self) -> dict:
         answer = {"upid": self.upid, "node": self.node, "pid": self.pid, "pstart": self.pstart,
@@ -88,12 +96,20 @@ class TaskRegistry:
 
     def start(self, node: str, kind: str, object_id: str, user: str, work: Callable[[TaskLog], None],
               on_failure: Callable[[], None] = lambda: None,
-              forced: Optional[ForcedOutcome] = None) -> str:
+              forced: Optional[ForcedOutcome] = None, first_step: Optional[Callable[[TaskLog], None]] = None,
+              failure_prefix: str = "") -> str:
+        """`failure_prefix` goes before the message of a TaskFailed from the
+        work (qemu-server's clone: "clone failed: ..."), not before a forced one."""
         pid, starttime = next(self._pids), int(time.time())
         upid = f"UPID:{node}:{pid:08X}:{self._pstart:08X}:{starttime:08X}:{kind}:{object_id}:{user}:"
         seconds = forced.seconds if forced and forced.seconds is not None else self._default_seconds
-        self._tasks[upid] = Task(upid, node, kind, object_id, user, pid, self._pstart, starttime,
-                                 time.monotonic() + seconds, work, on_failure, forced)
+        task = Task(upid, node, kind, object_id, user, pid, self._pstart, starttime,
+                    time.monotonic() + seconds, work, on_failure, forced, failure_prefix=failure_prefix)
+        if first_step:
+            task.first_log = TaskLog()
+            first_step(task.first_log)
+            task.log = list(task.first_log.lines)
+        self._tasks[upid] = task
         return upid
 
     def advance(self) -> None:
@@ -115,7 +131,7 @@ class TaskRegistry:
 
     @staticmethod
     def _finish(task: Task) -> None:
-        log = TaskLog()
+        log = task.first_log or TaskLog()
         if task.forced:
             log.lines.extend(task.forced.log)
             exitstatus = _forced_end(task, log)
@@ -131,8 +147,14 @@ def _run_work(task: Task, log: TaskLog) -> str:
         task.work(log)
     except TaskFailed as failure:
         task.on_failure()
-        return str(failure)
+        return _exit_message(task.failure_prefix + str(failure))
     return f"WARNINGS: {log.warnings}" if log.warnings else "OK"
+
+
+def _exit_message(message: str) -> str:
+    """fork_worker: `chomp $err; $err =~ s/\\n/ /mg`."""
+    chomped = message[:-1] if message.endswith("\n") else message
+    return chomped.replace("\n", " ")
 
 
 def _forced_end(task: Task, log: TaskLog) -> str:
@@ -143,7 +165,7 @@ def _forced_end(task: Task, log: TaskLog) -> str:
             task.work(log)
         except TaskFailed as failure:
             task.on_failure()
-            return str(failure)
+            return _exit_message(task.failure_prefix + str(failure))
         return wanted
     task.on_failure()
     return wanted

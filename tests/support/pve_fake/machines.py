@@ -1,0 +1,220 @@
+"""What runs behind the simulated PVE: the machines of its VMs.
+
+The fake keeps PVE's state (configs, volumes, tasks: cluster.py, api.py) and
+asks a Machines object for everything a real PVE would get from QEMU, its
+disks and the guest agent. Two implementations:
+  * SimulatedMachines (here, the default): nothing is started; `info block`,
+    `info kvm` and `info version` are derived from the VM's config as
+    qemu-server would turn it into QEMU options, and guest.Guests plays the
+    guest agent in-process;
+  * real_backend.RealBackend (`pve_fake --real-guests IMAGE_DIR`, Options
+    .real_guests; helper module of its own): real QEMU processes booted from
+    the config, their HMP, their qemu-guest-agent. Imported only when asked
+    for (load_machines), so the fake works without it.
+
+The interface (Machines below) is what the fake calls; every method runs
+under the server's state lock except the `guests` relay, which the agent
+endpoints call under it as well (keep calls short: a relay call waits for
+the guest at most a few seconds, as PVE's own QMP timeouts do).
+"""
+
+import re
+from typing import Optional
+
+from cluster import BOOLEAN_WORDS, split_drive
+
+
+class Machines:
+    """The interface. Volumes: told of each volume PVE's storage creates,
+    clones and frees (volids as PVE names them); VMs: start, stop, state,
+    HMP; `guests`: the guest-agent relay with guest.Guests' interface
+    (write_file, read_file, exec, exec_status, forget, erase; optionally
+    ping, which then decides whether the agent answers)."""
+
+    guests = None
+
+    def volume_created(self, volid: str, size_bytes: int, fmt: str) -> None:
+        """A new, empty volume (vdisk_alloc)."""
+        raise NotImplementedError
+
+    def initial_volume(self, volid: str, size_bytes: int, fmt: str) -> None:
+        """A volume of the fake's initial state (the template's disk). A
+        backend that has a real image for it maps it here; the default is an
+        empty volume."""
+        self.volume_created(volid, size_bytes, fmt)
+
+    def volume_cloned(self, source_volid: str, target_volid: str, linked: bool) -> None:
+        """target is a copy (full clone, renamed base volume) or a linked clone of source."""
+        raise NotImplementedError
+
+    def volume_deleted(self, volid: str) -> None:
+        raise NotImplementedError
+
+    def volume_path(self, volid: str) -> Optional[str]:
+        """Where the volume lives on this host, or None (simulated)."""
+        raise NotImplementedError
+
+    def start(self, vm, node: str) -> list:
+        """Boots `vm` (cluster.Vm: vmid, config) on `node`. Returns the warnings
+        PVE would log (with or without a "WARN: " prefix); raises an exception
+        whose text becomes the start task's failure."""
+        raise NotImplementedError
+
+    def stop(self, vm) -> None:
+        raise NotImplementedError
+
+    def is_running(self, vmid: int) -> bool:
+        raise NotImplementedError
+
+    def monitor(self, vmid: int, command: str) -> str:
+        """The HMP command's output (QEMU's \\r\\n line ends)."""
+        raise NotImplementedError
+
+
+# ---- the simulation ------------------------------------------------------------------------
+
+# What the simulated QEMU calls itself: PVE 8.4 ships pve-qemu-kvm 9.2.0.
+SIMULATED_QEMU_VERSION = "9.2.0"
+SIMULATED_QEMU_PACKAGE = "pve-qemu-kvm_9.2.0-5"
+# qemu-server QemuServer/Machine.pm: the default i440fx machine, pinned with
+# PVE's +pveN suffix (get_current_qemu_machine / current_from_query_machines).
+SIMULATED_MACHINE = "pc-i440fx-9.2+pve1"
+
+
+class SimulatedMachines(Machines):
+    """The default: QEMU's answers derived from the config (module doc)."""
+
+    def __init__(self, cluster, guests):
+        self._cluster = cluster
+        self.guests = guests
+        self._running = set()
+
+    def volume_created(self, volid: str, size_bytes: int, fmt: str) -> None:
+        pass
+
+    def volume_cloned(self, source_volid: str, target_volid: str, linked: bool) -> None:
+        pass
+
+    def volume_deleted(self, volid: str) -> None:
+        pass
+
+    def volume_path(self, volid: str) -> Optional[str]:
+        return None
+
+    def start(self, vm, node: str) -> list:
+        self._running.add(vm.vmid)
+        return []
+
+    def stop(self, vm) -> None:
+        self._running.discard(vm.vmid)
+
+    def is_running(self, vmid: int) -> bool:
+        return vmid in self._running
+
+    def monitor(self, vmid: int, command: str) -> str:
+        vm = self._cluster.vms.get(vmid)
+        words = command.split()
+        if vm is None or words[:1] != ["info"] or len(words) < 2:
+            return ""
+        answers = {"block": lambda: info_block(self._cluster, vm), "kvm": lambda: info_kvm(vm.config),
+                   "version": info_version}
+        return answers.get(words[1], lambda: "")()
+
+    @staticmethod
+    def qemu_version(vmid: int) -> str:
+        return SIMULATED_QEMU_VERSION
+
+    @staticmethod
+    def machine_type(vmid: int) -> str:
+        return SIMULATED_MACHINE
+
+
+def kvm_enabled(config: dict) -> bool:
+    """qemu-server QemuServer.pm config_to_command: `my $kvm = $conf->{kvm};
+    ... $kvm //= 1` (confdesc kvm: default 1); with kvm off QEMU runs TCG."""
+    return BOOLEAN_WORDS.get(str(config.get("kvm", "1")).lower(), "1") == "1"
+
+
+def info_kvm(config: dict) -> str:
+    """HMP `info kvm` (QEMU hmp_info_kvm): "kvm support: enabled|disabled"."""
+    return f"kvm support: {'enabled' if kvm_enabled(config) else 'disabled'}\r\n"
+
+
+def info_version() -> str:
+    """HMP `info version` (QEMU hmp_info_version): MAJOR.MINOR.MICRO followed
+    directly by the package string."""
+    return f"{SIMULATED_QEMU_VERSION}{SIMULATED_QEMU_PACKAGE}\r\n"
+
+
+DRIVE_KEY = re.compile(r"^(ide|sata|scsi|virtio)\d+$")
+# qemu-server QemuServer.pm print_drive_commandline: cache defaults to none
+# (cache.direct=on, writeback); HMP `info block` prints the flags.
+CACHE_FLAGS = {"none": "writeback, direct", "writeback": "writeback", "writethrough": "writethrough",
+               "directsync": "writethrough, direct", "unsafe": "writeback, ignore flushes"}
+
+
+def _detect_zeroes(options: dict) -> str:
+    """qemu-server QemuServer.pm print_drive_commandline: detect-zeroes on
+    unless detect_zeroes=0, unmap when discard=on."""
+    if BOOLEAN_WORDS.get(options.get("detect_zeroes", "1").lower(), "1") == "0":
+        return "off"
+    return "unmap" if options.get("discard") == "on" else "on"
+
+
+def _throttle_value(options: dict, key: str, megabytes: bool) -> int:
+    value = options.get(key)
+    if not value:
+        return 0
+    return int(float(value) * 1024 * 1024) if megabytes else int(value)
+
+
+def _throttling(options: dict, key: str) -> str:
+    """qemu-server QemuServer.pm print_drive_commandline: mbps[_rd|_wr][_max]
+    become throttling.bps-total|read|write[-max] (MiB/s * 1024 * 1024),
+    iops[_rd|_wr][_max] throttling.iops-...; HMP prints them all, the group
+    being the drive's id."""
+    values = []
+    for name, source, megabytes in (("bps", "mbps", True), ("bps_rd", "mbps_rd", True),
+                                    ("bps_wr", "mbps_wr", True), ("bps_max", "mbps_max", True),
+                                    ("bps_rd_max", "mbps_rd_max", True), ("bps_wr_max", "mbps_wr_max", True),
+                                    ("iops", "iops", False), ("iops_rd", "iops_rd", False),
+                                    ("iops_wr", "iops_wr", False), ("iops_max", "iops_max", False),
+                                    ("iops_rd_max", "iops_rd_max", False), ("iops_wr_max", "iops_wr_max", False)):
+        values.append((name, _throttle_value(options, source, megabytes)))
+    if not any(value for _, value in values):
+        return ""
+    text = " ".join(f"{name}={value}" for name, value in values)
+    return f"    I/O throttling:   {text} iops_size=0 group=drive-{key}\r\n"
+
+
+def info_block(cluster, vm) -> str:
+    """HMP `info block` of a running VM (\\r\\n line ends, a blank line between
+    devices), from the drives of its config as qemu-server turns them into
+    -drive options; the format is the volume's own (the config has none)."""
+    paragraphs = []
+    for index, key in enumerate(sorted(k for k in vm.config if DRIVE_KEY.match(k))):
+        volume, options = split_drive(vm.config[key])
+        if volume in ("", "none", "cdrom"):
+            paragraphs.append(f"drive-{key}: [not inserted]\r\n    Attached to:      {key}\r\n"
+                              "    Removable device: not locked, tray closed\r\n")
+            continue
+        stored = cluster.volumes.get(volume)
+        image_format = options.get("format", stored.format if stored else "raw")
+        path = cluster.volume_path(stored) if stored else volume
+        text = (f"drive-{key} (#block{100 + 17 * index}): {path} ({image_format})\r\n"
+                f"    Attached to:      {key}\r\n"
+                f"    Cache mode:       {CACHE_FLAGS.get(options.get('cache', 'none'), 'writeback')}\r\n")
+        zeroes = _detect_zeroes(options)
+        if zeroes != "off":
+            text += f"    Detect zeroes:    {zeroes}\r\n"
+        paragraphs.append(text + _throttling(options, key))
+    return "\r\n".join(paragraphs)
+
+
+def load_machines(real_guests: Optional[str], cluster, guests, work_dir: Optional[str]) -> Machines:
+    """SimulatedMachines, or with IMAGE_DIR the real backend (imported here,
+    only then: real_backend.RealBackend(image_dir, work_dir=, storages=))."""
+    if not real_guests:
+        return SimulatedMachines(cluster, guests)
+    import real_backend  # noqa: PLC0415 (lazy: the module and QEMU are needed only here)
+    return real_backend.RealBackend(real_guests, work_dir=work_dir, storages=dict(cluster.storages))
