@@ -197,16 +197,19 @@ Status add_configured_hosts(const DaemonConfig& config, std::unique_ptr<Hypervis
     return ok_status();
 }
 
-// Each libvirt host probes its own acceleration; Proxmox decides itself
-// (its VMs run with KVM unless the template says kvm=0).
+// Each libvirt host probes its own acceleration. Another kind's VMs run
+// as their own configuration says (a Proxmox VM's `kvm`, default 1): each
+// run asks for KVM and records what its VM really runs
+// (Hypervisor::running_guest: the config's kvm and QEMU's `info kvm`), so
+// no run claims KVM unchecked.
 void decide_host_acceleration(const DaemonConfig& config, const ResourceNames& names,
                               HostPool& hosts, StorageBackend& storage,
                               const Result<GuestImage>& image) {
     for (Host* host : hosts.hosts()) {
         if (host->description.kind != "libvirt") {
             host->accel = Accel::kKvm;
-            host->accel_reason =
-                host->description.kind + " decides (KVM unless the template disables it)";
+            host->accel_reason = "read from each run's VM (" + host->description.kind +
+                                 ": its config and QEMU), asked for: kvm";
         } else if (!image.ok()) {
             host->accel = Accel::kTcg;
             host->accel_reason = "no guest image to probe with";
@@ -436,9 +439,11 @@ int run_daemon(const DaemonConfig& config) {
     }
     // Before anything of this daemon runs: whatever carries its prefix is a
     // leftover, and interrupted runs get their new attempts before resuming.
-    std::vector<Hypervisor*> hypervisors;
-    for (Host* host : hosts.hosts()) hypervisors.push_back(host->hypervisor.get());
-    (void)recover_leftovers(*names, hypervisors, backends.storages(), **store, kMaxRunAttempts,
+    std::vector<RecoveryHost> recovery_hosts;
+    for (Host* host : hosts.hosts()) {
+        recovery_hosts.push_back({host->description.name, host->hypervisor.get()});
+    }
+    (void)recover_leftovers(*names, recovery_hosts, backends.storages(), **store, kMaxRunAttempts,
                             log_line);
 
     auto image = locate_guest_image(config);

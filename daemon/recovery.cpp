@@ -1,5 +1,8 @@
 #include "daemon/recovery.h"
 
+#include <algorithm>
+
+#include "daemon/hosts.h"
 #include "daemon/run/events.h"
 #include "daemon/run/resource_names.h"
 
@@ -28,6 +31,39 @@ void destroy_leftover_guests(const ResourceNames& names, Hypervisor& hypervisor,
             report.problems.push_back("guest " + vm + ": " + destroyed.error().message);
         }
         log("recovery: destroyed leftover guest " + vm + outcome_note(destroyed));
+    }
+}
+
+// The guests runs recorded before their backend created them, each
+// destroyed by its handle on its own host; forgotten once gone.
+void destroy_recorded_guests(const std::vector<RecoveryHost>& hosts, Store& store,
+                             RecoveryReport& report, const Log& log) {
+    auto recorded = store.recorded_vms();
+    if (!recorded.ok()) {
+        report.problems.push_back("cannot list recorded guests: " + recorded.error().message);
+        log("recovery: " + report.problems.back());
+        return;
+    }
+    for (const RecordedVm& vm : recorded.value()) {
+        const std::string what = "guest " + vm.vm_name + " of run " + std::to_string(vm.run_id) +
+                                 " on host " + vm.host + " (" + vm.handle.dump() + ")";
+        const auto host = std::find_if(hosts.begin(), hosts.end(), [&](const RecoveryHost& one) {
+            return one.name == vm.host;
+        });
+        if (host == hosts.end() || host->hypervisor == nullptr) {
+            report.problems.push_back(what +
+                                      ": the host is not configured; kept for a later start");
+            log("recovery: " + report.problems.back());
+            continue;
+        }
+        Status destroyed = host->hypervisor->destroy_recorded_vm(vm.vm_name, vm.handle);
+        if (destroyed.ok()) destroyed = store.clear_vm_handle(vm.run_id);
+        if (destroyed.ok()) {
+            ++report.recorded_guests_cleared;
+        } else {
+            report.problems.push_back(what + ": " + destroyed.error().message);
+        }
+        log("recovery: destroyed recorded " + what + outcome_note(destroyed));
     }
 }
 
@@ -73,17 +109,19 @@ void log_recovered_runs(const Store::InterruptedRuns& runs, const Log& log) {
 RecoveryReport recover_leftovers(const ResourceNames& names, Hypervisor& hypervisor,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts, const Log& log) {
-    return recover_leftovers(names, std::vector<Hypervisor*>{&hypervisor}, storages, store,
-                             max_attempts, log);
+    return recover_leftovers(names,
+                             std::vector<RecoveryHost>{{std::string(kLocalHostName), &hypervisor}},
+                             storages, store, max_attempts, log);
 }
 
-RecoveryReport recover_leftovers(const ResourceNames& names,
-                                 const std::vector<Hypervisor*>& hypervisors,
+RecoveryReport recover_leftovers(const ResourceNames& names, const std::vector<RecoveryHost>& hosts,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts, const Log& log) {
     RecoveryReport report;
-    for (Hypervisor* hypervisor : hypervisors) {
-        destroy_leftover_guests(names, *hypervisor, report, log);
+    destroy_recorded_guests(hosts, store, report, log);
+    for (const RecoveryHost& host : hosts) {
+        if (host.hypervisor != nullptr)
+            destroy_leftover_guests(names, *host.hypervisor, report, log);
     }
     for (StorageBackend* storage : storages) remove_leftover_volumes(names, *storage, report, log);
     auto runs = store.recover_interrupted_runs(max_attempts, utc_now_iso8601());

@@ -21,6 +21,9 @@ class ResourceNames;  // daemon/run/resource_names.h
 inline constexpr int kMaxRunAttempts = 3;
 
 struct RecoveryReport {
+    // Recorded guests (Store::recorded_vms) destroyed by their handle, or
+    // found gone, and forgotten.
+    int recorded_guests_cleared = 0;
     int guests_destroyed = 0;
     int volumes_removed = 0;
     Store::InterruptedRuns runs;
@@ -29,19 +32,29 @@ struct RecoveryReport {
     std::vector<std::string> problems;
 };
 
-// Destroys every guest (of every hypervisor) and removes every volume whose
+// A host's hypervisor with the host's name, as runs record it
+// (Store::record_vm_handle).
+struct RecoveryHost {
+    std::string name;
+    Hypervisor* hypervisor = nullptr;
+};
+
+// First destroys every guest a run recorded (Store::recorded_vms) by its
+// handle on the host it names (Hypervisor::destroy_recorded_vm: also a guest
+// its name alone does not find, such as a Proxmox clone not yet tagged) and
+// forgets it; a host no longer configured keeps its record (a problem is
+// reported). Then destroys every guest (of every hypervisor) and removes every volume whose
 // name starts with names.prefix(): this daemon's own (nothing of it runs yet,
 // so all are leftovers). What other instances created, on the same
 // hypervisor or storage, is neither touched nor logged. Then
 // Store::recover_interrupted_runs(max_attempts): runs left running are
 // recorded failed, interrupted ones get a new pending attempt that resuming
 // their sweep runs. Each step is logged through `log`.
-RecoveryReport recover_leftovers(const ResourceNames& names,
-                                 const std::vector<Hypervisor*>& hypervisors,
+RecoveryReport recover_leftovers(const ResourceNames& names, const std::vector<RecoveryHost>& hosts,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts,
                                  const std::function<void(const std::string&)>& log);
-// The same, with one hypervisor.
+// The same, with one hypervisor, the host "local" (kLocalHostName).
 RecoveryReport recover_leftovers(const ResourceNames& names, Hypervisor& hypervisor,
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts,

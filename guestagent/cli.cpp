@@ -57,16 +57,21 @@ const std::vector<OptionDef>& option_table() {
              return ok_status();
          }},
         {"--job-file", "FILE",
-         "one-shot mode: read the job message from FILE instead of a channel (needs "
-         "--output-file)",
+         "one-shot mode: read the job message from FILE instead of a channel (with "
+         "--progress-file and --result-file)",
          [](CommandLine& c, const std::string& v) {
              c.job_file = v;
              return ok_status();
          }},
-        {"--output-file", "FILE",
-         "one-shot mode: append hello, progress and the result or error to FILE, a line each",
+        {"--progress-file", "FILE",
+         "one-shot mode: keep hello and the latest progress message in FILE, replaced whole",
          [](CommandLine& c, const std::string& v) {
-             c.output_file = v;
+             c.progress_file = v;
+             return ok_status();
+         }},
+        {"--result-file", "FILE", "one-shot mode: write the result or error to FILE at the end",
+         [](CommandLine& c, const std::string& v) {
+             c.result_file = v;
              return ok_status();
          }},
         {"--sysfs-root", "DIR", "where sysfs is mounted (default /sys)",
@@ -143,9 +148,12 @@ bool one_shot(const CommandLine& command_line) {
 
 // The combinations the table cannot express option by option.
 Status check_mode(const CommandLine& command_line) {
-    if (command_line.job_file.empty() != command_line.output_file.empty()) {
+    const int given = !command_line.job_file.empty() + !command_line.progress_file.empty() +
+                      !command_line.result_file.empty();
+    if (given != 0 && given != 3) {
         return make_error(errc::kInvalidArgument,
-                          "--job-file and --output-file go together (one-shot mode)");
+                          "--job-file, --progress-file and --result-file go together "
+                          "(one-shot mode)");
     }
     if (one_shot(command_line) && (!command_line.port.empty() || command_line.pid1)) {
         return make_error(errc::kInvalidArgument,
@@ -156,7 +164,8 @@ Status check_mode(const CommandLine& command_line) {
 
 Result<std::unique_ptr<Channel>> open_agent_channel(const CommandLine& command_line) {
     if (one_shot(command_line)) {
-        return FileChannel::open(command_line.job_file, command_line.output_file);
+        return FileChannel::open(
+            {command_line.job_file, command_line.progress_file, command_line.result_file});
     }
     const auto deadline = Clock::now() + command_line.channel_wait;
     if (!command_line.port.empty()) return open_channel(command_line.port, deadline);

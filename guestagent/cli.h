@@ -19,26 +19,28 @@ struct CommandLine {
     std::string port;
     // How long to wait for the port to appear and its host end to connect.
     std::chrono::milliseconds channel_wait = std::chrono::minutes(2);
-    // One-shot mode (both or neither): the job is read from job_file and the
-    // messages are appended to output_file instead of a channel
-    // (file_channel.h); started by the hypervisor's guest agent, not as init.
+    // One-shot mode (all three or none): the job is read from job_file, hello
+    // and the latest progress replace progress_file, the result or error
+    // goes to result_file, instead of a channel (file_channel.h); started by
+    // the hypervisor's guest agent, not as init.
     std::string job_file;
-    std::string output_file;
+    std::string progress_file;
+    std::string result_file;
     bool pid1 = false;  // started as init: power off at the end
     bool help = false;
     bool version = false;
 };
 
 // Parses argv (without argv[0]). errc::kInvalidArgument naming the option
-// (also for --job-file without --output-file or the reverse, and for either
-// with --port or --pid1).
+// (also for one of --job-file, --progress-file and --result-file without the
+// others, and for any of them with --port or --pid1).
 Result<CommandLine> parse_command_line(const std::vector<std::string>& args);
 std::string usage_text();
 
 // Finds or opens the channel (or the one-shot files), runs one session with
 // the real runner and system, and returns the process exit status (0: a
 // result or a requested shutdown; 1: the job failed or the channel broke; 2:
-// bad usage). In one-shot mode the output file carries the outcome: 0 when a
+// bad usage). In one-shot mode the result file carries the outcome: 0 when a
 // result or an error was written, 1 otherwise. Does not power off; see init.h.
 int run_agent(const CommandLine& command_line);
 

@@ -46,30 +46,74 @@ Result<std::deque<std::string>> split_lines(std::string_view content, std::size_
     return lines;
 }
 
+// The directory `path` goes in ("." for a bare name).
+std::string directory_of(const std::string& path) {
+    const auto slash = path.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A file of `path` can be made and an earlier one is gone.
+Status prepare_output(const std::string& what, const std::string& path) {
+    if (path.empty()) return make_error(errc::kIo, "no " + what + " file given");
+    const std::string directory = directory_of(path);
+    if (::access(directory.c_str(), W_OK | X_OK) != 0) {
+        return make_error(errc::kIo, "cannot write the " + what + " file " + path + ": " +
+                                         directory + ": " + std::strerror(errno));
+    }
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return make_error(errc::kIo, "cannot remove an earlier " + what + " file " + path + ": " +
+                                         std::strerror(errno));
+    }
+    return ok_status();
+}
+
+// Replaces `path` with `content`: written to PATH.tmp, then renamed over
+// it, so a reader (the host, through the guest agent's file-read) opens the
+// old file or the new one, each complete. No fsync: the reader is on this
+// machine, and a crash ends the run anyway.
+Status replace_file(const std::string& path, std::string_view content) {
+    const std::string temporary = path + ".tmp";
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return make_error(errc::kIo, "cannot create " + temporary + ": " + std::strerror(errno));
+    Status written = protocol::write_all(fd, content);
+    if (::close(fd) != 0 && written) {
+        written = make_error(errc::kIo, "closing " + temporary + ": " + std::strerror(errno));
+    }
+    if (written && ::rename(temporary.c_str(), path.c_str()) != 0) {
+        written = make_error(
+            errc::kIo, "cannot rename " + temporary + " to " + path + ": " + std::strerror(errno));
+    }
+    if (!written) ::unlink(temporary.c_str());
+    return written;
+}
+
+// The message type of one of the agent's own lines ("" if it does not decode).
+std::string type_of(std::string_view line) {
+    if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+    auto message = protocol::decode(line);
+    if (!message) return "";
+    const auto type = message->find("type");
+    return type != message->end() && type->is_string() ? type->get<std::string>() : "";
+}
+
 }  // namespace
 
-Result<std::unique_ptr<Channel>> FileChannel::open(const std::string& job_file,
-                                                   const std::string& output_file,
-                                                   std::size_t max_line) {
-    const int fd = ::open(output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        return make_error(errc::kIo,
-                          "cannot open output file " + output_file + ": " + std::strerror(errno));
-    }
-    return std::unique_ptr<Channel>(new FileChannel(job_file, max_line, fd));
+Result<std::unique_ptr<Channel>> FileChannel::open(OneShotFiles files, std::size_t max_line) {
+    DS_TRY(prepare_output("progress", files.progress));
+    DS_TRY(prepare_output("result", files.result));
+    return std::unique_ptr<Channel>(new FileChannel(std::move(files), max_line));
 }
 
-FileChannel::FileChannel(std::string job_file, std::size_t max_line, int output_fd)
-    : job_file_(std::move(job_file)), max_line_(max_line), output_fd_(output_fd) {}
-
-FileChannel::~FileChannel() {
-    ::close(output_fd_);
-}
+FileChannel::FileChannel(OneShotFiles files, std::size_t max_line)
+    : files_(std::move(files)), max_line_(max_line) {}
 
 Status FileChannel::load_job(Deadline deadline) {
+    const std::string& job_file = files_.job;
     for (;;) {
         // The whole file may hold one line and its '\n'.
-        auto content = read_bounded(job_file_, max_line_ + 1);
+        auto content = read_bounded(job_file, max_line_ + 1);
         if (!content) return content.error();
         const bool complete = *content && !(*content)->empty() && (*content)->back() == '\n';
         const bool oversized = *content && (*content)->size() > max_line_ + 1;
@@ -86,7 +130,7 @@ Status FileChannel::load_job(Deadline deadline) {
         }
         if (std::chrono::steady_clock::now() >= deadline) {
             return make_error(errc::kTimeout,
-                              "no complete job in " + job_file_ + " (a line ending in '\\n')");
+                              "no complete job in " + job_file + " (a line ending in '\\n')");
         }
         std::this_thread::sleep_for(kJobFilePollInterval);
     }
@@ -103,7 +147,35 @@ Result<std::string> FileChannel::read_line(Deadline deadline) {
 }
 
 Status FileChannel::write(std::string_view data) {
-    return protocol::write_all(output_fd_, data);
+    const std::string type = type_of(data);
+    if (type == protocol::kHello || type == protocol::kProgress) return write_progress(data);
+    return write_final(data);
+}
+
+Status FileChannel::write_progress(std::string_view line) {
+    const bool first = hello_.empty();
+    const std::size_t size = first ? line.size() : hello_.size() + line.size();
+    if (size > kMaxProgressFileBytes) {
+        return make_error(errc::kProtocol, "a message of " + std::to_string(line.size()) +
+                                               " bytes would take the progress file past " +
+                                               std::to_string(kMaxProgressFileBytes) + " bytes");
+    }
+    if (first) {
+        DS_TRY(replace_file(files_.progress, line));
+        hello_ = line;
+        return ok_status();
+    }
+    std::string content = hello_;
+    content += line;
+    return replace_file(files_.progress, content);
+}
+
+Status FileChannel::write_final(std::string_view line) {
+    std::string content = final_;
+    content += line;
+    DS_TRY(replace_file(files_.result, content));
+    final_ = std::move(content);
+    return ok_status();
 }
 
 }  // namespace ds::agent

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +37,23 @@ struct VmRequest {
     Accel accel = Accel::kTcg;
     int vcpus = 1;
     int memory_mib = 1024;
+    // Where the guest will be, in the backend's own terms (a JSON object, e.g.
+    // Proxmox's {"vmid":5000,"node":"pve1"}): start_vm calls this once it
+    // knows, BEFORE it creates anything there, so that a run that fails half
+    // way and a daemon that dies both find the guest again
+    // (Hypervisor::destroy_recorded_vm). An Error from it makes start_vm fail
+    // without creating anything. Unset, or never called by a backend whose
+    // names alone find its guests (libvirt): nothing is recorded.
+    std::function<Status(const Json& handle)> record_handle;
+};
+
+// What the running guest really is, read from it rather than assumed.
+struct RunningGuest {
+    Accel accel = Accel::kTcg;  // what its emulator accelerates with
+    std::string accel_source;   // where that was read, e.g. "QEMU info kvm"
+    // Versions of this guest's own (Proxmox: the QEMU binary it runs),
+    // recorded with the run over Hypervisor::versions().
+    Json versions = Json::object();
 };
 
 class Hypervisor {
@@ -74,6 +92,22 @@ class Hypervisor {
     }
     // Stops (hard) and removes the guest. Succeeds if it is already gone.
     virtual Status destroy_vm(const std::string& vm_name) = 0;
+    // The same for the guest whose handle start_vm gave to
+    // VmRequest::record_handle: found by that handle, so also a guest that
+    // start_vm left half made (Proxmox: cloned, not yet tagged). Never touches
+    // what the handle does not name, nor a guest there that is not vm_name's.
+    // Succeeds when there is nothing (left) to destroy. Default: destroy_vm.
+    virtual Status destroy_recorded_vm(const std::string& vm_name, const Json& handle) {
+        (void)handle;
+        return destroy_vm(vm_name);
+    }
+    // The started guest as it runs: its acceleration and its own versions.
+    // Default: `requested`, as asked (libvirt starts the guest with exactly
+    // that accelerator or fails), and no versions of its own.
+    virtual Result<RunningGuest> running_guest(const std::string& vm_name, Accel requested) {
+        (void)vm_name;
+        return RunningGuest{requested, "as requested", Json::object()};
+    }
     // Names of the guests (running or defined) whose name starts with prefix,
     // so a restarted daemon can clean what an earlier one left.
     virtual Result<std::vector<std::string>> list_vms(const std::string& prefix) = 0;

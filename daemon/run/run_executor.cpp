@@ -90,6 +90,10 @@ class RunAttempt {
     Status prepare();
     Status provision();
     Status boot();
+    // Records where the guest will be (VmRequest::record_handle) in the store.
+    Status record_vm_handle(const Json& handle);
+    // The started guest's acceleration and versions, as it runs.
+    Status read_running_guest();
     Status job();
     // The job of a host baseline: fio on the raw volume, from the host.
     Status host_job();
@@ -132,6 +136,8 @@ class RunAttempt {
     // environment's; null for host baselines and while not placed.
     Hypervisor* hypervisor_ = nullptr;
     std::optional<HostLease> lease_;
+    // The guest's handle once start_vm recorded it; teardown destroys by it.
+    std::optional<Json> vm_handle_;
     Accel accel_ = Accel::kTcg;
     std::string host_name_;
     SweepPlacement placement_;
@@ -274,7 +280,9 @@ Status RunAttempt::boot() {
     request.accel = accel_;
     request.vcpus = env_.config->vcpus;
     request.memory_mib = env_.config->memory_mib;
+    request.record_handle = [this](const Json& handle) { return record_vm_handle(handle); };
     DS_TRY(hypervisor_->start_vm(request));
+    DS_TRY(read_running_guest());
 
     auto applied_hypervisor = hypervisor_->applied_settings(vm_name_);
     if (!applied_hypervisor.ok()) return applied_hypervisor.error();
@@ -293,6 +301,29 @@ Status RunAttempt::boot() {
                                              {"run_id", run_.id},
                                              {"phase", "booted"},
                                              {"message", "agent connected"}});
+    return ok_status();
+}
+
+Status RunAttempt::record_vm_handle(const Json& handle) {
+    DS_TRY(env_.store->record_vm_handle(run_.id, host_name_, handle));
+    vm_handle_ = handle;
+    return ok_status();
+}
+
+// The run's accel is what the guest runs with, not what was asked: a
+// Proxmox VM may run TCG (kvm: 0) whatever the host was expected to do, and
+// the comparison partition must not pool it with KVM runs.
+Status RunAttempt::read_running_guest() {
+    auto guest = hypervisor_->running_guest(vm_name_, accel_);
+    if (!guest.ok()) {
+        return make_error(guest.error().code,
+                          "cannot tell the guest's acceleration: " + guest.error().message);
+    }
+    accel_ = guest->accel;
+    run_.accel = std::string(to_string(accel_));
+    versions_["accel"] = run_.accel;
+    for (const auto& [key, value] : guest->versions.items()) versions_[key] = value;
+    applied_["accel"] = {{"in_force", run_.accel}, {"source", guest->accel_source}};
     return ok_status();
 }
 
@@ -435,9 +466,17 @@ Status RunAttempt::teardown() {
     session_.reset();
     std::string problems;
     // Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
+    // A recorded guest is destroyed by its handle (also one start_vm left
+    // half made) and, once gone, forgotten; else by its name.
     if (hypervisor_ != nullptr) {
-        Status destroyed = hypervisor_->destroy_vm(vm_name_);
-        if (!destroyed.ok()) problems += destroyed.error().message + "; ";
+        Status destroyed = vm_handle_ ? hypervisor_->destroy_recorded_vm(vm_name_, *vm_handle_)
+                                      : hypervisor_->destroy_vm(vm_name_);
+        if (!destroyed.ok()) {
+            problems += destroyed.error().message + "; ";
+        } else if (vm_handle_) {
+            Status cleared = env_.store->clear_vm_handle(run_.id);
+            if (!cleared.ok()) problems += cleared.error().message + "; ";
+        }
     }
     if (volume_) {
         applied_["storage"]["after"] = storage_->state(run_.volume_name);

@@ -42,7 +42,7 @@ constexpr std::int64_t kMmapBytes = std::int64_t{1} << 30;
     "coalesce(json_extract(versions_json, '$.libvirt'), ''), "                 \
     "coalesce(json_extract(versions_json, '$.kernel'), ''))"
 
-constexpr std::array<Migration, 6> kMigrations = {{
+constexpr std::array<Migration, 7> kMigrations = {{
     {1, "initial schema: sweeps, configurations, runs, metrics",
      R"sql(
 CREATE TABLE sweeps (
@@ -228,6 +228,17 @@ CREATE TABLE daemon_instance (
     singleton   INTEGER PRIMARY KEY CHECK (singleton = 1),
     instance_id TEXT    NOT NULL
 );
+)sql"},
+    // Where a run's guest is, in its backend's terms, written before the
+    // backend creates it (VmRequest::record_handle) and cleared once it is
+    // destroyed: a guest that the backend cannot find by its name alone (a
+    // Proxmox clone not yet tagged) is still destroyed after a failed step
+    // or a daemon that died (daemon/recovery.h).
+    {7, "the recorded handle of a run's guest",
+     R"sql(
+ALTER TABLE runs ADD COLUMN vm_host TEXT;
+ALTER TABLE runs ADD COLUMN vm_handle_json TEXT;
+CREATE INDEX runs_with_vm_handle ON runs(id) WHERE vm_handle_json IS NOT NULL;
 )sql"},
 }};
 
@@ -788,7 +799,8 @@ Status Store::finish_run(const RunRecord& run) {
         SQLite::Statement update(
             *db_,
             "UPDATE runs SET status = ?, failure_reason = ?, timings_json = ?, versions_json = ?, "
-            "applied_settings_json = ?, raw_output = ?, finished_at = ?, console_log = ? "
+            "applied_settings_json = ?, raw_output = ?, finished_at = ?, console_log = ?, "
+            "accel = coalesce(?, accel) "
             "WHERE id = ? AND status IN ('pending', 'running')");
         update.bind(1, run.status);
         bind_text_or_null(update, 2, run.failure_reason);
@@ -800,7 +812,10 @@ Status Store::finish_run(const RunRecord& run) {
         bind_text_or_null(update, 7, run.finished_at);
         // The executor drops the console log of a clean run: keep the record true.
         bind_text_or_null(update, 8, run.console_log);
-        update.bind(9, run.id);
+        // What the guest really ran with (the executor reads it from the
+        // running guest); "" keeps what mark_run_running stored.
+        bind_text_or_null(update, 9, run.accel);
+        update.bind(10, run.id);
         if (update.exec() == 0) return run_transition_error(*db_, run.id, run.status);
 
         SQLite::Statement set_partition(
@@ -823,6 +838,47 @@ Status Store::finish_run(const RunRecord& run) {
         if (run.status == run_status::kSucceeded) fold_into_aggregates(*db_, run);
         transaction.commit();
         return ok_status();
+    });
+}
+
+Status Store::record_vm_handle(std::int64_t run_id, const std::string& host, const Json& handle) {
+    std::lock_guard lock(mutex_);
+    return guarded("recording the guest of run " + std::to_string(run_id), [&]() -> Status {
+        SQLite::Statement update(*db_,
+                                 "UPDATE runs SET vm_host = ?, vm_handle_json = ? "
+                                 "WHERE id = ? AND status = 'running'");
+        update.bind(1, host);
+        update.bind(2, dump_json(handle));
+        update.bind(3, run_id);
+        if (update.exec() == 0) return run_transition_error(*db_, run_id, "given a guest");
+        return ok_status();
+    });
+}
+
+Status Store::clear_vm_handle(std::int64_t run_id) {
+    std::lock_guard lock(mutex_);
+    return guarded("clearing the guest of run " + std::to_string(run_id), [&]() -> Status {
+        SQLite::Statement update(
+            *db_, "UPDATE runs SET vm_host = NULL, vm_handle_json = NULL WHERE id = ?");
+        update.bind(1, run_id);
+        update.exec();
+        return ok_status();
+    });
+}
+
+Result<std::vector<RecordedVm>> Store::recorded_vms() {
+    std::lock_guard lock(mutex_);
+    return guarded("listing recorded guests", [&]() -> Result<std::vector<RecordedVm>> {
+        SQLite::Statement query(*db_,
+                                "SELECT id, coalesce(vm_name, ''), coalesce(vm_host, ''), "
+                                "vm_handle_json FROM runs WHERE vm_handle_json IS NOT NULL "
+                                "ORDER BY id");
+        std::vector<RecordedVm> recorded;
+        while (query.executeStep()) {
+            recorded.push_back({query.getColumn(0).getInt64(), query.getColumn(1).getString(),
+                                query.getColumn(2).getString(), json_column(query.getColumn(3))});
+        }
+        return recorded;
     });
 }
 

@@ -148,6 +148,15 @@ struct RunPage {
     int next_after = -1;
 };
 
+// A run's guest as recorded before its backend created it
+// (Store::record_vm_handle), still there to destroy.
+struct RecordedVm {
+    std::int64_t run_id = 0;
+    std::string vm_name;
+    std::string host;              // the host the run was placed on (daemon/hosts.h)
+    Json handle = Json::object();  // the backend's handle (VmRequest::record_handle)
+};
+
 // One schema migration: `sql` (one or more statements) takes a database at
 // version-1 to `version`. Applied in one transaction together with the
 // user_version bump, so a failing step leaves the database at version-1.
@@ -247,8 +256,17 @@ class Store {
     Status mark_run_running(std::int64_t run_id, const std::string& vm_name,
                             const std::string& volume_name, const std::string& console_log,
                             const std::string& accel, const std::string& started_at);
+    // The guest of a running run, in its backend's terms, before the backend
+    // creates it: `handle` on `host`. kConflict unless the run is running.
+    Status record_vm_handle(std::int64_t run_id, const std::string& host, const Json& handle);
+    // The run's guest is destroyed: nothing of it is left to find.
+    Status clear_vm_handle(std::int64_t run_id);
+    // Every recorded guest not cleared (a failed teardown, a daemon that
+    // died), by run id: what start-up recovery destroys by its handle.
+    Result<std::vector<RecordedVm>> recorded_vms();
     // Records the outcome of run.id in one transaction: status (succeeded,
-    // failed, timed_out or cancelled), failure_reason, timings, versions,
+    // failed, timed_out or cancelled), failure_reason, accel (when not ""),
+    // timings, versions,
     // applied_settings, raw_output, finished_at, and replaces its metrics.
     // The run must be pending or running (kConflict once finished); metric
     // values must be finite (kInvalidArgument; SQLite cannot store NaN).

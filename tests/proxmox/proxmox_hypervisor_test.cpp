@@ -64,34 +64,24 @@ void write_script(const std::string& path, const std::string& text) {
     std::ofstream(path) << text;
 }
 
-// The guest's /usr/local/bin/disksweep-agent, as the fake runs it
-// (--guest-exec): `PROGRAM GUEST-ARGV...` in the VM's guest root. Guest
-// paths (/run/...) are mapped into that root.
-std::string guest_wrapper(const std::string& program) {
-    return "#!/bin/sh\n"
-           "shift  # the guest's program path\n"
-           "for arg; do\n"
-           "  case $arg in /*) arg=\"$PVE_FAKE_GUEST_ROOT$arg\";; esac\n"
-           "  set -- \"$@\" \"$arg\"; shift\n"
-           "done\n"
-           "exec " +
-           program + " \"$@\"\n";
-}
 
 // A stand-in for an agent that has a disk to run the job on: speaks the
-// protocol into the output file as the real one does (hello, wait for the
-// job, progress, result), slowly enough that the host polls several times.
+// protocol into its files as the real one does (hello, wait for the job,
+// progress, result; the progress file replaced whole each time), slowly
+// enough that the host polls several times.
 constexpr const char* kStandIn =
     "#!/bin/sh\n"
-    "# args: --job-file JOB --output-file OUT\n"
-    "job=$2; out=$4\n"
-    "printf '%s\\n' '{\"type\":\"hello\",\"protocol\":2}' >> \"$out\"\n"
+    "# args: --job-file JOB --progress-file PROGRESS --result-file RESULT\n"
+    "job=$2; progress=$4; result=$6\n"
+    "hello='{\"type\":\"hello\",\"protocol\":2}'\n"
+    "replace() { printf '%s\\n' \"$2\" > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; }\n"
+    "replace \"$progress\" \"$hello\"\n"
     "while ! grep -q . \"$job\" 2>/dev/null; do sleep 0.05; done\n"
     "sleep 0.3\n"
-    "printf '%s' '{\"type\":\"progress\",\"phase\":\"bench\"' >> \"$out\"\n"
+    "replace \"$progress\" "
+    "\"$hello\n{\\\"type\\\":\\\"progress\\\",\\\"phase\\\":\\\"bench\\\",\\\"fraction\\\":0.5}\"\n"
     "sleep 0.3\n"
-    "printf '%s\\n' ',\"fraction\":0.5}' >> \"$out\"\n"
-    "printf '%s\\n' '{\"type\":\"result\",\"run_id\":\"r1\"}' >> \"$out\"\n";
+    "replace \"$result\" '{\"type\":\"result\",\"run_id\":\"r1\"}'\n";
 
 struct Backend {
     test::TempDir dir{"disksweep-pvehv"};
@@ -103,7 +93,7 @@ struct Backend {
     explicit Backend(const std::string& guest_program = "", std::vector<std::string> extra = {}) {
         extra.insert(extra.end(), {"--guest-root", dir.file("guests")});
         if (!guest_program.empty()) {
-            write_script(dir.file("guest-wrapper.sh"), guest_wrapper(guest_program));
+            write_script(dir.file("guest-wrapper.sh"), test::guest_exec_wrapper(guest_program));
             extra.insert(extra.end(), {"--guest-exec", "sh " + dir.file("guest-wrapper.sh")});
         }
         fake = std::make_unique<PveFake>(extra);
@@ -156,6 +146,24 @@ struct Backend {
             if (resource.value("name", "") == name) return resource;
         }
         return nullptr;
+    }
+    // Every volume of every storage of pve1, as PVE lists their content.
+    std::vector<std::string> volumes() {
+        std::vector<std::string> found;
+        for (const char* storage : {"local", "local-lvm"}) {
+            auto content = client->get(pve_path({"nodes", "pve1", "storage", storage, "content"}));
+            REQUIRE(content.ok());
+            for (const Json& entry : *content) found.push_back(entry.value("volid", ""));
+        }
+        return found;
+    }
+    // The ids of the cluster's VMs, the template's apart.
+    std::vector<int> vm_ids() {
+        std::vector<int> ids;
+        for (const Json& resource : vm_resources()) {
+            if (resource["vmid"] != 9000) ids.push_back(resource["vmid"]);
+        }
+        return ids;
     }
     std::string guest_file(int vmid, const std::string& path) {
         return read_text(dir.file("guests") + "/" + std::to_string(vmid) + path);
@@ -314,6 +322,163 @@ TEST_CASE("proxmox: a run's VM is a tagged clone in the range with the data disk
     CHECK(backend.resource_named(std::string(kPrefix) + "run-2")["vmid"] == 5001);
 }
 
+// PVE's config of a disk it allocated names no format (qemu-server
+// create_disks: `delete $disk->{format}`), as the drive is written here.
+void drop_format(Backend& backend, int vmid) {
+    const Json config = backend.config_of(vmid);
+    auto drive = PvePropertyString::parse(config["scsi1"].get<std::string>());
+    REQUIRE(drive.ok());
+    PvePropertyString without(drive->default_value());
+    for (const auto& [key, value] : drive->entries()) {
+        if (key != "format" && key != "size") without.set(key, value);
+    }
+    auto updated = backend.client->run_task(
+        PveMethod::kPost, pve_path({"nodes", "pve1", "qemu", std::to_string(vmid), "config"}),
+        PveParams().set_property_string("scsi1", without), kTaskTimeout);
+    INFO((updated.ok() ? "" : updated.error().message));
+    REQUIRE(updated.ok());
+    REQUIRE(backend.config_of(vmid)["scsi1"].get<std::string>().find("format=") ==
+            std::string::npos);
+}
+
+TEST_CASE("proxmox: image_format is what PVE says of the volume, without format= in the config",
+          "[proxmox][fake]") {
+    Backend backend;
+    const std::string name = std::string(kPrefix) + "format";
+    backend.start(name);
+    drop_format(backend, 5000);
+    auto applied = backend.hypervisor->applied_settings(name);
+    INFO((applied.ok() ? "" : applied.error().message));
+    REQUIRE(applied.ok());
+    INFO(applied->dump());
+    CHECK((*applied)["image_format"] == "raw");
+    // Read from the storage (its content entry, or its type: lvmthin holds raw only).
+    CHECK_THAT((*applied)["sources"]["image_format"].get<std::string>(),
+               Catch::Contains("PVE storage"));
+    CHECK((*applied)["qemu_info_block"]["image_format"] == "raw");
+}
+
+TEST_CASE("proxmox: the limits and queues are read back where the verifier compares them",
+          "[proxmox][fake]") {
+    Backend backend;
+    const std::string name = std::string(kPrefix) + "limits";
+    backend.start(name);
+    auto applied = backend.hypervisor->applied_settings(name);
+    REQUIRE(applied.ok());
+    INFO(applied->dump());
+    // scsi_single_config: iops 5000, 100 MiB/s, 4 queues, as to_json(StorageConfig) has them.
+    const Json wanted = to_json(scsi_single_config());
+    CHECK((*applied)["iops_limit"] == wanted["iops_limit"]);
+    CHECK((*applied)["bandwidth_limit"] == wanted["bandwidth_limit"]);
+    CHECK((*applied)["queues"] == wanted["queues"]);
+    CHECK((*applied)["qemu_info_block"]["iops_limit"] == wanted["iops_limit"]);
+    CHECK((*applied)["qemu_info_block"]["bandwidth_limit"] == wanted["bandwidth_limit"]);
+
+    // Unthrottled, one queue: PVE writes no key, and none is read back.
+    StorageConfig plain;
+    plain.bus = Bus::kScsiSingle;
+    backend.start(std::string(kPrefix) + "plain", plain);
+    auto unthrottled = backend.hypervisor->applied_settings(std::string(kPrefix) + "plain");
+    REQUIRE(unthrottled.ok());
+    CHECK_FALSE(unthrottled->contains("iops_limit"));
+    CHECK_FALSE(unthrottled->contains("bandwidth_limit"));
+    CHECK_FALSE(unthrottled->contains("queues"));
+}
+
+TEST_CASE("proxmox: the run's accel is read from the VM: kvm=0 runs TCG", "[proxmox][fake]") {
+    Backend backend;
+    const std::string name = std::string(kPrefix) + "accel";
+    backend.start(name);
+    auto guest = backend.hypervisor->running_guest(name, Accel::kKvm);
+    INFO((guest.ok() ? "" : guest.error().message));
+    REQUIRE(guest.ok());
+    CHECK(guest->accel == Accel::kKvm);  // kvm unset: qemu-server's default 1
+    CHECK(guest->versions["qemu"].is_string());
+
+    // A template with kvm: 0 (a nested PVE test node's): its clones run TCG.
+    REQUIRE(backend.client
+                ->put(pve_path({"nodes", "pve1", "qemu", "9000", "config"}),
+                      PveParams().set_flag("kvm", false))
+                .ok());
+    backend.start(std::string(kPrefix) + "tcg");
+    guest = backend.hypervisor->running_guest(std::string(kPrefix) + "tcg", Accel::kKvm);
+    INFO((guest.ok() ? "" : guest.error().message));
+    REQUIRE(guest.ok());
+    CHECK(guest->accel == Accel::kTcg);
+    CHECK_THAT(guest->accel_source, Catch::Contains("kvm=0"));
+}
+
+TEST_CASE("proxmox: the id is recorded before the clone, and a failed step destroys exactly it",
+          "[proxmox][fake]") {
+    // Each step after the clone fails in turn: an HTTP 500 on the config
+    // POST, a qmconfig task that fails, a start that fails.
+    const std::vector<std::string> faults = {
+        R"({"method": "POST", "path": "/nodes/*/qemu/*/config", "status": 500,
+            "message": "unable to write config"})",
+        R"({"method": "POST", "path": "/nodes/*/qemu/*/config",
+            "task": {"exitstatus": "unable to create disk: out of space"}})",
+        R"({"method": "POST", "path": "/nodes/*/qemu/*/status/start",
+            "task": {"exitstatus": "start failed: QEMU exited with code 1"}})"};
+    for (const std::string& fault : faults) {
+        INFO("fault: " << fault);
+        Backend backend("", {"--fault", fault});
+        // A foreign VM in the range beside the run's: never touched.
+        auto foreign = backend.client->run_task(
+            PveMethod::kPost, pve_path({"nodes", "pve1", "qemu", "9000", "clone"}),
+            PveParams().set_integer("newid", 5000).set("name", std::string(kPrefix) + "foreign"),
+            kTaskTimeout);
+        REQUIRE(foreign.ok());
+        const auto volumes_before = backend.volumes();
+
+        std::vector<Json> recorded;
+        VmRequest request = backend.request(std::string(kPrefix) + "leak");
+        request.record_handle = [&](const Json& handle) {
+            // Before the clone: no VM has the id yet.
+            CHECK(backend.resource_named(std::string(kPrefix) + "leak").is_null());
+            recorded.push_back(handle);
+            return ok_status();
+        };
+        Status started = backend.hypervisor->start_vm(request);
+        REQUIRE_FALSE(started.ok());
+        REQUIRE(recorded.size() == 1);
+        CHECK(recorded[0] == Json{{"vmid", 5001}, {"node", "pve1"}});
+        CHECK(backend.vm_ids() == std::vector<int>{5000});
+        CHECK(backend.volumes() == volumes_before);
+        // Destroying by the record again finds nothing and succeeds.
+        CHECK(backend.hypervisor->destroy_recorded_vm(std::string(kPrefix) + "leak", recorded[0])
+                  .ok());
+    }
+}
+
+TEST_CASE("proxmox: a recorded id is destroyed tagged or not, only under the run's name",
+          "[proxmox][fake]") {
+    Backend backend;
+    const std::string template_path = pve_path({"nodes", "pve1", "qemu", "9000"});
+    // What a daemon killed after the clone leaves: named, never tagged.
+    for (const auto& [vmid, name] :
+         {std::pair{5000, std::string(kPrefix) + "r1"}, std::pair{5001, std::string("someone")}}) {
+        REQUIRE(backend.client
+                    ->run_task(PveMethod::kPost, template_path + "/clone",
+                               PveParams().set_integer("newid", vmid).set("name", name),
+                               kTaskTimeout)
+                    .ok());
+    }
+    CHECK(backend.hypervisor->list_vms(kPrefix)->empty());  // untagged: not found by name
+    const Json r1 = {{"vmid", 5000}, {"node", "pve1"}};
+    REQUIRE(backend.hypervisor->destroy_recorded_vm(std::string(kPrefix) + "r1", r1).ok());
+    // Another name at the recorded id is someone else's: left alone.
+    const Json r2 = {{"vmid", 5001}, {"node", "pve1"}};
+    REQUIRE(backend.hypervisor->destroy_recorded_vm(std::string(kPrefix) + "r2", r2).ok());
+    CHECK(backend.vm_ids() == std::vector<int>{5001});
+    // An id outside the range is never touched, whatever the record says.
+    const Json outside = {{"vmid", 9000}, {"node", "pve1"}};
+    auto refused = backend.hypervisor->destroy_recorded_vm("disksweep-template", outside);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == errc::kInvalidArgument);
+    CHECK(backend.resource_named("disksweep-template").is_object());
+    CHECK_FALSE(backend.hypervisor->destroy_recorded_vm("x", Json{{"vmid", "5001"}}).ok());
+}
+
 TEST_CASE("proxmox: a token without VM.Monitor skips the QEMU level and says so",
           "[proxmox][fake]") {
     Backend backend("", {"--fault", R"json({"method": "POST", "path": "/nodes/*/qemu/*/monitor",
@@ -401,7 +566,6 @@ TEST_CASE("proxmox: the channel yields hello, progress and result from the outpu
     REQUIRE_FALSE(early.ok());
     CHECK(early.error().code == errc::kTimeout);
     REQUIRE((*channel)->write("{\"type\":\"job\"}\n").ok());
-    // A line written in two pieces arrives whole.
     const Json progress = decode((*channel)->read_line(deadline));
     CHECK(progress == Json{{"type", "progress"}, {"phase", "bench"}, {"fraction", 0.5}});
     CHECK(decode((*channel)->read_line(deadline))["type"] == "result");

@@ -4,10 +4,13 @@
 // request the daemon makes is checked against PVE 8.4's schema by the fake.
 // The guest behind agent/exec is tests/proxmox/standin_guest.py: real fio
 // on this machine, the disk as the VM's PVE config presents it.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <thread>
 
 #include "proxmox/pve_fake_fixture.h"
 #include "support/daemon_fixture.h"
@@ -206,4 +209,215 @@ TEST_CASE("a Proxmox cluster's nodes from /cluster/resources each take runs",
     auto compared = daemon.hostctl({"--json", "results", "compare", "1"});
     REQUIRE(compared.exit_code == 0);
     CHECK(Json::parse(compared.out)["partitions"].size() == 2);
+}
+
+namespace {
+
+// The instance is named, so the test knows the daemon's prefix before it starts.
+constexpr const char* kInstancePrefix = "disksweep-pvet-";
+
+std::vector<std::string> named_daemon_args(const PveFake& fake) {
+    auto args = daemon_args(fake);
+    args.insert(args.end(), {"--instance", "pvet"});
+    return args;
+}
+
+// A spec of one configuration run once.
+std::string single_run_spec(const std::string& matrix_extra = "") {
+    std::string spec = kSpec;
+    spec.replace(spec.find("repetitions = 2"), std::string("repetitions = 2").size(),
+                 "repetitions = 1");
+    spec.replace(spec.find("cache = [\"none\", \"unsafe\"]"),
+                 std::string("cache = [\"none\", \"unsafe\"]").size(),
+                 "cache = \"none\"" + matrix_extra);
+    return spec;
+}
+
+std::unique_ptr<PveClient> client_of(const PveFake& fake) {
+    auto client = PveClient::create(fake.pinned_options());
+    REQUIRE(client.ok());
+    return std::move(client).value();
+}
+
+// A VM beside the daemon's, in its range and named with its prefix, but
+// neither tagged nor recorded by any run: someone else's, never touched.
+void add_foreign_vm(PveClient& client) {
+    auto cloned = client.run_task(
+        PveMethod::kPost, pve_path({"nodes", "pve1", "qemu", "9000", "clone"}),
+        PveParams().set_integer("newid", 5000).set("name", std::string(kInstancePrefix) + "r999"),
+        std::chrono::seconds(60));
+    REQUIRE(cloned.ok());
+}
+
+// The fake's VMs (ids) and volumes, from /_fake/state.
+struct FakeState {
+    std::set<int> vms;
+    std::set<std::string> volumes;
+};
+FakeState fake_state(const PveFake& fake) {
+    const Json state = Json::parse(fake.control("GET", "state"));
+    FakeState result;
+    for (const auto& [vmid, vm] : state["vms"].items()) result.vms.insert(std::stoi(vmid));
+    for (const auto& volume : state["volumes"]) result.volumes.insert(volume.get<std::string>());
+    return result;
+}
+
+// After the failures: the template and the foreign VM, and their volumes only.
+void check_nothing_left(const PveFake& fake, const FakeState& before) {
+    const FakeState after = fake_state(fake);
+    CHECK(after.vms == std::set<int>{5000, 9000});
+    CHECK(after.volumes == before.volumes);
+}
+
+Json sweep_shown(const DaemonFixture& daemon, int sweep_id) {
+    auto shown = daemon.hostctl({"--json", "sweep", "show", std::to_string(sweep_id)});
+    REQUIRE(shown.exit_code == 0);
+    return Json::parse(shown.out);
+}
+
+}  // namespace
+
+TEST_CASE("throttled and multi-queue configurations verify on Proxmox", "[proxmox][fake][sweep]") {
+    skip_without_fio();
+    PveFake fake({"--guest-exec", std::string(PYTHON3_EXECUTABLE) + " " + STANDIN_GUEST_SCRIPT});
+    DaemonFixture daemon(daemon_args(fake));
+    INFO("daemon log: " << daemon.log());
+    REQUIRE(daemon.ready());
+    const std::string spec = test::write_temp_file(
+        "pve-limits.toml",
+        single_run_spec("\niops_limit = 500\nbandwidth_limit = \"8m\"\nqueues = [\"default\", 2]"));
+    auto submitted = daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
+    INFO("hostctl: " << submitted.out << submitted.err << "\nfake PVE log: " << fake.log());
+    REQUIRE(submitted.exit_code == 0);
+    const auto runs = test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 2);
+    for (const auto& run : runs) {
+        INFO(run.failure_reason);
+        CHECK(run.status == "succeeded");
+        Json applied = run.applied;  // a copy: operator[] may add what is missing
+        Json config = run.config;
+        CHECK(applied["verified"] == true);
+        Json& hypervisor = applied["hypervisor"];
+        CHECK(hypervisor["iops_limit"] == 500);
+        CHECK(hypervisor["bandwidth_limit"] == 8 << 20);
+        CHECK(hypervisor["qemu_info_block"]["iops_limit"] == 500);
+        CHECK(hypervisor["queues"] == config["queues"]);
+        CHECK(hypervisor["image_format"] == "raw");
+    }
+}
+
+namespace {
+
+// One node, the template with kvm: 0 (a nested PVE test node's).
+constexpr const char* kTcgTemplate = R"({
+  "nodes": ["pve1"],
+  "storages": [{"id": "local", "type": "dir", "content": ["iso", "images"]},
+               {"id": "local-lvm", "type": "lvmthin", "content": ["images", "rootdir"]}],
+  "vms": [{"vmid": 9000, "node": "pve1", "status": "stopped",
+           "config": {"name": "disksweep-template", "template": "1", "agent": "1", "kvm": "0",
+                      "memory": "1024", "cores": "1", "ostype": "l26",
+                      "scsihw": "virtio-scsi-single", "boot": "order=scsi0",
+                      "scsi0": "local-lvm:base-9000-disk-0,size=2G"}}]
+})";
+
+}  // namespace
+
+TEST_CASE("a Proxmox run records the acceleration its VM ran with: kvm=0 is tcg",
+          "[proxmox][fake][sweep]") {
+    skip_without_fio();
+    const std::string state = test::write_temp_file("pve-tcg.json", kTcgTemplate);
+    PveFake fake({"--state", state, "--guest-exec",
+                  std::string(PYTHON3_EXECUTABLE) + " " + STANDIN_GUEST_SCRIPT});
+    DaemonFixture daemon(daemon_args(fake));
+    INFO("daemon log: " << daemon.log());
+    REQUIRE(daemon.ready());
+    const std::string spec = test::write_temp_file("pve-tcg.toml", single_run_spec());
+    auto submitted = daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
+    INFO("hostctl: " << submitted.out << submitted.err << "\nfake PVE log: " << fake.log());
+    REQUIRE(submitted.exit_code == 0);
+    const Json runs = sweep_shown(daemon, 1)["runs"];
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0]["status"] == "succeeded");
+    CHECK(runs[0]["accel"] == "tcg");
+    CHECK(runs[0]["versions"]["accel"] == "tcg");
+    // The QEMU the VM runs (status/current running-qemu) and PVE's own version.
+    CHECK(runs[0]["versions"]["qemu"].is_string());
+    CHECK(runs[0]["versions"]["proxmox"].get<std::string>().rfind("8.", 0) == 0);
+    CHECK_THAT(runs[0]["applied_settings"]["accel"]["source"].get<std::string>(),
+               Catch::Contains("kvm=0"));
+    // The comparison partition holds it: never pooled with KVM runs.
+    auto compared = daemon.hostctl({"--json", "results", "compare", "1"});
+    REQUIRE(compared.exit_code == 0);
+    CHECK(Json::parse(compared.out)["partitions"][0]["accel"] == "tcg");
+}
+
+TEST_CASE("a Proxmox step failing after the clone leaves no VM and no volume",
+          "[proxmox][fake][sweep]") {
+    const std::vector<std::string> faults = {
+        R"({"method": "POST", "path": "/nodes/*/qemu/*/config", "status": 500,
+            "message": "unable to write config"})",
+        R"({"method": "POST", "path": "/nodes/*/qemu/*/config",
+            "task": {"exitstatus": "unable to create disk: out of space"}})"};
+    for (const std::string& fault : faults) {
+        INFO("fault: " << fault);
+        PveFake fake(
+            {"--guest-exec", std::string(PYTHON3_EXECUTABLE) + " " + STANDIN_GUEST_SCRIPT});
+        auto client = client_of(fake);
+        add_foreign_vm(*client);
+        const FakeState before = fake_state(fake);
+        fake.control("POST", "faults", fault);
+        DaemonFixture daemon(named_daemon_args(fake));
+        INFO("daemon log: " << daemon.log());
+        REQUIRE(daemon.ready());
+        const std::string spec = test::write_temp_file("pve-leak.toml", single_run_spec());
+        auto submitted =
+            daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
+        INFO("hostctl: " << submitted.out << submitted.err << "\nfake PVE log: " << fake.log());
+        const Json runs = sweep_shown(daemon, 1)["runs"];
+        REQUIRE(runs.size() == 1);
+        CHECK(runs[0]["status"] == "failed");
+        check_nothing_left(fake, before);
+    }
+}
+
+TEST_CASE("a daemon killed after the clone: the next start destroys exactly that VM",
+          "[proxmox][fake][sweep]") {
+    skip_without_fio();
+    PveFake fake({"--guest-exec", std::string(PYTHON3_EXECUTABLE) + " " + STANDIN_GUEST_SCRIPT});
+    auto client = client_of(fake);
+    add_foreign_vm(*client);
+    const FakeState before = fake_state(fake);
+    // The config step hangs (then fails): the daemon dies while its clone,
+    // named but not yet tagged, is all there is of the run.
+    fake.control("POST", "faults",
+                 R"({"method": "POST", "path": "/nodes/*/qemu/*/config", "delay": 20,
+                     "status": 500, "message": "too late"})");
+    DaemonFixture daemon(named_daemon_args(fake));
+    INFO("daemon log: " << daemon.log());
+    REQUIRE(daemon.ready());
+    const std::string spec = test::write_temp_file("pve-kill.toml", single_run_spec());
+    REQUIRE(daemon.hostctl({"sweep", "submit", spec}).exit_code == 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (fake_state(fake).vms.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    REQUIRE(fake_state(fake).vms == std::set<int>{5000, 5001, 9000});
+    daemon.stop(SIGKILL);
+    fake.control("DELETE", "faults");
+
+    REQUIRE(daemon.restart());
+    CHECK(daemon.log().find("recovery: destroyed recorded guest " + std::string(kInstancePrefix) +
+                            "r1 of run 1") != std::string::npos);
+    // The run's new attempt runs with the faults gone; afterwards nothing of
+    // it is left, and the foreign VM is still there.
+    Json sweep;
+    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+         std::chrono::steady_clock::now() < end;) {
+        sweep = sweep_shown(daemon, 1)["sweep"];
+        if (sweep["status"] != "running" && sweep["status"] != "queued") break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    INFO("sweep: " << sweep.dump());
+    CHECK(sweep["status"] == "succeeded");
+    check_nothing_left(fake, before);
 }

@@ -59,25 +59,71 @@ TEST_CASE("a property string as PVE prints it reads back", "[proxmox][encoding]"
     CHECK_FALSE(PvePropertyString::parse("a,b,cache=none").ok());
 }
 
-TEST_CASE("form parameters: booleans 0/1, arrays as repeated keys, all percent-encoded",
+TEST_CASE("query parameters: booleans 0/1, arrays as repeated keys, all percent-encoded",
           "[proxmox][encoding]") {
     PveParams params;
     params.set_flag("full", true).set_flag("purge", false).set_integer("newid", 101);
     params.set_array("command", {"/usr/bin/disksweep-agent", "--job", "/run/job one.json"});
     params.set_property_string("scsi1", PvePropertyString("local-lvm:4").set("cache", "unsafe"));
-    Result<std::string> form = params.encode();
-    REQUIRE(form.ok());
-    CHECK(*form ==
+    params.set_number("mbps", 12.5).set_number("iops", 100);
+    Result<std::string> query = params.encode_query();
+    REQUIRE(query.ok());
+    CHECK(*query ==
           "full=1&purge=0&newid=101&command=%2Fusr%2Fbin%2Fdisksweep-agent&command=--job&"
-          "command=%2Frun%2Fjob%20one.json&scsi1=local-lvm%3A4%2Ccache%3Dunsafe");
+          "command=%2Frun%2Fjob%20one.json&scsi1=local-lvm%3A4%2Ccache%3Dunsafe&mbps=12.5&"
+          "iops=100");
+}
+
+TEST_CASE("body parameters are JSON: empty values, one-item arrays, typed numbers",
+          "[proxmox][encoding]") {
+    // pve-http-server's decode_urlencoded would drop `content=` (split(/=/)),
+    // and a single `command=x` would be a string, not an array: in JSON both
+    // arrive as they are.
+    PveParams params;
+    params.set("file", "/run/disksweep-job.json").set("content", "");
+    params.set_array("command", {"/bin/true"});
+    params.set_flag("full", true).set_integer("newid", 101).set_number("mbps", 12.5);
+    params.set_number("iops", 100);
+    params.set("odd", "a=b&c;d");
+    Result<std::string> body = params.encode_json();
+    REQUIRE(body.ok());
+    CHECK(Json::parse(*body) == Json{{"file", "/run/disksweep-job.json"},
+                                     {"content", ""},
+                                     {"command", {"/bin/true"}},
+                                     {"full", 1},
+                                     {"newid", 101},
+                                     {"mbps", 12.5},
+                                     {"iops", 100},
+                                     {"odd", "a=b&c;d"}});
+    CHECK(Json::parse(*body)["iops"].is_number_integer());
+    CHECK(PveParams().encode_json().value() == "{}");
+}
+
+TEST_CASE("an empty value cannot go into a query string, and says why", "[proxmox][encoding]") {
+    Result<std::string> query = PveParams().set("file", "x").set("content", "").encode_query();
+    REQUIRE_FALSE(query.ok());
+    CHECK(query.error().code == errc::kInvalidArgument);
+    CHECK_THAT(query.error().message, Catch::Contains("'content'"));
+    CHECK_THAT(query.error().message, Catch::Contains("decode_urlencoded"));
+    CHECK_FALSE(PveParams().set_array("command", {"a", ""}).encode_query().ok());
+}
+
+TEST_CASE("a key given twice or a number that is not finite is refused", "[proxmox][encoding]") {
+    auto twice = PveParams().set("name", "a").set("name", "b");
+    REQUIRE_FALSE(twice.encode_json().ok());
+    CHECK_THAT(twice.encode_json().error().message, Catch::Contains("'name': given twice"));
+    auto nan = PveParams().set_number("mbps", std::nan(""));
+    REQUIRE_FALSE(nan.encode_json().ok());
+    CHECK_THAT(nan.encode_query().error().message, Catch::Contains("'mbps': not a finite number"));
 }
 
 TEST_CASE("a bad property string makes the whole parameter list fail", "[proxmox][encoding]") {
     PveParams params;
     params.set_property_string("scsi1", PvePropertyString("local-lvm:4").set("serial", "a,b"));
-    Result<std::string> form = params.encode();
-    REQUIRE_FALSE(form.ok());
-    CHECK_THAT(form.error().message, Catch::StartsWith("scsi1: "));
+    for (const Result<std::string>& encoded : {params.encode_query(), params.encode_json()}) {
+        REQUIRE_FALSE(encoded.ok());
+        CHECK_THAT(encoded.error().message, Catch::StartsWith("scsi1: "));
+    }
 }
 
 TEST_CASE("paths encode each segment (a UPID has ':' '@' '!')", "[proxmox][encoding]") {

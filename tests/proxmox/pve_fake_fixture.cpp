@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -137,8 +138,53 @@ PveClientOptions PveFake::pinned_options() const {
     return options;
 }
 
+// Through python3's urllib (the fake needs python3 anyway), trusting the
+// fake's own CA: the control endpoints are outside PveClient's /api2/json.
+std::string PveFake::control(const std::string& method, const std::string& what,
+                             const std::string& body) const {
+    const std::string body_file = dir_ + "/control-body";
+    std::ofstream(body_file) << body;
+    const std::string script =
+        "import ssl,sys,urllib.request\n"
+        "context = ssl.create_default_context(cafile=sys.argv[1])\n"
+        "context.check_hostname = False\n"
+        "data = open(sys.argv[4], 'rb').read() or None\n"
+        "request = urllib.request.Request(sys.argv[2], data=data, method=sys.argv[3],\n"
+        "                                 headers={'Content-Type': 'application/json'})\n"
+        "import json\n"
+        "answer = urllib.request.urlopen(request, context=context, timeout=30).read()\n"
+        "sys.stdout.write(json.dumps(json.loads(answer)['data']))\n";
+    const std::string script_file = dir_ + "/control.py";
+    std::ofstream(script_file) << script;
+    const std::string url = "https://127.0.0.1:" + std::to_string(port_) + "/_fake/" + what;
+    const std::string command = std::string(PYTHON3_EXECUTABLE) + " " + script_file + " " +
+                                ca_file() + " " + url + " " + method + " " + body_file;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string answer;
+    char buffer[4096];
+    for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+        answer.append(buffer, n);
+    const int status = ::pclose(pipe);
+    INFO("control " << method << " " << what << ": " << answer);
+    REQUIRE(status == 0);
+    return answer;
+}
+
 std::string PveFake::log() const {
     return read_file(dir_ + "/log");
+}
+
+std::string guest_exec_wrapper(const std::string& program) {
+    return "#!/bin/sh\n"
+           "shift  # the guest's program path\n"
+           "mkdir -p \"$PVE_FAKE_GUEST_ROOT/run\"\n"
+           "for arg; do\n"
+           "  case $arg in /*) arg=\"$PVE_FAKE_GUEST_ROOT$arg\";; esac\n"
+           "  set -- \"$@\" \"$arg\"; shift\n"
+           "done\n"
+           "exec " +
+           program + " \"$@\"\n";
 }
 
 }  // namespace ds::test

@@ -37,12 +37,23 @@ class PveFake {
     // 127.0.0.1, this port, the token, pinned to server.pem, short timeouts.
     PveClientOptions pinned_options() const;
     std::string log() const;  // the server's output so far
+    // A control endpoint of the fake (/_fake/WHAT, server.py): its answer's
+    // `data` as JSON text, e.g. control("GET", "state"),
+    // control("DELETE", "faults").
+    // Fails the test when the fake does not answer 200.
+    std::string control(const std::string& method, const std::string& what,
+                        const std::string& body = "") const;
 
   private:
     std::string dir_;
     pid_t pid_ = -1;
     int port_ = 0;
 };
+
+// A shell script for the fake's --guest-exec that runs `program` as the
+// guest's program would run: its arguments that are guest paths (/run/...)
+// mapped into the VM's guest root, whose /run exists as in a real guest.
+std::string guest_exec_wrapper(const std::string& program);
 
 // The PVE API schema the fake checks against: $DISKSWEEP_PVE_SCHEMA, else
 // the path the build was configured with.

@@ -2,12 +2,14 @@
 """The guest of a simulated Proxmox VM, for whole sweeps through the fake PVE API.
 
 The fake PVE API (tests/support/pve_fake) runs this for the daemon's
-agent/exec, as `standin_guest.py AGENT --job-file JOB --output-file OUT`, in
-the VM's guest root (guest paths map below it). It stands in for what PVE
-cannot give this machine, a booted guest, and speaks the agent's one-shot
-protocol as disksweep-agent does (docs/agent-protocol.md): hello, then, once
-the job file has content, progress and a result, appended to the output
-file.
+agent/exec, as `standin_guest.py AGENT --job-file JOB --progress-file PROGRESS
+--result-file RESULT`, in the VM's guest root (guest paths map below it). It
+stands in for what PVE cannot give this machine, a booted guest, and speaks
+the agent's one-shot protocol as disksweep-agent does
+(docs/agent-protocol.md): hello in the progress file, then, once the job
+file has content, a progress message (the progress file replaced whole:
+hello and it) and the result in the result file, each file written to a
+temporary file and renamed over its name.
 
 What is real and what is simulated:
   * the measurement is real: fio runs on this machine, in the guest root
@@ -40,9 +42,15 @@ def guest_path(path: str) -> str:
     return os.path.join(os.getcwd(), os.path.normpath("/" + path).lstrip("/"))
 
 
-def send(output: str, message_type: str, payload: dict) -> None:
-    with open(output, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps({"v": PROTOCOL, "type": message_type, **payload}) + "\n")
+def replace_file(path: str, text: str) -> None:
+    """Writes PATH.tmp and renames it over PATH: a reader sees the old or the new file."""
+    with open(path + ".tmp", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def line(message_type: str, payload: dict) -> str:
+    return json.dumps({"v": PROTOCOL, "type": message_type, **payload}) + "\n"
 
 
 def wait_for_job(job_file: str, timeout_s: float = 60.0) -> dict:
@@ -127,25 +135,31 @@ def run_fio(directory: str) -> tuple:
 def main(argv: list) -> int:
     options = argv[2:]  # argv[1] is the agent program the host asked for
     arguments = dict(zip(options[0::2], options[1::2]))
-    if "--job-file" not in arguments or "--output-file" not in arguments:
-        print("usage: standin_guest.py AGENT --job-file JOB --output-file OUT", file=sys.stderr)
+    if not {"--job-file", "--progress-file", "--result-file"} <= set(arguments):
+        print("usage: standin_guest.py AGENT --job-file JOB --progress-file PROGRESS --result-file RESULT",
+              file=sys.stderr)
         return 1
-    output = guest_path(arguments["--output-file"])
+    progress = guest_path(arguments["--progress-file"])
+    result = guest_path(arguments["--result-file"])
+    os.makedirs(os.path.dirname(progress), exist_ok=True)
+    os.makedirs(os.path.dirname(result), exist_ok=True)
     kernel = os.uname().release
-    send(output, "hello", {"agent_version": "standin", "protocol": PROTOCOL, "kernel": kernel,
+    hello = line("hello", {"agent_version": "standin", "protocol": PROTOCOL, "kernel": kernel,
                            "fio_version": "", "capabilities": ["fio", "ext4", "xfs", "btrfs", "block"]})
+    replace_file(progress, hello)
     job = wait_for_job(guest_path(arguments["--job-file"]))
     with open(guest_path(HARDWARE_FILE), encoding="utf-8") as handle:
         hardware = json.load(handle)
-    send(output, "progress", {"phase": "bench", "message": "fio (stand-in guest)", "elapsed_s": 0.0})
+    replace_file(progress, hello + line("progress", {"phase": "bench", "message": "fio (stand-in guest)",
+                                                     "elapsed_s": 0.0}))
     fio_output, fio_version, bench_s = run_fio(guest_path("/mnt/disksweep/work"))
-    send(output, "result", {
+    replace_file(result, line("result", {
         "run_id": job.get("run_id", ""),
         "output": fio_output,
         "timings": {"format_s": 0.0, "mount_s": 0.0, "post_format_s": 0.0, "bench_s": bench_s},
         "readback": {**device_view(hardware), **filesystem_view(job)},
         "versions": {"kernel": kernel, "fio": fio_version, "agent": "standin"},
-    })
+    }))
     return 0
 
 

@@ -4,9 +4,9 @@
 //
 // The keys of a host line are the client's (pve_option_keys(): host, port,
 // token, token_file, ca_file, fingerprint, timeouts) and the hypervisor's
-// (proxmox_hypervisor_option_keys(): node, template_vmid, vmid_min,
-// vmid_max, linked_clone, clone_storage, agent_program). Errors name the
-// key, never its value.
+// (proxmox_hypervisor_option_keys(): node, run_node, template_vmid, vmid_min,
+// vmid_max, linked_clone, clone_storage, template_per_node, agent_program).
+// Errors name the key, never its value.
 #pragma once
 
 #include <map>
@@ -35,11 +35,20 @@ inline constexpr std::string_view kProxmoxNodesHelp =
 // else the listed ones. Empty when the line has no `nodes`. Errors name the
 // key: an invalid node name, no node, `nodes` together with run_node, or
 // PVE's error.
+//
+// When a node other than the template's, without a template of its own
+// (template_per_node), is among them, its runs are clones to another node,
+// which PVE refuses unless every volume of the template is on shared
+// storage (and a full clone's clone_storage is shared): that is checked here,
+// from /cluster/resources (type storage) and the template's config, and a
+// line that cannot work is refused with what to change.
 Result<std::vector<std::string>> proxmox_host_nodes(
     const std::map<std::string, std::string>& options);
 
 // The hypervisor's keys of `options` (others are ignored), checked with
-// check_proxmox_options. Errors name the key.
+// check_proxmox_options. Errors name the key. A run node that
+// template_per_node gives a template of its own gets that template, on that
+// node (node = the run node, template_vmid = its template).
 Result<ProxmoxHypervisorOptions> proxmox_hypervisor_options(
     const std::map<std::string, std::string>& options);
 

@@ -1,6 +1,7 @@
 #include "daemon/hypervisor/proxmox/proxmox_hypervisor.h"
 
 #include <algorithm>
+#include <charconv>
 #include <thread>
 #include <variant>
 
@@ -15,12 +16,8 @@ using namespace std::chrono_literals;
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kGiB = 1ull << 30;
-// agent/file-write's content must keep the form body under pveproxy's 64 KiB
-// (docs/proxmox.md, "Requests").
-constexpr std::size_t kMaxFileWriteBytes = 61440;
-// agent/file-read hands over at most 16 MiB of a file.
-constexpr std::size_t kMaxFileReadBytes = 16u << 20;
-constexpr auto kPingInterval = 1s;
+// How often a clone still under way is looked at again (destroy_if_named).
+constexpr auto kCloneLockPoll = 1s;
 
 // ---------------------------------------------------------------------------
 // The data disk: each bus's drive key and controller, and what PVE's drive
@@ -110,23 +107,61 @@ std::optional<std::string> config_text(const Json& config, const std::string& ke
     return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
-// A string of JSON made of code points 0..255 (file-read's bytes as PVE's
-// JSON encoder gives them) back to those bytes.
-Result<std::string> latin1_bytes(const std::string& utf8) {
-    std::string bytes;
-    bytes.reserve(utf8.size());
-    for (std::size_t i = 0; i < utf8.size(); ++i) {
-        const auto lead = static_cast<unsigned char>(utf8[i]);
-        if (lead < 0x80) {
-            bytes += static_cast<char>(lead);
-        } else if ((lead == 0xC2 || lead == 0xC3) && i + 1 < utf8.size()) {
-            const auto next = static_cast<unsigned char>(utf8[++i]);
-            bytes += static_cast<char>(((lead & 0x03) << 6) | (next & 0x3F));
-        } else {
-            return make_error(errc::kProtocol, "agent/file-read gave a character past U+00FF");
-        }
+// A drive key's value as a whole count ("5000"); nullopt when absent or not one.
+std::optional<std::uint64_t> drive_count(const PvePropertyString& drive, std::string_view key) {
+    const auto text = drive.get(key);
+    if (!text || text->empty()) return std::nullopt;
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (error != std::errc() || end != text->data() + text->size()) return std::nullopt;
+    return value;
+}
+
+// mbps (MiB/s, a number) as the bytes per second QEMU gets: qemu-server
+// PVE/QemuServer.pm print_drive_commandline_full gives QEMU
+// throttling.bps=int(mbps*1024*1024), truncated.
+std::optional<std::uint64_t> drive_bandwidth(const PvePropertyString& drive) {
+    const auto text = drive.get("mbps");
+    if (!text || text->empty()) return std::nullopt;
+    double mbps = 0;
+    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), mbps);
+    if (error != std::errc() || end != text->data() + text->size() || !(mbps >= 0)) {
+        return std::nullopt;
     }
-    return bytes;
+    return static_cast<std::uint64_t>(mbps * static_cast<double>(kMiB));
+}
+
+// The limits and queues of the drive in our names; PVE writes no key for
+// an unthrottled drive or single queue, and neither does this.
+void add_drive_limits(const PvePropertyString& drive, Json& applied) {
+    if (auto iops = drive_count(drive, "iops"); iops && *iops > 0) applied["iops_limit"] = *iops;
+    if (auto bps = drive_bandwidth(drive); bps && *bps > 0) applied["bandwidth_limit"] = *bps;
+    if (auto queues = drive_count(drive, "queues")) applied["queues"] = *queues;
+}
+
+// Storage types whose volumes can only be raw: pve-storage's plugins
+// without a `format` in their plugindata (LvmThinPlugin, LVMPlugin,
+// RBDPlugin, ISCSIPlugin, ISCSIDirectPlugin), for which
+// src/PVE/Storage/Plugin.pm default_format gives the valid formats [raw].
+constexpr std::string_view kRawOnlyStorageTypes[] = {"lvmthin", "lvm", "rbd", "iscsi",
+                                                     "iscsidirect"};
+
+// HMP `info kvm` (QEMU's hmp_info_kvm): "kvm support: enabled", "disabled"
+// or "not compiled". True for enabled, false for the others.
+std::optional<bool> kvm_enabled_in(std::string_view text) {
+    constexpr std::string_view kLead = "kvm support: ";
+    const auto at = text.find(kLead);
+    if (at == std::string_view::npos) return std::nullopt;
+    const std::string_view answer = text.substr(at + kLead.size());
+    if (answer.starts_with("enabled")) return true;
+    if (answer.starts_with("disabled") || answer.starts_with("not compiled")) return false;
+    return std::nullopt;
+}
+
+// A resource's text field; "" when absent or not text.
+std::string text_field(const Json& resource, const char* key) {
+    const auto found = resource.find(key);
+    return found != resource.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
 bool has_tag(const Json& resource) {
@@ -142,127 +177,6 @@ bool has_tag(const Json& resource) {
         start = end + 1;
     }
 }
-
-// ---------------------------------------------------------------------------
-// The agent channel over the QEMU guest agent.
-
-struct GuestAgent {
-    std::shared_ptr<PveClient> client;
-    std::string vm_path;  // /nodes/NODE/qemu/VMID
-    Status write_file(const std::string& path, std::string_view content) {
-        if (content.size() > kMaxFileWriteBytes) {
-            return make_error(errc::kInvalidArgument, "agent/file-write of " + path + ": " +
-                                                          std::to_string(content.size()) +
-                                                          " bytes, over PVE's limit of " +
-                                                          std::to_string(kMaxFileWriteBytes));
-        }
-        auto written =
-            client->post(vm_path + "/agent/file-write",
-                         PveParams().set("file", path).set("content", std::string(content)));
-        if (!written) return written.error();
-        return ok_status();
-    }
-};
-
-// The one-shot agent's messages: the output file's new complete lines, read
-// with agent/file-read; the agent's end from agent/exec-status, which
-// answers "exited" exactly once, so that answer is kept.
-class PveAgentChannel : public AgentChannel {
-  public:
-    PveAgentChannel(GuestAgent agent, const ProxmoxHypervisorOptions& options, std::int64_t pid,
-                    const std::atomic<bool>* cancelled)
-        : agent_(std::move(agent)), options_(options), pid_(pid), cancelled_(cancelled) {}
-
-    Result<std::string> read_line(Deadline deadline) override {
-        for (;;) {
-            if (auto line = take_line()) return *line;
-            if (pending_.size() > protocol::kMaxMessageBytes) {
-                return make_error(errc::kProtocol, "agent message exceeds the limit of " +
-                                                       std::to_string(protocol::kMaxMessageBytes) +
-                                                       " bytes");
-            }
-            // Whatever the agent wrote before it exited is read before its end is told.
-            const bool exited_before_read = exit_.has_value();
-            DS_TRY(read_output());
-            if (has_line()) continue;
-            if (exited_before_read) return make_error(errc::kIo, "channel closed: " + *exit_);
-            if (!exit_) DS_TRY(poll_exit());
-            if (exit_) continue;
-            if (cancelled_ && cancelled_->load()) return make_error(errc::kCancelled, "cancelled");
-            if (Clock::now() >= deadline) {
-                return make_error(errc::kTimeout,
-                                  "no message from the agent in " + options_.guest_output_file);
-            }
-            std::this_thread::sleep_for(options_.agent_poll_interval);
-        }
-    }
-
-    // The first message is the job: it goes to the job file the agent waits
-    // for. The agent reads nothing after it (it ends after its result), so
-    // later messages (shutdown) are dropped.
-    Status write(std::string_view data) override {
-        if (job_written_) return ok_status();
-        DS_TRY(agent_.write_file(options_.guest_job_file, data));
-        job_written_ = true;
-        return ok_status();
-    }
-
-  private:
-    bool has_line() const { return pending_.find('\n') != std::string::npos; }
-    std::optional<std::string> take_line() {
-        const auto newline = pending_.find('\n');
-        if (newline == std::string::npos) return std::nullopt;
-        std::string line = pending_.substr(0, newline);
-        pending_.erase(0, newline + 1);
-        return line;
-    }
-
-    // Appends what the output file holds past what was read before.
-    Status read_output() {
-        auto answer = agent_.client->get(agent_.vm_path + "/agent/file-read",
-                                         PveParams().set("file", options_.guest_output_file));
-        if (!answer) return answer.error();
-        if (!answer->contains("content") || !(*answer)["content"].is_string()) {
-            return make_error(errc::kProtocol, "agent/file-read answered without content");
-        }
-        auto bytes = latin1_bytes((*answer)["content"]);
-        if (!bytes) return bytes.error();
-        if (bytes->size() < consumed_) {
-            return make_error(errc::kProtocol, options_.guest_output_file + " shrank");
-        }
-        if (bytes->size() >= kMaxFileReadBytes) {
-            return make_error(errc::kProtocol, options_.guest_output_file +
-                                                   " reached agent/file-read's limit of 16 MiB");
-        }
-        pending_ += bytes->substr(consumed_);
-        consumed_ = bytes->size();
-        return ok_status();
-    }
-
-    Status poll_exit() {
-        auto status = agent_.client->get(agent_.vm_path + "/agent/exec-status",
-                                         PveParams().set_integer("pid", pid_));
-        if (!status) return status.error();
-        if (status->value("exited", 0) != 1) return ok_status();
-        std::string how = "the agent exited";
-        if (status->contains("exitcode")) how += " with code " + (*status)["exitcode"].dump();
-        if (status->contains("signal")) how += " on signal " + (*status)["signal"].dump();
-        const std::string err = status->value("err-data", "");
-        if (!err.empty())
-            how += "; stderr: " + err.substr(err.size() > 2000 ? err.size() - 2000 : 0);
-        exit_ = how;
-        return ok_status();
-    }
-
-    GuestAgent agent_;
-    ProxmoxHypervisorOptions options_;
-    std::int64_t pid_;
-    const std::atomic<bool>* cancelled_;
-    bool job_written_ = false;
-    std::size_t consumed_ = 0;         // bytes of the output file taken into pending_
-    std::string pending_;              // read, not yet returned
-    std::optional<std::string> exit_;  // how the agent ended, once exec-status said
-};
 
 }  // namespace
 
@@ -336,6 +250,11 @@ ProxmoxHypervisor::ProxmoxHypervisor(std::shared_ptr<PveClient> client,
 
 const std::string& ProxmoxHypervisor::run_node() const {
     return options_.run_node.empty() ? options_.node : options_.run_node;
+}
+
+PveAgentOptions ProxmoxHypervisor::agent_options() const {
+    return {options_.agent_program, options_.guest_job_file, options_.guest_progress_file,
+            options_.agent_poll_interval, options_.guest_result_file};
 }
 
 std::string ProxmoxHypervisor::vm_path(const VmRef& vm, std::string_view tail) const {
@@ -417,8 +336,15 @@ Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
     auto vmid = allocate_vmid();
     if (!vmid) return vmid.error();
     const VmRef vm{*vmid, run_node()};
+    // Recorded before the clone: whatever fails from here on (this call, the
+    // daemon), the id is known and destroy_recorded_vm finds the clone,
+    // which carries the run's name from its start but the tag only after
+    // the config step.
+    if (request.record_handle) {
+        DS_TRY(request.record_handle(Json{{"vmid", vm.vmid}, {"node", vm.node}}));
+    }
     Status started = clone_and_start(request, *data_disk, vm);
-    if (!started) (void)destroy_vm(request.name);
+    if (!started) (void)destroy_if_named(vm, request.name);
     return started;
 }
 
@@ -500,12 +426,51 @@ Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
                           {"volume", drive->default_value()},
                           {"options", options},
                           {"scsihw", scsihw.value_or("lsi")}}}};
-        if (auto format = drive->get("format")) applied["image_format"] = *format;
+        add_drive_limits(*drive, applied);
+        const VolumeFormat format = volume_format(*vm, drive->default_value(), *drive);
+        if (format.format) applied["image_format"] = *format.format;
+        applied["sources"] = {{"image_format", format.source}};
         add_qemu_level(*vm, rule.key, applied);
         return applied;
     }
     return make_error(errc::kNotFound, "proxmox: VM " + vm_name + " has no data disk (serial " +
                                            std::string(protocol::kDataDiskSerial) + ")");
+}
+
+// qemu-server's create_disks drops `format` from a disk it allocates
+// (PVE/API2/Qemu.pm create_disks at c2287c17: `delete $disk->{format}; # no
+// longer needed`), so GET config names no format for the data disk: the
+// storage says what the volume is.
+ProxmoxHypervisor::VolumeFormat ProxmoxHypervisor::volume_format(const VmRef& vm,
+                                                                 const std::string& volid,
+                                                                 const PvePropertyString& drive) {
+    const std::string storage = volid.substr(0, volid.find(':'));
+    // pve-storage src/PVE/API2/Storage/Content.pm `info`: the format
+    // volume_size_info reads from the volume itself.
+    auto content = client_->get(pve_path({"nodes", vm.node, "storage", storage, "content", volid}));
+    if (content.ok() && content->is_object() && (*content)["format"].is_string() &&
+        !(*content)["format"].get<std::string>().empty()) {
+        return {(*content)["format"].get<std::string>(), "PVE storage content of " + volid};
+    }
+    const std::string content_problem =
+        content.ok() ? "its content entry names no format" : content.error().message;
+    if (auto format = drive.get("format")) return {*format, "PVE config format="};
+    auto storages =
+        client_->get(pve_path({"nodes", vm.node, "storage"}), PveParams().set("storage", storage));
+    if (storages.ok() && storages->is_array()) {
+        for (const Json& entry : *storages) {
+            if (!entry.is_object() || entry.value("storage", "") != storage) continue;
+            const std::string type = entry.value("type", "");
+            for (std::string_view raw_only : kRawOnlyStorageTypes) {
+                if (type == raw_only) {
+                    return {"raw", "PVE storage type " + type + " (raw volumes only)"};
+                }
+            }
+            return {std::nullopt, "not reported: storage " + storage + " (type " + type +
+                                      ") holds several formats and " + content_problem};
+        }
+    }
+    return {std::nullopt, "not reported: " + content_problem};
 }
 
 Result<bool> ProxmoxHypervisor::is_running(const std::string& vm_name) {
@@ -521,31 +486,8 @@ Result<std::unique_ptr<AgentChannel>> ProxmoxHypervisor::open_agent_channel(
     const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) {
     auto vm = require_vm(vm_name);
     if (!vm) return vm.error();
-    GuestAgent agent{client_, vm_path(*vm)};
-    for (;;) {
-        auto ping = client_->post(agent.vm_path + "/agent/ping");
-        if (ping) break;
-        if (cancelled && cancelled->load()) return make_error(errc::kCancelled, "cancelled");
-        if (Clock::now() >= deadline) {
-            return make_error(errc::kTimeout,
-                              "proxmox: the guest agent of " + vm_name +
-                                  " did not answer agent/ping: " + ping.error().message);
-        }
-        std::this_thread::sleep_for(kPingInterval);
-    }
-    // An empty output file first: the channel reads it from the start.
-    DS_TRY(agent.write_file(options_.guest_output_file, ""));
-    auto exec =
-        client_->post(agent.vm_path + "/agent/exec",
-                      PveParams().set_array(
-                          "command", {options_.agent_program, "--job-file", options_.guest_job_file,
-                                      "--output-file", options_.guest_output_file}));
-    if (!exec) return exec.error();
-    if (!exec->contains("pid") || !(*exec)["pid"].is_number_integer()) {
-        return make_error(errc::kProtocol, "proxmox: agent/exec answered no pid");
-    }
-    return std::unique_ptr<AgentChannel>(
-        std::make_unique<PveAgentChannel>(std::move(agent), options_, (*exec)["pid"], cancelled));
+    return open_pve_agent_channel(client_, vm_path(*vm), agent_options(), vm_name, deadline,
+                                  cancelled);
 }
 
 std::string ProxmoxHypervisor::console_tail(const std::string&, std::size_t) {
@@ -562,14 +504,106 @@ Status ProxmoxHypervisor::destroy_vm(const std::string& vm_name) {
     auto vm = find_vm(vm_name);
     if (!vm) return vm.error();
     if (!*vm) return ok_status();
-    auto status = client_->get(vm_path(**vm, "/status/current"));
+    return stop_and_delete(**vm);
+}
+
+Status ProxmoxHypervisor::stop_and_delete(const VmRef& vm) {
+    auto status = client_->get(vm_path(vm, "/status/current"));
     if (!status) return status.error();
     if (status->value("status", "") == "running") {
-        DS_TRY(task(PveMethod::kPost, vm_path(**vm, "/status/stop"), PveParams()));
+        DS_TRY(task(PveMethod::kPost, vm_path(vm, "/status/stop"), PveParams()));
     }
-    DS_TRY(task(PveMethod::kDelete, vm_path(**vm),
+    DS_TRY(task(PveMethod::kDelete, vm_path(vm),
                 PveParams().set_flag("purge", true).set_flag("destroy-unreferenced-disks", true)));
     return ok_status();
+}
+
+Result<Json> ProxmoxHypervisor::resource_of(int vmid) {
+    auto resources = client_->get("/cluster/resources", PveParams().set("type", "vm"));
+    if (!resources) return resources.error();
+    for (const Json& resource : *resources) {
+        if (resource.is_object() && resource.value("vmid", 0) == vmid) return resource;
+    }
+    return Json(nullptr);
+}
+
+Status ProxmoxHypervisor::destroy_recorded_vm(const std::string& vm_name, const Json& handle) {
+    const bool valid = handle.is_object() && handle.contains("vmid") &&
+                       handle["vmid"].is_number_integer() && handle.contains("node") &&
+                       handle["node"].is_string();
+    const int vmid = valid ? handle["vmid"].get<int>() : 0;
+    if (!valid || vmid < options_.vmid_min || vmid > options_.vmid_max) {
+        return make_error(errc::kInvalidArgument,
+                          "proxmox: recorded guest " + handle.dump() + " of " + vm_name +
+                              " is no VM id of the range " + std::to_string(options_.vmid_min) +
+                              ".." + std::to_string(options_.vmid_max) + ": not touched");
+    }
+    return destroy_if_named(VmRef{vmid, handle["node"].get<std::string>()}, vm_name);
+}
+
+// qemu-server PVE/API2/Qemu.pm clone_vm: the new id's config is first a
+// temporary file holding only `lock: clone` (so /cluster/resources shows it
+// as "VM N", no name of its own); the worker writes the config with the
+// name after the first disk and drops the lock at its end, or removes the
+// config when it fails. So a locked clone is waited for.
+Status ProxmoxHypervisor::destroy_if_named(const VmRef& recorded, const std::string& vm_name) {
+    const auto deadline = Clock::now() + options_.task_timeout;
+    const std::string unnamed = "VM " + std::to_string(recorded.vmid);
+    for (;;) {
+        auto resource = resource_of(recorded.vmid);
+        if (!resource) return resource.error();
+        if (resource->is_null()) return ok_status();
+        const std::string name = text_field(*resource, "name");
+        const bool cloning = text_field(*resource, "lock") == "clone" &&
+                             (name.empty() || name == unnamed || name == vm_name);
+        if (!cloning) {
+            // Another's VM now holds the id (or a template): not ours to touch.
+            const Json& template_flag = (*resource)["template"];
+            if (name != vm_name || template_flag == 1 || template_flag == "1") return ok_status();
+            const std::string node = text_field(*resource, "node");
+            return stop_and_delete(VmRef{recorded.vmid, node.empty() ? recorded.node : node});
+        }
+        if (Clock::now() >= deadline) {
+            return make_error(errc::kTimeout, "proxmox: the clone to VM " +
+                                                  std::to_string(recorded.vmid) +
+                                                  " is still locked; left for a later cleanup");
+        }
+        std::this_thread::sleep_for(kCloneLockPoll);
+    }
+}
+
+Result<RunningGuest> ProxmoxHypervisor::running_guest(const std::string& vm_name, Accel) {
+    auto vm = require_vm(vm_name);
+    if (!vm) return vm.error();
+    auto config = client_->get(vm_path(*vm, "/config"));
+    if (!config) return config.error();
+    // qemu-server PVE/QemuServer.pm: the `kvm` option, default 1
+    // (config_to_command: `$kvm //= 1 if is_native_arch($arch)`).
+    const auto kvm_option = config_text(*config, "kvm");
+    const bool config_kvm = !kvm_option || (*kvm_option != "0" && *kvm_option != "false");
+    const std::string config_says = "PVE config kvm=" + kvm_option.value_or("1 (default)");
+    RunningGuest guest{config_kvm ? Accel::kKvm : Accel::kTcg, config_says, Json::object()};
+    auto answer = client_->post(vm_path(*vm, "/monitor"), PveParams().set("command", "info kvm"));
+    const auto qemu_kvm = answer.ok() && answer->is_string()
+                              ? kvm_enabled_in(answer->get<std::string>())
+                              : std::optional<bool>();
+    if (qemu_kvm) {
+        guest.accel = *qemu_kvm ? Accel::kKvm : Accel::kTcg;
+        guest.accel_source = std::string("QEMU info kvm: ") + (*qemu_kvm ? "enabled" : "disabled") +
+                             " (" + config_says + ")";
+    } else {
+        guest.accel_source +=
+            "; QEMU not asked: " + (answer.ok() ? std::string("no kvm support line in its answer")
+                                                : answer.error().message);
+    }
+    auto status = client_->get(vm_path(*vm, "/status/current"));
+    if (!status) return status.error();
+    for (const auto& [from, to] :
+         {std::pair{"running-qemu", "qemu"}, std::pair{"running-machine", "qemu_machine"}}) {
+        if (status->contains(from) && (*status)[from].is_string())
+            guest.versions[to] = (*status)[from];
+    }
+    return guest;
 }
 
 Result<std::vector<std::string>> ProxmoxHypervisor::list_vms(const std::string& prefix) {

@@ -12,7 +12,11 @@
 //
 // It touches only VMs that carry both the run's name and the tag, and ids in
 // its range: a VM of anyone else, even one named with the prefix, is left
-// alone (list_vms, destroy_vm).
+// alone (list_vms, destroy_vm). The one exception is the id a run recorded
+// before its clone (VmRequest::record_handle, {"vmid": N, "node": NODE}):
+// destroy_recorded_vm destroys the VM there, tagged or not, when it bears
+// the run's name (the clone names it), so a clone whose configuration failed
+// does not leak.
 //
 // Not available through PVE's API to a token, so reported as nothing: the
 // guest's serial console (console_tail "" / console_location ""), the QEMU
@@ -30,6 +34,7 @@
 #include "common/result.h"
 #include "common/settings.h"
 #include "daemon/hypervisor/hypervisor.h"
+#include "daemon/hypervisor/proxmox/pve_agent_channel.h"
 #include "daemon/hypervisor/proxmox/pve_client.h"
 #include "daemon/hypervisor/proxmox/pve_encoding.h"
 
@@ -50,10 +55,12 @@ struct ProxmoxHypervisorOptions {
     std::string clone_storage;  // full clones only: where their disks go ("" = as the template)
     int vmid_min = 0;           // the VM ids disksweep may use, inclusive
     int vmid_max = 0;
-    // In the guest: the agent (one-shot mode), its job and its output file.
+    // In the guest: the agent (one-shot mode), its job, its progress file
+    // (replaced whole at each message) and its result file (read once).
     std::string agent_program = "/usr/local/bin/disksweep-agent";
     std::string guest_job_file = "/run/disksweep-job.json";
-    std::string guest_output_file = "/run/disksweep-agent.jsonl";
+    std::string guest_progress_file = "/run/disksweep-progress.jsonl";
+    std::string guest_result_file = "/run/disksweep-result.jsonl";
     std::chrono::milliseconds task_timeout{std::chrono::minutes(10)};
     std::chrono::milliseconds agent_poll_interval{500};
 };
@@ -85,36 +92,51 @@ class ProxmoxHypervisor : public Hypervisor {
                                                              ProxmoxHypervisorOptions options);
 
     std::string name() const override { return "proxmox"; }
-    // Clones, configures (tag, controller, data disk, cores, memory) and
-    // starts the VM; the data disk must be HypervisorAllocatedDisk
-    // (errc::kInvalidArgument otherwise). On failure the clone is destroyed
-    // again. errc::kConflict when a tagged VM of that name exists already,
+    // Allocates an id, gives request.record_handle {"vmid": N, "node": NODE}
+    // (before anything is created: its Error fails the start), clones
+    // (named as the request), configures (tag, controller, data disk, cores,
+    // memory) and starts the VM; the data disk must be
+    // HypervisorAllocatedDisk (errc::kInvalidArgument otherwise). On failure
+    // the clone is destroyed again by its id (destroy_recorded_vm's rule).
+    // errc::kConflict when a tagged VM of that name exists already,
     // errc::kUnavailable when the range has no free id.
     Status start_vm(const VmRequest& request) override;
     // From GET .../config: {"bus", "cache", "aio", "discard", "detect_zeroes",
-    // "ssd", "iothread", "image_format" where PVE's config says,
-    // "pve": {"drive": "scsi1", "value": the drive's property string,
-    // "options": its keys, "scsihw": ...}}; and QEMU's own view from `info
+    // "ssd", "iothread", "iops_limit" (iops=), "bandwidth_limit" (mbps=, MiB/s,
+    // as qemu-server gives it to QEMU: int(mbps * 1024 * 1024)), "queues"
+    // (queues=), the last three only when set, "pve": {"drive": "scsi1",
+    // "value": the drive's property string, "options": its keys, "scsihw":
+    // ...}}; "image_format" from what PVE says of the volume, since its config
+    // names no format for a disk it allocated (volume_format), with
+    // "sources": {"image_format": where}; and QEMU's own view from `info
     // block` through PVE's monitor endpoint, "qemu_info_block" (see
     // parse_info_block), with "qemu_check" saying whether it was read and
     // why not (a token without VM.Monitor). errc::kNotFound if no such VM.
     Result<Json> applied_settings(const std::string& vm_name) override;
     Result<bool> is_running(const std::string& vm_name) override;
-    // Waits for agent/ping until the deadline, creates the empty output
-    // file, starts the agent in one-shot mode (agent/exec, no shell) and
-    // returns the channel to it (see PveAgentChannel in the .cpp): the first
-    // write delivers the job with agent/file-write, reads come from the output
-    // file through agent/file-read; the agent's end is read once from
-    // agent/exec-status.
+    // The one-shot agent through the QEMU guest agent (open_pve_agent_channel).
     Result<std::unique_ptr<AgentChannel>> open_agent_channel(
         const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) override;
     // PVE gives a token no console: "" (and nothing to discard).
     std::string console_tail(const std::string& vm_name, std::size_t max_bytes) override;
     std::string console_location(const std::string& vm_name) override;
     void discard_console(const std::string& vm_name) override;
+    // Its config's `kvm` (qemu-server's default 1) and QEMU's own answer to
+    // `info kvm` through the monitor ("kvm support: enabled"), QEMU's
+    // winning; where QEMU cannot be asked (no VM.Monitor), the config's. The
+    // versions: {"qemu": running-qemu, "qemu_machine": running-machine} of
+    // status/current.
+    Result<RunningGuest> running_guest(const std::string& vm_name, Accel requested) override;
     // Stops the VM (hard) if it runs, then deletes it with purge=1 and
     // destroy-unreferenced-disks=1. Succeeds when no tagged VM has that name.
     Status destroy_vm(const std::string& vm_name) override;
+    // The VM at the handle's id (which must be in the range,
+    // errc::kInvalidArgument otherwise), tagged or not, when its name is
+    // vm_name. A clone still under way there (qemu-server's `lock: clone`,
+    // its config not yet named) is waited for, up to task_timeout: it ends
+    // named ours or removed. A VM there of another name is left alone, and
+    // that succeeds, as does an id without a VM.
+    Status destroy_recorded_vm(const std::string& vm_name, const Json& handle) override;
     // Sorted names of the VMs of /cluster/resources whose name starts with
     // prefix, that carry kProxmoxTag and whose id is in the range.
     Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
@@ -125,6 +147,7 @@ class ProxmoxHypervisor : public Hypervisor {
     const ProxmoxHypervisorOptions& options() const { return options_; }
     // The node runs' VMs go to: run_node, else node.
     const std::string& run_node() const;
+    PveAgentOptions agent_options() const;
 
   private:
     struct VmRef {
@@ -137,6 +160,22 @@ class ProxmoxHypervisor : public Hypervisor {
     Result<std::optional<VmRef>> find_vm(const std::string& vm_name);
     Result<VmRef> require_vm(const std::string& vm_name);
     Result<int> allocate_vmid();
+    // The VM with that id, from /cluster/resources; null when there is none.
+    Result<Json> resource_of(int vmid);
+    // destroy_recorded_vm's rule for the VM at vm.vmid.
+    Status destroy_if_named(const VmRef& vm, const std::string& vm_name);
+    Status stop_and_delete(const VmRef& vm);
+    // The format of volume `volid` (STORAGE:NAME) as PVE reports it, and
+    // where that was read: the storage's content entry for the volume
+    // (pve-storage volume_size_info), else the drive's own format=, else a
+    // storage type that holds raw volumes only; nullopt, with why, when
+    // none says.
+    struct VolumeFormat {
+        std::optional<std::string> format;
+        std::string source;
+    };
+    VolumeFormat volume_format(const VmRef& vm, const std::string& volid,
+                               const PvePropertyString& drive);
     Status clone_and_start(const VmRequest& request, const PveDataDisk& disk, const VmRef& vm);
     void add_qemu_level(const VmRef& vm, std::string_view drive_key, Json& applied);
     std::string vm_path(const VmRef& vm, std::string_view tail = "") const;

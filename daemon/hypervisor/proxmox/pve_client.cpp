@@ -299,13 +299,14 @@ void set_transfer_options(CurlHandle& handle, const PveClientOptions& options, H
 }
 
 // GET/DELETE carry no body (pveproxy refuses one); POST/PUT a form, maybe empty.
-void set_method_and_body(CurlHandle& handle, PveMethod method, const std::string& form) {
+// POST and PUT carry a JSON body (PveParams::encode_json; pve-http-server's
+// extract_params decodes it with decode_json for this Content-Type).
+void set_method_and_body(CurlHandle& handle, PveMethod method, const std::string& body) {
     CURL* curl = handle.curl;
     if (method == PveMethod::kPost || method == PveMethod::kPut) {
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(form.size()));
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, form.c_str());
-        handle.headers =
-            curl_slist_append(handle.headers, "Content-Type: application/x-www-form-urlencoded");
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+        handle.headers = curl_slist_append(handle.headers, "Content-Type: application/json");
         handle.headers = curl_slist_append(handle.headers, "Expect:");
     }
     if (method != PveMethod::kGet && method != PveMethod::kPost) {
@@ -487,7 +488,7 @@ struct PveClient::Connection {
     }
 
     Result<HttpAnswer> exchange(const PveClientOptions& options, PveMethod method,
-                                const std::string& url, const std::string& form) const {
+                                const std::string& url, const std::string& body) const {
         init_curl_once();
         CurlHandle handle;
         if (handle.curl == nullptr) return make_error(errc::kInternal, "curl_easy_init failed");
@@ -495,7 +496,7 @@ struct PveClient::Connection {
         PveTlsCheck tls(trust);
         set_transfer_options(handle, options, answer);
         curl_easy_setopt(handle.curl, CURLOPT_URL, url.c_str());
-        set_method_and_body(handle, method, form);
+        set_method_and_body(handle, method, body);
         set_authorization(handle, options.token_id, secret);
         DS_TRY(tls.install(handle.curl));
         CURLcode code = curl_easy_perform(handle.curl);
@@ -535,11 +536,13 @@ std::string PveClient::base_url() const {
 Result<Json> PveClient::envelope(PveMethod method, std::string_view path, const PveParams& params) {
     const std::string call =
         "PVE " + std::string(to_string(method)) + " " + std::string(path) + ": ";
-    Result<std::string> form = params.encode();
-    if (!form) return make_error(form.error().code, call + form.error().message);
-    bool in_query = (method == PveMethod::kGet || method == PveMethod::kDelete) && !form->empty();
-    std::string url = base_url() + std::string(path) + (in_query ? "?" + *form : "");
-    Result<HttpAnswer> answer = connection_->exchange(options_, method, url, in_query ? "" : *form);
+    const bool has_body = method == PveMethod::kPost || method == PveMethod::kPut;
+    Result<std::string> encoded = has_body ? params.encode_json() : params.encode_query();
+    if (!encoded) return make_error(encoded.error().code, call + encoded.error().message);
+    const bool in_query = !has_body && !encoded->empty();
+    std::string url = base_url() + std::string(path) + (in_query ? "?" + *encoded : "");
+    Result<HttpAnswer> answer =
+        connection_->exchange(options_, method, url, has_body ? *encoded : "");
     Result<Json> envelope = answer ? parse_envelope(*answer) : Result<Json>(answer.error());
     if (!envelope) {
         return make_error(envelope.error().code,
@@ -552,22 +555,6 @@ Result<Json> PveClient::call(PveMethod method, std::string_view path, const PveP
     Result<Json> whole = envelope(method, path, params);
     DS_TRY(whole);
     return std::move(whole->at("data"));
-}
-
-Result<Json> PveClient::get(std::string_view path, const PveParams& params) {
-    return call(PveMethod::kGet, path, params);
-}
-
-Result<Json> PveClient::post(std::string_view path, const PveParams& params) {
-    return call(PveMethod::kPost, path, params);
-}
-
-Result<Json> PveClient::put(std::string_view path, const PveParams& params) {
-    return call(PveMethod::kPut, path, params);
-}
-
-Result<Json> PveClient::del(std::string_view path, const PveParams& params) {
-    return call(PveMethod::kDelete, path, params);
 }
 
 Result<PveTaskEnd> PveClient::wait_for_task(std::string_view upid_text,

@@ -9,7 +9,8 @@
 // TLS: a CA file, a pinned SHA-256 fingerprint of the node's certificate, or
 // both (pve_tls.h). Nothing else: there is no "insecure" mode.
 //
-// Requests and answers: parameters as PVE's forms want them (pve_encoding.h);
+// Requests and answers: parameters as a query string (GET, DELETE) or a JSON
+// body (POST, PUT), as pve_encoding.h's PveParams says;
 // the `{"data": ...}` envelope is unwrapped. Failures are errors naming the
 // call; their codes:
 //   400 (PVE's `errors` map, each parameter with PVE's message) kInvalidArgument
@@ -86,7 +87,30 @@ struct PveTaskEnd {
     int warnings = 0;
 };
 
-class PveClient {
+// The calls of PVE's API, as the backend's parts make them: PveClient over
+// HTTPS, or a test's own answers (a guest that lies, say).
+class PveApi {
+  public:
+    virtual ~PveApi() = default;
+    // `path` below /api2/json, built with pve_path(). GET and DELETE send
+    // the parameters as a query string, POST and PUT as a JSON body
+    // (PveParams says why). Returns the envelope's `data`.
+    virtual Result<Json> call(PveMethod method, std::string_view path, const PveParams& params) = 0;
+    Result<Json> get(std::string_view path, const PveParams& params = {}) {
+        return call(PveMethod::kGet, path, params);
+    }
+    Result<Json> post(std::string_view path, const PveParams& params = {}) {
+        return call(PveMethod::kPost, path, params);
+    }
+    Result<Json> put(std::string_view path, const PveParams& params = {}) {
+        return call(PveMethod::kPut, path, params);
+    }
+    Result<Json> del(std::string_view path, const PveParams& params = {}) {
+        return call(PveMethod::kDelete, path, params);
+    }
+};
+
+class PveClient : public PveApi {
   public:
     // Checks the options, reads the token secret. Fails without contacting
     // the server.
@@ -95,14 +119,9 @@ class PveClient {
     PveClient(const PveClient&) = delete;
     PveClient& operator=(const PveClient&) = delete;
 
-    // `path` below /api2/json, built with pve_path(). GET and DELETE send
-    // the parameters as a query string, POST and PUT as a form body.
-    // Returns the envelope's `data`.
-    Result<Json> call(PveMethod method, std::string_view path, const PveParams& params = {});
-    Result<Json> get(std::string_view path, const PveParams& params = {});
-    Result<Json> post(std::string_view path, const PveParams& params = {});
-    Result<Json> put(std::string_view path, const PveParams& params = {});
-    Result<Json> del(std::string_view path, const PveParams& params = {});
+    // PveApi::call over HTTPS (the answers and errors above).
+    Result<Json> call(PveMethod method, std::string_view path,
+                      const PveParams& params = {}) override;
 
     // Polls the task's status until it has stopped or `timeout` has passed
     // (kTimeout). OK / WARNINGS: N -> PveTaskEnd; any other exitstatus ->

@@ -151,21 +151,56 @@ std::optional<std::string> PvePropertyString::get(std::string_view key) const {
 
 // ---- PveParams ----------------------------------------------------------------------------------
 
-PveParams& PveParams::set(std::string key, std::string value) {
-    fields_.emplace_back(std::move(key), std::move(value));
+namespace {
+
+Error params_error(const std::string& key, const std::string& what) {
+    return make_error(errc::kInvalidArgument, "PVE parameter '" + key + "': " + what);
+}
+
+// One value of a query string: PVE's form decoding drops an empty one.
+Status check_query_value(const std::string& key, const std::string& value) {
+    if (value.empty()) {
+        return params_error(key,
+                            "an empty value cannot be sent in a query string (PVE's "
+                            "decode_urlencoded drops it)");
+    }
+    return ok_status();
+}
+
+// A value as the query string spells it: strings as they are, numbers as
+// their JSON text (the integer's digits, pve_number_text's shortest form).
+std::string query_text(const Json& value) {
+    return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+}  // namespace
+
+PveParams& PveParams::add(std::string key, Json value) {
+    const bool repeated = std::any_of(fields_.begin(), fields_.end(),
+                                      [&](const Field& field) { return field.key == key; });
+    if (repeated && !error_) error_ = params_error(key, "given twice");
+    fields_.push_back({std::move(key), std::move(value)});
     return *this;
 }
 
+PveParams& PveParams::set(std::string key, std::string value) {
+    return add(std::move(key), Json(std::move(value)));
+}
+
 PveParams& PveParams::set_flag(std::string key, bool value) {
-    return set(std::move(key), value ? "1" : "0");
+    return add(std::move(key), Json(value ? 1 : 0));
 }
 
 PveParams& PveParams::set_integer(std::string key, std::int64_t value) {
-    return set(std::move(key), std::to_string(value));
+    return add(std::move(key), Json(value));
 }
 
 PveParams& PveParams::set_number(std::string key, double value) {
-    return set(std::move(key), pve_number_text(value));
+    if (!std::isfinite(value) && !error_) error_ = params_error(key, "not a finite number");
+    // Whole numbers as integers: "100", as pve_number_text writes them.
+    const bool whole =
+        std::isfinite(value) && std::trunc(value) == value && std::fabs(value) < 1e15;
+    return add(std::move(key), whole ? Json(static_cast<std::int64_t>(value)) : Json(value));
 }
 
 PveParams& PveParams::set_property_string(std::string key, const PvePropertyString& value) {
@@ -178,18 +213,34 @@ PveParams& PveParams::set_property_string(std::string key, const PvePropertyStri
 }
 
 PveParams& PveParams::set_array(std::string key, const std::vector<std::string>& items) {
-    for (const std::string& item : items) set(key, item);
-    return *this;
+    return add(std::move(key), Json(items));
 }
 
-Result<std::string> PveParams::encode() const {
+Result<std::string> PveParams::encode_query() const {
     if (error_) return *error_;
     std::string encoded;
-    for (const auto& [key, value] : fields_) {
+    auto append = [&](const std::string& key, const std::string& value) -> Status {
+        DS_TRY(check_query_value(key, value));
         if (!encoded.empty()) encoded += '&';
         encoded += pve_percent_encode(key) + "=" + pve_percent_encode(value);
+        return ok_status();
+    };
+    for (const Field& field : fields_) {
+        if (field.value.is_array()) {
+            for (const Json& item : field.value) DS_TRY(append(field.key, item.get<std::string>()));
+        } else {
+            DS_TRY(append(field.key, query_text(field.value)));
+        }
     }
     return encoded;
+}
+
+Result<std::string> PveParams::encode_json() const {
+    if (error_) return *error_;
+    Json body = Json::object();
+    for (const Field& field : fields_) body[field.key] = field.value;
+    // Invalid UTF-8 (a value PVE could not decode either) becomes U+FFFD.
+    return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 // ---- UPIDs --------------------------------------------------------------------------------------

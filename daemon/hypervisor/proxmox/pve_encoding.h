@@ -1,8 +1,8 @@
 // How a request to the Proxmox VE API is spelled, as PVE expects it:
 //  * paths: segments percent-encoded one by one (a UPID holds ':', '@', '!');
-//  * form parameters (application/x-www-form-urlencoded bodies of POST/PUT,
-//    query strings of GET/DELETE): booleans as 1/0, array parameters as the
-//    key repeated once per item (`command=a&command=b`);
+//  * parameters: query strings of GET/DELETE (booleans as 1/0, array
+//    parameters as the key repeated once per item, `command=a&command=b`) and
+//    JSON bodies of POST/PUT (PveParams, below, says why JSON);
 //  * property strings (`local-lvm:4,cache=unsafe,discard=on,ssd=1`): the
 //    default key's bare value first, then KEY=VALUE pairs in the order given.
 // And the task ids (UPIDs) long operations answer with.
@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/settings.h"
 
 namespace ds {
 
@@ -73,26 +74,53 @@ class PvePropertyString {
     std::vector<std::pair<std::string, std::string>> entries_;
 };
 
-// The parameters of one request, in order; a key may repeat (array items).
-// A property string that does not encode is kept as the first error and
-// returned by encode().
+// The parameters of one request, in order. A property string that does not
+// encode, a number that is not finite or a key given twice is kept as the
+// first error and returned by the encoders.
+//
+// POST and PUT send them as a JSON body (encode_json), not as a form. Why:
+// pve-http-server decodes a form with split(/=/) (src/PVE/APIServer/AnyEvent.pm,
+// decode_urlencoded), and Perl's split drops trailing empty fields, so `key=`
+// arrives as an undefined value: PVE::JSONSchema::check_prop then answers
+// "property is missing and it is not optional" (agent/file-write's content="")
+// or, for an optional key, silently does as if it had not been sent. A JSON
+// body (extract_params: decode_json when the Content-Type is
+// application/json) carries every value as it is. PVE::JSONSchema::check_type
+// accepts JSON's values for its types: a string for "string"; a JSON integer
+// for "integer" and a JSON number for "number" (is_integer/is_number match
+// their text); 1/0 for "boolean" (`$value eq '1'`/`'0'`, exactly what a form
+// gives the handlers; JSON true/false would pass too, as JSON::is_bool, but
+// would reach them as objects); a JSON array for "array" (check_type wants an
+// ARRAY ref, which only repeated form keys gave before). GET and DELETE keep
+// the query string (pveproxy refuses a body there), where an empty value is
+// refused by encode_query before anything is sent.
 class PveParams {
   public:
     PveParams& set(std::string key, std::string value);
     PveParams& set_flag(std::string key, bool value);  // 1 / 0
     PveParams& set_integer(std::string key, std::int64_t value);
-    PveParams& set_number(std::string key, double value);
+    PveParams& set_number(std::string key, double value);  // finite only
     PveParams& set_property_string(std::string key, const PvePropertyString& value);
-    // An array parameter (e.g. agent/exec's `command`): the key once per item.
+    // An array parameter (e.g. agent/exec's `command`): a JSON array in a
+    // body, the key once per item in a query string.
     PveParams& set_array(std::string key, const std::vector<std::string>& items);
 
     bool empty() const { return fields_.empty(); }
-    const std::vector<std::pair<std::string, std::string>>& fields() const { return fields_; }
-    // "k=v&k=v", keys and values percent-encoded.
-    Result<std::string> encode() const;
+    // "k=v&k=v", keys and values percent-encoded, for GET and DELETE.
+    // errc::kInvalidArgument naming the key for an empty value (PVE's
+    // decode_urlencoded would drop it, see above).
+    Result<std::string> encode_query() const;
+    // {"k": v, ...} for a POST or PUT body (Content-Type application/json).
+    Result<std::string> encode_json() const;
 
   private:
-    std::vector<std::pair<std::string, std::string>> fields_;
+    struct Field {
+        std::string key;
+        Json value;  // a string, an integer, a number or an array of strings
+    };
+    PveParams& add(std::string key, Json value);
+
+    std::vector<Field> fields_;
     std::optional<Error> error_;
 };
 

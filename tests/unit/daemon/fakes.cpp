@@ -390,7 +390,44 @@ bool FakeHypervisor::guest_connected(const std::string& name) const {
     return it != logs_.end() && it->second->connected.load();
 }
 
+void FakeHypervisor::record_handles() {
+    std::lock_guard lock(mutex_);
+    record_handles_ = true;
+}
+
+void FakeHypervisor::set_running_accel(Accel accel) {
+    std::lock_guard lock(mutex_);
+    running_accel_ = accel;
+}
+
+std::vector<Json> FakeHypervisor::destroyed_by_handle() const {
+    std::lock_guard lock(mutex_);
+    return destroyed_by_handle_;
+}
+
+Status FakeHypervisor::destroy_recorded_vm(const std::string& vm_name, const Json& handle) {
+    {
+        std::lock_guard lock(mutex_);
+        destroyed_by_handle_.push_back(handle);
+    }
+    return destroy_vm(vm_name);
+}
+
+Result<RunningGuest> FakeHypervisor::running_guest(const std::string&, Accel requested) {
+    std::lock_guard lock(mutex_);
+    if (!running_accel_) return RunningGuest{requested, "as requested", Json::object()};
+    return RunningGuest{*running_accel_, "fake", Json{{"qemu", "7.2.0-vm"}}};
+}
+
 Status FakeHypervisor::start_vm(const VmRequest& request) {
+    bool record = false;
+    {
+        std::lock_guard lock(mutex_);
+        record = record_handles_;
+    }
+    if (record && request.record_handle) {
+        DS_TRY(request.record_handle(Json{{"fake_vm", request.name}}));
+    }
     std::lock_guard lock(mutex_);
     const std::string socket_path = files_.agent_socket(request.name);
     started_.push_back(request.name);

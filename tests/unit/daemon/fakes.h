@@ -149,11 +149,19 @@ class FakeHypervisor : public Hypervisor {
     // Where agent sockets and console logs go (LocalGuestFiles); set before
     // the first start_vm.
     void set_guest_files_directory(std::string directory);
+    // start_vm gives VmRequest::record_handle {"fake_vm": NAME} before it
+    // creates the guest (as Proxmox does before its clone).
+    void record_handles();
+    // What running_guest() reports, with the guest's own QEMU version
+    // "7.2.0-vm" (default: as requested, no versions of its own).
+    void set_running_accel(Accel accel);
 
     // --- recorded ---
     std::vector<std::string> started() const;
     std::vector<std::string> destroyed() const;
     int destroy_count(const std::string& name) const;
+    // destroy_recorded_vm's calls: the handles, in order.
+    std::vector<Json> destroyed_by_handle() const;
     std::vector<std::string> live_vms() const;
     std::optional<VmRequest> request_for(const std::string& name) const;
     // Messages the guest of `name` received from the host, in order (kept
@@ -173,6 +181,8 @@ class FakeHypervisor : public Hypervisor {
     std::string console_location(const std::string& vm_name) override;
     void discard_console(const std::string& vm_name) override;
     Status destroy_vm(const std::string& vm_name) override;
+    Status destroy_recorded_vm(const std::string& vm_name, const Json& handle) override;
+    Result<RunningGuest> running_guest(const std::string& vm_name, Accel requested) override;
     Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
     Json versions() override { return Json{{"qemu", "7.2.0-fake"}, {"libvirt", "9.0.0-fake"}}; }
 
@@ -198,6 +208,9 @@ class FakeHypervisor : public Hypervisor {
     mutable std::mutex mutex_;
     GuestScript script_;
     bool no_socket_ = false;
+    bool record_handles_ = false;
+    std::optional<Accel> running_accel_;
+    std::vector<Json> destroyed_by_handle_;
     std::optional<std::string> start_failure_;
     std::optional<std::string> applied_failure_;
     std::optional<std::string> applied_throw_;

@@ -89,7 +89,10 @@ TEST_CASE("a proxmox line with nodes= is one host per node, pinned by the line's
     const std::string line = "proxmox:pve,host=pve1,token=a@pve!sweeps,token_file=" + token_file +
                              ",fingerprint=" + std::string(64, 'A') +
                              ",node=pve1,template_vmid=9000,vmid_min=9100,vmid_max=9199,parallel=2";
-    auto hosts = make_configured_hosts(line + ",nodes=pve2|pve1|pve2", context);
+    // pve2 has a template of its own: a node that would clone pve1's template
+    // needs PVE's answer on the template's storage first (proxmox_nodes_test).
+    auto hosts =
+        make_configured_hosts(line + ",nodes=pve2|pve1|pve2,template_per_node=pve2:9001", context);
     INFO((hosts.ok() ? "" : hosts.error().message));
     REQUIRE(hosts.ok());
     REQUIRE(hosts->size() == 2);
@@ -105,7 +108,10 @@ TEST_CASE("a proxmox line with nodes= is one host per node, pinned by the line's
     }
     const auto& first = dynamic_cast<ProxmoxHypervisor&>(*(*hosts)[0]->hypervisor);
     CHECK(first.run_node() == "pve2");
-    CHECK(first.options().node == "pve1");  // the template's node
+    CHECK(first.options().node == "pve2");  // its own template's node
+    CHECK(first.options().template_vmid == 9001);
+    const auto& second = dynamic_cast<ProxmoxHypervisor&>(*(*hosts)[1]->hypervisor);
+    CHECK(second.options().template_vmid == 9000);
 
     auto single = make_configured_hosts(line, context);
     REQUIRE(single.ok());

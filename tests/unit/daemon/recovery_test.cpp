@@ -163,4 +163,35 @@ TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with 
 }
 
 }  // namespace
+
+TEST_CASE("recovery: recorded guests are destroyed by their handle on their own host",
+          "[recovery]") {
+    ExecutorFixture fixture;
+    const RunRecord mine = fixture.pending_run();
+    const RunRecord elsewhere = fixture.pending_run();
+    for (const RunRecord& run : {mine, elsewhere}) {
+        const std::string name = fixture.names.vm(run.id);
+        REQUIRE(fixture.store->mark_run_running(run.id, name, name, "", "kvm", "t").ok());
+    }
+    REQUIRE(fixture.store->record_vm_handle(mine.id, "pve-a", Json{{"vmid", 5001}}).ok());
+    REQUIRE(fixture.store->record_vm_handle(elsewhere.id, "pve-gone", Json{{"vmid", 5002}}).ok());
+
+    log_lines.clear();
+    const RecoveryReport report = recover_leftovers(
+        fixture.names,
+        std::vector<RecoveryHost>{{"local", nullptr}, {"pve-a", &fixture.hypervisor}},
+        {&fixture.storage}, *fixture.store, kMaxRunAttempts, collect);
+    CHECK(fixture.hypervisor.destroyed_by_handle() == std::vector<Json>{Json{{"vmid", 5001}}});
+    CHECK(report.recorded_guests_cleared == 1);
+    // A host no longer configured keeps its record for a later start.
+    REQUIRE(report.problems.size() == 1);
+    CHECK_THAT(report.problems[0], Catch::Contains("pve-gone") && Catch::Contains("kept"));
+    const auto left = fixture.store->recorded_vms();
+    REQUIRE(left.ok());
+    REQUIRE(left->size() == 1);
+    CHECK(left->front().run_id == elsewhere.id);
+    CHECK(left->front().host == "pve-gone");
+    CHECK(mentions(log_lines, "destroyed recorded guest " + fixture.names.vm(mine.id)));
+}
+
 }  // namespace ds

@@ -790,4 +790,50 @@ TEST_CASE("run phases: an observer that throws does not fail the run", "[run_exe
 }
 
 }  // namespace
+
+TEST_CASE("executor: the guest's handle is recorded before it exists and destroys it after",
+          "[executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.record_handles();
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord run = fixture.pending_run();
+    const RunRecord finished = fixture.execute(run);
+    INFO(finished.failure_reason);
+    CHECK(finished.status == "succeeded");
+    const Json handle = {{"fake_vm", fixture.names.vm(run.id)}};
+    CHECK(fixture.hypervisor.destroyed_by_handle() == std::vector<Json>{handle});
+    check_nothing_left(fixture, finished);
+    // Destroyed: the store forgets it, so recovery has nothing to do.
+    CHECK(fixture.store->recorded_vms()->empty());
+}
+
+TEST_CASE("executor: a start failing after the record is torn down by the handle", "[executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.record_handles();
+    fixture.hypervisor.fail_start("config step failed");
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    CHECK(finished.status == "failed");
+    CHECK(fixture.hypervisor.destroyed_by_handle().size() == 1);
+    CHECK(fixture.store->recorded_vms()->empty());
+}
+
+TEST_CASE("executor: the run's accel is what the running guest reports, not the host's",
+          "[executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_running_accel(Accel::kTcg);
+    RunEnvironment environment = fixture.environment();
+    environment.accel = Accel::kKvm;  // what the host asks for
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord run = fixture.pending_run();
+    const RunRecord finished = RunExecutor(environment).execute(run, 5, 10, std::atomic<bool>{});
+    INFO(finished.failure_reason);
+    REQUIRE(finished.status == "succeeded");
+    const RunRecord stored = fixture.stored(run.id);
+    CHECK(stored.accel == "tcg");
+    CHECK(stored.versions["accel"] == "tcg");
+    CHECK(stored.versions["qemu"] == "7.2.0-vm");  // the guest's own over the host's
+    CHECK(stored.applied_settings["accel"]["source"] == "fake");
+    CHECK(stored.partition_key.find("\"tcg\"") != std::string::npos);
+}
+
 }  // namespace ds

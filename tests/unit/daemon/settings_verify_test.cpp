@@ -639,3 +639,69 @@ TEST_CASE("verify_settings: QEMU's `info block` (Proxmox) is compared on what it
 }
 
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+// What ProxmoxHypervisor::applied_settings reports for a throttled,
+// multi-queue scsi-single disk: the PVE config level (flat keys, limits from
+// iops=/mbps=/queues=, image_format from the storage) and `info block`.
+Json proxmox_applied(const StorageConfig& config) {
+    Json applied = to_json(config);
+    for (const char* key : {"hypervisor", "storage", "storage_pool", "disk_size_bytes", "scheduler",
+                            "read_ahead_kb", "nr_requests", "filesystem"}) {
+        applied.erase(key);
+    }
+    applied["sources"] = {{"image_format", "PVE storage type lvmthin (raw volumes only)"}};
+    applied["qemu_info_block"] = {{"cache", applied["cache"]},
+                                  {"detect_zeroes", applied["detect_zeroes"]},
+                                  {"image_format", applied["image_format"]},
+                                  {"iops_limit", applied["iops_limit"]},
+                                  {"bandwidth_limit", applied["bandwidth_limit"]}};
+    return applied;
+}
+
+StorageConfig throttled_multi_queue() {
+    StorageConfig config;
+    config.hypervisor = "proxmox";
+    config.bus = Bus::kScsiSingle;
+    config.iothread = true;
+    config.iops_limit = 500;
+    config.bandwidth_limit = 8ull << 20;
+    config.queues = 2;
+    return config;
+}
+
+}  // namespace
+
+TEST_CASE("verify_settings: a throttled multi-queue Proxmox disk verifies; each mismatch fails",
+          "[settings_verify][proxmox]") {
+    const StorageConfig config = throttled_multi_queue();
+    CHECK(verify_settings(config, proxmox_applied(config), nullptr).empty());
+
+    // Without the limits and queues at the config level (PVE holds them
+    // only as its own drive keys): every one is a mismatch.
+    Json unread = proxmox_applied(config);
+    for (const char* key : {"iops_limit", "bandwidth_limit", "queues"}) unread.erase(key);
+    CHECK(verify_settings(config, unread, nullptr).size() == 3);
+
+    Json other = proxmox_applied(config);
+    other["bandwidth_limit"] = 4ull << 20;
+    const auto mismatches = verify_settings(config, other, nullptr);
+    REQUIRE(mismatches.size() == 1);
+    CHECK_THAT(mismatches[0], Catch::Contains("bandwidth_limit"));
+
+    // image_format stays required, and compared, whatever the source.
+    Json no_format = proxmox_applied(config);
+    no_format.erase("image_format");
+    CHECK_THAT(verify_settings(config, no_format, nullptr).at(0),
+               Catch::Contains("image_format") && Catch::Contains("not reported"));
+    StorageConfig qcow2 = config;
+    qcow2.image_format = ImageFormat::kQcow2;
+    const auto format_lines = verify_settings(qcow2, proxmox_applied(config), nullptr);
+    REQUIRE(format_lines.size() == 2);  // the config level and info block
+    CHECK_THAT(format_lines[0], Catch::Contains("image_format: requested qcow2") &&
+                                    Catch::Contains("PVE storage type lvmthin"));
+}
+
+}  // namespace ds

@@ -1086,4 +1086,33 @@ TEST_CASE("store: one current attempt per planned run, enforced by the schema",
     CHECK_THROWS(db.exec(duplicate + "1)"));  // attempt 1 twice
 }
 
+TEST_CASE("store: a running run's guest handle is kept until cleared, through its finish",
+          "[store]") {
+    TempDir dir;
+    auto store = open_store(dir.file("results.db"));
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+    const RunRecord planned = store->list_runs(sweep_id)->front();
+    // Only a running run gets a guest.
+    CHECK(store->record_vm_handle(planned.id, "pve", Json{{"vmid", 5000}}).error().code ==
+          errc::kConflict);
+    require_ok(store->mark_run_running(planned.id, "ds-vm-1", "ds-vol-1", "", "kvm", "t"));
+    require_ok(
+        store->record_vm_handle(planned.id, "pve/pve1", Json{{"vmid", 5000}, {"node", "pve1"}}));
+    // Finishing does not forget it (a teardown may have failed); the accel
+    // the run reports replaces the one it started with.
+    RunRecord outcome = finished(*store->get_run(planned.id));
+    outcome.accel = "tcg";
+    require_ok(store->finish_run(outcome));
+    CHECK(store->get_run(planned.id)->accel == "tcg");
+    auto recorded = store->recorded_vms();
+    REQUIRE(recorded.ok());
+    REQUIRE(recorded->size() == 1);
+    CHECK(recorded->front().run_id == planned.id);
+    CHECK(recorded->front().vm_name == "ds-vm-1");
+    CHECK(recorded->front().host == "pve/pve1");
+    CHECK(recorded->front().handle == Json{{"vmid", 5000}, {"node", "pve1"}});
+    require_ok(store->clear_vm_handle(planned.id));
+    CHECK(store->recorded_vms()->empty());
+}
+
 }  // namespace ds
