@@ -369,8 +369,7 @@ class Cluster:
         volume.volid = new
         self.volumes[new] = volume
         if self.machines:
-            self.machines.volume_cloned(old, new, linked=False)
-            self.machines.volume_deleted(old)
+            self.machines.volume_renamed(old, new)
 
     def can_link(self, volid: str) -> bool:
         """pve-storage volume_has_feature(..., 'clone', ...): base volumes,
@@ -542,7 +541,7 @@ class Cluster:
                 self.register_unused(vm, vm.pending[key])
             vm.pending[key] = self.create_disk(vm, key, value, log)
             vm.pending_delete.pop(key, None)
-        self._drop_unused_in_use(vm)
+        self.drop_unused_in_use(vm)
 
     def create_disk(self, vm: Vm, key: str, text: str, log) -> str:
         """qemu-server PVE/API2/Qemu.pm, create_disks, for one drive:
@@ -595,7 +594,7 @@ class Cluster:
                 return
         raise TaskFailed("Too many unused volumes - please delete them first.")
 
-    def _drop_unused_in_use(self, vm: Vm) -> None:
+    def drop_unused_in_use(self, vm: Vm) -> None:
         """qemu-server QemuServer.pm write_vm_config: "remove 'unusedX'
         settings if we re-add a volume" (in use by a drive, current or pending)."""
         used = {split_drive(v)[0] for k, v in list(vm.config.items()) + list(vm.pending.items())
@@ -632,7 +631,7 @@ class Cluster:
                 self.register_unused(vm, vm.config[key])
             vm.config[key] = value
         vm.pending.clear()
-        self._drop_unused_in_use(vm)
+        self.drop_unused_in_use(vm)
 
     def hotplug_pending(self, vm: Vm) -> None:
         """qemu-server QemuServer.pm, vmconfig_hotplug_pending (a running VM),

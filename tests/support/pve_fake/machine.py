@@ -3,7 +3,10 @@
 Contract:
   * Machine(vmid, argv, run_dir).start(timeout) spawns QEMU as our child (no
     -daemonize), in its own session, with PR_SET_PDEATHSIG so that it dies with
-    the fake even on SIGKILL; it returns once the QMP socket answers. Its
+    the fake even on SIGKILL; it returns once the QMP socket answers. The
+    "parent" of PR_SET_PDEATHSIG is the *thread* that forked (prctl(2)), and
+    the fake starts VMs from short-lived HTTP request threads, so every QEMU
+    is forked by one spawner thread that lives as long as the process. Its
     stdout/stderr go to RUN_DIR/VMID.log; a QEMU that exits early raises
     MachineError with the log's tail.
   * qmp(command, **arguments) runs a QMP command (one connection, kept open,
@@ -18,8 +21,10 @@ Contract:
     it and removes its sockets, pidfile and log; safe to call twice.
 """
 
+import concurrent.futures
 import ctypes
 import json
+import queue
 import os
 import signal
 import socket
@@ -45,6 +50,40 @@ class AgentTimeout(Exception):
 
 def _die_with_parent() -> None:
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class _Spawner:
+    """One thread, alive until the process ends, that runs every Popen (see
+    the module doc: a QEMU must not die with the request thread that started it)."""
+
+    def __init__(self):
+        self._work = queue.Queue()
+        threading.Thread(target=self._serve, name="qemu-spawner", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            job, future = self._work.get()
+            try:
+                future.set_result(job())
+            except BaseException as error:  # noqa: BLE001 (handed to the caller)
+                future.set_exception(error)
+
+    def popen(self, *args, **kwargs) -> subprocess.Popen:
+        future = concurrent.futures.Future()
+        self._work.put((lambda: subprocess.Popen(*args, **kwargs), future))
+        return future.result()
+
+
+_SPAWNER_LOCK = threading.Lock()
+_SPAWNER: Optional[_Spawner] = None
+
+
+def _spawner() -> _Spawner:
+    global _SPAWNER
+    with _SPAWNER_LOCK:
+        if _SPAWNER is None:
+            _SPAWNER = _Spawner()
+        return _SPAWNER
 
 
 class _JsonLines:
@@ -113,7 +152,7 @@ class Machine:
         self._remove_files()
         self.started_at = time.monotonic()
         with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            self.process = _spawner().popen(self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                             start_new_session=True, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + timeout
         while True:

@@ -37,15 +37,25 @@ class Machines:
         """A new, empty volume (vdisk_alloc)."""
         raise NotImplementedError
 
-    def initial_volume(self, volid: str, size_bytes: int, fmt: str) -> None:
-        """A volume of the fake's initial state (the template's disk). A
-        backend that has a real image for it maps it here; the default is an
-        empty volume."""
+    def initial_volume(self, volid: str, size_bytes: int, fmt: str, source_file: Optional[str] = None) -> None:
+        """A volume of the fake's initial state. `source_file`: a host file
+        whose content the volume is (the template's imported root.img,
+        template_script.py), never to be written; a backend that boots
+        guests uses it as the volume. The default is an empty volume."""
         self.volume_created(volid, size_bytes, fmt)
 
     def volume_cloned(self, source_volid: str, target_volid: str, linked: bool) -> None:
-        """target is a copy (full clone, renamed base volume) or a linked clone of source."""
+        """target is a copy (full clone) or a linked clone of source."""
         raise NotImplementedError
+
+    def volume_renamed(self, old_volid: str, new_volid: str) -> None:
+        """The same volume under a new name (create_base: vm- becomes base-)."""
+        self.volume_cloned(old_volid, new_volid, linked=False)
+        self.volume_deleted(old_volid)
+
+    def map_node_file(self, node_path: str, host_path: str) -> None:
+        """A file installed on the node (the template's kernel and initrd,
+        named in `args`) is `host_path` on this machine. The default ignores it."""
 
     def volume_deleted(self, volid: str) -> None:
         raise NotImplementedError
@@ -96,6 +106,9 @@ class SimulatedMachines(Machines):
         pass
 
     def volume_deleted(self, volid: str) -> None:
+        pass
+
+    def volume_renamed(self, old_volid: str, new_volid: str) -> None:
         pass
 
     def volume_path(self, volid: str) -> Optional[str]:
@@ -211,10 +224,14 @@ def info_block(cluster, vm) -> str:
     return "\r\n".join(paragraphs)
 
 
-def load_machines(real_guests: Optional[str], cluster, guests, work_dir: Optional[str]) -> Machines:
+def load_machines(real_guests: Optional[str], cluster, guests, work_dir: Optional[str],
+                  inject: Optional[dict] = None) -> Machines:
     """SimulatedMachines, or with IMAGE_DIR the real backend (imported here,
-    only then: real_backend.RealBackend(image_dir, work_dir=, storages=))."""
+    only then: real_backend.RealBackend(image_dir, work_dir=, storages=,
+    inject=)). `inject` needs the real backend (it changes QEMU's options)."""
     if not real_guests:
+        if inject:
+            raise ValueError("injecting QEMU options needs real guests (--real-guests IMAGE_DIR)")
         return SimulatedMachines(cluster, guests)
     import real_backend  # noqa: PLC0415 (lazy: the module and QEMU are needed only here)
-    return real_backend.RealBackend(real_guests, work_dir=work_dir, storages=dict(cluster.storages))
+    return real_backend.RealBackend(real_guests, work_dir=work_dir, storages=dict(cluster.storages), inject=inject)

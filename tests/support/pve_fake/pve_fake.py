@@ -58,6 +58,12 @@ def parse_arguments(argv: list) -> argparse.Namespace:
     parser.add_argument("--real-guests", metavar="IMAGE_DIR",
                         help="boot real QEMU guests from IMAGE_DIR behind the fake (real_backend.py)")
     parser.add_argument("--real-work-dir", help="the real backend's volumes and sockets (default: a temp dir)")
+    parser.add_argument("--template-from-script", metavar="FILE",
+                        help="the template VM from `scripts/pve-make-template.sh --dry-run`'s output "
+                             "(template_script.py); replaces a VM of the same id")
+    parser.add_argument("--inject-qemu", metavar="JSON",
+                        help="real guests: start QEMU with these -drive options instead of the config's, "
+                             "e.g. '{\"cache\": \"writeback\"}' (optionally \"vmid\", \"drive\")")
     return parser.parse_args(argv)
 
 
@@ -71,7 +77,9 @@ def options_from(arguments: argparse.Namespace) -> Options:
         guest_exec=arguments.guest_exec, faults=[json.loads(rule) for rule in arguments.fault],
         tls_fault=arguments.tls_fault, max_post=arguments.max_post,
         unauthorized_delay=arguments.unauthorized_delay, host=arguments.host, port=arguments.port,
-        quiet=arguments.quiet, real_guests=arguments.real_guests, real_work_dir=arguments.real_work_dir)
+        quiet=arguments.quiet, real_guests=arguments.real_guests, real_work_dir=arguments.real_work_dir,
+        template_script=arguments.template_from_script,
+        inject_qemu=json.loads(arguments.inject_qemu) if arguments.inject_qemu else None)
 
 
 def write_port_file(path: str, port: int) -> None:

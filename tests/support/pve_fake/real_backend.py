@@ -7,16 +7,27 @@ qemu-server would (qemu_server.py), `monitor` answers from that QEMU's HMP and
 
 Volumes: one directory per storage under WORK_DIR/volumes/STORAGE/, one sparse
 file per volume, raw unless the volume's format says otherwise (qemu-img
-create for qcow2). A linked clone is a sparse *copy* of its base, not a qcow2
-overlay: on lvmthin (the storage the benchmarks use) PVE's linked clone is a
-thin snapshot, raw to QEMU (pve-storage LvmThinPlugin.pm clone_image,
-parse_volname -> 'raw'), so the -drive line says format=raw and `info block`
-shows raw; an overlay would have to be opened as qcow2, changing both. A copy
-also lets two clones of one template run at once (QEMU locks an image it has
-open read-write). cp --sparse=always keeps it cheap (reflink where the file
-system has it). The template's base volume itself is never written.
+create for qcow2). A volume of the initial state may *be* a host file
+(initial_volume's source_file: the template's imported root.img), which is
+never written. A full clone is a sparse copy (cp --sparse=always, reflink
+where the file system has it).
 
-Injection (tests): `inject={"cache": "writeback"}` (or PVE_FAKE_INJECT, JSON)
+A linked clone is a qcow2 overlay backed by its base volume's file (opened
+read-only, shared by every clone), made in milliseconds where a copy of the
+template's 889 MiB root.img took seconds per run. On lvmthin PVE's linked
+clone is a thin snapshot, raw to QEMU (pve-storage LvmThinPlugin.pm
+clone_image; parse_volname -> 'raw'), so qemu-server writes format=raw; for
+an overlay the adapted argv says format=qcow2 instead (one adaptation note).
+What differs from PVE: that drive's `info block` line shows the overlay's
+path and "(qcow2)", and writes to it go through qcow2's allocation. Linked
+clones are only ever made of the template's disks, i.e. the root disk the
+guest mounts read-only; the run's data disk is allocated by create_disks
+(volume_created: a raw sparse file, format=raw, as on lvmthin), and only the
+data disk's drive is read back and verified, so nothing a run checks or
+measures goes through an overlay.
+
+Injection (tests): `inject={"cache": "writeback"}` (or PVE_FAKE_INJECT, JSON;
+the fake's --inject-qemu and POST /_fake/inject set the `inject` attribute)
 makes start() run QEMU with those -drive options in place of the config's,
 on every disk or only those selected by "vmid" and/or "drive" (e.g.
 {"cache": "writeback", "vmid": 105, "drive": "scsi1"}); keys are QEMU -drive
@@ -74,6 +85,9 @@ class RealBackend:
         self.qemu_version = _qemu_version(qemu_binary)
         self.start_timeout = start_timeout
         self._volumes = {}                          # volid -> host path
+        self._external = set()                      # volids whose file is not ours (never written, never removed)
+        self._overlays = set()                      # volids that are qcow2 overlays (linked clones)
+        self._node_files = {}                       # a node path (the template's boot files) -> host path
         self._machines = {}                         # vmid -> Machine
         self._lock = threading.Lock()
         self.last_argv = {}                         # vmid -> (PVE argv, adapted argv, notes), for tests
@@ -111,26 +125,71 @@ class RealBackend:
             self._volumes[volid] = path
 
     def add_volume_file(self, volid: str, path: str) -> None:
-        """A volume whose file exists already (the template's root.img)."""
+        """A volume whose file exists already (the template's root.img): used
+        as it is, never written (base volumes are read-only) nor removed."""
         with self._lock:
             self._volumes[volid] = path
+            self._external.add(volid)
+
+    def initial_volume(self, volid: str, size_bytes: int, fmt: str, source_file: Optional[str] = None) -> None:
+        """machines.Machines.initial_volume: the source file is the volume itself."""
+        if source_file:
+            self.add_volume_file(volid, os.path.abspath(source_file))
+        else:
+            self.volume_created(volid, size_bytes, fmt)
+
+    def map_node_file(self, node_path: str, host_path: str) -> None:
+        with self._lock:
+            self._node_files[node_path] = os.path.abspath(host_path)
+
+    @staticmethod
+    def _file_format(path: str) -> str:
+        name = os.path.basename(path)
+        return name.rsplit(".", 1)[1] if name.endswith((".qcow2", ".vmdk")) else "raw"
 
     def volume_cloned(self, source_volid: str, target_volid: str, linked: bool) -> None:
-        """Linked or full, a sparse copy (see the module doc for why not an overlay)."""
+        """Linked: a qcow2 overlay on the source's file; full: a sparse copy (module doc)."""
         source = self.volume_path(source_volid)
         if source is None:
             raise FileNotFoundError(f"no file for volume {source_volid}")
-        target = self._new_path(target_volid, "raw" if source.endswith(".raw") or "." not in
-                                os.path.basename(source) else source.rsplit(".", 1)[1])
-        subprocess.run(["cp", "--sparse=always", "--reflink=auto", source, target], check=True, capture_output=True)
+        if linked:
+            target = self._new_path(target_volid, "qcow2")
+            subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-b", source, "-F",
+                            self._file_format(source), target], check=True, capture_output=True)
+        else:
+            target = self._new_path(target_volid, self._file_format(source))
+            subprocess.run(["cp", "--sparse=always", "--reflink=auto", source, target], check=True,
+                           capture_output=True)
         with self._lock:
             self._volumes[target_volid] = target
+            if linked:
+                self._overlays.add(target_volid)
+
+    def volume_renamed(self, old_volid: str, new_volid: str) -> None:
+        """create_base: the same file under the new name (no copy)."""
+        with self._lock:
+            path = self._volumes.pop(old_volid, None)
+            if path is None:
+                return
+            self._volumes[new_volid] = path
+            for kind in (self._external, self._overlays):
+                if old_volid in kind:
+                    kind.discard(old_volid)
+                    kind.add(new_volid)
 
     def volume_deleted(self, volid: str) -> None:
         with self._lock:
             path = self._volumes.pop(volid, None)
-        if path and path.startswith(self.work_dir) and os.path.exists(path):
+            external = volid in self._external
+            self._external.discard(volid)
+            self._overlays.discard(volid)
+        if path and not external and path.startswith(self.work_dir) and os.path.exists(path):
             os.unlink(path)
+
+    def volume_files(self) -> dict:
+        """volid -> host file, for tests (every file here is a volume of the fake's state)."""
+        with self._lock:
+            return dict(self._volumes)
 
     def volume_path(self, volid: str) -> Optional[str]:
         with self._lock:
@@ -144,7 +203,7 @@ class RealBackend:
                                                   storages=self.storages)
         warnings = []
         pve_argv = qemu_server.config_to_command(config, vmid, environment, warnings)
-        host_paths = {}
+        host_paths, overlays = {}, set()
         for drive in qemu_server.config_drives(config):
             if drive.file in ("", "none", "cdrom"):
                 continue
@@ -153,17 +212,27 @@ class RealBackend:
             if host_path is None:
                 raise qemu_server.StartError(f"volume '{drive.file}' does not exist")
             host_paths[pve_path] = host_path
+            with self._lock:
+                if drive.file in self._overlays:
+                    overlays.add(host_path)
         adaptation = qemu_server.Adaptation(run_dir=self.run_dir, host_paths=host_paths, kvm_works=self.kvm_works,
                                             qemu_binary=self.qemu_binary, qemu_version=self.qemu_version)
         argv, notes = qemu_server.adapt_for_this_machine(pve_argv, vmid, adaptation)
+        argv, overlay_notes = open_overlays_as_qcow2(argv, overlays)
+        notes += overlay_notes
         argv = [self._image_path(a) for a in argv]
         argv, injected = inject_drive_options(argv, vmid, self.inject)
         notes += injected
         return pve_argv, argv, notes, warnings
 
     def _image_path(self, arg: str) -> str:
-        """`args` of the template may name the kernel and initrd by their PVE path
-        (/var/lib/vz/... ); a file of that name in IMAGE_DIR is used instead."""
+        """`args` of the template name the kernel and initrd by their node path
+        (/var/lib/vz/snippets/...): a file the template's script installed
+        there is read from where it came from (map_node_file); else a file of
+        that name in IMAGE_DIR is used."""
+        with self._lock:
+            if arg in self._node_files:
+                return self._node_files[arg]
         if arg.startswith("/") and not os.path.exists(arg):
             candidate = os.path.join(self.image_dir, os.path.basename(arg))
             if os.path.exists(candidate):
@@ -213,6 +282,12 @@ class RealBackend:
         except MachineError as error:
             raise AgentFailure(str(error)) from None
 
+    def processes(self) -> dict:
+        """{vmid: pid} of the QEMU processes running now."""
+        with self._lock:
+            machines = dict(self._machines)
+        return {vmid: m.process.pid for vmid, m in machines.items() if m.is_running()}
+
     def close(self) -> None:
         with self._lock:
             machines = list(self._machines.values())
@@ -221,6 +296,20 @@ class RealBackend:
             machine.stop()
         if self._own_work_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def open_overlays_as_qcow2(argv: list, overlays: set) -> tuple:
+    """(argv, notes): a -drive whose file is a linked clone's overlay says
+    format=qcow2 instead of qemu-server's format=raw (module doc)."""
+    result, notes = list(argv), []
+    for i in range(1, len(result)):
+        if result[i - 1] != "-drive" or not result[i].startswith("file="):
+            continue
+        path = result[i][len("file="):].split(",", 1)[0]
+        if path in overlays:
+            result[i] = result[i].replace(",format=raw", ",format=qcow2")
+            notes.append(f"linked clone {os.path.basename(path)}: a qcow2 overlay, format=qcow2")
+    return result, notes
 
 
 def inject_drive_options(argv: list, vmid: int, inject: Optional[dict]) -> tuple:

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Boots one real guest through RealBackend and checks it at the QEMU and guest level.
 
-The guest: IMAGE_DIR/pve (vmlinux or vmlinuz, initrd.img, root.img if present),
-IMAGE_DIR from DISKSWEEP_TEST_IMAGE_DIR (default /var/lib/disksweep/images);
-PVE_FAKE_GUEST_DIR names such a pve/ directory directly. Exit 77 (skip)
+The guest: the project's base image in IMAGE_DIR (vmlinux or vmlinuz,
+initrd.img, root.img), the one scripts/pve-make-template.sh --from-image
+makes the Proxmox template of, booted with its kernel option
+disksweep.guest=qga (qemu-guest-agent in the guest); IMAGE_DIR from
+DISKSWEEP_TEST_IMAGE_DIR (default /var/lib/disksweep/images). Exit 77 (skip)
 without qemu-system-x86_64 or without the image.
 
 Checks:
@@ -15,20 +17,36 @@ Checks:
     exec-status answers exited once, then fails as the agent forgets the pid;
   * file-write then file-read round-trips, including an empty file;
   * with injection (cache=writeback) `info block` shows the injected mode;
-  * after stop() and close() no QEMU process of ours is left.
+  * the root disk is a linked clone of root.img (a qcow2 overlay; root.img
+    itself is not changed);
+  * after stop() and close() no QEMU process of ours is left;
+  * the fake as a process (pve_fake.py --real-guests --template-from-script,
+    the template from scripts/pve-make-template.sh --from-image --dry-run):
+    a VM cloned and started through the API runs QEMU, which outlives the
+    HTTP request threads that started it, and the fake's SIGTERM, or its
+    SIGKILL, leaves no QEMU behind (needs openssl and the PVE schema,
+    DISKSWEEP_PVE_SCHEMA or tests/data/pve/pve-api-schema.json.gz).
 Prints the time from start() to QMP ready and to the first guest-ping answer.
 """
 
+import json
 import os
 import shutil
+import signal
+import ssl
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from real_backend import AgentFailure, RealBackend  # noqa: E402
 
 SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
+TOKEN = "root@pam!disksweep=0d6c0e8a-real-backend-test"
 DATA_DISK_BYTES = 1024 ** 3
 AGENT_TIMEOUT = 240.0
 
@@ -39,9 +57,7 @@ class FakeVm:
 
 
 def guest_dir() -> str:
-    if os.environ.get("PVE_FAKE_GUEST_DIR"):
-        return os.environ["PVE_FAKE_GUEST_DIR"]
-    return os.path.join(os.environ.get("DISKSWEEP_TEST_IMAGE_DIR", "/var/lib/disksweep/images"), "pve")
+    return os.environ.get("DISKSWEEP_TEST_IMAGE_DIR", "/var/lib/disksweep/images")
 
 
 def kernel_of(directory: str) -> str:
@@ -58,7 +74,7 @@ def vm_config(directory: str, with_root: bool) -> dict:
         "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
         "scsi1": "local-lvm:vm-901-disk-1,cache=unsafe,discard=on,iothread=1,size=1G,ssd=1",
         "args": f"-kernel {kernel_of(directory)} -initrd {os.path.join(directory, 'initrd.img')} "
-                "-append 'console=ttyS0 panic=-1'",
+                "-append 'console=ttyS0 panic=-1 quiet disksweep.guest=qga'",
     }
     if with_root:
         config["scsi0"] = "local-lvm:vm-901-disk-0,serial=disksweep-root,size=4G"
@@ -146,6 +162,7 @@ def info_block_line(text: str, drive: str) -> str:
 
 def boot_and_check(directory: str, inject, failures: list) -> tuple:
     root = os.path.join(directory, "root.img")
+    root_stamp = os.stat(root).st_mtime_ns if os.path.exists(root) else None
     backend = RealBackend(directory, inject=inject)
     run_dir = backend.run_dir
     try:
@@ -177,6 +194,118 @@ def boot_and_check(directory: str, inject, failures: list) -> tuple:
         backend.close()
         if our_qemu_pids(run_dir):
             failures.append(f"QEMU left after close: {our_qemu_pids(run_dir)}")
+        if root_stamp is not None and os.stat(root).st_mtime_ns != root_stamp:
+            failures.append(f"{root} was written (a linked clone must not change its base)")
+
+
+class FakeProcess:
+    """pve_fake.py with real guests and the script's template, in a child process."""
+
+    def __init__(self, image: str, work: str):
+        commands = subprocess.run(["bash", os.path.join(SOURCE_ROOT, "scripts", "pve-make-template.sh"),
+                                   "--from-image", image, "--dry-run"], capture_output=True, text=True, check=True)
+        with open(os.path.join(work, "template.txt"), "w", encoding="utf-8") as handle:
+            handle.write(commands.stdout)
+        schema = os.environ.get("DISKSWEEP_PVE_SCHEMA",
+                                os.path.join(SOURCE_ROOT, "tests", "data", "pve", "pve-api-schema.json.gz"))
+        self.work = work
+        self.log = open(os.path.join(work, "fake.log"), "w+")
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "pve_fake.py"), "--schema", schema, "--cert-dir",
+             os.path.join(work, "certs"), "--port-file", os.path.join(work, "port"), "--token", TOKEN,
+             "--task-seconds", "0.1", "--quiet", "--real-guests", image, "--real-work-dir",
+             os.path.join(work, "real"), "--template-from-script", os.path.join(work, "template.txt")],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(os.path.join(work, "port")):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.log.seek(0)
+                raise AssertionError(f"pve_fake did not start: {self.log.read()}")
+            time.sleep(0.05)
+        with open(os.path.join(work, "port"), encoding="ascii") as handle:
+            self.port = int(handle.read())
+        self.context = ssl.create_default_context(cafile=os.path.join(work, "certs", "ca.pem"))
+        self.context.check_hostname = False
+
+    def call(self, method: str, path: str, params=None):
+        """One request on a connection of its own (so a request thread of the fake ends with it)."""
+        prefix = "" if path.startswith("/_fake/") else "/api2/json"
+        request = urllib.request.Request(f"https://127.0.0.1:{self.port}{prefix}{path}", method=method,
+                                         data=json.dumps(params).encode() if params is not None else None,
+                                         headers={"Authorization": f"PVEAPIToken={TOKEN}",
+                                                  "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=self.context, timeout=60) as answer:
+            return json.loads(answer.read())["data"]
+
+    def task(self, upid: str) -> str:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = self.call("GET", f"/nodes/pve1/tasks/{urllib.request.quote(upid, safe='')}/status")
+            if status["status"] == "stopped":
+                return status["exitstatus"]
+            time.sleep(0.05)
+        raise AssertionError(f"task {upid} did not end")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            return handle.read().split(") ", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+FAKE_VMS = (101, 102, 103)
+
+
+def fake_process_check(image: str, end_signal: int, failures: list) -> None:
+    """Through the fake's API: clone and start FAKE_VMS, then end the fake
+    with `end_signal`. Whether a start's work runs on a request thread or on
+    the fake's task ticker is a race (a QEMU forked by a request thread died
+    with it before machine.py's spawner thread), so three VMs are started."""
+    work = tempfile.mkdtemp(prefix="pve-fake-real-process-")
+    fake = FakeProcess(image, work)
+    try:
+        for vmid in FAKE_VMS:
+            if vmid == FAKE_VMS[-1]:
+                # POST /_fake/inject: the last VM's QEMU gets cache=writeback on its disks.
+                fake.call("POST", "/_fake/inject", {"cache": "writeback", "vmid": vmid})
+            exit_status = fake.task(fake.call("POST", "/nodes/pve1/qemu/9000/clone",
+                                              {"newid": vmid, "name": f"r{vmid}"}))
+            if exit_status != "OK":
+                failures.append(f"clone of the script's template: {exit_status}")
+                return
+            exit_status = fake.task(fake.call("POST", f"/nodes/pve1/qemu/{vmid}/status/start", {}))
+            if exit_status != "OK":
+                failures.append(f"start of {vmid}: {exit_status}")
+                return
+        for vmid, wanted in ((FAKE_VMS[0], "writeback, direct"), (FAKE_VMS[-1], "writeback")):
+            block = fake.call("POST", f"/nodes/pve1/qemu/{vmid}/monitor", {"command": "info block"})
+            if f"Cache mode:       {wanted}\r\n" not in block:
+                failures.append(f"VM {vmid}'s root disk: not 'Cache mode: {wanted}' in {block!r}")
+        time.sleep(2.0)             # the request threads that started them are gone by now
+        pids = list(fake.call("GET", "/_fake/state")["processes"].values())
+        if len(pids) != len(FAKE_VMS) or not all(alive(pid) for pid in pids):
+            failures.append(f"QEMUs not running 2 s after their start: {pids}, running: {our_qemu_pids(work)}")
+            return
+        fake.process.send_signal(end_signal)
+        fake.process.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if any(alive(pid) for pid in pids) or our_qemu_pids(work):
+            failures.append(f"QEMU left after the fake's {signal.Signals(end_signal).name}: "
+                            f"{our_qemu_pids(work)}")
+        else:
+            print(f"fake {signal.Signals(end_signal).name}: its QEMUs {pids} are gone")
+    finally:
+        if fake.process.poll() is None:
+            fake.process.kill()
+            fake.process.wait()
+        for pid in our_qemu_pids(work):
+            os.kill(pid, signal.SIGKILL)
+        fake.log.close()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> int:
@@ -191,6 +320,11 @@ def main() -> int:
     failures = []
     boot_and_check(directory, None, failures)
     boot_and_check(directory, {"cache": "writeback"}, failures)
+    if shutil.which("openssl") is None:
+        print("real_backend_test: the fake-process checks need the openssl CLI: not run")
+    else:
+        fake_process_check(directory, signal.SIGTERM, failures)
+        fake_process_check(directory, signal.SIGKILL, failures)
     for failure in failures:
         print("FAIL: " + failure)
     print(f"real_backend_test: {'FAILED' if failures else 'passed'}")

@@ -767,6 +767,57 @@ class MonitorAndStatus(FakeTestCase):
                          ("running", "9.2.0", "pc-i440fx-9.2+pve1", 1))
 
 
+class TemplateFromScript(unittest.TestCase):
+    """--template-from-script: the template is what scripts/pve-make-template.sh
+    --from-image makes (its --dry-run output replayed, template_script.py)."""
+
+    def _image(self) -> str:
+        image = os.path.join(self.directory, "image")
+        os.makedirs(image)
+        for name, size in (("vmlinux", 0), ("initrd.img", 0), ("root.img", 3 * 1024 * 1024)):
+            with open(os.path.join(image, name), "wb") as handle:
+                handle.truncate(size)
+        with open(os.path.join(image, "manifest.json"), "w", encoding="ascii") as handle:
+            handle.write('{\n  "input_hash": "' + "ab" * 32 + '",\n  "packages": {\n'
+                         '    "qemu-guest-agent": "1:7.2"\n  }\n}\n')
+        return image
+
+    def _fake_with_template(self, storage: str) -> FakeProcess:
+        self.directory = tempfile.mkdtemp(prefix="pve-fake-template-")
+        script = os.path.join(HERE, "..", "..", "..", "scripts", "pve-make-template.sh")
+        commands = subprocess.run(["bash", script, "--from-image", self._image(), "--dry-run", "--storage", storage],
+                                  capture_output=True, text=True, check=True).stdout
+        path = os.path.join(self.directory, "commands.txt")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(commands)
+        return FakeProcess("--template-from-script", path)
+
+    def tearDown(self):
+        self.fake.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def test_the_scripts_template_on_lvmthin(self):
+        self.fake = self._fake_with_template("local-lvm")
+        config = self.fake.data("GET", "/nodes/pve1/qemu/9000/config")
+        self.assertEqual(config["scsi0"], "local-lvm:base-9000-disk-0,serial=disksweep-root,size=3M")
+        self.assertEqual(config["template"], 1)
+        self.assertEqual(config["agent"], "enabled=1")
+        self.assertEqual(config["scsihw"], "virtio-scsi-single")
+        self.assertIn("disksweep.guest=qga", config["args"])
+        self.assertIn("-kernel /var/lib/vz/snippets/disksweep-abababababababab-vmlinux", config["args"])
+        self.assertNotIn("unused0", config)
+        self.assertEqual(self.fake.control("GET", "state")["volumes"], ["local-lvm:base-9000-disk-0"])
+        # A linked clone of it starts (simulated machines).
+        self.fake.wait_task(self.fake.data("POST", "/nodes/pve1/qemu/9000/clone", {"newid": 101, "name": "r"}))
+        self.assertEqual(self.fake.data("GET", "/nodes/pve1/qemu/101/config")["scsi0"],
+                         "local-lvm:vm-101-disk-0,serial=disksweep-root,size=3M")
+
+    def test_a_dir_storage_names_the_imported_volume_as_pve_does(self):
+        self.fake = self._fake_with_template("local")
+        self.assertEqual(self.fake.data("GET", "/nodes/pve1/qemu/9000/config")["scsi0"],
+                         "local:9000/base-9000-disk-0.raw,serial=disksweep-root,size=3M")
+
+
 class MachinesSeam(unittest.TestCase):
     """The Machines interface (machines.py): the fake delegates to it."""
 

@@ -22,12 +22,17 @@ Every request below /api2/json goes through the same steps as on pveproxy:
 
 Control endpoints (no authentication, for tests), below /_fake/:
   GET    /_fake/health                 "ok"
-  GET    /_fake/requests               what was asked and answered, in order
-  GET    /_fake/state                  VMs, volumes, tasks, unchecked formats
+  GET    /_fake/requests               what was asked and answered, in order (with
+                                       "at": epoch seconds received, "seconds": time taken)
+  GET    /_fake/state                  VMs, volumes, tasks, unchecked formats, and
+                                       "processes": {vmid: pid} of real QEMUs
   GET    /_fake/faults                 the fault rules
   POST   /_fake/faults                 add rule(s): a JSON object or array
   DELETE /_fake/faults                 remove every rule
   POST   /_fake/tls                    {"serve": "primary" | "alternate"}
+  GET    /_fake/inject                 the real backend's injected QEMU options
+  POST   /_fake/inject                 set them: {"cache": "writeback", ...} or null
+                                       (real guests only; for VMs started afterwards)
 """
 
 import hmac
@@ -46,6 +51,7 @@ from urllib.parse import unquote, urlsplit
 
 import api
 import certs
+import template_script
 from cluster import ApiError, Cluster, Storage, Volume, format_size, parse_size, split_drive
 from faults import FaultRule, Faults
 from guest import Guests, subprocess_handler
@@ -88,6 +94,12 @@ class Options:
     # None: the in-process simulation.
     real_guests: Optional[str] = None
     real_work_dir: Optional[str] = None         # the real backend's volumes and sockets (default: a temp dir)
+    # The template VM from `scripts/pve-make-template.sh --dry-run`'s output
+    # (template_script.py); it replaces a VM of the same id.
+    template_script: Optional[str] = None
+    # QEMU -drive options the real backend uses instead of the config's
+    # (real_backend.inject_drive_options), e.g. {"cache": "writeback"}.
+    inject_qemu: Optional[dict] = None
 
 
 class FakeState:
@@ -99,16 +111,21 @@ class FakeState:
         self.unchecked_formats = set()
         self.validator = Validator(self.schema, self._note_unchecked)
         self.cluster = _initial_cluster(options)
+        template = template_script.load(self.cluster, options.template_script) if options.template_script else None
         self.tasks = TaskRegistry(options.task_seconds)
         root = options.guest_root or os.path.join(options.cert_dir, "guests")
         handler = guest_handler or (subprocess_handler(options.guest_exec) if options.guest_exec else None)
         guests = Guests(root, handler)
         # `machines`: a factory (cluster, guests) -> Machines, for tests of the seam.
         self.machines = machines(self.cluster, guests) if machines else \
-            load_machines(options.real_guests, self.cluster, guests, options.real_work_dir)
+            load_machines(options.real_guests, self.cluster, guests, options.real_work_dir, options.inject_qemu)
         self.guests = self.machines.guests
         self.cluster.machines = self.machines
-        _announce_initial_volumes(self.cluster, self.machines)
+        map_node_file = getattr(self.machines, "map_node_file", None)
+        if template and map_node_file:
+            for node_path, host_path in template.installed.items():
+                map_node_file(node_path, host_path)
+        _announce_initial_volumes(self.cluster, self.machines, template.files_by_volid() if template else {})
         self.faults = Faults()
         for rule in options.faults:
             self.faults.add(FaultRule.from_json(rule))
@@ -172,12 +189,16 @@ def _add_vm_with_volumes(cluster: Cluster, vmid: int, node: str, config: dict, s
             vm.config[key] = value if "size" in options else f"{value},size={format_size(size)}"
 
 
-def _announce_initial_volumes(cluster: Cluster, machines) -> None:
+def _announce_initial_volumes(cluster: Cluster, machines, files: dict) -> None:
     """The backend learns of the initial state's volumes (initial_volume if it
-    has one, else as new empty volumes)."""
-    announce = getattr(machines, "initial_volume", None) or machines.volume_created
+    has one, else as new empty volumes); `files`: volid -> the host file that
+    is its content (the template's imported disk)."""
+    initial = getattr(machines, "initial_volume", None)
     for volume in cluster.volumes.values():
-        announce(volume.volid, volume.size, volume.format)
+        if initial:
+            initial(volume.volid, volume.size, volume.format, files.get(volume.volid))
+        else:
+            machines.volume_created(volume.volid, volume.size, volume.format)
 
 
 # ---- HTTP ------------------------------------------------------------------------------------
@@ -251,7 +272,8 @@ class RequestHandler(BaseHTTPRequestHandler):
         if plan.drop:
             self.close_connection = True
             return
-        record = {"method": self.command, "path": path, "status": None}
+        started = time.monotonic()
+        record = {"method": self.command, "path": path, "status": None, "at": time.time()}
         try:
             user = self._authenticate()
             if plan.status:
@@ -264,6 +286,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             self._reply_json(200, "OK", _envelope(data, request.total))
         except ApiError as error:
             record["status"] = error.status
+            record["message"] = error.message
             if error.errors:
                 record["errors"] = error.errors
             self._reply_error(error)
@@ -272,6 +295,7 @@ class RequestHandler(BaseHTTPRequestHandler):
             record["status"] = 500
             self._reply_error(ApiError(500, f"pve_fake internal error: {error!r}"))
         finally:
+            record["seconds"] = round(time.monotonic() - started, 4)
             with state.lock:
                 state.requests.append(record)
 
@@ -371,6 +395,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             ("POST", "faults"): self._add_faults,
             ("DELETE", "faults"): state.faults.clear,
             ("POST", "tls"): self._set_tls,
+            ("GET", "inject"): lambda: getattr(state.machines, "inject", None),
+            ("POST", "inject"): self._set_inject,
         }
         action = routes.get((self.command, what))
         if action is None:
@@ -392,6 +418,19 @@ class RequestHandler(BaseHTTPRequestHandler):
             self.server.state.faults.add(FaultRule.from_json(rule))
         return self.server.state.faults.rules()
 
+    def _set_inject(self):
+        """The real backend's injection (real_backend.py): a JSON object of
+        QEMU -drive options (optionally "vmid", "drive"), or null for none;
+        it applies to VMs started from now on."""
+        machines = self.server.state.machines
+        if not hasattr(machines, "inject"):
+            raise ValueError("injection needs real guests (--real-guests IMAGE_DIR)")
+        body = self._control_body()
+        if body is not None and not isinstance(body, dict):
+            raise ValueError("inject: a JSON object or null")
+        machines.inject = body
+        return body
+
     def _set_tls(self):
         serve = self._control_body().get("serve")
         if serve not in ("primary", "alternate"):
@@ -409,6 +448,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             "volumes": sorted(state.cluster.volumes),
             "tasks": [{**t.status(), "log": t.log} for t in state.tasks.all()],
             "unchecked_formats": sorted(state.unchecked_formats),
+            # The processes behind the VMs ({vmid: pid} of real QEMUs; empty when simulated).
+            "processes": {str(vmid): pid for vmid, pid in getattr(state.machines, "processes", dict)().items()},
         }
 
     # ---- answers -------------------------------------------------------------------------
