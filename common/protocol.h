@@ -1,5 +1,5 @@
 // Host <-> guest agent protocol (docs/agent-protocol.md): newline-delimited
-// JSON, every message an object {"v": 1, "type": "...", ...}, at most
+// JSON, every message an object {"v": kVersion, "type": "...", ...}, at most
 // kMaxMessageBytes per line. The guest is untrusted: anything malformed,
 // oversized or of an unexpected type is an Error, never a crash.
 #pragma once

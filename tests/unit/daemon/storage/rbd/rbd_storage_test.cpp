@@ -2,13 +2,13 @@
 // command lines it runs, and how it reads Ceph's answers. Ceph's tools are
 // scripted through a fake runner with outputs recorded from Debian 12's
 // ceph 16.2 (rbd and ceph CLI) on the test cluster.
+#include "daemon/storage/rbd/rbd_storage.h"
+
 #include <catch2/catch.hpp>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include "daemon/storage/rbd/rbd_storage.h"
 
 using namespace ds;
 
@@ -88,7 +88,7 @@ const char* const kHealthOk = R"({"status":"HEALTH_OK","checks":{},"mutes":[]})"
 
 }  // namespace
 
-TEST_CASE("options: every key parsed", "[rbd]") {
+TEST_CASE("rbd options: every key parsed", "[rbd]") {
     auto options = rbd_storage_options("disksweep", {{"mon_host", "127.0.0.1:6789;127.0.0.2:6789"},
                                                      {"id", "disksweep"},
                                                      {"keyring", "/etc/ceph/k.keyring"},
@@ -107,7 +107,7 @@ TEST_CASE("options: every key parsed", "[rbd]") {
     CHECK(bare->user.empty());
 }
 
-TEST_CASE("options: errors name the key", "[rbd]") {
+TEST_CASE("rbd options: errors name the key", "[rbd]") {
     auto error_of = [](std::string_view pool, std::map<std::string, std::string> options) {
         auto parsed = rbd_storage_options(pool, options);
         REQUIRE_FALSE(parsed.ok());
@@ -126,7 +126,7 @@ TEST_CASE("options: errors name the key", "[rbd]") {
     CHECK_THAT(error_of("a/b", {}), Catch::Contains("pool 'a/b'"));
 }
 
-TEST_CASE("options: a key in the config is refused and never echoed", "[rbd]") {
+TEST_CASE("rbd options: a key in the config is refused and never echoed", "[rbd]") {
     const std::string key = "AQBxvUtlAAAAABAAkD1Zx4Cr1zvVTmJC4wyU3w==";
     for (const char* option : {"key", "secret"}) {
         auto parsed = rbd_storage_options("p", {{option, key}});
@@ -139,7 +139,7 @@ TEST_CASE("options: a key in the config is refused and never echoed", "[rbd]") {
     CHECK_THAT(as_pool.error().message, !Catch::Contains(key.substr(0, 12)));
 }
 
-TEST_CASE("backend: the option keys are listed once each, with their meaning", "[rbd]") {
+TEST_CASE("rbd backend: the option keys are listed once each, with their meaning", "[rbd]") {
     std::vector<std::string> keys;
     for (const auto& key : rbd_option_keys()) {
         keys.emplace_back(key.key);
@@ -148,13 +148,13 @@ TEST_CASE("backend: the option keys are listed once each, with their meaning", "
     CHECK(keys == std::vector<std::string>{"mon_host", "id", "keyring", "conf"});
 }
 
-TEST_CASE("backend: name and kind", "[rbd]") {
+TEST_CASE("rbd backend: name and kind", "[rbd]") {
     Fixture f;
     CHECK(f.storage.name() == "rbd:disksweep");
     CHECK(f.storage.produces() == DiskSourceKind::kRbd);
 }
 
-TEST_CASE("backend: create runs rbd create with the identity and size in bytes", "[rbd]") {
+TEST_CASE("rbd backend: create runs rbd create with the identity and size in bytes", "[rbd]") {
     Fixture f;
     auto volume = f.storage.create_volume("disksweep-r1-data", raw_config(1ull << 30));
     REQUIRE(volume.ok());
@@ -193,7 +193,7 @@ TEST_CASE("backend: create runs rbd create with the identity and size in bytes",
     CHECK(disk->ceph_conf == "/etc/ceph/disksweep.conf");
 }
 
-TEST_CASE("backend: options left out are left out of the command line", "[rbd]") {
+TEST_CASE("rbd backend: options left out are left out of the command line", "[rbd]") {
     auto ceph = std::make_shared<FakeCeph>();
     RbdStorageOptions pool_only;
     pool_only.pool = "rbd";
@@ -209,7 +209,7 @@ TEST_CASE("backend: options left out are left out of the command line", "[rbd]")
     CHECK(argv->back() == "json");
 }
 
-TEST_CASE("backend: qcow2, odd names and size 0 are refused before Ceph is asked", "[rbd]") {
+TEST_CASE("rbd backend: qcow2, odd names and size 0 are refused before Ceph is asked", "[rbd]") {
     Fixture f;
     StorageConfig qcow2 = raw_config(1ull << 30);
     qcow2.image_format = ImageFormat::kQcow2;
@@ -225,7 +225,7 @@ TEST_CASE("backend: qcow2, odd names and size 0 are refused before Ceph is asked
     CHECK(f.ceph->commands.empty());
 }
 
-TEST_CASE("backend: a failed create carries Ceph's message without its log prefixes", "[rbd]") {
+TEST_CASE("rbd backend: a failed create carries Ceph's message without its log prefixes", "[rbd]") {
     Fixture f;
     // Recorded: rbd create of an image that exists.
     f.ceph->replies["rbd create"] =
@@ -240,7 +240,7 @@ TEST_CASE("backend: a failed create carries Ceph's message without its log prefi
           "rbd: create error: (17) File exists (exit code 17)");
 }
 
-TEST_CASE("backend: an unreachable cluster is Ceph's timeout message", "[rbd]") {
+TEST_CASE("rbd backend: an unreachable cluster is Ceph's timeout message", "[rbd]") {
     Fixture f;
     // Recorded: rbd with a monitor address nothing listens on.
     f.ceph->replies["rbd ls"] =
@@ -256,7 +256,7 @@ TEST_CASE("backend: an unreachable cluster is Ceph's timeout message", "[rbd]") 
                                  "rbd: couldn't connect to the cluster!"));
 }
 
-TEST_CASE("backend: a cephx key in Ceph's output never reaches an error", "[rbd]") {
+TEST_CASE("rbd backend: a cephx key in Ceph's output never reaches an error", "[rbd]") {
     Fixture f;
     const std::string key = "AQBxvUtlAAAAABAAkD1Zx4Cr1zvVTmJC4wyU3w==";
     f.ceph->replies["rbd create"] =
@@ -272,7 +272,7 @@ TEST_CASE("backend: a cephx key in Ceph's output never reaches an error", "[rbd]
     CHECK_THAT(listed.error().message, !Catch::Contains(key) && Catch::Contains("no JSON"));
 }
 
-TEST_CASE("backend: remove succeeds when the image is gone, not when the pool is", "[rbd]") {
+TEST_CASE("rbd backend: remove succeeds when the image is gone, not when the pool is", "[rbd]") {
     Fixture f;
     CHECK(f.storage.remove_volume("v").ok());
     auto argv = f.ceph->command("rbd rm");
@@ -290,7 +290,7 @@ TEST_CASE("backend: remove succeeds when the image is gone, not when the pool is
                                             Catch::Contains("error opening pool 'nopool'"));
 }
 
-TEST_CASE("backend: remove of an image a guest holds names its watchers", "[rbd]") {
+TEST_CASE("rbd backend: remove of an image a guest holds names its watchers", "[rbd]") {
     Fixture f;
     // Recorded: rbd rm while a QEMU has the image open, then rbd status.
     f.ceph->replies["rbd rm"] = exited(
@@ -313,7 +313,7 @@ TEST_CASE("backend: remove of an image a guest holds names its watchers", "[rbd]
                    Catch::Contains("(exit code 16)"));
 }
 
-TEST_CASE("backend: list keeps the images with the prefix", "[rbd]") {
+TEST_CASE("rbd backend: list keeps the images with the prefix", "[rbd]") {
     Fixture f;
     f.ceph->replies["rbd ls"] = exited(0, R"(["disksweep-r1-data","other","disksweep-r2-data"])"
                                           "\n");
@@ -325,7 +325,7 @@ TEST_CASE("backend: list keeps the images with the prefix", "[rbd]") {
     CHECK_FALSE(f.storage.list_volumes("").ok());
 }
 
-TEST_CASE("backend: state is the cluster's health and the image's real usage", "[rbd]") {
+TEST_CASE("rbd backend: state is the cluster's health and the image's real usage", "[rbd]") {
     Fixture f;
     f.ceph->replies["ceph health"] = exited(0, kHealthOk);
     // Recorded: rbd du of a 1 GiB image after 256 MiB of writes.
@@ -342,7 +342,7 @@ TEST_CASE("backend: state is the cluster's health and the image's real usage", "
     CHECK(std::find(health->begin(), health->end(), "--connect-timeout") != health->end());
 }
 
-TEST_CASE("backend: state reads the image's own line of rbd du, not a snapshot's", "[rbd]") {
+TEST_CASE("rbd backend: state reads the image's own line of rbd du, not a snapshot's", "[rbd]") {
     Fixture f;
     f.ceph->replies["ceph health"] = exited(
         0, R"({"status":"HEALTH_WARN","checks":{"MON_DISK_LOW":{"severity":"HEALTH_WARN"}}})");
@@ -357,7 +357,7 @@ TEST_CASE("backend: state reads the image's own line of rbd du, not a snapshot's
     CHECK(state["volume_provisioned_bytes"] == 16);
 }
 
-TEST_CASE("backend: state of a removed image has no usage and no error", "[rbd]") {
+TEST_CASE("rbd backend: state of a removed image has no usage and no error", "[rbd]") {
     Fixture f;
     f.ceph->replies["ceph health"] = exited(0, kHealthOk);
     f.ceph->replies["rbd du"] = exited(2, "", "rbd: du failed: (2) No such file or directory\n");
@@ -365,7 +365,7 @@ TEST_CASE("backend: state of a removed image has no usage and no error", "[rbd]"
           Json{{"health", "HEALTH_OK"}, {"health_checks", Json::array()}});
 }
 
-TEST_CASE("backend: what state cannot read is in its errors, in Ceph's words", "[rbd]") {
+TEST_CASE("rbd backend: what state cannot read is in its errors, in Ceph's words", "[rbd]") {
     Fixture f;
     f.ceph->replies["ceph health"] = exited(1, "", "timed out\n");
     f.ceph->replies["rbd du"] = exited(2, "", kPoolNotFound);
@@ -378,7 +378,7 @@ TEST_CASE("backend: what state cannot read is in its errors, in Ceph's words", "
     CHECK_THAT(state["errors"][1].get<std::string>(), Catch::Contains("error opening pool"));
 }
 
-TEST_CASE("backend: without Ceph's tools the error says which package", "[rbd]") {
+TEST_CASE("rbd backend: without Ceph's tools the error says which package", "[rbd]") {
     Fixture f;
     f.ceph->cannot_start = true;
     auto created = f.storage.create_volume("v", raw_config(1ull << 20));
