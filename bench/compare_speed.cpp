@@ -35,7 +35,7 @@ ds::Status finish_runs(ds::bench::BenchSweep& bench) {
         seed = seed * 1103515245u + 12345u;
         const double noise = 1 + static_cast<double>(seed % 1000) / 10000.0;
         const double base = 1000 + 50.0 * (run.sequence % bench.configs);
-        run.status = ds::run_status::kSucceeded;
+        run.status = ds::RunStatus::kSucceeded;
         run.versions = {{"qemu", "7.2.0"}, {"kernel", "6.1.0"}};
         run.metrics = {
             {"read_iops", base * noise},           {"write_iops", base * noise / 3},

@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
         const ds::Json output = fio_output(3000 * speed, static_cast<unsigned>(run.id));
         auto metrics = ds::metrics_from_workload_output("fio", output);
         if (!metrics.ok()) return fail(metrics.error().message);
-        run.status = ds::run_status::kSucceeded;
+        run.status = ds::RunStatus::kSucceeded;
         run.metrics = metrics.value();
         run.raw_output = output.dump();
         raw_bytes += run.raw_output.size();

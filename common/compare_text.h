@@ -13,25 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "common/json_fields.h"
+
 namespace ds {
 
 using Json = nlohmann::json;
-
-// Field access that never throws.
-namespace json_read {
-// object[key], or null when `object` is not an object or has no such key.
-const Json& field(const Json& object, std::string_view key);
-// A string as it is ("" reads as `fallback`), null as `fallback`, anything
-// else as format_setting_value().
-std::string text_of(const Json& value, std::string_view fallback = "-");
-std::string text_field(const Json& object, std::string_view key, std::string_view fallback = "-");
-// A finite number, or nullopt.
-std::optional<double> number_field(const Json& object, std::string_view key);
-// The number rounded to an integer, or `fallback`.
-long integer_field(const Json& object, std::string_view key, long fallback = 0);
-// The items of an array as text (text_of with fallback ""); empty for a non-array.
-std::vector<std::string> string_list(const Json& array);
-}  // namespace json_read
 
 // `value` with `decimals` decimals; never "-0" or "-0.00" (rounding can leave
 // them, and they read like a real sign).

@@ -131,10 +131,9 @@ Result<std::vector<std::string>> build_fio_command(const std::string& workload_n
                 return invalid_param(std::string(kFioOptionsKey) + "." + name,
                                      "is also given as a named option");
             }
-            auto argument = fio_argument(name, value, std::string(kFioOptionsKey) + ".");
-            if (!argument) return argument.error();
-            if (!(engine_is_the_targets && name == "ioengine"))
-                argv.push_back(std::move(*argument));
+            DS_ASSIGN_OR_RETURN(auto argument,
+                                fio_argument(name, value, std::string(kFioOptionsKey) + "."));
+            if (!(engine_is_the_targets && name == "ioengine")) argv.push_back(std::move(argument));
         }
     }
     return argv;

@@ -132,14 +132,13 @@ Status read_latency(const Json& section, const std::string& path, DirectionSecti
     if (clat == section.end()) return ok_status();
     if (!clat->is_object()) return invalid(path + ".clat_ns", "is not an object");
     if (const auto percentiles = clat->find("percentile"); percentiles != clat->end()) {
-        auto reported = read_reported_percentiles(*percentiles, path + ".clat_ns.percentile");
-        if (!reported) return reported.error();
-        out.reported = *reported;
+        DS_ASSIGN_OR_RETURN(auto reported,
+                            read_reported_percentiles(*percentiles, path + ".clat_ns.percentile"));
+        out.reported = reported;
     }
     if (const auto bins = clat->find("bins"); bins != clat->end()) {
-        auto parsed = read_bins(*bins, path + ".clat_ns.bins");
-        if (!parsed) return parsed.error();
-        out.bins = std::move(*parsed);
+        DS_ASSIGN_OR_RETURN(auto parsed, read_bins(*bins, path + ".clat_ns.bins"));
+        out.bins = std::move(parsed);
     }
     return ok_status();
 }
@@ -150,17 +149,14 @@ Result<DirectionSection> read_direction(const Json& parent, const char* directio
     const auto section = parent.find(direction);
     if (section == parent.end()) return invalid(path, "is missing");
     if (!section->is_object()) return invalid(path, is_a(*section, "an object"));
-    auto io_bytes = non_negative_number(*section, "io_bytes", path);
-    if (!io_bytes) return io_bytes.error();
-    auto iops = non_negative_number(*section, "iops", path);
-    if (!iops) return iops.error();
-    auto bw_bytes = non_negative_number(*section, "bw_bytes", path);
-    if (!bw_bytes) return bw_bytes.error();
+    DS_ASSIGN_OR_RETURN(auto io_bytes, non_negative_number(*section, "io_bytes", path));
+    DS_ASSIGN_OR_RETURN(auto iops, non_negative_number(*section, "iops", path));
+    DS_ASSIGN_OR_RETURN(auto bw_bytes, non_negative_number(*section, "bw_bytes", path));
     DirectionSection out;
-    out.did_io = *io_bytes > 0;
+    out.did_io = io_bytes > 0;
     if (!out.did_io) return out;  // no I/O this way: nothing more to read
-    out.iops = *iops;
-    out.bw_bytes = *bw_bytes;
+    out.iops = iops;
+    out.bw_bytes = bw_bytes;
     DS_TRY(read_latency(*section, path, out));
     return out;
 }
@@ -269,9 +265,8 @@ Result<std::optional<DirectionSection>> read_merged(const Json& fio_output, cons
     if (all_jobs == fio_output.end()) return std::optional<DirectionSection>();
     const std::string path = std::string("\"") + kAllJobsKey + "\"";
     if (!all_jobs->is_object()) return invalid(path, is_a(*all_jobs, "an object"));
-    auto section = read_direction(*all_jobs, direction, path);
-    if (!section) return section.error();
-    return std::optional<DirectionSection>(std::move(*section));
+    DS_ASSIGN_OR_RETURN(auto section, read_direction(*all_jobs, direction, path));
+    return std::optional<DirectionSection>(std::move(section));
 }
 
 }  // namespace
@@ -302,16 +297,14 @@ Result<std::map<std::string, double>> metrics_from_fio_json(const Json& fio_outp
         const std::string path = "jobs[" + std::to_string(index) + "]";
         DS_TRY(check_job(job, path));
         for (std::size_t d = 0; d < kDirections.size(); ++d) {
-            auto section = read_direction(job, kDirections[d], path);
-            if (!section) return section.error();
-            DS_TRY(add_section(*section, path + "." + kDirections[d], totals[d]));
+            DS_ASSIGN_OR_RETURN(auto section, read_direction(job, kDirections[d], path));
+            DS_TRY(add_section(section, path + "." + kDirections[d], totals[d]));
         }
     }
     std::map<std::string, double> metrics;
     for (std::size_t d = 0; d < kDirections.size(); ++d) {
-        auto merged = read_merged(fio_output, kDirections[d]);
-        if (!merged) return merged.error();
-        emit(kDirections[d], totals[d], latency_of(totals[d], *merged), metrics);
+        DS_ASSIGN_OR_RETURN(auto merged, read_merged(fio_output, kDirections[d]));
+        emit(kDirections[d], totals[d], latency_of(totals[d], merged), metrics);
     }
     // Each job's numbers are finite, but their sum can still overflow.
     for (const auto& [name, value] : metrics) {

@@ -193,12 +193,6 @@ std::string in_quotes(std::string_view text) {
     return "'" + std::string(text) + "'";
 }
 
-std::string join_values(const std::vector<std::string_view>& values) {
-    std::string joined;
-    for (const auto value : values) joined += (joined.empty() ? "" : ", ") + std::string(value);
-    return joined;
-}
-
 // A job's name is part of its files' names: "<name>.<job>.<file>" in directory.
 std::optional<std::string> job_name_problem(std::string_view name) {
     if (name.find_first_of("/$") == std::string_view::npos) return std::nullopt;
@@ -270,7 +264,7 @@ std::optional<std::string> fio_option_refusal(std::string_view name, std::string
             if (std::find(allowed.begin(), allowed.end(), value) != allowed.end())
                 return std::nullopt;
             return "is refused with value " + in_quotes(value) + ": " + std::string(guard.reason) +
-                   "; allowed: " + join_values(allowed);
+                   "; allowed: " + join(allowed, ", ");
         }
     }
     return std::nullopt;

@@ -24,6 +24,8 @@
 #include <optional>
 #include <set>
 
+#include "common/errno_text.h"
+#include "common/file_descriptor.h"
 #include "common/text.h"
 
 namespace ds::http {
@@ -37,34 +39,6 @@ constexpr std::size_t kMaxResponseBytes = 256u << 20;
 // One line of a streamed response (an event) may not exceed this.
 constexpr std::size_t kMaxStreamLineBytes = 4u << 20;
 constexpr std::size_t kMaxClientHeadBytes = 64u << 10;
-
-std::string errno_text(int error_number) {
-    return std::strerror(error_number);
-}
-
-class FileDescriptor {
-  public:
-    FileDescriptor() = default;
-    explicit FileDescriptor(int fd) : fd_(fd) {}
-    ~FileDescriptor() { reset(); }
-    FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    FileDescriptor& operator=(FileDescriptor&& other) noexcept {
-        if (this != &other) {
-            reset();
-            fd_ = std::exchange(other.fd_, -1);
-        }
-        return *this;
-    }
-    int get() const { return fd_; }
-    bool valid() const { return fd_ >= 0; }
-    void reset() {
-        if (fd_ >= 0) ::close(fd_);
-        fd_ = -1;
-    }
-
-  private:
-    int fd_ = -1;
-};
 
 void set_send_timeout(int fd, std::chrono::milliseconds timeout) {
     timeval tv{};
@@ -335,8 +309,7 @@ std::optional<HeadError> parse_request_head(std::string_view head, RequestHead& 
 }
 
 std::string error_body(std::string_view code, std::string_view message) {
-    nlohmann::json body = {{"error", {{"code", code}, {"message", message}}}};
-    return body.dump();
+    return error_envelope(code, message).dump();
 }
 
 std::string response_head(const Response& response, bool chunked) {
@@ -456,6 +429,10 @@ class ChunkDecoder {
 };
 
 }  // namespace
+
+nlohmann::json error_envelope(std::string_view code, std::string_view message) {
+    return {{"error", {{"code", code}, {"message", message}}}};
+}
 
 std::string status_text(int status) {
     switch (status) {
@@ -800,8 +777,7 @@ Status UnixServer::start() {
     if (impl_->started) {
         return make_error(errc::kConflict, "server on " + socket_path_ + " already started");
     }
-    auto address = unix_address(socket_path_);
-    if (!address) return address.error();
+    DS_ASSIGN_OR_RETURN(auto address, unix_address(socket_path_));
 
     // An existing socket file is either live (another server answers: refuse,
     // never steal it) or stale (left by a crash: connect is refused, replace it).
@@ -814,7 +790,7 @@ Status UnixServer::start() {
         }
         FileDescriptor probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
         if (!probe.valid()) return make_error(errc::kIo, "socket(): " + errno_text(errno));
-        if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address) ==
+        if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) ==
             0) {
             return make_error(errc::kConflict, "another server is already listening on " +
                                                    socket_path_ + "; refusing to replace it");
@@ -834,8 +810,7 @@ Status UnixServer::start() {
 
     FileDescriptor listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!listener.valid()) return make_error(errc::kIo, "socket(): " + errno_text(errno));
-    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address) !=
-        0) {
+    if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
         return make_error(errc::kIo, "cannot bind " + socket_path_ + ": " + errno_text(errno));
     }
     struct stat created {};
@@ -911,16 +886,14 @@ namespace {
 
 Result<FileDescriptor> connect_to(const std::string& socket_path,
                                   std::chrono::milliseconds timeout) {
-    auto address = unix_address(socket_path);
-    if (!address) return address.error();
+    DS_ASSIGN_OR_RETURN(auto address, unix_address(socket_path));
     FileDescriptor fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return make_error(errc::kIo, "socket(): " + errno_text(errno));
     // Linux bounds a unix connect() that waits for a full backlog by the send
     // timeout; it then fails with EAGAIN.
     set_send_timeout(fd.get(), timeout);
     for (;;) {
-        if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address) ==
-            0) {
+        if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
             return fd;
         }
         if (errno == EINTR) continue;
@@ -1104,9 +1077,8 @@ Result<ClientResponse> exchange_head(const std::string& socket_path, const Clien
                                      FileDescriptor& fd, std::string& buffer,
                                      Clock::time_point deadline) {
     DS_TRY(validate_request(req));
-    auto connected = connect_to(socket_path, req.timeout);
-    if (!connected) return connected.error();
-    fd = std::move(*connected);
+    DS_ASSIGN_OR_RETURN(auto connected, connect_to(socket_path, req.timeout));
+    fd = std::move(connected);
     // A server that answers early (413) and closes may make this send fail;
     // its response is still worth reading, so failure here is not final.
     bool sent = send_all(fd.get(), serialize_request(req));
@@ -1209,19 +1181,18 @@ Status stream_lines(const std::string& socket_path, std::string_view target,
                     const std::function<bool(std::string_view line)>& on_line) {
     ClientRequest req;
     req.target = std::string(target);
-    auto response = stream_request(socket_path, req, on_line);
-    if (!response) return response.error();
-    if (response->status >= 200 && response->status < 300) return ok_status();
+    DS_ASSIGN_OR_RETURN(auto response, stream_request(socket_path, req, on_line));
+    if (response.status >= 200 && response.status < 300) return ok_status();
     // The API's errors are {"error":{"code","message"}}; keep them when present.
-    auto parsed = nlohmann::json::parse(response->body, nullptr, false);
+    auto parsed = nlohmann::json::parse(response.body, nullptr, false);
     if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
         const auto& error = parsed["error"];
         return make_error(error.value("code", std::string(errc::kProtocol)),
-                          error.value("message", "HTTP " + std::to_string(response->status)));
+                          error.value("message", "HTTP " + std::to_string(response.status)));
     }
     return make_error(errc::kProtocol, "GET " + std::string(target) + " on " + socket_path +
-                                           ": HTTP " + std::to_string(response->status) + " " +
-                                           status_text(response->status));
+                                           ": HTTP " + std::to_string(response.status) + " " +
+                                           status_text(response.status));
 }
 
 }  // namespace ds::http

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -71,6 +72,11 @@ struct ServerLimits {
 // fuzzing). Error code errc::kProtocol with what is wrong.
 Result<Request> parse_request(std::string_view raw);
 std::string status_text(int status);
+
+// The body every failed request answers with, {"error":{"code":..,
+// "message":..}} (docs/api.md): written here, for the server's own refusals
+// and the API's errors alike.
+nlohmann::json error_envelope(std::string_view code, std::string_view message);
 
 // Serves `handler` on a unix socket, a thread per connection (bounded). The
 // handler must not throw; the server turns any escaped exception into a 500.

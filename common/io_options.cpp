@@ -160,12 +160,6 @@ Error invalid_option(std::string_view name, const Error& problem) {
     return invalid("io job option '" + std::string(name) + "': " + problem.message);
 }
 
-std::string join_names(const std::vector<std::string_view>& names) {
-    std::string joined;
-    for (const auto name : names) joined += (joined.empty() ? "" : ", ") + std::string(name);
-    return joined;
-}
-
 // A JSON value as its message text: strings as written, others as JSON.
 std::string shown(const Json& value) {
     return value.is_string() ? "\"" + value.get<std::string>() + "\"" : value.dump();
@@ -204,7 +198,7 @@ Result<IoOptionValue> read_enum(const IoOptionDef& option, const Json& value) {
     IoOptionValue out;
     out.text = value.get<std::string>();
     if (std::find(option.values.begin(), option.values.end(), out.text) == option.values.end())
-        return invalid(shown(value) + " is not supported; supported: " + join_names(option.values));
+        return invalid(shown(value) + " is not supported; supported: " + join(option.values, ", "));
     return out;
 }
 
@@ -289,7 +283,7 @@ std::string supported_names(IoOptionSetter setter) {
     }
     for (const auto& alias : kAliases) names.push_back(alias.alias);
     std::sort(names.begin(), names.end());
-    return join_names(names);
+    return join(names, ", ");
 }
 
 std::vector<std::string_view> engine_option_names(std::string_view ioengine) {
@@ -303,7 +297,7 @@ Error unsupported(std::string_view name, std::string_view ioengine, IoOptionSett
     std::string message = "unsupported io job option '" + std::string(name) +
                           "'; supported: " + supported_names(setter);
     if (const auto own = engine_option_names(ioengine); !own.empty())
-        message += "; ioengine=" + std::string(ioengine) + " also takes: " + join_names(own);
+        message += "; ioengine=" + std::string(ioengine) + " also takes: " + join(own, ", ");
     return invalid(std::move(message));
 }
 
@@ -442,11 +436,10 @@ Result<IoOptionValues> resolve_io_options(const Json& params, IoOptionSetter set
         return invalid(std::string("io job params is a ") + params.type_name() +
                        ", expected an object");
     }
-    auto engine = engine_of(params);
-    if (!engine) return engine.error();
-    auto values = given_options(params, *engine, setter);
+    DS_ASSIGN_OR_RETURN(auto engine, engine_of(params));
+    auto values = given_options(params, engine, setter);
     if (!values) return values.error();
-    DS_TRY(add_defaults(*values, *engine));
+    DS_TRY(add_defaults(*values, engine));
     DS_TRY(check_combination(*values));
     return values;
 }

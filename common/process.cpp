@@ -136,18 +136,17 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
 
 Status run_checked(ProcessRunner& runner, const std::vector<std::string>& argv,
                    std::chrono::milliseconds timeout) {
-    auto output = runner.run(argv, timeout);
-    if (!output.ok()) return output.error();
-    if (output->timed_out) {
+    DS_ASSIGN_OR_RETURN(auto output, runner.run(argv, timeout));
+    if (output.timed_out) {
         return make_error(errc::kTimeout, describe_command(argv) + " timed out after " +
                                               std::to_string(timeout.count() / 1000) + " s");
     }
-    if (output->exit_code != 0) {
-        std::string tail = output->stderr_text;
+    if (output.exit_code != 0) {
+        std::string tail = output.stderr_text;
         if (tail.size() > 2000) tail = tail.substr(tail.size() - 2000);
         while (!tail.empty() && (tail.back() == '\n' || tail.back() == ' ')) tail.pop_back();
-        std::string how = output->signal ? "killed by signal " + std::to_string(output->signal)
-                                         : "exit code " + std::to_string(output->exit_code);
+        std::string how = output.signal ? "killed by signal " + std::to_string(output.signal)
+                                        : "exit code " + std::to_string(output.exit_code);
         return make_error(errc::kIo, describe_command(argv) + " failed (" + how + ")" +
                                          (tail.empty() ? "" : ": " + tail));
     }

@@ -11,7 +11,8 @@
 namespace ds {
 
 // Stable, machine-readable error codes. The API maps them to HTTP statuses in
-// exactly one place (daemon/api_errors.cpp); append only, never rename.
+// exactly one place (http_status_for in daemon/api/api.cpp, used by its
+// error_response); append only, never rename.
 namespace errc {
 inline constexpr const char* kInvalidSpec = "invalid_spec";
 inline constexpr const char* kInvalidArgument = "invalid_argument";
@@ -114,3 +115,18 @@ inline Status ok_status() {
         auto&& ds_try_result_ = (expr);                          \
         if (!ds_try_result_.ok()) return ds_try_result_.error(); \
     } while (0)
+
+// Early return on failure, else the value: DS_ASSIGN_OR_RETURN(auto x, f());
+// declares x from f()'s value, or returns f()'s error from the enclosing
+// function (which returns any Result<U>). `lhs` may also be an existing
+// variable. Expands to several statements: not for an unbraced if/else.
+// Variadic so that an expression with a bare comma (a template's arguments)
+// passes whole.
+#define DS_ASSIGN_OR_RETURN(lhs, ...) \
+    DS_ASSIGN_OR_RETURN_IMPL_(DS_RESULT_CONCAT_(ds_assign_result_, __LINE__), lhs, __VA_ARGS__)
+#define DS_ASSIGN_OR_RETURN_IMPL_(result, lhs, ...) \
+    auto result = (__VA_ARGS__);                    \
+    if (!result.ok()) return result.error();        \
+    lhs = std::move(result).value()
+#define DS_RESULT_CONCAT_(a, b) DS_RESULT_CONCAT_INNER_(a, b)
+#define DS_RESULT_CONCAT_INNER_(a, b) a##b

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/sha256.h"
+#include "common/text.h"
 
 namespace ds {
 namespace {
@@ -197,15 +198,6 @@ std::vector<std::string> split_mount_options(std::string_view options) {
         if (comma == std::string_view::npos) return parts;
         options.remove_prefix(comma + 1);
     }
-}
-
-std::string join(const std::vector<std::string_view>& words, std::string_view separator) {
-    std::string joined;
-    for (std::size_t i = 0; i < words.size(); ++i) {
-        if (i > 0) joined += separator;
-        joined += words[i];
-    }
-    return joined;
 }
 
 // mkfs.xfs (xfsprogs >= 5.19) refuses filesystems under 300 MiB;

@@ -29,15 +29,6 @@ std::string trim_trailing(std::string text) {
     return text;
 }
 
-std::string join(const std::vector<std::string>& items, std::string_view separator) {
-    std::string joined;
-    for (const auto& item : items) {
-        if (!joined.empty()) joined += separator;
-        joined += item;
-    }
-    return joined;
-}
-
 std::vector<std::string> split_list(std::string_view text, char separator) {
     std::vector<std::string> items;
     while (!text.empty()) {

@@ -19,9 +19,18 @@ std::string_view trim_whitespace(std::string_view text);
 // command's output ends with.
 std::string trim_trailing(std::string text);
 
-// The items with `separator` between them; the separator follows only a
-// non-empty prefix, so leading empty items leave no separator behind.
-std::string join(const std::vector<std::string>& items, std::string_view separator);
+// The items (any range of std::string, std::string_view or const char*) with
+// `separator` between them; the separator follows only a non-empty prefix,
+// so leading empty items leave no separator behind.
+template <class Items>
+std::string join(const Items& items, std::string_view separator) {
+    std::string joined;
+    for (const auto& item : items) {
+        if (!joined.empty()) joined += separator;
+        joined += item;
+    }
+    return joined;
+}
 
 // The items of a list like "a|b|c" (config values): split at `separator`,
 // each trimmed, empty ones dropped.

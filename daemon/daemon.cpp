@@ -16,6 +16,8 @@
 #include <map>
 #include <mutex>
 
+#include "common/elapsed.h"
+#include "common/file_descriptor.h"
 #include "common/http.h"
 #include "common/process.h"
 #include "common/version.h"
@@ -47,31 +49,27 @@ class StateLock {
   public:
     static Result<StateLock> acquire(const std::string& state_dir) {
         std::string path = state_dir + "/disksweepd.lock";
-        int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd < 0) {
+        FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+        if (!fd.valid()) {
             return make_error(errc::kIo, "cannot open " + path + ": " + std::strerror(errno));
         }
-        if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
             char pid[32] = {};
-            (void)!::pread(fd, pid, sizeof pid - 1, 0);
-            ::close(fd);
+            (void)!::pread(fd.get(), pid, sizeof pid - 1, 0);
+            fd.reset();
             return make_error(errc::kConflict, "another disksweepd (pid " +
                                                    std::string(pid[0] ? pid : "?") + ") is using " +
                                                    state_dir);
         }
         std::string me = std::to_string(::getpid()) + "\n";
-        (void)!::ftruncate(fd, 0);
-        (void)!::pwrite(fd, me.data(), me.size(), 0);
-        return StateLock(fd);
-    }
-    StateLock(StateLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    ~StateLock() {
-        if (fd_ >= 0) ::close(fd_);
+        (void)!::ftruncate(fd.get(), 0);
+        (void)!::pwrite(fd.get(), me.data(), me.size(), 0);
+        return StateLock(std::move(fd));
     }
 
   private:
-    explicit StateLock(int fd) : fd_(fd) {}
-    int fd_;
+    explicit StateLock(FileDescriptor fd) : fd_(std::move(fd)) {}
+    FileDescriptor fd_;  // holds the lock while open
 };
 
 // Creates `path` (and parents) and gives it `perms` when it was created or
@@ -105,11 +103,10 @@ void sd_notify_state(const std::string& state) {
     std::memcpy(address.sun_path, path.data(), path.size());
     if (path[0] == '@') address.sun_path[0] = '\0';  // abstract namespace
     socklen_t length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size());
-    int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return;
-    (void)::sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
+    FileDescriptor fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) return;
+    (void)::sendto(fd.get(), state.data(), state.size(), MSG_NOSIGNAL,
                    reinterpret_cast<sockaddr*>(&address), length);
-    ::close(fd);
 }
 
 Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
@@ -161,11 +158,9 @@ Status add_configured_storages(const DaemonConfig& config, BackendCatalog& backe
     static const auto process_runner = std::make_shared<RealProcessRunner>();
     StorageContext context{config.effective_volume_dir(), command_runner(), process_runner};
     for (const std::string& text : config.effective_storages()) {
-        auto line = parse_storage_line(text);
-        if (!line.ok()) return line.error();
-        auto storage = make_storage_backend(line.value(), context);
-        if (!storage.ok()) return storage.error();
-        DS_TRY(backends.add_storage(std::move(storage).value()));
+        DS_ASSIGN_OR_RETURN(auto line, parse_storage_line(text));
+        DS_ASSIGN_OR_RETURN(auto storage, make_storage_backend(line, context));
+        DS_TRY(backends.add_storage(std::move(storage)));
     }
     return ok_status();
 }
@@ -185,9 +180,8 @@ Status add_configured_hosts(const DaemonConfig& config, std::unique_ptr<Hypervis
     hosts.add(std::move(own));
     const HostContext context{config.embedded_root(), config.run_dir()};
     for (const std::string& text : config.hosts) {
-        auto configured = make_configured_hosts(text, context);
-        DS_TRY(configured);
-        for (auto& host : configured.value()) {
+        DS_ASSIGN_OR_RETURN(auto configured, make_configured_hosts(text, context));
+        for (auto& host : configured) {
             DS_TRY(backends.add_host(host->description));
             hosts.add(std::move(host));
         }
@@ -273,9 +267,8 @@ Json instance_status(const DaemonConfig& config, const ResourceNames& names) {
 
 Result<ResourceNames> daemon_resource_names(const DaemonConfig& config, Store& store) {
     if (!config.instance.empty()) return ResourceNames::for_instance(config.instance);
-    auto stored = store.instance_id();
-    DS_TRY(stored);
-    return ResourceNames::for_instance(std::move(stored).value());
+    DS_ASSIGN_OR_RETURN(auto stored, store.instance_id());
+    return ResourceNames::for_instance(std::move(stored));
 }
 
 Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant) {
@@ -336,8 +329,7 @@ AccelDecision decide_acceleration(const DaemonConfig& config, const ResourceName
         auto hello = channel.ok() ? AgentSession(std::move(channel.value())).receive_hello(deadline)
                                   : Result<guest::Hello>(channel.error());
         if (hello.ok()) {
-            double seconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+            const double seconds = seconds_since(started);
             decision = {Accel::kKvm,
                         "KVM probe guest reached its agent in " + std::to_string(seconds) + " s"};
         } else {
@@ -494,7 +486,7 @@ int run_daemon(const DaemonConfig& config) {
     // of their interrupted runs).
     if (auto sweeps = (*store)->list_sweeps(); sweeps.ok()) {
         for (const auto& sweep : sweeps.value()) {
-            if (sweep.status != "queued" && sweep.status != "running") continue;
+            if (is_final(sweep.status)) continue;
             auto plan = plan_submission(sweep.spec_toml, sweep.spec_source, defaults);
             SweepTimeouts timeouts = plan.ok() ? plan->timeouts : defaults;
             Status resumed = scheduler.submit(sweep.id, timeouts);

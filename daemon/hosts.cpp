@@ -31,16 +31,14 @@ std::vector<std::string> parse_storages(const BackendLine& line) {
 
 Result<std::unique_ptr<Host>> make_host(const BackendLine& line, const std::string& group,
                                         const HostContext& context) {
-    auto parallel = parse_parallel(line);
-    DS_TRY(parallel);
-    auto hypervisor = make_host_hypervisor(line, context);
-    DS_TRY(hypervisor);
+    DS_ASSIGN_OR_RETURN(auto parallel, parse_parallel(line));
+    DS_ASSIGN_OR_RETURN(auto hypervisor, make_host_hypervisor(line, context));
     auto host = std::make_unique<Host>();
     const auto uri = line.options.find("uri");
     host->description = {line.pool, line.kind, uri != line.options.end() ? uri->second : line.kind,
                          parse_storages(line), group};
-    host->hypervisor = std::move(hypervisor).value();
-    host->parallel = *parallel;
+    host->hypervisor = std::move(hypervisor);
+    host->parallel = parallel;
     return host;
 }
 
@@ -48,25 +46,23 @@ Result<std::unique_ptr<Host>> make_host(const BackendLine& line, const std::stri
 
 Result<std::vector<std::unique_ptr<Host>>> make_configured_hosts(std::string_view line_text,
                                                                  const HostContext& context) {
-    auto line = parse_host_line(line_text);
-    DS_TRY(line);
-    const HypervisorKindDef* kind = find_hypervisor_kind(line->kind);
-    std::vector<BackendLine> members{*line};
+    DS_ASSIGN_OR_RETURN(auto line, parse_host_line(line_text));
+    const HypervisorKindDef* kind = find_hypervisor_kind(line.kind);
+    std::vector<BackendLine> members{line};
     std::string group;
     if (kind != nullptr && kind->expand) {
-        auto expanded = kind->expand(*line);
+        auto expanded = kind->expand(line);
         if (!expanded.ok()) {
             return make_error(expanded.error().code,
-                              "host '" + line->pool + "': " + expanded.error().message);
+                              "host '" + line.pool + "': " + expanded.error().message);
         }
-        if (expanded->size() != 1 || (*expanded)[0].pool != line->pool) group = line->pool;
+        if (expanded->size() != 1 || (*expanded)[0].pool != line.pool) group = line.pool;
         members = std::move(expanded).value();
     }
     std::vector<std::unique_ptr<Host>> hosts;
     for (const BackendLine& member : members) {
-        auto host = make_host(member, group, context);
-        DS_TRY(host);
-        hosts.push_back(std::move(host).value());
+        DS_ASSIGN_OR_RETURN(auto host, make_host(member, group, context));
+        hosts.push_back(std::move(host));
     }
     return hosts;
 }

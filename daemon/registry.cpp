@@ -49,9 +49,8 @@ Result<std::unique_ptr<StorageBackend>> make_lvm_thin(const StorageLine& line,
     if (context.process_runner == nullptr) {
         return make_error(errc::kInternal, "lvm-thin needs a process runner");
     }
-    auto storage = make_lvm_thin_storage(line.pool, *context.process_runner);
-    if (!storage.ok()) return storage.error();
-    return std::unique_ptr<StorageBackend>(std::move(storage).value());
+    DS_ASSIGN_OR_RETURN(auto storage, make_lvm_thin_storage(line.pool, *context.process_runner));
+    return std::unique_ptr<StorageBackend>(std::move(storage));
 }
 
 Result<std::unique_ptr<StorageBackend>> make_rbd(const StorageLine& line,
@@ -59,10 +58,9 @@ Result<std::unique_ptr<StorageBackend>> make_rbd(const StorageLine& line,
     if (context.process_runner == nullptr) {
         return make_error(errc::kInternal, "rbd needs a process runner");
     }
-    auto options = rbd_storage_options(line.pool, line.options);
-    if (!options.ok()) return options.error();
+    DS_ASSIGN_OR_RETURN(auto options, rbd_storage_options(line.pool, line.options));
     return std::unique_ptr<StorageBackend>(
-        std::make_unique<RbdStorage>(std::move(options).value(), context.process_runner));
+        std::make_unique<RbdStorage>(std::move(options), context.process_runner));
 }
 
 Result<std::unique_ptr<StorageBackend>> make_pve_storage(const StorageLine& line,
@@ -118,18 +116,16 @@ Result<std::unique_ptr<Hypervisor>> make_libvirt_host(const BackendLine& line,
 }
 
 Result<std::unique_ptr<Hypervisor>> make_proxmox_host(const BackendLine& line, const HostContext&) {
-    auto hypervisor = make_proxmox_hypervisor(line.options);
-    if (!hypervisor.ok()) return hypervisor.error();
-    return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
+    DS_ASSIGN_OR_RETURN(auto hypervisor, make_proxmox_hypervisor(line.options));
+    return std::unique_ptr<Hypervisor>(std::move(hypervisor));
 }
 
 // `nodes=`: one line per cluster node, NAME/NODE, with run_node set.
 Result<std::vector<BackendLine>> expand_proxmox_host_line(const BackendLine& line) {
-    auto nodes = proxmox_host_nodes(line.options);
-    DS_TRY(nodes);
-    if (nodes->empty()) return std::vector<BackendLine>{line};
+    DS_ASSIGN_OR_RETURN(auto nodes, proxmox_host_nodes(line.options));
+    if (nodes.empty()) return std::vector<BackendLine>{line};
     std::vector<BackendLine> members;
-    for (const std::string& node : *nodes) {
+    for (const std::string& node : nodes) {
         BackendLine member = line;
         member.pool = line.pool + "/" + node;
         member.options.erase(std::string(kProxmoxNodesKey));

@@ -7,6 +7,7 @@
 #include <future>
 #include <thread>
 
+#include "common/elapsed.h"
 #include "common/protocol.h"
 #include "common/text.h"
 #include "common/version.h"
@@ -64,11 +65,6 @@ const PostFormatCommand* find_post_format_command(std::string_view step) {
 // asking (the data disk may hold one from an image or an earlier run).
 std::string_view mkfs_force_flag(std::string_view fs_type) {
     return fs_type == "ext4" ? "-F" : "-f";
-}
-
-double seconds_since(Clock::time_point start) {
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    return std::round(seconds * 1000.0) / 1000.0;
 }
 
 // Field readers for parse_job: each names the field in its error.
@@ -333,7 +329,7 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     const auto tune_start = Clock::now();
     if (!job.block.empty()) {
         const auto note = [this, tune_start](const std::string& line) {
-            send_progress(kPhaseTune, line, seconds_since(tune_start));
+            send_progress(kPhaseTune, line, seconds_since_rounded_to_ms(tune_start));
         };
         if (auto status = apply_block_tuning(job.block, *device_name, options_.roots, system_,
                                              runner_, options_.command_timeout, note);
@@ -341,11 +337,11 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
             return fail(kPhaseTune, status.error());
         }
     }
-    const double tune_s = seconds_since(tune_start);
+    const double tune_s = seconds_since_rounded_to_ms(tune_start);
 
     const auto format_start = Clock::now();
     if (auto status = format(job, device_path); !status) return fail(kPhaseFormat, status.error());
-    const double format_s = seconds_since(format_start);
+    const double format_s = seconds_since_rounded_to_ms(format_start);
 
     const auto mount_start = Clock::now();
     send_progress(
@@ -362,13 +358,13 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
         return fail(kPhaseMount, status.error());
     }
     mounted_ = true;
-    const double mount_s = seconds_since(mount_start);
+    const double mount_s = seconds_since_rounded_to_ms(mount_start);
 
     const auto post_format_start = Clock::now();
     if (auto status = run_post_format_steps(job); !status) {
         return fail(kPhasePostFormat, status.error());
     }
-    const double post_format_s = seconds_since(post_format_start);
+    const double post_format_s = seconds_since_rounded_to_ms(post_format_start);
 
     const auto bench_start = Clock::now();
     auto workload_output = run_workload(job);
@@ -386,7 +382,7 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
         }
         return failure;
     }
-    const double bench_s = seconds_since(bench_start);
+    const double bench_s = seconds_since_rounded_to_ms(bench_start);
     auto metrics = metrics_from_workload_output(job.workload.kind, workload_output->output);
     if (!metrics) return fail(kPhaseBench, metrics.error());
 
@@ -467,7 +463,7 @@ Status Agent::run_post_format_steps(const AgentJob& job) {
         argv.push_back(options_.mount_point);
         // Progress phases are format|mount|bench: a step is part of formatting.
         send_progress(kPhaseFormat, "post-format step " + step + ": " + describe_command(argv),
-                      seconds_since(start));
+                      seconds_since_rounded_to_ms(start));
         DS_TRY(run_checked(runner_, argv, options_.command_timeout));
     }
     return ok_status();

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text.h"
+
 namespace ds::agent {
 namespace {
 
@@ -39,12 +41,6 @@ std::string read_text(const fs::path& path) {
     std::ostringstream content;
     content << in.rdbuf();
     return content.str();
-}
-
-std::string join(const std::vector<std::string>& words) {
-    std::string text;
-    for (const auto& word : words) text += (text.empty() ? "" : " ") + word;
-    return text;
 }
 
 }  // namespace
@@ -111,7 +107,8 @@ Status apply_block_tuning(const BlockTuning& tuning, const std::string& device_n
         if (!offered && !scheduler_module(wanted).empty()) {
             const std::vector<std::string> argv = {"modprobe",
                                                    std::string(scheduler_module(wanted))};
-            note(describe_command(argv) + " (" + path + " offers: " + join(list.offered) + ")");
+            note(describe_command(argv) + " (" + path + " offers: " + join(list.offered, " ") +
+                 ")");
             if (auto loaded = run_checked(runner, argv, command_timeout); !loaded) {
                 modprobe_note = "; " + loaded.error().message;
             }
@@ -120,7 +117,7 @@ Status apply_block_tuning(const BlockTuning& tuning, const std::string& device_n
         note("scheduler " + wanted + " -> " + path);
         if (auto written = system.write_attribute(path, wanted); !written) {
             return make_error(errc::kIo, written.error().message + " (offered: " +
-                                             join(list.offered) + ")" + modprobe_note);
+                                             join(list.offered, " ") + ")" + modprobe_note);
         }
     }
     const auto write_number = [&](const char* attribute, long long value) -> Status {

@@ -12,14 +12,12 @@
 #include <cstring>
 #include <thread>
 
+#include "common/errno_text.h"
+
 namespace ds::agent {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::string errno_text() {
-    return std::strerror(errno);
-}
 
 Result<int> connect_unix_socket(const std::string& path) {
     sockaddr_un address{};
@@ -29,9 +27,10 @@ Result<int> connect_unix_socket(const std::string& path) {
     }
     std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
     const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return make_error(errc::kIo, "socket() for channel " + path + ": " + errno_text());
+    if (fd < 0)
+        return make_error(errc::kIo, "socket() for channel " + path + ": " + errno_text(errno));
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-        const std::string reason = errno_text();
+        const std::string reason = errno_text(errno);
         ::close(fd);
         return make_error(errc::kUnavailable, "cannot connect to channel " + path + ": " + reason);
     }
@@ -45,7 +44,7 @@ Status wait_for_host_end(int fd, const std::string& path, Deadline deadline) {
         pollfd descriptor{fd, POLLOUT, 0};
         const int ready = ::poll(&descriptor, 1, 0);
         if (ready < 0 && errno != EINTR) {
-            return make_error(errc::kIo, "poll on channel " + path + ": " + errno_text());
+            return make_error(errc::kIo, "poll on channel " + path + ": " + errno_text(errno));
         }
         if (ready > 0 && !(descriptor.revents & POLLHUP)) return ok_status();
         if (std::chrono::steady_clock::now() >= deadline) {
@@ -75,7 +74,7 @@ Status FdChannel::write(std::string_view data) {
 Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline deadline) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) {
-        return make_error(errc::kNotFound, "channel " + path + ": " + errno_text());
+        return make_error(errc::kNotFound, "channel " + path + ": " + errno_text(errno));
     }
     if (S_ISSOCK(info.st_mode)) {
         // The listener may not be up yet (tests start both sides together).
@@ -90,7 +89,8 @@ Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline 
         }
     }
     const int fd = ::open(path.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) return make_error(errc::kIo, "cannot open channel " + path + ": " + errno_text());
+    if (fd < 0)
+        return make_error(errc::kIo, "cannot open channel " + path + ": " + errno_text(errno));
     auto channel = std::make_unique<FdChannel>(fd);
     if (::isatty(fd)) {
         termios mode{};

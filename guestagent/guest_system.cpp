@@ -13,6 +13,9 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/errno_text.h"
+#include "common/file_descriptor.h"
+
 namespace ds::agent {
 namespace {
 
@@ -49,10 +52,6 @@ constexpr std::array<MountFlagOption, 22> kMountFlagOptions = {{
     {"nolazytime", MS_LAZYTIME, false},
     {"silent", MS_SILENT, true},
 }};
-
-std::string errno_text() {
-    return std::strerror(errno);
-}
 
 // The last `count` lines of the kernel log, where a file system says why it
 // refused a mount (e.g. 'EXT4-fs (sdb): Unrecognized mount option "x"').
@@ -116,7 +115,7 @@ Status RealGuestSystem::mount(const std::string& device, const std::string& targ
                 request.data.empty() ? nullptr : request.data.c_str()) != 0) {
         // The kernel's reason for EINVAL (an option it rejects) is only in
         // its log, so its last lines go into the message.
-        const std::string reason = errno_text();
+        const std::string reason = errno_text(errno);
         std::string log = kernel_log_tail(2);
         return make_error(errc::kIo, "mount -t " + fs_type + " -o '" + options + "' " + device +
                                          " " + target + ": " + reason +
@@ -127,7 +126,7 @@ Status RealGuestSystem::mount(const std::string& device, const std::string& targ
 
 Status RealGuestSystem::unmount(const std::string& target) {
     if (::umount2(target.c_str(), 0) != 0) {
-        return make_error(errc::kIo, "umount " + target + ": " + errno_text());
+        return make_error(errc::kIo, "umount " + target + ": " + errno_text(errno));
     }
     return ok_status();
 }
@@ -140,13 +139,13 @@ Status RealGuestSystem::write_attribute(const std::string& path, const std::stri
     const auto failed = [&](const std::string& reason) {
         return make_error(errc::kIo, "cannot write '" + value + "' to " + path + ": " + reason);
     };
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return failed(errno_text());
+    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd.valid()) return failed(errno_text(errno));
     // One write: a sysfs store sees exactly this buffer (a short write would
     // hand the kernel a truncated value).
-    const ssize_t written = ::write(fd, value.data(), value.size());
+    const ssize_t written = ::write(fd.get(), value.data(), value.size());
     const int write_errno = errno;
-    ::close(fd);
+    fd.reset();
     if (written < 0) return failed(std::strerror(write_errno));
     if (static_cast<std::size_t>(written) != value.size()) {
         return failed("short write of " + std::to_string(written) + " of " +

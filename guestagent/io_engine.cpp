@@ -39,14 +39,4 @@ Result<const EngineDescriptor*> engine_by_name(std::string_view name) {
                                                   "'; supported: " + engine_names());
 }
 
-std::string describe_errno(int error_number) {
-    const char* name = strerrorname_np(error_number);
-    const char* text = strerrordesc_np(error_number);
-    std::string out = name ? name : "errno " + std::to_string(error_number);
-    out += " (";
-    out += text ? text : "unknown error";
-    out += ")";
-    return out;
-}
-
 }  // namespace ds::io

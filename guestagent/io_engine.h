@@ -143,7 +143,4 @@ Result<const EngineDescriptor*> engine_by_name(std::string_view name);
 // "libaio, psync, null".
 std::string engine_names();
 
-// "EAGAIN (Resource temporarily unavailable)" for error messages.
-std::string describe_errno(int error_number);
-
 }  // namespace ds::io

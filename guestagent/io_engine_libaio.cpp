@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "common/errno_text.h"
 #include "guestagent/io_engine.h"
 
 namespace ds::io {

@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/errno_text.h"
+#include "common/file_descriptor.h"
 #include "guestagent/io_report.h"
 
 namespace ds::io {
@@ -81,24 +83,6 @@ Result<AlignedBuffer> allocate_aligned(std::size_t bytes) {
     }
     return AlignedBuffer(memory);
 }
-
-class FileDescriptor {
-  public:
-    FileDescriptor() = default;
-    explicit FileDescriptor(int fd) : fd_(fd) {}
-    FileDescriptor(FileDescriptor&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-    FileDescriptor& operator=(FileDescriptor&& other) noexcept {
-        std::swap(fd_, other.fd_);
-        return *this;
-    }
-    ~FileDescriptor() {
-        if (fd_ >= 0) close(fd_);
-    }
-    int get() const { return fd_; }
-
-  private:
-    int fd_ = -1;
-};
 
 Error io_error(const std::string& what, int error_number) {
     return make_error(errc::kIo, what + ": " + describe_errno(error_number));

@@ -243,15 +243,6 @@ std::vector<std::string> notable_lines(std::string_view text) {
     return lines;
 }
 
-std::string join(const std::vector<std::string>& lines, std::string_view separator) {
-    std::string out;
-    for (const auto& line : lines) {
-        if (!out.empty()) out += separator;
-        out += line;
-    }
-    return out;
-}
-
 // One runner invocation: the deadline, progress, and the server it started.
 // The destructor stops a server still running (any early return).
 class Session {

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "common/result.h"
+#include "common/status.h"
 #include "common/version.h"
 #include "hostctl/daemon_client.h"
 #include "hostctl/format.h"
@@ -151,7 +152,8 @@ ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
                 if (type != "keepalive") invocation.print_json(event);
             } else if (draw_bar) {
                 // Failures stay on screen above the bar; the rest is the bar.
-                if ((type == "run_finished" && event.value("status", "") != "succeeded") ||
+                if ((type == "run_finished" &&
+                     parse_run_status(event.value("status", "")) != RunStatus::kSucceeded) ||
                     type == "round_decision") {
                     out << "\r\033[K" << format_event_line(event, progress) << "\n";
                 }

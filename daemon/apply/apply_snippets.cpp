@@ -269,13 +269,11 @@ Result<ApplyRequest> apply_request_from_query(const std::map<std::string, std::s
     if (format == query.end())
         return make_error(errc::kInvalidArgument, "parameter 'format' is required");
     ApplyRequest request;
-    auto parsed = parse_apply_format(format->second);
-    if (!parsed.ok()) return parsed.error();
-    request.format = parsed.value();
+    DS_ASSIGN_OR_RETURN(auto parsed, parse_apply_format(format->second));
+    request.format = parsed;
     if (const auto vmid = query.find("vmid"); vmid != query.end()) {
-        auto value = parse_vmid(vmid->second);
-        if (!value.ok()) return value.error();
-        request.vmid = value.value();
+        DS_ASSIGN_OR_RETURN(auto value, parse_vmid(vmid->second));
+        request.vmid = value;
     }
     if (const auto storage = query.find("storage"); storage != query.end()) {
         if (!is_pve_storage_id(storage->second)) {
@@ -311,14 +309,13 @@ Result<ApplySnippet> render_apply_snippet(const StorageConfig& config,
                           "a host baseline has no VM and no guest: there is nothing to apply");
     }
     const BodyRenderer renderer = renderer_for(request.format);
-    auto rendered = renderer(config, request);
-    if (!rendered.ok()) return rendered.error();
+    DS_ASSIGN_OR_RETURN(auto rendered, renderer(config, request));
 
     const ApplyFormatDef& format = format_def(request.format);
     ApplySnippet snippet;
     snippet.durability_risks = risks_of(config, request);
-    snippet.notes = std::move(rendered->notes);
-    snippet.body = std::move(rendered->body);
+    snippet.notes = std::move(rendered.notes);
+    snippet.body = std::move(rendered.body);
     if (!snippet.durability_risks.empty()) {
         snippet.text +=
             comment_line(format,

@@ -22,13 +22,11 @@ bool is_lower_hex(const std::string& text) {
 // Every configuration the store has runs of. The store keeps no listing of
 // configurations, so this reads every sweep's runs (without raw output).
 Result<std::vector<std::string>> stored_config_ids(Store& store) {
-    auto sweeps = store.list_sweeps();
-    if (!sweeps.ok()) return sweeps.error();
+    DS_ASSIGN_OR_RETURN(auto sweeps, store.list_sweeps());
     std::set<std::string> ids;
-    for (const auto& sweep : sweeps.value()) {
-        auto runs = store.list_runs(sweep.id, RawOutput::kOmit);
-        if (!runs.ok()) return runs.error();
-        for (const auto& run : runs.value()) ids.insert(run.config_id);
+    for (const auto& sweep : sweeps) {
+        DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep.id, RawOutput::kOmit));
+        for (const auto& run : runs) ids.insert(run.config_id);
     }
     return std::vector<std::string>(ids.begin(), ids.end());
 }
@@ -67,9 +65,8 @@ Result<std::string> unique_config_id(const std::string& prefix,
 
 Result<std::string> resolve_config_id(Store& store, const std::string& id_or_prefix) {
     if (id_or_prefix.size() == kConfigIdLength && is_lower_hex(id_or_prefix)) return id_or_prefix;
-    auto ids = stored_config_ids(store);
-    if (!ids.ok()) return ids.error();
-    return unique_config_id(id_or_prefix, ids.value());
+    DS_ASSIGN_OR_RETURN(auto ids, stored_config_ids(store));
+    return unique_config_id(id_or_prefix, ids);
 }
 
 std::vector<Workload> mariadb_workloads(const std::vector<RunRecord>& runs) {
@@ -111,27 +108,25 @@ Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
 
 Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
                                  ApplyRequest request) {
-    auto id = resolve_config_id(store, id_or_prefix);
-    if (!id.ok()) return id.error();
-    auto settings = store.get_configuration(id.value());
+    DS_ASSIGN_OR_RETURN(auto id, resolve_config_id(store, id_or_prefix));
+    auto settings = store.get_configuration(id);
     if (!settings.ok()) return settings.error();
-    auto config = storage_config_from_json(settings.value());
-    if (!config.ok()) return config.error();
+    DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(settings.value()));
     if (request.format == ApplyFormat::kMycnf) {
-        auto runs = store.runs_for_config(id.value(), RawOutput::kOmit);
-        if (!runs.ok()) return runs.error();
-        auto workload =
-            choose_mariadb_workload(mariadb_workloads(runs.value()), request.workload_name);
+        DS_ASSIGN_OR_RETURN(auto runs, store.runs_for_config(id, RawOutput::kOmit));
+        auto workload = choose_mariadb_workload(mariadb_workloads(runs), request.workload_name);
         if (!workload.ok()) return workload.error();
         request.workload = workload.value();
     }
-    auto snippet = render_apply_snippet(config.value(), request);
+    auto snippet = render_apply_snippet(config, request);
     if (!snippet.ok()) return snippet.error();
-    Json answer{
-        {"config_id", id.value()},      {"format", std::string(format_def(request.format).name)},
-        {"settings", settings.value()}, {"durability_risks", snippet->durability_risks},
-        {"notes", snippet->notes},      {"body", snippet->body},
-        {"snippet", snippet->text}};
+    Json answer{{"config_id", id},
+                {"format", std::string(format_def(request.format).name)},
+                {"settings", settings.value()},
+                {"durability_risks", snippet->durability_risks},
+                {"notes", snippet->notes},
+                {"body", snippet->body},
+                {"snippet", snippet->text}};
     if (request.workload) answer["workload"] = request.workload->name;
     return answer;
 }

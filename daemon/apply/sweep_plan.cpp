@@ -16,7 +16,7 @@ std::string workload_key(const Workload& workload) {
 }
 
 std::optional<double> run_seconds(const RunRecord& run) {
-    if (run.status != run_status::kSucceeded) return std::nullopt;
+    if (run.status != RunStatus::kSucceeded) return std::nullopt;
     const auto total = run.timings.find("total_s");
     if (total == run.timings.end() || !total->is_number()) return std::nullopt;
     const double seconds = total->get<double>();

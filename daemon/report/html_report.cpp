@@ -114,7 +114,7 @@ std::vector<std::vector<std::string>> sweep_facts(const ReportView& view) {
     for (const auto& row : view.rows) configurations.insert(text_field(row, "config_id"));
     std::vector<std::string> axes = view.columns.axes;
     std::vector<std::vector<std::string>> facts = {
-        {"status", data.sweep.status},
+        {"status", to_string(data.sweep.status)},
         {"created, started, finished",
          (data.sweep.created_at.empty() ? "-" : data.sweep.created_at) + ", " +
              (data.sweep.started_at.empty() ? "-" : data.sweep.started_at) + ", " +
@@ -160,8 +160,8 @@ Element failures_part(const ReportView& view) {
         for (std::size_t r = 0; r < view.rows.size(); ++r)
             if (text_field(view.rows[r], "config_id") == run.config_id)
                 configuration = view.labels[r];
-        cells.push_back({std::to_string(run.run_id), configuration, run.workload, run.status,
-                         reason_line(run.reason)});
+        cells.push_back({std::to_string(run.run_id), configuration, run.workload,
+                         to_string(run.status), reason_line(run.reason)});
     }
     part.add(html_element("div")
                  .set("class", "wide")
@@ -517,9 +517,8 @@ std::string render_report_html(const ReportData& data) {
 }
 
 Result<std::string> render_sweep_report(Store& store, std::int64_t sweep_id) {
-    Result<ReportData> data = gather_report_data(store, sweep_id);
-    DS_TRY(data);
-    return render_report_html(data.value());
+    DS_ASSIGN_OR_RETURN(ReportData data, gather_report_data(store, sweep_id));
+    return render_report_html(data);
 }
 
 }  // namespace ds::report

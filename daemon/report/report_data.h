@@ -39,7 +39,7 @@ struct FailedRun {
     std::int64_t run_id = 0;
     std::string config_id;
     std::string workload;
-    std::string status;  // failed | timed_out
+    RunStatus status = RunStatus::kFailed;  // failed | timed_out
     std::string reason;
 };
 

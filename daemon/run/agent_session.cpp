@@ -42,13 +42,12 @@ Result<Json> AgentSession::next_message(Deadline deadline) {
 }
 
 Result<guest::Hello> AgentSession::receive_hello(Deadline deadline) {
-    auto message = next_message(deadline);
-    if (!message.ok()) return message.error();
-    const std::string type = type_of(*message);
+    DS_ASSIGN_OR_RETURN(auto message, next_message(deadline));
+    const std::string type = type_of(message);
     if (type != protocol::kHello) {
         return make_error(errc::kProtocol, "agent sent '" + type + "' before 'hello'");
     }
-    return guest::parse_hello(std::move(message.value()));
+    return guest::parse_hello(std::move(message));
 }
 
 Status AgentSession::send_job(const Json& job) {
@@ -58,20 +57,17 @@ Status AgentSession::send_job(const Json& job) {
 Result<guest::ResultMessage> AgentSession::await_result(
     Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress) {
     while (true) {
-        auto message = next_message(deadline);
-        if (!message.ok()) return message.error();
-        const std::string type = type_of(*message);
+        DS_ASSIGN_OR_RETURN(auto message, next_message(deadline));
+        const std::string type = type_of(message);
         if (type == protocol::kProgress) {
-            auto progress = guest::parse_progress(std::move(message.value()));
-            if (!progress.ok()) return progress.error();
-            if (on_progress) on_progress(progress.value());
+            DS_ASSIGN_OR_RETURN(auto progress, guest::parse_progress(std::move(message)));
+            if (on_progress) on_progress(progress);
             continue;
         }
-        if (type == protocol::kResult) return guest::parse_result(std::move(message.value()));
+        if (type == protocol::kResult) return guest::parse_result(std::move(message));
         if (type == protocol::kError) {
-            auto report = guest::parse_error(std::move(message.value()));
-            if (!report.ok()) return report.error();
-            return agent_failure(report.value());
+            DS_ASSIGN_OR_RETURN(auto report, guest::parse_error(std::move(message)));
+            return agent_failure(report);
         }
         return make_error(errc::kProtocol,
                           "agent sent unexpected '" + type + "' while a job was running");

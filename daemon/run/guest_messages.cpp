@@ -5,6 +5,8 @@
 #include <limits>
 #include <span>
 
+#include "common/json_fields.h"
+
 namespace ds::guest {
 namespace {
 
@@ -168,8 +170,8 @@ Result<Json> check_number(const Json& value, const std::string& path, double max
 Result<Json> check_string_list(const Json& value, const std::string& path) {
     if (!value.is_array()) return wrong_type(path, "an array of strings", value);
     for (std::size_t i = 0; i < value.size(); ++i) {
-        auto item = check_string(value[i], path + "[" + std::to_string(i) + "]");
-        if (!item.ok()) return item.error();
+        DS_ASSIGN_OR_RETURN(auto item,
+                            check_string(value[i], path + "[" + std::to_string(i) + "]"));
     }
     return value;
 }
@@ -183,8 +185,7 @@ Result<Json> check_string_map(const Json& value, const std::string& path) {
                                             " bytes, longer than the limit of " +
                                             std::to_string(kMaxFieldBytes));
         }
-        auto checked = check_string(item, item_path);
-        if (!checked.ok()) return checked.error();
+        DS_ASSIGN_OR_RETURN(auto checked, check_string(item, item_path));
     }
     return value;
 }
@@ -238,19 +239,14 @@ Result<Json> check_record(Json& object, const std::string& path, std::span<const
             if (field.presence == Presence::kRequired) return violation(field_path, "missing");
             continue;
         }
-        auto value = check_field(*found, field_path, field);
-        if (!value.ok()) return value.error();
-        checked[key] = std::move(value.value());
+        DS_ASSIGN_OR_RETURN(auto value, check_field(*found, field_path, field));
+        checked[key] = std::move(value);
     }
     return checked;
 }
 
 // Readers of a checked record: the schema guarantees type and presence, and
-// they stay non-throwing even if it did not.
-std::string string_at(const Json& record, const char* key) {
-    const auto found = record.find(key);
-    return found != record.end() && found->is_string() ? found->get<std::string>() : std::string();
-}
+// they stay non-throwing even if it did not (strings: json_read::string_or_empty).
 
 std::optional<double> number_at(const Json& record, const char* key) {
     const auto found = record.find(key);
@@ -297,14 +293,13 @@ std::string cut_text(std::string_view text, std::size_t max_bytes) {
 }
 
 Result<Hello> parse_hello(Json message) {
-    auto checked = check_record(message, "hello", kHelloFields);
-    if (!checked.ok()) return checked.error();
-    const Json& record = checked.value();
+    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "hello", kHelloFields));
+    const Json& record = checked;
     Hello hello;
-    hello.agent_version = string_at(record, "agent_version");
+    hello.agent_version = json_read::string_or_empty(record, "agent_version");
     hello.protocol = integer_at(record, "protocol");
-    hello.kernel = string_at(record, "kernel");
-    hello.fio_version = string_at(record, "fio_version");
+    hello.kernel = json_read::string_or_empty(record, "kernel");
+    hello.fio_version = json_read::string_or_empty(record, "fio_version");
     const auto capabilities = record.find("capabilities");
     if (capabilities != record.end() && capabilities->is_array()) {
         for (const Json& capability : *capabilities) {
@@ -315,23 +310,21 @@ Result<Hello> parse_hello(Json message) {
 }
 
 Result<Progress> parse_progress(Json message) {
-    auto checked = check_record(message, "progress", kProgressFields);
-    if (!checked.ok()) return checked.error();
-    const Json& record = checked.value();
+    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "progress", kProgressFields));
+    const Json& record = checked;
     Progress progress;
-    progress.phase = string_at(record, "phase");
-    progress.message = string_at(record, "message");
+    progress.phase = json_read::string_or_empty(record, "phase");
+    progress.message = json_read::string_or_empty(record, "message");
     progress.elapsed_s = number_at(record, "elapsed_s").value_or(0);
     progress.fraction = number_at(record, "fraction");
     return progress;
 }
 
 Result<ResultMessage> parse_result(Json message) {
-    auto checked = check_record(message, "result", kResultFields);
-    if (!checked.ok()) return checked.error();
-    Json& record = checked.value();
+    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "result", kResultFields));
+    Json& record = checked;
     ResultMessage result;
-    result.run_id = string_at(record, "run_id");
+    result.run_id = json_read::string_or_empty(record, "run_id");
     result.output = take(record, "output", Json::object());
     result.timings =
         members_at<double>(record, "timings", [](const Json& value) { return value.is_number(); });
@@ -342,14 +335,13 @@ Result<ResultMessage> parse_result(Json message) {
 }
 
 Result<ErrorMessage> parse_error(Json message) {
-    auto checked = check_record(message, "error", kErrorFields);
-    if (!checked.ok()) return checked.error();
-    const Json& record = checked.value();
+    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "error", kErrorFields));
+    const Json& record = checked;
     ErrorMessage error;
-    if (record.contains("run_id")) error.run_id = string_at(record, "run_id");
-    error.phase = string_at(record, "phase");
-    error.message = string_at(record, "message");
-    error.code = string_at(record, "code");
+    if (record.contains("run_id")) error.run_id = json_read::string_or_empty(record, "run_id");
+    error.phase = json_read::string_or_empty(record, "phase");
+    error.message = json_read::string_or_empty(record, "message");
+    error.code = json_read::string_or_empty(record, "code");
     return error;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/elapsed.h"
 #include "common/fio_options.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -68,10 +69,6 @@ Result<ProcessOutput> run_fio(ProcessRunner& runner, const std::vector<std::stri
     return output;
 }
 
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 }  // namespace
 
 Result<RawVolumeLayout> plan_raw_volume_layout(const Json& params, std::uint64_t volume_bytes) {
@@ -116,21 +113,18 @@ Result<FioTarget> host_fio_target(const DiskSource& source) {
 
 Result<HostFioCommands> host_fio_commands(const Workload& workload, const DiskSource& source,
                                           const RawVolumeLayout& layout) {
-    auto target = host_fio_target(source);
-    if (!target.ok()) return target.error();
-    auto job = build_fio_command(workload.name, workload.params, target.value());
-    if (!job.ok()) return job.error();
+    DS_ASSIGN_OR_RETURN(auto target, host_fio_target(source));
+    DS_ASSIGN_OR_RETURN(auto job, build_fio_command(workload.name, workload.params, target));
     if (layout.separate_regions)
-        job->push_back("--offset_increment=" + std::to_string(layout.job_bytes));
+        job.push_back("--offset_increment=" + std::to_string(layout.job_bytes));
     HostFioCommands commands;
     const std::vector<std::string> prefix = command_prefix(source);
     commands.job = prefix;
-    commands.job.insert(commands.job.end(), job->begin(), job->end());
+    commands.job.insert(commands.job.end(), job.begin(), job.end());
     if (layout.prefill_bytes > 0) {
-        auto prefill = prefill_command(target.value(), layout);
-        if (!prefill.ok()) return prefill.error();
+        DS_ASSIGN_OR_RETURN(auto prefill, prefill_command(target, layout));
         commands.prefill = prefix;
-        commands.prefill.insert(commands.prefill.end(), prefill->begin(), prefill->end());
+        commands.prefill.insert(commands.prefill.end(), prefill.begin(), prefill.end());
     }
     return commands;
 }
@@ -138,29 +132,25 @@ Result<HostFioCommands> host_fio_commands(const Workload& workload, const DiskSo
 Result<HostFioResult> run_host_fio(const Workload& workload, const DiskSource& source,
                                    std::uint64_t volume_bytes, ProcessRunner& runner,
                                    std::chrono::seconds timeout) {
-    auto layout = plan_raw_volume_layout(workload.params, volume_bytes);
-    if (!layout.ok()) return layout.error();
-    auto commands = host_fio_commands(workload, source, layout.value());
+    DS_ASSIGN_OR_RETURN(auto layout, plan_raw_volume_layout(workload.params, volume_bytes));
+    auto commands = host_fio_commands(workload, source, layout);
     if (!commands.ok()) return commands.error();
     HostFioResult result;
-    result.layout = to_json(layout.value());
+    result.layout = to_json(layout);
     result.layout["prefill_command"] = describe_command(commands->prefill);
     result.layout["job_command"] = describe_command(commands->job);
 
     auto phase_start = Clock::now();
     if (!commands->prefill.empty()) {
-        auto prefilled = run_fio(runner, commands->prefill, timeout);
-        if (!prefilled.ok()) return prefilled.error();
+        DS_ASSIGN_OR_RETURN(auto prefilled, run_fio(runner, commands->prefill, timeout));
     }
     result.prefill_s = seconds_since(phase_start);
     phase_start = Clock::now();
-    auto ran = run_fio(runner, commands->job, timeout);
-    if (!ran.ok()) return ran.error();
+    DS_ASSIGN_OR_RETURN(auto ran, run_fio(runner, commands->job, timeout));
     result.bench_s = seconds_since(phase_start);
-    auto document = parse_fio_stdout(ran->stdout_text);
-    if (!document.ok()) return document.error();
-    if (auto failed = fio_job_error(document.value())) return make_error(errc::kIo, *failed);
-    result.fio_output = std::move(document).value();
+    DS_ASSIGN_OR_RETURN(auto document, parse_fio_stdout(ran.stdout_text));
+    if (auto failed = fio_job_error(document)) return make_error(errc::kIo, *failed);
+    result.fio_output = std::move(document);
     return result;
 }
 

@@ -59,11 +59,11 @@ RoundState round_state(const std::vector<RunRecord>& runs) {
     state.settled = true;
     for (const RunRecord& run : runs) {
         if (run.superseded_by != 0) continue;
-        if (run.status == run_status::kPending || run.status == run_status::kRunning) {
+        if (run.status == RunStatus::kPending || run.status == RunStatus::kRunning) {
             state.settled = false;
         }
         if (run.repetition == state.rounds_done - 1 &&
-            (run.status == run_status::kFailed || run.status == run_status::kTimedOut)) {
+            (run.status == RunStatus::kFailed || run.status == RunStatus::kTimedOut)) {
             state.last_round_failed = true;
         }
     }
@@ -115,20 +115,17 @@ std::vector<RowPrecision> row_precisions(const Json& comparison) {
 Result<std::vector<RunRecord>> add_next_round(Store& store, std::int64_t sweep_id,
                                               const SweepSpec& spec, int round,
                                               const Json& decision) {
-    auto plan = expand_sweep(spec);
-    if (!plan.ok()) return plan.error();
-    auto planned = plan_round(spec, round, 0);
-    if (!planned.ok()) return planned.error();
+    DS_ASSIGN_OR_RETURN(auto plan, expand_sweep(spec));
+    DS_ASSIGN_OR_RETURN(auto planned, plan_round(spec, round, 0));
     std::vector<RunRecord> records;
-    for (const PlannedRun& run : planned.value()) {
-        records.push_back(planned_run_record(plan.value(), run));
+    for (const PlannedRun& run : planned) {
+        records.push_back(planned_run_record(plan, run));
     }
     DS_TRY(store.add_round(sweep_id, decision, records));
-    auto runs = store.list_runs(sweep_id, RawOutput::kOmit);
-    if (!runs.ok()) return runs.error();
+    DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep_id, RawOutput::kOmit));
     std::vector<RunRecord> added;
-    for (RunRecord& run : runs.value()) {
-        if (run.repetition == round && run.status == run_status::kPending) {
+    for (RunRecord& run : runs) {
+        if (run.repetition == round && run.status == RunStatus::kPending) {
             added.push_back(std::move(run));
         }
     }
@@ -147,7 +144,7 @@ RunRecord planned_run_record(const SweepPlan& plan, const PlannedRun& planned) {
     run.config = to_json(config);
     run.workload_name = workload.name;
     run.workload = to_json(workload);
-    run.status = run_status::kPending;
+    run.status = RunStatus::kPending;
     return run;
 }
 
@@ -189,29 +186,25 @@ Json decide_round(const SweepSpec& spec, int rounds_done, bool last_round_failed
 }
 
 Result<RoundOutcome> settle_round(Store& store, std::int64_t sweep_id) {
-    auto sweep = store.get_sweep(sweep_id);
-    if (!sweep.ok()) return sweep.error();
-    auto spec = parse_sweep_spec(sweep->spec_toml, sweep->spec_source);
-    if (!spec.ok()) return spec.error();
-    if (spec->ci_target <= 0) return RoundOutcome{};
-    auto runs = store.list_runs(sweep_id, RawOutput::kOmit);
-    if (!runs.ok()) return runs.error();
-    const RoundState state = round_state(runs.value());
-    if (!state.settled || state.rounds_done == 0 || already_decided(*sweep, state.rounds_done)) {
+    DS_ASSIGN_OR_RETURN(auto sweep, store.get_sweep(sweep_id));
+    DS_ASSIGN_OR_RETURN(auto spec, parse_sweep_spec(sweep.spec_toml, sweep.spec_source));
+    if (spec.ci_target <= 0) return RoundOutcome{};
+    DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep_id, RawOutput::kOmit));
+    const RoundState state = round_state(runs);
+    if (!state.settled || state.rounds_done == 0 || already_decided(sweep, state.rounds_done)) {
         return RoundOutcome{};
     }
-    auto comparison = compare_sweep(store, sweep_id);
-    if (!comparison.ok()) return comparison.error();
+    DS_ASSIGN_OR_RETURN(auto comparison, compare_sweep(store, sweep_id));
     RoundOutcome outcome;
-    outcome.decision = decide_round(spec.value(), state.rounds_done, state.last_round_failed,
-                                    row_precisions(comparison.value()));
+    outcome.decision =
+        decide_round(spec, state.rounds_done, state.last_round_failed, row_precisions(comparison));
     if (outcome.decision.value("decision", "") != "add_round") {
         DS_TRY(store.add_round(sweep_id, outcome.decision, {}));
         return outcome;
     }
-    auto added = add_next_round(store, sweep_id, spec.value(), state.rounds_done, outcome.decision);
-    if (!added.ok()) return added.error();
-    outcome.added_runs = std::move(added.value());
+    DS_ASSIGN_OR_RETURN(auto added,
+                        add_next_round(store, sweep_id, spec, state.rounds_done, outcome.decision));
+    outcome.added_runs = std::move(added);
     return outcome;
 }
 

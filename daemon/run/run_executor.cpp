@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/elapsed.h"
 #include "common/text.h"
 #include "common/version.h"
 #include "common/workload_output.h"
@@ -22,10 +23,6 @@ using Clock = std::chrono::steady_clock;
 
 // How much of the guest console a boot failure quotes.
 constexpr std::size_t kConsoleTailBytes = 600;
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // Whether the guest is gone. The hypervisor may notice a dead QEMU a moment
 // after its channel closed, so this waits up to two seconds for that.
@@ -173,12 +170,10 @@ Status RunAttempt::place() {
         host_name_ = std::string(kLocalHostName);
         return ok_status();
     }
-    auto config = storage_config_from_json(run_.config);
-    if (!config.ok()) return config.error();
+    DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run_.config));
     if (env_.placement) placement_ = env_.placement(run_.sweep_id);
-    auto lease = env_.hosts->acquire(config.value(), placement_.hosts, cancelled_);
-    if (!lease.ok()) return lease.error();
-    lease_.emplace(std::move(lease).value());
+    DS_ASSIGN_OR_RETURN(auto lease, env_.hosts->acquire(config, placement_.hosts, cancelled_));
+    lease_.emplace(std::move(lease));
     Host& host = lease_->host();
     hypervisor_ = host.hypervisor.get();
     accel_ = host.accel;
@@ -194,7 +189,7 @@ bool RunAttempt::start() {
     // A host baseline runs no guest, so no accelerator either.
     run_.accel = host_baseline_ ? "none" : std::string(to_string(accel_));
     run_.started_at = utc_now_iso8601();
-    run_.status = "running";
+    run_.status = RunStatus::kRunning;
     Status marked = env_.store->mark_run_running(run_.id, run_.vm_name, run_.volume_name,
                                                  run_.console_log, run_.accel, run_.started_at);
     if (!marked.ok()) {
@@ -204,7 +199,7 @@ bool RunAttempt::start() {
         if (current.ok()) {
             run_ = current.value();
         } else {
-            run_.status = "failed";
+            run_.status = RunStatus::kFailed;
             run_.failure_reason = "cannot start run: " + marked.error().message;
         }
         return false;
@@ -235,9 +230,8 @@ bool RunAttempt::start() {
 // What the run needs before anything is created: its settings, workload,
 // guest image and storage backend, each from the stored run.
 Status RunAttempt::prepare() {
-    auto config = storage_config_from_json(run_.config);
-    if (!config.ok()) return config.error();
-    config_ = config.value();
+    DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run_.config));
+    config_ = config;
     auto workload = workload_from_json(run_.workload);
     if (!workload.ok()) {
         return make_error(errc::kInvalidArgument, "stored workload: " + workload.error().message);
@@ -247,24 +241,22 @@ Status RunAttempt::prepare() {
     const HypervisorKindDef* kind = find_hypervisor_kind(config_->hypervisor);
     const bool boots_project_image = kind == nullptr || kind->boots_project_image;
     if (env_.image_for_variant && boots_project_image) {
-        auto located = env_.image_for_variant(image_variant_for_kind(workload_->kind));
-        if (!located.ok()) return located.error();
-        image_ = located.value();
+        DS_ASSIGN_OR_RETURN(auto located,
+                            env_.image_for_variant(image_variant_for_kind(workload_->kind)));
+        image_ = located;
     }
     // The storage the configuration names, never a stand-in: a run can only
     // be recorded under a backend that really made its disk.
-    auto found = env_.backends ? env_.backends->storage_for(*config_)
-                               : Result<StorageBackend*>(env_.storage);
-    if (!found.ok()) return found.error();
-    storage_ = found.value();
+    DS_ASSIGN_OR_RETURN(auto found, env_.backends ? env_.backends->storage_for(*config_)
+                                                  : Result<StorageBackend*>(env_.storage));
+    storage_ = found;
     return ok_status();
 }
 
 Status RunAttempt::provision() {
     DS_TRY(prepare());
-    auto volume = storage_->create_volume(run_.volume_name, *config_);
-    if (!volume.ok()) return volume.error();
-    volume_ = volume.value();
+    DS_ASSIGN_OR_RETURN(auto volume, storage_->create_volume(run_.volume_name, *config_));
+    volume_ = volume;
     applied_["storage"] = {{"backend", storage_->name()},
                            {"source", to_json(volume_->source)},
                            {"before", storage_->state(run_.volume_name)}};
@@ -284,9 +276,8 @@ Status RunAttempt::boot() {
     DS_TRY(hypervisor_->start_vm(request));
     DS_TRY(read_running_guest());
 
-    auto applied_hypervisor = hypervisor_->applied_settings(vm_name_);
-    if (!applied_hypervisor.ok()) return applied_hypervisor.error();
-    applied_["hypervisor"] = applied_hypervisor.value();
+    DS_ASSIGN_OR_RETURN(auto applied_hypervisor, hypervisor_->applied_settings(vm_name_));
+    applied_["hypervisor"] = applied_hypervisor;
 
     const auto deadline = Clock::now() + std::chrono::seconds(boot_timeout_s_);
     auto channel = hypervisor_->open_agent_channel(vm_name_, deadline, &cancelled_);
@@ -408,9 +399,9 @@ Status RunAttempt::host_job() {
     applied_["host_baseline"] = result->layout;
     timings_["prefill_s"] = result->prefill_s;
     timings_["bench_s"] = result->bench_s;
-    auto metrics = metrics_from_workload_output(workload_->kind, result->fio_output);
-    if (!metrics.ok()) return metrics.error();
-    run_.metrics = metrics.value();
+    DS_ASSIGN_OR_RETURN(auto metrics,
+                        metrics_from_workload_output(workload_->kind, result->fio_output));
+    run_.metrics = metrics;
     run_.raw_output = result->fio_output.dump();
     return ok_status();
 }
@@ -489,7 +480,7 @@ Status RunAttempt::teardown() {
 
 void RunAttempt::settle(const Status& outcome, const std::string& teardown_problems) {
     if (outcome.ok()) {
-        run_.status = "succeeded";
+        run_.status = RunStatus::kSucceeded;
         run_.failure_reason.clear();
         // A clean run keeps no console log; a failed one keeps it for reading.
         if (hypervisor_ != nullptr) hypervisor_->discard_console(vm_name_);
@@ -498,13 +489,13 @@ void RunAttempt::settle(const Status& outcome, const std::string& teardown_probl
                env_.shutting_down->load()) {
         // Not the user's cancel: the daemon is stopping. The run was not
         // measured; say so (the next daemon resumes the sweep's pending runs).
-        run_.status = "failed";
+        run_.status = RunStatus::kFailed;
         run_.failure_reason = std::string(kInterruptedReason);
     } else if (outcome.error().code == errc::kCancelled) {
-        run_.status = "cancelled";
+        run_.status = RunStatus::kCancelled;
         run_.failure_reason = "cancelled";
     } else {
-        run_.status = timed_out_ ? run_status::kTimedOut : "failed";
+        run_.status = timed_out_ ? RunStatus::kTimedOut : RunStatus::kFailed;
         run_.failure_reason = outcome.error().message;
     }
     if (!teardown_problems.empty()) {
@@ -523,13 +514,13 @@ Status RunAttempt::record() {
     if (!stored.ok() && stored.error().code != errc::kConflict) {
         // E.g. a value SQLite cannot hold: record the failure without the
         // measurements rather than leave the run 'running' forever.
-        run_.status = "failed";
+        run_.status = RunStatus::kFailed;
         run_.failure_reason = "cannot record result: " + stored.error().message;
         run_.metrics.clear();
         run_.raw_output.clear();
         (void)env_.store->finish_run(run_);
     } else if (!stored.ok()) {
-        run_.status = "failed";
+        run_.status = RunStatus::kFailed;
         run_.failure_reason = "cannot record result: " + stored.error().message;
     }
     env_.events->publish(run_.sweep_id, Json{{"type", "run_finished"},

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "common/elapsed.h"
 #include "daemon/run/rounds.h"
 
 namespace ds {
@@ -38,18 +39,17 @@ void Scheduler::stop() {
 }
 
 Status Scheduler::submit(std::int64_t sweep_id, SweepTimeouts timeouts) {
-    auto runs = store_.list_runs(sweep_id, RawOutput::kOmit);
-    if (!runs.ok()) return runs.error();
+    DS_ASSIGN_OR_RETURN(auto runs, store_.list_runs(sweep_id, RawOutput::kOmit));
     QueuedSweep sweep;
     sweep.id = sweep_id;
     sweep.timeouts = timeouts;
-    for (auto& run : runs.value()) {
+    for (auto& run : runs) {
         // A superseded attempt was interrupted and is being run again: only
         // its successor decides whether the sweep failed.
         if (run.superseded_by != 0) continue;
-        if (run.status == "pending")
+        if (run.status == RunStatus::kPending)
             sweep.pending.push_back(std::move(run));
-        else if (run.status == "failed" || run.status == run_status::kTimedOut)
+        else if (run.status == RunStatus::kFailed || run.status == RunStatus::kTimedOut)
             sweep.any_failed = true;
     }
     {
@@ -89,7 +89,7 @@ Status Scheduler::cancel(std::int64_t sweep_id) {
     auto sweep = store_.get_sweep(sweep_id);
     if (!sweep.ok()) return sweep.error();
     return make_error(errc::kConflict, "sweep " + std::to_string(sweep_id) + " is already " +
-                                           sweep->status + "; nothing to cancel");
+                                           to_string(sweep->status) + "; nothing to cancel");
 }
 
 double Scheduler::eta_seconds(std::int64_t sweep_id) const {
@@ -105,7 +105,9 @@ double Scheduler::eta_seconds(std::int64_t sweep_id) const {
 }
 
 void Scheduler::finish_sweep_locked(QueuedSweep& sweep) {
-    std::string status = sweep.cancelled ? "cancelled" : sweep.any_failed ? "failed" : "succeeded";
+    const SweepStatus status = sweep.cancelled    ? SweepStatus::kCancelled
+                               : sweep.any_failed ? SweepStatus::kFailed
+                                                  : SweepStatus::kSucceeded;
     (void)store_.set_sweep_status(sweep.id, status, utc_now_iso8601());
     Json event = {{"type", "sweep_finished"}, {"status", status}};
     auto counts = store_.run_counts(sweep.id);
@@ -172,7 +174,7 @@ RunRecord Scheduler::execute_guarded(const RunRecord& run, const SweepTimeouts& 
     std::cerr << "disksweepd: BUG: executing run " << run.id << " threw: " << what
               << "; the run is recorded as failed" << std::endl;
     RunRecord failed = run;
-    failed.status = run_status::kFailed;
+    failed.status = RunStatus::kFailed;
     failed.failure_reason = "internal error (bug): " + what;
     failed.finished_at = utc_now_iso8601();
     try {
@@ -217,7 +219,7 @@ void Scheduler::worker_loop() {
             cancel_flag = chosen->cancel_flag;
             if (!chosen->started) {
                 chosen->started = true;
-                (void)store_.set_sweep_status(chosen->id, "running", utc_now_iso8601());
+                (void)store_.set_sweep_status(chosen->id, SweepStatus::kRunning, utc_now_iso8601());
             }
         }
 
@@ -226,8 +228,7 @@ void Scheduler::worker_loop() {
         // glibc keeps freed heap for reuse: without this, one run's peak (up
         // to a guest's 8 MiB message and its parse) stays as the daemon's RSS.
         ::malloc_trim(0);
-        double seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const double seconds = seconds_since(started);
 
         std::unique_lock lock(mutex_);
         for (auto it = sweeps_.begin(); it != sweeps_.end(); ++it) {
@@ -235,7 +236,7 @@ void Scheduler::worker_loop() {
             it->running--;
             it->finished_runs++;
             it->finished_seconds += seconds;
-            if (finished.status == "failed" || finished.status == run_status::kTimedOut)
+            if (finished.status == RunStatus::kFailed || finished.status == RunStatus::kTimedOut)
                 it->any_failed = true;
             Json event = {{"type", "progress"}};
             auto counts = store_.run_counts(it->id);

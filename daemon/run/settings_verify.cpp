@@ -90,15 +90,6 @@ std::string shown_text(const Json& readback, const char* key) {
     return found->is_string() ? found->get<std::string>() : json_text(*found);
 }
 
-std::string join(const std::vector<std::string>& items) {
-    std::string joined;
-    for (const std::string& item : items) {
-        if (!joined.empty()) joined += ',';
-        joined += item;
-    }
-    return joined;
-}
-
 // How one level of the hypervisor (the live domain XML, QEMU) must report a
 // key of to_json(StorageConfig).
 enum class Reported {
@@ -228,7 +219,7 @@ void verify_guest(const StorageConfig& requested, const Json& guest,
             if (!mount_option_in_force(option, shown)) {
                 mismatches.push_back(
                     "mount option " + option + ": requested, guest mounted with " +
-                    (shown.empty() ? std::string("no options reported") : join(shown)));
+                    (shown.empty() ? std::string("no options reported") : join(shown, ",")));
             }
         }
     }

@@ -32,8 +32,8 @@ constexpr std::int64_t kMmapBytes = std::int64_t{1} << 30;
 // The comparison partition of a run (docs/schema.md): a JSON array of its
 // acceleration, host (versions.partition_host in its place when the sweep
 // says its hosts are identical), QEMU, libvirt and kernel versions, "" for
-// each one not recorded. Runs of different partitions are never pooled. One
-// expression, used by the migration that introduced it and by finish_run.
+// each one not recorded. Runs of different partitions are never pooled. The
+// live rule, used by finish_run; migration 4 keeps its own frozen copy.
 #define DS_RUN_PARTITION_SQL                                                   \
     "json_array(coalesce(accel, json_extract(versions_json, '$.accel'), ''), " \
     "coalesce(json_extract(versions_json, '$.partition_host'), "               \
@@ -174,9 +174,14 @@ CREATE UNIQUE INDEX runs_one_current_attempt
     // workload, partition, metric) when it finishes. The partition of a run
     // is stored with it. Adaptive repetitions record why a sweep added a
     // round or stopped in sweeps.round_decisions_json.
+    // The partition expression below is a frozen copy of what
+    // DS_RUN_PARTITION_SQL was when this migration was released: released
+    // migrations never change, so a later change to the live rule must not
+    // rewrite this one (it would get a new migration).
     {4, "comparison partitions, metric aggregates, round decisions",
-     "ALTER TABLE runs ADD COLUMN partition_key TEXT;\n"
-     "UPDATE runs SET partition_key = " DS_RUN_PARTITION_SQL " WHERE status <> 'pending';\n"
+     R"sql(ALTER TABLE runs ADD COLUMN partition_key TEXT;
+UPDATE runs SET partition_key = json_array(coalesce(accel, json_extract(versions_json, '$.accel'), ''), coalesce(json_extract(versions_json, '$.partition_host'), json_extract(versions_json, '$.host'), ''), coalesce(json_extract(versions_json, '$.qemu'), ''), coalesce(json_extract(versions_json, '$.libvirt'), ''), coalesce(json_extract(versions_json, '$.kernel'), '')) WHERE status <> 'pending';
+)sql"
      R"sql(
 CREATE INDEX runs_by_sweep_status ON runs(sweep_id, status);
 CREATE TABLE metric_aggregates (
@@ -242,29 +247,20 @@ CREATE INDEX runs_with_vm_handle ON runs(id) WHERE vm_handle_json IS NOT NULL;
 )sql"},
 }};
 
-constexpr std::array<std::string_view, 6> kRunStatuses = {
-    run_status::kPending, run_status::kRunning,  run_status::kSucceeded,
-    run_status::kFailed,  run_status::kTimedOut, run_status::kCancelled};
-constexpr std::array<std::string_view, 5> kSweepStatuses = {
-    sweep_status::kQueued, sweep_status::kRunning, sweep_status::kSucceeded, sweep_status::kFailed,
-    sweep_status::kCancelled};
-
-bool is_one_of(std::string_view value, std::span<const std::string_view> choices) {
-    return std::find(choices.begin(), choices.end(), value) != choices.end();
+// A status column read back. The CHECK constraints keep other text out, so
+// an unknown one means a database written by something else: an error for
+// the caller (guarded() turns the exception into errc::kInternal), never a
+// value outside the enum.
+RunStatus run_status_column(const SQLite::Column& column) {
+    const std::string text = column.getString();
+    if (auto status = parse_run_status(text)) return *status;
+    throw std::runtime_error("unknown run status '" + text + "' stored in the database");
 }
 
-std::string join(std::span<const std::string_view> values) {
-    std::string joined;
-    for (std::string_view value : values) {
-        if (!joined.empty()) joined += ", ";
-        joined += value;
-    }
-    return joined;
-}
-
-bool is_terminal_run_status(std::string_view status) {
-    return status == run_status::kSucceeded || status == run_status::kFailed ||
-           status == run_status::kTimedOut || status == run_status::kCancelled;
+SweepStatus sweep_status_column(const SQLite::Column& column) {
+    const std::string text = column.getString();
+    if (auto status = parse_sweep_status(text)) return *status;
+    throw std::runtime_error("unknown sweep status '" + text + "' stored in the database");
 }
 
 // Turns an exception from SQLite into an Error whose code says what the caller
@@ -366,7 +362,7 @@ SweepRecord read_sweep(SQLite::Statement& row) {
     sweep.name = row.getColumn(1).getString();
     sweep.spec_toml = row.getColumn(2).getString();
     sweep.spec_source = row.getColumn(3).getString();
-    sweep.status = row.getColumn(4).getString();
+    sweep.status = sweep_status_column(row.getColumn(4));
     sweep.created_at = text_or_empty(row.getColumn(5));
     sweep.started_at = text_or_empty(row.getColumn(6));
     sweep.finished_at = text_or_empty(row.getColumn(7));
@@ -423,7 +419,7 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
         run.config = json_column(query.getColumn(5));
         run.workload_name = query.getColumn(6).getString();
         run.workload = json_column(query.getColumn(7));
-        run.status = query.getColumn(8).getString();
+        run.status = run_status_column(query.getColumn(8));
         run.failure_reason = text_or_empty(query.getColumn(9));
         run.accel = text_or_empty(query.getColumn(10));
         run.vm_name = text_or_empty(query.getColumn(11));
@@ -542,7 +538,7 @@ Result<std::string> random_instance_id() {
 }  // namespace
 
 std::span<const std::string_view> all_run_statuses() {
-    return kRunStatuses;
+    return all_run_status_names();
 }
 
 std::span<const Migration> schema_migrations() {
@@ -615,10 +611,6 @@ Result<std::string> Store::instance_id() {
 
 Result<std::int64_t> Store::create_sweep(const SweepRecord& sweep,
                                          const std::vector<RunRecord>& planned_runs) {
-    if (!is_one_of(sweep.status, kSweepStatuses)) {
-        return make_error(errc::kInvalidArgument, "unknown sweep status '" + sweep.status +
-                                                      "' (valid: " + join(kSweepStatuses) + ")");
-    }
     std::lock_guard lock(mutex_);
     return guarded("creating sweep '" + sweep.name + "'", [&]() -> Result<std::int64_t> {
         SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
@@ -631,7 +623,7 @@ Result<std::int64_t> Store::create_sweep(const SweepRecord& sweep,
         insert_sweep.bind(1, sweep.name);
         insert_sweep.bind(2, sweep.spec_toml);
         insert_sweep.bind(3, sweep.spec_source);
-        insert_sweep.bind(4, sweep.status);
+        insert_sweep.bind(4, to_string(sweep.status));
         insert_sweep.bind(5, sweep.created_at);
         bind_text_or_null(insert_sweep, 6, sweep.started_at);
         bind_text_or_null(insert_sweep, 7, sweep.finished_at);
@@ -713,28 +705,23 @@ Result<std::vector<SweepRecord>> Store::list_sweeps() {
     });
 }
 
-Status Store::set_sweep_status(std::int64_t sweep_id, std::string_view status,
-                               const std::string& at) {
-    if (!is_one_of(status, kSweepStatuses)) {
-        return make_error(errc::kInvalidArgument, "unknown sweep status '" + std::string(status) +
-                                                      "' (valid: " + join(kSweepStatuses) + ")");
-    }
+Status Store::set_sweep_status(std::int64_t sweep_id, SweepStatus status, const std::string& at) {
     std::lock_guard lock(mutex_);
     return guarded("setting status of sweep " + std::to_string(sweep_id), [&]() -> Status {
         std::string sql;
         bool binds_time = true;
-        if (status == sweep_status::kRunning) {
+        if (status == SweepStatus::kRunning) {
             sql =
                 "UPDATE sweeps SET status = ?1, started_at = COALESCE(started_at, ?2) "
                 "WHERE id = ?3";
-        } else if (status == sweep_status::kQueued) {
+        } else if (status == SweepStatus::kQueued) {
             sql = "UPDATE sweeps SET status = ?1 WHERE id = ?3";
             binds_time = false;
         } else {
             sql = "UPDATE sweeps SET status = ?1, finished_at = ?2 WHERE id = ?3";
         }
         SQLite::Statement update(*db_, sql);
-        update.bind(1, std::string(status));
+        update.bind(1, to_string(status));
         if (binds_time) bind_text_or_null(update, 2, at);
         update.bind(3, sweep_id);
         if (update.exec() == 0) return sweep_not_found(sweep_id);
@@ -775,15 +762,17 @@ Status Store::mark_run_running(std::int64_t run_id, const std::string& vm_name,
         bind_text_or_null(update, 4, accel);
         bind_text_or_null(update, 5, started_at);
         update.bind(6, run_id);
-        if (update.exec() == 0) return run_transition_error(*db_, run_id, run_status::kRunning);
+        if (update.exec() == 0)
+            return run_transition_error(*db_, run_id, to_string(RunStatus::kRunning));
         return ok_status();
     });
 }
 
 Status Store::finish_run(const RunRecord& run) {
-    if (!is_terminal_run_status(run.status)) {
+    if (!is_final(run.status)) {
         return make_error(errc::kInvalidArgument,
-                          "run " + std::to_string(run.id) + " cannot finish as '" + run.status +
+                          "run " + std::to_string(run.id) + " cannot finish as '" +
+                              to_string(run.status) +
                               "' (valid: succeeded, failed, timed_out, cancelled)");
     }
     for (const auto& [name, value] : run.metrics) {
@@ -802,7 +791,7 @@ Status Store::finish_run(const RunRecord& run) {
             "applied_settings_json = ?, raw_output = ?, finished_at = ?, console_log = ?, "
             "accel = coalesce(?, accel) "
             "WHERE id = ? AND status IN ('pending', 'running')");
-        update.bind(1, run.status);
+        update.bind(1, to_string(run.status));
         bind_text_or_null(update, 2, run.failure_reason);
         update.bind(3, dump_json(run.timings.is_null() ? Json::object() : run.timings));
         update.bind(4, dump_json(run.versions.is_null() ? Json::object() : run.versions));
@@ -816,7 +805,7 @@ Status Store::finish_run(const RunRecord& run) {
         // running guest); "" keeps what mark_run_running stored.
         bind_text_or_null(update, 9, run.accel);
         update.bind(10, run.id);
-        if (update.exec() == 0) return run_transition_error(*db_, run.id, run.status);
+        if (update.exec() == 0) return run_transition_error(*db_, run.id, to_string(run.status));
 
         SQLite::Statement set_partition(
             *db_, "UPDATE runs SET partition_key = " DS_RUN_PARTITION_SQL " WHERE id = ?");
@@ -835,7 +824,7 @@ Status Store::finish_run(const RunRecord& run) {
             insert_metric.exec();
             insert_metric.reset();
         }
-        if (run.status == run_status::kSucceeded) fold_into_aggregates(*db_, run);
+        if (run.status == RunStatus::kSucceeded) fold_into_aggregates(*db_, run);
         transaction.commit();
         return ok_status();
     });
@@ -882,16 +871,11 @@ Result<std::vector<RecordedVm>> Store::recorded_vms() {
     });
 }
 
-Result<std::vector<RunRecord>> Store::runs_with_status(std::string_view status,
-                                                       RawOutput raw_output) {
-    if (!is_one_of(status, kRunStatuses)) {
-        return make_error(errc::kInvalidArgument, "unknown run status '" + std::string(status) +
-                                                      "' (valid: " + join(kRunStatuses) + ")");
-    }
+Result<std::vector<RunRecord>> Store::runs_with_status(RunStatus status, RawOutput raw_output) {
     std::lock_guard lock(mutex_);
-    return guarded("listing " + std::string(status) + " runs",
+    return guarded("listing " + to_string(status) + " runs",
                    [&]() -> Result<std::vector<RunRecord>> {
-                       return query_runs(*db_, "r.status = ?", std::string(status), raw_output);
+                       return query_runs(*db_, "r.status = ?", to_string(status), raw_output);
                    });
 }
 
@@ -901,7 +885,8 @@ Result<std::map<std::string, int>> Store::run_counts(std::int64_t sweep_id) {
                    [&]() -> Result<std::map<std::string, int>> {
                        if (!sweep_exists(*db_, sweep_id)) return sweep_not_found(sweep_id);
                        std::map<std::string, int> counts;
-                       for (std::string_view status : kRunStatuses) counts[std::string(status)] = 0;
+                       for (std::string_view status : all_run_status_names())
+                           counts[std::string(status)] = 0;
                        SQLite::Statement query(
                            *db_,
                            "SELECT status, COUNT(*) FROM runs "
@@ -1208,7 +1193,7 @@ Result<std::vector<RunGroup>> Store::run_groups(std::int64_t sweep_id) {
                 auto [found, inserted] = index.try_emplace(key, groups.size());
                 if (inserted) {
                     RunGroup group{std::get<0>(key), std::get<1>(key), std::get<2>(key), {}, 0};
-                    for (std::string_view status : kRunStatuses)
+                    for (std::string_view status : all_run_status_names())
                         group.counts[std::string(status)] = 0;
                     group.first_sequence = query.getColumn(5).getInt();
                     groups.push_back(std::move(group));
@@ -1358,7 +1343,7 @@ Json to_json(const SweepRecord& sweep) {
     return Json{
         {"id", sweep.id},
         {"name", sweep.name},
-        {"status", sweep.status},
+        {"status", to_string(sweep.status)},
         {"created_at", text_or_null(sweep.created_at)},
         {"started_at", text_or_null(sweep.started_at)},
         {"finished_at", text_or_null(sweep.finished_at)},
@@ -1382,7 +1367,7 @@ Json to_json(const RunRecord& run, bool include_raw_output) {
         {"config", run.config},
         {"workload_name", run.workload_name},
         {"workload", run.workload},
-        {"status", run.status},
+        {"status", to_string(run.status)},
         {"failure_reason", text_or_null(run.failure_reason)},
         {"accel", text_or_null(run.accel)},
         {"vm_name", text_or_null(run.vm_name)},

@@ -17,6 +17,7 @@
 #include "common/comparison.h"
 #include "common/result.h"
 #include "common/stats.h"
+#include "common/status.h"
 
 namespace SQLite {
 class Database;
@@ -26,33 +27,13 @@ namespace ds {
 
 using Json = nlohmann::json;
 
-// Status spellings as stored and as shown by the API.
-namespace sweep_status {
-inline constexpr const char* kQueued = "queued";
-inline constexpr const char* kRunning = "running";
-inline constexpr const char* kSucceeded = "succeeded";
-inline constexpr const char* kFailed = "failed";
-inline constexpr const char* kCancelled = "cancelled";
-}  // namespace sweep_status
-
-namespace run_status {
-inline constexpr const char* kPending = "pending";
-inline constexpr const char* kRunning = "running";
-inline constexpr const char* kSucceeded = "succeeded";
-inline constexpr const char* kFailed = "failed";
-// The workload's time limit (or the daemon's deadline for its result)
-// passed; the run was stopped and measured nothing.
-inline constexpr const char* kTimedOut = "timed_out";
-inline constexpr const char* kCancelled = "cancelled";
-}  // namespace run_status
-
 // A failed run whose failure_reason starts with this was cut short by
 // disksweepd stopping (crash, kill or orderly shutdown), not by its
 // configuration or workload: recover_interrupted_runs() runs it again.
 inline constexpr std::string_view kInterruptedReason =
     "interrupted: disksweepd stopped during this run";
 
-// Every run status, in lifecycle order (the keys of run_counts()).
+// Every run status's spelling, in lifecycle order (the keys of run_counts()).
 std::span<const std::string_view> all_run_statuses();
 
 // Timestamps are ISO-8601 UTC strings chosen by the caller (the clock is the
@@ -62,7 +43,7 @@ struct SweepRecord {
     std::string name;
     std::string spec_toml;    // the spec exactly as submitted
     std::string spec_source;  // where it came from (file name, "api")
-    std::string status = sweep_status::kQueued;
+    SweepStatus status = SweepStatus::kQueued;
     std::string created_at;
     std::string started_at;
     std::string finished_at;
@@ -89,7 +70,7 @@ struct RunRecord {
     Json config = Json::object();  // canonical settings (ds::to_json(StorageConfig))
     std::string workload_name;
     Json workload = Json::object();  // ds::to_json(Workload)
-    std::string status = run_status::kPending;
+    RunStatus status = RunStatus::kPending;
     std::string failure_reason;
     std::string accel;  // "kvm" | "tcg" | "none" (a host baseline: no guest)
     std::string vm_name;
@@ -180,11 +161,13 @@ enum class RawOutput { kInclude, kOmit };
 // locking plus a busy timeout serialise their writes.
 //
 // Errors: errc::kNotFound ("sweep 12 not found", "run 7 not found"),
-// errc::kInvalidArgument (a status that does not exist, a non-finite metric),
-// errc::kConflict (a state transition that is not allowed, a database newer
-// than this build), errc::kIo (cannot open, disk full, I/O error, not a
-// database: with SQLite's message), errc::kUnavailable (still locked by
-// another process after the busy timeout), errc::kInternal (anything else).
+// errc::kInvalidArgument (finishing a run with a status that is not final,
+// a non-finite metric), errc::kConflict (a state transition that is not
+// allowed, a database newer than this build), errc::kIo (cannot open, disk
+// full, I/O error, not a database: with SQLite's message),
+// errc::kUnavailable (still locked by another process after the busy
+// timeout), errc::kInternal (a status text read back that no enum value
+// spells; anything else).
 class Store {
   public:
     // Opens (creating if needed) the database at `path`, switches it to WAL,
@@ -221,7 +204,7 @@ class Store {
     // Sets the status; `at` becomes started_at for "running" (kept if already
     // set, e.g. when a restarted daemon resumes) and finished_at for
     // succeeded/failed/cancelled. For "queued", `at` is unused.
-    Status set_sweep_status(std::int64_t sweep_id, std::string_view status, const std::string& at);
+    Status set_sweep_status(std::int64_t sweep_id, SweepStatus status, const std::string& at);
 
     // Runs of a sweep ordered by sequence, with their metrics.
     Result<std::vector<RunRecord>> list_runs(std::int64_t sweep_id,
@@ -273,7 +256,7 @@ class Store {
     Status finish_run(const RunRecord& run);
     // Runs in `status` across all sweeps, by sweep then sequence. With
     // "running" at start-up: the runs a crashed daemon left behind.
-    Result<std::vector<RunRecord>> runs_with_status(std::string_view status,
+    Result<std::vector<RunRecord>> runs_with_status(RunStatus status,
                                                     RawOutput raw_output = RawOutput::kOmit);
     // Number of runs of the sweep in each status; every status is a key.
     // Only current attempts count (superseded ones are history), so the

@@ -151,7 +151,7 @@ inline std::int64_t store_report_fixture(Store& store, const ReportFixtureOption
     if (!id.ok()) throw std::runtime_error(id.error().message);
     Result<std::vector<RunRecord>> runs = store.list_runs(id.value(), RawOutput::kOmit);
     if (!runs.ok()) throw std::runtime_error(runs.error().message);
-    if (!store.set_sweep_status(id.value(), sweep_status::kRunning, "2026-11-30T10:00:30Z").ok())
+    if (!store.set_sweep_status(id.value(), SweepStatus::kRunning, "2026-11-30T10:00:30Z").ok())
         throw std::runtime_error("cannot start the sweep");
     int finished = 0;
     for (RunRecord run : runs.value()) {
@@ -161,7 +161,7 @@ inline std::int64_t store_report_fixture(Store& store, const ReportFixtureOption
         run.finished_at = "2026-11-30T10:02:00Z";
         run.versions = fixture_versions();
         if (options.fails(run)) {
-            run.status = run_status::kFailed;
+            run.status = RunStatus::kFailed;
             run.failure_reason =
                 "agent did not connect within 60 s <guest> & co\n--- console tail ---\nboot log";
         } else {
@@ -173,14 +173,14 @@ inline std::int64_t store_report_fixture(Store& store, const ReportFixtureOption
                                                          static_cast<unsigned>(run.id));
             auto metrics = metrics_from_workload_output(run.workload.value("kind", "fio"), output);
             if (!metrics.ok()) throw std::runtime_error(metrics.error().message);
-            run.status = run_status::kSucceeded;
+            run.status = RunStatus::kSucceeded;
             run.metrics = metrics.value();
             run.raw_output = output.dump();
             run.applied_settings = fixture_readback(run.config);
         }
         if (!store.finish_run(run).ok()) throw std::runtime_error("cannot finish run");
     }
-    if (!store.set_sweep_status(id.value(), sweep_status::kSucceeded, "2026-11-30T11:00:00Z").ok())
+    if (!store.set_sweep_status(id.value(), SweepStatus::kSucceeded, "2026-11-30T11:00:00Z").ok())
         throw std::runtime_error("cannot set the sweep's status");
     return id.value();
 }

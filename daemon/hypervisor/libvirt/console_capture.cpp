@@ -14,6 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/file_descriptor.h"
+
 namespace ds {
 
 namespace {
@@ -53,10 +55,11 @@ int ConsoleCapture::connect_with_retry() {
     if (socket_path_.size() >= sizeof address.sun_path) return -1;
     std::memcpy(address.sun_path, socket_path_.c_str(), socket_path_.size());
     while (!stop_) {
-        const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) return -1;
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) return fd;
-        ::close(fd);
+        FileDescriptor fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!fd.valid()) return -1;
+        if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0)
+            return fd.release();
+        fd.reset();
         std::this_thread::sleep_for(kPollSlice);
     }
     return -1;
@@ -105,18 +108,17 @@ void ConsoleCapture::trim() {
 }
 
 std::string read_console_tail(const std::string& log_path, std::size_t max_bytes) {
-    const int fd = ::open(log_path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return "";
+    const FileDescriptor fd(::open(log_path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) return "";
     struct stat info {};
     std::string text;
-    if (::fstat(fd, &info) == 0 && info.st_size > 0) {
+    if (::fstat(fd.get(), &info) == 0 && info.st_size > 0) {
         const auto size = static_cast<std::size_t>(info.st_size);
         const std::size_t take = std::min(size, max_bytes);
         text.resize(take);
-        const ssize_t got = ::pread(fd, text.data(), take, static_cast<off_t>(size - take));
+        const ssize_t got = ::pread(fd.get(), text.data(), take, static_cast<off_t>(size - take));
         text.resize(got > 0 ? static_cast<std::size_t>(got) : 0);
     }
-    ::close(fd);
     return text;
 }
 

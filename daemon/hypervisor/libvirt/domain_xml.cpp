@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/text.h"
 
 namespace ds {
 namespace {
@@ -498,12 +499,7 @@ std::string libvirt_unsupported_reason(const StorageConfig& config) {
         reasons.push_back(
             "detect_zeroes unmap: needs discard; without it libvirt passes detect-zeroes=on");
     }
-    std::string joined;
-    for (const std::string& reason : reasons) {
-        if (!joined.empty()) joined += "; ";
-        joined += reason;
-    }
-    return joined;
+    return join(reasons, "; ");
 }
 
 Result<Json> parse_applied_disk_settings(const std::string& live_xml) {

@@ -436,9 +436,8 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vms(const std::string& 
     }
     std::free(domains);
     if (secret_driver_) {
-        auto with_secrets = guests_with_rbd_secrets(connection_, uri_, prefix);
-        if (!with_secrets.ok()) return with_secrets.error();
-        names.insert(names.end(), with_secrets->begin(), with_secrets->end());
+        DS_ASSIGN_OR_RETURN(auto with_secrets, guests_with_rbd_secrets(connection_, uri_, prefix));
+        names.insert(names.end(), with_secrets.begin(), with_secrets.end());
     }
     std::sort(names.begin(), names.end());
     names.erase(std::unique(names.begin(), names.end()), names.end());

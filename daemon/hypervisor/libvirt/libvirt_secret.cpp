@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 
+#include "common/file_descriptor.h"
 #include "daemon/hypervisor/libvirt/domain_xml.h"
 #include "daemon/hypervisor/libvirt/libvirt_error.h"
 
@@ -97,25 +98,24 @@ Result<SecretBytes> decode_base64(std::string_view text, std::string_view user) 
 
 // The whole file, at most kMaxKeyringBytes, into wiped memory.
 Result<SecretBytes> read_keyring_file(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    const FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) {
         return make_error(errc::kIo, "cannot read keyring " + path + ": " + std::strerror(errno));
     }
     SecretBytes text(std::string(kMaxKeyringBytes + 1, '\0'));
     std::size_t filled = 0;
     while (filled < text.bytes().size()) {
-        const ssize_t got = ::read(fd, text.bytes().data() + filled, text.bytes().size() - filled);
+        const ssize_t got =
+            ::read(fd.get(), text.bytes().data() + filled, text.bytes().size() - filled);
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) {
             const int error = errno;
-            ::close(fd);
             return make_error(errc::kIo,
                               "cannot read keyring " + path + ": " + std::strerror(error));
         }
         if (got == 0) break;
         filled += static_cast<std::size_t>(got);
     }
-    ::close(fd);
     if (filled > kMaxKeyringBytes) {
         return make_error(errc::kInvalidArgument, "keyring " + path + " is larger than " +
                                                       std::to_string(kMaxKeyringBytes) +
@@ -172,9 +172,8 @@ Result<SecretBytes> cephx_key_from_keyring(std::string_view keyring_text, std::s
 }
 
 Result<SecretBytes> read_cephx_key(const std::string& keyring_path, const std::string& user) {
-    Result<SecretBytes> text = read_keyring_file(keyring_path);
-    if (!text.ok()) return text.error();
-    Result<SecretBytes> key = cephx_key_from_keyring(text->bytes(), user);
+    DS_ASSIGN_OR_RETURN(SecretBytes text, read_keyring_file(keyring_path));
+    Result<SecretBytes> key = cephx_key_from_keyring(text.bytes(), user);
     if (!key.ok())
         return make_error(key.error().code, "keyring " + keyring_path + ": " + key.error().message);
     return key;

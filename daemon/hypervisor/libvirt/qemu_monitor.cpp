@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "common/json_fields.h"
 #include "common/protocol.h"
 #include "daemon/hypervisor/libvirt/domain_xml.h"
 
@@ -21,9 +22,8 @@ Error qmp_error(const std::string& what) {
 Result<Json> run(const QmpTransport& qmp, std::string_view execute,
                  const Json& arguments = Json()) {
     const std::string command = qmp_command(execute, arguments);
-    Result<std::string> reply = qmp(command);
-    if (!reply.ok()) return reply.error();
-    return qmp_return(command, *reply);
+    DS_ASSIGN_OR_RETURN(std::string reply, qmp(command));
+    return qmp_return(command, reply);
 }
 
 Result<Json> qom_get(const QmpTransport& qmp, const std::string& path, std::string_view property) {
@@ -38,12 +38,6 @@ Result<Json> member(const Json& object, const char* key, Check is_type, const st
     if (found == object.end() || !is_type(*found))
         return qmp_error(where + " has no usable '" + key + "'");
     return *found;
-}
-
-// object[key] when it is a string, else "" (never throws, whatever QEMU sent).
-std::string text_at(const Json& object, const char* key) {
-    const auto found = object.is_object() ? object.find(key) : object.end();
-    return found != object.end() && found->is_string() ? found->get<std::string>() : "";
 }
 
 bool is_bool(const Json& value) {
@@ -69,7 +63,7 @@ Result<DataDisk> find_data_disk(const QmpTransport& qmp) {
     if (!devices->is_array()) return qmp_error("query-block did not return a list");
     std::string seen;
     for (const Json& device : *devices) {
-        const std::string qdev = text_at(device, "qdev");
+        const std::string qdev = json_read::string_or_empty(device, "qdev");
         if (qdev.empty() || !device.contains("inserted")) continue;
         Result<Json> serial = qom_get(qmp, qdev, "serial");
         if (!serial.ok()) return serial.error();
@@ -87,10 +81,9 @@ Result<bool> iothread_in_use(const QmpTransport& qmp, const Json& link) {
     if (!link.is_string() || link.get<std::string>().empty()) return false;
     const std::string path = link.get<std::string>();
     const std::string id = path.substr(path.rfind('/') + 1);
-    Result<Json> threads = run(qmp, "query-iothreads");
-    if (!threads.ok()) return threads.error();
-    for (const Json& thread : threads->is_array() ? *threads : Json::array()) {
-        if (text_at(thread, "id") == id) return true;
+    DS_ASSIGN_OR_RETURN(Json threads, run(qmp, "query-iothreads"));
+    for (const Json& thread : threads.is_array() ? threads : Json::array()) {
+        if (json_read::string_or_empty(thread, "id") == id) return true;
     }
     return qmp_error("the disk's IO thread " + path + " is not listed by query-iothreads");
 }
@@ -114,9 +107,8 @@ std::string scsi_bus_name(const std::string& controller_path) {
 Status read_virtio_blk(const QmpTransport& qmp, const std::string& qdev, Json& settings) {
     Result<Json> queues = qom_get(qmp, qdev, "num-queues");
     if (!queues.ok()) return queues.error();
-    Result<Json> link = qom_get(qmp, qdev, "iothread");
-    if (!link.ok()) return link.error();
-    Result<bool> iothread = iothread_in_use(qmp, *link);
+    DS_ASSIGN_OR_RETURN(Json link, qom_get(qmp, qdev, "iothread"));
+    Result<bool> iothread = iothread_in_use(qmp, link);
     if (!iothread.ok()) return iothread.error();
     settings["bus"] = std::string(to_string(Bus::kVirtioBlk));
     settings["ssd"] = false;  // virtio-blk has no rotation rate
@@ -131,21 +123,19 @@ Status read_virtio_blk(const QmpTransport& qmp, const std::string& qdev, Json& s
 
 // The same for a scsi-hd disk: the IO thread and queues are its controller's.
 Status read_scsi_hd(const QmpTransport& qmp, const std::string& qdev, Json& settings) {
-    Result<Json> rotation = qom_get(qmp, qdev, "rotation_rate");
-    if (!rotation.ok()) return rotation.error();
+    DS_ASSIGN_OR_RETURN(Json rotation, qom_get(qmp, qdev, "rotation_rate"));
     Result<Json> bus = qom_get(qmp, qdev, "parent_bus");
     if (!bus.ok()) return bus.error();
     if (!bus->is_string()) return qmp_error("parent_bus of " + qdev + " is not a path");
     const std::string controller = controller_of_bus(bus->get<std::string>());
     Result<Json> queues = qom_get(qmp, controller, "num_queues");
     if (!queues.ok()) return queues.error();
-    Result<Json> link = qom_get(qmp, controller, "iothread");
-    if (!link.ok()) return link.error();
-    Result<bool> iothread = iothread_in_use(qmp, *link);
+    DS_ASSIGN_OR_RETURN(Json link, qom_get(qmp, controller, "iothread"));
+    Result<bool> iothread = iothread_in_use(qmp, link);
     if (!iothread.ok()) return iothread.error();
     settings["bus"] = scsi_bus_name(controller);
     settings["controller"] = controller;
-    settings["ssd"] = *rotation == 1;
+    settings["ssd"] = rotation == 1;
     settings["iothread"] = *iothread;
     settings["queues"] = *queues;
     settings["sources"].update(
@@ -158,10 +148,9 @@ Status read_scsi_hd(const QmpTransport& qmp, const std::string& qdev, Json& sett
 
 // The same for a SATA (ide-hd) disk: no IO thread, no virtio queues.
 Status read_ide_hd(const QmpTransport& qmp, const std::string& qdev, Json& settings) {
-    Result<Json> rotation = qom_get(qmp, qdev, "rotation_rate");
-    if (!rotation.ok()) return rotation.error();
+    DS_ASSIGN_OR_RETURN(Json rotation, qom_get(qmp, qdev, "rotation_rate"));
     settings["bus"] = std::string(to_string(Bus::kSata));
-    settings["ssd"] = *rotation == 1;
+    settings["ssd"] = rotation == 1;
     settings["iothread"] = false;
     settings["sources"].update(Json{{"bus", "qom-get type"},
                                     {"ssd", "qom-get rotation_rate"},
@@ -198,8 +187,8 @@ Result<Json> qmp_return(const std::string& command, const std::string& reply) {
     if (parsed.is_discarded() || !parsed.is_object())
         return qmp_error(command + ": the reply is not a JSON object");
     if (const auto error = parsed.find("error"); error != parsed.end()) {
-        const std::string error_class = text_at(*error, "class");
-        const std::string description = text_at(*error, "desc");
+        const std::string error_class = json_read::string_or_empty(*error, "class");
+        const std::string description = json_read::string_or_empty(*error, "desc");
         return qmp_error(command + ": " + error_class + ": " + description);
     }
     const auto result = parsed.find("return");
@@ -215,24 +204,21 @@ Result<Json> block_node_settings(const Json& inserted) {
     std::array<bool, 3> flags{};
     const std::array<const char*, 3> names = {"direct", "writeback", "no-flush"};
     for (std::size_t i = 0; i < names.size(); ++i) {
-        Result<Json> flag = member(*cache, names[i], is_bool, where + ".cache");
-        if (!flag.ok()) return flag.error();
-        flags[i] = flag->get<bool>();
+        DS_ASSIGN_OR_RETURN(Json flag, member(*cache, names[i], is_bool, where + ".cache"));
+        flags[i] = flag.get<bool>();
     }
     Result<Json> detect_zeroes = member(inserted, "detect_zeroes", is_string, where);
     if (!detect_zeroes.ok()) return detect_zeroes.error();
-    Result<Json> driver = member(inserted, "drv", is_string, where);
-    if (!driver.ok()) return driver.error();
+    DS_ASSIGN_OR_RETURN(Json driver, member(inserted, "drv", is_string, where));
     Json settings{
         {"cache", cache_mode_from_flags(flags[0], flags[1], flags[2])},
         {"detect_zeroes", *detect_zeroes},
-        {"image_format", *driver},
+        {"image_format", driver},
     };
     for (const auto& [ours, qemus] :
          {std::pair{"iops_limit", "iops"}, {"bandwidth_limit", "bps"}}) {
-        Result<Json> limit = member(inserted, qemus, is_count, where);
-        if (!limit.ok()) return limit.error();
-        if (limit->get<std::uint64_t>() > 0) settings[ours] = *limit;
+        DS_ASSIGN_OR_RETURN(Json limit, member(inserted, qemus, is_count, where));
+        if (limit.get<std::uint64_t>() > 0) settings[ours] = limit;
     }
     // QEMU refuses detect-zeroes=unmap unless the node discards (unmap).
     if (*detect_zeroes == "unmap") settings["discard"] = true;
@@ -242,9 +228,8 @@ Result<Json> block_node_settings(const Json& inserted) {
 Result<Json> read_qemu_disk_settings(const QmpTransport& qmp) {
     Result<DataDisk> disk = find_data_disk(qmp);
     if (!disk.ok()) return disk.error();
-    Result<Json> settings = block_node_settings(disk->inserted);
-    if (!settings.ok()) return settings.error();
-    Json& result = *settings;
+    DS_ASSIGN_OR_RETURN(Json settings, block_node_settings(disk->inserted));
+    Json& result = settings;
     result["qdev"] = disk->qdev;
     result["sources"] = Json{{"cache", "query-block cache.direct/writeback/no-flush"},
                              {"detect_zeroes", "query-block detect_zeroes"},
@@ -252,9 +237,8 @@ Result<Json> read_qemu_disk_settings(const QmpTransport& qmp) {
                              {"iops_limit", "query-block iops"},
                              {"bandwidth_limit", "query-block bps"},
                              {"discard", "query-block detect_zeroes unmap"}};
-    Result<Json> type = qom_get(qmp, disk->qdev, "type");
-    if (!type.ok()) return type.error();
-    const std::string device_type = type->is_string() ? type->get<std::string>() : "";
+    DS_ASSIGN_OR_RETURN(Json type, qom_get(qmp, disk->qdev, "type"));
+    const std::string device_type = type.is_string() ? type.get<std::string>() : "";
     Status read = ok_status();
     if (device_type == "virtio-blk-device") {
         read = read_virtio_blk(qmp, disk->qdev, result);
@@ -271,12 +255,11 @@ Result<Json> read_qemu_disk_settings(const QmpTransport& qmp) {
 }
 
 Result<Json> read_qemu_disk_counters(const QmpTransport& qmp) {
-    Result<DataDisk> disk = find_data_disk(qmp);
-    if (!disk.ok()) return disk.error();
+    DS_ASSIGN_OR_RETURN(DataDisk disk, find_data_disk(qmp));
     Result<Json> stats = run(qmp, "query-blockstats");
     if (!stats.ok()) return stats.error();
     for (const Json& entry : stats->is_array() ? *stats : Json::array()) {
-        if (text_at(entry, "qdev") != disk->qdev) continue;
+        if (json_read::string_or_empty(entry, "qdev") != disk.qdev) continue;
         const Json counters =
             entry.is_object() && entry.contains("stats") ? entry.at("stats") : Json();
         Json result = Json::object();
@@ -287,13 +270,13 @@ Result<Json> read_qemu_disk_counters(const QmpTransport& qmp) {
                                           {"flush_operations", "flush_operations"},
                                           {"discard_operations", "unmap_operations"},
                                           {"discard_bytes", "unmap_bytes"}}) {
-            Result<Json> value = member(counters, qemus, is_count, "query-blockstats stats");
-            if (!value.ok()) return value.error();
-            result[ours] = *value;
+            DS_ASSIGN_OR_RETURN(Json value,
+                                member(counters, qemus, is_count, "query-blockstats stats"));
+            result[ours] = value;
         }
         return result;
     }
-    return qmp_error("query-blockstats has no entry for " + disk->qdev);
+    return qmp_error("query-blockstats has no entry for " + disk.qdev);
 }
 
 }  // namespace ds

@@ -5,24 +5,18 @@
 #include <regex>
 
 #include "common/text.h"
+#include "daemon/option_rules.h"
 
 namespace ds {
 
 namespace {
 
-using HypervisorOptionSetter = Status (*)(ProxmoxHypervisorOptions&, std::string_view key,
-                                          std::string_view value);
-
-struct HypervisorOptionRule {
-    PveOptionKey key;
-    HypervisorOptionSetter set;
-};
+using HypervisorOptionRule = OptionRule<ProxmoxHypervisorOptions, PveOptionKey>;
 
 // PVE's VM ids: 100..999999999.
 Status set_vmid(int& field, std::string_view key, std::string_view value) {
-    auto number = parse_pve_option_number(key, value, 100, 999999999);
-    DS_TRY(number);
-    field = static_cast<int>(*number);
+    DS_ASSIGN_OR_RETURN(auto number, parse_pve_option_number(key, value, 100, 999999999));
+    field = static_cast<int>(number);
     return ok_status();
 }
 
@@ -88,9 +82,8 @@ const HypervisorOptionRule kHypervisorOptionRules[] = {
      }},
     {{"linked_clone", "1 (default): linked clones of the template; 0: full clones"},
      [](ProxmoxHypervisorOptions& o, std::string_view k, std::string_view v) -> Status {
-         auto flag = parse_pve_option_number(k, v, 0, 1);
-         DS_TRY(flag);
-         o.linked_clone = *flag == 1;
+         DS_ASSIGN_OR_RETURN(auto flag, parse_pve_option_number(k, v, 0, 1));
+         o.linked_clone = flag == 1;
          return ok_status();
      }},
     {{"clone_storage",
@@ -102,8 +95,7 @@ const HypervisorOptionRule kHypervisorOptionRules[] = {
       "NODE:VMID|...: a template of its own on these nodes, so their runs need no clone to "
       "another node (which PVE refuses for a template on local storage)"},
      [](ProxmoxHypervisorOptions&, std::string_view k, std::string_view v) -> Status {
-         auto parsed = parse_template_per_node(k, v);
-         DS_TRY(parsed);
+         DS_ASSIGN_OR_RETURN(auto parsed, parse_template_per_node(k, v));
          return ok_status();
      }},
     {{"agent_program", "the agent's path in the guest (default /usr/local/bin/disksweep-agent)"},
@@ -115,10 +107,7 @@ const HypervisorOptionRule kHypervisorOptionRules[] = {
 };
 
 const HypervisorOptionRule* find_hypervisor_rule(std::string_view key) {
-    for (const auto& rule : kHypervisorOptionRules) {
-        if (rule.key.key == key) return &rule;
-    }
-    return nullptr;
+    return find_option_rule(std::span<const HypervisorOptionRule>(kHypervisorOptionRules), key);
 }
 
 bool is_client_key(std::string_view key) {
@@ -132,16 +121,14 @@ Result<std::unique_ptr<PveClient>> client_for(const std::map<std::string, std::s
     for (const auto& [key, value] : options) {
         if (is_client_key(key)) client_options.emplace(key, value);
     }
-    auto parsed = pve_client_options(client_options);
-    DS_TRY(parsed);
-    return PveClient::create(std::move(parsed).value());
+    DS_ASSIGN_OR_RETURN(auto parsed, pve_client_options(client_options));
+    return PveClient::create(std::move(parsed));
 }
 
 // The online nodes of the cluster, sorted.
 Result<std::vector<std::string>> online_nodes(const std::map<std::string, std::string>& options) {
-    auto client = client_for(options);
-    DS_TRY(client);
-    auto resources = (*client)->get("/cluster/resources", PveParams().set("type", "node"));
+    DS_ASSIGN_OR_RETURN(auto client, client_for(options));
+    auto resources = (client)->get("/cluster/resources", PveParams().set("type", "node"));
     if (!resources.ok()) {
         return pve_option_error(kProxmoxNodesKey,
                                 "cannot list the cluster's nodes: " + resources.error().message);
@@ -254,9 +241,8 @@ Status check_clones_to_other_nodes(const std::map<std::string, std::string>& opt
     }
     if (other_nodes.empty()) return ok_status();
 
-    auto client = client_for(options);
-    DS_TRY(client);
-    auto shared = shared_storages(**client);
+    DS_ASSIGN_OR_RETURN(auto client, client_for(options));
+    auto shared = shared_storages(*client);
     if (!shared) {
         return pve_option_error(kProxmoxNodesKey,
                                 "cannot list the cluster's storages: " + shared.error().message);
@@ -264,7 +250,7 @@ Status check_clones_to_other_nodes(const std::map<std::string, std::string>& opt
     const std::string template_path =
         pve_path({"nodes", template_options->node, "qemu",
                   std::to_string(template_options->template_vmid), "config"});
-    auto config = (*client)->get(template_path);
+    auto config = (client)->get(template_path);
     if (!config) {
         return pve_option_error(kProxmoxNodesKey,
                                 "cannot read the template's config: " + config.error().message);
@@ -297,11 +283,8 @@ std::string all_keys() {
 }  // namespace
 
 std::span<const PveOptionKey> proxmox_hypervisor_option_keys() {
-    static const std::vector<PveOptionKey> keys = [] {
-        std::vector<PveOptionKey> all;
-        for (const auto& rule : kHypervisorOptionRules) all.push_back(rule.key);
-        return all;
-    }();
+    static const std::vector<PveOptionKey> keys =
+        option_keys_of(std::span<const HypervisorOptionRule>(kHypervisorOptionRules));
     return keys;
 }
 
@@ -316,9 +299,8 @@ Result<ProxmoxHypervisorOptions> proxmox_hypervisor_options(
     for (std::string_view required : {"node", "template_vmid", "vmid_min", "vmid_max"}) {
         if (!options.contains(std::string(required))) return pve_option_error(required, "missing");
     }
-    auto own_templates = templates_per_node(options);
-    DS_TRY(own_templates);
-    for (const auto& [node, vmid] : *own_templates) {
+    DS_ASSIGN_OR_RETURN(auto own_templates, templates_per_node(options));
+    for (const auto& [node, vmid] : own_templates) {
         if (vmid >= parsed.vmid_min && vmid <= parsed.vmid_max) {
             return pve_option_error(kTemplatePerNodeKey,
                                     "the template of " + node + " is in vmid_min..vmid_max");
@@ -326,7 +308,7 @@ Result<ProxmoxHypervisorOptions> proxmox_hypervisor_options(
     }
     // A run node with a template of its own clones that one, on that node.
     const std::string run_node = parsed.run_node.empty() ? parsed.node : parsed.run_node;
-    if (const auto own = own_templates->find(run_node); own != own_templates->end()) {
+    if (const auto own = own_templates.find(run_node); own != own_templates.end()) {
         parsed.node = run_node;
         parsed.template_vmid = own->second;
         parsed.run_node.clear();
@@ -369,12 +351,10 @@ Result<std::unique_ptr<ProxmoxHypervisor>> make_proxmox_hypervisor(
             return pve_option_error(key, "unknown key (known: " + all_keys() + ")");
         }
     }
-    auto hypervisor_options = proxmox_hypervisor_options(options);
-    DS_TRY(hypervisor_options);
-    auto client = client_for(options);
-    DS_TRY(client);
-    return ProxmoxHypervisor::create(std::shared_ptr<PveClient>(std::move(client).value()),
-                                     std::move(hypervisor_options).value());
+    DS_ASSIGN_OR_RETURN(auto hypervisor_options, proxmox_hypervisor_options(options));
+    DS_ASSIGN_OR_RETURN(auto client, client_for(options));
+    return ProxmoxHypervisor::create(std::shared_ptr<PveClient>(std::move(client)),
+                                     std::move(hypervisor_options));
 }
 
 }  // namespace ds

@@ -5,6 +5,7 @@
 #include <thread>
 #include <variant>
 
+#include "common/json_fields.h"
 #include "common/protocol.h"
 #include "daemon/hypervisor/qemu_block.h"
 
@@ -158,12 +159,6 @@ std::optional<bool> kvm_enabled_in(std::string_view text) {
     return std::nullopt;
 }
 
-// A resource's text field; "" when absent or not text.
-std::string text_field(const Json& resource, const char* key) {
-    const auto found = resource.find(key);
-    return found != resource.end() && found->is_string() ? found->get<std::string>() : "";
-}
-
 bool has_tag(const Json& resource) {
     if (!resource.contains("tags") || !resource["tags"].is_string()) return false;
     std::string tags = resource["tags"];
@@ -268,9 +263,9 @@ Result<PveTaskEnd> ProxmoxHypervisor::task(PveMethod method, const std::string& 
 
 Result<std::optional<ProxmoxHypervisor::VmRef>> ProxmoxHypervisor::find_vm(
     const std::string& vm_name) {
-    auto resources = client_->get("/cluster/resources", PveParams().set("type", "vm"));
-    if (!resources) return resources.error();
-    for (const Json& resource : *resources) {
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
+    for (const Json& resource : resources) {
         const int vmid = resource.value("vmid", 0);
         if (resource.value("name", "") != vm_name || !has_tag(resource) ||
             vmid < options_.vmid_min || vmid > options_.vmid_max) {
@@ -290,10 +285,10 @@ Result<ProxmoxHypervisor::VmRef> ProxmoxHypervisor::require_vm(const std::string
 
 // The lowest id of the range that no VM has, confirmed free by /cluster/nextid.
 Result<int> ProxmoxHypervisor::allocate_vmid() {
-    auto resources = client_->get("/cluster/resources", PveParams().set("type", "vm"));
-    if (!resources) return resources.error();
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
     std::vector<int> taken;
-    for (const Json& resource : *resources) taken.push_back(resource.value("vmid", 0));
+    for (const Json& resource : resources) taken.push_back(resource.value("vmid", 0));
     for (int candidate = options_.vmid_min; candidate <= options_.vmid_max; ++candidate) {
         if (std::find(taken.begin(), taken.end(), candidate) != taken.end()) continue;
         auto confirmed =
@@ -323,16 +318,14 @@ Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
                           "proxmox attaches only disks PVE allocates (STORAGE:SIZE), not " +
                               std::string(to_string(kind_of(request.data_disk))));
     }
-    auto data_disk = pve_data_disk(request.config, *disk);
-    if (!data_disk) return data_disk.error();
+    DS_ASSIGN_OR_RETURN(auto data_disk, pve_data_disk(request.config, *disk));
 
     // One id allocation and clone at a time in this daemon, across all its
     // Proxmox hosts: the nodes of one cluster share its VM ids.
     static std::mutex allocation_mutex;
     std::lock_guard<std::mutex> lock(allocation_mutex);
-    auto existing = find_vm(request.name);
-    if (!existing) return existing.error();
-    if (*existing) return make_error(errc::kConflict, "proxmox: VM " + request.name + " exists");
+    DS_ASSIGN_OR_RETURN(auto existing, find_vm(request.name));
+    if (existing) return make_error(errc::kConflict, "proxmox: VM " + request.name + " exists");
     auto vmid = allocate_vmid();
     if (!vmid) return vmid.error();
     const VmRef vm{*vmid, run_node()};
@@ -343,7 +336,7 @@ Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
     if (request.record_handle) {
         DS_TRY(request.record_handle(Json{{"vmid", vm.vmid}, {"node", vm.node}}));
     }
-    Status started = clone_and_start(request, *data_disk, vm);
+    Status started = clone_and_start(request, data_disk, vm);
     if (!started) (void)destroy_if_named(vm, request.name);
     return started;
 }
@@ -395,17 +388,15 @@ void ProxmoxHypervisor::add_qemu_level(const VmRef& vm, std::string_view drive_k
 }
 
 Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
-    auto vm = require_vm(vm_name);
-    if (!vm) return vm.error();
-    auto config = client_->get(vm_path(*vm, "/config"));
-    if (!config) return config.error();
+    DS_ASSIGN_OR_RETURN(auto vm, require_vm(vm_name));
+    DS_ASSIGN_OR_RETURN(auto config, client_->get(vm_path(vm, "/config")));
     for (const BusRule& rule : kBusRules) {
-        const auto value = config_text(*config, std::string(rule.key));
+        const auto value = config_text(config, std::string(rule.key));
         if (!value) continue;
         auto drive = PvePropertyString::parse(*value);
         if (!drive) return drive.error();
         if (drive->get("serial") != std::optional<std::string>(protocol::kDataDiskSerial)) continue;
-        const auto scsihw = config_text(*config, "scsihw");
+        const auto scsihw = config_text(config, "scsihw");
         Bus bus = rule.bus;
         if (rule.key.starts_with("scsi")) {
             bus = scsihw == std::optional<std::string>("virtio-scsi-single") ? Bus::kScsiSingle
@@ -427,10 +418,10 @@ Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
                           {"options", options},
                           {"scsihw", scsihw.value_or("lsi")}}}};
         add_drive_limits(*drive, applied);
-        const VolumeFormat format = volume_format(*vm, drive->default_value(), *drive);
+        const VolumeFormat format = volume_format(vm, drive->default_value(), *drive);
         if (format.format) applied["image_format"] = *format.format;
         applied["sources"] = {{"image_format", format.source}};
-        add_qemu_level(*vm, rule.key, applied);
+        add_qemu_level(vm, rule.key, applied);
         return applied;
     }
     return make_error(errc::kNotFound, "proxmox: VM " + vm_name + " has no data disk (serial " +
@@ -484,9 +475,8 @@ Result<bool> ProxmoxHypervisor::is_running(const std::string& vm_name) {
 
 Result<std::unique_ptr<AgentChannel>> ProxmoxHypervisor::open_agent_channel(
     const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) {
-    auto vm = require_vm(vm_name);
-    if (!vm) return vm.error();
-    return open_pve_agent_channel(client_, vm_path(*vm), agent_options(), vm_name, deadline,
+    DS_ASSIGN_OR_RETURN(auto vm, require_vm(vm_name));
+    return open_pve_agent_channel(client_, vm_path(vm), agent_options(), vm_name, deadline,
                                   cancelled);
 }
 
@@ -519,9 +509,9 @@ Status ProxmoxHypervisor::stop_and_delete(const VmRef& vm) {
 }
 
 Result<Json> ProxmoxHypervisor::resource_of(int vmid) {
-    auto resources = client_->get("/cluster/resources", PveParams().set("type", "vm"));
-    if (!resources) return resources.error();
-    for (const Json& resource : *resources) {
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
+    for (const Json& resource : resources) {
         if (resource.is_object() && resource.value("vmid", 0) == vmid) return resource;
     }
     return Json(nullptr);
@@ -550,17 +540,16 @@ Status ProxmoxHypervisor::destroy_if_named(const VmRef& recorded, const std::str
     const auto deadline = Clock::now() + options_.task_timeout;
     const std::string unnamed = "VM " + std::to_string(recorded.vmid);
     for (;;) {
-        auto resource = resource_of(recorded.vmid);
-        if (!resource) return resource.error();
-        if (resource->is_null()) return ok_status();
-        const std::string name = text_field(*resource, "name");
-        const bool cloning = text_field(*resource, "lock") == "clone" &&
+        DS_ASSIGN_OR_RETURN(auto resource, resource_of(recorded.vmid));
+        if (resource.is_null()) return ok_status();
+        const std::string name = json_read::string_or_empty(resource, "name");
+        const bool cloning = json_read::string_or_empty(resource, "lock") == "clone" &&
                              (name.empty() || name == unnamed || name == vm_name);
         if (!cloning) {
             // Another's VM now holds the id (or a template): not ours to touch.
-            const Json& template_flag = (*resource)["template"];
+            const Json& template_flag = (resource)["template"];
             if (name != vm_name || template_flag == 1 || template_flag == "1") return ok_status();
-            const std::string node = text_field(*resource, "node");
+            const std::string node = json_read::string_or_empty(resource, "node");
             return stop_and_delete(VmRef{recorded.vmid, node.empty() ? recorded.node : node});
         }
         if (Clock::now() >= deadline) {
@@ -596,21 +585,20 @@ Result<RunningGuest> ProxmoxHypervisor::running_guest(const std::string& vm_name
             "; QEMU not asked: " + (answer.ok() ? std::string("no kvm support line in its answer")
                                                 : answer.error().message);
     }
-    auto status = client_->get(vm_path(*vm, "/status/current"));
-    if (!status) return status.error();
+    DS_ASSIGN_OR_RETURN(auto status, client_->get(vm_path(*vm, "/status/current")));
     for (const auto& [from, to] :
          {std::pair{"running-qemu", "qemu"}, std::pair{"running-machine", "qemu_machine"}}) {
-        if (status->contains(from) && (*status)[from].is_string())
-            guest.versions[to] = (*status)[from];
+        if (status.contains(from) && (status)[from].is_string())
+            guest.versions[to] = (status)[from];
     }
     return guest;
 }
 
 Result<std::vector<std::string>> ProxmoxHypervisor::list_vms(const std::string& prefix) {
-    auto resources = client_->get("/cluster/resources", PveParams().set("type", "vm"));
-    if (!resources) return resources.error();
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
     std::vector<std::string> names;
-    for (const Json& resource : *resources) {
+    for (const Json& resource : resources) {
         const std::string name = resource.value("name", "");
         const int vmid = resource.value("vmid", 0);
         if (name.starts_with(prefix) && has_tag(resource) && vmid >= options_.vmid_min &&

@@ -223,13 +223,13 @@ struct GuestAgent {
 
     // The file's bytes, refused past `limit` or when PVE cut them.
     Result<std::string> read_file(const std::string& path, std::size_t limit) {
-        auto answer = api->get(vm_path + "/agent/file-read", PveParams().set("file", path));
-        if (!answer) return answer.error();
-        DS_TRY(check_answer("agent/file-read", *answer, kFileReadFields));
-        if (bit_field(*answer, "truncated")) {
+        DS_ASSIGN_OR_RETURN(auto answer,
+                            api->get(vm_path + "/agent/file-read", PveParams().set("file", path)));
+        DS_TRY(check_answer("agent/file-read", answer, kFileReadFields));
+        if (bit_field(answer, "truncated")) {
             return make_error(errc::kProtocol, path + " reached agent/file-read's limit of 16 MiB");
         }
-        auto bytes = latin1_bytes(string_field(*answer, "content"));
+        auto bytes = latin1_bytes(string_field(answer, "content"));
         if (!bytes) return bytes.error();
         if (bytes->size() > limit) {
             return make_error(errc::kProtocol, path + " holds " + std::to_string(bytes->size()) +

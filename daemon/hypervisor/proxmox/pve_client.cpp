@@ -16,8 +16,11 @@
 #include <set>
 #include <thread>
 
+#include "common/file_descriptor.h"
+#include "common/json_fields.h"
 #include "common/text.h"
 #include "daemon/hypervisor/proxmox/pve_tls.h"
+#include "daemon/option_rules.h"
 
 namespace ds {
 
@@ -25,12 +28,7 @@ namespace {
 
 // ---- the options of a Proxmox connection --------------------------------------------------------
 
-using OptionSetter = Status (*)(PveClientOptions&, std::string_view key, std::string_view value);
-
-struct OptionRule {
-    PveOptionKey key;
-    OptionSetter set;
-};
+using PveOptionRule = OptionRule<PveClientOptions, PveOptionKey>;
 
 Error option_error(std::string_view key, const std::string& why) {
     return pve_option_error(key, why);
@@ -52,9 +50,8 @@ Result<long> parse_whole_number(std::string_view key, std::string_view value, lo
 }
 
 Status set_port(PveClientOptions& o, std::string_view key, std::string_view value) {
-    Result<long> port = parse_whole_number(key, value, 1, 65535);
-    DS_TRY(port);
-    o.port = static_cast<int>(*port);
+    DS_ASSIGN_OR_RETURN(long port, parse_whole_number(key, value, 1, 65535));
+    o.port = static_cast<int>(port);
     return ok_status();
 }
 
@@ -84,13 +81,12 @@ Status set_fingerprint(PveClientOptions& o, std::string_view key, std::string_vi
 }
 
 Status set_seconds(std::chrono::milliseconds& field, std::string_view key, std::string_view value) {
-    Result<long> seconds = parse_whole_number(key, value, 1, 86400);
-    DS_TRY(seconds);
-    field = std::chrono::seconds(*seconds);
+    DS_ASSIGN_OR_RETURN(long seconds, parse_whole_number(key, value, 1, 86400));
+    field = std::chrono::seconds(seconds);
     return ok_status();
 }
 
-const OptionRule kOptionRules[] = {
+const PveOptionRule kOptionRules[] = {
     {{"host", "a node's name or address; its API is https://HOST:PORT/api2/json"}, set_host},
     {{"port", "the API port (default 8006)"}, set_port},
     {{"token", "the API token id, USER@REALM!TOKENID (e.g. disksweep@pve!sweeps)"}, set_token},
@@ -118,10 +114,7 @@ const OptionRule kOptionRules[] = {
 const std::set<std::string_view> kSecretKeys = {"secret", "token_secret", "password", "key"};
 
 std::string known_keys() {
-    std::string keys;
-    for (const auto& rule : kOptionRules)
-        keys += (keys.empty() ? "" : ", ") + std::string(rule.key.key);
-    return keys;
+    return known_option_keys(std::span<const PveOptionRule>(kOptionRules));
 }
 
 Status apply_option(PveClientOptions& options, const std::string& key, const std::string& value) {
@@ -130,9 +123,9 @@ Status apply_option(PveClientOptions& options, const std::string& key, const std
                             "the token secret never goes in the config: put it alone in a file of "
                             "mode 0600 and name it with token_file=PATH");
     }
-    for (const auto& rule : kOptionRules) {
-        if (rule.key.key == key) return rule.set(options, key, value);
-    }
+    if (const PveOptionRule* rule =
+            find_option_rule(std::span<const PveOptionRule>(kOptionRules), key))
+        return rule->set(options, key, value);
     return option_error(key, "unknown key (known: " + known_keys() + ")");
 }
 
@@ -189,14 +182,15 @@ Result<std::string> secret_from_text(const std::string& path, std::string text) 
 }
 
 Result<std::string> read_token_secret(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) return secret_file_error(path, std::string("cannot open: ") + std::strerror(errno));
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+    if (!fd.valid())
+        return secret_file_error(path, std::string("cannot open: ") + std::strerror(errno));
     struct stat info {};
-    Status checked = ::fstat(fd, &info) == 0 ? check_secret_file(path, info)
-                                             : secret_file_error(path, std::strerror(errno));
+    Status checked = ::fstat(fd.get(), &info) == 0 ? check_secret_file(path, info)
+                                                   : secret_file_error(path, std::strerror(errno));
     std::string text(kMaxSecretBytes + 1, '\0');
-    ssize_t length = checked ? ::read(fd, text.data(), text.size()) : 0;
-    ::close(fd);
+    ssize_t length = checked ? ::read(fd.get(), text.data(), text.size()) : 0;
+    fd.reset();
     DS_TRY(checked);
     if (length < 0)
         return secret_file_error(path, std::string("cannot read: ") + std::strerror(errno));
@@ -409,12 +403,6 @@ std::optional<int> warnings_of(const std::string& exitstatus) {
     return std::stoi(match[1].str());
 }
 
-// `object[key]` when it is a string, else "".
-std::string string_field(const Json& object, const char* key) {
-    auto found = object.find(key);
-    return found != object.end() && found->is_string() ? found->get<std::string>() : "";
-}
-
 std::string describe_task(const PveUpid& upid) {
     return "PVE task " + upid.type + (upid.id.empty() ? "" : " " + upid.id) + " on " + upid.node;
 }
@@ -438,11 +426,8 @@ Result<long> parse_pve_option_number(std::string_view key, std::string_view valu
 }
 
 std::span<const PveOptionKey> pve_option_keys() {
-    static const std::vector<PveOptionKey> keys = [] {
-        std::vector<PveOptionKey> all;
-        for (const auto& rule : kOptionRules) all.push_back(rule.key);
-        return all;
-    }();
+    static const std::vector<PveOptionKey> keys =
+        option_keys_of(std::span<const PveOptionRule>(kOptionRules));
     return keys;
 }
 
@@ -517,13 +502,11 @@ Result<std::unique_ptr<PveClient>> PveClient::create(PveClientOptions options) {
     auto connection = std::make_unique<Connection>();
     connection->trust.ca_file = options.ca_file;
     if (!options.fingerprint.empty()) {
-        Result<PveFingerprint> pinned = parse_pve_fingerprint(options.fingerprint);
-        DS_TRY(pinned);
-        connection->trust.pinned = *pinned;
+        DS_ASSIGN_OR_RETURN(PveFingerprint pinned, parse_pve_fingerprint(options.fingerprint));
+        connection->trust.pinned = pinned;
     }
-    Result<std::string> secret = read_token_secret(options.token_secret_file);
-    DS_TRY(secret);
-    connection->secret = std::move(secret).value();
+    DS_ASSIGN_OR_RETURN(std::string secret, read_token_secret(options.token_secret_file));
+    connection->secret = std::move(secret);
     return std::unique_ptr<PveClient>(new PveClient(std::move(options), std::move(connection)));
 }
 
@@ -552,33 +535,31 @@ Result<Json> PveClient::envelope(PveMethod method, std::string_view path, const 
 }
 
 Result<Json> PveClient::call(PveMethod method, std::string_view path, const PveParams& params) {
-    Result<Json> whole = envelope(method, path, params);
-    DS_TRY(whole);
-    return std::move(whole->at("data"));
+    DS_ASSIGN_OR_RETURN(Json whole, envelope(method, path, params));
+    return std::move(whole.at("data"));
 }
 
 Result<PveTaskEnd> PveClient::wait_for_task(std::string_view upid_text,
                                             std::chrono::milliseconds timeout) {
-    Result<PveUpid> upid = parse_pve_upid(upid_text);
-    DS_TRY(upid);
+    DS_ASSIGN_OR_RETURN(PveUpid upid, parse_pve_upid(upid_text));
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    const std::string status_path = pve_path({"nodes", upid->node, "tasks", upid->text, "status"});
+    const std::string status_path = pve_path({"nodes", upid.node, "tasks", upid.text, "status"});
     while (true) {
         Result<Json> status = get(status_path);
         DS_TRY(status);
         if (!status->is_object()) {
             return make_error(errc::kProtocol,
-                              describe_task(*upid) + ": the task status is not an object");
+                              describe_task(upid) + ": the task status is not an object");
         }
-        if (string_field(*status, "status") == "stopped") {
-            std::string exitstatus = string_field(*status, "exitstatus");
-            return task_end(*upid, exitstatus.empty() ? "unknown (no exitstatus)" : exitstatus);
+        if (json_read::string_or_empty(*status, "status") == "stopped") {
+            std::string exitstatus = json_read::string_or_empty(*status, "exitstatus");
+            return task_end(upid, exitstatus.empty() ? "unknown (no exitstatus)" : exitstatus);
         }
         auto left = deadline - std::chrono::steady_clock::now();
         if (left <= std::chrono::steady_clock::duration::zero()) {
-            return make_error(errc::kTimeout, describe_task(*upid) + " still running after " +
+            return make_error(errc::kTimeout, describe_task(upid) + " still running after " +
                                                   std::to_string(timeout.count()) + " ms (" +
-                                                  upid->text + ")");
+                                                  upid.text + ")");
         }
         std::this_thread::sleep_for(
             std::min<std::chrono::steady_clock::duration>(options_.task_poll_interval, left));
@@ -612,7 +593,7 @@ Result<std::vector<std::string>> PveClient::task_log_tail(const PveUpid& upid, i
     DS_TRY(page);
     std::vector<std::string> text;
     for (const Json& line : page->at("data")) {
-        if (line.is_object()) text.push_back(string_field(line, "t"));
+        if (line.is_object()) text.push_back(json_read::string_or_empty(line, "t"));
     }
     return text;
 }

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "common/file_descriptor.h"
+
 namespace ds {
 namespace fs = std::filesystem;
 
@@ -38,14 +40,14 @@ Result<Volume> FileStorage::create_volume(const std::string& name, const Storage
         return volume;
     }
     // Raw: a sparse file. O_EXCL so two runs can never share a volume.
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
+    FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd.valid()) {
         return make_error(errc::kStorage,
                           "cannot create volume " + path + ": " + std::strerror(errno));
     }
-    int rc = ::ftruncate(fd, static_cast<off_t>(config.disk_size_bytes));
+    int rc = ::ftruncate(fd.get(), static_cast<off_t>(config.disk_size_bytes));
     int saved_errno = errno;
-    ::close(fd);
+    fd.reset();
     if (rc != 0) {
         fs::remove(path, ec);
         return make_error(errc::kStorage,

@@ -101,15 +101,11 @@ Result<std::string> string_field(const Json& row, const char* key) {
 Result<LvReportRow> parse_row(const Json& row) {
     if (!row.is_object()) return malformed_report("an lv entry is not an object");
     if (!row.contains("lv_name")) return malformed_report("an lv entry has no lv_name");
-    auto name = string_field(row, "lv_name");
-    if (!name.ok()) return name.error();
-    auto pool = string_field(row, "pool_lv");
-    if (!pool.ok()) return pool.error();
-    auto data = percent_field(row, "data_percent");
-    if (!data.ok()) return data.error();
-    auto metadata = percent_field(row, "metadata_percent");
-    if (!metadata.ok()) return metadata.error();
-    return LvReportRow{std::move(*name), std::move(*pool), *data, *metadata};
+    DS_ASSIGN_OR_RETURN(auto name, string_field(row, "lv_name"));
+    DS_ASSIGN_OR_RETURN(auto pool, string_field(row, "pool_lv"));
+    DS_ASSIGN_OR_RETURN(auto data, percent_field(row, "data_percent"));
+    DS_ASSIGN_OR_RETURN(auto metadata, percent_field(row, "metadata_percent"));
+    return LvReportRow{std::move(name), std::move(pool), data, metadata};
 }
 
 const LvReportRow* find_row(const std::vector<LvReportRow>& rows, std::string_view name) {
@@ -173,9 +169,8 @@ Result<std::vector<LvReportRow>> parse_lv_report(std::string_view json_text) {
         if (lvs == report.end()) continue;  // another report type (pv, vg, log)
         if (!lvs->is_array()) return malformed_report("\"lv\" is not an array");
         for (const Json& row : *lvs) {
-            auto parsed = parse_row(row);
-            if (!parsed.ok()) return parsed.error();
-            rows.push_back(std::move(*parsed));
+            DS_ASSIGN_OR_RETURN(auto parsed, parse_row(row));
+            rows.push_back(std::move(parsed));
         }
     }
     return rows;
@@ -212,9 +207,8 @@ Result<Volume> LvmThinStorage::create_snapshot_volume(const std::string& name,
                                                       const std::string& golden) {
     DS_TRY(check_logical_volume_name(name));
     DS_TRY(check_logical_volume_name(golden));
-    auto rows = report_volume_group();
-    if (!rows.ok()) return rows.error();
-    const LvReportRow* origin = find_row(*rows, golden);
+    DS_ASSIGN_OR_RETURN(auto rows, report_volume_group());
+    const LvReportRow* origin = find_row(rows, golden);
     if (!origin) {
         return make_error(errc::kNotFound,
                           this->name() + ": no golden volume " + pool_.volume_group + "/" + golden);
@@ -247,19 +241,17 @@ Status LvmThinStorage::remove_volume(const std::string& name) {
 }
 
 Result<std::vector<std::string>> LvmThinStorage::list_volumes(const std::string& prefix) {
-    auto rows = report_volume_group();
-    if (!rows.ok()) return rows.error();
+    DS_ASSIGN_OR_RETURN(auto rows, report_volume_group());
     std::vector<std::string> names;
-    for (const LvReportRow& row : *rows) {
+    for (const LvReportRow& row : rows) {
         if (row.pool == pool_.pool && row.name.starts_with(prefix)) names.push_back(row.name);
     }
     return names;
 }
 
 Result<ThinPoolFill> LvmThinStorage::fill(const std::string& volume) {
-    auto rows = report_volume_group();
-    if (!rows.ok()) return rows.error();
-    const LvReportRow* pool = find_row(*rows, pool_.pool);
+    DS_ASSIGN_OR_RETURN(auto rows, report_volume_group());
+    const LvReportRow* pool = find_row(rows, pool_.pool);
     if (!pool) {
         return make_error(errc::kNotFound, name() + ": the volume group has no LV " + pool_.pool);
     }
@@ -268,7 +260,7 @@ Result<ThinPoolFill> LvmThinStorage::fill(const std::string& volume) {
                                               pool_.pool + " (not an active thin pool?)");
     }
     ThinPoolFill fill{*pool->data_percent, *pool->metadata_percent, std::nullopt};
-    if (const LvReportRow* own = find_row(*rows, volume); own && own->pool == pool_.pool) {
+    if (const LvReportRow* own = find_row(rows, volume); own && own->pool == pool_.pool) {
         fill.volume_data_percent = own->data_percent;
     }
     return fill;
@@ -286,10 +278,9 @@ Json LvmThinStorage::state(const std::string& volume) {
 }
 
 Result<std::vector<LvReportRow>> LvmThinStorage::report_volume_group() {
-    auto output = run_lvm({"lvs", "--reportformat", "json", "--options", std::string(kReportFields),
-                           pool_.volume_group});
-    if (!output.ok()) return output.error();
-    auto rows = parse_lv_report(*output);
+    DS_ASSIGN_OR_RETURN(auto output, run_lvm({"lvs", "--reportformat", "json", "--options",
+                                              std::string(kReportFields), pool_.volume_group}));
+    auto rows = parse_lv_report(output);
     if (!rows.ok()) {
         return make_error(errc::kStorage,
                           name() + ": lvs " + pool_.volume_group + ": " + rows.error().message);
@@ -326,9 +317,8 @@ Volume LvmThinStorage::block_volume(const std::string& name) const {
 
 Result<std::unique_ptr<LvmThinStorage>> make_lvm_thin_storage(std::string_view text,
                                                               ProcessRunner& runner) {
-    auto pool = parse_thin_pool(text);
-    if (!pool.ok()) return pool.error();
-    return std::make_unique<LvmThinStorage>(std::move(*pool), runner);
+    DS_ASSIGN_OR_RETURN(auto pool, parse_thin_pool(text));
+    return std::make_unique<LvmThinStorage>(std::move(pool), runner);
 }
 
 }  // namespace ds

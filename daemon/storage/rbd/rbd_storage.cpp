@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/text.h"
+#include "daemon/option_rules.h"
 
 namespace ds {
 
@@ -15,12 +16,7 @@ namespace {
 
 // ---- The options of an rbd storage line ------------------------------------
 
-using OptionSetter = Status (*)(RbdStorageOptions&, std::string_view key, std::string_view value);
-
-struct OptionRule {
-    RbdOptionKey key;
-    OptionSetter set;
-};
+using RbdOptionRule = OptionRule<RbdStorageOptions, RbdOptionKey>;
 
 Error option_error(std::string_view key, const std::string& why) {
     return make_error(errc::kInvalidArgument,
@@ -82,7 +78,7 @@ Status set_path(std::string& field, std::string_view key, std::string_view value
 }
 
 // Each key once, as data: what it sets and what it means.
-const OptionRule kOptionRules[] = {
+const RbdOptionRule kOptionRules[] = {
     {{"mon_host", "monitor addresses, IP:PORT[;IP:PORT...] (default: from conf)"}, set_monitors},
     {{"id", "cephx user id without 'client.' (default: Ceph's, 'admin')"}, set_user},
     {{"keyring", "path of the keyring holding the user's key, readable only by root"},
@@ -99,11 +95,7 @@ const OptionRule kOptionRules[] = {
 const std::set<std::string_view> kSecretKeys = {"key", "secret", "cephx_key", "password"};
 
 std::string known_keys() {
-    std::string keys;
-    for (const auto& rule : kOptionRules) {
-        keys += (keys.empty() ? "" : ", ") + std::string(rule.key.key);
-    }
-    return keys;
+    return known_option_keys(std::span<const RbdOptionRule>(kOptionRules));
 }
 
 Status apply_option(RbdStorageOptions& options, const std::string& key, const std::string& value) {
@@ -118,9 +110,9 @@ Status apply_option(RbdStorageOptions& options, const std::string& key, const st
                             "the cephx key never goes in the config: put it in a keyring "
                             "file readable only by root and name it with keyring=PATH");
     }
-    for (const auto& rule : kOptionRules) {
-        if (rule.key.key == key) return rule.set(options, key, value);
-    }
+    if (const RbdOptionRule* rule =
+            find_option_rule(std::span<const RbdOptionRule>(kOptionRules), key))
+        return rule->set(options, key, value);
     return option_error(key, "unknown key (known: " + known_keys() + ")");
 }
 
@@ -164,12 +156,8 @@ std::string ceph_message(const std::string& stderr_text) {
         if (!line.empty() && seen.insert(line).second) lines.push_back(std::move(line));
     }
     if (lines.empty()) return "no message from Ceph";
-    std::string message;
-    for (std::size_t i = lines.size() > kMessageLines ? lines.size() - kMessageLines : 0;
-         i < lines.size(); ++i) {
-        message += (message.empty() ? "" : "; ") + lines[i];
-    }
-    return redact_cephx_keys(message);
+    const std::size_t first = lines.size() > kMessageLines ? lines.size() - kMessageLines : 0;
+    return redact_cephx_keys(join(std::span<const std::string>(lines).subspan(first), "; "));
 }
 
 std::string how_it_ended(const ProcessOutput& output) {
@@ -186,11 +174,8 @@ const Json* find_key(const Json& object, std::string_view key) {
 }  // namespace
 
 std::span<const RbdOptionKey> rbd_option_keys() {
-    static const std::vector<RbdOptionKey> keys = [] {
-        std::vector<RbdOptionKey> out;
-        for (const auto& rule : kOptionRules) out.push_back(rule.key);
-        return out;
-    }();
+    static const std::vector<RbdOptionKey> keys =
+        option_keys_of(std::span<const RbdOptionRule>(kOptionRules));
     return keys;
 }
 
@@ -275,13 +260,12 @@ Result<ProcessOutput> CephTools::run(const ToolDef& tool,
 
 Result<Json> CephTools::run_json(const ToolDef& tool, const std::vector<std::string>& args,
                                  const std::string& what) const {
-    auto output = run(tool, args);
-    if (!output.ok()) return output.error();
-    if (output->exit_code != 0) return failure(what, *output);
-    Json json = Json::parse(output->stdout_text, nullptr, /*allow_exceptions=*/false);
+    DS_ASSIGN_OR_RETURN(auto output, run(tool, args));
+    if (output.exit_code != 0) return failure(what, output);
+    Json json = Json::parse(output.stdout_text, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded()) {
         return error(what + ": " + std::string(tool.program) + " printed no JSON: '" +
-                     redact_cephx_keys(output->stdout_text.substr(0, 200)) + "'");
+                     redact_cephx_keys(output.stdout_text.substr(0, 200)) + "'");
     }
     return json;
 }
@@ -327,13 +311,13 @@ Result<Json> cluster_health(const CephTools& ceph) {
 // The image's entry of `rbd du` ({"name", "provisioned_size", "used_size"}),
 // or null when the image is gone.
 Result<Json> image_usage(const CephTools& ceph, const std::string& pool, const std::string& image) {
-    auto output = ceph.run(kRbdTool, {"du", "--pool", pool, "--image", image, "--format", "json"});
-    if (!output.ok()) return output.error();
-    if (image_is_gone(*output)) return Json(nullptr);
-    if (output->exit_code != 0) {
-        return ceph.failure("cannot read the usage of image " + pool + "/" + image, *output);
+    DS_ASSIGN_OR_RETURN(auto output, ceph.run(kRbdTool, {"du", "--pool", pool, "--image", image,
+                                                         "--format", "json"}));
+    if (image_is_gone(output)) return Json(nullptr);
+    if (output.exit_code != 0) {
+        return ceph.failure("cannot read the usage of image " + pool + "/" + image, output);
     }
-    const Json du = Json::parse(output->stdout_text, nullptr, /*allow_exceptions=*/false);
+    const Json du = Json::parse(output.stdout_text, nullptr, /*allow_exceptions=*/false);
     // One entry per snapshot, and the image itself: the one without "snapshot".
     const Json* images = find_key(du, "images");
     if (images && images->is_array()) {
@@ -382,11 +366,11 @@ Result<Volume> RbdStorage::create_volume(const std::string& name, const StorageC
         return make_error(errc::kInvalidArgument, this->name() + ": image size 0");
     }
     const CephTools ceph(options_, *runner_, this->name());
-    auto output = ceph.run(kRbdTool, {"create", "--pool", options_.pool, "--image", name, "--size",
-                                      std::to_string(config.disk_size_bytes) + "B"});
-    if (!output.ok()) return output.error();
-    if (output->exit_code != 0) {
-        return ceph.failure("cannot create image " + options_.pool + "/" + name, *output);
+    DS_ASSIGN_OR_RETURN(
+        auto output, ceph.run(kRbdTool, {"create", "--pool", options_.pool, "--image", name,
+                                         "--size", std::to_string(config.disk_size_bytes) + "B"}));
+    if (output.exit_code != 0) {
+        return ceph.failure("cannot create image " + options_.pool + "/" + name, output);
     }
     Volume volume;
     volume.name = name;

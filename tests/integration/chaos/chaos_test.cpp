@@ -138,7 +138,7 @@ bool all_sweeps_finished(Store& store) {
     auto sweeps = store.list_sweeps();
     if (!sweeps.ok()) return false;
     for (const auto& sweep : sweeps.value()) {
-        if (sweep.status == sweep_status::kQueued || sweep.status == sweep_status::kRunning)
+        if (sweep.status == SweepStatus::kQueued || sweep.status == SweepStatus::kRunning)
             return false;
     }
     return true;
@@ -208,8 +208,7 @@ int daemon_incarnation(const TrialPaths& paths, unsigned guest_seed) {
     scheduler.start();
     const std::vector<SweepRecord> sweeps = (*store)->list_sweeps().value();
     for (const auto& sweep : sweeps) {
-        if (sweep.status != sweep_status::kQueued && sweep.status != sweep_status::kRunning)
-            continue;
+        if (sweep.status != SweepStatus::kQueued && sweep.status != SweepStatus::kRunning) continue;
         if (!scheduler.submit(sweep.id, SweepTimeouts{5, 10}).ok()) return 5;
     }
     const auto deadline = std::chrono::steady_clock::now() + kChildTimeLimit;
@@ -294,7 +293,7 @@ void run_trial(int trial, std::mt19937& random, Figures& figures) {
 
     auto store = Store::open(paths.database());
     REQUIRE(store.ok());
-    CHECK((*store)->get_sweep(sweep_id)->status == sweep_status::kSucceeded);
+    CHECK((*store)->get_sweep(sweep_id)->status == SweepStatus::kSucceeded);
     // Every incarnation named its runs' volumes after the one instance id.
     const std::string prefix = "disksweep-" + (*store)->instance_id().value() + "-r";
     std::map<std::tuple<std::string, std::string, int>, int> current_by_planned_run;
@@ -311,11 +310,11 @@ void run_trial(int trial, std::mt19937& random, Figures& figures) {
         if (run.failure_reason.find("cleaned up at the next start") != std::string::npos)
             ++figures.runs_hit;
         if (run.superseded_by != 0) {
-            CHECK(run.status == run_status::kFailed);
+            CHECK(run.status == RunStatus::kFailed);
             CHECK_THAT(run.failure_reason, Catch::StartsWith(std::string(kInterruptedReason)));
             continue;
         }
-        CHECK(run.status == run_status::kSucceeded);
+        CHECK(run.status == RunStatus::kSucceeded);
         ++current_by_planned_run[planned];
     }
     CHECK(current_by_planned_run.size() == std::size(kCacheModes) * kRepetitions);

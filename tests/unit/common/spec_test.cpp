@@ -871,6 +871,11 @@ TEST_CASE("spec: host_baseline needs a workload that can run on the host", "[spe
     CHECK(expand_error(parse_ok("name = \"t\"\nhost_baseline = true\n"
                                 "[[workload]]\nkind = \"mariadb-atis\"\n"))
               .find("no workload can run on the host") != std::string::npos);
+    // The kinds that can are named from the workload kinds' table.
+    CHECK(expand_error(parse_ok("name = \"t\"\nhost_baseline = true\n"
+                                "[[workload]]\nkind = \"sysbench-oltp\"\n"))
+              .find("a baseline runs a workload of kind \"fio\" (without job_file) on the raw "
+                    "volume") != std::string::npos);
     CHECK(expand_error(parse_ok("name = \"t\"\nhost_baseline = true\n[[workload]]\nkind = "
                                 "\"fio\"\njob_file = \"[j]\\nrw=read\\n\"\n"))
               .find("without job_file") != std::string::npos);

@@ -214,6 +214,22 @@ TEST_CASE("workload output errors name what is wrong") {
     CHECK_THAT(bad_histogram.error().message, Catch::Contains("line 3"));
 }
 
+TEST_CASE("an unknown kind's error lists the known kinds") {
+    auto unknown = metrics_from_workload_output("pgbench", Json::object());
+    REQUIRE_FALSE(unknown.ok());
+    CHECK(unknown.error().message ==
+          "no metrics for workload kind 'pgbench' (known: fio, io, mariadb-atis, sysbench-oltp)");
+    CHECK(per_second_series("pgbench", Json::object())->empty());
+}
+
+TEST_CASE("fio's series are read from each job's direction's per-second arrays") {
+    CHECK(fio_series_members() ==
+          std::vector<OutputMember>{{"jobs", "*", "read", "iops_per_second"},
+                                    {"jobs", "*", "write", "iops_per_second"},
+                                    {"jobs", "*", "read", "bw_bytes_per_second"},
+                                    {"jobs", "*", "write", "bw_bytes_per_second"}});
+}
+
 TEST_CASE("fio and io metrics go through the fio parser") {
     auto bad = metrics_from_workload_output("io", Json::object());
     REQUIRE_FALSE(bad.ok());

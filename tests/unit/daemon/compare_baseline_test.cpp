@@ -58,7 +58,7 @@ Sweep create_from_spec(Store& store, const std::string& spec_text) {
 }
 
 // Finishes the run of configuration `config` in round `round`.
-void finish(Store& store, const Sweep& sweep, int config, int round, const std::string& status,
+void finish(Store& store, const Sweep& sweep, int config, int round, RunStatus status,
             std::map<std::string, double> metrics, const Json& versions = Json::object(),
             const std::string& accel = "kvm") {
     const std::string id = config_id(sweep.plan.configs[static_cast<std::size_t>(config)]);
@@ -110,13 +110,12 @@ TEST_CASE("compare: ratios to the spec's baseline, paired by round, Holm-adjuste
     const std::vector<double> tiny = {101, 111.1, 90.9};
     const std::vector<double> noisy = {80, 140, 95};
     for (int round = 0; round < 3; ++round) {
-        finish(*store, sweep, baseline, round, run_status::kSucceeded,
-               {{"read_iops", base[round]}});
-        finish(*store, sweep, unsafe_ext4, round, run_status::kSucceeded,
+        finish(*store, sweep, baseline, round, RunStatus::kSucceeded, {{"read_iops", base[round]}});
+        finish(*store, sweep, unsafe_ext4, round, RunStatus::kSucceeded,
                {{"read_iops", fast[round]}});
-        finish(*store, sweep, unsafe_btrfs, round, run_status::kSucceeded,
+        finish(*store, sweep, unsafe_btrfs, round, RunStatus::kSucceeded,
                {{"read_iops", tiny[round]}});
-        finish(*store, sweep, none_btrfs, round, run_status::kSucceeded,
+        finish(*store, sweep, none_btrfs, round, RunStatus::kSucceeded,
                {{"read_iops", noisy[round]}});
     }
     auto compared = compare_sweep(*store, sweep.id);
@@ -183,12 +182,12 @@ TEST_CASE("compare: a failed round makes the comparison Welch's", "[compare][bas
     Sweep sweep = create_from_spec(*store, kSpec);
     const int baseline = config_index(sweep.plan, CacheMode::kNone, "ext4");
     const int other = config_index(sweep.plan, CacheMode::kUnsafe, "ext4");
-    finish(*store, sweep, baseline, 0, run_status::kSucceeded, {{"read_iops", 100}});
-    finish(*store, sweep, baseline, 1, run_status::kSucceeded, {{"read_iops", 104}});
-    finish(*store, sweep, baseline, 2, run_status::kSucceeded, {{"read_iops", 98}});
-    finish(*store, sweep, other, 0, run_status::kSucceeded, {{"read_iops", 150}});
-    finish(*store, sweep, other, 1, run_status::kFailed, {});
-    finish(*store, sweep, other, 2, run_status::kSucceeded, {{"read_iops", 160}});
+    finish(*store, sweep, baseline, 0, RunStatus::kSucceeded, {{"read_iops", 100}});
+    finish(*store, sweep, baseline, 1, RunStatus::kSucceeded, {{"read_iops", 104}});
+    finish(*store, sweep, baseline, 2, RunStatus::kSucceeded, {{"read_iops", 98}});
+    finish(*store, sweep, other, 0, RunStatus::kSucceeded, {{"read_iops", 150}});
+    finish(*store, sweep, other, 1, RunStatus::kFailed, {});
+    finish(*store, sweep, other, 2, RunStatus::kSucceeded, {{"read_iops", 160}});
     const Json report = compare_sweep(*store, sweep.id).value();
     const Json& versus = row_of(report, config_id(sweep.plan.configs[other]))["vs_baseline"];
     CHECK(versus["method"] == "welch");
@@ -208,9 +207,9 @@ TEST_CASE("compare: a baseline without a succeeded run, and n = 1", "[compare][b
     const int baseline = config_index(sweep.plan, CacheMode::kNone, "ext4");
     const int other = config_index(sweep.plan, CacheMode::kUnsafe, "ext4");
     const int single = config_index(sweep.plan, CacheMode::kUnsafe, "btrfs");
-    finish(*store, sweep, baseline, 0, run_status::kFailed, {});
-    finish(*store, sweep, other, 0, run_status::kSucceeded, {{"read_iops", 150}});
-    finish(*store, sweep, other, 1, run_status::kSucceeded, {{"read_iops", 155}});
+    finish(*store, sweep, baseline, 0, RunStatus::kFailed, {});
+    finish(*store, sweep, other, 0, RunStatus::kSucceeded, {{"read_iops", 150}});
+    finish(*store, sweep, other, 1, RunStatus::kSucceeded, {{"read_iops", 155}});
     const Json missing = compare_sweep(*store, sweep.id).value();
     const Json& versus = row_of(missing, config_id(sweep.plan.configs[other]))["vs_baseline"];
     CHECK(versus["ratio"].is_null());
@@ -218,8 +217,8 @@ TEST_CASE("compare: a baseline without a succeeded run, and n = 1", "[compare][b
     CHECK(versus["verdict"] == "not enough runs");
     CHECK(missing["comparisons"] == 0);
 
-    finish(*store, sweep, baseline, 1, run_status::kSucceeded, {{"read_iops", 100}});
-    finish(*store, sweep, single, 1, run_status::kSucceeded, {{"read_iops", 120}});
+    finish(*store, sweep, baseline, 1, RunStatus::kSucceeded, {{"read_iops", 100}});
+    finish(*store, sweep, single, 1, RunStatus::kSucceeded, {{"read_iops", 120}});
     const Json one = compare_sweep(*store, sweep.id).value();
     const Json& single_versus = row_of(one, config_id(sweep.plan.configs[single]))["vs_baseline"];
     CHECK(single_versus["ratio"].get<double>() == Approx(1.2));
@@ -242,12 +241,12 @@ TEST_CASE("compare: partitions are never pooled, each has its own baseline",
     const int other = config_index(sweep.plan, CacheMode::kUnsafe, "ext4");
     const Json qemu7 = {{"qemu", "7.2.0"}, {"kernel", "6.1"}};
     // Round 0 under KVM, rounds 1 and 2 under TCG.
-    finish(*store, sweep, baseline, 0, run_status::kSucceeded, {{"read_iops", 1000}}, qemu7, "kvm");
-    finish(*store, sweep, other, 0, run_status::kSucceeded, {{"read_iops", 2000}}, qemu7, "kvm");
+    finish(*store, sweep, baseline, 0, RunStatus::kSucceeded, {{"read_iops", 1000}}, qemu7, "kvm");
+    finish(*store, sweep, other, 0, RunStatus::kSucceeded, {{"read_iops", 2000}}, qemu7, "kvm");
     for (int round = 1; round < 3; ++round) {
-        finish(*store, sweep, baseline, round, run_status::kSucceeded,
-               {{"read_iops", 10.0 + round}}, qemu7, "tcg");
-        finish(*store, sweep, other, round, run_status::kSucceeded, {{"read_iops", 11.0 + round}},
+        finish(*store, sweep, baseline, round, RunStatus::kSucceeded, {{"read_iops", 10.0 + round}},
+               qemu7, "tcg");
+        finish(*store, sweep, other, round, RunStatus::kSucceeded, {{"read_iops", 11.0 + round}},
                qemu7, "tcg");
     }
     const Json report = compare_sweep(*store, sweep.id).value();
@@ -279,7 +278,7 @@ TEST_CASE("compare: the first configuration is the baseline when the spec names 
     std::string spec = kSpec;
     spec.erase(spec.find("baseline = "), spec.find("[matrix]") - spec.find("baseline = "));
     Sweep sweep = create_from_spec(*store, spec);
-    finish(*store, sweep, 1, 0, run_status::kSucceeded, {{"read_iops", 5}});
+    finish(*store, sweep, 1, 0, RunStatus::kSucceeded, {{"read_iops", 5}});
     const Json report = compare_sweep(*store, sweep.id).value();
     CHECK(report["baseline"]["chosen_by"] == "first configuration");
     CHECK(report["baseline"]["config_id"] == config_id(sweep.plan.configs[0]));
@@ -294,7 +293,7 @@ TEST_CASE("store: incremental aggregates equal summaries of the values", "[compa
     Sweep sweep = create_from_spec(*store, kSpec);
     const std::vector<double> values = {1e5 + 3, 1e5 - 7, 1e5 + 1};
     for (int round = 0; round < 3; ++round)
-        finish(*store, sweep, 0, round, run_status::kSucceeded,
+        finish(*store, sweep, 0, round, RunStatus::kSucceeded,
                {{"read_iops", values[round]}, {"write_clat_p99_us", -1.0 * round}});
     auto aggregates = store->metric_aggregates(sweep.id);
     REQUIRE(aggregates.ok());
@@ -314,7 +313,7 @@ TEST_CASE("store: runs come in pages", "[store][paging]") {
     TempDir dir;
     auto store = testing::open_store(dir.file("r.db"));
     Sweep sweep = create_from_spec(*store, kSpec);  // 12 runs
-    finish(*store, sweep, 0, 0, run_status::kSucceeded, {{"read_iops", 5}});
+    finish(*store, sweep, 0, 0, RunStatus::kSucceeded, {{"read_iops", 5}});
     auto first = store->list_runs_page(sweep.id, -1, 5);
     REQUIRE(first.ok());
     REQUIRE(first->runs.size() == 5);

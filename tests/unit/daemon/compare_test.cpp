@@ -34,7 +34,7 @@ RunRecord planned_run(const StorageConfig& config, const std::string& workload, 
 }
 
 // Records the outcome of the run with the given sequence.
-void finish(Store& store, std::int64_t sweep_id, int sequence, const std::string& status,
+void finish(Store& store, std::int64_t sweep_id, int sequence, RunStatus status,
             std::map<std::string, double> metrics) {
     auto runs = store.list_runs(sweep_id, RawOutput::kOmit);
     REQUIRE(runs.ok());
@@ -42,7 +42,7 @@ void finish(Store& store, std::int64_t sweep_id, int sequence, const std::string
     REQUIRE(run.sequence == sequence);
     REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", "tcg", "t").ok());
     run.status = status;
-    if (status == run_status::kFailed) run.failure_reason = "agent: guest went silent";
+    if (status == RunStatus::kFailed) run.failure_reason = "agent: guest went silent";
     run.metrics = std::move(metrics);
     auto finished = store.finish_run(run);
     INFO((finished.ok() ? "" : finished.error().message));
@@ -91,16 +91,16 @@ TEST_CASE("compare: statistics per configuration with known numbers", "[compare]
     const std::int64_t sweep_id = create(store, "seed", interleaved_runs());
 
     // ext4: read_iops 10, 12, 14 -> mean 12, sd 2, CI 12 ± 4.303·2/√3.
-    finish(store, sweep_id, 1, "succeeded",
+    finish(store, sweep_id, 1, RunStatus::kSucceeded,
            {{"read_iops", 10}, {"write_iops", 20}, {"zz_custom", 1}, {"elapsed_s", 3}});
-    finish(store, sweep_id, 2, "succeeded",
+    finish(store, sweep_id, 2, RunStatus::kSucceeded,
            {{"read_iops", 12}, {"write_iops", 20}, {"zz_custom", 2}, {"elapsed_s", 3}});
-    finish(store, sweep_id, 4, "succeeded",
+    finish(store, sweep_id, 4, RunStatus::kSucceeded,
            {{"read_iops", 14}, {"write_iops", 20}, {"zz_custom", 3}, {"elapsed_s", 3}});
     // btrfs: 100 and 200 succeed; the failed run's 999 must not count.
-    finish(store, sweep_id, 0, "succeeded", {{"read_iops", 100}, {"write_iops", 50}});
-    finish(store, sweep_id, 3, "failed", {{"read_iops", 999}, {"write_iops", 999}});
-    finish(store, sweep_id, 5, "succeeded", {{"read_iops", 200}, {"write_iops", 70}});
+    finish(store, sweep_id, 0, RunStatus::kSucceeded, {{"read_iops", 100}, {"write_iops", 50}});
+    finish(store, sweep_id, 3, RunStatus::kFailed, {{"read_iops", 999}, {"write_iops", 999}});
+    finish(store, sweep_id, 5, RunStatus::kSucceeded, {{"read_iops", 200}, {"write_iops", 70}});
     // The ext4 barrier=0 run stays pending.
 
     auto compared = compare_sweep(store, sweep_id);
@@ -164,7 +164,7 @@ TEST_CASE("compare: one succeeded run has no spread", "[compare]") {
     auto store = std::move(Store::open(dir.file("results.db")).value());
     const std::int64_t sweep_id =
         create(*store, "single", {planned_run(kSafeExt4, "seqread", 0, 0)});
-    finish(*store, sweep_id, 0, "succeeded", {{"read_bw_mib_s", 3.3}});
+    finish(*store, sweep_id, 0, RunStatus::kSucceeded, {{"read_bw_mib_s", 3.3}});
 
     const Json report = compare_sweep(*store, sweep_id).value();
     const Json& bandwidth = report["rows"][0]["metrics"]["read_bw_mib_s"];
@@ -183,9 +183,9 @@ TEST_CASE("compare: one row per configuration and workload", "[compare]") {
         create(*store, "two-workloads",
                {planned_run(kSafeExt4, "randrw", 0, 0), planned_run(kSafeExt4, "seqwrite", 1, 0),
                 planned_run(kSafeExt4, "randrw", 2, 1)});
-    finish(*store, sweep_id, 0, "succeeded", {{"write_clat_p99_us", 800}, {"read_iops", 5}});
-    finish(*store, sweep_id, 1, "succeeded", {{"write_bw_mib_s", 90}});
-    finish(*store, sweep_id, 2, "succeeded", {{"write_clat_p99_us", 1200}, {"read_iops", 7}});
+    finish(*store, sweep_id, 0, RunStatus::kSucceeded, {{"write_clat_p99_us", 800}, {"read_iops", 5}});
+    finish(*store, sweep_id, 1, RunStatus::kSucceeded, {{"write_bw_mib_s", 90}});
+    finish(*store, sweep_id, 2, RunStatus::kSucceeded, {{"write_clat_p99_us", 1200}, {"read_iops", 7}});
 
     const Json report = compare_sweep(*store, sweep_id).value();
     REQUIRE(report["rows"].size() == 2);
@@ -215,11 +215,11 @@ TEST_CASE("results_for_config: one configuration across sweeps", "[compare]") {
         *store, "second",
         {planned_run(kUnsafeBtrfs, "randrw", 0, 0), planned_run(kUnsafeBtrfs, "randrw", 1, 1),
          planned_run(kUnsafeBtrfs, "seqread", 2, 0)});
-    finish(*store, first, 0, "succeeded", {{"read_iops", 10}});
-    finish(*store, first, 1, "succeeded", {{"read_iops", 1000}});  // other config
-    finish(*store, second, 0, "succeeded", {{"read_iops", 12}});
-    finish(*store, second, 1, "succeeded", {{"read_iops", 14}});
-    finish(*store, second, 2, "failed", {});
+    finish(*store, first, 0, RunStatus::kSucceeded, {{"read_iops", 10}});
+    finish(*store, first, 1, RunStatus::kSucceeded, {{"read_iops", 1000}});  // other config
+    finish(*store, second, 0, RunStatus::kSucceeded, {{"read_iops", 12}});
+    finish(*store, second, 1, RunStatus::kSucceeded, {{"read_iops", 14}});
+    finish(*store, second, 2, RunStatus::kFailed, {});
 
     auto results = results_for_config(*store, config_id(kUnsafeBtrfs));
     INFO((results.ok() ? "" : results.error().message));
@@ -286,12 +286,12 @@ TEST_CASE("compare: a mariadb-atis sweep ranks by total time, lowest first, with
                {atis_run(ext4, "defaults", {}, 0), atis_run(ext4, "defaults", {}, 1),
                 atis_run(btrfs_nocow, "defaults", {}, 2), atis_run(btrfs_nocow, "defaults", {}, 3),
                 atis_run(ext4, "dw0-nosync", nosync, 4), atis_run(ext4, "dw0-nosync", nosync, 5)});
-    finish(store, sweep, 0, run_status::kSucceeded, {{"total_s", 22}});
-    finish(store, sweep, 1, run_status::kSucceeded, {{"total_s", 24}});
-    finish(store, sweep, 2, run_status::kSucceeded, {{"total_s", 28}});
-    finish(store, sweep, 3, run_status::kTimedOut, {});
-    finish(store, sweep, 4, run_status::kSucceeded, {{"total_s", 15}});
-    finish(store, sweep, 5, run_status::kSucceeded, {{"total_s", 16}});
+    finish(store, sweep, 0, RunStatus::kSucceeded, {{"total_s", 22}});
+    finish(store, sweep, 1, RunStatus::kSucceeded, {{"total_s", 24}});
+    finish(store, sweep, 2, RunStatus::kSucceeded, {{"total_s", 28}});
+    finish(store, sweep, 3, RunStatus::kTimedOut, {});
+    finish(store, sweep, 4, RunStatus::kSucceeded, {{"total_s", 15}});
+    finish(store, sweep, 5, RunStatus::kSucceeded, {{"total_s", 16}});
 
     auto report = compare_sweep(store, sweep);
     REQUIRE(report.ok());
@@ -333,8 +333,8 @@ TEST_CASE("compare: fio sweeps rank by read_iops, highest first", "[compare]") {
     REQUIRE(opened.ok());
     Store& store = *opened.value();
     const std::int64_t sweep = create(store, "fio", interleaved_runs());
-    finish(store, sweep, 0, run_status::kSucceeded, {{"read_iops", 100}});
-    finish(store, sweep, 1, run_status::kSucceeded, {{"read_iops", 300}});
+    finish(store, sweep, 0, RunStatus::kSucceeded, {{"read_iops", 100}});
+    finish(store, sweep, 1, RunStatus::kSucceeded, {{"read_iops", 300}});
     auto report = compare_sweep(store, sweep);
     REQUIRE(report.ok());
     CHECK(report->at("primary_metric") == Json{{"name", "read_iops"}, {"lower_is_better", false}});
@@ -358,11 +358,11 @@ TEST_CASE("compare: each configuration as a share of its storage's host baseline
         {planned_run(kSafeExt4, "randrw", 0, 0), planned_run(rbd_ext4, "randrw", 1, 0),
          planned_run(file_baseline, "randrw", 2, 0), planned_run(rbd_baseline, "randrw", 3, 0),
          planned_run(kSafeExt4, "randread", 4, 0)});
-    finish(store, sweep, 0, run_status::kSucceeded, {{"read_iops", 300}, {"write_iops", 100}});
-    finish(store, sweep, 1, run_status::kSucceeded, {{"read_iops", 50}});
-    finish(store, sweep, 2, run_status::kSucceeded, {{"read_iops", 1200}, {"write_iops", 400}});
-    finish(store, sweep, 3, run_status::kSucceeded, {{"read_iops", 200}});
-    finish(store, sweep, 4, run_status::kSucceeded, {{"read_iops", 900}});
+    finish(store, sweep, 0, RunStatus::kSucceeded, {{"read_iops", 300}, {"write_iops", 100}});
+    finish(store, sweep, 1, RunStatus::kSucceeded, {{"read_iops", 50}});
+    finish(store, sweep, 2, RunStatus::kSucceeded, {{"read_iops", 1200}, {"write_iops", 400}});
+    finish(store, sweep, 3, RunStatus::kSucceeded, {{"read_iops", 200}});
+    finish(store, sweep, 4, RunStatus::kSucceeded, {{"read_iops", 900}});
     auto report = compare_sweep(store, sweep);
     REQUIRE(report.ok());
     const Json& rows = report->at("rows");

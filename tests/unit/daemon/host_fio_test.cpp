@@ -112,7 +112,7 @@ TEST_CASE("host baseline: a run with no guest, recorded with fio's metrics", "[h
     const RunRecord run = fixture.execute(fixture.pending_run(config));
 
     INFO(run.failure_reason);
-    REQUIRE(run.status == run_status::kSucceeded);
+    REQUIRE(run.status == RunStatus::kSucceeded);
     CHECK(fixture.hypervisor.started().empty());
     CHECK(fixture.hypervisor.destroyed().empty());
     CHECK(fixture.storage.removed() == fixture.storage.created());
@@ -134,7 +134,7 @@ TEST_CASE("host baseline: without a host process runner the run fails and says w
     testing::ExecutorFixture fixture;
     const RunRecord run =
         fixture.execute(fixture.pending_run(host_baseline_for(testing::reference_config())));
-    CHECK(run.status == run_status::kFailed);
+    CHECK(run.status == RunStatus::kFailed);
     CHECK(run.failure_reason == "this disksweepd cannot run host baselines");
     CHECK(fixture.storage.live_volumes().empty());
 }

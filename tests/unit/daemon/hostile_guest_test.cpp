@@ -48,7 +48,7 @@ struct HostileGuest {
     std::string what;  // what the guest does
     GuestScript script;
     std::string expected_reason;  // a fragment of the run's failure reason
-    std::string expected_status = run_status::kFailed;
+    RunStatus expected_status = RunStatus::kFailed;
     int run_timeout_s = 10;
 };
 
@@ -208,7 +208,7 @@ std::vector<HostileGuest> protocol_abuse_guests() {
                       "agent sent a result for run \"999999\", not for this run"});
     guests.push_back({"stays silent after the job until the deadline",
                       after_job([](GuestChannel& channel) { channel.sleep(30s); }),
-                      "run exceeded its time limit of 1 s", run_status::kTimedOut, 1});
+                      "run exceeded its time limit of 1 s", RunStatus::kTimedOut, 1});
     guests.push_back({"hangs up after the job (powers off)",
                       after_job([](GuestChannel& channel) { channel.power_off(); }),
                       "lost the guest agent mid-run (channel closed)"});
@@ -250,7 +250,7 @@ TEST_CASE("hostile guests: every run fails with its reason and memory stays boun
     EventLog events(fixture.events, flooded.sweep_id);
     const RunRecord finished = fixture.execute(flooded, 5, 60);
     INFO(finished.failure_reason);
-    CHECK(finished.status == "succeeded");
+    CHECK(finished.status == RunStatus::kSucceeded);
     int cut_messages = 0;
     for (const Json& event : events.all()) {
         if (event.at("type") != "run_progress") continue;

@@ -113,7 +113,7 @@ TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with 
     const RunRecord crashed = [&] {
         const std::vector<RunRecord> runs = fixture.store->list_runs(sweep_id).value();
         for (const RunRecord& run : runs)
-            if (run.status == run_status::kPending) return run;
+            if (run.status == RunStatus::kPending) return run;
         FAIL("no pending run left");
         return RunRecord{};
     }();
@@ -136,7 +136,7 @@ TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with 
     REQUIRE(events.wait_for("sweep_finished", 10s));
     after.stop();
 
-    CHECK(fixture.store->get_sweep(sweep_id)->status == sweep_status::kSucceeded);
+    CHECK(fixture.store->get_sweep(sweep_id)->status == SweepStatus::kSucceeded);
     const auto counts = fixture.store->run_counts(sweep_id).value();
     CHECK(counts.at("succeeded") == 3);
     CHECK(counts.at("failed") == 0);
@@ -149,11 +149,11 @@ TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with 
         INFO("run " << run.id << " attempt " << run.attempt << ": " << run.failure_reason);
         if (run.superseded_by != 0) {
             ++interrupted;
-            CHECK(run.status == run_status::kFailed);
+            CHECK(run.status == RunStatus::kFailed);
             CHECK_THAT(run.failure_reason, Catch::StartsWith(std::string(kInterruptedReason)));
             continue;
         }
-        CHECK(run.status == run_status::kSucceeded);
+        CHECK(run.status == RunStatus::kSucceeded);
         ++succeeded_by_repetition[run.repetition];
     }
     CHECK(interrupted == 2);

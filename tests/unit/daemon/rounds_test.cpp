@@ -49,15 +49,16 @@ double read_iops_of(const RunRecord& run, bool steady) {
 
 // Runs every pending run of the sweep as the executor would record it.
 void run_pending(Store& store, std::int64_t sweep_id, bool steady,
-                 const std::string& status = "succeeded") {
+                 RunStatus status = RunStatus::kSucceeded) {
     auto runs = store.list_runs(sweep_id, RawOutput::kOmit);
     REQUIRE(runs.ok());
     for (RunRecord run : runs.value()) {
-        if (run.status != run_status::kPending) continue;
+        if (run.status != RunStatus::kPending) continue;
         REQUIRE(store.mark_run_running(run.id, "vm", "vol", "", "tcg", "t").ok());
         run.status = status;
-        if (status == "succeeded") run.metrics = {{"read_iops", read_iops_of(run, steady)}};
-        if (status == "failed") run.failure_reason = "fake failure";
+        if (status == RunStatus::kSucceeded)
+            run.metrics = {{"read_iops", read_iops_of(run, steady)}};
+        if (status == RunStatus::kFailed) run.failure_reason = "fake failure";
         run.finished_at = "t";
         REQUIRE(store.finish_run(run).ok());
     }
@@ -115,7 +116,7 @@ TEST_CASE("settle_round: a noisy configuration adds whole rounds up to max", "[r
     REQUIRE(outcome->added_runs.size() == 2);  // one per configuration: a whole round
     for (const RunRecord& run : outcome->added_runs) {
         CHECK(run.repetition == 2);
-        CHECK(run.status == "pending");
+        CHECK(run.status == RunStatus::kPending);
         CHECK(run.sequence >= 4);  // after the planned runs
     }
     CHECK(store->get_sweep(sweep_id)->total_runs == 6);
@@ -153,7 +154,7 @@ TEST_CASE("settle_round: steady configurations stop at min; a failed round stops
     CHECK(store->get_sweep(steady)->total_runs == 4);
 
     const std::int64_t failing = create_adaptive_sweep(*store);
-    run_pending(*store, failing, false, "failed");
+    run_pending(*store, failing, false, RunStatus::kFailed);
     outcome = settle_round(*store, failing);
     REQUIRE(outcome.ok());
     CHECK(outcome->decision["decision"] == "stop");
@@ -190,7 +191,7 @@ TEST_CASE("scheduler: an adaptive sweep runs its added rounds and then finishes"
         [&store](const RunRecord& run, const SweepTimeouts&, const std::atomic<bool>&) {
             RunRecord finished = run;
             (void)store->mark_run_running(run.id, "vm", "vol", "", "tcg", "t");
-            finished.status = run_status::kSucceeded;
+            finished.status = RunStatus::kSucceeded;
             finished.metrics = {{"read_iops", read_iops_of(run, false)}};
             finished.finished_at = "t";
             (void)store->finish_run(finished);
@@ -203,7 +204,7 @@ TEST_CASE("scheduler: an adaptive sweep runs its added rounds and then finishes"
 
     auto sweep = store->get_sweep(sweep_id);
     REQUIRE(sweep.ok());
-    CHECK(sweep->status == "succeeded");
+    CHECK(sweep->status == SweepStatus::kSucceeded);
     CHECK(sweep->total_runs == 8);
     CHECK(store->run_counts(sweep_id)->at("succeeded") == 8);
     REQUIRE(sweep->round_decisions.size() == 3);

@@ -99,7 +99,7 @@ TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived 
 
     const RunRecord finished = fixture.execute(run);
     INFO("failure reason: " << finished.failure_reason);
-    REQUIRE(finished.status == "succeeded");
+    REQUIRE(finished.status == RunStatus::kSucceeded);
     CHECK(finished.failure_reason.empty());
     check_nothing_left(fixture, finished);
 
@@ -197,7 +197,7 @@ TEST_CASE("executor: no agent within the boot timeout fails with the console log
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     INFO(finished.failure_reason);
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK_THAT(finished.failure_reason, Contains("agent did not connect within 1 s"));
     CHECK_THAT(finished.failure_reason, Contains("console log: " + finished.console_log));
     CHECK_THAT(finished.failure_reason, Contains("Kernel panic - not syncing"));
@@ -214,7 +214,7 @@ TEST_CASE("executor: a guest that powers off during boot is reported as stopped"
     ExecutorFixture fixture;
     const RunRecord finished = run_with_guest(
         fixture, [](GuestChannel& channel) { channel.power_off(); }, 1);
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK_THAT(finished.failure_reason, Contains("agent did not connect within 1 s"));
     CHECK_THAT(finished.failure_reason, Contains("(the guest stopped)"));
 }
@@ -279,7 +279,7 @@ TEST_CASE("executor: protocol violations by the guest fail the run with the reas
     }
     const RunRecord finished = run_with_guest(fixture, script);
     INFO(finished.failure_reason);
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK_THAT(finished.failure_reason, Contains(expected));
     // Nothing was measured.
     CHECK(fixture.stored(finished.id).metrics.empty());
@@ -296,7 +296,7 @@ TEST_CASE("executor: an error from the guest fails the run with its phase and me
                                                 {"phase", "format"},
                                                 {"message", "mkfs.ext4: No space left on device"}});
         }));
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason ==
           "agent failed during format: mkfs.ext4: No space left on device");
 }
@@ -310,7 +310,7 @@ TEST_CASE("executor: a channel closed mid-run fails the run and says so", "[run_
                              Json{{"phase", "bench"}, {"message", "fio"}, {"elapsed_s", 1.0}});
                 channel.close();
             }));
-        CHECK(finished.status == "failed");
+        CHECK(finished.status == RunStatus::kFailed);
         CHECK_THAT(finished.failure_reason, Contains("channel closed"));
         CHECK_THAT(finished.failure_reason, Contains("console log: " + finished.console_log));
         CHECK_FALSE(finished.failure_reason.find("stopped") != std::string::npos);
@@ -318,7 +318,7 @@ TEST_CASE("executor: a channel closed mid-run fails the run and says so", "[run_
     SECTION("the guest powers off") {
         const RunRecord finished =
             run_with_guest(fixture, after_job([](GuestChannel& channel) { channel.power_off(); }));
-        CHECK(finished.status == "failed");
+        CHECK(finished.status == RunStatus::kFailed);
         CHECK_THAT(finished.failure_reason, Contains("channel closed"));
         CHECK_THAT(finished.failure_reason, Contains("the guest stopped unexpectedly"));
         CHECK_THAT(finished.failure_reason, Contains("console log: " + finished.console_log));
@@ -329,7 +329,7 @@ TEST_CASE("executor: a channel closed mid-run fails the run and says so", "[run_
                                channel.send_raw(R"({"v":2,"type":"result","output":{)");
                                channel.power_off();
                            }));
-        CHECK(finished.status == "failed");
+        CHECK(finished.status == RunStatus::kFailed);
         CHECK_THAT(finished.failure_reason, Contains("channel closed in the middle of a message"));
     }
 }
@@ -340,7 +340,7 @@ TEST_CASE("executor: a guest that stays silent after the job hits the run timeou
     const RunRecord finished =
         run_with_guest(fixture, after_job([](GuestChannel& channel) { channel.sleep(30s); }), 5, 1);
     // The daemon's own deadline passed while the workload ran: timed out.
-    CHECK(finished.status == "timed_out");
+    CHECK(finished.status == RunStatus::kTimedOut);
     CHECK_THAT(finished.failure_reason, Contains("run exceeded its time limit of 1 s"));
 }
 
@@ -364,7 +364,7 @@ TEST_CASE("executor: a result with unusable fio output is refused", "[run_execut
         expected = "result.output: expected an object, got string";
     }
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest(behaviour));
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK_THAT(finished.failure_reason, Contains(expected));
     CHECK(fixture.stored(finished.id).metrics.empty());
 }
@@ -392,7 +392,7 @@ TEST_CASE("executor: settings not in force fail the run with the difference", "[
     }
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest(behaviour));
     INFO(finished.failure_reason);
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK_THAT(finished.failure_reason, Contains("settings not in force: "));
     for (const auto& line : expected) CHECK_THAT(finished.failure_reason, Contains(line));
     const RunRecord stored = fixture.stored(finished.id);
@@ -405,7 +405,7 @@ TEST_CASE("executor: a hypervisor that cannot report applied settings fails the 
     ExecutorFixture fixture;
     fixture.hypervisor.fail_applied_settings("cannot read domain XML: connection reset");
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest());
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason == "cannot read domain XML: connection reset");
 }
 
@@ -435,7 +435,7 @@ TEST_CASE("executor: cancellation ends the run as cancelled and tears down", "[r
     if (canceller.joinable()) canceller.join();
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    CHECK(finished.status == "cancelled");
+    CHECK(finished.status == RunStatus::kCancelled);
     CHECK(finished.failure_reason == "cancelled");
     CHECK(seconds < 3);
     check_nothing_left(fixture, finished);
@@ -445,7 +445,7 @@ TEST_CASE("executor: a storage failure fails the run before any VM starts", "[ru
     ExecutorFixture fixture;
     fixture.storage.fail_create("lvcreate: Insufficient free space in thin pool");
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest());
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason == "lvcreate: Insufficient free space in thin pool");
     CHECK(fixture.hypervisor.started().empty());
     CHECK(fixture.storage.created().empty());
@@ -457,7 +457,7 @@ TEST_CASE("executor: a VM that fails to start fails the run and frees the volume
     ExecutorFixture fixture;
     fixture.hypervisor.fail_start("internal error: qemu unexpectedly closed the monitor");
     const RunRecord finished = run_with_guest(fixture, well_behaved_guest());
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason == "internal error: qemu unexpectedly closed the monitor");
     CHECK(fixture.hypervisor.started().size() == 1);
     CHECK(fixture.storage.created().size() == 1);
@@ -469,7 +469,7 @@ TEST_CASE("executor: a run cancelled before it started is not started", "[run_ex
     const RunRecord run = fixture.pending_run();
     REQUIRE(fixture.store->cancel_pending_runs(run.sweep_id).ok());
     const RunRecord finished = fixture.execute(run);
-    CHECK(finished.status == "cancelled");
+    CHECK(finished.status == RunStatus::kCancelled);
     CHECK(fixture.hypervisor.started().empty());
     CHECK(fixture.hypervisor.destroyed().empty());
     CHECK(fixture.storage.created().empty());
@@ -492,8 +492,8 @@ TEST_CASE("fio numbers whose sum overflows fail the run, which is still recorded
     fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
     const RunRecord run = fixture.pending_run();
     const RunRecord finished = fixture.execute(run);
-    CHECK(finished.status == "failed");
-    CHECK(fixture.stored(run.id).status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
+    CHECK(fixture.stored(run.id).status == RunStatus::kFailed);
 }
 
 TEST_CASE("a result for another run id (sent before the job) is refused",
@@ -509,7 +509,7 @@ TEST_CASE("a result for another run id (sent before the job) is refused",
     });
     const RunRecord run = fixture.pending_run();
     const RunRecord finished = fixture.execute(run);
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason ==
           "agent sent a result for run \"not-this-run\", not for this run (\"" +
               std::to_string(run.id) + "\")");
@@ -520,7 +520,7 @@ TEST_CASE("a succeeded run's stored console_log is cleared with the deleted file
     ExecutorFixture fixture;
     fixture.hypervisor.set_guest_script(well_behaved_guest());
     const RunRecord finished = fixture.execute(fixture.pending_run());
-    REQUIRE(finished.status == "succeeded");
+    REQUIRE(finished.status == RunStatus::kSucceeded);
     const std::string stored = fixture.stored(finished.id).console_log;
     CHECK((stored.empty() || std::filesystem::exists(stored)));
 }
@@ -536,7 +536,7 @@ TEST_CASE("an unusable run directory fails the run instead of throwing",
     write_text(fixture.config.run_dir(), "a file where the run directory should be\n");
     RunRecord finished;
     CHECK_NOTHROW(finished = fixture.execute(run));
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
 }
 
 TEST_CASE("a readback value of the wrong JSON type fails the run instead of killing the daemon",
@@ -551,7 +551,7 @@ TEST_CASE("a readback value of the wrong JSON type fails the run instead of kill
     fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
     REQUIRE_NOTHROW(finished = fixture.execute(run));
     INFO(finished.failure_reason);
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason == "result.readback.fs_type: expected a string, got number");
     check_nothing_left(fixture, finished);
     CHECK(fixture.stored(run.id).metrics.empty());
@@ -565,7 +565,7 @@ TEST_CASE("an exception inside a run fails only that run, as a bug, and still te
     const RunRecord run = fixture.pending_run();
     RunRecord finished;
     REQUIRE_NOTHROW(finished = fixture.execute(run));
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason == "internal error (bug): map::at");
     CHECK(fixture.hypervisor.started().size() == 1);
     check_nothing_left(fixture, finished);  // VM destroyed, volume removed, recorded
@@ -618,7 +618,7 @@ TEST_CASE(
     const RunRecord run = fixture.pending_run(btrfs_nocow_config(), workload);
     const RunRecord finished = fixture.execute(run);
     INFO("failure reason: " << finished.failure_reason);
-    REQUIRE(finished.status == "succeeded");
+    REQUIRE(finished.status == RunStatus::kSucceeded);
     CHECK(asked == std::vector<std::string>{"mariadb"});
     const auto request = fixture.hypervisor.request_for(finished.vm_name);
     REQUIRE(request);
@@ -661,7 +661,7 @@ TEST_CASE("executor: a server variable not in force fails the run with the diffe
     fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
     const RunRecord finished = fixture.execute(fixture.pending_run(
         reference_config(), atis_workload(Json{{"innodb_flush_method", "nosync"}})));
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(finished.failure_reason ==
           "settings not in force: server variable innodb_flush_method: requested nosync, server "
           "has fsync");
@@ -683,7 +683,7 @@ TEST_CASE("executor: the workload's timeout goes to the job and its expiry is ti
     const RunRecord run = fixture.pending_run(reference_config(), workload);
     const RunRecord finished = fixture.execute(run);
     check_nothing_left(fixture, finished);
-    CHECK(finished.status == "timed_out");
+    CHECK(finished.status == RunStatus::kTimedOut);
     CHECK(finished.failure_reason ==
           "workload stopped at its time limit (agent, during bench: fio ran longer than 3 s and "
           "was stopped)");
@@ -701,7 +701,7 @@ TEST_CASE("executor: the workload's timeout goes to the job and its expiry is ti
                           {"message", "fio: io_u error: No space left on device"}});
     }));
     const RunRecord full = other.execute(other.pending_run());
-    CHECK(full.status == "failed");
+    CHECK(full.status == RunStatus::kFailed);
     CHECK_THAT(full.failure_reason, Contains("No space left on device"));
 }
 
@@ -716,7 +716,7 @@ TEST_CASE("executor: a missing image variant fails the run naming it",
     const RunRecord finished =
         fixture.execute(fixture.pending_run(reference_config(), atis_workload()));
     check_nothing_left(fixture, finished);
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK_THAT(finished.failure_reason, Contains("/img/mariadb/root.img is missing"));
     CHECK(fixture.hypervisor.started().empty());
 }
@@ -749,7 +749,7 @@ TEST_CASE("run phases: each is timed and reported to the observer in order", "[r
     fixture.observer = &log;
     fixture.hypervisor.set_guest_script(well_behaved_guest());
     const RunRecord finished = fixture.execute(fixture.pending_run());
-    REQUIRE(finished.status == "succeeded");
+    REQUIRE(finished.status == RunStatus::kSucceeded);
     CHECK(log.events == std::vector<std::string>{"start provision", "ok provision", "start boot",
                                                  "ok boot", "start job", "ok job", "start verify",
                                                  "ok verify", "start teardown", "ok teardown",
@@ -765,7 +765,7 @@ TEST_CASE("run phases: a failed phase ends the run there; teardown and record st
     fixture.observer = &log;
     fixture.hypervisor.fail_start("no QEMU today");
     const RunRecord finished = fixture.execute(fixture.pending_run());
-    REQUIRE(finished.status == "failed");
+    REQUIRE(finished.status == RunStatus::kFailed);
     CHECK(log.events == std::vector<std::string>{"start provision", "ok provision", "start boot",
                                                  "failed boot", "start teardown", "ok teardown",
                                                  "start record", "ok record"});
@@ -786,7 +786,7 @@ TEST_CASE("run phases: an observer that throws does not fail the run", "[run_exe
     ThrowingObserver observer;
     fixture.observer = &observer;
     fixture.hypervisor.set_guest_script(well_behaved_guest());
-    CHECK(fixture.execute(fixture.pending_run()).status == "succeeded");
+    CHECK(fixture.execute(fixture.pending_run()).status == RunStatus::kSucceeded);
 }
 
 }  // namespace
@@ -799,7 +799,7 @@ TEST_CASE("executor: the guest's handle is recorded before it exists and destroy
     const RunRecord run = fixture.pending_run();
     const RunRecord finished = fixture.execute(run);
     INFO(finished.failure_reason);
-    CHECK(finished.status == "succeeded");
+    CHECK(finished.status == RunStatus::kSucceeded);
     const Json handle = {{"fake_vm", fixture.names.vm(run.id)}};
     CHECK(fixture.hypervisor.destroyed_by_handle() == std::vector<Json>{handle});
     check_nothing_left(fixture, finished);
@@ -812,7 +812,7 @@ TEST_CASE("executor: a start failing after the record is torn down by the handle
     fixture.hypervisor.record_handles();
     fixture.hypervisor.fail_start("config step failed");
     const RunRecord finished = fixture.execute(fixture.pending_run());
-    CHECK(finished.status == "failed");
+    CHECK(finished.status == RunStatus::kFailed);
     CHECK(fixture.hypervisor.destroyed_by_handle().size() == 1);
     CHECK(fixture.store->recorded_vms()->empty());
 }
@@ -827,7 +827,7 @@ TEST_CASE("executor: the run's accel is what the running guest reports, not the 
     const RunRecord run = fixture.pending_run();
     const RunRecord finished = RunExecutor(environment).execute(run, 5, 10, std::atomic<bool>{});
     INFO(finished.failure_reason);
-    REQUIRE(finished.status == "succeeded");
+    REQUIRE(finished.status == RunStatus::kSucceeded);
     const RunRecord stored = fixture.stored(run.id);
     CHECK(stored.accel == "tcg");
     CHECK(stored.versions["accel"] == "tcg");

@@ -30,7 +30,7 @@ struct FakeRunner {
     int rendezvous = 1;
     bool block_until_cancelled_or_released = false;
     std::atomic<bool> released{false};
-    std::map<int, std::string> outcome_by_sequence;  // default: succeeded
+    std::map<int, RunStatus> outcome_by_sequence;  // default: succeeded
     std::function<void(const RunRecord&)> on_start;
 
     std::atomic<int> active{0};
@@ -80,12 +80,12 @@ struct FakeRunner {
         RunRecord finished = run;
         if (cancelled.load()) {
             ++saw_cancel;
-            finished.status = "cancelled";
+            finished.status = RunStatus::kCancelled;
             finished.failure_reason = "cancelled";
         } else {
             auto it = outcome_by_sequence.find(run.sequence);
-            finished.status = it == outcome_by_sequence.end() ? "succeeded" : it->second;
-            if (finished.status == "failed") finished.failure_reason = "fake failure";
+            finished.status = it == outcome_by_sequence.end() ? RunStatus::kSucceeded : it->second;
+            if (finished.status == RunStatus::kFailed) finished.failure_reason = "fake failure";
         }
         finished.finished_at = utc_now_iso8601();
         if (!store.finish_run(finished).ok()) ++finish_errors;
@@ -126,7 +126,7 @@ bool wait_until(const std::function<bool()>& condition,
 std::string sweep_status_of(Store& store, std::int64_t sweep_id) {
     auto sweep = store.get_sweep(sweep_id);
     REQUIRE(sweep.ok());
-    return sweep->status;
+    return to_string(sweep->status);
 }
 
 std::map<std::string, int> statuses_of(Store& store, std::int64_t sweep_id) {
@@ -161,7 +161,7 @@ TEST_CASE("scheduler: runs execute in sequence order and the sweep goes queued->
     std::vector<std::string> status_during_runs;
     f.runner.on_start = [&](const RunRecord& run) {  // on the worker: no Catch macros
         auto sweep = f.store->get_sweep(run.sweep_id);
-        status_during_runs.push_back(sweep.ok() ? sweep->status : sweep.error().message);
+        status_during_runs.push_back(sweep.ok() ? to_string(sweep->status) : sweep.error().message);
     };
     EventLog events(f.events, *sweep_id);
     Scheduler scheduler(*f.store, f.events, f.runner.function(), 1);
@@ -210,7 +210,7 @@ TEST_CASE("scheduler: at most N runs at once, and N are used", "[scheduler]") {
 TEST_CASE("scheduler: a failed run fails the sweep but the others still run", "[scheduler]") {
     SchedulerFixture f;
     const auto sweep_id = create_sweep(*f.store, 3);
-    f.runner.outcome_by_sequence[1] = "failed";
+    f.runner.outcome_by_sequence[1] = RunStatus::kFailed;
     EventLog events(f.events, sweep_id);
     Scheduler scheduler(*f.store, f.events, f.runner.function(), 1);
     scheduler.start();
@@ -248,13 +248,13 @@ TEST_CASE("scheduler: an executor that throws fails only that run and the worker
     auto runs = f.store->list_runs(sweep_id);
     REQUIRE(runs.ok());
     REQUIRE(runs->size() == 4);
-    CHECK(runs->at(0).status == "succeeded");
-    CHECK(runs->at(1).status == "failed");
+    CHECK(runs->at(0).status == RunStatus::kSucceeded);
+    CHECK(runs->at(1).status == RunStatus::kFailed);
     CHECK(runs->at(1).failure_reason == "internal error (bug): vector::_M_range_check");
     CHECK_FALSE(runs->at(1).finished_at.empty());
     // Recorded before it threw: the store's record stands.
-    CHECK(runs->at(2).status == "succeeded");
-    CHECK(runs->at(3).status == "succeeded");
+    CHECK(runs->at(2).status == RunStatus::kSucceeded);
+    CHECK(runs->at(3).status == RunStatus::kSucceeded);
     CHECK(sweep_status_of(*f.store, sweep_id) == "failed");
 
     bool reported = false;
@@ -396,7 +396,7 @@ TEST_CASE("scheduler: submit refuses a sweep twice and finishes an empty one at 
     const auto done = create_sweep(*f.store, 2, "done");
     auto runs = f.store->list_runs(done);
     REQUIRE(runs.ok());
-    std::vector<std::string> outcomes = {"succeeded", "failed"};
+    std::vector<RunStatus> outcomes = {RunStatus::kSucceeded, RunStatus::kFailed};
     for (std::size_t i = 0; i < runs->size(); ++i) {
         RunRecord run = (*runs)[i];
         run.status = outcomes[i];
@@ -470,7 +470,7 @@ TEST_CASE("scheduler: with the real executor behind fakes, parallel runs all suc
     REQUIRE(runs.ok());
     for (const auto& run : *runs) {
         INFO(run.failure_reason);
-        CHECK(run.status == "succeeded");
+        CHECK(run.status == RunStatus::kSucceeded);
         CHECK(run.metrics.at("write_iops") == Approx(12471.264368));
     }
 }
@@ -520,12 +520,12 @@ TEST_CASE("a run interrupted by the daemon stopping is recorded as interrupted, 
     REQUIRE(runs.ok());
     bool interrupted_reason = false;
     for (const auto& run : runs.value()) {
-        if (run.status == "failed") {
+        if (run.status == RunStatus::kFailed) {
             interrupted_reason = run.failure_reason.find("interrupted") != std::string::npos;
         }
     }
     CHECK(interrupted_reason);
-    CHECK(fixture.store->get_sweep(sweep_id)->status == "failed");
+    CHECK(fixture.store->get_sweep(sweep_id)->status == SweepStatus::kFailed);
 }
 
 }  // namespace

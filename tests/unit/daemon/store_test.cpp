@@ -209,7 +209,7 @@ TEST_CASE("store: create, get and list sweeps and runs", "[store]") {
     CHECK(sweep->name == "seed-fio");
     CHECK(sweep->spec_toml == "name = \"seed-fio\"\n");
     CHECK(sweep->spec_source == "seed-fio.toml");
-    CHECK(sweep->status == "queued");
+    CHECK(sweep->status == SweepStatus::kQueued);
     CHECK(sweep->created_at == "2024-05-01T10:00:00Z");
     CHECK(sweep->started_at.empty());
     CHECK(sweep->finished_at.empty());
@@ -224,7 +224,7 @@ TEST_CASE("store: create, get and list sweeps and runs", "[store]") {
         const RunRecord& run = runs.value()[index];
         CHECK(run.sequence == index);
         CHECK(run.sweep_id == sweep_id);
-        CHECK(run.status == "pending");
+        CHECK(run.status == RunStatus::kPending);
         CHECK(run.workload_name == "randrw");
         CHECK(run.workload == to_json(fio_workload()));
         CHECK(run.metrics.empty());
@@ -274,12 +274,12 @@ TEST_CASE("store: not found errors name what is missing", "[store]") {
     CHECK(store->list_runs(12).error().code == errc::kNotFound);
     CHECK(store->run_counts(12).error().code == errc::kNotFound);
     CHECK(store->cancel_pending_runs(12).error().code == errc::kNotFound);
-    CHECK(store->set_sweep_status(12, "running", "t").error().code == errc::kNotFound);
+    CHECK(store->set_sweep_status(12, SweepStatus::kRunning, "t").error().code == errc::kNotFound);
     CHECK(store->mark_run_running(7, "vm", "vol", "log", "tcg", "t").error().code ==
           errc::kNotFound);
     RunRecord missing;
     missing.id = 7;
-    missing.status = "failed";
+    missing.status = RunStatus::kFailed;
     CHECK(store->finish_run(missing).error().message == "run 7 not found");
     CHECK(store->get_configuration("0123456789abcdef").error().code == errc::kNotFound);
 }
@@ -316,28 +316,54 @@ TEST_CASE("store: sweep status transitions set their timestamps", "[store]") {
     auto store = open_store(dir.file("results.db"));
     const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
 
-    require_ok(store->set_sweep_status(sweep_id, sweep_status::kRunning, "2024-05-01T10:01:00Z"));
+    require_ok(store->set_sweep_status(sweep_id, SweepStatus::kRunning, "2024-05-01T10:01:00Z"));
     CHECK(store->get_sweep(sweep_id)->started_at == "2024-05-01T10:01:00Z");
     // A restarted daemon resuming the sweep keeps the original start.
-    require_ok(store->set_sweep_status(sweep_id, sweep_status::kRunning, "2024-05-01T11:00:00Z"));
+    require_ok(store->set_sweep_status(sweep_id, SweepStatus::kRunning, "2024-05-01T11:00:00Z"));
     CHECK(store->get_sweep(sweep_id)->started_at == "2024-05-01T10:01:00Z");
     CHECK(store->get_sweep(sweep_id)->finished_at.empty());
 
-    require_ok(store->set_sweep_status(sweep_id, sweep_status::kSucceeded, "2024-05-01T12:00:00Z"));
+    require_ok(store->set_sweep_status(sweep_id, SweepStatus::kSucceeded, "2024-05-01T12:00:00Z"));
     auto sweep = store->get_sweep(sweep_id);
-    CHECK(sweep->status == "succeeded");
+    CHECK(sweep->status == SweepStatus::kSucceeded);
     CHECK(sweep->started_at == "2024-05-01T10:01:00Z");
     CHECK(sweep->finished_at == "2024-05-01T12:00:00Z");
 
-    auto bogus = store->set_sweep_status(sweep_id, "exploded", "t");
-    REQUIRE_FALSE(bogus.ok());
-    CHECK(bogus.error().code == errc::kInvalidArgument);
-    CHECK_THAT(bogus.error().message, Catch::Contains("queued, running"));
+    // A status that does not exist cannot be passed any more: its spelling
+    // is refused where text becomes a status.
+    CHECK_FALSE(parse_sweep_status("exploded").has_value());
+}
+
+TEST_CASE("store: an unknown status text in the database is an error, not a value", "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    std::int64_t sweep_id = 0;
+    {
+        auto store = open_store(path);
+        auto id = store->create_sweep(make_sweep("s"), four_runs());
+        REQUIRE(id.ok());
+        sweep_id = id.value();
+    }
+    {
+        // Past the CHECK constraints, as a foreign writer could.
+        SQLite::Database writer(path, SQLite::OPEN_READWRITE);
+        writer.exec("PRAGMA ignore_check_constraints = ON");
+        writer.exec("UPDATE sweeps SET status = 'exploded'");
+        writer.exec("UPDATE runs SET status = 'bogus'");
+    }
+    auto store = open_store(path);
+    auto sweep = store->get_sweep(sweep_id);
+    REQUIRE_FALSE(sweep.ok());
+    CHECK(sweep.error().code == errc::kInternal);
+    CHECK_THAT(sweep.error().message, Catch::Contains("unknown sweep status 'exploded'"));
+    auto runs = store->list_runs(sweep_id);
+    REQUIRE_FALSE(runs.ok());
+    CHECK_THAT(runs.error().message, Catch::Contains("unknown run status 'bogus'"));
 }
 
 RunRecord finished(const RunRecord& planned) {
     RunRecord run = planned;
-    run.status = run_status::kSucceeded;
+    run.status = RunStatus::kSucceeded;
     run.finished_at = "2024-05-01T10:05:00Z";
     run.timings = Json{{"provision_s", 0.5}, {"boot_s", 4.25},     {"format_s", 1.0},
                        {"bench_s", 10.5},    {"teardown_s", 0.75}, {"total_s", 17.0}};
@@ -361,7 +387,7 @@ TEST_CASE("store: a run's lifecycle round-trips every column", "[store]") {
                                        "tcg", "2024-05-01T10:02:00Z"));
     auto running = store->get_run(planned.id);
     REQUIRE(running.ok());
-    CHECK(running->status == "running");
+    CHECK(running->status == RunStatus::kRunning);
     CHECK(running->vm_name == "ds-vm-1");
     CHECK(running->volume_name == "ds-vol-1");
     CHECK(running->console_log == "/var/log/ds/1.log");
@@ -378,7 +404,7 @@ TEST_CASE("store: a run's lifecycle round-trips every column", "[store]") {
 
     auto stored = store->get_run(planned.id);
     REQUIRE(stored.ok());
-    CHECK(stored->status == "succeeded");
+    CHECK(stored->status == RunStatus::kSucceeded);
     CHECK(stored->failure_reason.empty());
     CHECK(stored->finished_at == "2024-05-01T10:05:00Z");
     CHECK(stored->started_at == "2024-05-01T10:02:00Z");
@@ -399,12 +425,12 @@ TEST_CASE("store: a run's lifecycle round-trips every column", "[store]") {
 
     // A finished run stays finished.
     RunRecord rewrite = outcome;
-    rewrite.status = run_status::kFailed;
+    rewrite.status = RunStatus::kFailed;
     auto refused = store->finish_run(rewrite);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().code == errc::kConflict);
     CHECK_THAT(refused.error().message, Catch::Contains("is succeeded"));
-    CHECK(store->get_run(planned.id)->status == "succeeded");
+    CHECK(store->get_run(planned.id)->status == RunStatus::kSucceeded);
 }
 
 TEST_CASE("store: finish_run validates before writing", "[store]") {
@@ -420,17 +446,17 @@ TEST_CASE("store: finish_run validates before writing", "[store]") {
     CHECK_THAT(nan.error().message, Catch::Contains("read_iops"));
 
     run.metrics["read_iops"] = 1;
-    run.status = run_status::kRunning;
+    run.status = RunStatus::kRunning;
     CHECK(store->finish_run(run).error().code == errc::kInvalidArgument);
-    CHECK(store->get_run(run.id)->status == "pending");
+    CHECK(store->get_run(run.id)->status == RunStatus::kPending);
 
     // A failure recorded straight from pending (e.g. provisioning failed).
-    run.status = run_status::kFailed;
+    run.status = RunStatus::kFailed;
     run.failure_reason = "storage: cannot create volume";
     run.metrics.clear();
     require_ok(store->finish_run(run));
     auto stored = store->get_run(run.id);
-    CHECK(stored->status == "failed");
+    CHECK(stored->status == RunStatus::kFailed);
     CHECK(stored->failure_reason == "storage: cannot create volume");
     CHECK(stored->metrics.empty());
 }
@@ -464,7 +490,7 @@ TEST_CASE("store: counts by status and cancelling pending runs", "[store]") {
                                                        {"timed_out", 0},
                                                        {"cancelled", 2}});
     auto cancelled = store->get_run(runs[3].id);
-    CHECK(cancelled->status == "cancelled");
+    CHECK(cancelled->status == RunStatus::kCancelled);
     CHECK_FALSE(cancelled->failure_reason.empty());
     // The scheduler cannot start a cancelled run.
     auto start = store->mark_run_running(runs[3].id, "vm", "vol", "log", "tcg", "t");
@@ -496,7 +522,7 @@ TEST_CASE("store: runs left running by a crashed daemon are found on restart", "
         // The daemon dies here: the store goes away without anything else.
     }
     auto store = open_store(path);
-    auto running = store->runs_with_status(run_status::kRunning);
+    auto running = store->runs_with_status(RunStatus::kRunning);
     REQUIRE(running.ok());
     REQUIRE(running->size() == 2);
     CHECK(running.value()[0].sweep_id == first_id);
@@ -507,13 +533,13 @@ TEST_CASE("store: runs left running by a crashed daemon are found on restart", "
 
     // Recovery records them as failed; then nothing is left running.
     for (RunRecord run : running.value()) {
-        run.status = run_status::kFailed;
+        run.status = RunStatus::kFailed;
         run.failure_reason = "daemon restarted while the run was in progress";
         require_ok(store->finish_run(run));
     }
-    CHECK(store->runs_with_status(run_status::kRunning)->empty());
-    CHECK(store->runs_with_status(run_status::kFailed)->size() == 2);
-    CHECK(store->runs_with_status("bogus").error().code == errc::kInvalidArgument);
+    CHECK(store->runs_with_status(RunStatus::kRunning)->empty());
+    CHECK(store->runs_with_status(RunStatus::kFailed)->size() == 2);
+    CHECK_FALSE(parse_run_status("bogus").has_value());
 }
 
 TEST_CASE("store: four threads share one store, a second connection reads along", "[store]") {
@@ -635,7 +661,7 @@ TEST_CASE("store: file system failures are io errors with SQLite's message", "[s
         CHECK_THAT(status.error().message,
                    Catch::Contains("recording the outcome of run " + std::to_string(run.id)));
         // Nothing half-written; with room again, the same write succeeds.
-        CHECK(store->get_run(run.id)->status == "pending");
+        CHECK(store->get_run(run.id)->status == RunStatus::kPending);
         CHECK(store->get_run(run.id)->metrics.empty());
         require_ok(store->finish_run(run));
         CHECK(store->get_run(run.id)->raw_output.size() == run.raw_output.size());
@@ -735,14 +761,15 @@ TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[st
     auto after = store.list_runs(sweep_id);
     REQUIRE(after.ok());
     REQUIRE(after->size() == 4);
-    CHECK(after->at(0).status == run_status::kSucceeded);
+    CHECK(after->at(0).status == RunStatus::kSucceeded);
     CHECK(after->at(0).vm_name == "vm");
     CHECK(after->at(0).finished_at == "t2");
     CHECK(after->at(0).raw_output == "{\"jobs\":[]}");
     CHECK(after->at(0).applied_settings == Json{{"verified", true}});
     CHECK(after->at(0).metrics ==
           std::map<std::string, double>{{"read_iops", 1234.5}, {"write_iops", 99.0}});
-    for (std::size_t i = 1; i < after->size(); ++i) CHECK(after->at(i).status == "pending");
+    for (std::size_t i = 1; i < after->size(); ++i)
+        CHECK(after->at(i).status == RunStatus::kPending);
     // Migration 4 folded the old run into the aggregates, in its partition.
     auto aggregates = store.metric_aggregates(sweep_id);
     REQUIRE(aggregates.ok());
@@ -757,11 +784,11 @@ TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[st
     // timed_out is now a terminal status like failed.
     RunRecord run = after->at(1);
     REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", "tcg", "t3").ok());
-    run.status = run_status::kTimedOut;
+    run.status = RunStatus::kTimedOut;
     run.failure_reason = "workload stopped at its time limit";
     run.finished_at = "t4";
     REQUIRE(store.finish_run(run).ok());
-    CHECK(store.get_run(run.id)->status == "timed_out");
+    CHECK(store.get_run(run.id)->status == RunStatus::kTimedOut);
     CHECK(store.run_counts(sweep_id).value().at("timed_out") == 1);
     CHECK_FALSE(store.finish_run(run).ok());  // once finished, finished
 
@@ -780,13 +807,13 @@ TEST_CASE("store: migration 2 keeps runs and metrics and admits timed_out", "[st
 // A sweep of four_runs() marked running, as the scheduler leaves it.
 std::int64_t running_sweep(Store& store, const std::string& name = "s") {
     const std::int64_t id = create(store, make_sweep(name), four_runs());
-    require_ok(store.set_sweep_status(id, sweep_status::kRunning, "t0"));
+    require_ok(store.set_sweep_status(id, SweepStatus::kRunning, "t0"));
     return id;
 }
 
 RunRecord failed_with(const RunRecord& run, const std::string& reason) {
     RunRecord failed = run;
-    failed.status = run_status::kFailed;
+    failed.status = RunStatus::kFailed;
     failed.failure_reason = reason;
     failed.finished_at = "t9";
     return failed;
@@ -897,7 +924,7 @@ TEST_CASE("store: an interrupted run gets a new attempt of the same planned run"
     const Store::InterruptedRuns recovered = recover(*store);
     REQUIRE(recovered.marked_failed.size() == 1);
     CHECK(recovered.marked_failed[0].id == runs[1].id);
-    CHECK(recovered.marked_failed[0].status == run_status::kFailed);
+    CHECK(recovered.marked_failed[0].status == RunStatus::kFailed);
     CHECK_THAT(recovered.marked_failed[0].failure_reason,
                Catch::StartsWith(std::string(kInterruptedReason)));
     CHECK(recovered.marked_failed[0].finished_at == "t-restart");
@@ -910,7 +937,7 @@ TEST_CASE("store: an interrupted run gets a new attempt of the same planned run"
         const RunRecord& next = recovered.new_attempts[i];
         INFO("interrupted run " << interrupted.id);
         CHECK(next.sweep_id == sweep_id);
-        CHECK(next.status == run_status::kPending);
+        CHECK(next.status == RunStatus::kPending);
         CHECK(next.attempt == 2);
         CHECK(next.superseded_by == 0);
         CHECK(next.config_id == interrupted.config_id);
@@ -921,7 +948,7 @@ TEST_CASE("store: an interrupted run gets a new attempt of the same planned run"
         CHECK(next.vm_name.empty());
         // The interrupted attempt stays, as it was, pointing at its successor.
         const RunRecord kept = store->get_run(interrupted.id).value();
-        CHECK(kept.status == run_status::kFailed);
+        CHECK(kept.status == RunStatus::kFailed);
         CHECK(kept.attempt == 1);
         CHECK(kept.superseded_by == next.id);
     }
@@ -1050,7 +1077,7 @@ TEST_CASE("store: no new attempt for other failures, finished or cancelled sweep
         const std::int64_t sweep_id = running_sweep(*store);
         const RunRecord run = store->list_runs(sweep_id)->at(0);
         require_ok(store->mark_run_running(run.id, "vm", "vol", "log", "tcg", "t"));
-        require_ok(store->set_sweep_status(sweep_id, sweep_status::kFailed, "t"));
+        require_ok(store->set_sweep_status(sweep_id, SweepStatus::kFailed, "t"));
         const Store::InterruptedRuns recovered = recover(*store);
         CHECK(recovered.marked_failed.size() == 1);  // still recorded as interrupted
         CHECK(recovered.new_attempts.empty());

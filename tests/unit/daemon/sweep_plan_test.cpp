@@ -39,7 +39,7 @@ Planned planned(const char* text) {
     return {spec.value(), plan.value()};
 }
 
-RunRecord past_run(const std::string& config_id, const Workload& workload, const char* status,
+RunRecord past_run(const std::string& config_id, const Workload& workload, RunStatus status,
                    double total_s) {
     static std::int64_t next_id = 1;
     RunRecord run;
@@ -64,12 +64,12 @@ TEST_CASE("estimates: median of the same configuration and workload first", "[pl
     renamed.timeout_s = 30;
 
     RunDurations durations({
-        past_run(none_id, randread, run_status::kSucceeded, 10),
-        past_run(none_id, renamed, run_status::kSucceeded, 60),
-        past_run(none_id, randread, run_status::kSucceeded, 20),
-        past_run(none_id, randread, run_status::kFailed, 1000),    // not a duration
-        past_run(none_id, randread, run_status::kTimedOut, 2000),  // nor this
-        past_run(unsafe_id, p.plan.workloads[1], run_status::kSucceeded, 7),
+        past_run(none_id, randread, RunStatus::kSucceeded, 10),
+        past_run(none_id, renamed, RunStatus::kSucceeded, 60),
+        past_run(none_id, randread, RunStatus::kSucceeded, 20),
+        past_run(none_id, randread, RunStatus::kFailed, 1000),    // not a duration
+        past_run(none_id, randread, RunStatus::kTimedOut, 2000),  // nor this
+        past_run(unsafe_id, p.plan.workloads[1], RunStatus::kSucceeded, 7),
     });
 
     const DurationEstimate same = durations.estimate(none_id, randread);
@@ -99,9 +99,9 @@ TEST_CASE("plan JSON: configurations, dropped, runs and the estimate", "[plan]")
     const std::string none_id = config_id(p.plan.configs[0]);
     const std::string unsafe_id = config_id(p.plan.configs[1]);
     RunDurations durations({
-        past_run(none_id, p.plan.workloads[0], run_status::kSucceeded, 30),
-        past_run(none_id, p.plan.workloads[0], run_status::kSucceeded, 50),
-        past_run("ffffffffffffffff", p.plan.workloads[0], run_status::kSucceeded, 100),
+        past_run(none_id, p.plan.workloads[0], RunStatus::kSucceeded, 30),
+        past_run(none_id, p.plan.workloads[0], RunStatus::kSucceeded, 50),
+        past_run("ffffffffffffffff", p.plan.workloads[0], RunStatus::kSucceeded, 100),
     });
 
     const Json plan = sweep_plan_json(p.spec, p.plan, durations, 2);

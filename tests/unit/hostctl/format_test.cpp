@@ -370,6 +370,26 @@ TEST_CASE("wide compare table of a mariadb-atis sweep has the seed study's shape
     CHECK(ds::hostctl::format_compare_wide(atis_compare()) == expected);
 }
 
+TEST_CASE("wide compare table of a sysbench-oltp sweep ranks by TPS", "[format]") {
+    const Json compare = Json::parse(R"({
+      "sweep_id": 8, "workload_kinds": ["sysbench-oltp"],
+      "primary_metric": {"name": "tps", "lower_is_better": false},
+      "ranking": [{"row": 1}, {"row": 0}],
+      "rows": [
+        {"config_id": "a", "workload": "oltp", "filesystem": "ext4", "options": "defaults",
+         "runs": {"succeeded": 1}, "metrics": {"tps": {"n": 1, "mean": 100},
+         "latency_p95_ms": {"n": 1, "mean": 12}, "latency_p99_ms": {"n": 1, "mean": 20}}},
+        {"config_id": "b", "workload": "oltp", "filesystem": "xfs", "options": "defaults",
+         "runs": {"succeeded": 1}, "metrics": {"tps": {"n": 1, "mean": 200},
+         "latency_p95_ms": {"n": 1, "mean": 6}, "latency_p99_ms": {"n": 1, "mean": 9}}}]})");
+    const std::string table = ds::hostctl::format_compare_wide(compare);
+    INFO(table);
+    CHECK_THAT(table, Catch::StartsWith("sweep 8: sysbench OLTP transactions per second (higher "
+                                        "is better), highest first; mean ± sd"));
+    CHECK_THAT(table, Catch::Matches("(.|\n)*\nFilesystem +Options +TPS +p95 ms +p99 ms +n\n"
+                                     "xfs +defaults +200(.|\n)*\next4 +defaults +100(.|\n)*"));
+}
+
 TEST_CASE("run counts include timed-out runs", "[format]") {
     const auto counts = ds::hostctl::parse_counts(
         ds::hostctl::Json{{"succeeded", 2}, {"failed", 1}, {"timed_out", 3}, {"cancelled", 0}});
