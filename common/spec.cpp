@@ -13,7 +13,9 @@
 #include "common/fio_options.h"
 #include "common/io_options.h"
 #include "common/sha256.h"
+#include "common/text.h"
 #include "common/units.h"
+#include "common/workload_kind.h"
 
 namespace ds {
 namespace {
@@ -29,15 +31,6 @@ constexpr std::uint64_t kMaxRuns = 10000;
 
 // ---------------------------------------------------------------------------
 // Small text helpers
-
-std::string join(const std::vector<std::string_view>& words, std::string_view separator = ", ") {
-    std::string joined;
-    for (std::size_t i = 0; i < words.size(); ++i) {
-        if (i > 0) joined += separator;
-        joined += words[i];
-    }
-    return joined;
-}
 
 std::string in_quotes(std::string_view text) {
     return "'" + std::string(text) + "'";
@@ -88,7 +81,7 @@ std::string unknown_choice(std::string_view what, std::string_view word, std::st
                            const std::vector<std::string_view>& valid) {
     std::string message = "unknown " + std::string(what) + " " + in_quotes(word);
     if (!where.empty()) message += " " + std::string(where);
-    message += "; " + std::string(valid_label) + ": " + join(valid) + ".";
+    message += "; " + std::string(valid_label) + ": " + join(valid, ", ") + ".";
     return message + suggestion(word, valid);
 }
 
@@ -130,121 +123,11 @@ bool parse_duration_text(std::string_view text, const std::vector<DurationUnit>&
 const std::vector<DurationUnit> kTimeoutUnits = {{"s", 1}, {"m", 60}, {"h", 3600}};
 
 // ---------------------------------------------------------------------------
-// Workload kinds and their options, as data.
-
-enum class OptionKind {
-    kEnum,             // a string from `values`
-    kSize,             // fio size: "4k", "256m", a byte count, or for size a percentage
-    kBlockSize,        // kSize, or "READ,WRITE[,TRIM]" sizes
-    kDuration,         // fio time: "10s", "500ms", or whole seconds
-    kCount,            // integer >= 1
-    kNonNegative,      // integer >= 0
-    kPercent,          // integer 0..100
-    kFlag,             // boolean (or 0/1, as fio writes it)
-    kBool,             // boolean only
-    kSeconds,          // whole seconds > 0: an integer or "90s", "10m", "1h"
-    kFioJobFile,       // a non-empty fio job file that passes check_fio_job_file
-    kServerVariables,  // table: MariaDB variable name ([a-z0-9_]+) -> string | integer | boolean
-    kFioOptions,       // table: fio option name -> string | integer | boolean
-};
-
-struct WorkloadOptionDef {
-    std::string_view name;
-    OptionKind kind;
-    std::vector<std::string_view> values;  // for kEnum
-    std::string_view help;
-};
-
-// A kind's options. Kind "io" has none here: its options are the table of
-// common/io_options.h, which the agent parses with too (check_io_option).
-struct WorkloadKindDef {
-    std::string_view name;
-    std::vector<WorkloadOptionDef> options;
-    // Whether its job also runs from the host on a raw volume, for a host
-    // baseline (fio can; the others need the guest's filesystem).
-    bool runs_on_host = false;
-};
-
-// The fio kind's ioengine values: the engines common/fio_options.h allows.
-std::vector<std::string_view> fio_engine_names() {
-    const auto engines = fio_allowed_engines();
-    return {engines.begin(), engines.end()};
-}
-
-const std::vector<std::string_view> kSysbenchTests = {
-    "oltp_read_write", "oltp_read_only",    "oltp_write_only",       "oltp_point_select",
-    "oltp_insert",     "oltp_update_index", "oltp_update_non_index", "oltp_delete"};
-
-const std::vector<WorkloadKindDef>& workload_kinds() {
-    static const std::vector<WorkloadKindDef> kinds = {
-        {"fio",
-         {
-             {"rw",
-              OptionKind::kEnum,
-              {"read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"},
-              "I/O pattern"},
-             {"bs", OptionKind::kBlockSize, {}, "block size"},
-             {"size", OptionKind::kSize, {}, "bytes of file per job"},
-             {"runtime", OptionKind::kDuration, {}, "run time limit"},
-             {"iodepth", OptionKind::kCount, {}, "I/Os in flight per job"},
-             {"numjobs", OptionKind::kCount, {}, "parallel jobs"},
-             {"direct", OptionKind::kFlag, {}, "O_DIRECT"},
-             {"ioengine", OptionKind::kEnum, fio_engine_names(), "I/O engine"},
-             {"rwmixread", OptionKind::kPercent, {}, "read share of a mixed workload"},
-             {"time_based", OptionKind::kFlag, {}, "run for runtime even if size is done"},
-             {"ramp_time", OptionKind::kDuration, {}, "warm-up excluded from results"},
-             {"fsync", OptionKind::kNonNegative, {}, "fsync every N writes"},
-             {"end_fsync", OptionKind::kFlag, {}, "fsync when the job ends"},
-             {"iodepth_batch_submit", OptionKind::kNonNegative, {}, "I/Os submitted at once"},
-             {"iodepth_batch_complete", OptionKind::kNonNegative, {}, "I/Os reaped at once"},
-             {"options",
-              OptionKind::kFioOptions,
-              {},
-              "any other fio option, passed as --KEY=VALUE (within common/fio_options.h)"},
-             {"job_file",
-              OptionKind::kFioJobFile,
-              {},
-              "a whole fio job file (excludes every other option)"},
-         },
-         /*runs_on_host=*/true},
-        // The agent's native engine (docs/io-engine.md): options from
-        // common/io_options.h, checked by check_io_option.
-        {"io", {}},
-        {"mariadb-atis",
-         {
-             {"server", OptionKind::kServerVariables, {}, "MariaDB server variables ([mysqld])"},
-             {"loop_count", OptionKind::kCount, {}, "sql-bench --loop-count (default 5000)"},
-             {"small_test", OptionKind::kBool, {}, "sql-bench --small-test"},
-             {"time_limit", OptionKind::kCount, {}, "sql-bench --time-limit in seconds"},
-         }},
-        {"sysbench-oltp",
-         {
-             {"server", OptionKind::kServerVariables, {}, "MariaDB server variables ([mysqld])"},
-             {"test", OptionKind::kEnum, kSysbenchTests, "sysbench test (default oltp_read_write)"},
-             {"tables", OptionKind::kCount, {}, "tables (default 1)"},
-             {"table_size", OptionKind::kCount, {}, "rows per table (default 10000)"},
-             {"threads", OptionKind::kCount, {}, "client threads (default 1)"},
-             {"time", OptionKind::kSeconds, {}, "run time (default \"10s\")"},
-         }},
-    };
-    return kinds;
-}
+// Workload kinds: their options are rows of common/workload_kind.h.
 
 // Keys every [[workload]] may have besides its kind's options.
 const std::vector<std::string_view> kCommonWorkloadKeys = {"kind", "name", "filesystems",
                                                            "timeout"};
-
-const WorkloadKindDef* find_workload_kind(std::string_view name) {
-    for (const auto& kind : workload_kinds())
-        if (kind.name == name) return &kind;
-    return nullptr;
-}
-
-std::vector<std::string_view> workload_kind_names() {
-    std::vector<std::string_view> names;
-    for (const auto& kind : workload_kinds()) names.push_back(kind.name);
-    return names;
-}
 
 // ---------------------------------------------------------------------------
 // Axis values -> settings
@@ -430,6 +313,15 @@ std::string io_engine_named(const toml::table& table) {
     return std::string(find_io_option("ioengine")->default_value);
 }
 
+// One [[workload]] option being checked: its row, its value, and how
+// messages name it.
+struct OptionUnderCheck {
+    const WorkloadOptionDef& option;
+    const toml::node& node;
+    std::string key;          // the option's name
+    std::string in_workload;  // " in workload \"NAME\""
+};
+
 class SpecParser {
   public:
     explicit SpecParser(std::string_view source_name) : source_(source_name) {}
@@ -470,15 +362,29 @@ class SpecParser {
     Status parse_workloads(const toml::node& node);
     Status check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
                                  std::string_view workload_name) const;
+    Error bad_option_value(const OptionUnderCheck& value, std::string_view detail) const;
+    Status check_enum_option(const OptionUnderCheck& value) const;
+    Status check_size_option(const OptionUnderCheck& value) const;
+    Status check_duration_option(const OptionUnderCheck& value) const;
+    Status check_integer_option(const OptionUnderCheck& value) const;
+    Status check_flag_option(const OptionUnderCheck& value) const;
+    Status check_bool_option(const OptionUnderCheck& value) const;
+    Status check_seconds_option(const OptionUnderCheck& value) const;
+    Status check_job_file_option(const OptionUnderCheck& value) const;
+    Status check_option_table(const OptionUnderCheck& value) const;
+    Status check_option_table_name(const OptionUnderCheck& value, const toml::key& entry_key,
+                                   const std::string& where) const;
     Status check_fio_refusal(const toml::key& key, const toml::node& value,
                              const std::string& prefix) const;
     Status check_io_option(const toml::key& key, const toml::node& value, std::string_view ioengine,
                            const Workload& workload) const;
     Status check_io_combination(const toml::table& table, const Workload& workload) const;
     Status check_fio_combination(const toml::table& table, const Workload& workload) const;
-    Status read_workload_options(const toml::table& table, const WorkloadKindDef& kind,
+    Status check_option_combination(const WorkloadKind& kind, const toml::table& table,
+                                    const Workload& workload) const;
+    Status read_workload_options(const toml::table& table, const WorkloadKind& kind,
                                  Workload& workload) const;
-    Status check_kind_option(const WorkloadKindDef& kind, const toml::key& key,
+    Status check_kind_option(const WorkloadKind& kind, const toml::key& key,
                              const toml::node& value, const Workload& workload) const;
     Error unknown_option(const toml::key& key, std::string_view kind_name, const Workload& workload,
                          const std::vector<std::string_view>& valid) const;
@@ -867,7 +773,8 @@ Status SpecParser::parse_baseline(const toml::node& node) {
             return error_at(value.source(), "baseline." + std::string(axis->name) + " = " +
                                                 in_quotes(text.value()) +
                                                 " is not a value of the matrix; [matrix] " +
-                                                std::string(axis->name) + " has: " + join(choices));
+                                                std::string(axis->name) +
+                                                " has: " + join(choices, ", "));
         }
         spec_.baseline[std::string(axis->name)] = text.value();
     }
@@ -906,7 +813,7 @@ Status SpecParser::read_workload_filesystems(const toml::node& node, Workload& w
                                 in_quotes(value) +
                                 " is not a value of matrix.filesystem (as written there); "
                                 "its values: " +
-                                join(valid) + "." + suggestion(value, valid));
+                                join(valid, ", ") + "." + suggestion(value, valid));
         }
         if (std::find(workload.filesystems.begin(), workload.filesystems.end(), value) !=
             workload.filesystems.end()) {
@@ -919,146 +826,199 @@ Status SpecParser::read_workload_filesystems(const toml::node& node, Workload& w
     return ok_status();
 }
 
+// Each option's value is checked by the checker of its OptionKind.
 Status SpecParser::check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
                                          std::string_view workload_name) const {
-    const std::string key(option.name);
-    const std::string in_workload = " in workload " + in_quotes(workload_name);
-    auto bad_value = [&](std::string_view detail) {
-        return error_at(node.source(), in_quotes(key) + in_workload + ": " + std::string(detail));
+    using Checker = Status (SpecParser::*)(const OptionUnderCheck&) const;
+    struct KindChecker {
+        OptionKind kind;
+        Checker check;
     };
-    const auto* text = node.as_string();
-    const auto* integer = node.as_integer();
-    switch (option.kind) {
-        case OptionKind::kEnum:
-            if (text == nullptr) return type_error(key, node, "a string");
-            if (!contains(option.values, text->get())) {
-                return error_at(node.source(),
-                                unknown_choice("value", text->get(), "for " + in_quotes(key),
-                                               "valid values", option.values));
-            }
+    static constexpr KindChecker kCheckers[] = {
+        {OptionKind::kEnum, &SpecParser::check_enum_option},
+        {OptionKind::kSize, &SpecParser::check_size_option},
+        {OptionKind::kBlockSize, &SpecParser::check_size_option},
+        {OptionKind::kDuration, &SpecParser::check_duration_option},
+        {OptionKind::kCount, &SpecParser::check_integer_option},
+        {OptionKind::kNonNegative, &SpecParser::check_integer_option},
+        {OptionKind::kPercent, &SpecParser::check_integer_option},
+        {OptionKind::kFlag, &SpecParser::check_flag_option},
+        {OptionKind::kBool, &SpecParser::check_bool_option},
+        {OptionKind::kSeconds, &SpecParser::check_seconds_option},
+        {OptionKind::kFioJobFile, &SpecParser::check_job_file_option},
+        {OptionKind::kServerVariables, &SpecParser::check_option_table},
+        {OptionKind::kFioOptions, &SpecParser::check_option_table},
+    };
+    const OptionUnderCheck value{option, node, std::string(option.name),
+                                 " in workload " + in_quotes(workload_name)};
+    for (const KindChecker& checker : kCheckers) {
+        if (checker.kind == option.kind) return (this->*checker.check)(value);
+    }
+    return ok_status();
+}
+
+Error SpecParser::bad_option_value(const OptionUnderCheck& value, std::string_view detail) const {
+    return error_at(value.node.source(),
+                    in_quotes(value.key) + value.in_workload + ": " + std::string(detail));
+}
+
+Status SpecParser::check_enum_option(const OptionUnderCheck& value) const {
+    const auto* text = value.node.as_string();
+    if (text == nullptr) return type_error(value.key, value.node, "a string");
+    if (!contains(value.option.values, text->get())) {
+        return error_at(value.node.source(),
+                        unknown_choice("value", text->get(), "for " + in_quotes(value.key),
+                                       "valid values", value.option.values));
+    }
+    return ok_status();
+}
+
+// kSize and kBlockSize: fio's size may be a percentage of the file or
+// device; bs may give read,write[,trim] sizes.
+Status SpecParser::check_size_option(const OptionUnderCheck& value) const {
+    if (const auto* integer = value.node.as_integer()) {
+        if (integer->get() <= 0) return bad_option_value(value, "must be a positive size");
+        return ok_status();
+    }
+    const auto* text = value.node.as_string();
+    if (text == nullptr) return type_error(value.key, value.node, "a size string like \"4k\"");
+    std::string_view size = text->get();
+    if (value.option.name == "size" && size.ends_with('%')) {
+        std::uint64_t percent = 0;
+        if (parse_duration_text(size.substr(0, size.size() - 1), {}, percent) && percent >= 1 &&
+            percent <= 100)
             return ok_status();
-        case OptionKind::kSize:
-        case OptionKind::kBlockSize: {
-            if (integer != nullptr) {
-                if (integer->get() <= 0) return bad_value("must be a positive size");
-                return ok_status();
-            }
-            if (text == nullptr) return type_error(key, node, "a size string like \"4k\"");
-            std::string_view value = text->get();
-            // fio's size may be a percentage of the file or device.
-            if (option.name == "size" && value.ends_with('%')) {
-                std::uint64_t percent = 0;
-                if (parse_duration_text(value.substr(0, value.size() - 1), {}, percent) &&
-                    percent >= 1 && percent <= 100)
-                    return ok_status();
-                return bad_value(in_quotes(value) + " is not a percentage between 1% and 100%");
-            }
-            // bs may give read,write[,trim] sizes.
-            const std::size_t max_parts = option.kind == OptionKind::kBlockSize ? 3 : 1;
-            std::size_t parts = 0;
-            while (true) {
-                const std::size_t comma = value.find(',');
-                const auto bytes = parse_fio_size(value.substr(0, comma));
-                if (!bytes || *bytes == 0 || ++parts > max_parts) {
-                    return bad_value(in_quotes(text->get()) +
-                                     " is not a size; write e.g. \"4k\", \"256m\" or bytes");
-                }
-                if (comma == std::string_view::npos) break;
-                value.remove_prefix(comma + 1);
-            }
-            return ok_status();
+        return bad_option_value(value,
+                                in_quotes(size) + " is not a percentage between 1% and 100%");
+    }
+    const std::size_t max_parts = value.option.kind == OptionKind::kBlockSize ? 3 : 1;
+    std::size_t parts = 0;
+    while (true) {
+        const std::size_t comma = size.find(',');
+        const auto bytes = parse_fio_size(size.substr(0, comma));
+        if (!bytes || *bytes == 0 || ++parts > max_parts) {
+            return bad_option_value(value, in_quotes(text->get()) +
+                                               " is not a size; write e.g. \"4k\", \"256m\" or "
+                                               "bytes");
         }
-        case OptionKind::kDuration: {
-            if (integer != nullptr) {
-                if (integer->get() < 0) return bad_value("must not be negative");
-                return ok_status();
-            }
-            if (text == nullptr) return type_error(key, node, "a duration string like \"10s\"");
-            if (!parse_fio_time_us(text->get())) {
-                return bad_value(in_quotes(text->get()) +
-                                 " is not a duration; write e.g. \"10s\", \"500ms\", \"2m\" or "
-                                 "whole seconds");
-            }
-            return ok_status();
-        }
+        if (comma == std::string_view::npos) break;
+        size.remove_prefix(comma + 1);
+    }
+    return ok_status();
+}
+
+Status SpecParser::check_duration_option(const OptionUnderCheck& value) const {
+    if (const auto* integer = value.node.as_integer()) {
+        if (integer->get() < 0) return bad_option_value(value, "must not be negative");
+        return ok_status();
+    }
+    const auto* text = value.node.as_string();
+    if (text == nullptr) return type_error(value.key, value.node, "a duration string like \"10s\"");
+    if (!parse_fio_time_us(text->get())) {
+        return bad_option_value(value, in_quotes(text->get()) +
+                                           " is not a duration; write e.g. \"10s\", \"500ms\", "
+                                           "\"2m\" or whole seconds");
+    }
+    return ok_status();
+}
+
+// kCount, kNonNegative and kPercent.
+Status SpecParser::check_integer_option(const OptionUnderCheck& value) const {
+    const auto* integer = value.node.as_integer();
+    if (integer == nullptr) return type_error(value.key, value.node, "an integer");
+    const std::int64_t number = integer->get();
+    switch (value.option.kind) {
         case OptionKind::kCount:
+            if (number < 1) return bad_option_value(value, "must be >= 1");
+            break;
         case OptionKind::kNonNegative:
-        case OptionKind::kPercent: {
-            if (integer == nullptr) return type_error(key, node, "an integer");
-            const std::int64_t value = integer->get();
-            if (option.kind == OptionKind::kCount && value < 1) return bad_value("must be >= 1");
-            if (option.kind == OptionKind::kNonNegative && value < 0)
-                return bad_value("must be >= 0");
-            if (option.kind == OptionKind::kPercent && (value < 0 || value > 100))
-                return bad_value("must be between 0 and 100");
-            return ok_status();
+            if (number < 0) return bad_option_value(value, "must be >= 0");
+            break;
+        case OptionKind::kPercent:
+            if (number < 0 || number > 100)
+                return bad_option_value(value, "must be between 0 and 100");
+            break;
+        default:
+            break;
+    }
+    return ok_status();
+}
+
+Status SpecParser::check_flag_option(const OptionUnderCheck& value) const {
+    if (value.node.is_boolean()) return ok_status();
+    const auto* integer = value.node.as_integer();
+    if (integer != nullptr && (integer->get() == 0 || integer->get() == 1)) return ok_status();
+    return type_error(value.key, value.node, "a boolean (or 0/1)");
+}
+
+Status SpecParser::check_bool_option(const OptionUnderCheck& value) const {
+    if (value.node.is_boolean()) return ok_status();
+    return type_error(value.key, value.node, "a boolean");
+}
+
+Status SpecParser::check_seconds_option(const OptionUnderCheck& value) const {
+    Result<int> seconds = read_timeout(value.key, value.node);
+    if (!seconds.ok()) return seconds.error();
+    return ok_status();
+}
+
+Status SpecParser::check_job_file_option(const OptionUnderCheck& value) const {
+    const auto* text = value.node.as_string();
+    if (text == nullptr) return type_error(value.key, value.node, "a string");
+    if (text->get().empty()) return bad_option_value(value, "must not be empty");
+    const Status job_file = check_fio_job_file(text->get());
+    if (!job_file.ok()) return bad_option_value(value, job_file.error().message);
+    return ok_status();
+}
+
+// kServerVariables and kFioOptions: a table of names to scalar values.
+Status SpecParser::check_option_table(const OptionUnderCheck& value) const {
+    const bool server_variables = value.option.kind == OptionKind::kServerVariables;
+    const auto* table = value.node.as_table();
+    if (table == nullptr) {
+        return type_error(value.key, value.node,
+                          server_variables
+                              ? "a table of server variables, e.g. { innodb_doublewrite = 0 }"
+                              : "a table of fio options, e.g. { fsync = 1 }");
+    }
+    for (auto&& [entry_key, entry_value] : *table) {
+        const std::string name(entry_key.str());
+        const std::string where = in_quotes(value.key) + value.in_workload + ": ";
+        DS_TRY(check_option_table_name(value, entry_key, where));
+        if (!entry_value.is_string() && !entry_value.is_integer() && !entry_value.is_boolean()) {
+            return error_at(entry_value.source(),
+                            where + in_quotes(name) +
+                                " must be a string, an integer or a boolean, not " +
+                                std::string(type_name(entry_value)));
         }
-        case OptionKind::kFlag:
-            if (node.is_boolean()) return ok_status();
-            if (integer != nullptr && (integer->get() == 0 || integer->get() == 1))
-                return ok_status();
-            return type_error(key, node, "a boolean (or 0/1)");
-        case OptionKind::kBool:
-            if (node.is_boolean()) return ok_status();
-            return type_error(key, node, "a boolean");
-        case OptionKind::kSeconds: {
-            Result<int> seconds = read_timeout(key, node);
-            if (!seconds.ok()) return seconds.error();
-            return ok_status();
+        if (!server_variables) {
+            DS_TRY(check_fio_refusal(entry_key, entry_value, where + "fio option "));
         }
-        case OptionKind::kFioJobFile: {
-            if (text == nullptr) return type_error(key, node, "a string");
-            if (text->get().empty()) return bad_value("must not be empty");
-            const Status job_file = check_fio_job_file(text->get());
-            if (!job_file.ok()) return bad_value(job_file.error().message);
-            return ok_status();
+    }
+    return ok_status();
+}
+
+// A server variable's name as SHOW VARIABLES prints it; a fio option's name
+// as it can be passed as --KEY=VALUE.
+Status SpecParser::check_option_table_name(const OptionUnderCheck& value,
+                                           const toml::key& entry_key,
+                                           const std::string& where) const {
+    const std::string name(entry_key.str());
+    if (value.option.kind == OptionKind::kServerVariables) {
+        const bool valid_name = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        });
+        if (!valid_name) {
+            return error_at(entry_key.source(), where + "server variable name " + in_quotes(name) +
+                                                    " must be lower-case letters, digits and _ "
+                                                    "(as SHOW VARIABLES prints it)");
         }
-        case OptionKind::kServerVariables:
-        case OptionKind::kFioOptions: {
-            const auto* table = node.as_table();
-            if (table == nullptr) {
-                return type_error(
-                    key, node,
-                    option.kind == OptionKind::kServerVariables
-                        ? "a table of server variables, e.g. { innodb_doublewrite = 0 }"
-                        : "a table of fio options, e.g. { fsync = 1 }");
-            }
-            for (auto&& [entry_key, entry_value] : *table) {
-                const std::string name(entry_key.str());
-                const std::string where = in_quotes(key) + in_workload + ": ";
-                if (option.kind == OptionKind::kServerVariables) {
-                    const bool valid_name =
-                        !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-                            return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-                        });
-                    if (!valid_name) {
-                        return error_at(entry_key.source(),
-                                        where + "server variable name " + in_quotes(name) +
-                                            " must be lower-case letters, digits and _ (as "
-                                            "SHOW VARIABLES prints it)");
-                    }
-                } else {
-                    if (name.empty() || name.front() == '-' ||
-                        name.find_first_of("= \t\n") != std::string::npos) {
-                        return error_at(entry_key.source(),
-                                        where + "fio option name " + in_quotes(name) +
-                                            " must not be empty, start with '-' or contain '=' or "
-                                            "whitespace");
-                    }
-                }
-                if (!entry_value.is_string() && !entry_value.is_integer() &&
-                    !entry_value.is_boolean()) {
-                    return error_at(entry_value.source(),
-                                    where + in_quotes(name) +
-                                        " must be a string, an integer or a boolean, not " +
-                                        std::string(type_name(entry_value)));
-                }
-                if (option.kind == OptionKind::kFioOptions) {
-                    DS_TRY(check_fio_refusal(entry_key, entry_value, where + "fio option "));
-                }
-            }
-            return ok_status();
-        }
+        return ok_status();
+    }
+    if (name.empty() || name.front() == '-' || name.find_first_of("= \t\n") != std::string::npos) {
+        return error_at(entry_key.source(), where + "fio option name " + in_quotes(name) +
+                                                " must not be empty, start with '-' or contain "
+                                                "'=' or whitespace");
     }
     return ok_status();
 }
@@ -1070,9 +1030,9 @@ bool is_truthy(const Json& value) {
 
 // The kind's options of one [[workload]] into workload.params, each checked
 // where it is written.
-Status SpecParser::read_workload_options(const toml::table& table, const WorkloadKindDef& kind,
+Status SpecParser::read_workload_options(const toml::table& table, const WorkloadKind& kind,
                                          Workload& workload) const {
-    const bool is_io = kind.name == "io";
+    const bool is_io = kind.option_rules == OptionRules::kIoEngine;
     const std::string ioengine = is_io ? io_engine_named(table) : "";
     workload.params = Json::object();
     for (auto&& [key, value] : table) {
@@ -1094,12 +1054,13 @@ Error SpecParser::unknown_option(const toml::key& key, std::string_view kind_nam
         key.source(),
         unknown_choice(std::string(kind_name) + " option", key.str(),
                        "in workload " + in_quotes(workload.name), "valid options", valid) +
-            " Every workload also takes: " + join(kCommonWorkloadKeys) + ".");
+            " Every workload also takes: " + join(kCommonWorkloadKeys, ", ") + ".");
 }
 
-// An option of a kind declared in workload_kinds(); a fio option that
-// reaches fio's command line must also pass common/fio_options.h.
-Status SpecParser::check_kind_option(const WorkloadKindDef& kind, const toml::key& key,
+// An option of a kind declared in its rows (common/workload_kind.h); with
+// OptionRules::kFioCommandLine, one that reaches fio's command line must
+// also pass common/fio_options.h.
+Status SpecParser::check_kind_option(const WorkloadKind& kind, const toml::key& key,
                                      const toml::node& value, const Workload& workload) const {
     const auto option =
         std::find_if(kind.options.begin(), kind.options.end(),
@@ -1110,7 +1071,8 @@ Status SpecParser::check_kind_option(const WorkloadKindDef& kind, const toml::ke
         return unknown_option(key, kind.name, workload, names);
     }
     DS_TRY(check_workload_option(*option, value, workload.name));
-    const bool is_fio_argument = kind.name == "fio" && option->kind != OptionKind::kFioOptions &&
+    const bool is_fio_argument = kind.option_rules == OptionRules::kFioCommandLine &&
+                                 option->kind != OptionKind::kFioOptions &&
                                  option->kind != OptionKind::kFioJobFile;
     if (is_fio_argument) {
         DS_TRY(check_fio_refusal(key, value,
@@ -1134,7 +1096,7 @@ Status SpecParser::check_io_option(const toml::key& key, const toml::node& value
                                    std::string_view ioengine, const Workload& workload) const {
     const std::string_view name = key.str();
     if (find_io_option(name) == nullptr)
-        return unknown_option(key, "io", workload, workload_io_option_names());
+        return unknown_option(key, workload.kind, workload, workload_io_option_names());
     auto option = io_option_for(name, ioengine, IoOptionSetter::kWorkload);
     if (!option) {
         return error_at(key.source(),
@@ -1189,6 +1151,20 @@ Status SpecParser::check_fio_combination(const toml::table& table, const Workloa
     return ok_status();
 }
 
+// The kind's rules between options (OptionRules).
+Status SpecParser::check_option_combination(const WorkloadKind& kind, const toml::table& table,
+                                            const Workload& workload) const {
+    switch (kind.option_rules) {
+        case OptionRules::kFioCommandLine:
+            return check_fio_combination(table, workload);
+        case OptionRules::kIoEngine:
+            return check_io_combination(table, workload);
+        case OptionRules::kListed:
+            break;
+    }
+    return ok_status();
+}
+
 Status SpecParser::parse_workloads(const toml::node& node) {
     const auto* array = node.as_array();
     if (array == nullptr || !array->is_array_of_tables()) {
@@ -1204,11 +1180,11 @@ Status SpecParser::parse_workloads(const toml::node& node) {
         const std::string where = "[[workload]] #" + std::to_string(index + 1);
         const toml::node* kind_node = table.get("kind");
         if (kind_node == nullptr)
-            return error_at(table.source(),
-                            where + " has no 'kind'; valid kinds: " + join(workload_kind_names()));
+            return error_at(table.source(), where + " has no 'kind'; valid kinds: " +
+                                                join(workload_kind_names(), ", "));
         if (!kind_node->is_string()) return type_error("kind", *kind_node, "a string");
         const std::string kind_name = kind_node->as_string()->get();
-        const WorkloadKindDef* kind = find_workload_kind(kind_name);
+        const WorkloadKind* kind = find_workload_kind(kind_name);
         if (kind == nullptr) {
             return error_at(kind_node->source(),
                             unknown_choice("workload kind", kind_name, "", "valid kinds",
@@ -1238,8 +1214,7 @@ Status SpecParser::parse_workloads(const toml::node& node) {
         }
 
         DS_TRY(read_workload_options(table, *kind, workload));
-        if (kind_name == "fio") DS_TRY(check_fio_combination(table, workload));
-        if (kind_name == "io") DS_TRY(check_io_combination(table, workload));
+        DS_TRY(check_option_combination(*kind, table, workload));
         spec_.workloads.push_back(std::move(workload));
     }
     return ok_status();
@@ -1401,7 +1376,7 @@ Result<FilesystemSpec> resolve_filesystem(const SweepSpec& spec, std::string_vie
 // Whether `workload` can also run from the host on a raw volume: its kind
 // says so and it brings no job file (which names files below a directory).
 bool runs_on_host(const Workload& workload) {
-    const WorkloadKindDef* kind = find_workload_kind(workload.kind);
+    const WorkloadKind* kind = find_workload_kind(workload.kind);
     return kind != nullptr && kind->runs_on_host && workload.params.is_object() &&
            !workload.params.contains("job_file");
 }
@@ -1416,9 +1391,14 @@ Status add_host_baselines(const SweepSpec& spec, SweepPlan& plan,
         if (runs_on_host(spec.workloads[w])) host_workloads.push_back(static_cast<int>(w));
     }
     if (host_workloads.empty()) {
+        std::vector<std::string> host_kinds;
+        for (const WorkloadKind& kind : workload_kinds())
+            if (kind.runs_on_host) host_kinds.push_back("\"" + std::string(kind.name) + "\"");
         return spec_error(
             "host_baseline = true, but no workload can run on the host: a baseline runs a "
-            "workload of kind \"fio\" (without job_file) on the raw volume");
+            "workload of kind " +
+            join(std::vector<std::string_view>(host_kinds.begin(), host_kinds.end()), " or ") +
+            " (without job_file) on the raw volume");
     }
     std::vector<StorageConfig> baselines;
     for (const auto& config : plan.configs) {

@@ -8,6 +8,7 @@
 
 #include "common/fio_metrics.h"
 #include "common/text.h"
+#include "common/workload_kind.h"
 
 namespace ds {
 namespace {
@@ -209,23 +210,25 @@ void add_series(std::vector<double>& into, const std::vector<double>& add, bool 
     for (std::size_t s = 0; s < into.size(); ++s) into[s] += add[s];
 }
 
+// fio's series: which per-second array of which direction of each job.
+struct FioSeriesKey {
+    const char* direction;
+    const char* array;
+    const char* name;
+    double scale;
+};
+constexpr FioSeriesKey kFioSeriesKeys[] = {
+    {"read", "iops_per_second", "read_iops", 1.0},
+    {"write", "iops_per_second", "write_iops", 1.0},
+    {"read", "bw_bytes_per_second", "read_bw_mib_s", 1.0 / (1024.0 * 1024.0)},
+    {"write", "bw_bytes_per_second", "write_bw_mib_s", 1.0 / (1024.0 * 1024.0)},
+};
+
 Result<SeriesMap> fio_series(const Json& output) {
-    struct SeriesKey {
-        const char* direction;
-        const char* array;
-        const char* name;
-        double scale;
-    };
-    static constexpr SeriesKey kKeys[] = {
-        {"read", "iops_per_second", "read_iops", 1.0},
-        {"write", "iops_per_second", "write_iops", 1.0},
-        {"read", "bw_bytes_per_second", "read_bw_mib_s", 1.0 / (1024.0 * 1024.0)},
-        {"write", "bw_bytes_per_second", "write_bw_mib_s", 1.0 / (1024.0 * 1024.0)},
-    };
     SeriesMap series;
     const Json* jobs = output.is_object() && output.contains("jobs") ? &output.at("jobs") : nullptr;
     if (jobs == nullptr || !jobs->is_array()) return series;
-    for (const SeriesKey& key : kKeys) {
+    for (const FioSeriesKey& key : kFioSeriesKeys) {
         std::vector<double> sum;
         bool any = false;
         for (std::size_t j = 0; j < jobs->size(); ++j) {
@@ -274,6 +277,17 @@ const std::string* stdout_of(const Json& output) {
     return &found->get_ref<const std::string&>();
 }
 
+// The "stdout" of a kind whose output is its tool's printed report.
+Result<const std::string*> required_stdout(std::string_view kind, const Json& output) {
+    const std::string* text = stdout_of(output);
+    if (text == nullptr) {
+        return make_error(errc::kInvalidArgument, std::string(kind) +
+                                                      " output has no string \"stdout\" (got " +
+                                                      output.dump().substr(0, 120) + ")");
+    }
+    return text;
+}
+
 // ---- server variables --------------------------------------------------------
 
 std::string normalized_name(std::string_view name) {
@@ -319,8 +333,8 @@ std::optional<std::string> requested_text(const Json& requested) {
 }  // namespace
 
 std::string_view image_variant_for_kind(std::string_view kind) {
-    if (kind == "mariadb-atis" || kind == "sysbench-oltp") return "mariadb";
-    return "";
+    const WorkloadKind* descriptor = find_workload_kind(kind);
+    return descriptor != nullptr ? descriptor->image_variant : "";
 }
 
 Result<SqlBenchReport> parse_sqlbench_output(std::string_view text) {
@@ -385,53 +399,71 @@ Result<SqlBenchReport> parse_sqlbench_output(std::string_view text) {
     return report;
 }
 
-Result<std::map<std::string, double>> metrics_from_workload_output(std::string_view kind,
-                                                                   const Json& output) {
-    if (kind == "fio" || kind == "io") return metrics_from_fio_json(output);
-    if (kind == "mariadb-atis" || kind == "sysbench-oltp") {
-        const std::string* text = stdout_of(output);
-        if (text == nullptr) {
-            return make_error(errc::kInvalidArgument, std::string(kind) +
-                                                          " output has no string \"stdout\" (got " +
-                                                          output.dump().substr(0, 120) + ")");
-        }
-        if (kind == "sysbench-oltp") return sysbench_metrics(*text);
-
-        auto report = parse_sqlbench_output(*text);
-        if (!report.ok()) return report.error();
-        std::map<std::string, double> metrics;
-        double estimated = 0;
-        for (const auto& phase : report->phases) {
-            if (phase.estimated) {
-                ++estimated;
-                continue;
-            }
-            metrics["phase_" + phase.name + "_s"] += phase.wall_s;
-        }
-        metrics["estimated_phases"] = estimated;
-        // An estimated total contains the estimates: not a measurement, so
-        // not total_s (the run's phases that were measured still are metrics).
-        if (!report->total_estimated) metrics["total_s"] = report->total_s;
-        return metrics;
+Result<MetricsMap> metrics_from_workload_output(std::string_view kind, const Json& output) {
+    const WorkloadKind* descriptor = find_workload_kind(kind);
+    if (descriptor == nullptr) {
+        return make_error(errc::kInvalidArgument,
+                          "no metrics for workload kind '" + std::string(kind) +
+                              "' (known: " + join(workload_kind_names(), ", ") + ")");
     }
-    return make_error(errc::kInvalidArgument,
-                      "no metrics for workload kind '" + std::string(kind) +
-                          "' (known: fio, io, mariadb-atis, sysbench-oltp)");
+    return descriptor->metrics(kind, output);
+}
+
+Result<MetricsMap> sqlbench_output_metrics(std::string_view kind, const Json& output) {
+    auto text = required_stdout(kind, output);
+    if (!text.ok()) return text.error();
+    auto report = parse_sqlbench_output(**text);
+    if (!report.ok()) return report.error();
+    MetricsMap metrics;
+    double estimated = 0;
+    for (const auto& phase : report->phases) {
+        if (phase.estimated) {
+            ++estimated;
+            continue;
+        }
+        metrics["phase_" + phase.name + "_s"] += phase.wall_s;
+    }
+    metrics["estimated_phases"] = estimated;
+    // An estimated total contains the estimates: not a measurement, so
+    // not total_s (the run's phases that were measured still are metrics).
+    if (!report->total_estimated) metrics["total_s"] = report->total_s;
+    return metrics;
+}
+
+Result<MetricsMap> sysbench_output_metrics(std::string_view kind, const Json& output) {
+    auto text = required_stdout(kind, output);
+    if (!text.ok()) return text.error();
+    return sysbench_metrics(**text);
 }
 
 Result<SeriesMap> per_second_series(std::string_view kind, const Json& output) {
-    if (kind == "fio" || kind == "io") return fio_series(output);
-    if (kind == "sysbench-oltp") {
-        const std::string* text = stdout_of(output);
-        return text == nullptr ? SeriesMap{} : sysbench_series(*text);
-    }
+    const WorkloadKind* descriptor = find_workload_kind(kind);
+    return descriptor != nullptr ? descriptor->series(output) : SeriesMap{};
+}
+
+Result<SeriesMap> fio_output_series(const Json& output) {
+    return fio_series(output);
+}
+
+Result<SeriesMap> sysbench_output_series(const Json& output) {
+    const std::string* text = stdout_of(output);
+    return text == nullptr ? SeriesMap{} : sysbench_series(*text);
+}
+
+Result<SeriesMap> no_output_series(const Json&) {
     return SeriesMap{};
 }
 
+std::vector<OutputMember> fio_series_members() {
+    std::vector<OutputMember> members;
+    for (const FioSeriesKey& key : kFioSeriesKeys)
+        members.push_back({"jobs", "*", key.direction, key.array});
+    return members;
+}
+
 PrimaryMetric primary_metric_for_kind(std::string_view kind) {
-    if (kind == "mariadb-atis") return {"total_s", true};
-    if (kind == "sysbench-oltp") return {"tps", false};
-    return {"read_iops", false};
+    const WorkloadKind* descriptor = find_workload_kind(kind);
+    return descriptor != nullptr ? descriptor->primary_metric : PrimaryMetric{"read_iops", false};
 }
 
 bool server_variable_matches(std::string_view name, const Json& requested, std::string_view shown) {

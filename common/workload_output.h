@@ -16,8 +16,9 @@
 
 namespace ds {
 
-// The image variant a workload kind needs: "" = the base image (fio, io),
-// "mariadb" for mariadb-atis and sysbench-oltp. Unknown kinds: "".
+// The image variant a workload kind needs (WorkloadKind::image_variant,
+// common/workload_kind.h): "" = the base image (fio, io), "mariadb" for
+// mariadb-atis and sysbench-oltp. Unknown kinds: "".
 std::string_view image_variant_for_kind(std::string_view kind);
 
 // One phase line of sql-bench's output, e.g.
@@ -39,7 +40,10 @@ struct SqlBenchReport {
 // like a time line does not parse, or when there is no total line.
 Result<SqlBenchReport> parse_sqlbench_output(std::string_view text);
 
-// Metrics by kind; names in the units their suffix says.
+using MetricsMap = std::map<std::string, double>;
+
+// Metrics by kind (WorkloadKind::metrics); names in the units their suffix
+// says.
 //   fio, io:        metrics_from_fio_json(output) (fio_metrics.h)
 //   mariadb-atis:   output {"stdout": sql-bench's output, ...}
 //                   total_s, phase_<name>_s for each measured phase (summed
@@ -51,11 +55,11 @@ Result<SqlBenchReport> parse_sqlbench_output(std::string_view text);
 //                   sysbench reported), errors_per_s, reconnects_per_s
 // errc::kInvalidArgument for an unknown kind or malformed output, naming
 // what is wrong.
-Result<std::map<std::string, double>> metrics_from_workload_output(std::string_view kind,
-                                                                   const Json& output);
+Result<MetricsMap> metrics_from_workload_output(std::string_view kind, const Json& output);
 
-// Per-second samples of a run, for plots of throughput over time: series
-// name -> one value per second of the measured window.
+// Per-second samples of a run (WorkloadKind::series), for plots of
+// throughput over time: series name -> one value per second of the measured
+// window.
 //   fio, io:        read_iops, write_iops, read_bw_mib_s, write_bw_mib_s,
 //                   summed over jobs index by index (over the seconds every
 //                   job has), from each job's direction sections'
@@ -73,9 +77,23 @@ inline constexpr std::size_t kMaxSeriesSeconds = 86400;
 using SeriesMap = std::map<std::string, std::vector<double>>;
 Result<SeriesMap> per_second_series(std::string_view kind, const Json& output);
 
-// The metric a comparison ranks by default, and whether lower is better:
-// fio/io "read_iops" (higher), mariadb-atis "total_s" (lower),
-// sysbench-oltp "tps" (higher).
+// The parsers of each kind's output, which the kinds' descriptors
+// (common/workload_kind.h) point at. `kind` names the kind in messages.
+Result<MetricsMap> sqlbench_output_metrics(std::string_view kind, const Json& output);
+Result<MetricsMap> sysbench_output_metrics(std::string_view kind, const Json& output);
+Result<SeriesMap> fio_output_series(const Json& output);
+Result<SeriesMap> sysbench_output_series(const Json& output);
+Result<SeriesMap> no_output_series(const Json& output);
+
+// A member of an output, by key or array index ("*": every element).
+using OutputMember = std::vector<std::string>;
+// What fio_output_series reads: each job's direction's per-second arrays.
+std::vector<OutputMember> fio_series_members();
+
+// The metric a comparison ranks by default, and whether lower is better
+// (WorkloadKind::primary_metric): fio/io "read_iops" (higher), mariadb-atis
+// "total_s" (lower), sysbench-oltp "tps" (higher); unknown kinds
+// "read_iops".
 struct PrimaryMetric {
     std::string_view name;
     bool lower_is_better = false;

@@ -3,12 +3,12 @@
 // typed check of its message type, and for a result the re-derived metrics of
 // every workload kind and the verification of the guest's readback. Errors
 // are fine; crashes, sanitizer reports, exceptions and hangs are not.
-#include <array>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "common/protocol.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
 #include "daemon/run/guest_messages.h"
 #include "daemon/run/settings_verify.h"
@@ -18,8 +18,6 @@ namespace {
 
 // A result claims no kind of its own: the daemon derives metrics for the kind
 // it asked for, so every kind must cope with any output.
-constexpr std::array<std::string_view, 4> kWorkloadKinds = {"fio", "io", "mariadb-atis",
-                                                            "sysbench-oltp"};
 
 struct Requested {
     ds::StorageConfig config;
@@ -60,7 +58,7 @@ const std::vector<Requested>& requested_runs() {
 }
 
 void check_result(ds::guest::ResultMessage result) {
-    for (std::string_view kind : kWorkloadKinds) {
+    for (std::string_view kind : ds::workload_kind_names()) {
         (void)ds::metrics_from_workload_output(kind, result.output);
     }
     for (const Requested& run : requested_runs()) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <future>
 
+#include "common/elapsed.h"
 #include "common/fio_job.h"
 #include "common/fio_logs.h"
 #include "guestagent/io_job.h"
@@ -31,11 +32,6 @@ constexpr std::string_view kNoSpaceText = "No space left on device";
 // fio's per-second logs: ctx.scratch_dir/fio-logs/ds_{iops,bw}.N.log.
 constexpr std::string_view kFioLogDir = "fio-logs";
 constexpr std::string_view kFioLogName = "ds";
-
-double seconds_since(Clock::time_point start) {
-    return std::round(std::chrono::duration<double>(Clock::now() - start).count() * 1000.0) /
-           1000.0;
-}
 
 // "12.3" for messages.
 std::string format_seconds(double seconds) {
@@ -66,7 +62,7 @@ T wait_reporting(std::future<T>& running, WorkloadContext& ctx, Clock::time_poin
                  const std::function<void()>& on_time_limit) {
     bool limit_hit = false;
     while (running.wait_for(kPollInterval) != std::future_status::ready) {
-        const double elapsed = seconds_since(start);
+        const double elapsed = seconds_since_rounded_to_ms(start);
         report(ctx, what + " running", elapsed, fraction_of(elapsed, planned_s));
         if (!limit_hit && Clock::now() - start >= time_limit_of(ctx)) {
             limit_hit = true;
@@ -164,7 +160,7 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
     if (!output) return output.error();
     if (output->timed_out) {
         return make_error(errc::kTimeout, "fio was stopped after " +
-                                              format_seconds(seconds_since(start)) +
+                                              format_seconds(seconds_since_rounded_to_ms(start)) +
                                               " s: it exceeded the workload's time limit of " +
                                               std::to_string(limit.count()) + " s and was killed");
     }
@@ -181,7 +177,7 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
             failed->find(kNoSpaceText) != std::string::npos ? errc::kIo : errc::kAgent, *failed);
     }
     add_per_second_samples(*json, *log_prefix);
-    report(ctx, "fio finished", seconds_since(start),
+    report(ctx, "fio finished", seconds_since_rounded_to_ms(start),
            planned_s ? std::optional<double>(1.0) : std::nullopt);
     WorkloadOutput result;
     result.output = std::move(*json);
@@ -227,14 +223,15 @@ Result<WorkloadOutput> run_io_workload(const Workload& workload, WorkloadContext
     }
     if (!report_json) {
         if (stopped_at_limit && report_json.error().code == errc::kCancelled) {
-            return make_error(errc::kTimeout, "io job " + workload.name + " was stopped after " +
-                                                  format_seconds(seconds_since(start)) +
-                                                  " s: it exceeded the workload's time limit of " +
-                                                  std::to_string(limit.count()) + " s");
+            return make_error(errc::kTimeout,
+                              "io job " + workload.name + " was stopped after " +
+                                  format_seconds(seconds_since_rounded_to_ms(start)) +
+                                  " s: it exceeded the workload's time limit of " +
+                                  std::to_string(limit.count()) + " s");
         }
         return report_json.error();
     }
-    report(ctx, "io job finished", seconds_since(start),
+    report(ctx, "io job finished", seconds_since_rounded_to_ms(start),
            planned_s ? std::optional<double>(1.0) : std::nullopt);
     WorkloadOutput result;
     result.output = std::move(*report_json);

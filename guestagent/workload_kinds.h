@@ -1,7 +1,10 @@
 // The workload kinds the agent runs, as data: each kind's up-front param
 // check (run by parse_job before the disk is touched) and its runner
-// (workload.h). The agent dispatches through this table only; adding a
-// kind is adding a row.
+// (workload.h). The agent dispatches through this table only. Everything
+// else about a kind (spec options, image, metrics, compare view) is its
+// descriptor in common/workload_kind.h; this table names exactly the kinds
+// that one does (tests/unit/agent/workload_kind_registry_test.cpp), so
+// adding a kind is one descriptor there and one row here.
 #pragma once
 
 #include <span>
@@ -20,7 +23,7 @@ struct WorkloadKindEntry {
     WorkloadRunner run;
 };
 
-// fio, io, mariadb-atis, sysbench-oltp (in that order).
+// fio, io, mariadb-atis, sysbench-oltp (in ds::workload_kinds()' order).
 std::span<const WorkloadKindEntry> workload_kind_table();
 // nullptr for an unknown kind.
 const WorkloadKindEntry* find_workload_kind_entry(std::string_view kind);

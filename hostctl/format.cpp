@@ -9,7 +9,9 @@
 
 #include "common/compare_text.h"
 #include "common/settings.h"
+#include "common/status.h"
 #include "common/text.h"
+#include "common/workload_kind.h"
 
 namespace ds::hostctl {
 namespace {
@@ -170,7 +172,7 @@ std::string format_submitted(const Json& reply) {
     std::string text =
         "sweep " + text_field(sweep, "id") + " \"" + text_field(sweep, "name", "") +
         "\" submitted: " + plural(integer_field(sweep, "total_runs"), "run", "runs") + ", " +
-        text_field(sweep, "status", "queued") + "\n";
+        text_field(sweep, "status", to_string(SweepStatus::kQueued)) + "\n";
     std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
     if (axes.empty()) axes = string_list(field(sweep, "varying_axes"));
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
@@ -322,10 +324,14 @@ std::string risks_of(const Json& row) {
     return risks.empty() ? "" : "unsafe: " + join(risks, ", ");
 }
 
-// Whether every row's workload kind is `kind`.
-bool all_rows_of_kind(const Json& compare, std::string_view kind) {
+// The ranked view of the kind every row is of (WorkloadKind::ranked_view);
+// nullptr when the rows are of several kinds or their kind has none.
+const RankedView* ranked_view_of(const Json& compare) {
     const std::vector<std::string> kinds = string_list(field(compare, "workload_kinds"));
-    return kinds.size() == 1 && kinds.front() == kind;
+    if (kinds.size() != 1) return nullptr;
+    const WorkloadKind* kind = find_workload_kind(kinds.front());
+    if (kind == nullptr || kind->ranked_view.columns.empty()) return nullptr;
+    return &kind->ranked_view;
 }
 
 // A summary cell "mean ± sd" aligned on "±" within its column: the cells of
@@ -372,35 +378,27 @@ std::string host_share_text(const Json& row, const std::string& metric) {
     return ratio ? format_fixed(*ratio * 100, *ratio < 0.1 ? 1 : 0) + "%" : "-";
 }
 
-// The seed study's table (mariadb-atis) or its sysbench counterpart, rows in
-// the reply's ranking order. Rows without the ranked metric (no succeeded
-// run) follow, so failures stay visible.
-std::string format_ranked_table(const Json& compare, bool atis) {
+// A kind's ranked table (the seed study's for mariadb-atis, its sysbench
+// counterpart), rows in the reply's ranking order. Rows without the ranked
+// metric (no succeeded run) follow, so failures stay visible.
+std::string format_ranked_table(const Json& compare, const RankedView& view) {
     const Json& rows = field(compare, "rows");
     const std::string sweep_id = text_field(compare, "sweep_id");
     const std::vector<std::size_t> order = ranked_rows(compare);
     bool any_risk = false;
     for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
 
-    const std::vector<std::string> metrics =
-        atis ? std::vector<std::string>{"total_s"}
-             : std::vector<std::string>{"tps", "latency_p95_ms", "latency_p99_ms"};
     std::vector<std::vector<std::string>> metric_cells;
-    for (const auto& metric : metrics) {
+    for (const RankedColumn& column : view.columns) {
         std::vector<MeanSpread> cells;
         for (std::size_t r : order)
-            cells.push_back(summary_cell(field(field(rows[r], "metrics"), metric)));
+            cells.push_back(summary_cell(field(field(rows[r], "metrics"), column.metric)));
         metric_cells.push_back(aligned_cells(cells));
     }
 
     std::vector<Table::Column> header = {{"Filesystem"}, {"Options"}};
-    if (atis) {
-        header.push_back({"Time (s)", Align::kLeft});
-    } else {
-        header.push_back({"TPS", Align::kLeft});
-        header.push_back({"p95 ms", Align::kLeft});
-        header.push_back({"p99 ms", Align::kLeft});
-    }
+    for (const RankedColumn& column : view.columns)
+        header.push_back({std::string(column.header), Align::kLeft});
     header.push_back({"n"});
     if (any_risk) header.push_back({"!"});
     Table table(std::move(header));
@@ -424,8 +422,7 @@ std::string format_ranked_table(const Json& compare, bool atis) {
         table.add_row(std::move(line));
     }
     std::string text = "sweep " + sweep_id + ": ";
-    text += atis ? "sql-bench test-ATIS total time in seconds (lower is better), fastest first"
-                 : "sysbench OLTP transactions per second (higher is better), highest first";
+    text += view.title;
     text += "; mean ± sd (sample standard deviation) over n succeeded runs\n";
     text += table.render();
     if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
@@ -438,8 +435,8 @@ std::string format_compare_wide(const Json& compare) {
     const Json& rows = field(compare, "rows");
     std::string sweep_id = text_field(compare, "sweep_id");
     if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
-    if (all_rows_of_kind(compare, "mariadb-atis")) return format_ranked_table(compare, true);
-    if (all_rows_of_kind(compare, "sysbench-oltp")) return format_ranked_table(compare, false);
+    if (const RankedView* view = ranked_view_of(compare))
+        return format_ranked_table(compare, *view);
     CompareColumns columns = compare_columns(compare);
 
     bool any_risk = false;
@@ -906,14 +903,14 @@ void SweepProgress::apply(const Json& event, double seconds_since_start) {
         ++counts_.running;
     } else if (type == "run_finished") {
         if (counts_.running > 0) --counts_.running;
-        std::string status = text_field(event, "status", "");
-        if (status == "succeeded")
+        const auto status = parse_run_status(text_field(event, "status", ""));
+        if (status == RunStatus::kSucceeded)
             ++counts_.succeeded;
-        else if (status == "failed")
+        else if (status == RunStatus::kFailed)
             ++counts_.failed;
-        else if (status == "timed_out")
+        else if (status == RunStatus::kTimedOut)
             ++counts_.timed_out;
-        else if (status == "cancelled")
+        else if (status == RunStatus::kCancelled)
             ++counts_.cancelled;
     }
 
@@ -945,7 +942,7 @@ void SweepProgress::apply(const Json& event, double seconds_since_start) {
 
 bool SweepProgress::all_succeeded() const {
     if (!finished_) return false;
-    if (!final_status_.empty()) return final_status_ == "succeeded";
+    if (!final_status_.empty()) return parse_sweep_status(final_status_) == SweepStatus::kSucceeded;
     return counts_.failed == 0 && counts_.timed_out == 0 && counts_.cancelled == 0 &&
            counts_.succeeded == total_runs_;
 }
@@ -1028,29 +1025,27 @@ std::string format_storages(const Json& backends) {
         !backends["storages"].is_array()) {
         return "?";
     }
-    std::string out;
+    std::vector<std::string> storages;
     for (const Json& storage : backends["storages"]) {
         if (!storage.is_object()) continue;
-        if (!out.empty()) out += ", ";
-        out += format_setting_value(storage.value("name", Json("?"))) + " (" +
-               format_setting_value(storage.value("produces", Json("?"))) + " disks)";
+        storages.push_back(format_setting_value(storage.value("name", Json("?"))) + " (" +
+                           format_setting_value(storage.value("produces", Json("?"))) + " disks)");
     }
-    return out.empty() ? "none" : out;
+    return storages.empty() ? "none" : join(storages, ", ");
 }
 // "local (libvirt, 1 at once, tcg), pve1 (proxmox, 2 at once, kvm)": where
 // runs are placed.
 std::string format_hosts(const Json& hosts) {
     if (!hosts.is_array()) return "?";
-    std::string out;
+    std::vector<std::string> described;
     for (const Json& host : hosts) {
         if (!host.is_object()) continue;
-        if (!out.empty()) out += ", ";
-        out += format_setting_value(host.value("name", Json("?"))) + " (" +
-               format_setting_value(host.value("kind", Json("?"))) + ", " +
-               format_setting_value(host.value("parallel", Json("?"))) + " at once, " +
-               format_setting_value(host.value("accel", Json("?"))) + ")";
+        described.push_back(format_setting_value(host.value("name", Json("?"))) + " (" +
+                            format_setting_value(host.value("kind", Json("?"))) + ", " +
+                            format_setting_value(host.value("parallel", Json("?"))) + " at once, " +
+                            format_setting_value(host.value("accel", Json("?"))) + ")");
     }
-    return out.empty() ? "none" : out;
+    return described.empty() ? "none" : join(described, ", ");
 }
 }  // namespace
 

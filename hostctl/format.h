@@ -77,9 +77,11 @@ std::string format_compare_table(const Json& compare);
 // The wide table (--all): one row per (configuration, workload), the varying
 // settings as columns, each metric as mean ± stddev aligned on "±", "vs
 // host" when host baselines ran, an n column, and a "!" column naming
-// durability risks. When every row's workload kind is mariadb-atis:
-// Filesystem | Options | Time (total_s mean ± sd, n) | !, fastest first; when
-// every row's kind is sysbench-oltp: Filesystem | Options | TPS | p95 ms |
+// durability risks. When every row is of one workload kind with a ranked
+// view (WorkloadKind::ranked_view, common/workload_kind.h): Filesystem |
+// Options | that view's metric columns | n | !, in ranking order; so for
+// mariadb-atis Filesystem | Options | Time (total_s mean ± sd) | n | !,
+// fastest first, and for sysbench-oltp Filesystem | Options | TPS | p95 ms |
 // p99 ms | n | !, highest TPS first.
 std::string format_compare_wide(const Json& compare);
 // The same as CSV with separate n/mean/stddev/ci95 columns per metric and

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/version.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
 #include "daemon/api/access.h"
 #include "daemon/api/route_match.h"
@@ -40,7 +41,7 @@ std::string json_line(const Json& value) {
 http::Response error_response(const Error& error) {
     http::Response response;
     response.status = http_status_for(error);
-    response.body = json_line(Json{{"error", {{"code", error.code}, {"message", error.message}}}});
+    response.body = json_line(http::error_envelope(error.code, error.message));
     return response;
 }
 
@@ -97,7 +98,7 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
     sweep.name = spec->name;
     sweep.spec_toml = std::string(spec_text);
     sweep.spec_source = std::string(source);
-    sweep.status = "queued";
+    sweep.status = SweepStatus::kQueued;
     sweep.created_at = utc_now_iso8601();
     sweep.total_runs = static_cast<int>(plan->runs.size());
     sweep.dropped = Json::array();
@@ -254,17 +255,11 @@ class Api {
     }
 
     Result<http::Response> version(const http::Request&, const Params&) {
-        Json capabilities = {"sweeps",
-                             "events",
-                             "compare",
-                             "report",
-                             "cancel",
-                             "backends",
-                             "workload:fio",
-                             "workload:io",
-                             "workload:mariadb-atis",
-                             "workload:sysbench-oltp",
-                             "status:timed_out"};
+        Json capabilities = {"sweeps", "events", "compare", "report", "cancel", "backends"};
+        // "workload:NAME" for each workload kind (common/workload_kind.h).
+        for (std::string_view kind : workload_kind_names())
+            capabilities.push_back("workload:" + std::string(kind));
+        capabilities.push_back("status:timed_out");
         // What this daemon can run on: "hypervisor:libvirt", "storage:rbd:pool".
         if (ctx_.backends) {
             const Json backends = ctx_.backends->to_json();
@@ -462,7 +457,7 @@ class Api {
         if (!spec.ok()) return spec.error();
         auto plan = expand_sweep(spec.value());
         if (!plan.ok()) return plan.error();
-        auto history = ctx_.store->runs_with_status(run_status::kSucceeded, RawOutput::kOmit);
+        auto history = ctx_.store->runs_with_status(RunStatus::kSucceeded, RawOutput::kOmit);
         if (!history.ok()) return history.error();
         Json answer = sweep_plan_json(spec.value(), plan.value(), RunDurations(history.value()),
                                       max_parallel_runs());
@@ -519,8 +514,8 @@ class Api {
                 if (summary->contains("eta_s")) snapshot["eta_s"] = (*summary)["eta_s"];
             }
             if (!sink.write(json_line(snapshot))) return;
-            const std::string& status = current->status;
-            if (status == "succeeded" || status == "failed" || status == "cancelled") {
+            const SweepStatus status = current->status;
+            if (is_final(status)) {
                 Json end = {{"type", "sweep_finished"},
                             {"sweep_id", sweep_id},
                             {"status", status},

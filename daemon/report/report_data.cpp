@@ -5,6 +5,7 @@
 
 #include "common/compare_text.h"
 #include "common/version.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
 #include "daemon/report/json_skim.h"
 #include "daemon/store/compare.h"
@@ -54,18 +55,12 @@ class RowIndex {
 };
 
 // The members of a run's raw output that ds::per_second_series reads, by
-// workload kind (the shapes common/workload_output.h documents); none for a
-// kind without samples.
+// workload kind (WorkloadKind::series_members); none for a kind without
+// samples.
 const std::vector<JsonPath>& series_members(std::string_view kind) {
-    static const std::vector<JsonPath> kFio = {{"jobs", "*", "read", "iops_per_second"},
-                                               {"jobs", "*", "write", "iops_per_second"},
-                                               {"jobs", "*", "read", "bw_bytes_per_second"},
-                                               {"jobs", "*", "write", "bw_bytes_per_second"}};
-    static const std::vector<JsonPath> kStdout = {{"stdout"}};
     static const std::vector<JsonPath> kNone;
-    if (kind == "fio" || kind == "io") return kFio;
-    if (kind == "sysbench-oltp") return kStdout;
-    return kNone;
+    const WorkloadKind* descriptor = find_workload_kind(kind);
+    return descriptor != nullptr ? descriptor->series_members : kNone;
 }
 
 // The per-second series of a run; none when its output has none or cannot
@@ -120,8 +115,8 @@ class SeriesAccumulator {
 };
 
 bool finished(const RunRecord& run) {
-    return run.status == run_status::kSucceeded || run.status == run_status::kFailed ||
-           run.status == run_status::kTimedOut;
+    return run.status == RunStatus::kSucceeded || run.status == RunStatus::kFailed ||
+           run.status == RunStatus::kTimedOut;
 }
 
 void count_versions(const RunRecord& run, ReportData& data) {
@@ -152,9 +147,9 @@ void note_readback(const RunRecord& run, RowReadback& readback) {
 void add_run(const RunRecord& run, RowIndex& index, std::vector<SeriesAccumulator>& series,
              ReportData& data) {
     if (finished(run)) count_versions(run, data);
-    if (run.status == run_status::kFailed || run.status == run_status::kTimedOut)
+    if (run.status == RunStatus::kFailed || run.status == RunStatus::kTimedOut)
         note_failure(run, data);
-    if (run.status != run_status::kSucceeded) return;
+    if (run.status != RunStatus::kSucceeded) return;
     const std::size_t row = index.row_of(run);
     if (row == RowIndex::npos) return;  // finished after the comparison was read
     note_readback(run, data.readback[row]);

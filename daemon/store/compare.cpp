@@ -11,9 +11,11 @@
 #include <vector>
 
 #include "common/comparison.h"
+#include "common/json_fields.h"
 #include "common/settings.h"
 #include "common/spec.h"
 #include "common/stats.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
 
 namespace ds {
@@ -51,8 +53,8 @@ class RowAccumulator {
 
     void add(const RunRecord& run) {
         if (run.superseded_by != 0) return;
-        ++counts_[run.status];
-        if (run.status != run_status::kSucceeded) return;
+        ++counts_[to_string(run.status)];
+        if (run.status != RunStatus::kSucceeded) return;
         for (const auto& [name, value] : run.metrics) values_by_metric_[name].push_back(value);
     }
 
@@ -95,15 +97,8 @@ std::string options_text(const Json& server_variables) {
     return text.empty() ? "defaults" : text;
 }
 
-std::string field_text(const Json& object, const char* key) {
-    const auto found = object.is_object() ? object.find(key) : object.end();
-    return object.is_object() && found != object.end() && found->is_string()
-               ? found->get<std::string>()
-               : "";
-}
-
 std::string filesystem_text(const Json& settings) {
-    if (field_text(settings, "hypervisor") == kHostBaselineHypervisor)
+    if (json_read::string_or_empty(settings, "hypervisor") == kHostBaselineHypervisor)
         return "none (host, raw volume)";
     std::string text = settings.is_object() && settings.contains("filesystem")
                            ? filesystem_shorthand(settings["filesystem"])
@@ -128,7 +123,7 @@ void add_durability_risks(const Json& settings, const Json& server_variables, Js
 }
 
 bool is_host_baseline_row(const Json& row) {
-    return field_text(row["settings"], "hypervisor") == kHostBaselineHypervisor;
+    return json_read::string_or_empty(row["settings"], "hypervisor") == kHostBaselineHypervisor;
 }
 
 // Whether `baseline` measured the bare storage under `row`: the same storage,
@@ -427,12 +422,9 @@ Json partition_from_key(const std::string& partition_key) {
 
 PrimaryMetric primary_metric_of_workload(const Json& workload) {
     const std::string kind = workload.is_object() ? workload.value("kind", std::string()) : "";
-    if (kind == "fio" || kind == "io") {
-        const Json params = workload.value("params", Json::object());
-        const std::string rw = params.is_object() ? params.value("rw", std::string()) : "";
-        if (rw == "write" || rw == "randwrite") return {"write_iops", false};
-    }
-    return primary_metric_for_kind(kind);
+    const WorkloadKind* descriptor = find_workload_kind(kind);
+    if (descriptor == nullptr) return primary_metric_for_kind(kind);
+    return judged_metric(*descriptor, workload.value("params", Json::object()));
 }
 
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options) {

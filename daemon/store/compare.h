@@ -23,9 +23,10 @@ struct CompareOptions {
 };
 
 // The metric a workload is judged by and whether lower is better:
-// ds::primary_metric_for_kind of its kind (fio/io read_iops, mariadb-atis
-// total_s, sysbench-oltp tps), except that a fio/io workload that only
-// writes (rw = write or randwrite) is judged by write_iops.
+// ds::judged_metric of its kind (common/workload_kind.h): the kind's primary
+// metric (fio/io read_iops, mariadb-atis total_s, sysbench-oltp tps), except
+// that a fio/io workload that only writes (rw = write or randwrite) is
+// judged by write_iops. Unknown kinds: ds::primary_metric_for_kind.
 PrimaryMetric primary_metric_of_workload(const Json& workload);
 
 // Whether a smaller value of `metric` is better, for rows of the workload

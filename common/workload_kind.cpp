@@ -1,0 +1,154 @@
+#include "common/workload_kind.h"
+
+#include <algorithm>
+
+#include "common/fio_metrics.h"
+#include "common/fio_options.h"
+
+namespace ds {
+namespace {
+
+// The fio kind's ioengine values: the engines common/fio_options.h allows.
+std::vector<std::string_view> fio_engine_names() {
+    const auto engines = fio_allowed_engines();
+    return {engines.begin(), engines.end()};
+}
+
+Result<MetricsMap> fio_output_metrics(std::string_view, const Json& output) {
+    return metrics_from_fio_json(output);
+}
+
+const std::vector<std::string_view> kSysbenchTests = {
+    "oltp_read_write", "oltp_read_only",    "oltp_write_only",       "oltp_point_select",
+    "oltp_insert",     "oltp_update_index", "oltp_update_non_index", "oltp_delete"};
+
+const WorkloadOptionDef kServerVariablesOption = {
+    "server", OptionKind::kServerVariables, {}, "MariaDB server variables ([mysqld])"};
+
+// fio and io: the same report (fio's JSON, which the native engine writes
+// too), so the same parsers and metrics.
+WorkloadKind fio_report_kind(std::string_view name) {
+    WorkloadKind kind;
+    kind.name = name;
+    kind.metrics = &fio_output_metrics;
+    kind.series = &fio_output_series;
+    kind.series_members = fio_series_members();
+    kind.primary_metric = {"read_iops", false};
+    kind.write_only_metric = {"write_iops", false};
+    return kind;
+}
+
+WorkloadKind fio_kind() {
+    WorkloadKind kind = fio_report_kind("fio");
+    kind.options = {
+        {"rw",
+         OptionKind::kEnum,
+         {"read", "write", "randread", "randwrite", "rw", "readwrite", "randrw"},
+         "I/O pattern"},
+        {"bs", OptionKind::kBlockSize, {}, "block size"},
+        {"size", OptionKind::kSize, {}, "bytes of file per job"},
+        {"runtime", OptionKind::kDuration, {}, "run time limit"},
+        {"iodepth", OptionKind::kCount, {}, "I/Os in flight per job"},
+        {"numjobs", OptionKind::kCount, {}, "parallel jobs"},
+        {"direct", OptionKind::kFlag, {}, "O_DIRECT"},
+        {"ioengine", OptionKind::kEnum, fio_engine_names(), "I/O engine"},
+        {"rwmixread", OptionKind::kPercent, {}, "read share of a mixed workload"},
+        {"time_based", OptionKind::kFlag, {}, "run for runtime even if size is done"},
+        {"ramp_time", OptionKind::kDuration, {}, "warm-up excluded from results"},
+        {"fsync", OptionKind::kNonNegative, {}, "fsync every N writes"},
+        {"end_fsync", OptionKind::kFlag, {}, "fsync when the job ends"},
+        {"iodepth_batch_submit", OptionKind::kNonNegative, {}, "I/Os submitted at once"},
+        {"iodepth_batch_complete", OptionKind::kNonNegative, {}, "I/Os reaped at once"},
+        {"options",
+         OptionKind::kFioOptions,
+         {},
+         "any other fio option, passed as --KEY=VALUE (within common/fio_options.h)"},
+        {"job_file",
+         OptionKind::kFioJobFile,
+         {},
+         "a whole fio job file (excludes every other option)"},
+    };
+    kind.option_rules = OptionRules::kFioCommandLine;
+    kind.runs_on_host = true;
+    return kind;
+}
+
+// The agent's native engine (docs/io-engine.md): options from
+// common/io_options.h.
+WorkloadKind io_kind() {
+    WorkloadKind kind = fio_report_kind("io");
+    kind.option_rules = OptionRules::kIoEngine;
+    return kind;
+}
+
+WorkloadKind mariadb_atis_kind() {
+    WorkloadKind kind;
+    kind.name = "mariadb-atis";
+    kind.options = {
+        kServerVariablesOption,
+        {"loop_count", OptionKind::kCount, {}, "sql-bench --loop-count (default 5000)"},
+        {"small_test", OptionKind::kBool, {}, "sql-bench --small-test"},
+        {"time_limit", OptionKind::kCount, {}, "sql-bench --time-limit in seconds"},
+    };
+    kind.image_variant = "mariadb";
+    kind.metrics = &sqlbench_output_metrics;
+    kind.series = &no_output_series;
+    kind.primary_metric = {"total_s", true};
+    kind.ranked_view = {
+        {{"total_s", "Time (s)"}},
+        "sql-bench test-ATIS total time in seconds (lower is better), fastest first"};
+    return kind;
+}
+
+WorkloadKind sysbench_oltp_kind() {
+    WorkloadKind kind;
+    kind.name = "sysbench-oltp";
+    kind.options = {
+        kServerVariablesOption,
+        {"test", OptionKind::kEnum, kSysbenchTests, "sysbench test (default oltp_read_write)"},
+        {"tables", OptionKind::kCount, {}, "tables (default 1)"},
+        {"table_size", OptionKind::kCount, {}, "rows per table (default 10000)"},
+        {"threads", OptionKind::kCount, {}, "client threads (default 1)"},
+        {"time", OptionKind::kSeconds, {}, "run time (default \"10s\")"},
+    };
+    kind.image_variant = "mariadb";
+    kind.metrics = &sysbench_output_metrics;
+    kind.series = &sysbench_output_series;
+    kind.series_members = {{"stdout"}};
+    kind.primary_metric = {"tps", false};
+    kind.ranked_view = {
+        {{"tps", "TPS"}, {"latency_p95_ms", "p95 ms"}, {"latency_p99_ms", "p99 ms"}},
+        "sysbench OLTP transactions per second (higher is better), highest first"};
+    return kind;
+}
+
+}  // namespace
+
+std::span<const WorkloadKind> workload_kinds() {
+    static const std::vector<WorkloadKind> kinds = {fio_kind(), io_kind(), mariadb_atis_kind(),
+                                                    sysbench_oltp_kind()};
+    return kinds;
+}
+
+const WorkloadKind* find_workload_kind(std::string_view name) {
+    const auto kinds = workload_kinds();
+    const auto found = std::find_if(kinds.begin(), kinds.end(),
+                                    [&](const WorkloadKind& kind) { return kind.name == name; });
+    return found == kinds.end() ? nullptr : &*found;
+}
+
+std::vector<std::string_view> workload_kind_names() {
+    std::vector<std::string_view> names;
+    for (const WorkloadKind& kind : workload_kinds()) names.push_back(kind.name);
+    return names;
+}
+
+PrimaryMetric judged_metric(const WorkloadKind& kind, const Json& params) {
+    if (!kind.write_only_metric.name.empty() && params.is_object()) {
+        const std::string rw = params.value("rw", std::string());
+        if (rw == "write" || rw == "randwrite") return kind.write_only_metric;
+    }
+    return kind.primary_metric;
+}
+
+}  // namespace ds

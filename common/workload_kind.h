@@ -1,0 +1,119 @@
+// Every workload kind a sweep can name, one descriptor each: its spec
+// options, the guest image it needs, whether it also runs from the host,
+// how its output becomes metrics and per-second series, the metric it is
+// judged by, and the columns of its ranked compare view. The spec parser,
+// the daemon (runs, comparisons, reports, the API's capabilities), hostctl
+// and the agent all look kinds up here; nothing else lists them.
+//
+// Adding a kind:
+//   1. a WorkloadKind in workload_kinds() (workload_kind.cpp): its options
+//      as rows, its image variant, its output parsers (common/
+//      workload_output.h), its primary metric, its ranked view if any;
+//   2. a runner with the same name in the agent's workload_kind_table()
+//      (guestagent/workload_kinds.cpp: its param check and its run);
+//   3. its section in docs/spec.md.
+// tests/unit/agent/workload_kind_registry_test.cpp fails while 1 and 2 do
+// not name the same kinds.
+#pragma once
+
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "common/settings.h"
+#include "common/workload_output.h"
+
+namespace ds {
+
+// The type of a [[workload]] option's value; common/spec.cpp checks each.
+enum class OptionKind {
+    kEnum,             // a string from `values`
+    kSize,             // fio size: "4k", "256m", a byte count, or for size a percentage
+    kBlockSize,        // kSize, or "READ,WRITE[,TRIM]" sizes
+    kDuration,         // fio time: "10s", "500ms", or whole seconds
+    kCount,            // integer >= 1
+    kNonNegative,      // integer >= 0
+    kPercent,          // integer 0..100
+    kFlag,             // boolean (or 0/1, as fio writes it)
+    kBool,             // boolean only
+    kSeconds,          // whole seconds > 0: an integer or "90s", "10m", "1h"
+    kFioJobFile,       // a non-empty fio job file that passes check_fio_job_file
+    kServerVariables,  // table: MariaDB variable name ([a-z0-9_]+) -> string | integer | boolean
+    kFioOptions,       // table: fio option name -> string | integer | boolean
+};
+
+// One option row of a kind, as docs/spec.md lists it.
+struct WorkloadOptionDef {
+    std::string_view name;
+    OptionKind kind;
+    std::vector<std::string_view> values;  // for kEnum
+    std::string_view help;
+};
+
+// What the spec parser checks of a kind's options beyond each row.
+enum class OptionRules {
+    // The rows of WorkloadKind::options, nothing more.
+    kListed,
+    // The rows; each option that reaches fio's command line also passes
+    // common/fio_options.h, and fio's rules between options apply (a job
+    // file alone, nothing set twice, time_based with a runtime).
+    kFioCommandLine,
+    // No rows: the options of common/io_options.h, checked as the agent
+    // checks them, with that table's rules between options.
+    kIoEngine,
+};
+
+// One metric column of a ranked compare view: mean ± sd of `metric`.
+struct RankedColumn {
+    std::string_view metric;
+    std::string_view header;
+};
+
+// hostctl's table for a comparison whose rows are all of one kind
+// (hostctl/format.h: format_compare_wide). No columns: the generic table.
+struct RankedView {
+    std::vector<RankedColumn> columns;
+    std::string_view title;  // what the numbers are and how rows are ranked
+};
+
+struct WorkloadKind {
+    std::string_view name;
+    std::vector<WorkloadOptionDef> options;
+    OptionRules option_rules = OptionRules::kListed;
+    // The guest image variant it needs: "" = the base image.
+    std::string_view image_variant;
+    // Whether its job also runs from the host on a raw volume, for a host
+    // baseline (fio can; the others need the guest's filesystem).
+    bool runs_on_host = false;
+    // Its output (result.output, docs/agent-protocol.md) -> metrics and
+    // per-second series (the shapes common/workload_output.h documents).
+    // `kind` is this kind's name, for the parser's messages.
+    Result<MetricsMap> (*metrics)(std::string_view kind, const Json& output) = nullptr;
+    Result<SeriesMap> (*series)(const Json& output) = nullptr;
+    // The members of the output `series` reads ("*": every array element),
+    // so a report can skim a large output for them; empty: no series.
+    std::vector<OutputMember> series_members;
+    // The metric a comparison ranks by, and the one for a job whose `rw`
+    // only writes (write, randwrite); an empty write_only_metric name: the
+    // primary metric always.
+    PrimaryMetric primary_metric;
+    PrimaryMetric write_only_metric;
+    RankedView ranked_view;
+};
+
+// In the order specs' error messages list them: fio, io, mariadb-atis,
+// sysbench-oltp.
+std::span<const WorkloadKind> workload_kinds();
+// nullptr for an unknown kind.
+const WorkloadKind* find_workload_kind(std::string_view name);
+std::vector<std::string_view> workload_kind_names();
+
+// The metric a workload of `kind` with `params` is judged by: the kind's
+// write_only_metric when it has one and params' rw is write or randwrite,
+// else its primary metric.
+PrimaryMetric judged_metric(const WorkloadKind& kind, const Json& params);
+
+}  // namespace ds
