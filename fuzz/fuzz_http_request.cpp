@@ -16,8 +16,7 @@ namespace {
 
 // The shapes of the API's routes (daemon/api/api.cpp): literal segments
 // only, a '*' last, a '*' between literals.
-const std::vector<std::string_view> kPatterns = {"/v1/sweeps", "/v1/sweeps/*",
-                                                 "/v1/sweeps/*/runs",
+const std::vector<std::string_view> kPatterns = {"/v1/sweeps", "/v1/sweeps/*", "/v1/sweeps/*/runs",
                                                  "/v1/configurations/*/results"};
 
 // `pattern` with each '*' replaced by the next of `params`: for a match, the

@@ -227,8 +227,7 @@ TEST_CASE("hostctl results apply and sweep plan against a real daemon",
         CHECK(plan["estimate"]["wall_seconds"] == 80.0);  // one run at a time by default
         CHECK(plan["estimate"]["based_on_runs"] == 1);
         const test::HostctlResult text = daemon.hostctl({"sweep", "plan", spec});
-        CHECK(text.out.find("estimated duration: 1m20s (1 run at a time)") !=
-              std::string::npos);
+        CHECK(text.out.find("estimated duration: 1m20s (1 run at a time)") != std::string::npos);
         CHECK(text.out.find("median durations of 1 past run: 1 planned runs by the same "
                             "configuration and workload, 1 by the same workload") !=
               std::string::npos);

@@ -64,7 +64,6 @@ void write_script(const std::string& path, const std::string& text) {
     std::ofstream(path) << text;
 }
 
-
 // A stand-in for an agent that has a disk to run the job on: speaks the
 // protocol into its files as the real one does (hello, wait for the job,
 // progress, result; the progress file replaced whole each time), slowly

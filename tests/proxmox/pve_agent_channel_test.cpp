@@ -351,7 +351,6 @@ class RecordingPve : public PveApi {
     std::vector<Call> calls_;
 };
 
-
 // A stand-in agent with something to report: hello, wait for the job, three
 // progress messages (each replacing the progress file), then a result of
 // about 200 KB in the result file, written once.

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <thread>
+
 #include "support/skip.h"
 
 namespace {

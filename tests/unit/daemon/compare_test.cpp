@@ -183,9 +183,11 @@ TEST_CASE("compare: one row per configuration and workload", "[compare]") {
         create(*store, "two-workloads",
                {planned_run(kSafeExt4, "randrw", 0, 0), planned_run(kSafeExt4, "seqwrite", 1, 0),
                 planned_run(kSafeExt4, "randrw", 2, 1)});
-    finish(*store, sweep_id, 0, RunStatus::kSucceeded, {{"write_clat_p99_us", 800}, {"read_iops", 5}});
+    finish(*store, sweep_id, 0, RunStatus::kSucceeded,
+           {{"write_clat_p99_us", 800}, {"read_iops", 5}});
     finish(*store, sweep_id, 1, RunStatus::kSucceeded, {{"write_bw_mib_s", 90}});
-    finish(*store, sweep_id, 2, RunStatus::kSucceeded, {{"write_clat_p99_us", 1200}, {"read_iops", 7}});
+    finish(*store, sweep_id, 2, RunStatus::kSucceeded,
+           {{"write_clat_p99_us", 1200}, {"read_iops", 7}});
 
     const Json report = compare_sweep(*store, sweep_id).value();
     REQUIRE(report["rows"].size() == 2);

@@ -2,6 +2,8 @@
 // command lines, the reading of `lvs --reportformat json` (also malformed),
 // and errors that carry LVM's own message. The same code runs against a real
 // dm-thin pool in lvm_thin_guest_test.
+#include "daemon/storage/lvm_thin/lvm_thin_storage.h"
+
 #include <catch2/catch.hpp>
 #include <deque>
 #include <map>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "common/process.h"
-#include "daemon/storage/lvm_thin/lvm_thin_storage.h"
 
 using namespace ds;
 
