@@ -191,7 +191,7 @@ Result<std::string> LineReader::read_line(std::chrono::steady_clock::time_point 
                               "message exceeds the limit of " + std::to_string(max_line_) +
                                   " bytes (" + std::to_string(size) + " bytes without a newline)");
         }
-        DS_ASSIGN_OR_RETURN(auto read, read_chunk(deadline));
+        DS_TRY(read_chunk(deadline));
     }
 }
 
