@@ -218,78 +218,87 @@ struct HeadError {
     Error error;
 };
 
-std::optional<HeadError> parse_request_head(std::string_view head, RequestHead& out) {
-    auto bad = [](std::string message) {
-        return HeadError{400, make_error(errc::kProtocol, std::move(message))};
-    };
-    std::size_t line_end = head.find("\r\n");
-    std::string_view request_line = head.substr(0, line_end);
-    std::string_view header_lines =
-        line_end == std::string_view::npos ? std::string_view{} : head.substr(line_end + 2);
+// A 400 Bad Request refusal of a head.
+HeadError bad_request(std::string message) {
+    return HeadError{400, make_error(errc::kProtocol, std::move(message))};
+}
 
+// "METHOD /path HTTP/1.x": fills request.method and request.target.
+std::optional<HeadError> parse_request_line(std::string_view request_line, Request& request) {
     std::size_t first_space = request_line.find(' ');
     std::size_t second_space = first_space == std::string_view::npos
                                    ? std::string_view::npos
                                    : request_line.find(' ', first_space + 1);
     if (second_space == std::string_view::npos ||
         request_line.find(' ', second_space + 1) != std::string_view::npos) {
-        return bad("malformed request line '" + std::string(request_line.substr(0, 120)) +
-                   "' (want: METHOD /path HTTP/1.1)");
+        return bad_request("malformed request line '" + std::string(request_line.substr(0, 120)) +
+                           "' (want: METHOD /path HTTP/1.1)");
     }
     std::string_view method = request_line.substr(0, first_space);
     std::string_view target = request_line.substr(first_space + 1, second_space - first_space - 1);
     std::string_view version = request_line.substr(second_space + 1);
-    if (!is_token(method)) return bad("malformed method '" + std::string(method) + "'");
+    if (!is_token(method)) return bad_request("malformed method '" + std::string(method) + "'");
     if (version != "HTTP/1.1" && version != "HTTP/1.0") {
-        return bad("unsupported protocol version '" + std::string(version.substr(0, 20)) +
-                   "' (want HTTP/1.1)");
+        return bad_request("unsupported protocol version '" + std::string(version.substr(0, 20)) +
+                           "' (want HTTP/1.1)");
     }
     if (target.empty() || target.front() != '/') {
-        return bad("request target '" + std::string(target.substr(0, 120)) +
-                   "' must be a path starting with '/'");
+        return bad_request("request target '" + std::string(target.substr(0, 120)) +
+                           "' must be a path starting with '/'");
     }
     for (unsigned char c : target) {
-        if (c <= 0x20 || c == 0x7f) return bad("control character in request target");
+        if (c <= 0x20 || c == 0x7f) return bad_request("control character in request target");
     }
-
-    Request& request = out.request;
     request.method = std::string(method);
     request.target = std::string(target);
+    return std::nullopt;
+}
+
+// "k=v&k2=v2" (percent- and plus-decoded) into `into`; empty pairs are skipped.
+std::optional<HeadError> parse_query(std::string_view query,
+                                     std::map<std::string, std::string>& into) {
+    while (!query.empty()) {
+        std::size_t amp = query.find('&');
+        std::string_view pair = query.substr(0, amp);
+        query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+        if (pair.empty()) continue;
+        std::size_t equals = pair.find('=');
+        auto key = percent_decode(pair.substr(0, equals), PlusMeans::kSpace, "query");
+        if (!key) return bad_request(key.error().message);
+        std::string value;
+        if (equals != std::string_view::npos) {
+            auto decoded = percent_decode(pair.substr(equals + 1), PlusMeans::kSpace, "query");
+            if (!decoded) return bad_request(decoded.error().message);
+            value = std::move(*decoded);
+        }
+        into[std::move(*key)] = std::move(value);
+    }
+    return std::nullopt;
+}
+
+// request.target into its decoded path and query.
+std::optional<HeadError> parse_request_target(Request& request) {
+    const std::string_view target = request.target;
     std::size_t question = target.find('?');
     auto path = percent_decode(target.substr(0, question), PlusMeans::kPlus, "request path");
-    if (!path) return bad(path.error().message);
+    if (!path) return bad_request(path.error().message);
     request.path = std::move(*path);
-    if (question != std::string_view::npos) {
-        std::string_view query = target.substr(question + 1);
-        while (!query.empty()) {
-            std::size_t amp = query.find('&');
-            std::string_view pair = query.substr(0, amp);
-            query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
-            if (pair.empty()) continue;
-            std::size_t equals = pair.find('=');
-            auto key = percent_decode(pair.substr(0, equals), PlusMeans::kSpace, "query");
-            if (!key) return bad(key.error().message);
-            std::string value;
-            if (equals != std::string_view::npos) {
-                auto decoded = percent_decode(pair.substr(equals + 1), PlusMeans::kSpace, "query");
-                if (!decoded) return bad(decoded.error().message);
-                value = std::move(*decoded);
-            }
-            request.query[std::move(*key)] = std::move(value);
-        }
-    }
+    if (question == std::string_view::npos) return std::nullopt;
+    return parse_query(target.substr(question + 1), request.query);
+}
 
-    if (auto parsed = parse_header_lines(header_lines, request.headers); !parsed) {
-        return bad(parsed.error().message);
-    }
-    if (request.headers.count("transfer-encoding")) {
-        return bad(
+// How the body comes, from the headers: its Content-Length (bounded) and
+// whether the client waits for "100 Continue". Chunked bodies are refused.
+std::optional<HeadError> read_body_framing(const std::map<std::string, std::string>& headers,
+                                           RequestHead& out) {
+    if (headers.count("transfer-encoding")) {
+        return bad_request(
             "request bodies with Transfer-Encoding are not supported; send "
             "Content-Length");
     }
-    if (auto it = request.headers.find("content-length"); it != request.headers.end()) {
+    if (auto it = headers.find("content-length"); it != headers.end()) {
         auto length = parse_content_length(it->second);
-        if (!length) return bad(length.error().message);
+        if (!length) return bad_request(length.error().message);
         if (*length > kMaxRequestBytes) {
             return HeadError{
                 413, make_error(errc::kProtocol, "request body of " + std::to_string(*length) +
@@ -298,7 +307,7 @@ std::optional<HeadError> parse_request_head(std::string_view head, RequestHead& 
         }
         out.content_length = *length;
     }
-    if (auto it = request.headers.find("expect"); it != request.headers.end()) {
+    if (auto it = headers.find("expect"); it != headers.end()) {
         if (ascii_lower(it->second) != "100-continue") {
             return HeadError{
                 417, make_error(errc::kProtocol, "unsupported Expect header '" + it->second + "'")};
@@ -306,6 +315,20 @@ std::optional<HeadError> parse_request_head(std::string_view head, RequestHead& 
         out.expects_continue = true;
     }
     return std::nullopt;
+}
+
+std::optional<HeadError> parse_request_head(std::string_view head, RequestHead& out) {
+    std::size_t line_end = head.find("\r\n");
+    std::string_view request_line = head.substr(0, line_end);
+    std::string_view header_lines =
+        line_end == std::string_view::npos ? std::string_view{} : head.substr(line_end + 2);
+    Request& request = out.request;
+    if (auto refused = parse_request_line(request_line, request)) return refused;
+    if (auto refused = parse_request_target(request)) return refused;
+    if (auto parsed = parse_header_lines(header_lines, request.headers); !parsed) {
+        return bad_request(parsed.error().message);
+    }
+    return read_body_framing(request.headers, out);
 }
 
 std::string error_body(std::string_view code, std::string_view message) {
@@ -606,141 +629,201 @@ void UnixServer::Impl::accept_loop() {
     }
 }
 
-void UnixServer::Impl::serve(int fd) {
-    set_send_timeout(fd, limits.write_timeout);
+namespace {
+
+// Who is at the other end of a Unix socket; -1/-1/0 when the kernel does not say.
+struct PeerCredentials {
+    uid_t uid = static_cast<uid_t>(-1);
+    gid_t gid = static_cast<gid_t>(-1);
+    pid_t pid = 0;
+};
+
+PeerCredentials peer_credentials(int fd) {
+    PeerCredentials peer;
+    ucred credentials{};
+    socklen_t credentials_size = sizeof credentials;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size) == 0) {
+        peer.uid = credentials.uid;
+        peer.gid = credentials.gid;
+        peer.pid = credentials.pid;
+    }
+    return peer;
+}
+
+// The handler's response; an exception from it becomes a 500.
+Response call_handler(const Handler& handler, const Request& request) {
+    try {
+        return handler(request);
+    } catch (const std::exception& e) {
+        return error_response(
+            500, make_error(errc::kInternal, "handler for " + request.method + " " + request.path +
+                                                 " failed: " + e.what()));
+    } catch (...) {
+        return error_response(500, make_error(errc::kInternal, "handler for " + request.method +
+                                                                   " " + request.path + " failed"));
+    }
+}
+
+// One connection's single exchange: reading its request within the limits,
+// and answering. A step that refuses the request answers the refusal itself.
+class Exchange {
+  public:
+    // The whole request must arrive before the deadline set here: a client
+    // sending one byte at a time cannot hold the thread longer than
+    // request_timeout.
+    Exchange(int fd, const ServerLimits& limits)
+        : fd_(fd), limits_(limits), deadline_(Clock::now() + limits.request_timeout) {}
+
+    // The request without peer credentials, or nullopt when the exchange is
+    // over (refused, or the connection failed or closed).
+    std::optional<Request> read_request() {
+        std::size_t head_end = std::string::npos;
+        if (!read_head(head_end)) return std::nullopt;
+        RequestHead head;
+        if (auto refused =
+                parse_request_head(std::string_view(buffer_).substr(0, head_end), head)) {
+            refuse(refused->status, refused->error);
+            return std::nullopt;
+        }
+        const std::size_t body_start = head_end + 4;
+        if (!read_body(head, body_start)) return std::nullopt;
+        Request request = std::move(head.request);
+        request.body = buffer_.substr(body_start);
+        buffer_ = {};
+        return request;
+    }
+
+    // Sends `response`, whole or (with a stream) chunked.
+    void answer(Response& response) {
+        if (!response.stream) {
+            if (send_all(fd_, response_head(response, false) + response.body)) close_gracefully();
+            return;
+        }
+        if (!send_all(fd_, response_head(response, true))) return;
+        SocketChunkSink sink(fd_);
+        try {
+            response.stream(sink);
+        } catch (...) {
+            // Headers are out: all we can do is end without the final chunk, so
+            // the client sees a truncated stream rather than a clean end.
+            return;
+        }
+        if (sink.finish()) close_gracefully();
+    }
+
+  private:
+    // Reads more of the request into buffer_: false when the exchange is over
+    // (timed out and refused, failed, or ended - refused with
+    // `at_end_of_stream()`'s error when it gives one).
+    template <class EndError>
+    bool read_more(const EndError& at_end_of_stream) {
+        switch (read_some(fd_, buffer_, deadline_, error_number_)) {
+            case ReadOutcome::kData:
+                return true;
+            case ReadOutcome::kTimedOut:
+                return timed_out();
+            case ReadOutcome::kEndOfStream:
+                if (std::optional<Error> error = at_end_of_stream()) refuse(400, *error);
+                return false;
+            case ReadOutcome::kFailed:
+                return false;
+        }
+        return false;
+    }
+
+    // Reads until the blank line after the headers; sets head_end to where it starts.
+    bool read_head(std::size_t& head_end) {
+        while ((head_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+            if (buffer_.size() > limits_.max_head_bytes) return head_too_large();
+            const bool more = read_more([this]() -> std::optional<Error> {
+                if (buffer_.empty()) return std::nullopt;
+                return make_error(errc::kProtocol,
+                                  "connection closed before the request head ended");
+            });
+            if (!more) return false;
+        }
+        if (head_end > limits_.max_head_bytes) return head_too_large();
+        return true;
+    }
+
+    // Reads the Content-Length bytes of body after body_start (saying
+    // "100 Continue" first if the client waits for it), and nothing more.
+    bool read_body(const RequestHead& head, std::size_t body_start) {
+        if (head.expects_continue && buffer_.size() == body_start && head.content_length > 0) {
+            if (!send_all(fd_, "HTTP/1.1 100 Continue\r\n\r\n")) return false;
+        }
+        while (buffer_.size() < body_start + head.content_length) {
+            const bool more = read_more([&]() -> std::optional<Error> {
+                return make_error(errc::kProtocol,
+                                  "request body truncated: Content-Length says " +
+                                      std::to_string(head.content_length) + " bytes, " +
+                                      std::to_string(buffer_.size() - body_start) + " arrived");
+            });
+            if (!more) return false;
+        }
+        if (buffer_.size() > body_start + head.content_length) {
+            refuse(400, make_error(errc::kProtocol,
+                                   "data after the request body (one request per "
+                                   "connection; no pipelining)"));
+            return false;
+        }
+        return true;
+    }
 
     // After answering, let the client read everything: closing with unread
     // input would reset the connection and could discard our response.
-    auto close_gracefully = [fd] {
-        ::shutdown(fd, SHUT_WR);
+    void close_gracefully() {
+        ::shutdown(fd_, SHUT_WR);
         std::string discard;
         auto deadline = Clock::now() + std::chrono::milliseconds(500);
         int error_number = 0;
         for (std::size_t drained = 0; drained < (1u << 20);) {
             discard.clear();
-            if (read_some(fd, discard, deadline, error_number) != ReadOutcome::kData) break;
+            if (read_some(fd_, discard, deadline, error_number) != ReadOutcome::kData) break;
             drained += discard.size();
         }
-    };
-    auto refuse = [&](int status, const Error& error) {
-        Response response = error_response(status, error);
-        send_all(fd, response_head(response, false) + response.body);
-        close_gracefully();
-    };
-
-    uid_t peer_uid = static_cast<uid_t>(-1);
-    gid_t peer_gid = static_cast<gid_t>(-1);
-    pid_t peer_pid = 0;
-    ucred credentials{};
-    socklen_t credentials_size = sizeof credentials;
-    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &credentials_size) == 0) {
-        peer_uid = credentials.uid;
-        peer_gid = credentials.gid;
-        peer_pid = credentials.pid;
     }
 
-    // The whole request must arrive before this: a client sending one byte at
-    // a time cannot hold the thread longer than request_timeout.
-    const auto deadline = Clock::now() + limits.request_timeout;
-    auto timed_out = [&] {
+    void refuse(int status, const Error& error) {
+        Response response = error_response(status, error);
+        send_all(fd_, response_head(response, false) + response.body);
+        close_gracefully();
+    }
+
+    // Refusals that end a read step, which then returns false.
+    bool timed_out() {
         refuse(408, make_error(errc::kTimeout, "request not received within " +
-                                                   std::to_string(limits.request_timeout.count()) +
+                                                   std::to_string(limits_.request_timeout.count()) +
                                                    " ms"));
-    };
-    auto head_too_large = [&] {
+        return false;
+    }
+    bool head_too_large() {
         refuse(431,
                make_error(errc::kProtocol, "request head exceeds " +
-                                               std::to_string(limits.max_head_bytes) + " bytes"));
-    };
-    std::string buffer;
-    std::size_t head_end = std::string::npos;
-    int error_number = 0;
-    while ((head_end = buffer.find("\r\n\r\n")) == std::string::npos) {
-        if (buffer.size() > limits.max_head_bytes) {
-            return head_too_large();
-        }
-        switch (read_some(fd, buffer, deadline, error_number)) {
-            case ReadOutcome::kData:
-                break;
-            case ReadOutcome::kTimedOut:
-                return timed_out();
-            case ReadOutcome::kEndOfStream:
-                if (!buffer.empty()) {
-                    refuse(400, make_error(errc::kProtocol,
-                                           "connection closed before the request head ended"));
-                }
-                return;
-            case ReadOutcome::kFailed:
-                return;
-        }
-    }
-    if (head_end > limits.max_head_bytes) {
-        return head_too_large();
+                                               std::to_string(limits_.max_head_bytes) + " bytes"));
+        return false;
     }
 
-    RequestHead head;
-    if (auto refused = parse_request_head(std::string_view(buffer).substr(0, head_end), head)) {
-        return refuse(refused->status, refused->error);
-    }
-    const std::size_t body_start = head_end + 4;
-    if (head.expects_continue && buffer.size() == body_start && head.content_length > 0) {
-        if (!send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n")) return;
-    }
-    while (buffer.size() < body_start + head.content_length) {
-        switch (read_some(fd, buffer, deadline, error_number)) {
-            case ReadOutcome::kData:
-                break;
-            case ReadOutcome::kTimedOut:
-                return timed_out();
-            case ReadOutcome::kEndOfStream:
-                return refuse(
-                    400, make_error(errc::kProtocol,
-                                    "request body truncated: Content-Length says " +
-                                        std::to_string(head.content_length) + " bytes, " +
-                                        std::to_string(buffer.size() - body_start) + " arrived"));
-            case ReadOutcome::kFailed:
-                return;
-        }
-    }
-    if (buffer.size() > body_start + head.content_length) {
-        return refuse(400, make_error(errc::kProtocol,
-                                      "data after the request body (one request per "
-                                      "connection; no pipelining)"));
-    }
-    Request request = std::move(head.request);
-    request.body = buffer.substr(body_start);
-    buffer = {};
-    request.peer_uid = peer_uid;
-    request.peer_gid = peer_gid;
-    request.peer_pid = peer_pid;
+    int fd_;
+    const ServerLimits& limits_;
+    const Clock::time_point deadline_;
+    std::string buffer_;
+    int error_number_ = 0;
+};
 
-    Response response;
-    try {
-        response = handler(request);
-    } catch (const std::exception& e) {
-        response = error_response(
-            500, make_error(errc::kInternal, "handler for " + request.method + " " + request.path +
-                                                 " failed: " + e.what()));
-    } catch (...) {
-        response =
-            error_response(500, make_error(errc::kInternal, "handler for " + request.method + " " +
-                                                                request.path + " failed"));
-    }
+}  // namespace
 
-    if (!response.stream) {
-        if (send_all(fd, response_head(response, false) + response.body)) close_gracefully();
-        return;
-    }
-    if (!send_all(fd, response_head(response, true))) return;
-    SocketChunkSink sink(fd);
-    try {
-        response.stream(sink);
-    } catch (...) {
-        // Headers are out: all we can do is end without the final chunk, so
-        // the client sees a truncated stream rather than a clean end.
-        return;
-    }
-    if (sink.finish()) close_gracefully();
+void UnixServer::Impl::serve(int fd) {
+    set_send_timeout(fd, limits.write_timeout);
+    const PeerCredentials peer = peer_credentials(fd);
+    Exchange exchange(fd, limits);
+    std::optional<Request> request = exchange.read_request();
+    if (!request) return;
+    request->peer_uid = peer.uid;
+    request->peer_gid = peer.gid;
+    request->peer_pid = peer.pid;
+    Response response = call_handler(handler, *request);
+    exchange.answer(response);
 }
 
 UnixServer::UnixServer(std::string socket_path, Handler handler, mode_t socket_mode,
@@ -771,6 +854,39 @@ Result<sockaddr_un> unix_address(const std::string& path) {
     return address;
 }
 
+// Makes way for a server on `path`: an existing socket file is either live
+// (another server answers: refuse, never steal it) or stale (left by a
+// crash: connect is refused, replace it).
+Status clear_stale_socket(const std::string& path, const sockaddr_un& address) {
+    struct stat existing {};
+    if (::lstat(path.c_str(), &existing) == 0) {
+        if (!S_ISSOCK(existing.st_mode)) {
+            return make_error(errc::kConflict, path +
+                                                   " exists and is not a socket; refusing to "
+                                                   "replace it");
+        }
+        FileDescriptor probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!probe.valid()) return make_error(errc::kIo, "socket(): " + errno_text(errno));
+        if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) ==
+            0) {
+            return make_error(errc::kConflict, "another server is already listening on " + path +
+                                                   "; refusing to replace it");
+        }
+        if (errno != ECONNREFUSED) {
+            return make_error(errc::kConflict, "cannot tell whether " + path +
+                                                   " is in use (connect: " + errno_text(errno) +
+                                                   "); refusing to replace it");
+        }
+        if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+            return make_error(errc::kIo,
+                              "cannot remove stale socket " + path + ": " + errno_text(errno));
+        }
+    } else if (errno != ENOENT) {
+        return make_error(errc::kIo, "cannot inspect " + path + ": " + errno_text(errno));
+    }
+    return ok_status();
+}
+
 }  // namespace
 
 Status UnixServer::start() {
@@ -779,34 +895,7 @@ Status UnixServer::start() {
     }
     DS_ASSIGN_OR_RETURN(auto address, unix_address(socket_path_));
 
-    // An existing socket file is either live (another server answers: refuse,
-    // never steal it) or stale (left by a crash: connect is refused, replace it).
-    struct stat existing {};
-    if (::lstat(socket_path_.c_str(), &existing) == 0) {
-        if (!S_ISSOCK(existing.st_mode)) {
-            return make_error(errc::kConflict, socket_path_ +
-                                                   " exists and is not a socket; refusing to "
-                                                   "replace it");
-        }
-        FileDescriptor probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        if (!probe.valid()) return make_error(errc::kIo, "socket(): " + errno_text(errno));
-        if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) ==
-            0) {
-            return make_error(errc::kConflict, "another server is already listening on " +
-                                                   socket_path_ + "; refusing to replace it");
-        }
-        if (errno != ECONNREFUSED) {
-            return make_error(errc::kConflict, "cannot tell whether " + socket_path_ +
-                                                   " is in use (connect: " + errno_text(errno) +
-                                                   "); refusing to replace it");
-        }
-        if (::unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
-            return make_error(
-                errc::kIo, "cannot remove stale socket " + socket_path_ + ": " + errno_text(errno));
-        }
-    } else if (errno != ENOENT) {
-        return make_error(errc::kIo, "cannot inspect " + socket_path_ + ": " + errno_text(errno));
-    }
+    DS_TRY(clear_stale_socket(socket_path_, address));
 
     FileDescriptor listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!listener.valid()) return make_error(errc::kIo, "socket(): " + errno_text(errno));
@@ -970,21 +1059,23 @@ Result<ClientResponse> read_response_head(int fd, std::string& buffer, Clock::ti
     }
 }
 
-// Delivers the body of `response` (whose head was read; `buffer` holds bytes
-// already read past it) to `on_data` as it arrives, de-chunked.
-// `deadline` unset: wait indefinitely between reads (streams).
-Status read_response_body(int fd, const ClientResponse& response, std::string& buffer,
-                          std::optional<Clock::time_point> deadline, const std::string& where,
-                          const std::function<bool(std::string_view)>& on_data) {
-    enum class Framing { kLength, kChunked, kUntilClose };
+enum class Framing { kLength, kChunked, kUntilClose };
+
+// How a response's body ends, from its headers; `expected` is the
+// Content-Length (bounded by kMaxResponseBytes) when it has one.
+struct BodyFraming {
     Framing framing = Framing::kUntilClose;
     std::size_t expected = 0;
+};
+
+Result<BodyFraming> body_framing(const ClientResponse& response, const std::string& where) {
+    BodyFraming body;
     if (auto it = response.headers.find("transfer-encoding"); it != response.headers.end()) {
         if (ascii_lower(it->second).find("chunked") == std::string::npos) {
             return make_error(errc::kProtocol,
                               where + ": unsupported Transfer-Encoding '" + it->second + "'");
         }
-        framing = Framing::kChunked;
+        body.framing = Framing::kChunked;
     } else if (auto length = response.headers.find("content-length");
                length != response.headers.end()) {
         auto parsed = parse_content_length(length->second);
@@ -993,9 +1084,21 @@ Status read_response_body(int fd, const ClientResponse& response, std::string& b
             return make_error(errc::kProtocol, where + ": response of " + std::to_string(*parsed) +
                                                    " bytes is too large");
         }
-        framing = Framing::kLength;
-        expected = *parsed;
+        body.framing = Framing::kLength;
+        body.expected = *parsed;
     }
+    return body;
+}
+
+// Delivers the body of `response` (whose head was read; `buffer` holds bytes
+// already read past it) to `on_data` as it arrives, de-chunked.
+// `deadline` unset: wait indefinitely between reads (streams).
+Status read_response_body(int fd, const ClientResponse& response, std::string& buffer,
+                          std::optional<Clock::time_point> deadline, const std::string& where,
+                          const std::function<bool(std::string_view)>& on_data) {
+    DS_ASSIGN_OR_RETURN(const BodyFraming body, body_framing(response, where));
+    const Framing framing = body.framing;
+    const std::size_t expected = body.expected;
     if (response.status == 204 || response.status == 304) return ok_status();
 
     ChunkDecoder decoder;

@@ -29,65 +29,69 @@ std::string describe_command(const std::vector<std::string>& argv) {
     return out;
 }
 
-Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& argv,
-                                             std::chrono::milliseconds timeout) {
-    if (argv.empty()) return make_error(errc::kInvalidArgument, "empty command");
-    int out_pipe[2], err_pipe[2];
-    if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
-        return make_error(errc::kIo, std::string("pipe: ") + std::strerror(errno));
-    }
-    if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
-        ::close(out_pipe[0]);
-        ::close(out_pipe[1]);
-        return make_error(errc::kIo, std::string("pipe: ") + std::strerror(errno));
-    }
-    // An exec failure is reported through this pipe (closed by CLOEXEC on success).
-    int exec_pipe[2];
-    if (::pipe2(exec_pipe, O_CLOEXEC) != 0) {
-        for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]}) ::close(fd);
-        return make_error(errc::kIo, std::string("pipe: ") + std::strerror(errno));
-    }
-    std::vector<char*> args;
-    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-    args.push_back(nullptr);
+namespace {
 
-    pid_t pid = ::fork();
-    if (pid < 0) {
-        for (int fd :
-             {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], exec_pipe[0], exec_pipe[1]}) {
-            ::close(fd);
-        }
-        return make_error(errc::kIo, std::string("fork: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-        // Own process group, so a timeout kills the whole tree (fio forks
-        // a worker per job).
-        ::setpgid(0, 0);
-        int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (devnull >= 0) ::dup2(devnull, 0);
-        ::dup2(out_pipe[1], 1);
-        ::dup2(err_pipe[1], 2);
-        ::execvp(args[0], args.data());
-        int error = errno;
-        (void)!::write(exec_pipe[1], &error, sizeof error);
-        ::_exit(127);
-    }
-    ::close(out_pipe[1]);
-    ::close(err_pipe[1]);
-    ::close(exec_pipe[1]);
+// The child's stdout and stderr pipes, and the one an exec failure is
+// reported through (closed by CLOEXEC on success). [0] reads, [1] writes.
+struct ChildPipes {
+    int out[2];
+    int err[2];
+    int exec[2];
+};
 
+Result<ChildPipes> open_child_pipes() {
+    ChildPipes pipes{};
+    if (::pipe2(pipes.out, O_CLOEXEC) != 0) {
+        return make_error(errc::kIo, std::string("pipe: ") + std::strerror(errno));
+    }
+    if (::pipe2(pipes.err, O_CLOEXEC) != 0) {
+        ::close(pipes.out[0]);
+        ::close(pipes.out[1]);
+        return make_error(errc::kIo, std::string("pipe: ") + std::strerror(errno));
+    }
+    if (::pipe2(pipes.exec, O_CLOEXEC) != 0) {
+        for (int fd : {pipes.out[0], pipes.out[1], pipes.err[0], pipes.err[1]}) ::close(fd);
+        return make_error(errc::kIo, std::string("pipe: ") + std::strerror(errno));
+    }
+    return pipes;
+}
+
+// In the forked child: stdin from /dev/null, stdout and stderr to the pipes,
+// then exec; on failure, errno goes up the exec pipe.
+[[noreturn]] void exec_child(const std::vector<char*>& args, const ChildPipes& pipes) {
+    // Own process group, so a timeout kills the whole tree (fio forks
+    // a worker per job).
+    ::setpgid(0, 0);
+    int devnull = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    ::dup2(pipes.out[1], 1);
+    ::dup2(pipes.err[1], 2);
+    ::execvp(args[0], args.data());
+    int error = errno;
+    (void)!::write(pipes.exec[1], &error, sizeof error);
+    ::_exit(127);
+}
+
+// In the parent, after closing the write ends: the error if the child's exec
+// failed (its output pipes are then closed and the child reaped).
+Status check_exec(pid_t pid, const ChildPipes& pipes, const std::string& program) {
     int exec_error = 0;
-    ssize_t got = ::read(exec_pipe[0], &exec_error, sizeof exec_error);
-    ::close(exec_pipe[0]);
+    ssize_t got = ::read(pipes.exec[0], &exec_error, sizeof exec_error);
+    ::close(pipes.exec[0]);
     if (got == static_cast<ssize_t>(sizeof exec_error)) {
-        ::close(out_pipe[0]);
-        ::close(err_pipe[0]);
+        ::close(pipes.out[0]);
+        ::close(pipes.err[0]);
         ::waitpid(pid, nullptr, 0);
-        return make_error(errc::kIo, "cannot run " + argv[0] + ": " + std::strerror(exec_error));
+        return make_error(errc::kIo, "cannot run " + program + ": " + std::strerror(exec_error));
     }
+    return ok_status();
+}
 
-    ProcessOutput output;
-    int fds[2] = {out_pipe[0], err_pipe[0]};
+// Reads the child's stdout and stderr (each up to kMaxCapture) until both
+// end or `timeout` passes, which kills the child's process group. Closes both.
+void capture_output(pid_t pid, const ChildPipes& pipes, std::chrono::milliseconds timeout,
+                    ProcessOutput& output) {
+    int fds[2] = {pipes.out[0], pipes.err[0]};
     std::string* sinks[2] = {&output.stdout_text, &output.stderr_text};
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (fds[0] >= 0 || fds[1] >= 0) {
@@ -123,6 +127,10 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
     }
     close_fd(fds[0]);
     close_fd(fds[1]);
+}
+
+// Waits for the child and records how it ended.
+void reap_child(pid_t pid, ProcessOutput& output) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -131,6 +139,35 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
     } else if (WIFSIGNALED(status)) {
         output.signal = WTERMSIG(status);
     }
+}
+
+}  // namespace
+
+Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& argv,
+                                             std::chrono::milliseconds timeout) {
+    if (argv.empty()) return make_error(errc::kInvalidArgument, "empty command");
+    DS_ASSIGN_OR_RETURN(const ChildPipes pipes, open_child_pipes());
+    std::vector<char*> args;
+    for (const auto& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+
+    pid_t pid = ::fork();
+    if (pid < 0) {
+        for (int fd : {pipes.out[0], pipes.out[1], pipes.err[0], pipes.err[1], pipes.exec[0],
+                       pipes.exec[1]}) {
+            ::close(fd);
+        }
+        return make_error(errc::kIo, std::string("fork: ") + std::strerror(errno));
+    }
+    if (pid == 0) exec_child(args, pipes);
+    ::close(pipes.out[1]);
+    ::close(pipes.err[1]);
+    ::close(pipes.exec[1]);
+    DS_TRY(check_exec(pid, pipes, argv[0]));
+
+    ProcessOutput output;
+    capture_output(pid, pipes, timeout, output);
+    reap_child(pid, output);
     return output;
 }
 

@@ -1414,7 +1414,11 @@ Status add_host_baselines(const SweepSpec& spec, SweepPlan& plan,
     return ok_status();
 }
 
-Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
+namespace {
+
+// The checks that need no expansion: repetitions, workloads, the backend,
+// distinct workload names and known, non-empty matrix axes.
+Status check_sweep_shape(const SweepSpec& spec) {
     if (spec.repetitions < 1) return spec_error("repetitions must be >= 1");
     if (spec.workloads.empty()) return spec_error("a sweep needs at least one workload");
     if (!contains(kKnownHypervisors, spec.hypervisor)) {
@@ -1434,52 +1438,74 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
         if (values.empty())
             return spec_error("axis " + in_quotes(axis_name) + " in [matrix] lists no values");
     }
+    return ok_status();
+}
 
-    // Per axis (in table order), the setters of its values: the listed ones
-    // or the axis default. Two values that set the same thing ("1g", "1024m")
-    // would make identical configurations, so they are refused.
-    const auto axis_list = axes();
-    std::vector<std::vector<ConfigSetter>> setters(axis_list.size());
-    SweepPlan plan;
+// Per axis (in table order), the setters of its values, and how many
+// combinations their cross product has.
+struct AxisSetters {
+    std::vector<std::vector<ConfigSetter>> setters;
     std::uint64_t combinations = 1;
-    for (std::size_t a = 0; a < axis_list.size(); ++a) {
-        const AxisDef& axis = axis_list[a];
+};
+
+// The setters of one axis's values: the listed ones or the axis default.
+// Two values that set the same thing ("1g", "1024m") would make identical
+// configurations, so they are refused.
+Result<std::vector<ConfigSetter>> setters_of_axis(const SweepSpec& spec, const AxisDef& axis,
+                                                  const std::vector<std::string>& values) {
+    std::vector<ConfigSetter> setters;
+    std::vector<std::string> seen_json;
+    for (const auto& value : values) {
+        Result<ConfigSetter> setter = axis_setter(spec, axis, value);
+        if (!setter.ok()) return setter.error();
+        StorageConfig probe;
+        setter.value()(probe);
+        std::string probe_json = canonical_json(probe);
+        const auto same = std::find(seen_json.begin(), seen_json.end(), probe_json);
+        if (same != seen_json.end()) {
+            return spec_error(
+                "axis " + in_quotes(axis.name) + ": " + in_quotes(value) + " and " +
+                in_quotes(values[static_cast<std::size_t>(same - seen_json.begin())]) +
+                " are the same setting");
+        }
+        seen_json.push_back(std::move(probe_json));
+        setters.push_back(std::move(setter).value());
+    }
+    return setters;
+}
+
+// The setters of every axis; records in `plan` the axes with more than one
+// value. Refuses a matrix of more than kMaxRuns combinations.
+Result<AxisSetters> matrix_setters(const SweepSpec& spec, SweepPlan& plan) {
+    AxisSetters result;
+    for (const AxisDef& axis : axes()) {
         const auto listed = spec.matrix.find(std::string(axis.name));
         const std::vector<std::string> values =
             listed != spec.matrix.end() ? listed->second
                                         : std::vector<std::string>{std::string(axis.default_value)};
         if (values.size() > 1) plan.varying_axes.emplace_back(axis.name);
-        std::vector<std::string> seen_json;
-        for (const auto& value : values) {
-            Result<ConfigSetter> setter = axis_setter(spec, axis, value);
-            if (!setter.ok()) return setter.error();
-            StorageConfig probe;
-            setter.value()(probe);
-            std::string probe_json = canonical_json(probe);
-            const auto same = std::find(seen_json.begin(), seen_json.end(), probe_json);
-            if (same != seen_json.end()) {
-                return spec_error(
-                    "axis " + in_quotes(axis.name) + ": " + in_quotes(value) + " and " +
-                    in_quotes(values[static_cast<std::size_t>(same - seen_json.begin())]) +
-                    " are the same setting");
-            }
-            seen_json.push_back(std::move(probe_json));
-            setters[a].push_back(std::move(setter).value());
-        }
-        combinations *= values.size();
-        if (combinations > kMaxRuns) {
+        DS_ASSIGN_OR_RETURN(std::vector<ConfigSetter> setters, setters_of_axis(spec, axis, values));
+        result.setters.push_back(std::move(setters));
+        result.combinations *= values.size();
+        if (result.combinations > kMaxRuns) {
             return spec_error("the matrix has more than " + std::to_string(kMaxRuns) +
                               " combinations; the limit is " + std::to_string(kMaxRuns) + " runs");
         }
     }
+    return result;
+}
 
-    // Cross product, first axis outermost (an odometer over value indices).
+// The cross product, first axis outermost (an odometer over value indices),
+// into plan.configs; an impossible combination goes to plan.dropped.
+// Refuses a plan whose combinations were all dropped.
+Status expand_matrix(const SweepSpec& spec, const AxisSetters& matrix, SweepPlan& plan) {
+    const std::vector<std::vector<ConfigSetter>>& setters = matrix.setters;
     std::vector<std::string> drop_reasons;  // distinct, in order of first appearance
-    std::vector<std::size_t> odometer(axis_list.size(), 0);
-    for (std::uint64_t n = 0; n < combinations; ++n) {
+    std::vector<std::size_t> odometer(setters.size(), 0);
+    for (std::uint64_t n = 0; n < matrix.combinations; ++n) {
         StorageConfig config;
         config.hypervisor = spec.hypervisor;
-        for (std::size_t a = 0; a < axis_list.size(); ++a) setters[a][odometer[a]](config);
+        for (std::size_t a = 0; a < setters.size(); ++a) setters[a][odometer[a]](config);
         if (std::string reason = impossible_reason(config); !reason.empty()) {
             if (std::find(drop_reasons.begin(), drop_reasons.end(), reason) == drop_reasons.end())
                 drop_reasons.push_back(reason);
@@ -1487,21 +1513,24 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
         } else {
             plan.configs.push_back(std::move(config));
         }
-        for (std::size_t a = axis_list.size(); a-- > 0;) {
+        for (std::size_t a = setters.size(); a-- > 0;) {
             if (++odometer[a] < setters[a].size()) break;
             odometer[a] = 0;
         }
     }
     if (plan.configs.empty()) {
         std::vector<std::string_view> reasons(drop_reasons.begin(), drop_reasons.end());
-        return spec_error("all " + std::to_string(combinations) +
+        return spec_error("all " + std::to_string(matrix.combinations) +
                           " combinations were dropped: " + join(reasons, "; "));
     }
+    return ok_status();
+}
 
-    // The (configuration, workload) pairs that run: a workload with
-    // `filesystems` only on configurations whose filesystem label (the
-    // matrix value as written) it lists.
-    std::vector<std::pair<int, int>> pairs_to_run;
+// The (configuration, workload) pairs that run: a workload with
+// `filesystems` only on configurations whose filesystem label (the matrix
+// value as written) it lists. Counts the others in plan.skipped_pairs.
+std::vector<std::pair<int, int>> runnable_pairs(const SweepSpec& spec, SweepPlan& plan) {
+    std::vector<std::pair<int, int>> pairs;
     for (std::size_t c = 0; c < plan.configs.size(); ++c) {
         for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
             const std::vector<std::string>& only = spec.workloads[w].filesystems;
@@ -1510,19 +1539,19 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
                 ++plan.skipped_pairs;
                 continue;
             }
-            pairs_to_run.emplace_back(static_cast<int>(c), static_cast<int>(w));
+            pairs.emplace_back(static_cast<int>(c), static_cast<int>(w));
         }
     }
-    if (!spec.baseline.empty()) {
-        Result<int> baseline = find_baseline_config(spec, plan.configs);
-        if (!baseline.ok()) return baseline.error();
-        plan.baseline_config = baseline.value();
-    }
-    if (spec.host_baseline) DS_TRY(add_host_baselines(spec, plan, pairs_to_run));
+    return pairs;
+}
+
+// Refuses a workload that is in no pair: its filesystems were all dropped.
+Status check_every_workload_runs(const SweepSpec& spec,
+                                 const std::vector<std::pair<int, int>>& pairs) {
     for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
-        const bool runs_somewhere =
-            std::any_of(pairs_to_run.begin(), pairs_to_run.end(),
-                        [&](const auto& pair) { return pair.second == static_cast<int>(w); });
+        const bool runs_somewhere = std::any_of(pairs.begin(), pairs.end(), [&](const auto& pair) {
+            return pair.second == static_cast<int>(w);
+        });
         if (!runs_somewhere) {
             std::vector<std::string_view> listed(spec.workloads[w].filesystems.begin(),
                                                  spec.workloads[w].filesystems.end());
@@ -1531,31 +1560,34 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
                               join(listed, " or ") + " was dropped");
         }
     }
+    return ok_status();
+}
 
-    const std::uint64_t pairs_per_round = pairs_to_run.size();
-    // Adaptive repetitions may grow the sweep up to max_repetitions rounds:
-    // the limit holds for that many.
+// Refuses a sweep of more than kMaxRuns runs. Adaptive repetitions may grow
+// the sweep up to max_repetitions rounds: the limit holds for that many.
+Status check_run_limit(const SweepSpec& spec, const SweepPlan& plan,
+                       std::uint64_t pairs_per_round) {
     const int most_rounds = std::max(spec.repetitions, spec.max_repetitions);
-    const std::uint64_t run_count = pairs_per_round * static_cast<std::uint64_t>(spec.repetitions);
-    if (pairs_per_round * static_cast<std::uint64_t>(most_rounds) > kMaxRuns) {
-        std::string pairs = std::to_string(plan.configs.size()) + " configurations x " +
-                            std::to_string(spec.workloads.size()) + " workloads";
-        if (plan.skipped_pairs > 0) {
-            pairs += " - " + std::to_string(plan.skipped_pairs) +
-                     " pairs left out by workloads' filesystems";
-        }
-        return spec_error(
-            "the sweep would schedule up to " +
-            std::to_string(pairs_per_round * static_cast<std::uint64_t>(most_rounds)) + " runs ((" +
-            pairs + ") x " + std::to_string(most_rounds) + " repetitions); the limit is " +
-            std::to_string(kMaxRuns));
+    if (pairs_per_round * static_cast<std::uint64_t>(most_rounds) <= kMaxRuns) return ok_status();
+    std::string pairs = std::to_string(plan.configs.size()) + " configurations x " +
+                        std::to_string(spec.workloads.size()) + " workloads";
+    if (plan.skipped_pairs > 0) {
+        pairs += " - " + std::to_string(plan.skipped_pairs) +
+                 " pairs left out by workloads' filesystems";
     }
-    plan.workloads = spec.workloads;
+    return spec_error("the sweep would schedule up to " +
+                      std::to_string(pairs_per_round * static_cast<std::uint64_t>(most_rounds)) +
+                      " runs ((" + pairs + ") x " + std::to_string(most_rounds) +
+                      " repetitions); the limit is " + std::to_string(kMaxRuns));
+}
 
-    // Randomised-interleaved order: each round is a Fisher-Yates shuffle of
-    // all (config, workload) pairs, drawn from one generator stream.
+// Randomised-interleaved order: each round is a Fisher-Yates shuffle of all
+// (config, workload) pairs, drawn from one generator stream.
+void schedule_rounds(const SweepSpec& spec, const std::vector<std::pair<int, int>>& pairs_to_run,
+                     SweepPlan& plan) {
+    const std::uint64_t pairs_per_round = pairs_to_run.size();
     SplitMix64 generator(shuffle_seed(spec));
-    plan.runs.reserve(run_count);
+    plan.runs.reserve(pairs_per_round * static_cast<std::uint64_t>(spec.repetitions));
     for (int round = 0; round < spec.repetitions; ++round) {
         std::vector<PlannedRun> pairs;
         pairs.reserve(pairs_per_round);
@@ -1575,6 +1607,24 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
             plan.runs.push_back(run);
         }
     }
+}
+
+}  // namespace
+
+Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
+    DS_TRY(check_sweep_shape(spec));
+    SweepPlan plan;
+    DS_ASSIGN_OR_RETURN(const AxisSetters matrix, matrix_setters(spec, plan));
+    DS_TRY(expand_matrix(spec, matrix, plan));
+    std::vector<std::pair<int, int>> pairs = runnable_pairs(spec, plan);
+    if (!spec.baseline.empty()) {
+        DS_ASSIGN_OR_RETURN(plan.baseline_config, find_baseline_config(spec, plan.configs));
+    }
+    if (spec.host_baseline) DS_TRY(add_host_baselines(spec, plan, pairs));
+    DS_TRY(check_every_workload_runs(spec, pairs));
+    DS_TRY(check_run_limit(spec, plan, pairs.size()));
+    plan.workloads = spec.workloads;
+    schedule_rounds(spec, pairs, plan);
     return plan;
 }
 

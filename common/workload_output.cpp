@@ -103,6 +103,31 @@ Error sysbench_invalid(std::string_view what) {
     return make_error(errc::kInvalidArgument, "sysbench output: " + std::string(what));
 }
 
+// One "key: value" line of sysbench's report into `metrics`. `in_latency`:
+// inside the "Latency (ms):" block, which its "sum" line ends.
+void read_sysbench_line(std::string_view key, std::string_view rest, bool& in_latency,
+                        std::map<std::string, double>& metrics) {
+    if (key == "transactions") {
+        if (auto v = per_second(rest)) metrics["tps"] = *v;
+    } else if (key == "queries") {
+        if (auto v = per_second(rest)) metrics["qps"] = *v;
+    } else if (key == "ignored errors") {
+        if (auto v = per_second(rest)) metrics["errors_per_s"] = *v;
+    } else if (key == "reconnects") {
+        if (auto v = per_second(rest)) metrics["reconnects_per_s"] = *v;
+    } else if (in_latency && (key == "avg" || key == "max")) {
+        if (auto v = parse_double(rest)) metrics["latency_" + std::string(key) + "_ms"] = *v;
+    } else if (in_latency && key.size() > 13 && key.substr(key.size() - 13) == "th percentile") {
+        const auto pct = parse_double(key.substr(0, key.size() - 13));
+        const auto v = parse_double(rest);
+        if (pct && v && (*pct == 50 || *pct == 95 || *pct == 99)) {
+            metrics["latency_p" + std::to_string(static_cast<int>(*pct)) + "_ms"] = *v;
+        }
+    } else if (in_latency && key == "sum") {
+        in_latency = false;
+    }
+}
+
 // Metrics of `sysbench ... run`'s report. Percentiles: the "Nth percentile"
 // line (sysbench prints one, --percentile, default 95) and, when the run had
 // --histogram=on, p50/p95/p99 from the histogram wherever the line did not
@@ -144,28 +169,7 @@ Result<std::map<std::string, double>> sysbench_metrics(std::string_view text) {
         }
         const auto colon = line.find(':');
         if (colon == std::string_view::npos) continue;
-        const std::string_view key = line.substr(0, colon);
-        const std::string_view rest = line.substr(colon + 1);
-        if (key == "transactions") {
-            if (auto v = per_second(rest)) metrics["tps"] = *v;
-        } else if (key == "queries") {
-            if (auto v = per_second(rest)) metrics["qps"] = *v;
-        } else if (key == "ignored errors") {
-            if (auto v = per_second(rest)) metrics["errors_per_s"] = *v;
-        } else if (key == "reconnects") {
-            if (auto v = per_second(rest)) metrics["reconnects_per_s"] = *v;
-        } else if (in_latency && (key == "avg" || key == "max")) {
-            if (auto v = parse_double(rest)) metrics["latency_" + std::string(key) + "_ms"] = *v;
-        } else if (in_latency && key.size() > 13 &&
-                   key.substr(key.size() - 13) == "th percentile") {
-            const auto pct = parse_double(key.substr(0, key.size() - 13));
-            const auto v = parse_double(rest);
-            if (pct && v && (*pct == 50 || *pct == 95 || *pct == 99)) {
-                metrics["latency_p" + std::to_string(static_cast<int>(*pct)) + "_ms"] = *v;
-            }
-        } else if (in_latency && key == "sum") {
-            in_latency = false;
-        }
+        read_sysbench_line(line.substr(0, colon), line.substr(colon + 1), in_latency, metrics);
     }
     if (!metrics.count("tps") || !metrics.count("qps")) {
         return sysbench_invalid(
@@ -330,6 +334,30 @@ std::optional<std::string> requested_text(const Json& requested) {
     return std::nullopt;
 }
 
+// A phase's line, "Time for NAME (COUNT[:ROWS]): WALL wallclock secs (...)"
+// (or "Time to", any case of its "T"), as `rest` after any "Estimated ";
+// `number` and `line` say where, in errors.
+Result<SqlBenchPhase> sqlbench_phase(std::string_view rest, std::size_t number,
+                                     std::string_view line) {
+    rest.remove_prefix(rest[5] == 'f' ? 9 : 8);
+    const auto open = rest.find(" (");
+    const auto close = rest.find("): ", open == std::string_view::npos ? 0 : open);
+    if (open == std::string_view::npos || close == std::string_view::npos || open == 0) {
+        return malformed(number, line, "expected \"Time for NAME (COUNT): N wallclock secs\"");
+    }
+    SqlBenchPhase phase;
+    phase.name = std::string(trim_whitespace(rest.substr(0, open)));
+    std::string_view count = rest.substr(open + 2, close - open - 2);
+    count = count.substr(0, count.find(':'));  // "(count:rows)" of fetch loops
+    const auto parsed_count = parse_integer(count);
+    if (!parsed_count) return malformed(number, line, "the count in parentheses is not a number");
+    phase.count = *parsed_count;
+    const auto wall = parse_wallclock(rest.substr(close + 3));
+    if (!wall) return malformed(number, line, "expected \"N wallclock secs\" after the count");
+    phase.wall_s = *wall;
+    return phase;
+}
+
 }  // namespace
 
 std::string_view image_variant_for_kind(std::string_view kind) {
@@ -369,24 +397,7 @@ Result<SqlBenchReport> parse_sqlbench_output(std::string_view text) {
             }
             continue;
         }
-        // "Time for NAME (COUNT[:ROWS]): WALL wallclock secs (...)"
-        rest.remove_prefix(rest[5] == 'f' ? 9 : 8);
-        const auto open = rest.find(" (");
-        const auto close = rest.find("): ", open == std::string_view::npos ? 0 : open);
-        if (open == std::string_view::npos || close == std::string_view::npos || open == 0) {
-            return malformed(number, line, "expected \"Time for NAME (COUNT): N wallclock secs\"");
-        }
-        SqlBenchPhase phase;
-        phase.name = std::string(trim_whitespace(rest.substr(0, open)));
-        std::string_view count = rest.substr(open + 2, close - open - 2);
-        count = count.substr(0, count.find(':'));  // "(count:rows)" of fetch loops
-        const auto parsed_count = parse_integer(count);
-        if (!parsed_count)
-            return malformed(number, line, "the count in parentheses is not a number");
-        phase.count = *parsed_count;
-        const auto wall = parse_wallclock(rest.substr(close + 3));
-        if (!wall) return malformed(number, line, "expected \"N wallclock secs\" after the count");
-        phase.wall_s = *wall;
+        DS_ASSIGN_OR_RETURN(SqlBenchPhase phase, sqlbench_phase(rest, number, line));
         phase.estimated = estimated;
         report.phases.push_back(std::move(phase));
     }

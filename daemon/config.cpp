@@ -197,6 +197,42 @@ Json DaemonConfig::to_json() const {
                 {"instance", instance.empty() ? Json(nullptr) : Json(instance)}};
 }
 
+namespace {
+
+// Adds the settings of `config_file` (key = value lines) to `vm`.
+Status store_config_file(const std::string& config_file, const po::options_description& settings,
+                         po::variables_map& vm) {
+    std::ifstream in(config_file);
+    if (!in) {
+        return make_error(errc::kInvalidArgument,
+                          "cannot read config file " + config_file + ": " + std::strerror(errno));
+    }
+    try {
+        po::store(po::parse_config_file(in, settings, /*allow_unregistered=*/false), vm);
+    } catch (const po::unknown_option& e) {
+        const std::string key = e.get_option_name();
+        int line = line_of_key(config_file, key);
+        return make_error(errc::kInvalidArgument,
+                          config_file + (line ? ":" + std::to_string(line) : "") +
+                              ": unknown key '" + key + "'; valid keys: " + valid_keys());
+    } catch (const po::error& e) {
+        return make_error(errc::kInvalidArgument, config_file + ": " + e.what());
+    }
+    return ok_status();
+}
+
+Status check_limits(const DaemonConfig& config) {
+    if (config.max_parallel_runs < 1 || config.boot_timeout_s < 1 || config.run_timeout_s < 1 ||
+        config.vcpus < 1 || config.memory_mib < 256) {
+        return make_error(errc::kInvalidArgument,
+                          "disksweepd: max-parallel-runs, boot-timeout, run-timeout and vcpus must "
+                          "be >= 1 and memory-mib >= 256");
+    }
+    return ok_status();
+}
+
+}  // namespace
+
 Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const* argv) {
     ParsedCommandLine parsed;
     DaemonConfig& config = parsed.config;
@@ -221,22 +257,7 @@ Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const*
         instance_from_flag = vm.count("instance") > 0;
         if (vm.count("config")) {
             config_file = vm["config"].as<std::string>();
-            std::ifstream in(config_file);
-            if (!in) {
-                return make_error(errc::kInvalidArgument, "cannot read config file " + config_file +
-                                                              ": " + std::strerror(errno));
-            }
-            try {
-                po::store(po::parse_config_file(in, settings, /*allow_unregistered=*/false), vm);
-            } catch (const po::unknown_option& e) {
-                const std::string key = e.get_option_name();
-                int line = line_of_key(config_file, key);
-                return make_error(errc::kInvalidArgument,
-                                  config_file + (line ? ":" + std::to_string(line) : "") +
-                                      ": unknown key '" + key + "'; valid keys: " + valid_keys());
-            } catch (const po::error& e) {
-                return make_error(errc::kInvalidArgument, config_file + ": " + e.what());
-            }
+            DS_TRY(store_config_file(config_file, settings, vm));
         }
         po::notify(vm);
     } catch (const po::error& e) {
@@ -255,12 +276,7 @@ Result<ParsedCommandLine> parse_daemon_command_line(int argc, const char* const*
         parsed.output = "disksweepd " + std::string(disksweep_version()) + "\n";
         return parsed;
     }
-    if (config.max_parallel_runs < 1 || config.boot_timeout_s < 1 || config.run_timeout_s < 1 ||
-        config.vcpus < 1 || config.memory_mib < 256) {
-        return make_error(errc::kInvalidArgument,
-                          "disksweepd: max-parallel-runs, boot-timeout, run-timeout and vcpus must "
-                          "be >= 1 and memory-mib >= 256");
-    }
+    DS_TRY(check_limits(config));
     if (vm.count("instance")) {
         DS_TRY(check_configured_instance(config.instance, instance_from_flag, config_file));
     }

@@ -344,24 +344,28 @@ AccelDecision decide_acceleration(const DaemonConfig& config, const ResourceName
     return decision;
 }
 
-int run_daemon(const DaemonConfig& config) {
-    // Block the stop signals in every thread (threads inherit the mask); the
-    // main thread takes them with sigwait once everything runs.
+namespace {
+
+// Blocks the stop signals in every thread (threads inherit the mask); the
+// main thread takes them with sigwait once everything runs.
+sigset_t block_stop_signals() {
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-    signal(SIGPIPE, SIG_IGN);
+    return stop_signals;
+}
 
-    // Not world-readable: the state holds results, volumes and QEMU's
-    // sockets; the socket's directory lets the API group reach the socket.
-    // The state directory is traversable (0711, not listable): the QEMU of a
-    // libvirtd host (qemu:///system) runs as another user and must reach the
-    // guest images and volumes beneath it; what is private in it has its own
-    // mode (the database is 0600, the run and libvirt directories 0700).
-    // The socket's directory may be shared (e.g. /tmp): its mode is set only
-    // when the daemon creates it.
+// Not world-readable: the state holds results, volumes and QEMU's
+// sockets; the socket's directory lets the API group reach the socket.
+// The state directory is traversable (0711, not listable): the QEMU of a
+// libvirtd host (qemu:///system) runs as another user and must reach the
+// guest images and volumes beneath it; what is private in it has its own
+// mode (the database is 0600, the run and libvirt directories 0700).
+// The socket's directory may be shared (e.g. /tmp): its mode is set only
+// when the daemon creates it.
+Status make_daemon_directories(const DaemonConfig& config) {
     struct DaemonDirectory {
         std::string path;
         fs::perms perms;
@@ -376,141 +380,214 @@ int run_daemon(const DaemonConfig& config) {
          fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec, false}};
     for (const auto& [dir, perms, ours] : directories) {
         if (dir.empty()) continue;
-        if (Status made = ensure_directory(dir, perms, ours); !made.ok()) {
-            log_line(made.error().message);
-            return 1;
-        }
+        DS_TRY(ensure_directory(dir, perms, ours));
     }
-    auto lock = StateLock::acquire(config.state_dir);
+    return ok_status();
+}
+
+// The state run_daemon's phases share, a member function a phase. The
+// members are declared in the order the phases make them, so they are
+// destroyed in the reverse order: the server before the scheduler, the
+// scheduler (and with it the run executor) before the process runner, the
+// events, the hosts and the store; the state lock last. A phase that
+// returns false has logged why the daemon exits with 1.
+class Daemon {
+  public:
+    explicit Daemon(const DaemonConfig& config) : config_(config) {}
+
+    bool open_state();
+    bool add_backends();
+    void recover();
+    void probe_acceleration();
+    void start_scheduler();
+    void resume_sweeps();
+    bool serve();
+    void announce_ready();
+    void wait_for_stop_signal(const sigset_t& stop_signals);
+    void stop();
+
+  private:
+    SweepTimeouts default_timeouts() const {
+        return {config_.boot_timeout_s, config_.run_timeout_s};
+    }
+    RunEnvironment run_environment();
+    ApiContext api_context(std::optional<gid_t> api_gid);
+
+    const DaemonConfig& config_;
+    std::optional<StateLock> lock_;
+    std::unique_ptr<Store> store_;
+    std::optional<ResourceNames> names_;
+    BackendCatalog backends_;
+    HostPool hosts_;
+    StorageBackend* probe_storage_ = nullptr;
+    std::optional<GuestImage> image_;
+    std::string image_problem_;  // why there is no image_
+    Host* local_host_ = nullptr;
+    AccelDecision accel_;
+    EventBus events_;
+    std::atomic<bool> shutting_down_{false};
+    RealProcessRunner host_processes_;
+    std::optional<Scheduler> scheduler_;
+    std::optional<http::UnixServer> server_;
+};
+
+// The state lock, the results database (private) and the instance name.
+bool Daemon::open_state() {
+    auto lock = StateLock::acquire(config_.state_dir);
     if (!lock.ok()) {
         log_line(lock.error().message);
-        return 1;
+        return false;
     }
-    auto store = Store::open(config.effective_database());
+    lock_.emplace(std::move(lock).value());
+    auto store = Store::open(config_.effective_database());
     if (!store.ok()) {
         log_line("cannot open the results database: " + store.error().message);
-        return 1;
+        return false;
     }
+    store_ = std::move(store).value();
     // The results are root's: SQLite gives its -wal and -shm files this mode too.
     std::error_code private_error;
-    fs::permissions(config.effective_database(), fs::perms::owner_read | fs::perms::owner_write,
+    fs::permissions(config_.effective_database(), fs::perms::owner_read | fs::perms::owner_write,
                     fs::perm_options::replace, private_error);
-    if (private_error && fs::exists(config.effective_database())) {
+    if (private_error && fs::exists(config_.effective_database())) {
         log_line("cannot make the results database private: " + private_error.message());
-        return 1;
+        return false;
     }
-    auto names = daemon_resource_names(config, **store);
+    auto names = daemon_resource_names(config_, *store_);
     if (!names.ok()) {
         log_line("cannot name this daemon's instance: " + names.error().message);
-        return 1;
+        return false;
     }
-    auto hypervisor = make_hypervisor("libvirt", config);
+    names_.emplace(std::move(names).value());
+    return true;
+}
+
+// The hosts (the daemon's own libvirt connection first) and the storages.
+bool Daemon::add_backends() {
+    auto hypervisor = make_hypervisor("libvirt", config_);
     if (!hypervisor.ok()) {
-        log_line("cannot open hypervisor " + config.effective_hypervisor_uri() + ": " +
+        log_line("cannot open hypervisor " + config_.effective_hypervisor_uri() + ": " +
                  hypervisor.error().message);
-        return 1;
+        return false;
     }
-    BackendCatalog backends;
-    HostPool hosts;
     if (Status configured =
-            add_configured_hosts(config, std::move(hypervisor).value(), backends, hosts);
+            add_configured_hosts(config_, std::move(hypervisor).value(), backends_, hosts_);
         !configured.ok()) {
         log_line("configuration: " + configured.error().message);
-        return 1;
+        return false;
     }
-    if (Status configured = add_configured_storages(config, backends); !configured.ok()) {
+    if (Status configured = add_configured_storages(config_, backends_); !configured.ok()) {
         log_line("configuration: " + configured.error().message);
-        return 1;
+        return false;
     }
     // The acceleration probe's volume: the file storage is always there.
     StorageConfig file_config;
-    auto storage = backends.storage_for(file_config);
+    auto storage = backends_.storage_for(file_config);
     if (!storage.ok()) {
         log_line(storage.error().message);
-        return 1;
+        return false;
     }
-    // Before anything of this daemon runs: whatever carries its prefix is a
-    // leftover, and interrupted runs get their new attempts before resuming.
+    probe_storage_ = storage.value();
+    return true;
+}
+
+// Before anything of this daemon runs: whatever carries its prefix is a
+// leftover, and interrupted runs get their new attempts before resuming.
+void Daemon::recover() {
     std::vector<RecoveryHost> recovery_hosts;
-    for (Host* host : hosts.hosts()) {
+    for (Host* host : hosts_.hosts()) {
         recovery_hosts.push_back({host->description.name, host->hypervisor.get()});
     }
-    (void)recover_leftovers(*names, recovery_hosts, backends.storages(), **store, kMaxRunAttempts,
+    (void)recover_leftovers(*names_, recovery_hosts, backends_.storages(), *store_, kMaxRunAttempts,
                             log_line);
+}
 
-    auto image = locate_guest_image(config);
+void Daemon::probe_acceleration() {
+    auto image = locate_guest_image(config_);
     if (!image.ok()) {
         log_line("warning: " + image.error().message + " (sweeps are refused until it exists)");
-    } else if (config.accel == AccelChoice::kAuto) {
+    } else if (config_.accel == AccelChoice::kAuto) {
         log_line("probing acceleration...");
     }
-    decide_host_acceleration(config, *names, hosts, *storage.value(), image);
-    Host* local_host = hosts.hosts().front();
-    const AccelDecision accel{local_host->accel, local_host->accel_reason};
-    log_line(std::string("acceleration: ") + std::string(to_string(accel.accel)) + " (" +
-             accel.reason + ")");
+    decide_host_acceleration(config_, *names_, hosts_, *probe_storage_, image);
+    if (image.ok()) {
+        image_ = image.value();
+    } else {
+        image_problem_ = image.error().message;
+    }
+    local_host_ = hosts_.hosts().front();
+    accel_ = {local_host_->accel, local_host_->accel_reason};
+    log_line(std::string("acceleration: ") + std::string(to_string(accel_.accel)) + " (" +
+             accel_.reason + ")");
+}
 
-    EventBus events;
-    std::atomic<bool> shutting_down{false};
-    RunEnvironment environment(*names);
-    environment.shutting_down = &shutting_down;
-    environment.hosts = &hosts;
-    auto placements = std::make_shared<Placements>(**store);
+// What every run is given; the run executor keeps a copy.
+RunEnvironment Daemon::run_environment() {
+    RunEnvironment environment(*names_);
+    environment.shutting_down = &shutting_down_;
+    environment.hosts = &hosts_;
+    auto placements = std::make_shared<Placements>(*store_);
     environment.placement = [placements](std::int64_t sweep_id) { return (*placements)(sweep_id); };
-    environment.hypervisor = local_host->hypervisor.get();
-    environment.backends = &backends;
-    environment.store = store->get();
-    environment.events = &events;
-    environment.config = &config;
-    if (image.ok()) environment.image = image.value();
+    environment.hypervisor = local_host_->hypervisor.get();
+    environment.backends = &backends_;
+    environment.store = store_.get();
+    environment.events = &events_;
+    environment.config = &config_;
+    if (image_) environment.image = *image_;
     // Looked up per run, so a variant built while the daemon runs is used.
-    environment.image_for_variant = [&config](std::string_view variant) {
+    environment.image_for_variant = [&config = config_](std::string_view variant) {
         return locate_guest_image(config, variant);
     };
-    environment.accel = accel.accel;
-    RealProcessRunner host_processes;
-    environment.host_processes = &host_processes;
-    auto executor = std::make_shared<RunExecutor>(environment);
-    Scheduler scheduler(
-        **store, events,
+    environment.accel = accel_.accel;
+    environment.host_processes = &host_processes_;
+    return environment;
+}
+
+void Daemon::start_scheduler() {
+    auto executor = std::make_shared<RunExecutor>(run_environment());
+    scheduler_.emplace(
+        *store_, events_,
         [executor](const RunRecord& run, const SweepTimeouts& timeouts,
                    const std::atomic<bool>& cancelled) {
             return executor->execute(run, timeouts.boot_timeout_s, timeouts.run_timeout_s,
                                      cancelled);
         },
-        hosts.total_parallel());
-    scheduler.start();
+        hosts_.total_parallel());
+    scheduler_->start();
+}
 
-    SweepTimeouts defaults{config.boot_timeout_s, config.run_timeout_s};
-    // Resume sweeps an earlier daemon did not finish (with the new attempts
-    // of their interrupted runs).
-    if (auto sweeps = (*store)->list_sweeps(); sweeps.ok()) {
-        for (const auto& sweep : sweeps.value()) {
-            if (is_final(sweep.status)) continue;
-            auto plan = plan_submission(sweep.spec_toml, sweep.spec_source, defaults);
-            SweepTimeouts timeouts = plan.ok() ? plan->timeouts : defaults;
-            Status resumed = scheduler.submit(sweep.id, timeouts);
-            log_line("resuming sweep " + std::to_string(sweep.id) +
-                     (resumed.ok() ? "" : ": " + resumed.error().message));
-        }
+// Resume sweeps an earlier daemon did not finish (with the new attempts
+// of their interrupted runs).
+void Daemon::resume_sweeps() {
+    const SweepTimeouts defaults = default_timeouts();
+    auto sweeps = store_->list_sweeps();
+    if (!sweeps.ok()) return;
+    for (const auto& sweep : sweeps.value()) {
+        if (is_final(sweep.status)) continue;
+        auto plan = plan_submission(sweep.spec_toml, sweep.spec_source, defaults);
+        SweepTimeouts timeouts = plan.ok() ? plan->timeouts : defaults;
+        Status resumed = scheduler_->submit(sweep.id, timeouts);
+        log_line("resuming sweep " + std::to_string(sweep.id) +
+                 (resumed.ok() ? "" : ": " + resumed.error().message));
     }
+}
 
+ApiContext Daemon::api_context(std::optional<gid_t> api_gid) {
     ApiContext context;
-    context.store = store->get();
-    context.scheduler = &scheduler;
-    context.events = &events;
-    context.default_timeouts = defaults;
-    context.backends = &backends;
-    Hypervisor* hv = local_host->hypervisor.get();
-    bool image_ready = image.ok();
-    std::string image_problem = image.ok() ? "" : image.error().message;
-    context.image_problem = image_problem;
-    context.variant_image_problem = [&config](std::string_view variant) -> std::string {
+    context.store = store_.get();
+    context.scheduler = &*scheduler_;
+    context.events = &events_;
+    context.default_timeouts = default_timeouts();
+    context.backends = &backends_;
+    context.image_problem = image_problem_;
+    context.variant_image_problem = [&config = config_](std::string_view variant) -> std::string {
         auto located = locate_guest_image(config, variant);
         return located.ok() ? "" : located.error().message;
     };
-    context.status = [&config, &backends, &hosts, hv, accel, image_ready, image_problem,
-                      instance = instance_status(config, *names)] {
+    context.status = [&config = config_, &backends = backends_, &hosts = hosts_,
+                      hv = local_host_->hypervisor.get(), accel = accel_,
+                      image_ready = image_.has_value(), image_problem = image_problem_,
+                      instance = instance_status(config_, *names_)] {
         Json status = {
             {"instance", instance},
             {"accel", std::string(to_string(accel.accel))},
@@ -523,44 +600,78 @@ int run_daemon(const DaemonConfig& config) {
             {"config", config.to_json()}};
         return status;
     };
-    const std::optional<gid_t> api_gid = lookup_group(kApiGroup);
     context.peer_allowed = [api_gid](uid_t uid, gid_t gid) {
         return peer_may_use_api(uid, gid, api_gid);
     };
     context.log = log_line;
-    http::UnixServer server(config.socket_path, make_api_handler(context), 0660);
-    if (Status started = server.start(); !started.ok()) {
+    return context;
+}
+
+// The API on the socket; when it cannot start, the scheduler is stopped.
+bool Daemon::serve() {
+    const std::optional<gid_t> api_gid = lookup_group(kApiGroup);
+    server_.emplace(config_.socket_path, make_api_handler(api_context(api_gid)), 0660);
+    if (Status started = server_->start(); !started.ok()) {
         log_line(started.error().message);
-        scheduler.stop();
-        return 1;
+        scheduler_->stop();
+        return false;
     }
     // 0660 root:disksweep; without the group only root may connect.
-    if (api_gid && ::chown(config.socket_path.c_str(), 0, *api_gid) != 0) {
-        log_line("warning: cannot give " + config.socket_path + " to group " + kApiGroup + ": " +
+    if (api_gid && ::chown(config_.socket_path.c_str(), 0, *api_gid) != 0) {
+        log_line("warning: cannot give " + config_.socket_path + " to group " + kApiGroup + ": " +
                  std::strerror(errno));
     }
+    return true;
+}
 
-    log_line("disksweepd " + std::string(disksweep_version()) + " ready on " + config.socket_path +
-             " (instance " + names->instance() + ", hypervisor " +
-             config.effective_hypervisor_uri() + ")");
-    sd_notify_state("READY=1\nSTATUS=serving on " + config.socket_path);
-    // The watchdog proves the API still answers, not merely that this thread
-    // runs: a wedged accept loop or a deadlocked store stops the pings.
-    const std::string socket_path = config.socket_path;
+void Daemon::announce_ready() {
+    log_line("disksweepd " + std::string(disksweep_version()) + " ready on " + config_.socket_path +
+             " (instance " + names_->instance() + ", hypervisor " +
+             config_.effective_hypervisor_uri() + ")");
+    sd_notify_state("READY=1\nSTATUS=serving on " + config_.socket_path);
+}
+
+// The watchdog proves the API still answers, not merely that this thread
+// runs: a wedged accept loop or a deadlocked store stops the pings.
+void Daemon::wait_for_stop_signal(const sigset_t& stop_signals) {
+    const std::string socket_path = config_.socket_path;
     const int received = wait_for_signal(stop_signals, watchdog_ping_interval(), [&socket_path] {
         auto answer = http::request(socket_path, "GET", "/v1/version", {}, "application/json",
                                     std::chrono::seconds(5));
         if (answer.ok() && answer->status == 200) sd_notify_state("WATCHDOG=1");
     });
     log_line(std::string("received ") + strsignal(received));
+}
 
+void Daemon::stop() {
     log_line("stopping: cancelling running runs and tearing down their guests");
     sd_notify_state("STOPPING=1");
-    shutting_down = true;
-    events.shutdown();
-    server.stop();
-    scheduler.stop();
+    shutting_down_ = true;
+    events_.shutdown();
+    server_->stop();
+    scheduler_->stop();
     log_line("stopped");
+}
+
+}  // namespace
+
+int run_daemon(const DaemonConfig& config) {
+    const sigset_t stop_signals = block_stop_signals();
+    signal(SIGPIPE, SIG_IGN);
+    if (Status made = make_daemon_directories(config); !made.ok()) {
+        log_line(made.error().message);
+        return 1;
+    }
+    Daemon daemon(config);
+    if (!daemon.open_state() || !daemon.add_backends()) return 1;
+    daemon.recover();
+    daemon.probe_acceleration();
+    daemon.start_scheduler();
+    daemon.resume_sweeps();
+    if (!daemon.serve()) return 1;
+    daemon.announce_ready();
+    daemon.wait_for_stop_signal(stop_signals);
+    daemon.stop();
     return 0;
 }
 

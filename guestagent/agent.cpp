@@ -113,6 +113,133 @@ Result<std::vector<std::string>> string_list_field(const Json& parent, const cha
     return values;
 }
 
+// job.filesystem.type: one of the types the agent can create.
+Result<std::string> parse_filesystem_type(const Json& fs) {
+    auto type = string_field(fs, "type", "job.filesystem.type");
+    if (!type) return type.error();
+    const auto types = filesystem_types();
+    if (std::find(types.begin(), types.end(), *type) == types.end()) {
+        std::string valid;
+        for (const auto known : types) valid += (valid.empty() ? "" : ", ") + std::string(known);
+        return bad_field("job.filesystem.type", "'" + *type + "' is not one of " + valid);
+    }
+    return type;
+}
+
+// job.filesystem.post_format: known steps, each for the job's type.
+Result<std::vector<std::string>> parse_post_format_steps(const Json& fs,
+                                                         const std::string& filesystem_type) {
+    auto steps = string_list_field(fs, "post_format", "job.filesystem.post_format");
+    if (!steps) return steps.error();
+    for (std::size_t i = 0; i < steps->size(); ++i) {
+        const std::string& step = (*steps)[i];
+        const std::string path = "job.filesystem.post_format[" + std::to_string(i) + "]";
+        const PostFormatStepDef* definition = find_post_format_step(step);
+        if (definition == nullptr || find_post_format_command(step) == nullptr) {
+            return bad_field(path, "unknown post-format step '" + step + "'");
+        }
+        if (definition->filesystem_type != filesystem_type) {
+            return bad_field(path, "step '" + step + "' applies to " +
+                                       std::string(definition->filesystem_type) + ", not " +
+                                       filesystem_type);
+        }
+    }
+    return steps;
+}
+
+Result<FilesystemSpec> parse_filesystem(const Json& message) {
+    auto filesystem = object_field(message, "filesystem", "job.filesystem");
+    if (!filesystem) return filesystem.error();
+    const Json& fs = **filesystem;
+    FilesystemSpec spec;
+    auto type = parse_filesystem_type(fs);
+    if (!type) return type.error();
+    spec.type = *type;
+    spec.label = fs.value("label", *type);
+    auto mkfs_options = string_list_field(fs, "mkfs_options", "job.filesystem.mkfs_options");
+    if (!mkfs_options) return mkfs_options.error();
+    spec.mkfs_options = *mkfs_options;
+    auto mount_options =
+        string_field(fs, "mount_options", "job.filesystem.mount_options", std::string());
+    if (!mount_options) return mount_options.error();
+    spec.mount_options = *mount_options;
+    auto steps = parse_post_format_steps(fs, spec.type);
+    if (!steps) return steps.error();
+    spec.post_format = *steps;
+    return spec;
+}
+
+// job.workload.kind: the table entry of a kind the agent runs.
+Result<const WorkloadKindEntry*> parse_workload_kind(const Json& w) {
+    auto kind = string_field(w, "kind", "job.workload.kind");
+    if (!kind) return kind.error();
+    const WorkloadKindEntry* entry = find_workload_kind_entry(*kind);
+    if (entry == nullptr) {
+        std::string valid;
+        for (const auto& known : workload_kind_table()) {
+            valid += (valid.empty() ? "" : ", ") + std::string(known.kind);
+        }
+        return bad_field("job.workload.kind",
+                         "'" + *kind + "' is not supported (known: " + valid + ")");
+    }
+    return entry;
+}
+
+Result<Workload> parse_workload(const Json& message) {
+    auto object = object_field(message, "workload", "job.workload");
+    if (!object) return object.error();
+    const Json& w = **object;
+    auto name = string_field(w, "name", "job.workload.name");
+    if (!name) return name.error();
+    // fio derives file names from it: keep it a plain file name.
+    if (name->empty() || name->find('/') != std::string::npos) {
+        return bad_field("job.workload.name", "'" + *name + "' must be non-empty without '/'");
+    }
+    auto entry = parse_workload_kind(w);
+    if (!entry) return entry.error();
+    Workload workload;
+    workload.name = *name;
+    workload.kind = std::string((*entry)->kind);
+    workload.params = w.value("params", Json::object());
+    if (!workload.params.is_object()) {
+        return bad_field("job.workload.params", "is not an object");
+    }
+    // Refuse bad params now, before the disk is formatted.
+    if (auto checked = (*entry)->check_params(workload); !checked) {
+        return bad_field("job.workload.params", checked.error().message);
+    }
+    return workload;
+}
+
+// job.timeout_s: positive, at most a week; rounded up to whole seconds.
+Result<int> parse_timeout(const Json& message) {
+    const auto timeout = message.find("timeout_s");
+    if (timeout == message.end()) return bad_field("job.timeout_s", "is missing");
+    if (!timeout->is_number() || !(timeout->get<double>() > 0) ||
+        timeout->get<double>() > 7 * 24 * 3600) {
+        return bad_field("job.timeout_s",
+                         "is " + timeout->dump() + ", expected a positive number of seconds");
+    }
+    return static_cast<int>(std::ceil(timeout->get<double>()));
+}
+
+// How long each phase of a job took, in seconds: result.timings.
+struct PhaseTimings {
+    double tune_s = 0;
+    double format_s = 0;
+    double mount_s = 0;
+    double post_format_s = 0;
+    double bench_s = 0;
+};
+
+Json timings_json(const PhaseTimings& timings) {
+    return {{"tune_s", timings.tune_s},
+            {"format_s", timings.format_s},
+            {"mount_s", timings.mount_s},
+            {"post_format_s", timings.post_format_s},
+            {"bench_s", timings.bench_s}};
+}
+
 }  // namespace
 
 std::vector<std::string> agent_capabilities() {
@@ -130,87 +257,22 @@ Result<AgentJob> parse_job(const Json& message) {
     if (run_id->empty()) return bad_field("job.run_id", "is empty");
     job.run_id = *run_id;
 
-    auto filesystem = object_field(message, "filesystem", "job.filesystem");
+    auto filesystem = parse_filesystem(message);
     if (!filesystem) return filesystem.error();
-    const Json& fs = **filesystem;
-    auto type = string_field(fs, "type", "job.filesystem.type");
-    if (!type) return type.error();
-    const auto types = filesystem_types();
-    if (std::find(types.begin(), types.end(), *type) == types.end()) {
-        std::string valid;
-        for (const auto known : types) valid += (valid.empty() ? "" : ", ") + std::string(known);
-        return bad_field("job.filesystem.type", "'" + *type + "' is not one of " + valid);
-    }
-    job.filesystem.type = *type;
-    job.filesystem.label = fs.value("label", *type);
-    auto mkfs_options = string_list_field(fs, "mkfs_options", "job.filesystem.mkfs_options");
-    if (!mkfs_options) return mkfs_options.error();
-    job.filesystem.mkfs_options = *mkfs_options;
-    auto mount_options =
-        string_field(fs, "mount_options", "job.filesystem.mount_options", std::string());
-    if (!mount_options) return mount_options.error();
-    job.filesystem.mount_options = *mount_options;
-    auto steps = string_list_field(fs, "post_format", "job.filesystem.post_format");
-    if (!steps) return steps.error();
-    for (std::size_t i = 0; i < steps->size(); ++i) {
-        const std::string& step = (*steps)[i];
-        const std::string path = "job.filesystem.post_format[" + std::to_string(i) + "]";
-        const PostFormatStepDef* definition = find_post_format_step(step);
-        if (definition == nullptr || find_post_format_command(step) == nullptr) {
-            return bad_field(path, "unknown post-format step '" + step + "'");
-        }
-        if (definition->filesystem_type != job.filesystem.type) {
-            return bad_field(path, "step '" + step + "' applies to " +
-                                       std::string(definition->filesystem_type) + ", not " +
-                                       job.filesystem.type);
-        }
-    }
-    job.filesystem.post_format = *steps;
+    job.filesystem = std::move(*filesystem);
 
-    auto workload = object_field(message, "workload", "job.workload");
+    auto workload = parse_workload(message);
     if (!workload) return workload.error();
-    const Json& w = **workload;
-    auto name = string_field(w, "name", "job.workload.name");
-    if (!name) return name.error();
-    // fio derives file names from it: keep it a plain file name.
-    if (name->empty() || name->find('/') != std::string::npos) {
-        return bad_field("job.workload.name", "'" + *name + "' must be non-empty without '/'");
-    }
-    auto kind = string_field(w, "kind", "job.workload.kind");
-    if (!kind) return kind.error();
-    const WorkloadKindEntry* entry = find_workload_kind_entry(*kind);
-    if (entry == nullptr) {
-        std::string valid;
-        for (const auto& known : workload_kind_table()) {
-            valid += (valid.empty() ? "" : ", ") + std::string(known.kind);
-        }
-        return bad_field("job.workload.kind",
-                         "'" + *kind + "' is not supported (known: " + valid + ")");
-    }
-    job.workload.name = *name;
-    job.workload.kind = *kind;
-    job.workload.params = w.value("params", Json::object());
-    if (!job.workload.params.is_object()) {
-        return bad_field("job.workload.params", "is not an object");
-    }
-    // Refuse bad params now, before the disk is formatted.
-    if (auto checked = entry->check_params(job.workload); !checked) {
-        return bad_field("job.workload.params", checked.error().message);
-    }
+    job.workload = std::move(*workload);
 
     const auto block = message.find("block");
     auto tuning = parse_block_tuning(block == message.end() ? nullptr : &*block);
     if (!tuning) return tuning.error();
     job.block = *tuning;
 
-    const auto timeout = message.find("timeout_s");
-    if (timeout == message.end()) return bad_field("job.timeout_s", "is missing");
-    if (!timeout->is_number() || !(timeout->get<double>() > 0) ||
-        timeout->get<double>() > 7 * 24 * 3600) {
-        return bad_field("job.timeout_s",
-                         "is " + timeout->dump() + ", expected a positive number of seconds");
-    }
-    job.timeout_s = static_cast<int>(std::ceil(timeout->get<double>()));
+    auto timeout_s = parse_timeout(message);
+    if (!timeout_s) return timeout_s.error();
+    job.timeout_s = *timeout_s;
     return job;
 }
 
@@ -294,7 +356,15 @@ Result<SessionEnd> Agent::run_session() {
     unmount_if_mounted();
     system_.sync();
 
-    SessionEnd end = SessionEnd::kResultSent;
+    auto end = report_outcome(*job, std::move(outcome));
+    if (!end) return end.error();
+    await_shutdown();
+    return end;
+}
+
+// Sends the job's result, or its error (a result the protocol refuses
+// becomes a "result" phase error). An Error when the channel failed.
+Result<SessionEnd> Agent::report_outcome(const AgentJob& job, JobOutcome outcome) {
     if (auto* result = std::get_if<Json>(&outcome)) {
         if (auto status = send(protocol::kResult, *result); !status) {
             if (status.error().code != errc::kProtocol) return status.error();
@@ -302,17 +372,15 @@ Result<SessionEnd> Agent::run_session() {
         }
     }
     if (auto* failure = std::get_if<PhaseFailure>(&outcome)) {
-        log_line("job " + job->run_id + " failed in " + failure->phase + ": " + failure->message);
+        log_line("job " + job.run_id + " failed in " + failure->phase + ": " + failure->message);
         Json error = {
-            {"run_id", job->run_id}, {"phase", failure->phase}, {"message", failure->message}};
+            {"run_id", job.run_id}, {"phase", failure->phase}, {"message", failure->message}};
         if (!failure->code.empty()) error["code"] = failure->code;
         DS_TRY(send(protocol::kError, error));
-        end = SessionEnd::kErrorSent;
-    } else {
-        log_line("job " + job->run_id + ": result sent");
+        return SessionEnd::kErrorSent;
     }
-    await_shutdown();
-    return end;
+    log_line("job " + job.run_id + ": result sent");
+    return SessionEnd::kResultSent;
 }
 
 Agent::JobOutcome Agent::run_job(const AgentJob& job) {
@@ -325,64 +393,34 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     const std::string device_path = options_.data_device.empty()
                                         ? options_.roots.dev + "/" + *device_name
                                         : options_.data_device;
+    PhaseTimings timings;
 
     const auto tune_start = Clock::now();
-    if (!job.block.empty()) {
-        const auto note = [this, tune_start](const std::string& line) {
-            send_progress(kPhaseTune, line, seconds_since_rounded_to_ms(tune_start));
-        };
-        if (auto status = apply_block_tuning(job.block, *device_name, options_.roots, system_,
-                                             runner_, options_.command_timeout, note);
-            !status) {
-            return fail(kPhaseTune, status.error());
-        }
+    if (auto status = tune_block_layer(job, *device_name, tune_start); !status) {
+        return fail(kPhaseTune, status.error());
     }
-    const double tune_s = seconds_since_rounded_to_ms(tune_start);
+    timings.tune_s = seconds_since_rounded_to_ms(tune_start);
 
     const auto format_start = Clock::now();
     if (auto status = format(job, device_path); !status) return fail(kPhaseFormat, status.error());
-    const double format_s = seconds_since_rounded_to_ms(format_start);
+    timings.format_s = seconds_since_rounded_to_ms(format_start);
 
     const auto mount_start = Clock::now();
-    send_progress(
-        kPhaseMount,
-        "mounting " + device_path + " at " + options_.mount_point +
-            (job.filesystem.mount_options.empty() ? "" : " with " + job.filesystem.mount_options),
-        0);
-    if (auto status = system_.make_directories(options_.mount_point); !status) {
+    if (auto status = mount_data_disk(job, device_path); !status) {
         return fail(kPhaseMount, status.error());
     }
-    if (auto status = system_.mount(device_path, options_.mount_point, job.filesystem.type,
-                                    job.filesystem.mount_options);
-        !status) {
-        return fail(kPhaseMount, status.error());
-    }
-    mounted_ = true;
-    const double mount_s = seconds_since_rounded_to_ms(mount_start);
+    timings.mount_s = seconds_since_rounded_to_ms(mount_start);
 
     const auto post_format_start = Clock::now();
     if (auto status = run_post_format_steps(job); !status) {
         return fail(kPhasePostFormat, status.error());
     }
-    const double post_format_s = seconds_since_rounded_to_ms(post_format_start);
+    timings.post_format_s = seconds_since_rounded_to_ms(post_format_start);
 
     const auto bench_start = Clock::now();
     auto workload_output = run_workload(job);
-    if (!workload_output) {
-        const Error& error = workload_output.error();
-        PhaseFailure failure{std::string(kPhaseBench), error.message, ""};
-        if (error.code == errc::kTimeout) {
-            failure.code = kCodeTimeout;
-        } else if (error.message.find(kNoSpaceText) != std::string::npos ||
-                   error.message.find("ENOSPC") != std::string::npos) {
-            failure.code = kCodeNoSpace;
-            if (error.message.find(kNoSpaceText) == std::string::npos) {
-                failure.message += " (" + std::string(kNoSpaceText) + ")";
-            }
-        }
-        return failure;
-    }
-    const double bench_s = seconds_since_rounded_to_ms(bench_start);
+    if (!workload_output) return bench_failure(workload_output.error());
+    timings.bench_s = seconds_since_rounded_to_ms(bench_start);
     auto metrics = metrics_from_workload_output(job.workload.kind, workload_output->output);
     if (!metrics) return fail(kPhaseBench, metrics.error());
 
@@ -394,12 +432,7 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     Json metrics_json = Json::object();
     for (const auto& [key, value] : *metrics) metrics_json[key] = value;
     return Json{{"run_id", job.run_id},
-                {"timings",
-                 {{"tune_s", tune_s},
-                  {"format_s", format_s},
-                  {"mount_s", mount_s},
-                  {"post_format_s", post_format_s},
-                  {"bench_s", bench_s}}},
+                {"timings", timings_json(timings)},
                 {"output", std::move(workload_output->output)},
                 {"metrics", std::move(metrics_json)},
                 {"readback", std::move(readback)},
@@ -407,6 +440,43 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
                  {{"kernel", kernel_},
                   {"fio", fio_version_},
                   {"agent", std::string(disksweep_version())}}}};
+}
+
+Status Agent::tune_block_layer(const AgentJob& job, const std::string& device_name,
+                               Clock::time_point tune_start) {
+    if (job.block.empty()) return ok_status();
+    const auto note = [this, tune_start](const std::string& line) {
+        send_progress(kPhaseTune, line, seconds_since_rounded_to_ms(tune_start));
+    };
+    return apply_block_tuning(job.block, device_name, options_.roots, system_, runner_,
+                              options_.command_timeout, note);
+}
+
+Status Agent::mount_data_disk(const AgentJob& job, const std::string& device_path) {
+    send_progress(
+        kPhaseMount,
+        "mounting " + device_path + " at " + options_.mount_point +
+            (job.filesystem.mount_options.empty() ? "" : " with " + job.filesystem.mount_options),
+        0);
+    DS_TRY(system_.make_directories(options_.mount_point));
+    DS_TRY(system_.mount(device_path, options_.mount_point, job.filesystem.type,
+                         job.filesystem.mount_options));
+    mounted_ = true;
+    return ok_status();
+}
+
+Agent::PhaseFailure Agent::bench_failure(const Error& error) {
+    PhaseFailure failure{std::string(kPhaseBench), error.message, ""};
+    if (error.code == errc::kTimeout) {
+        failure.code = kCodeTimeout;
+    } else if (error.message.find(kNoSpaceText) != std::string::npos ||
+               error.message.find("ENOSPC") != std::string::npos) {
+        failure.code = kCodeNoSpace;
+        if (error.message.find(kNoSpaceText) == std::string::npos) {
+            failure.message += " (" + std::string(kNoSpaceText) + ")";
+        }
+    }
+    return failure;
 }
 
 Result<std::string> Agent::locate_data_disk() {

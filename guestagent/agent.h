@@ -96,6 +96,16 @@ class Agent {
                        std::optional<double> fraction = std::nullopt);
     Json hello_payload();
     JobOutcome run_job(const AgentJob& job);
+    // The phases of run_job that are more than one call. `tune_start` is
+    // the start of the tune phase, the origin of its progress times.
+    Status tune_block_layer(const AgentJob& job, const std::string& device_name,
+                            std::chrono::steady_clock::time_point tune_start);
+    Status mount_data_disk(const AgentJob& job, const std::string& device_path);
+    // A failed workload as a "bench" failure, with error.code "timeout" or
+    // "no_space" when the error says so.
+    static PhaseFailure bench_failure(const Error& error);
+    // Sends the job's result or error; an Error when the channel failed.
+    Result<SessionEnd> report_outcome(const AgentJob& job, JobOutcome outcome);
     Result<std::string> locate_data_disk();
     Status format(const AgentJob& job, const std::string& device_path);
     Status run_post_format_steps(const AgentJob& job);

@@ -51,6 +51,34 @@ Error op_error(const char* call, int error_number, const std::string& what) {
                                      describe_errno(error_number) + ": " + what);
 }
 
+// Why io_submit failed with `error_number` (not EAGAIN or EINTR) at the
+// first iocb it did not take, `first`.
+Error submit_error(int error_number, const iocb& first) {
+    switch (error_number) {
+        case EBADF:  // the fd of the first remaining iocb is not open
+            return op_error("io_submit", error_number,
+                            "file descriptor " + std::to_string(first.aio_fildes) +
+                                " is not open for this I/O");
+        case EINVAL:
+            // The context is gone, or the first remaining iocb is unusable:
+            // the file does not support AIO (e.g. a character device), or
+            // with O_DIRECT its buffer, offset or length is not aligned to
+            // the device's block size.
+            return op_error("io_submit", error_number,
+                            "the file does not support AIO, or the I/O is not aligned for O_DIRECT "
+                            "(offset " +
+                                std::to_string(first.u.c.offset) + ", length " +
+                                std::to_string(first.u.c.nbytes) + ")");
+        case EFAULT:  // an iocb or buffer address is invalid: a bug in the runner
+            return op_error("io_submit", error_number, "invalid iocb or buffer address");
+        case ENOSYS:  // kernel built without CONFIG_AIO
+            return op_error("io_submit", error_number,
+                            "this kernel has no native AIO; use ioengine=psync");
+        default:  // e.g. EOPNOTSUPP, ENOMEM: nothing a retry would fix
+            return op_error("io_submit", error_number, "cannot submit I/O");
+    }
+}
+
 class LibaioEngine final : public IoEngine {
   public:
     Status init(const EngineSetup& setup) override {
@@ -138,31 +166,8 @@ class LibaioEngine final : public IoEngine {
                     continue;
                 case EINTR:  // a signal arrived before anything was queued: retry
                     continue;
-                case EBADF:  // the fd of the first remaining iocb is not open
-                    return op_error("io_submit", error_number,
-                                    "file descriptor " +
-                                        std::to_string(pending_[submitted]->aio_fildes) +
-                                        " is not open for this I/O");
-                case EINVAL: {
-                    // The context is gone, or the first remaining iocb is
-                    // unusable: the file does not support AIO (e.g. a
-                    // character device), or with O_DIRECT its buffer, offset
-                    // or length is not aligned to the device's block size.
-                    const iocb& bad = *pending_[submitted];
-                    return op_error(
-                        "io_submit", error_number,
-                        "the file does not support AIO, or the I/O is not aligned for O_DIRECT "
-                        "(offset " +
-                            std::to_string(bad.u.c.offset) + ", length " +
-                            std::to_string(bad.u.c.nbytes) + ")");
-                }
-                case EFAULT:  // an iocb or buffer address is invalid: a bug in the runner
-                    return op_error("io_submit", error_number, "invalid iocb or buffer address");
-                case ENOSYS:  // kernel built without CONFIG_AIO
-                    return op_error("io_submit", error_number,
-                                    "this kernel has no native AIO; use ioengine=psync");
-                default:  // e.g. EOPNOTSUPP, ENOMEM: nothing a retry would fix
-                    return op_error("io_submit", error_number, "cannot submit I/O");
+                default:  // nothing a retry would fix
+                    return submit_error(error_number, *pending_[submitted]);
             }
         }
         pending_.clear();

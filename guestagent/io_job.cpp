@@ -226,6 +226,7 @@ class alignas(64) JobRunner {
           shared_(shared),
           random_(0x5eedull + job_index),
           blocks_(target_.size / options.bs),
+          budget_(options.time_based ? UINT64_MAX : blocks_),
           depth_(options.iodepth) {
         stats_.job_index = job_index;
     }
@@ -283,114 +284,147 @@ class alignas(64) JobRunner {
     void run() noexcept {
         rusage before{};
         getrusage(RUSAGE_THREAD, &before);
-        start_ns_ = now_ns();
+        start_clock();
         std::uint64_t now = start_ns_;
+        bool stopping = false;
+        while (!error_) {
+            if (!stopping) stopping = should_stop(now);
+            const bool busy = queue_ios(now, stopping);
+            if (error_) break;
+            if (!unsubmitted_.empty()) commit(now);
+            if (error_) break;
+            const unsigned outstanding = depth_ - static_cast<unsigned>(free_.size());
+            if (outstanding == 0) {
+                if (stopping || issued_ >= budget_) break;
+                continue;
+            }
+            reap_ios(now, stopping, busy);
+        }
+        drain();
+        record_totals(before);
+    }
+
+    const std::optional<Error>& error() const { return error_; }
+    JobStats take_stats() { return std::move(stats_); }
+    unsigned job_index() const { return job_index_; }
+
+    ~JobRunner() {
+        if (engine_) engine_->cleanup();
+    }
+
+  private:
+    // Sets the job's clock going: its start, the end of the ramp and of the
+    // runtime. Without a ramp, measuring starts at once.
+    void start_clock() {
+        start_ns_ = now_ns();
         ramp_end_ns_ = start_ns_ + static_cast<std::uint64_t>(options_.ramp_time_s * 1e9);
         end_ns_ = options_.runtime_s > 0
                       ? ramp_end_ns_ + static_cast<std::uint64_t>(options_.runtime_s * 1e9)
                       : UINT64_MAX;
         if (ramp_end_ns_ == start_ns_) begin_measuring(start_ns_);
-        const std::uint64_t budget = options_.time_based ? UINT64_MAX : blocks_;
+    }
+
+    // Whether to stop issuing new I/O: the size is done, the runtime is
+    // over, another job failed or the caller asked to stop.
+    bool should_stop(std::uint64_t at) const {
+        return issued_ >= budget_ || at >= end_ns_ ||
+               shared_.abort->load(std::memory_order_relaxed) ||
+               (shared_.stop && shared_.stop->load(std::memory_order_relaxed));
+    }
+
+    // The next unit to queue: a short transfer's rest first, else (unless
+    // stopping) a free unit filled with new I/O, which sets `fresh`; null
+    // when there is neither.
+    IoUnit* next_unit(bool stopping, bool& fresh) {
+        if (!retry_.empty()) {
+            IoUnit* unit = retry_.back();
+            retry_.pop_back();
+            return unit;
+        }
+        if (stopping || free_.empty() || issued_ >= budget_) return nullptr;
+        IoUnit* unit = &units_[free_.back()];
+        free_.pop_back();
+        prepare(*unit);
+        ++issued_;
+        fresh = true;
+        return unit;
+    }
+
+    // 1. Queue: retries of short transfers first, then new I/O while units
+    //    are free. True when the engine is busy (takes no more for now).
+    bool queue_ios(std::uint64_t& now, bool& stopping) {
         const bool synchronous = options_.engine->synchronous;
-
-        // Whether to stop issuing new I/O: the size is done, the runtime is
-        // over, another job failed or the caller asked to stop.
-        auto should_stop = [&](std::uint64_t at) {
-            return issued_ >= budget || at >= end_ns_ ||
-                   shared_.abort->load(std::memory_order_relaxed) ||
-                   (shared_.stop && shared_.stop->load(std::memory_order_relaxed));
-        };
-        bool stopping = false;
         while (!error_) {
-            if (!stopping) stopping = should_stop(now);
-            // 1. Queue: retries of short transfers first, then new I/O while
-            //    units are free.
-            bool busy = false;
-            while (!error_) {
-                IoUnit* unit = nullptr;
-                bool fresh = false;
-                if (!retry_.empty()) {
-                    unit = retry_.back();
-                    retry_.pop_back();
-                } else if (!stopping && !free_.empty() && issued_ < budget) {
-                    unit = &units_[free_.back()];
-                    free_.pop_back();
-                    prepare(*unit);
-                    ++issued_;
-                    fresh = true;
-                } else {
-                    break;
-                }
-                if (synchronous) unit->issue_ns = now_ns();
-                auto outcome = engine_->queue(*unit);
-                if (!outcome) {
-                    fail(outcome.error().message);
-                    break;
-                }
-                if (*outcome == QueueOutcome::kCompleted) {
-                    now = now_ns();
-                    advance_clock(now);
-                    complete(*unit, now);
-                    stopping = stopping || should_stop(now);
-                    continue;
-                }
-                if (*outcome == QueueOutcome::kBusy) {
-                    if (fresh) {
-                        free_.push_back(unit->index);
-                        --issued_;
-                    } else {
-                        retry_.push_back(unit);
-                    }
-                    busy = true;
-                    break;
-                }
-                unsubmitted_.push_back(unit);
-                if (unsubmitted_.size() >= options_.iodepth_batch_submit) commit(now);
+            bool fresh = false;
+            IoUnit* unit = next_unit(stopping, fresh);
+            if (unit == nullptr) break;
+            if (synchronous) unit->issue_ns = now_ns();
+            auto outcome = engine_->queue(*unit);
+            if (!outcome) {
+                fail(outcome.error().message);
+                break;
             }
-            if (error_) break;
-            if (!unsubmitted_.empty()) commit(now);
-            if (error_) break;
-
-            // 2. Reap, as fio: when the queue is full (or cannot take more
-            //    now), waiting for at least max(1, iodepth_batch_complete_min)
-            //    and taking at most iodepth_batch_complete_max per call, until
-            //    no more than iodepth_low are outstanding (by default one
-            //    call: the queue stays full, as fio keeps it). With
-            //    iodepth_batch_complete_min = 0 also check, without waiting,
-            //    on every pass. Draining at the end takes anything.
-            const unsigned outstanding = depth_ - static_cast<unsigned>(free_.size());
-            if (outstanding == 0) {
-                if (stopping || issued_ >= budget) break;
-                continue;
-            }
-            const bool draining = stopping || issued_ >= budget;
-            const bool full = free_.empty() || busy || engine_pending_ > 0;
-            unsigned min_events = 0;
-            unsigned max_events = options_.iodepth_batch_complete_max;
-            if (draining) {
-                min_events = 1;
-                max_events = depth_;
-            } else if (full) {
-                min_events = std::max(1u, options_.iodepth_batch_complete);
-            } else if (options_.iodepth_batch_complete != 0) {
-                continue;  // room for more I/O: queue it before waiting
-            }
-            while (true) {
-                auto reaped = engine_->getevents(min_events, max_events);
-                if (!reaped) {
-                    fail(reaped.error().message);
-                    break;
-                }
+            if (*outcome == QueueOutcome::kCompleted) {
                 now = now_ns();
                 advance_clock(now);
-                for (unsigned i = 0; i < *reaped; ++i) complete(engine_->event(i), now);
-                if (draining || !full || *reaped == 0 || error_ || !retry_.empty() ||
-                    depth_ - free_.size() <= options_.iodepth_low) {
-                    break;
+                complete(*unit, now);
+                stopping = stopping || should_stop(now);
+                continue;
+            }
+            if (*outcome == QueueOutcome::kBusy) {
+                if (fresh) {
+                    free_.push_back(unit->index);
+                    --issued_;
+                } else {
+                    retry_.push_back(unit);
                 }
+                return true;
+            }
+            unsubmitted_.push_back(unit);
+            if (unsubmitted_.size() >= options_.iodepth_batch_submit) commit(now);
+        }
+        return false;
+    }
+
+    // 2. Reap, as fio: when the queue is full (or cannot take more now),
+    //    waiting for at least max(1, iodepth_batch_complete_min) and taking
+    //    at most iodepth_batch_complete_max per call, until no more than
+    //    iodepth_low are outstanding (by default one call: the queue stays
+    //    full, as fio keeps it). With iodepth_batch_complete_min = 0 also
+    //    check, without waiting, on every pass. Draining at the end takes
+    //    anything. Called with I/O outstanding.
+    void reap_ios(std::uint64_t& now, bool stopping, bool busy) {
+        const bool draining = stopping || issued_ >= budget_;
+        const bool full = free_.empty() || busy || engine_pending_ > 0;
+        unsigned min_events = 0;
+        unsigned max_events = options_.iodepth_batch_complete_max;
+        if (draining) {
+            min_events = 1;
+            max_events = depth_;
+        } else if (full) {
+            min_events = std::max(1u, options_.iodepth_batch_complete);
+        } else if (options_.iodepth_batch_complete != 0) {
+            return;  // room for more I/O: queue it before waiting
+        }
+        while (true) {
+            auto reaped = engine_->getevents(min_events, max_events);
+            if (!reaped) {
+                fail(reaped.error().message);
+                return;
+            }
+            now = now_ns();
+            advance_clock(now);
+            for (unsigned i = 0; i < *reaped; ++i) complete(engine_->event(i), now);
+            if (draining || !full || *reaped == 0 || error_ || !retry_.empty() ||
+                depth_ - free_.size() <= options_.iodepth_low) {
+                return;
             }
         }
-        drain();
+    }
+
+    // The job's totals once its I/O is over: the measured runtime, the
+    // elapsed time and the thread's CPU use since `before`.
+    void record_totals(const rusage& before) {
         if (last_completion_ns_ > measure_start_ns_) {
             stats_.runtime_ns = last_completion_ns_ - measure_start_ns_;
         }
@@ -403,15 +437,6 @@ class alignas(64) JobRunner {
                                                              (after.ru_nivcsw - before.ru_nivcsw));
     }
 
-    const std::optional<Error>& error() const { return error_; }
-    JobStats take_stats() { return std::move(stats_); }
-    unsigned job_index() const { return job_index_; }
-
-    ~JobRunner() {
-        if (engine_) engine_->cleanup();
-    }
-
-  private:
     // Fills a free unit with the next I/O of the job's pattern.
     void prepare(IoUnit& unit) {
         IoDirection direction = IoDirection::kRead;
@@ -566,6 +591,7 @@ class alignas(64) JobRunner {
     SharedState& shared_;
     Random random_;
     std::uint64_t blocks_;
+    std::uint64_t budget_;  // I/Os to issue: the region once, or no limit when time_based
     unsigned depth_;
 
     FileDescriptor fd_;
@@ -791,74 +817,71 @@ Result<JobStats> decode_frame(unsigned job, std::string_view bytes, int wait_sta
                                      " without a complete report");
 }
 
-Result<std::vector<JobStats>> run_as_processes(Runners& runners, ProcessFlags& flags,
-                                               const std::atomic<bool>* stop) {
-    struct Child {
-        pid_t pid = -1;
-        FileDescriptor result;
-        std::string bytes;
-        bool eof = false;
-        int wait_status = 0;
-    };
-    std::vector<Child> children(runners.size());
-    int gate[2];
-    if (pipe2(gate, O_CLOEXEC) != 0) return io_error("cannot create the job start pipe", errno);
-    FileDescriptor gate_read(gate[0]);
-    FileDescriptor gate_write(gate[1]);
+// One job process as its parent sees it.
+struct JobProcess {
+    pid_t pid = -1;
+    FileDescriptor result;  // the read end of its result pipe
+    std::string bytes;      // what it has sent so far
+    bool eof = false;
+    int wait_status = 0;
+};
 
-    // Reads what `child` has sent so far (one read); false on EOF or error.
-    auto read_some = [](Child& child) {
-        char buffer[65536];
-        while (true) {
-            const ssize_t got = read(child.result.get(), buffer, sizeof buffer);
-            if (got < 0 && errno == EINTR) continue;
-            if (got <= 0) {
-                child.eof = true;
-                return false;
-            }
-            child.bytes.append(buffer, static_cast<std::size_t>(got));
-            return true;
+// Reads what `child` has sent so far (one read); false on EOF or error.
+bool read_some(JobProcess& child) {
+    char buffer[65536];
+    while (true) {
+        const ssize_t got = read(child.result.get(), buffer, sizeof buffer);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            child.eof = true;
+            return false;
         }
-    };
+        child.bytes.append(buffer, static_cast<std::size_t>(got));
+        return true;
+    }
+}
 
+// Forks one job process per runner, in order, into `children`; stops at
+// the first that cannot be started and returns why.
+std::optional<Error> start_job_processes(Runners& runners, int gate_read,
+                                         std::vector<JobProcess>& children) {
     const pid_t parent = getpid();
-    std::optional<Error> spawn_error;
-    std::size_t started = 0;
-    for (; started < runners.size(); ++started) {
+    for (std::size_t job = 0; job < runners.size(); ++job) {
         int result[2];
         if (pipe2(result, O_CLOEXEC) != 0) {
-            spawn_error =
-                io_error("cannot create the result pipe of job " + std::to_string(started), errno);
-            break;
+            return io_error("cannot create the result pipe of job " + std::to_string(job), errno);
         }
         FileDescriptor read_end(result[0]);
         FileDescriptor write_end(result[1]);
         const pid_t pid = fork();
-        if (pid == 0) job_process(*runners[started], write_end.get(), gate_read.get(), parent);
+        if (pid == 0) job_process(*runners[job], write_end.get(), gate_read, parent);
         if (pid < 0) {
-            spawn_error =
-                io_error("cannot start the process of job " + std::to_string(started), errno);
-            break;
+            return io_error("cannot start the process of job " + std::to_string(job), errno);
         }
-        children[started].pid = pid;
-        children[started].result = std::move(read_end);
+        JobProcess& child = children.emplace_back();
+        child.pid = pid;
+        child.result = std::move(read_end);
         // write_end closes here: the pipe reads EOF once the child is gone.
     }
+    return std::nullopt;
+}
 
-    // Start only when every job is set up: a job whose setup failed (or
-    // could not be started) aborts the others before any I/O.
-    bool all_ready = !spawn_error;
-    for (std::size_t job = 0; job < started; ++job) {
-        Child& child = children[job];
+// Waits for each child's first report; true when every one said 'R'.
+bool all_set_up(std::vector<JobProcess>& children) {
+    bool all_ready = true;
+    for (JobProcess& child : children) {
         while (child.bytes.empty() && read_some(child)) {
         }
         if (child.bytes.empty() || child.bytes.front() != 'R') all_ready = false;
     }
-    if (!all_ready) flags.abort.store(true);
-    gate_write = FileDescriptor();  // every child's read() of the gate returns 0: go
+    return all_ready;
+}
 
-    // Collect the reports, relaying the caller's stop flag meanwhile (it
-    // lives in this process's memory, which the children do not share).
+// Reads every child's report to its EOF, relaying the caller's stop flag
+// meanwhile (it lives in this process's memory, which the children do not
+// share).
+void collect_reports(std::vector<JobProcess>& children, ProcessFlags& flags,
+                     const std::atomic<bool>* stop) {
     constexpr int kStopPollMs = 20;
     std::vector<pollfd> waiting;
     std::vector<std::size_t> waiting_job;
@@ -866,12 +889,12 @@ Result<std::vector<JobStats>> run_as_processes(Runners& runners, ProcessFlags& f
         if (stop && stop->load(std::memory_order_relaxed)) flags.stop.store(true);
         waiting.clear();
         waiting_job.clear();
-        for (std::size_t job = 0; job < started; ++job) {
+        for (std::size_t job = 0; job < children.size(); ++job) {
             if (children[job].eof) continue;
             waiting.push_back({children[job].result.get(), POLLIN, 0});
             waiting_job.push_back(job);
         }
-        if (waiting.empty()) break;
+        if (waiting.empty()) return;
         const int ready = poll(waiting.data(), waiting.size(), stop ? kStopPollMs : -1);
         if (ready < 0 && errno != EINTR) {
             // Cannot happen with valid descriptors; read blocking instead.
@@ -879,21 +902,19 @@ Result<std::vector<JobStats>> run_as_processes(Runners& runners, ProcessFlags& f
                 while (read_some(children[job])) {
                 }
             }
-            break;
+            return;
         }
         for (std::size_t i = 0; ready > 0 && i < waiting.size(); ++i) {
             if (waiting[i].revents != 0) (void)read_some(children[waiting_job[i]]);
         }
     }
-    for (std::size_t job = 0; job < started; ++job) {
-        while (waitpid(children[job].pid, &children[job].wait_status, 0) < 0 && errno == EINTR) {
-        }
-    }
-    if (spawn_error) return *spawn_error;
+}
 
+// Every child's statistics, in job order, or the first job's error.
+Result<std::vector<JobStats>> decode_reports(const std::vector<JobProcess>& children) {
     std::vector<JobStats> stats;
     std::optional<Error> first_error;
-    for (std::size_t job = 0; job < started; ++job) {
+    for (std::size_t job = 0; job < children.size(); ++job) {
         auto decoded = decode_frame(static_cast<unsigned>(job), children[job].bytes,
                                     children[job].wait_status);
         if (!decoded) {
@@ -904,6 +925,32 @@ Result<std::vector<JobStats>> run_as_processes(Runners& runners, ProcessFlags& f
     }
     if (first_error) return *first_error;
     return stats;
+}
+
+Result<std::vector<JobStats>> run_as_processes(Runners& runners, ProcessFlags& flags,
+                                               const std::atomic<bool>* stop) {
+    int gate[2];
+    if (pipe2(gate, O_CLOEXEC) != 0) return io_error("cannot create the job start pipe", errno);
+    FileDescriptor gate_read(gate[0]);
+    FileDescriptor gate_write(gate[1]);
+
+    std::vector<JobProcess> children;
+    children.reserve(runners.size());
+    const std::optional<Error> spawn_error =
+        start_job_processes(runners, gate_read.get(), children);
+    // Start only when every job is set up: a job whose setup failed (or
+    // could not be started) aborts the others before any I/O.
+    const bool all_ready = all_set_up(children);
+    if (spawn_error || !all_ready) flags.abort.store(true);
+    gate_write = FileDescriptor();  // every child's read() of the gate returns 0: go
+
+    collect_reports(children, flags, stop);
+    for (JobProcess& child : children) {
+        while (waitpid(child.pid, &child.wait_status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    if (spawn_error) return *spawn_error;
+    return decode_reports(children);
 }
 
 }  // namespace

@@ -356,6 +356,53 @@ class Session {
     // Config, datadir, server start, database `test`, verification.
     // Fills readback {"server_variables", "server_version"}.
     Status start_server(const Json& server, Json& readback, std::string& version) {
+        DS_TRY(write_server_files(server));
+        const std::string defaults = "--defaults-file=" + paths_.config;
+        DS_TRY(
+            run_checked({"mariadb-install-db", defaults, "--auth-root-authentication-method=normal",
+                         "--skip-test-db", "--skip-name-resolve"},
+                        "creating the datadir " + paths_.datadir + " with mariadb-install-db"));
+        DS_TRY(launch_server(defaults));
+        auto shown = show_variables(defaults);
+        if (!shown) return shown.error();
+        const std::string& text = shown->stdout_text;
+        version = text.substr(0, text.find('\n'));
+        return check_variables_in_force(server, parse_show_variables(text), version, readback);
+    }
+
+    // mariadb-admin shutdown, then wait for mariadbd to exit; SIGKILL (by its
+    // pid file) when the shutdown command fails. The server's own runner
+    // call kills it at the deadline in any case.
+    Status stop_server() {
+        if (!server_.valid()) return ok_status();
+        std::string problem;
+        if (server_.wait_for(milliseconds(0)) != std::future_status::ready) {
+            report("stopping MariaDB");
+            const milliseconds limit =
+                std::max(milliseconds(1000), std::min(remaining(), milliseconds(kShutdownLimit)));
+            auto shutdown = ctx_.runner.run(
+                {"mariadb-admin", "--defaults-file=" + paths_.config, "shutdown"}, limit);
+            if (!shutdown || shutdown->exit_code != 0) {
+                problem = "mariadb-admin shutdown failed: " +
+                          (shutdown ? tail(shutdown->stderr_text, 400) : shutdown.error().message);
+                kill_by_pid_file();
+            }
+            if (server_.wait_for(limit) != std::future_status::ready) {
+                kill_by_pid_file();
+                problem += (problem.empty() ? "" : "; ") +
+                           std::string("mariadbd did not exit after shutdown and was killed");
+            }
+        }
+        auto exited = server_.get();
+        if (!problem.empty()) return make_error(errc::kAgent, what_ + ": " + problem);
+        (void)exited;
+        return ok_status();
+    }
+
+  private:
+    // The scratch dir, cleared of an earlier run's files, with this run's
+    // my.cnf.
+    Status write_server_files(const Json& server) {
         std::error_code ec;
         fs::create_directories(paths_.dir, ec);
         if (ec) {
@@ -367,17 +414,14 @@ class Session {
         for (const auto& stale : {paths_.socket, paths_.pid_file, paths_.error_log}) {
             fs::remove(stale, ec);
         }
-        {
-            std::ofstream config(paths_.config, std::ios::binary | std::ios::trunc);
-            config << server_config(paths_, server);
-            if (!config.flush()) return make_error(errc::kIo, "cannot write " + paths_.config);
-        }
-        const std::string defaults = "--defaults-file=" + paths_.config;
-        DS_TRY(
-            run_checked({"mariadb-install-db", defaults, "--auth-root-authentication-method=normal",
-                         "--skip-test-db", "--skip-name-resolve"},
-                        "creating the datadir " + paths_.datadir + " with mariadb-install-db"));
+        std::ofstream config(paths_.config, std::ios::binary | std::ios::trunc);
+        config << server_config(paths_, server);
+        if (!config.flush()) return make_error(errc::kIo, "cannot write " + paths_.config);
+        return ok_status();
+    }
 
+    // Starts mariadbd and waits for its socket.
+    Status launch_server(const std::string& defaults) {
         // mariadbd stays in the foreground, on its own thread, until
         // shutdown; the runner kills it at the deadline.
         ProcessRunner& runner = ctx_.runner;
@@ -397,7 +441,12 @@ class Session {
                 last_report = Clock::now();
             }
         }
+        return ok_status();
+    }
 
+    // Creates database `test`; stdout is the version, then SHOW GLOBAL
+    // VARIABLES.
+    Result<ProcessOutput> show_variables(const std::string& defaults) {
         // The socket exists from bind(); a connection may still be refused
         // for a moment: retry while the server runs.
         const std::vector<std::string> query = {
@@ -412,7 +461,7 @@ class Session {
         for (;;) {
             shown = run(query, "creating database test and reading SHOW VARIABLES");
             if (!shown) return shown.error();
-            if (shown->exit_code == 0) break;
+            if (shown->exit_code == 0) return shown;
             if (server_.wait_for(milliseconds(0)) == std::future_status::ready) {
                 return server_exited("connecting to");
             }
@@ -422,10 +471,14 @@ class Session {
             }
             std::this_thread::sleep_for(milliseconds(250));
         }
-        const std::string& text = shown->stdout_text;
-        version = text.substr(0, text.find('\n'));
-        const auto variables = parse_show_variables(text);
+    }
 
+    // Fills readback with the variables read back and the version;
+    // errc::kSettingsMismatch when a requested server variable is not in
+    // force.
+    Status check_variables_in_force(const Json& server,
+                                    const std::map<std::string, std::string>& variables,
+                                    const std::string& version, Json& readback) const {
         Json shown_variables = Json::object();
         for (const auto name : kReadBackVariables) {
             if (auto found = variables.find(std::string(name)); found != variables.end()) {
@@ -459,36 +512,6 @@ class Session {
         return ok_status();
     }
 
-    // mariadb-admin shutdown, then wait for mariadbd to exit; SIGKILL (by its
-    // pid file) when the shutdown command fails. The server's own runner
-    // call kills it at the deadline in any case.
-    Status stop_server() {
-        if (!server_.valid()) return ok_status();
-        std::string problem;
-        if (server_.wait_for(milliseconds(0)) != std::future_status::ready) {
-            report("stopping MariaDB");
-            const milliseconds limit =
-                std::max(milliseconds(1000), std::min(remaining(), milliseconds(kShutdownLimit)));
-            auto shutdown = ctx_.runner.run(
-                {"mariadb-admin", "--defaults-file=" + paths_.config, "shutdown"}, limit);
-            if (!shutdown || shutdown->exit_code != 0) {
-                problem = "mariadb-admin shutdown failed: " +
-                          (shutdown ? tail(shutdown->stderr_text, 400) : shutdown.error().message);
-                kill_by_pid_file();
-            }
-            if (server_.wait_for(limit) != std::future_status::ready) {
-                kill_by_pid_file();
-                problem += (problem.empty() ? "" : "; ") +
-                           std::string("mariadbd did not exit after shutdown and was killed");
-            }
-        }
-        auto exited = server_.get();
-        if (!problem.empty()) return make_error(errc::kAgent, what_ + ": " + problem);
-        (void)exited;
-        return ok_status();
-    }
-
-  private:
     // The server ended while we waited for it: its [ERROR] lines.
     Error server_exited(const std::string& doing) {
         auto exited = server_.get();

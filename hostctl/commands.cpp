@@ -584,16 +584,16 @@ ExitCode unknown_command(const std::vector<std::string>& tokens, std::ostream& e
     return ExitCode::kUsage;
 }
 
-ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
-             const Environment& environment) {
+// The global options (which may appear anywhere: `hostctl sweep list
+// --json`) into `options`; what they do not claim (command words,
+// arguments, sub-command switches) into `tokens`. kUsage when they do not parse.
+std::optional<ExitCode> parse_global_options(const std::vector<std::string>& args,
+                                             po::variables_map& options,
+                                             std::vector<std::string>& tokens, std::ostream& err) {
     po::options_description global;
     global.add_options()("socket", po::value<std::string>())("json", po::bool_switch())(
         "help,h", po::bool_switch());
-    po::variables_map options;
-    std::vector<std::string> tokens;  // command words, arguments, sub-command switches
     try {
-        // Global options may appear anywhere (`hostctl sweep list --json`);
-        // what they do not claim is the command's.
         auto parsed = po::command_line_parser(args).options(global).allow_unregistered().run();
         po::store(parsed, options);
         po::notify(options);
@@ -602,8 +602,14 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
         err << "hostctl: " << e.what() << "\nRun 'hostctl --help' for usage.\n";
         return ExitCode::kUsage;
     }
-    const bool help = options["help"].as<bool>();
+    return std::nullopt;
+}
 
+// `hostctl help [COMMAND]`, and a command line without a command (usage on
+// standard output with --help, else on standard error): the exit code when
+// it was one of those.
+std::optional<ExitCode> answer_help_or_no_command(std::vector<std::string>& tokens, bool help,
+                                                  std::ostream& out, std::ostream& err) {
     if (!tokens.empty() && tokens.front() == "help") {
         tokens.erase(tokens.begin());
         if (tokens.empty()) {
@@ -623,57 +629,48 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
         err << general_usage();
         return ExitCode::kUsage;
     }
-    const CommandSpec* command = find_command(tokens);
-    if (!command) return unknown_command(tokens, err);
-    if (help) {
-        out << command_help(*command);
-        return ExitCode::kOk;
+    return std::nullopt;
+}
+
+// --socket, else the environment's variable when set and not empty, else the default.
+std::string socket_path_for(const po::variables_map& options, const Environment& environment) {
+    if (options.count("socket")) return options["socket"].as<std::string>();
+    if (auto from_environment =
+            environment.variable ? environment.variable(kSocketEnvironmentVariable) : std::nullopt;
+        from_environment && !from_environment->empty()) {
+        return *from_environment;
     }
+    return std::string(kDefaultSocketPath);
+}
 
-    std::string socket_path;
-    if (options.count("socket")) {
-        socket_path = options["socket"].as<std::string>();
-    } else if (auto from_environment = environment.variable
-                                           ? environment.variable(kSocketEnvironmentVariable)
-                                           : std::nullopt;
-               from_environment && !from_environment->empty()) {
-        socket_path = *from_environment;
-    } else {
-        socket_path = std::string(kDefaultSocketPath);
-    }
-
-    Invocation invocation{std::string(command->name),
-                          std::string(kGlobalUsage) + " " + command_usage(*command),
-                          DaemonClient(socket_path),
-                          options["json"].as<bool>(),
-                          {},
-                          {},
-                          {},
-                          out,
-                          err,
-                          environment};
-
-    // The command's own arguments and switches, declared by its table entry.
-    std::vector<std::string> command_tokens(tokens.begin() + split_words(command->name).size(),
-                                            tokens.end());
-    po::options_description command_options;
-    po::positional_options_description positional;
-    for (const auto& flag : command->flags) {
+// The command's own arguments and switches, declared by its table entry.
+void declare_command_options(const CommandSpec& command, po::options_description& options,
+                             po::positional_options_description& positional) {
+    for (const auto& flag : command.flags) {
         // Boost's "long,s" names the option and its one-letter alias.
         const std::string names =
             std::string(flag.name) + (flag.short_name ? std::string(",") + flag.short_name : "");
         if (flag.value_name.empty()) {
-            command_options.add_options()(names.c_str(), po::bool_switch(),
-                                          std::string(flag.help).c_str());
+            options.add_options()(names.c_str(), po::bool_switch(), std::string(flag.help).c_str());
         } else {
-            command_options.add_options()(names.c_str(), po::value<std::string>(),
-                                          std::string(flag.help).c_str());
+            options.add_options()(names.c_str(), po::value<std::string>(),
+                                  std::string(flag.help).c_str());
         }
     }
-    for (auto argument : command->arguments) {
-        command_options.add_options()(std::string(argument).c_str(), po::value<std::string>());
+    for (auto argument : command.arguments) {
+        options.add_options()(std::string(argument).c_str(), po::value<std::string>());
         positional.add(std::string(argument).c_str(), 1);
     }
+}
+
+// Parses `command_tokens` as `command`'s arguments and switches into
+// `invocation`: the usage error's exit code when they do not fit.
+std::optional<ExitCode> read_command_line(const CommandSpec& command,
+                                          const std::vector<std::string>& command_tokens,
+                                          Invocation& invocation) {
+    po::options_description command_options;
+    po::positional_options_description positional;
+    declare_command_options(command, command_options, positional);
     po::variables_map command_values;
     try {
         po::store(po::command_line_parser(command_tokens)
@@ -685,12 +682,12 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
     } catch (const po::error& e) {
         return invocation.usage_error(e.what());
     }
-    for (auto argument : command->arguments) {
+    for (auto argument : command.arguments) {
         std::string name(argument);
         if (!command_values.count(name)) return invocation.usage_error("missing " + name);
         invocation.arguments[name] = command_values[name].as<std::string>();
     }
-    for (const auto& flag : command->flags) {
+    for (const auto& flag : command.flags) {
         std::string name(flag.name);
         if (!flag.value_name.empty()) {
             if (command_values.count(name))
@@ -699,6 +696,36 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
             invocation.flags.insert(name);
         }
     }
+    return std::nullopt;
+}
+
+ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+             const Environment& environment) {
+    po::variables_map options;
+    std::vector<std::string> tokens;
+    if (auto refused = parse_global_options(args, options, tokens, err)) return *refused;
+    const bool help = options["help"].as<bool>();
+    if (auto answered = answer_help_or_no_command(tokens, help, out, err)) return *answered;
+    const CommandSpec* command = find_command(tokens);
+    if (!command) return unknown_command(tokens, err);
+    if (help) {
+        out << command_help(*command);
+        return ExitCode::kOk;
+    }
+
+    Invocation invocation{std::string(command->name),
+                          std::string(kGlobalUsage) + " " + command_usage(*command),
+                          DaemonClient(socket_path_for(options, environment)),
+                          options["json"].as<bool>(),
+                          {},
+                          {},
+                          {},
+                          out,
+                          err,
+                          environment};
+    const std::vector<std::string> command_tokens(
+        tokens.begin() + split_words(command->name).size(), tokens.end());
+    if (auto refused = read_command_line(*command, command_tokens, invocation)) return *refused;
     return command->handler(invocation);
 }
 

@@ -429,6 +429,40 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     return text;
 }
 
+// Each row's metric cells, "mean ± sd", built before the table so that
+// each column can be aligned on "±".
+std::vector<std::vector<std::string>> aligned_metric_cells(
+    const Json& rows, const std::vector<std::string>& metrics) {
+    std::vector<std::vector<MeanSpread>> cells(rows.size());
+    std::vector<std::size_t> mean_width(metrics.size(), 0);
+    std::vector<std::size_t> spread_width(metrics.size(), 0);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        for (std::size_t m = 0; m < metrics.size(); ++m) {
+            const Json& summary = field(field(rows[r], "metrics"), metrics[m]);
+            auto mean = number_field(summary, "mean");
+            MeanSpread cell = mean && integer_field(summary, "n", 1) > 0
+                                  ? format_mean_spread(*mean, number_field(summary, "stddev"))
+                                  : MeanSpread{"-", ""};
+            mean_width[m] = std::max(mean_width[m], display_width(cell.mean));
+            spread_width[m] = std::max(spread_width[m], display_width(cell.spread));
+            cells[r].push_back(std::move(cell));
+        }
+    }
+    std::vector<std::vector<std::string>> aligned(rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        for (std::size_t m = 0; m < metrics.size(); ++m) {
+            const MeanSpread& cell = cells[r][m];
+            std::string text = pad_left(cell.mean, mean_width[m]);
+            if (spread_width[m] > 0) {
+                text += cell.spread.empty() ? std::string(3 + spread_width[m], ' ')
+                                            : " ± " + pad_right(cell.spread, spread_width[m]);
+            }
+            aligned[r].push_back(std::move(text));
+        }
+    }
+    return aligned;
+}
+
 }  // namespace
 
 std::string format_compare_wide(const Json& compare) {
@@ -442,22 +476,8 @@ std::string format_compare_wide(const Json& compare) {
     bool any_risk = false;
     for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
 
-    // Metric cells are built first, so each column can be aligned on "±".
-    std::vector<std::vector<MeanSpread>> cells(rows.size());
-    std::vector<std::size_t> mean_width(columns.metrics.size(), 0);
-    std::vector<std::size_t> spread_width(columns.metrics.size(), 0);
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        for (std::size_t m = 0; m < columns.metrics.size(); ++m) {
-            const Json& summary = field(field(rows[r], "metrics"), columns.metrics[m]);
-            auto mean = number_field(summary, "mean");
-            MeanSpread cell = mean && integer_field(summary, "n", 1) > 0
-                                  ? format_mean_spread(*mean, number_field(summary, "stddev"))
-                                  : MeanSpread{"-", ""};
-            mean_width[m] = std::max(mean_width[m], display_width(cell.mean));
-            spread_width[m] = std::max(spread_width[m], display_width(cell.spread));
-            cells[r].push_back(std::move(cell));
-        }
-    }
+    const std::vector<std::vector<std::string>> metric_cells =
+        aligned_metric_cells(rows, columns.metrics);
 
     const std::string overhead_metric = host_overhead_metric(compare, columns);
 
@@ -483,15 +503,7 @@ std::string format_compare_wide(const Json& compare) {
             line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
         }
         line.push_back(text_field(row, "workload") + (baseline ? " (host, raw volume)" : ""));
-        for (std::size_t m = 0; m < columns.metrics.size(); ++m) {
-            const MeanSpread& cell = cells[r][m];
-            std::string text = pad_left(cell.mean, mean_width[m]);
-            if (spread_width[m] > 0) {
-                text += cell.spread.empty() ? std::string(3 + spread_width[m], ' ')
-                                            : " ± " + pad_right(cell.spread, spread_width[m]);
-            }
-            line.push_back(text);
-        }
+        for (const std::string& cell : metric_cells[r]) line.push_back(cell);
         if (!overhead_metric.empty()) line.push_back(host_share_text(row, overhead_metric));
         const Json& runs = field(row, "runs");
         std::string n = std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
@@ -550,6 +562,54 @@ std::string workload_options_legend(const Json& rows) {
     return legend;
 }
 
+// The narrow compare table's columns: the configuration (its axes, or its
+// id when nothing varies), then the primary metric and what is said of it.
+Table narrow_compare_table(const NarrowColumns& columns, bool options_column,
+                           const std::string& metric) {
+    std::vector<Table::Column> header;
+    if (columns.axes.empty()) header.push_back({"config"});
+    for (const auto& axis : columns.axes) header.push_back({axis});
+    if (columns.workload) header.push_back({"workload"});
+    if (options_column) header.push_back({"options"});
+    header.push_back({metric.empty() ? "primary metric" : metric, Align::kRight});
+    header.push_back({"ratio [95% CI]", Align::kRight});
+    header.push_back({"verdict"});
+    header.push_back({"n", Align::kRight});
+    header.push_back({"!"});
+    return Table(std::move(header));
+}
+
+// One row of the narrow compare table; its durability risks, when new, go
+// to `risk_notes` (printed once each under the tables).
+std::vector<std::string> narrow_compare_line(const Json& row, const NarrowColumns& columns,
+                                             bool options_column, const std::string& metric,
+                                             std::vector<std::string>& risk_notes) {
+    const bool host = field(row, "host_baseline") == true;
+    std::vector<std::string> line;
+    if (columns.axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
+    for (const auto& axis : columns.axes) {
+        const bool applies = !host || field(row, "settings").contains(axis);
+        line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
+    }
+    if (columns.workload)
+        line.push_back(text_field(row, "workload") + (host ? " (host, raw volume)" : ""));
+    if (options_column) line.push_back(text_field(row, "options", "defaults"));
+    const std::string row_metric = text_field(field(row, "primary_metric"), "name", metric);
+    std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
+    if (metric.empty() && value != "-") value += " " + row_metric;
+    line.push_back(value);
+    line.push_back(field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
+    line.push_back(verdict_text(row));
+    const Json& runs = field(row, "runs");
+    line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
+    const std::string risks = join(string_list(field(row, "durability_risks")), ", ");
+    line.push_back(risks.empty() ? "" : "!");
+    if (!risks.empty() &&
+        std::find(risk_notes.begin(), risk_notes.end(), risks) == risk_notes.end())
+        risk_notes.push_back(risks);
+    return line;
+}
+
 }  // namespace
 
 std::string format_compare_table(const Json& compare) {
@@ -583,46 +643,10 @@ std::string format_compare_table(const Json& compare) {
                     std::to_string(partition_count) + ": " + partition_text(partitions[partition]) +
                     "\n";
         }
-        std::vector<Table::Column> header;
-        if (columns.axes.empty()) header.push_back({"config"});
-        for (const auto& axis : columns.axes) header.push_back({axis});
-        if (columns.workload) header.push_back({"workload"});
-        if (options_column) header.push_back({"options"});
-        header.push_back({metric.empty() ? "primary metric" : metric, Align::kRight});
-        header.push_back({"ratio [95% CI]", Align::kRight});
-        header.push_back({"verdict"});
-        header.push_back({"n", Align::kRight});
-        header.push_back({"!"});
-        Table table(std::move(header));
-        for (std::size_t r : members) {
-            const Json& row = rows[r];
-            const bool host = field(row, "host_baseline") == true;
-            std::vector<std::string> line;
-            if (columns.axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
-            for (const auto& axis : columns.axes) {
-                const bool applies = !host || field(row, "settings").contains(axis);
-                line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
-            }
-            if (columns.workload)
-                line.push_back(text_field(row, "workload") + (host ? " (host, raw volume)" : ""));
-            if (options_column) line.push_back(text_field(row, "options", "defaults"));
-            const std::string row_metric = text_field(field(row, "primary_metric"), "name", metric);
-            std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
-            if (metric.empty() && value != "-") value += " " + row_metric;
-            line.push_back(value);
-            line.push_back(
-                field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
-            line.push_back(verdict_text(row));
-            const Json& runs = field(row, "runs");
-            line.push_back(std::to_string(integer_field(runs, "succeeded")) +
-                           unsuccessful_note(runs));
-            const std::string risks = join(string_list(field(row, "durability_risks")), ", ");
-            line.push_back(risks.empty() ? "" : "!");
-            if (!risks.empty() &&
-                std::find(risk_notes.begin(), risk_notes.end(), risks) == risk_notes.end())
-                risk_notes.push_back(risks);
-            table.add_row(std::move(line));
-        }
+        Table table = narrow_compare_table(columns, options_column, metric);
+        for (std::size_t r : members)
+            table.add_row(
+                narrow_compare_line(rows[r], columns, options_column, metric, risk_notes));
         text += table.render();
     }
     if (columns.options && !options_column) text += workload_options_legend(rows);
@@ -634,78 +658,129 @@ std::string format_compare_table(const Json& compare) {
     return text;
 }
 
-std::string format_compare_csv(const Json& compare) {
-    CompareColumns columns = compare_columns(compare);
-    static const char* kSummaryFields[] = {"n",  "mean",     "median",    "stddev",
-                                           "cv", "ci95_low", "ci95_high", "geomean"};
-    static const char* kComparisonFields[] = {"ratio",   "ci95_low",   "ci95_high",
-                                              "p_value", "p_adjusted", "verdict"};
+namespace {
 
+constexpr const char* kCsvSummaryFields[] = {"n",  "mean",     "median",    "stddev",
+                                             "cv", "ci95_low", "ci95_high", "geomean"};
+constexpr const char* kCsvComparisonFields[] = {"ratio",   "ci95_low",   "ci95_high",
+                                                "p_value", "p_adjusted", "verdict"};
+
+std::string csv_line(const std::vector<std::string>& fields) {
+    std::string line;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (i > 0) line += ',';
+        line += csv_field(fields[i]);
+    }
+    return line + "\n";
+}
+
+// Numbers at full precision (JSON's shortest round-trip form); absent or
+// null values (the spread of a single run) as empty fields.
+std::string csv_number_text(const Json& value) {
+    return value.is_number() ? value.dump() : std::string();
+}
+
+std::vector<std::string> csv_header(const CompareColumns& columns) {
     std::vector<std::string> header = {"sweep_id", "config_id", "workload"};
     for (const auto& axis : columns.axes) header.push_back(axis);
     header.push_back("runs_succeeded");
     header.push_back("runs_failed");
     for (const auto& metric : columns.metrics) {
-        for (const char* part : kSummaryFields) header.push_back(metric + "_" + part);
+        for (const char* part : kCsvSummaryFields) header.push_back(metric + "_" + part);
     }
     header.push_back("partition");
     header.push_back("compared_metric");
-    for (const char* part : kComparisonFields) header.push_back(std::string("vs_baseline_") + part);
+    for (const char* part : kCsvComparisonFields)
+        header.push_back(std::string("vs_baseline_") + part);
     header.push_back("durability_risks");
+    return header;
+}
 
-    auto csv_line = [](const std::vector<std::string>& fields) {
-        std::string line;
-        for (std::size_t i = 0; i < fields.size(); ++i) {
-            if (i > 0) line += ',';
-            line += csv_field(fields[i]);
+// The fields of one compare row, in csv_header's order.
+std::vector<std::string> csv_row(const Json& compare, const Json& row,
+                                 const CompareColumns& columns) {
+    std::vector<std::string> line = {csv_number_text(field(compare, "sweep_id")),
+                                     text_field(row, "config_id", ""),
+                                     text_field(row, "workload", "")};
+    for (const auto& axis : columns.axes) {
+        line.push_back(format_setting_value(field(field(row, "settings"), axis)));
+    }
+    const Json& runs = field(row, "runs");
+    line.push_back(std::to_string(integer_field(runs, "succeeded")));
+    line.push_back(std::to_string(integer_field(runs, "failed")));
+    for (const auto& metric : columns.metrics) {
+        const Json& summary = field(field(row, "metrics"), metric);
+        for (const char* part : kCsvSummaryFields) {
+            const Json& value = field(summary, part);
+            // A metric no run reported has n = 0, not an empty field.
+            line.push_back(
+                std::string_view(part) == "n" && !value.is_number() ? "0" : csv_number_text(value));
         }
-        return line + "\n";
-    };
-    // Numbers at full precision (JSON's shortest round-trip form); absent or
-    // null values (the spread of a single run) as empty fields.
-    auto number_text = [](const Json& value) {
-        return value.is_number() ? value.dump() : std::string();
-    };
+    }
+    const Json& partitions = field(compare, "partitions");
+    const long partition = integer_field(row, "partition", -1);
+    const bool known = partitions.is_array() && partition >= 0 &&
+                       static_cast<std::size_t>(partition) < partitions.size();
+    line.push_back(known ? partition_text(partitions[static_cast<std::size_t>(partition)]) : "");
+    const Json& versus = field(row, "vs_baseline");
+    line.push_back(text_field(field(row, "primary_metric"), "name", ""));
+    for (const char* part : kCsvComparisonFields) {
+        const Json& value = field(versus, part);
+        line.push_back(value.is_string() ? value.get<std::string>() : csv_number_text(value));
+    }
+    line.push_back(join(string_list(field(row, "durability_risks")), ";"));
+    return line;
+}
 
-    std::string text = csv_line(header);
+}  // namespace
+
+std::string format_compare_csv(const Json& compare) {
+    CompareColumns columns = compare_columns(compare);
+    std::string text = csv_line(csv_header(columns));
     const Json& rows = field(compare, "rows");
     if (!rows.is_array()) return text;
-    for (const auto& row : rows) {
-        std::vector<std::string> line = {number_text(field(compare, "sweep_id")),
-                                         text_field(row, "config_id", ""),
-                                         text_field(row, "workload", "")};
-        for (const auto& axis : columns.axes) {
-            line.push_back(format_setting_value(field(field(row, "settings"), axis)));
+    for (const auto& row : rows) text += csv_line(csv_row(compare, row, columns));
+    return text;
+}
+
+namespace {
+
+using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+// `value` into `out`, nested objects flattened to dotted keys below `prefix`.
+void flatten_into(const std::string& prefix, const Json& value, KeyValues& out) {
+    if (value.is_object() && !value.empty()) {
+        for (const auto& item : value.items()) {
+            flatten_into(prefix.empty() ? item.key() : prefix + "." + item.key(), item.value(),
+                         out);
         }
-        const Json& runs = field(row, "runs");
-        line.push_back(std::to_string(integer_field(runs, "succeeded")));
-        line.push_back(std::to_string(integer_field(runs, "failed")));
-        for (const auto& metric : columns.metrics) {
-            const Json& summary = field(field(row, "metrics"), metric);
-            for (const char* part : kSummaryFields) {
-                const Json& value = field(summary, part);
-                // A metric no run reported has n = 0, not an empty field.
-                line.push_back(
-                    std::string_view(part) == "n" && !value.is_number() ? "0" : number_text(value));
-            }
+    } else {
+        out.emplace_back(prefix, single_line(format_setting_value(value)));
+    }
+}
+
+// A run's object or array field as a section: its title, then its entries
+// (an array's elements as "-" lines), keys aligned.
+std::string run_section(const std::string& title, const Json& value) {
+    KeyValues entries;
+    if (value.is_object()) {
+        flatten_into("", value, entries);
+    } else {
+        for (const auto& element : value) {
+            entries.emplace_back("-", single_line(format_setting_value(element)));
         }
-        const Json& partitions = field(compare, "partitions");
-        const long partition = integer_field(row, "partition", -1);
-        const bool known = partitions.is_array() && partition >= 0 &&
-                           static_cast<std::size_t>(partition) < partitions.size();
-        line.push_back(known ? partition_text(partitions[static_cast<std::size_t>(partition)])
-                             : "");
-        const Json& versus = field(row, "vs_baseline");
-        line.push_back(text_field(field(row, "primary_metric"), "name", ""));
-        for (const char* part : kComparisonFields) {
-            const Json& value = field(versus, part);
-            line.push_back(value.is_string() ? value.get<std::string>() : number_text(value));
-        }
-        line.push_back(join(string_list(field(row, "durability_risks")), ";"));
-        text += csv_line(line);
+    }
+    std::string text = title + ":\n";
+    if (entries.empty()) text += "  (none)\n";
+    std::size_t width = 0;
+    for (const auto& [key, entry] : entries) width = std::max(width, display_width(key));
+    for (const auto& [key, entry] : entries) {
+        text += "  " + pad_right(key, width) + "  " + entry + "\n";
     }
     return text;
 }
+
+}  // namespace
 
 std::string format_run(const Json& reply) {
     const Json& run = field(reply, "run");
@@ -733,37 +808,10 @@ std::string format_run(const Json& reply) {
     }
 
     // Objects as sections, nested objects flattened to dotted keys.
-    std::function<void(const std::string&, const Json&,
-                       std::vector<std::pair<std::string, std::string>>&)>
-        flatten = [&](const std::string& prefix, const Json& value,
-                      std::vector<std::pair<std::string, std::string>>& out) {
-            if (value.is_object() && !value.empty()) {
-                for (const auto& item : value.items()) {
-                    flatten(prefix.empty() ? item.key() : prefix + "." + item.key(), item.value(),
-                            out);
-                }
-            } else {
-                out.emplace_back(prefix, single_line(format_setting_value(value)));
-            }
-        };
     for (const auto& item : run.items()) {
         if (shown.count(item.key())) continue;
         if (!item.value().is_object() && !item.value().is_array()) continue;
-        std::vector<std::pair<std::string, std::string>> entries;
-        if (item.value().is_object()) {
-            flatten("", item.value(), entries);
-        } else {
-            for (const auto& element : item.value()) {
-                entries.emplace_back("-", single_line(format_setting_value(element)));
-            }
-        }
-        text += item.key() + ":\n";
-        if (entries.empty()) text += "  (none)\n";
-        std::size_t width = 0;
-        for (const auto& [key, value] : entries) width = std::max(width, display_width(key));
-        for (const auto& [key, value] : entries) {
-            text += "  " + pad_right(key, width) + "  " + value + "\n";
-        }
+        text += run_section(item.key(), item.value());
     }
     for (const char* bulky : {"console_log", "raw_output"}) {
         const Json& value = field(run, bulky);

@@ -427,6 +427,103 @@ PrimaryMetric primary_metric_of_workload(const Json& workload) {
     return judged_metric(*descriptor, workload.value("params", Json::object()));
 }
 
+namespace {
+
+// Names each row's analysed metric (the option's, else its workload's
+// primary metric); returns the workload kinds of the rows, in the order
+// first seen. A workload the sweep does not list reads as null.
+std::vector<std::string> analyse_rows(std::vector<CompareRow>& rows,
+                                      std::map<std::string, Json>& workloads,
+                                      const CompareOptions& options) {
+    std::vector<std::string> kinds;
+    for (CompareRow& row : rows) {
+        const Json& workload = workloads[row.workload_name];
+        const std::string kind = workload.value("kind", std::string());
+        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+        row.analysed_name = options.metric.empty()
+                                ? std::string(primary_metric_of_workload(workload).name)
+                                : options.metric;
+        row.analysed = {row.analysed_name, metric_lower_is_better(row.analysed_name, {kind})};
+    }
+    return kinds;
+}
+
+// The rows as JSON, with what they name: their partition keys (in the order
+// first seen; a row refers to one by index) and their metrics.
+struct RowsJson {
+    Json rows = Json::array();
+    std::vector<std::string> partitions;
+    std::set<std::string> metric_names;
+};
+
+// The index of `partition_key` in `partitions`, appended when new. A row
+// whose runs never ran has no partition yet (null).
+Json partition_index(std::vector<std::string>& partitions, const std::string& partition_key) {
+    if (partition_key.empty()) return nullptr;
+    auto partition = std::find(partitions.begin(), partitions.end(), partition_key);
+    if (partition == partitions.end())
+        partition = partitions.insert(partitions.end(), partition_key);
+    return partition - partitions.begin();
+}
+
+Json row_to_json(const CompareRow& row, const Json& settings, Json partition,
+                 const Json& workload) {
+    const Json server_variables = server_variables_of(workload);
+    Json row_json{
+        {"config_id", row.config_id},
+        {"workload", row.workload_name},
+        {"settings", settings},
+        {"partition", std::move(partition)},
+        {"runs", row.counts},
+        {"metrics", metrics_json(row)},
+        {"workload_kind", workload.value("kind", std::string())},
+        {"server_variables", server_variables},
+        {"filesystem", filesystem_text(settings)},
+        {"options", options_text(server_variables)},
+        {"primary_metric",
+         {{"name", row.analysed_name}, {"lower_is_better", row.analysed.lower_is_better}}}};
+    // Medians exist only for metrics summarised from their values.
+    for (auto& [name, summary] : row_json["metrics"].items())
+        if (!row.full_summaries.count(name)) summary["median"] = nullptr;
+    add_durability_risks(settings, server_variables, row_json);
+    row_json["host_baseline"] = is_host_baseline_row(row_json);
+    return row_json;
+}
+
+// Reads each configuration's settings from the store once.
+Result<RowsJson> rows_to_json(Store& store, const std::vector<CompareRow>& rows,
+                              std::map<std::string, Json>& workloads) {
+    RowsJson result;
+    std::map<std::string, Json> settings_by_config;
+    for (const CompareRow& row : rows) {
+        auto [settings, inserted] = settings_by_config.try_emplace(row.config_id);
+        if (inserted) {
+            Result<Json> stored = store.get_configuration(row.config_id);
+            DS_TRY(stored);
+            settings->second = stored.value();
+        }
+        Json partition = partition_index(result.partitions, row.partition_key);
+        for (const auto& [name, summary] : row.summaries) result.metric_names.insert(name);
+        result.rows.push_back(
+            row_to_json(row, settings->second, std::move(partition), workloads[row.workload_name]));
+    }
+    return result;
+}
+
+// The metric every row analyses (or the one asked for); null when the rows
+// analyse different ones.
+Json primary_metric_json(const std::vector<CompareRow>& rows, const CompareOptions& options) {
+    if (rows.empty()) return nullptr;
+    const bool same = std::all_of(rows.begin(), rows.end(), [&](const CompareRow& row) {
+        return row.analysed_name == rows.front().analysed_name;
+    });
+    if (!same && options.metric.empty()) return nullptr;
+    return Json{{"name", rows.front().analysed_name},
+                {"lower_is_better", rows.front().analysed.lower_is_better}};
+}
+
+}  // namespace
+
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options) {
     Result<SweepRecord> sweep = store.get_sweep(sweep_id);
     DS_TRY(sweep);
@@ -435,86 +532,28 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
     Result<std::map<std::string, Json>> workloads = store.sweep_workloads(sweep_id);
     DS_TRY(workloads);
     std::vector<CompareRow> rows = rows_from_groups(groups.value());
-
-    std::vector<std::string> kinds;
-    for (CompareRow& row : rows) {
-        const Json& workload = workloads.value()[row.workload_name];
-        const std::string kind = workload.value("kind", std::string());
-        if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
-        row.analysed_name = options.metric.empty()
-                                ? std::string(primary_metric_of_workload(workload).name)
-                                : options.metric;
-        row.analysed = {row.analysed_name, metric_lower_is_better(row.analysed_name, {kind})};
-    }
+    const std::vector<std::string> kinds = analyse_rows(rows, workloads.value(), options);
     DS_TRY(add_summaries(store, sweep_id, options, rows));
 
     SpecChoices choices = spec_choices(sweep.value());
     if (choices.baseline_config_id.empty() && !rows.empty())
         choices.baseline_config_id = rows.front().config_id;
 
-    std::map<std::string, Json> settings_by_config;
-    std::vector<std::string> partitions;
-    std::set<std::string> metric_names;
-    Json rows_json = Json::array();
-    for (const CompareRow& row : rows) {
-        auto [settings, inserted] = settings_by_config.try_emplace(row.config_id);
-        if (inserted) {
-            Result<Json> stored = store.get_configuration(row.config_id);
-            DS_TRY(stored);
-            settings->second = stored.value();
-        }
-        // A row whose runs never ran has no partition yet (null).
-        Json partition_index = nullptr;
-        if (!row.partition_key.empty()) {
-            auto partition = std::find(partitions.begin(), partitions.end(), row.partition_key);
-            if (partition == partitions.end())
-                partition = partitions.insert(partitions.end(), row.partition_key);
-            partition_index = partition - partitions.begin();
-        }
-        for (const auto& [name, summary] : row.summaries) metric_names.insert(name);
-        const Json& workload = workloads.value()[row.workload_name];
-        const Json server_variables = server_variables_of(workload);
-        Json row_json{
-            {"config_id", row.config_id},
-            {"workload", row.workload_name},
-            {"settings", settings->second},
-            {"partition", partition_index},
-            {"runs", row.counts},
-            {"metrics", metrics_json(row)},
-            {"workload_kind", workload.value("kind", std::string())},
-            {"server_variables", server_variables},
-            {"filesystem", filesystem_text(settings->second)},
-            {"options", options_text(server_variables)},
-            {"primary_metric",
-             {{"name", row.analysed_name}, {"lower_is_better", row.analysed.lower_is_better}}}};
-        // Medians exist only for metrics summarised from their values.
-        for (auto& [name, summary] : row_json["metrics"].items())
-            if (!row.full_summaries.count(name)) summary["median"] = nullptr;
-        add_durability_risks(settings->second, server_variables, row_json);
-        row_json["host_baseline"] = is_host_baseline_row(row_json);
-        rows_json.push_back(std::move(row_json));
-    }
-    add_host_overhead(rows_json);
-    const int comparisons =
-        add_comparisons(rows, choices.baseline_config_id, choices.practical_difference, rows_json);
+    DS_ASSIGN_OR_RETURN(RowsJson rows_out, rows_to_json(store, rows, workloads.value()));
+    add_host_overhead(rows_out.rows);
+    const int comparisons = add_comparisons(rows, choices.baseline_config_id,
+                                            choices.practical_difference, rows_out.rows);
 
-    Json primary = nullptr;
-    if (!rows.empty()) {
-        const bool same = std::all_of(rows.begin(), rows.end(), [&](const CompareRow& row) {
-            return row.analysed_name == rows.front().analysed_name;
-        });
-        if (same || !options.metric.empty())
-            primary = Json{{"name", rows.front().analysed_name},
-                           {"lower_is_better", rows.front().analysed.lower_is_better}};
-    }
+    Json primary = primary_metric_json(rows, options);
     Json partitions_json = Json::array();
-    for (const std::string& key : partitions) partitions_json.push_back(partition_from_key(key));
-    Json ranking = ranking_json(rows, rows_json);
+    for (const std::string& key : rows_out.partitions)
+        partitions_json.push_back(partition_from_key(key));
+    Json ranking = ranking_json(rows, rows_out.rows);
 
     return Json{
         {"sweep_id", sweep_id},
         {"varying_axes", sweep->varying_axes},
-        {"metrics", ordered_metric_names(metric_names)},
+        {"metrics", ordered_metric_names(rows_out.metric_names)},
         {"partitions", std::move(partitions_json)},
         {"baseline",
          {{"config_id",
@@ -523,7 +562,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
         {"practical_difference", choices.practical_difference},
         {"significance_level", kSignificanceLevel},
         {"comparisons", comparisons},
-        {"rows", std::move(rows_json)},
+        {"rows", std::move(rows_out.rows)},
         {"workload_kinds", kinds},
         {"primary_metric", primary},
         {"ranking", std::move(ranking)},

@@ -389,6 +389,35 @@ void bind_filter(SQLite::Statement& statement, const RunFilterValue& value) {
     }
 }
 
+// One row of query_runs' SELECT (its columns in that order).
+RunRecord read_run_row(SQLite::Statement& row) {
+    RunRecord run;
+    run.id = row.getColumn(0).getInt64();
+    run.sweep_id = row.getColumn(1).getInt64();
+    run.sequence = row.getColumn(2).getInt();
+    run.repetition = row.getColumn(3).getInt();
+    run.config_id = row.getColumn(4).getString();
+    run.config = json_column(row.getColumn(5));
+    run.workload_name = row.getColumn(6).getString();
+    run.workload = json_column(row.getColumn(7));
+    run.status = run_status_column(row.getColumn(8));
+    run.failure_reason = text_or_empty(row.getColumn(9));
+    run.accel = text_or_empty(row.getColumn(10));
+    run.vm_name = text_or_empty(row.getColumn(11));
+    run.volume_name = text_or_empty(row.getColumn(12));
+    run.console_log = text_or_empty(row.getColumn(13));
+    run.started_at = text_or_empty(row.getColumn(14));
+    run.finished_at = text_or_empty(row.getColumn(15));
+    run.timings = json_column(row.getColumn(16));
+    run.versions = json_column(row.getColumn(17));
+    run.applied_settings = json_column(row.getColumn(18));
+    run.attempt = row.getColumn(19).getInt();
+    run.superseded_by = row.getColumn(20).isNull() ? 0 : row.getColumn(20).getInt64();
+    run.partition_key = row.getColumn(21).getString();
+    run.raw_output = text_or_empty(row.getColumn(22));
+    return run;
+}
+
 // `page_clause` (e.g. " AND r.sequence > 10 ORDER BY ... LIMIT 50") narrows
 // both the runs and the metrics read for them; "" reads every match.
 std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where,
@@ -409,33 +438,7 @@ std::vector<RunRecord> query_runs(SQLite::Database& db, const std::string& where
     bind_filter(query, value);
 
     std::vector<RunRecord> runs;
-    while (query.executeStep()) {
-        RunRecord run;
-        run.id = query.getColumn(0).getInt64();
-        run.sweep_id = query.getColumn(1).getInt64();
-        run.sequence = query.getColumn(2).getInt();
-        run.repetition = query.getColumn(3).getInt();
-        run.config_id = query.getColumn(4).getString();
-        run.config = json_column(query.getColumn(5));
-        run.workload_name = query.getColumn(6).getString();
-        run.workload = json_column(query.getColumn(7));
-        run.status = run_status_column(query.getColumn(8));
-        run.failure_reason = text_or_empty(query.getColumn(9));
-        run.accel = text_or_empty(query.getColumn(10));
-        run.vm_name = text_or_empty(query.getColumn(11));
-        run.volume_name = text_or_empty(query.getColumn(12));
-        run.console_log = text_or_empty(query.getColumn(13));
-        run.started_at = text_or_empty(query.getColumn(14));
-        run.finished_at = text_or_empty(query.getColumn(15));
-        run.timings = json_column(query.getColumn(16));
-        run.versions = json_column(query.getColumn(17));
-        run.applied_settings = json_column(query.getColumn(18));
-        run.attempt = query.getColumn(19).getInt();
-        run.superseded_by = query.getColumn(20).isNull() ? 0 : query.getColumn(20).getInt64();
-        run.partition_key = query.getColumn(21).getString();
-        run.raw_output = text_or_empty(query.getColumn(22));
-        runs.push_back(std::move(run));
-    }
+    while (query.executeStep()) runs.push_back(read_run_row(query));
     if (runs.empty()) return runs;
 
     std::unordered_map<std::int64_t, RunRecord*> runs_by_id;
@@ -609,30 +612,40 @@ Result<std::string> Store::instance_id() {
     });
 }
 
+namespace {
+
+// The sweep's row; returns its id.
+std::int64_t insert_sweep_row(SQLite::Database& db, const SweepRecord& sweep,
+                              std::size_t total_runs) {
+    SQLite::Statement insert_sweep(
+        db,
+        "INSERT INTO sweeps (name, spec_toml, spec_source, status, created_at, started_at, "
+        "finished_at, total_runs, dropped_json, varying_axes_json) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    insert_sweep.bind(1, sweep.name);
+    insert_sweep.bind(2, sweep.spec_toml);
+    insert_sweep.bind(3, sweep.spec_source);
+    insert_sweep.bind(4, to_string(sweep.status));
+    insert_sweep.bind(5, sweep.created_at);
+    bind_text_or_null(insert_sweep, 6, sweep.started_at);
+    bind_text_or_null(insert_sweep, 7, sweep.finished_at);
+    insert_sweep.bind(8, static_cast<std::int64_t>(total_runs));
+    insert_sweep.bind(9, dump_json(sweep.dropped.is_null() ? Json::array() : sweep.dropped));
+    insert_sweep.bind(10,
+                      dump_json(sweep.varying_axes.is_null() ? Json::array() : sweep.varying_axes));
+    insert_sweep.exec();
+    return db.getLastInsertRowid();
+}
+
+}  // namespace
+
 Result<std::int64_t> Store::create_sweep(const SweepRecord& sweep,
                                          const std::vector<RunRecord>& planned_runs) {
     std::lock_guard lock(mutex_);
     return guarded("creating sweep '" + sweep.name + "'", [&]() -> Result<std::int64_t> {
         SQLite::Transaction transaction(*db_, SQLite::TransactionBehavior::IMMEDIATE);
 
-        SQLite::Statement insert_sweep(
-            *db_,
-            "INSERT INTO sweeps (name, spec_toml, spec_source, status, created_at, started_at, "
-            "finished_at, total_runs, dropped_json, varying_axes_json) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-        insert_sweep.bind(1, sweep.name);
-        insert_sweep.bind(2, sweep.spec_toml);
-        insert_sweep.bind(3, sweep.spec_source);
-        insert_sweep.bind(4, to_string(sweep.status));
-        insert_sweep.bind(5, sweep.created_at);
-        bind_text_or_null(insert_sweep, 6, sweep.started_at);
-        bind_text_or_null(insert_sweep, 7, sweep.finished_at);
-        insert_sweep.bind(8, static_cast<std::int64_t>(planned_runs.size()));
-        insert_sweep.bind(9, dump_json(sweep.dropped.is_null() ? Json::array() : sweep.dropped));
-        insert_sweep.bind(
-            10, dump_json(sweep.varying_axes.is_null() ? Json::array() : sweep.varying_axes));
-        insert_sweep.exec();
-        const std::int64_t sweep_id = db_->getLastInsertRowid();
+        const std::int64_t sweep_id = insert_sweep_row(*db_, sweep, planned_runs.size());
 
         SQLite::Statement insert_config(
             *db_, "INSERT OR IGNORE INTO configurations (config_id, canonical_json) VALUES (?, ?)");

@@ -502,7 +502,10 @@ std::string libvirt_unsupported_reason(const StorageConfig& config) {
     return join(reasons, "; ");
 }
 
-Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
+namespace {
+
+// The live XML as a document; libxml2's own message when it does not parse.
+Result<XmlDocPtr> parse_domain_xml(const std::string& live_xml) {
     init_libxml_once();
     // NONET: never fetch anything a document refers to. NOERROR/NOWARNING:
     // errors come back as values, not as text on stderr.
@@ -517,19 +520,65 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
             detail.pop_back();
         return xml_error("does not parse: " + detail);
     }
-    XPathContextPtr context(xmlXPathNewContext(doc.get()));
-    if (!context) return xml_error("cannot create an XPath context");
-    xmlNode* root = xmlDocGetRootElement(doc.get());
+    return doc;
+}
 
-    const std::string data_serial(protocol::kDataDiskSerial);
-    xmlNode* disk =
-        xpath_first_node(context.get(), root, "/domain/devices/disk[serial='" + data_serial + "']");
-    if (disk == nullptr) return xml_error("no disk with serial " + data_serial);
+// The data disk's bus as disksweep names it, with what of it may live on
+// its controller (a SCSI disk's IO thread and queues are its controller's).
+struct AppliedBus {
+    std::string bus;
+    bool iothread = false;
+    std::string queues;
+    std::string controller_model;
+};
 
-    const auto disk_attr = [&](const std::string& path) {
-        return xpath_string(context.get(), disk, path);
+// A SCSI disk's: read from the controller its <address> names (index 0
+// when it names none).
+Result<AppliedBus> applied_scsi_bus(xmlXPathContext* context, xmlNode* root, xmlNode* disk) {
+    std::string controller_index = xpath_string(context, disk, "address/@controller");
+    if (controller_index.empty()) controller_index = "0";
+    xmlNode* controller = xpath_first_node(
+        context, root,
+        "/domain/devices/controller[@type='scsi'][@index='" + controller_index + "']");
+    if (controller == nullptr)
+        return xml_error("no SCSI controller " + controller_index + " for the data disk");
+    const auto controller_attr = [&](const std::string& path) {
+        return xpath_string(context, controller, path);
     };
-    const std::string target_bus = disk_attr("target/@bus");
+    AppliedBus applied;
+    applied.controller_model = controller_attr("@model");
+    applied.iothread = !controller_attr("driver/@iothread").empty();
+    applied.queues = controller_attr("driver/@queues");
+    const std::string alias = controller_attr("alias/@name");
+    // A controller with an IO thread is the per-disk kind unless our own
+    // alias says it is the shared one (whose IO thread all its disks share).
+    const bool shared = alias == kSharedScsiControllerAlias || (alias.empty() && !applied.iothread);
+    applied.bus = str(to_string(shared ? Bus::kScsi : Bus::kScsiSingle));
+    return applied;
+}
+
+Result<AppliedBus> applied_bus(xmlXPathContext* context, xmlNode* root, xmlNode* disk) {
+    const std::string target_bus = xpath_string(context, disk, "target/@bus");
+    if (target_bus == "scsi") return applied_scsi_bus(context, root, disk);
+    AppliedBus applied;
+    applied.bus = target_bus;  // an unknown bus is reported as libvirt names it
+    applied.iothread = !xpath_string(context, disk, "driver/@iothread").empty();
+    applied.queues = xpath_string(context, disk, "driver/@queues");
+    if (target_bus == "virtio") {
+        applied.bus = str(to_string(Bus::kVirtioBlk));
+    } else if (target_bus == "sata") {
+        applied.bus = str(to_string(Bus::kSata));
+        applied.controller_model = "ahci";
+    }
+    return applied;
+}
+
+// The data disk's <driver> and <target> settings, with what libvirt means
+// by an attribute it leaves out.
+Json applied_driver_settings(xmlXPathContext* context, xmlNode* disk) {
+    const auto disk_attr = [&](const std::string& path) {
+        return xpath_string(context, disk, path);
+    };
     const std::string discard = disk_attr("driver/@discard");
     std::string detect_zeroes = disk_attr("driver/@detect_zeroes");
     if (detect_zeroes.empty()) detect_zeroes = "off";
@@ -542,52 +591,23 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
     if (aio.empty()) aio = str(to_string(AioMode::kDefault));
     std::string image_format = disk_attr("driver/@type");
     if (image_format.empty()) image_format = "raw";
-
-    std::string bus = target_bus;  // an unknown bus is reported as libvirt names it
-    bool iothread = !disk_attr("driver/@iothread").empty();
-    std::string queues = disk_attr("driver/@queues");
-    std::string controller_model;
-    if (target_bus == "virtio") {
-        bus = str(to_string(Bus::kVirtioBlk));
-    } else if (target_bus == "sata") {
-        bus = str(to_string(Bus::kSata));
-        controller_model = "ahci";
-    } else if (target_bus == "scsi") {
-        std::string controller_index = disk_attr("address/@controller");
-        if (controller_index.empty()) controller_index = "0";
-        xmlNode* controller = xpath_first_node(
-            context.get(), root,
-            "/domain/devices/controller[@type='scsi'][@index='" + controller_index + "']");
-        if (controller == nullptr)
-            return xml_error("no SCSI controller " + controller_index + " for the data disk");
-        const auto controller_attr = [&](const std::string& path) {
-            return xpath_string(context.get(), controller, path);
-        };
-        controller_model = controller_attr("@model");
-        iothread = !controller_attr("driver/@iothread").empty();
-        queues = controller_attr("driver/@queues");
-        const std::string alias = controller_attr("alias/@name");
-        // A controller with an IO thread is the per-disk kind unless our own
-        // alias says it is the shared one (whose IO thread all its disks share).
-        const bool shared = alias == kSharedScsiControllerAlias || (alias.empty() && !iothread);
-        bus = str(to_string(shared ? Bus::kScsi : Bus::kScsiSingle));
-    }
-
-    Json applied{
-        {"bus", bus},
+    return Json{
         {"cache", cache},
         {"aio", aio},
         {"discard", discard == "unmap"},
         {"detect_zeroes", detect_zeroes},
         {"ssd", disk_attr("target/@rotation_rate") == "1"},
-        {"iothread", iothread},
         {"image_format", image_format},
-        {"controller_model", controller_model},
     };
-    // Present only when the XML has them, like the keys of to_json.
+}
+
+// The limits and queue count, present only when the XML has them, like the
+// keys of to_json.
+Status add_applied_numbers(xmlXPathContext* context, xmlNode* disk, const std::string& queues,
+                           Json& applied) {
     const std::pair<const char*, std::string> optional_numbers[] = {
-        {"iops_limit", disk_attr("iotune/total_iops_sec")},
-        {"bandwidth_limit", disk_attr("iotune/total_bytes_sec")},
+        {"iops_limit", xpath_string(context, disk, "iotune/total_iops_sec")},
+        {"bandwidth_limit", xpath_string(context, disk, "iotune/total_bytes_sec")},
         {"queues", queues},
     };
     for (const auto& [key, text] : optional_numbers) {
@@ -596,9 +616,31 @@ Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
         if (!number) return xml_error(std::string(key) + " is not a positive integer: " + text);
         applied[key] = *number;
     }
+    return ok_status();
+}
+
+}  // namespace
+
+Result<Json> parse_applied_disk_settings(const std::string& live_xml) {
+    DS_ASSIGN_OR_RETURN(XmlDocPtr doc, parse_domain_xml(live_xml));
+    XPathContextPtr context(xmlXPathNewContext(doc.get()));
+    if (!context) return xml_error("cannot create an XPath context");
+    xmlNode* root = xmlDocGetRootElement(doc.get());
+
+    const std::string data_serial(protocol::kDataDiskSerial);
+    xmlNode* disk =
+        xpath_first_node(context.get(), root, "/domain/devices/disk[serial='" + data_serial + "']");
+    if (disk == nullptr) return xml_error("no disk with serial " + data_serial);
+
+    DS_ASSIGN_OR_RETURN(const AppliedBus bus, applied_bus(context.get(), root, disk));
+    Json applied = applied_driver_settings(context.get(), disk);
+    applied["bus"] = bus.bus;
+    applied["iothread"] = bus.iothread;
+    applied["controller_model"] = bus.controller_model;
+    DS_TRY(add_applied_numbers(context.get(), disk, bus.queues, applied));
     // How QEMU authenticates to Ceph, for an RBD disk only.
-    if (disk_attr("source/@protocol") == "rbd") {
-        applied["rbd_auth"] = disk_attr("source/auth/secret/@uuid").empty()
+    if (xpath_string(context.get(), disk, "source/@protocol") == "rbd") {
+        applied["rbd_auth"] = xpath_string(context.get(), disk, "source/auth/secret/@uuid").empty()
                                   ? str(kRbdAuthCephConf)
                                   : str(kRbdAuthLibvirtSecret);
     }
