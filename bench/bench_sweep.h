@@ -15,7 +15,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
-#include "common/spec.h"
+#include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 
 namespace ds::bench {

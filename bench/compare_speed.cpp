@@ -13,8 +13,8 @@
 
 #include "bench/bench_sweep.h"
 #include "common/settings.h"
-#include "common/spec.h"
-#include "daemon/store/compare.h"
+#include "daemon/compare/compare.h"
+#include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 
 namespace {

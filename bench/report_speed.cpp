@@ -16,9 +16,9 @@
 
 #include "bench/bench_sweep.h"
 #include "common/settings.h"
-#include "common/spec.h"
 #include "common/workload_output.h"
 #include "daemon/report/html_report.h"
+#include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 
 namespace {

@@ -1,6 +1,7 @@
 #include "common/elapsed.h"
 
 #include <cmath>
+#include <ctime>
 
 namespace ds {
 
@@ -10,6 +11,15 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 double seconds_since_rounded_to_ms(std::chrono::steady_clock::time_point start) {
     return std::round(seconds_since(start) * 1000.0) / 1000.0;
+}
+
+std::string utc_now_iso8601() {
+    std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    char buffer[32];
+    std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return buffer;
 }
 
 }  // namespace ds

@@ -1,7 +1,9 @@
-// Elapsed time on the steady clock, in seconds, for timings and results.
+// Time as runs and records show it: elapsed seconds on the steady clock
+// (timings, results) and the wall clock's UTC time (created_at, events).
 #pragma once
 
 #include <chrono>
+#include <string>
 
 namespace ds {
 
@@ -11,5 +13,8 @@ double seconds_since(std::chrono::steady_clock::time_point start);
 // The same, rounded to the millisecond: what the agent reports in its
 // results (a stable number of digits in the JSON it sends).
 double seconds_since_rounded_to_ms(std::chrono::steady_clock::time_point start);
+
+// The wall clock now, in UTC, to the second: "2026-11-29T20:00:00Z".
+std::string utc_now_iso8601();
 
 }  // namespace ds

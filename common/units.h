@@ -1,5 +1,5 @@
 // Sizes and times as specs and fio write them: one parser per meaning, used by
-// the spec parser (common/spec.cpp) and the guest agent alike, so a value
+// the spec parser (daemon/spec/spec.cpp) and the guest agent alike, so a value
 // means the same on both sides of the wire.
 #pragma once
 

@@ -28,7 +28,7 @@
 
 namespace ds {
 
-// The type of a [[workload]] option's value; common/spec.cpp checks each.
+// The type of a [[workload]] option's value; daemon/spec/spec.cpp checks each.
 enum class OptionKind {
     kEnum,             // a string from `values`
     kSize,             // fio size: "4k", "256m", a byte count, or for size a percentage

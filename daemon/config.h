@@ -36,7 +36,7 @@ struct DaemonConfig {
     std::vector<std::string> storages;
     // `host` lines (repeatable): "KIND:NAME[,KEY=VALUE...]", more hosts runs
     // are placed on besides the daemon's own libvirt connection ("local",
-    // max_parallel_runs slots); daemon/hosts.h.
+    // max_parallel_runs slots); daemon/backends/hosts.h.
     std::vector<std::string> hosts;
     // This daemon's instance name, part of every guest, volume and probe
     // name it creates (ds::ResourceNames); "" = the id its database keeps

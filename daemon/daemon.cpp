@@ -23,14 +23,14 @@
 #include "common/version.h"
 #include "daemon/api/access.h"
 #include "daemon/api/api.h"
-#include "daemon/hosts.h"
-#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
+#include "daemon/backends/hosts.h"
+#include "daemon/backends/registry.h"
+#include "daemon/plan/submission.h"
 #include "daemon/recovery.h"
-#include "daemon/registry.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/events.h"
 #include "daemon/run/run_executor.h"
-#include "daemon/run/scheduler.h"
+#include "daemon/schedule/scheduler.h"
 #include "daemon/store/store.h"
 
 namespace ds {
@@ -109,18 +109,6 @@ void sd_notify_state(const std::string& state) {
                    reinterpret_cast<sockaddr*>(&address), length);
 }
 
-Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
-                                                    const DaemonConfig& config) {
-    if (backend == "libvirt") {
-        auto hypervisor = LibvirtHypervisor::connect(config.effective_hypervisor_uri(),
-                                                     config.embedded_root(), config.run_dir());
-        if (!hypervisor.ok()) return hypervisor.error();
-        return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
-    }
-    return make_error(errc::kInvalidArgument,
-                      "unknown hypervisor backend '" + backend + "'; valid: libvirt");
-}
-
 std::optional<std::chrono::milliseconds> watchdog_ping_interval() {
     const char* usec = std::getenv("WATCHDOG_USEC");
     if (usec == nullptr || *usec == '\0') return std::nullopt;
@@ -167,18 +155,14 @@ Status add_configured_storages(const DaemonConfig& config, BackendCatalog& backe
 
 namespace {
 
-// The daemon's own libvirt connection as the host "local", then the
-// config's host lines, each a host of the pool and of the catalog.
-Status add_configured_hosts(const DaemonConfig& config, std::unique_ptr<Hypervisor> local,
-                            BackendCatalog& backends, HostPool& hosts) {
-    auto own = std::make_unique<Host>();
-    own->description = {
-        std::string(kLocalHostName), "libvirt", config.effective_hypervisor_uri(), {}, ""};
-    own->hypervisor = std::move(local);
-    own->parallel = config.max_parallel_runs;
+// The daemon's own libvirt connection as the host "local" (make_local_host),
+// then the config's host lines, each a host of the pool and of the catalog.
+Status add_configured_hosts(const DaemonConfig& config, BackendCatalog& backends, HostPool& hosts) {
+    const HostContext context{config.embedded_root(), config.run_dir()};
+    DS_ASSIGN_OR_RETURN(auto own, make_local_host(config.effective_hypervisor_uri(),
+                                                  config.max_parallel_runs, context));
     DS_TRY(backends.add_host(own->description));
     hosts.add(std::move(own));
-    const HostContext context{config.embedded_root(), config.run_dir()};
     for (const std::string& text : config.hosts) {
         DS_ASSIGN_OR_RETURN(auto configured, make_configured_hosts(text, context));
         for (auto& host : configured) {
@@ -464,15 +448,7 @@ bool Daemon::open_state() {
 
 // The hosts (the daemon's own libvirt connection first) and the storages.
 bool Daemon::add_backends() {
-    auto hypervisor = make_hypervisor("libvirt", config_);
-    if (!hypervisor.ok()) {
-        log_line("cannot open hypervisor " + config_.effective_hypervisor_uri() + ": " +
-                 hypervisor.error().message);
-        return false;
-    }
-    if (Status configured =
-            add_configured_hosts(config_, std::move(hypervisor).value(), backends_, hosts_);
-        !configured.ok()) {
+    if (Status configured = add_configured_hosts(config_, backends_, hosts_); !configured.ok()) {
         log_line("configuration: " + configured.error().message);
         return false;
     }
@@ -532,7 +508,8 @@ RunEnvironment Daemon::run_environment() {
     environment.backends = &backends_;
     environment.store = store_.get();
     environment.events = &events_;
-    environment.config = &config_;
+    environment.vcpus = config_.vcpus;
+    environment.memory_mib = config_.memory_mib;
     if (image_) environment.image = *image_;
     // Looked up per run, so a variant built while the daemon runs is used.
     environment.image_for_variant = [&config = config_](std::string_view variant) {

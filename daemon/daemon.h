@@ -12,18 +12,13 @@
 #include <string>
 
 #include "common/result.h"
+#include "daemon/backends/hypervisor/hypervisor.h"
+#include "daemon/backends/storage/storage.h"
 #include "daemon/config.h"
-#include "daemon/hypervisor/hypervisor.h"
 #include "daemon/run/resource_names.h"
-#include "daemon/storage/storage.h"
 #include "daemon/store/store.h"
 
 namespace ds {
-
-// The hypervisor backend by name; an unknown name lists the valid ones.
-// (Storages come from the registry, daemon/registry.h.)
-Result<std::unique_ptr<Hypervisor>> make_hypervisor(const std::string& backend,
-                                                    const DaemonConfig& config);
 
 // The guest image of `variant` (ds::image_variant_for_kind): "" = the base
 // image in config.effective_image_dir(), NAME = <image dir>/NAME. An Error

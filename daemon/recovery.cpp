@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "daemon/hosts.h"
+#include "common/elapsed.h"
+#include "daemon/backends/hosts.h"
 #include "daemon/run/events.h"
 #include "daemon/run/resource_names.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/hypervisor/hypervisor.h"
-#include "daemon/storage/storage.h"
+#include "daemon/backends/hypervisor/hypervisor.h"
+#include "daemon/backends/storage/storage.h"
 #include "daemon/store/store.h"
 
 namespace ds {

@@ -4,7 +4,7 @@
 // and hangs are not. Also checks that a configuration survives its JSON round
 // trip (the daemon re-reads stored configurations with storage_config_from_json).
 #include "common/settings.h"
-#include "common/spec.h"
+#include "daemon/spec/spec.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {

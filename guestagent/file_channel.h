@@ -32,7 +32,7 @@
 namespace ds::agent {
 
 // The progress file's bound: hello and one progress message. The host's
-// reader refuses a larger file (daemon/hypervisor/proxmox/pve_agent_channel.h,
+// reader refuses a larger file (daemon/backends/hypervisor/proxmox/pve_agent_channel.h,
 // kPveProgressFileBytes, the same 64 KiB).
 inline constexpr std::size_t kMaxProgressFileBytes = 64u << 10;
 

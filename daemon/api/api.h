@@ -6,10 +6,10 @@
 #include <string>
 
 #include "common/http.h"
-#include "common/spec.h"
-#include "daemon/registry.h"
+#include "daemon/backends/registry.h"
+#include "daemon/plan/submission.h"
 #include "daemon/run/events.h"
-#include "daemon/run/scheduler.h"
+#include "daemon/schedule/scheduler.h"
 #include "daemon/store/store.h"
 
 namespace ds {
@@ -46,27 +46,5 @@ http::Response error_response(const Error& error);
 
 // Builds the request handler for http::UnixServer.
 http::Handler make_api_handler(ApiContext context);
-
-// Turns a parsed + expanded spec into the records the store keeps (the
-// sweep and its planned runs). Exposed for tests.
-struct SweepSubmission {
-    SweepRecord sweep;
-    std::vector<RunRecord> runs;
-    SweepTimeouts timeouts;
-    // The guest image variants the runs need ("" = base), sorted, distinct.
-    std::vector<std::string> image_variants;
-    // (configuration, workload) pairs left out by workloads' `filesystems`.
-    int skipped_pairs = 0;
-    // The spec's [hypervisor] hosts: where its runs may be placed.
-    std::vector<std::string> pinned_hosts;
-};
-Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
-                                        const SweepTimeouts& defaults);
-
-// Refuses a submission any of whose configurations names a hypervisor or
-// storage that `backends` does not have, a pair it cannot combine, or that
-// none of its pinned hosts could run: the error names the first such
-// configuration and lists what is configured.
-Status check_backends(const SweepSubmission& submission, const BackendCatalog& backends);
 
 }  // namespace ds

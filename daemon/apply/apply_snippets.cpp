@@ -6,9 +6,9 @@
 #include "common/protocol.h"
 #include "common/text.h"
 #include "common/workload_output.h"
-#include "daemon/hypervisor/libvirt/domain_xml.h"
-#include "daemon/hypervisor/proxmox/proxmox_hypervisor.h"
-#include "daemon/hypervisor/proxmox/pve_encoding.h"
+#include "daemon/backends/hypervisor/libvirt/domain_xml.h"
+#include "daemon/backends/hypervisor/proxmox/proxmox_hypervisor.h"
+#include "daemon/backends/hypervisor/proxmox/pve_encoding.h"
 
 namespace ds {
 namespace {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <optional>
 
+#include "daemon/compare/compare.h"
 #include "daemon/report/charts.h"
 #include "daemon/report/report_view.h"
-#include "daemon/store/compare.h"
 
 namespace ds::report {
 

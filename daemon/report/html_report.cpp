@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <set>
 
-#include "common/spec.h"
 #include "common/text.h"
 #include "daemon/report/report_view.h"
+#include "daemon/spec/spec.h"
 
 namespace ds::report {
 

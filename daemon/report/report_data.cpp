@@ -7,8 +7,8 @@
 #include "common/version.h"
 #include "common/workload_kind.h"
 #include "common/workload_output.h"
+#include "daemon/compare/compare.h"
 #include "daemon/report/json_skim.h"
-#include "daemon/store/compare.h"
 
 namespace ds::report {
 namespace {

@@ -1,5 +1,5 @@
 // What the HTML report of a sweep shows, gathered from the store in one
-// pass: the comparison (daemon/store/compare.h) with every metric, and what
+// pass: the comparison (daemon/compare/compare.h) with every metric, and what
 // only the runs themselves hold: per-second samples, settings as read back,
 // versions, failure reasons. Rendering (html_report.h) is a pure function of
 // this, so tests can render without a store.

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "common/comparison.h"
 #include "common/text.h"
+#include "daemon/compare/comparison.h"
 
 namespace ds::report {
 

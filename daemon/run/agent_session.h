@@ -1,8 +1,8 @@
 // The host side of the agent protocol (docs/agent-protocol.md) over one run's
-// agent channel (opened by the hypervisor, daemon/hypervisor/agent_channel.h). Everything the guest
-// sends is checked: type order, version, size, deadlines, and each message against its schema
-// (guest_messages.h) before it is handed out. Any violation ends the session with an Error that
-// says what the guest did; the daemon carries on.
+// agent channel (opened by the hypervisor, daemon/backends/hypervisor/agent_channel.h). Everything
+// the guest sends is checked: type order, version, size, deadlines, and each message against its
+// schema (guest_messages.h) before it is handed out. Any violation ends the session with an Error
+// that says what the guest did; the daemon carries on.
 #pragma once
 
 #include <atomic>
@@ -13,7 +13,7 @@
 
 #include "common/protocol.h"
 #include "common/result.h"
-#include "daemon/hypervisor/agent_channel.h"
+#include "daemon/backends/hypervisor/agent_channel.h"
 #include "daemon/run/guest_messages.h"
 
 namespace ds {

@@ -2,16 +2,9 @@
 
 #include <ctime>
 
-namespace ds {
+#include "common/elapsed.h"
 
-std::string utc_now_iso8601() {
-    std::time_t now = std::time(nullptr);
-    std::tm utc{};
-    gmtime_r(&now, &utc);
-    char buffer[32];
-    std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &utc);
-    return buffer;
-}
+namespace ds {
 
 void EventBus::publish(std::int64_t sweep_id, Json event) {
     event["sweep_id"] = sweep_id;

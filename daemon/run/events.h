@@ -67,7 +67,4 @@ class EventBus {
     const std::size_t history_bytes_limit_;
 };
 
-// "2026-11-29T20:00:00Z"
-std::string utc_now_iso8601();
-
 }  // namespace ds

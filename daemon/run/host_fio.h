@@ -13,7 +13,7 @@
 #include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
-#include "daemon/storage/storage.h"
+#include "daemon/backends/storage/storage.h"
 
 namespace ds {
 

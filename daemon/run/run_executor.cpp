@@ -270,8 +270,8 @@ Status RunAttempt::boot() {
     request.data_disk = volume_->source;
     request.image = image_;
     request.accel = accel_;
-    request.vcpus = env_.config->vcpus;
-    request.memory_mib = env_.config->memory_mib;
+    request.vcpus = env_.vcpus;
+    request.memory_mib = env_.memory_mib;
     request.record_handle = [this](const Json& handle) { return record_vm_handle(handle); };
     DS_TRY(hypervisor_->start_vm(request));
     DS_TRY(read_running_guest());

@@ -13,13 +13,12 @@
 #include <string>
 
 #include "common/process.h"
-#include "daemon/config.h"
-#include "daemon/hosts.h"
-#include "daemon/hypervisor/hypervisor.h"
-#include "daemon/registry.h"
+#include "daemon/backends/hosts.h"
+#include "daemon/backends/hypervisor/hypervisor.h"
+#include "daemon/backends/registry.h"
+#include "daemon/backends/storage/storage.h"
 #include "daemon/run/events.h"
 #include "daemon/run/resource_names.h"
-#include "daemon/storage/storage.h"
 #include "daemon/store/store.h"
 
 namespace ds {
@@ -49,7 +48,7 @@ struct RunEnvironment {
 
     // The names of the runs' guests and volumes (this daemon's instance).
     ResourceNames names;
-    // Where runs' guests run: a host leased from `hosts` (daemon/hosts.h),
+    // Where runs' guests run: a host leased from `hosts` (daemon/backends/hosts.h),
     // or, without a pool (tests), `hypervisor` for every run.
     HostPool* hosts = nullptr;
     // Where a sweep's runs may go; unset = anywhere, hosts apart.
@@ -61,7 +60,9 @@ struct RunEnvironment {
     StorageBackend* storage = nullptr;
     Store* store = nullptr;
     EventBus* events = nullptr;
-    const DaemonConfig* config = nullptr;
+    // The size of every run's guest (the daemon's vcpus and memory-mib).
+    int vcpus = 1;
+    int memory_mib = 1024;
     // The base image (variant ""), used for every variant when
     // image_for_variant is unset (tests).
     GuestImage image;

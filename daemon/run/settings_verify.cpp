@@ -30,7 +30,7 @@ struct MountOptionEquivalence {
 
 // The equivalence table. Options not listed here must appear verbatim.
 // Checked against a Debian 12 guest (Linux 6.1) mounting ext4, btrfs and xfs;
-// tests/unit/daemon/settings_verify_test.cpp holds what /proc/mounts showed.
+// tests/unit/daemon/run/settings_verify_test.cpp holds what /proc/mounts showed.
 // clang-format off
 constexpr std::array kMountOptionEquivalences = {
     // ext4 prints barrier=0 (and nobarrier) as "nobarrier"; barrier on is the

@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "common/comparison.h"
 #include "common/result.h"
-#include "common/stats.h"
 #include "common/status.h"
+#include "daemon/compare/comparison.h"
+#include "daemon/compare/stats.h"
 
 namespace SQLite {
 class Database;
@@ -134,7 +134,7 @@ struct RunPage {
 struct RecordedVm {
     std::int64_t run_id = 0;
     std::string vm_name;
-    std::string host;              // the host the run was placed on (daemon/hosts.h)
+    std::string host;              // the host the run was placed on (daemon/backends/hosts.h)
     Json handle = Json::object();  // the backend's handle (VmRequest::record_handle)
 };
 
@@ -213,7 +213,7 @@ class Store {
     Result<RunPage> list_runs_page(std::int64_t sweep_id, int after_sequence, int limit,
                                    RawOutput raw_output = RawOutput::kOmit);
 
-    // Comparison queries (daemon/store/compare.h). Cost grows with the
+    // Comparison queries (daemon/compare/compare.h). Cost grows with the
     // number of groups and metrics, not with the runs (metric_series: with
     // the succeeded runs of the metrics asked for, read from an index).
     // The sweep's run groups, by first sequence. kNotFound for an unknown sweep.

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "common/process.h"
-#include "daemon/storage/rbd/rbd_storage.h"
+#include "daemon/backends/storage/rbd/rbd_storage.h"
 #include "support/ceph/test_ceph.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"

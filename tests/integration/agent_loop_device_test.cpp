@@ -11,8 +11,8 @@
 
 #include "common/fio_metrics.h"
 #include "guestagent/cli.h"
+#include "support/fakes/agent_fakes.h"
 #include "support/skip.h"
-#include "unit/agent/fakes.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The file storage backend with the real qemu-img: one fresh volume per run,
 // raw (sparse) or qcow2, listed by prefix and removed afterwards.
-#include "daemon/storage/file/file_storage.h"
+#include "daemon/backends/storage/file/file_storage.h"
 
 #include <sys/stat.h>
 

@@ -8,8 +8,8 @@
 
 #include "common/process.h"
 #include "common/workload_output.h"
+#include "daemon/backends/storage/file/file_storage.h"
 #include "daemon/run/host_fio.h"
-#include "daemon/storage/file/file_storage.h"
 #include "support/temp_dir.h"
 
 using namespace ds;

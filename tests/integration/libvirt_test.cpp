@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "common/process.h"
-#include "daemon/hypervisor/libvirt/domain_xml.h"
-#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
+#include "daemon/backends/hypervisor/libvirt/domain_xml.h"
+#include "daemon/backends/hypervisor/libvirt/libvirt_hypervisor.h"
 #include "daemon/run/agent_session.h"
 #include "support/daemon_fixture.h"
 #include "support/disk_settings.h"

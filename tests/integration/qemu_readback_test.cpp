@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
+#include "daemon/backends/hypervisor/libvirt/libvirt_hypervisor.h"
 #include "daemon/run/settings_verify.h"
 #include "support/daemon_fixture.h"
 #include "support/temp_dir.h"

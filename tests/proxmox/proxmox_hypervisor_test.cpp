@@ -4,7 +4,7 @@
 // the agent channel through agent/exec + file-write + file-read with the
 // real disksweep-agent in one-shot mode, destroy, and cleanup that leaves
 // foreign VMs alone.
-#include "daemon/hypervisor/proxmox/proxmox_hypervisor.h"
+#include "daemon/backends/hypervisor/proxmox/proxmox_hypervisor.h"
 
 #include <catch2/catch.hpp>
 #include <fstream>

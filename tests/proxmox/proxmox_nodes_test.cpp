@@ -7,7 +7,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
-#include "daemon/hypervisor/proxmox/proxmox_host.h"
+#include "daemon/backends/hypervisor/proxmox/proxmox_host.h"
 #include "proxmox/pve_fake_fixture.h"
 #include "support/temp_dir.h"
 

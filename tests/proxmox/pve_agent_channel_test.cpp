@@ -1,4 +1,4 @@
-// The Proxmox agent channel (daemon/hypervisor/proxmox/pve_agent_channel.h):
+// The Proxmox agent channel (daemon/backends/hypervisor/proxmox/pve_agent_channel.h):
 //  * against answers of our own (a PveApi that plays PVE and the guest): a
 //    guest that lies about a type in exec, exec-status or file-read ends the
 //    run with errc::kProtocol naming the field, never an exception; the
@@ -8,7 +8,7 @@
 //    agent, and a stand-in that writes progress and a large result, with
 //    every call recorded: nothing is written to the guest before the agent
 //    starts, polls read only the small progress file, the result once.
-#include "daemon/hypervisor/proxmox/pve_agent_channel.h"
+#include "daemon/backends/hypervisor/proxmox/pve_agent_channel.h"
 
 #include <catch2/catch.hpp>
 #include <deque>

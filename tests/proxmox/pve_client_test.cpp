@@ -1,7 +1,7 @@
 // The PVE client against the fake PVE API over real HTTPS: authentication,
 // TLS trust, errors, tasks, and requests the real schema must accept or
 // reject (the fake checks every request against PVE 8.4's API schema).
-#include "daemon/hypervisor/proxmox/pve_client.h"
+#include "daemon/backends/hypervisor/proxmox/pve_client.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>

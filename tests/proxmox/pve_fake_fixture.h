@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/hypervisor/proxmox/pve_client.h"
+#include "daemon/backends/hypervisor/proxmox/pve_client.h"
 
 namespace ds::test {
 

@@ -9,8 +9,13 @@
 
 namespace ds::test {
 
+// The repository's root (this file is tests/support/test_data.h).
+inline std::filesystem::path repository_root() {
+    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
 inline std::filesystem::path test_data_dir() {
-    return std::filesystem::path(__FILE__).parent_path().parent_path() / "data";
+    return repository_root() / "tests" / "data";
 }
 
 // The whole file, or "" when it cannot be read (the caller's checks then fail

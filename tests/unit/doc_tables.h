@@ -13,11 +13,9 @@
 #include <string_view>
 #include <vector>
 
-namespace ds::test {
+#include "support/test_data.h"
 
-inline std::filesystem::path repository_root() {
-    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
-}
+namespace ds::test {
 
 // A file of the repository, by its path from the root; "" when it cannot be
 // read (the caller's checks then fail on the empty text).

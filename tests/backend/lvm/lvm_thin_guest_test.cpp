@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "common/process.h"
-#include "daemon/storage/lvm_thin/lvm_thin_storage.h"
+#include "daemon/backends/storage/lvm_thin/lvm_thin_storage.h"
 #include "guestagent/discovery.h"
 #include "guestagent/guest_system.h"
 #include "guestagent/init.h"

@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "common/process.h"
-#include "daemon/hypervisor/libvirt/libvirt_hypervisor.h"
-#include "daemon/hypervisor/libvirt/libvirt_secret.h"
+#include "daemon/backends/hypervisor/libvirt/libvirt_hypervisor.h"
+#include "daemon/backends/hypervisor/libvirt/libvirt_secret.h"
 #include "support/ceph/test_ceph.h"
 #include "support/daemon_fixture.h"
 #include "support/run_rows.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Expected values for tests/unit/common/stats_reference_test.cpp.
+"""Expected values for tests/unit/daemon/compare/stats_reference_test.cpp.
 
 Computed here independently of the C++ code (and of Boost.Math): plain
 formulas, Python's math module, Student's t distribution from the regularized

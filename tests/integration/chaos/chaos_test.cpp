@@ -42,12 +42,13 @@
 #include <thread>
 #include <tuple>
 
+#include "common/elapsed.h"
+#include "daemon/backends/storage/file/file_storage.h"
 #include "daemon/daemon.h"
 #include "daemon/recovery.h"
 #include "daemon/run/run_executor.h"
-#include "daemon/run/scheduler.h"
-#include "daemon/storage/file/file_storage.h"
-#include "fakes.h"
+#include "daemon/schedule/scheduler.h"
+#include "support/fakes/daemon_fakes.h"
 
 namespace ds {
 namespace {
@@ -193,7 +194,6 @@ int daemon_incarnation(const TrialPaths& paths, unsigned guest_seed) {
     environment.storage = &storage;
     environment.store = store->get();
     environment.events = &events;
-    environment.config = &config;
     environment.image = GuestImage{"/fake/vmlinuz", "/fake/initrd.img", "/fake/root.img"};
     environment.shutting_down = &shutting_down;
     RunExecutor executor(environment);

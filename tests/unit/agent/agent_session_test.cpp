@@ -11,7 +11,7 @@
 #include "common/fio_metrics.h"
 #include "common/workload_output.h"
 #include "guestagent/agent.h"
-#include "unit/agent/fakes.h"
+#include "support/fakes/agent_fakes.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // sysfs tree whose "kernel" (FakeGuestSystem) can refuse a value.
 #include "guestagent/block_tuning.h"
 
-#include "unit/agent/fakes.h"
+#include "support/fakes/agent_fakes.h"
 
 using namespace ds::agent;
 using namespace ds::agent::testing;

@@ -3,7 +3,7 @@
 
 #include <sys/mount.h>
 
-#include "unit/agent/fakes.h"
+#include "support/fakes/agent_fakes.h"
 
 using namespace ds::agent;
 using namespace std::chrono_literals;

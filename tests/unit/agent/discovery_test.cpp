@@ -2,7 +2,7 @@
 // guest sees, on a fake sysfs/procfs tree.
 #include "guestagent/discovery.h"
 
-#include "unit/agent/fakes.h"
+#include "support/fakes/agent_fakes.h"
 
 using namespace ds::agent;
 using namespace ds::agent::testing;

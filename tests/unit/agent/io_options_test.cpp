@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "common/spec.h"
+#include "daemon/spec/spec.h"
 #include "guestagent/workload_kinds.h"
 
 using ds::Json;

@@ -8,15 +8,15 @@
 #include <condition_variable>
 
 #include "common/workload_output.h"
-#include "fakes.h"
 #include "guestagent/workload.h"
+#include "support/fakes/agent_fakes.h"
+#include "support/test_data.h"
 
 namespace ds::agent::testing {
 namespace {
 
 std::string recorded_mariadb(const std::string& name) {
-    return read_text(fs::path(__FILE__).parent_path().parent_path().parent_path() / "data" /
-                     "mariadb" / name);
+    return read_text(test::test_data_dir() / "mariadb" / name);
 }
 
 // The argv of `sh -c SCRIPT sh DIR OUT PROGRAM...` (the runner's

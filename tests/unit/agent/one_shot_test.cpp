@@ -8,7 +8,7 @@
 #include "guestagent/agent.h"
 #include "guestagent/cli.h"
 #include "guestagent/file_channel.h"
-#include "unit/agent/fakes.h"
+#include "support/fakes/agent_fakes.h"
 
 namespace {
 

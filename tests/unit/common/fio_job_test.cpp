@@ -6,7 +6,6 @@
 
 #include "common/fio_logs.h"
 #include "common/fio_options.h"
-#include "common/spec.h"
 #include "support/test_data.h"
 
 using namespace ds;
@@ -216,12 +215,6 @@ TEST_CASE("fio job: a spec may not set the logs the agent reads", "[fio_job]") {
     CHECK(build_fio_command("x", {{"options", {{"log_offset", 1}, {"log_prio", 1}}}},
                             FioDirectory{"/d"})
               .ok());
-    // The spec parser refuses them too, with the position.
-    auto spec = ds::parse_sweep_spec(
-        "name = \"t\"\n[[workload]]\nkind = \"fio\"\noptions = { write_bw_log = \"/tmp/x\" }\n",
-        "t.toml");
-    REQUIRE_FALSE(spec.ok());
-    CHECK_THAT(spec.error().message, Catch::Contains("'write_bw_log' is set by the agent"));
 }
 
 TEST_CASE("fio job: failures keep the no-space line and job errors are found", "[fio_job]") {
@@ -248,7 +241,8 @@ TEST_CASE("fio job: failures keep the no-space line and job errors are found", "
 // ---------------------------------------------------------------------------
 // A fio workload cannot leave the filesystem under test (issue 9): the agent
 // refuses what common/fio_options.h guards before it runs fio, whichever way
-// it comes in, as the spec parser does.
+// it comes in (tests/unit/daemon/spec/spec_fio_guards_test.cpp holds the
+// spec parser to the same refusals).
 
 namespace {
 
@@ -261,12 +255,6 @@ std::string refusal_of(const Json& params) {
 
 bool agent_accepts(const Json& params) {
     return build_fio_command("x", params, FioDirectory{"/mnt/disksweep"}, "/run/j.fio").ok();
-}
-
-bool spec_accepts(const std::string& workload_lines) {
-    return ds::parse_sweep_spec("name = \"t\"\n[[workload]]\nkind = \"fio\"\n" + workload_lines,
-                                "t.toml")
-        .ok();
 }
 
 }  // namespace
@@ -301,33 +289,4 @@ TEST_CASE("fio job: every way in to another file, device or command is refused",
     CHECK(agent_accepts(
         {{"ioengine", "io_uring"}, {"direct", true}, {"options", {{"mem", "mmap"}}}}));
     CHECK(agent_accepts({{"job_file", "[global]\nioengine=pvsync2\n[a]\nname=a\nrw=read\n"}}));
-}
-
-TEST_CASE("fio job: the spec and the agent refuse exactly the guarded options", "[fio_job]") {
-    struct Case {
-        std::string name;
-        std::string value;
-    };
-    std::vector<Case> cases = {
-        {"fsync", "1"}, {"norandommap", "1"}, {"thinktime", "10"}, {"direct", "1"},
-        {"ba", "4k"},   {"exec_pre", "x"},    {"filen", "x"},      {"mem", "mmap:/x"},
-        {"mem", "shm"}, {"ioengine", "mmap"}, {"ioengine", "rbd"}, {"lat_percentiles", "1"}};
-    for (const auto& guard : ds::fio_option_guards()) {
-        cases.push_back({std::string(guard.name), "/dev/sdb"});
-        for (const auto value : guard.allowed_values)
-            cases.push_back({std::string(guard.name), std::string(value)});
-    }
-    int accepted = 0;
-    int refused = 0;
-    for (const auto& [name, value] : cases) {
-        INFO(name << "=" << value);
-        const bool by_agent = agent_accepts({{"options", {{name, value}}}});
-        CHECK(spec_accepts("options = { \"" + name + "\" = \"" + value + "\" }") == by_agent);
-        const std::string job_file = "[j]\n" + name + "=" + value + "\n";
-        const bool by_agent_in_file = agent_accepts({{"job_file", job_file}});
-        CHECK(spec_accepts("job_file = \"\"\"\n" + job_file + "\"\"\"") == by_agent_in_file);
-        (by_agent ? accepted : refused)++;
-    }
-    CHECK(accepted >= 20);
-    CHECK(refused >= 60);
 }

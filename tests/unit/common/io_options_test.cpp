@@ -11,6 +11,7 @@
 
 #include "common/fio_options.h"
 #include "common/units.h"
+#include "support/test_data.h"
 
 using namespace ds;
 
@@ -35,8 +36,7 @@ bool allowed(std::string_view name, std::string_view value, FioOptionPlace place
 
 // The part of docs/spec.md from the heading `from` to the heading `to`.
 std::string spec_doc_section(std::string_view from, std::string_view to) {
-    const auto root =
-        std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+    const auto root = test::repository_root();
     std::ifstream in(root / "docs/spec.md");
     REQUIRE(in.good());
     std::ostringstream text;

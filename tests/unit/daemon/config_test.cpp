@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/version.h"
-#include "fakes.h"
+#include "support/fakes/daemon_fakes.h"
 
 namespace ds {
 namespace {

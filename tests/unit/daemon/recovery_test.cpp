@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-#include "daemon/run/scheduler.h"
-#include "fakes.h"
+#include "daemon/schedule/scheduler.h"
+#include "support/fakes/daemon_fakes.h"
 
 namespace ds {
 namespace {

@@ -11,7 +11,7 @@
 #include <optional>
 
 #include "daemon/daemon.h"
-#include "fakes.h"
+#include "support/fakes/daemon_fakes.h"
 
 namespace ds {
 namespace {

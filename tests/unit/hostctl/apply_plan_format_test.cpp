@@ -8,7 +8,7 @@ using ds::hostctl::Json;
 
 namespace {
 
-// A plan as daemon/apply/sweep_plan.cpp produces it: two configurations,
+// A plan as daemon/plan/sweep_plan.cpp produces it: two configurations,
 // one unsafe, two combinations dropped, one workload known from two past
 // runs of one configuration, the other never run.
 Json plan_reply() {

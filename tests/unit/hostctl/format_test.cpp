@@ -8,7 +8,7 @@ using ds::hostctl::Json;
 
 namespace {
 
-// A comparison as daemon/store/compare.cpp produces it: four configurations of the
+// A comparison as daemon/compare/compare.cpp produces it: four configurations of the
 // reference fio study, one of them with only failed runs, one unsafe.
 Json realistic_compare() {
     return Json::parse(R"({
@@ -317,7 +317,7 @@ TEST_CASE("progress follows the event stream", "[hostctl][format]") {
 
 namespace {
 
-// A compare reply for a mariadb-atis sweep, as daemon/store/compare.cpp builds it.
+// A compare reply for a mariadb-atis sweep, as daemon/compare/compare.cpp builds it.
 ds::hostctl::Json atis_compare() {
     using ds::hostctl::Json;
     auto row = [](std::string fs, std::string workload, std::string options, Json metrics,

@@ -1,0 +1,52 @@
+#include "daemon/backends/hypervisor/agent_channel.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+namespace ds {
+
+SocketAgentChannel::SocketAgentChannel(int fd) : fd_(fd), reader_(fd) {}
+
+SocketAgentChannel::~SocketAgentChannel() {
+    ::close(fd_);
+}
+
+Result<std::string> SocketAgentChannel::read_line(Deadline deadline) {
+    return reader_.read_line(deadline);
+}
+
+Status SocketAgentChannel::write(std::string_view data) {
+    return protocol::write_all(fd_, data);
+}
+
+Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(
+    const std::string& socket_path, Deadline deadline, const std::atomic<bool>* cancelled) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    if (socket_path.size() >= sizeof address.sun_path) {
+        return make_error(errc::kInvalidArgument, "agent socket path too long: " + socket_path);
+    }
+    std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
+    while (true) {
+        int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return make_error(errc::kIo, std::string("socket: ") + std::strerror(errno));
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+            return std::unique_ptr<AgentChannel>(std::make_unique<SocketAgentChannel>(fd));
+        }
+        const std::string last_error = std::strerror(errno);
+        ::close(fd);
+        if (cancelled && cancelled->load()) return make_error(errc::kCancelled, "run cancelled");
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return make_error(errc::kTimeout, "cannot connect to the agent channel " + socket_path +
+                                                  ": " + last_error);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+}  // namespace ds

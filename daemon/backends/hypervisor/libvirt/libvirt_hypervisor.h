@@ -1,0 +1,150 @@
+// The libvirt hypervisor backend: guests as transient libvirt domains built by
+// build_domain_xml, through libvirt's C API only.
+//
+// By default it drives libvirt's embedded QEMU driver (qemu:///embed?root=DIR):
+// libvirt runs inside this process, no libvirtd is needed, and QEMU's state
+// lives under DIR. Any other URI (test:///default for tests, qemu:///system,
+// qemu+ssh://host/system) is used as given.
+//
+// RBD data disks authenticate in one of two ways, by what the connection has
+// (asked once, at connect): with a secret driver (libvirtd, a remote host) the
+// cephx key goes into an ephemeral libvirt secret for the guest's lifetime
+// (libvirt_secret.h) and the disk's <auth> refers to it; without one (the
+// embedded driver) QEMU reads the key through the disk's ceph.conf
+// (<config file>, domain_xml.h). applied_settings reports which as
+// "rbd_auth".
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "daemon/backends/hypervisor/hypervisor.h"
+#include "daemon/backends/hypervisor/libvirt/console_capture.h"
+#include "daemon/backends/hypervisor/libvirt/domain_xml.h"
+#include "daemon/backends/hypervisor/local_guest_files.h"
+
+// libvirt's connection handle, without pulling libvirt's headers into ours.
+struct _virConnect;
+
+namespace ds {
+
+class LibvirtHypervisor : public Hypervisor {
+  public:
+    // Opens `uri`, or when `uri` is empty the embedded QEMU driver rooted at
+    // `embed_root_for_default` (an absolute directory, created if missing).
+    // For any embedded URI (the default or an explicit qemu:///embed?root=)
+    // DIR/etc/qemu.conf is written first (see write_embedded_qemu_conf).
+    // Also starts, once per process, libvirt's default event loop in a
+    // background thread (the embedded driver and remote keepalives need it);
+    // it stops when the last LibvirtHypervisor is destroyed.
+    // Run as root, libvirt's embedded driver needs the 'libvirt-qemu' user and
+    // group to exist (it looks them up before reading qemu.conf; Debian's
+    // libvirt-daemon-system creates them); the error then says so.
+    // libvirt allows one embedded root per process: connecting to a second,
+    // different root while the first is open fails.
+    // Errors: errc::kInvalidArgument (relative root), errc::kIo (qemu.conf),
+    // errc::kUnavailable (libvirt refused the connection, or failed to say
+    // whether it has a secret driver).
+    // Each guest's agent socket and console log go to `guest_files_directory`
+    // (created when a guest starts; see LocalGuestFiles).
+    static Result<std::unique_ptr<LibvirtHypervisor>> connect(
+        const std::string& uri, const std::string& embed_root_for_default,
+        const std::string& guest_files_directory);
+
+    // "qemu:///embed?root=ROOT", ROOT percent-encoded where URIs need it.
+    static std::string embedded_uri(const std::string& root);
+
+    // Closes the connection. Guests keep running (the daemon destroys what it
+    // started; an embedded driver opened later on the same root finds them).
+    ~LibvirtHypervisor() override;
+    LibvirtHypervisor(const LibvirtHypervisor&) = delete;
+    LibvirtHypervisor& operator=(const LibvirtHypervisor&) = delete;
+
+    std::string name() const override { return "libvirt"; }
+    // A transient domain (virDomainCreateXML, schema-validated): it exists
+    // only while running, so a failed start leaves nothing defined and a
+    // destroyed guest is gone. errc::kConflict if a domain of that name
+    // exists already. An RBD data disk whose user has a keyring of its own
+    // (rbd_key_fits_secret) gets, where the connection has a secret driver,
+    // a secret holding its key (define_rbd_secret); a failed start undefines
+    // it again. errc::kHypervisor when the key cannot be read.
+    Status start_vm(const VmRequest& request) override;
+    // parse_applied_disk_settings of the live XML, plus (QEMU drivers) "qemu":
+    // read_qemu_disk_settings through the QEMU monitor. errc::kNotFound if no
+    // such domain.
+    Result<Json> applied_settings(const std::string& vm_name) override;
+    // read_qemu_disk_counters through the QEMU monitor; errc::kUnsupported on
+    // libvirt's test driver.
+    Result<Json> disk_counters(const std::string& vm_name) override;
+    Result<bool> is_running(const std::string& vm_name) override;
+    // The virtio-serial channel QEMU serves on the guest's agent socket.
+    Result<std::unique_ptr<AgentChannel>> open_agent_channel(
+        const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) override;
+    // The console log the capture writes (console_capture.h), a file path.
+    std::string console_tail(const std::string& vm_name, std::size_t max_bytes) override;
+    std::string console_location(const std::string& vm_name) override;
+    void discard_console(const std::string& vm_name) override;
+    // Destroys the domain if it runs, undefines it if it is persistent (e.g.
+    // defined by hand or by an older daemon), then undefines the guest's RBD
+    // secret if it has one. Succeeds if neither exists.
+    Status destroy_vm(const std::string& vm_name) override;
+    // Sorted names of all domains, running or defined, starting with prefix,
+    // and of the guests whose RBD secret is left though their domain is gone
+    // (an earlier daemon stopped between start and destroy): destroy_vm of
+    // each name removes everything, which is what start-up recovery does.
+    Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
+    // {"libvirt": "9.0.0", "hypervisor_type": "QEMU", "hypervisor_version":
+    //  "7.2.0", "qemu": "7.2.0" (QEMU drivers only), "hypervisor_uri": "..."}.
+    Json versions() override;
+
+    // The URI as opened and the XML dialect its driver needs.
+    const std::string& uri() const { return uri_; }
+    DomainXmlDialect dialect() const { return dialect_; }
+    // Whether the connection has a secret driver (RBD keys go into secrets).
+    bool has_secret_driver() const { return secret_driver_; }
+
+    // Thread safety: every method may be called from several threads at once.
+    // libvirt's connection object is thread-safe and its last-error is
+    // per-thread; the console captures are guarded by consoles_mutex_.
+
+  private:
+    LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect,
+                      bool secret_driver, LocalGuestFiles guest_files);
+    // Removes the guest's console capture from the map (null if none).
+    std::unique_ptr<ConsoleCapture> take_console(const std::string& vm_name);
+    // The UUID of the secret defined for the request's RBD disk, or "" when
+    // its key does not go in a secret (see start_vm).
+    Result<std::string> define_rbd_secret_for(const VmRequest& request);
+    // Undefines the guest's RBD secret, if the connection has secrets at all.
+    Status remove_rbd_secret(const std::string& vm_name);
+    // destroy_vm's part for the domain itself.
+    Status destroy_domain(const std::string& vm_name);
+
+    _virConnect* connection_;
+    std::mutex consoles_mutex_;
+    // A bounded capture of each started guest's serial console, by VM name
+    // (see console_capture.h); ended by destroy_vm.
+    std::map<std::string, std::unique_ptr<ConsoleCapture>> consoles_;  // guarded by consoles_mutex_
+    std::string uri_;
+    DomainXmlDialect dialect_;
+    bool secret_driver_;
+    LocalGuestFiles guest_files_;
+};
+
+// Writes ROOT/etc/qemu.conf for the embedded QEMU driver (creating
+// directories): stdio_handler = "file" (no virtlogd), security_driver =
+// "none" (no SELinux/AppArmor labelling), namespaces = [] (no private /dev
+// mount namespace), user/group = this process's effective ids (QEMU runs as
+// the daemon does; as root libvirt would otherwise look for a 'libvirt-qemu'
+// user, which exists only with libvirt-daemon-system installed).
+Status write_embedded_qemu_conf(const std::string& root);
+
+// Whether /dev/kvm exists and is readable and writable by this process. Says
+// nothing about whether KVM really runs guests here (probe that with a boot).
+bool kvm_device_present();
+
+}  // namespace ds

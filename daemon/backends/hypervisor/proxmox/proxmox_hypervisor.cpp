@@ -1,0 +1,621 @@
+#include "daemon/backends/hypervisor/proxmox/proxmox_hypervisor.h"
+
+#include <algorithm>
+#include <charconv>
+#include <thread>
+#include <variant>
+
+#include "common/json_fields.h"
+#include "common/protocol.h"
+#include "daemon/backends/hypervisor/qemu_block.h"
+
+namespace ds {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+constexpr std::uint64_t kMiB = 1ull << 20;
+constexpr std::uint64_t kGiB = 1ull << 30;
+// How often a clone still under way is looked at again (destroy_if_named).
+constexpr auto kCloneLockPoll = 1s;
+
+// ---------------------------------------------------------------------------
+// The data disk: each bus's drive key and controller, and what PVE's drive
+// of that bus has (its keys in PVE 8.4's schema: scsi[n], virtio[n], sata[n]).
+
+struct BusRule {
+    Bus bus;
+    std::string_view key;                    // the data disk's drive key
+    std::optional<std::string_view> scsihw;  // the controller to set, if any
+    bool ssd;                                // the drive has `ssd`
+    bool iothread;                           // the drive has `iothread` and it takes effect
+    bool queues;                             // the drive has `queues` (>= 2)
+};
+
+constexpr BusRule kBusRules[] = {
+    {Bus::kVirtioBlk, "virtio1", std::nullopt, false, true, false},
+    // A shared virtio-scsi controller: PVE gives a disk its own IO thread only
+    // on virtio-scsi-single (else it warns and ignores `iothread`).
+    {Bus::kScsi, "scsi1", "virtio-scsi-pci", true, false, true},
+    {Bus::kScsiSingle, "scsi1", "virtio-scsi-single", true, true, true},
+    {Bus::kSata, "sata1", std::nullopt, true, false, false},
+};
+
+const BusRule& rule_for(Bus bus) {
+    return *std::find_if(std::begin(kBusRules), std::end(kBusRules),
+                         [bus](const BusRule& rule) { return rule.bus == bus; });
+}
+
+Error unsupported(const StorageConfig& config, const std::string& what) {
+    return make_error(errc::kUnsupported, "proxmox cannot apply " + what + " (bus " +
+                                              std::string(to_string(config.bus)) +
+                                              "): PVE 8.4's drive has no such setting");
+}
+
+// PVE derives QEMU's detect-zeroes from two drive keys: detect_zeroes=0 is
+// off; otherwise it is unmap with discard=on and on without it.
+Result<bool> pve_detect_zeroes(const StorageConfig& config) {
+    switch (config.detect_zeroes) {
+        case DetectZeroes::kOff:
+            return false;
+        case DetectZeroes::kOn:
+            if (config.discard) return unsupported(config, "detect_zeroes=on with discard");
+            return true;
+        case DetectZeroes::kUnmap:
+            if (!config.discard) return unsupported(config, "detect_zeroes=unmap without discard");
+            return true;
+    }
+    return false;
+}
+
+// The drive's limits: PVE drops bps*, so bandwidth goes as mbps (MiB/s, a number).
+void add_limits(const StorageConfig& config, PvePropertyString& drive) {
+    if (config.bandwidth_limit) {
+        drive.set_number("mbps", static_cast<double>(*config.bandwidth_limit) / kMiB);
+    }
+    if (config.iops_limit) drive.set_integer("iops", static_cast<std::int64_t>(*config.iops_limit));
+}
+
+Status check_bus_support(const StorageConfig& config, const BusRule& rule) {
+    if (config.ssd && !rule.ssd) return unsupported(config, "ssd");
+    if (config.iothread && !rule.iothread) return unsupported(config, "iothread");
+    if (config.queues && !rule.queues) return unsupported(config, "queues");
+    if (config.queues && *config.queues < 2) {
+        return make_error(errc::kUnsupported,
+                          "proxmox cannot apply queues=" + std::to_string(*config.queues) +
+                              ": PVE's drive queues start at 2");
+    }
+    return ok_status();
+}
+
+// PVE's JSON gives a boolean drive key as 0/1 (number or string).
+bool pve_flag(const PvePropertyString& drive, std::string_view key) {
+    const auto value = drive.get(key);
+    return value && (*value == "1" || *value == "on" || *value == "yes" || *value == "true");
+}
+
+std::string detect_zeroes_in_force(const PvePropertyString& drive) {
+    const auto value = drive.get("detect_zeroes");
+    if (value && !pve_flag(drive, "detect_zeroes")) return "off";
+    return drive.get("discard") == std::optional<std::string>("on") ? "unmap" : "on";
+}
+
+// The config's value of `key` as text (PVE gives numbers as numbers).
+std::optional<std::string> config_text(const Json& config, const std::string& key) {
+    if (!config.contains(key)) return std::nullopt;
+    const Json& value = config[key];
+    return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
+// A drive key's value as a whole count ("5000"); nullopt when absent or not one.
+std::optional<std::uint64_t> drive_count(const PvePropertyString& drive, std::string_view key) {
+    const auto text = drive.get(key);
+    if (!text || text->empty()) return std::nullopt;
+    std::uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+    if (error != std::errc() || end != text->data() + text->size()) return std::nullopt;
+    return value;
+}
+
+// mbps (MiB/s, a number) as the bytes per second QEMU gets: qemu-server
+// PVE/QemuServer.pm print_drive_commandline_full gives QEMU
+// throttling.bps=int(mbps*1024*1024), truncated.
+std::optional<std::uint64_t> drive_bandwidth(const PvePropertyString& drive) {
+    const auto text = drive.get("mbps");
+    if (!text || text->empty()) return std::nullopt;
+    double mbps = 0;
+    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), mbps);
+    if (error != std::errc() || end != text->data() + text->size() || !(mbps >= 0)) {
+        return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(mbps * static_cast<double>(kMiB));
+}
+
+// The limits and queues of the drive in our names; PVE writes no key for
+// an unthrottled drive or single queue, and neither does this.
+void add_drive_limits(const PvePropertyString& drive, Json& applied) {
+    if (auto iops = drive_count(drive, "iops"); iops && *iops > 0) applied["iops_limit"] = *iops;
+    if (auto bps = drive_bandwidth(drive); bps && *bps > 0) applied["bandwidth_limit"] = *bps;
+    if (auto queues = drive_count(drive, "queues")) applied["queues"] = *queues;
+}
+
+// Storage types whose volumes can only be raw: pve-storage's plugins
+// without a `format` in their plugindata (LvmThinPlugin, LVMPlugin,
+// RBDPlugin, ISCSIPlugin, ISCSIDirectPlugin), for which
+// src/PVE/Storage/Plugin.pm default_format gives the valid formats [raw].
+constexpr std::string_view kRawOnlyStorageTypes[] = {"lvmthin", "lvm", "rbd", "iscsi",
+                                                     "iscsidirect"};
+
+// HMP `info kvm` (QEMU's hmp_info_kvm): "kvm support: enabled", "disabled"
+// or "not compiled". True for enabled, false for the others.
+std::optional<bool> kvm_enabled_in(std::string_view text) {
+    constexpr std::string_view kLead = "kvm support: ";
+    const auto at = text.find(kLead);
+    if (at == std::string_view::npos) return std::nullopt;
+    const std::string_view answer = text.substr(at + kLead.size());
+    if (answer.starts_with("enabled")) return true;
+    if (answer.starts_with("disabled") || answer.starts_with("not compiled")) return false;
+    return std::nullopt;
+}
+
+bool has_tag(const Json& resource) {
+    if (!resource.contains("tags") || !resource["tags"].is_string()) return false;
+    std::string tags = resource["tags"];
+    std::replace_if(
+        tags.begin(), tags.end(), [](char c) { return c == ',' || c == ' '; }, ';');
+    std::size_t start = 0;
+    for (;;) {
+        const auto end = tags.find(';', start);
+        if (tags.substr(start, end - start) == kProxmoxTag) return true;
+        if (end == std::string::npos) return false;
+        start = end + 1;
+    }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+Status check_proxmox_options(const ProxmoxHypervisorOptions& options) {
+    const auto invalid = [](const std::string& message) {
+        return make_error(errc::kInvalidArgument, "proxmox: " + message);
+    };
+    if (options.node.empty()) return invalid("node is required");
+    if (options.template_vmid < kPveVmidMin || options.template_vmid > kPveVmidMax) {
+        return invalid("template_vmid must be a VM id (100..999999999)");
+    }
+    if (options.vmid_min < kPveVmidMin || options.vmid_max > kPveVmidMax ||
+        options.vmid_min > options.vmid_max) {
+        return invalid("vmid_min..vmid_max must be a range within 100..999999999");
+    }
+    if (options.template_vmid >= options.vmid_min && options.template_vmid <= options.vmid_max) {
+        return invalid("the template's id lies in vmid_min..vmid_max: cleanup could remove it");
+    }
+    if (options.linked_clone && !options.clone_storage.empty()) {
+        return invalid(
+            "clone_storage applies to full clones only (PVE refuses it for linked ones)");
+    }
+    return ok_status();
+}
+
+Result<PveDataDisk> pve_data_disk(const StorageConfig& config,
+                                  const HypervisorAllocatedDisk& disk) {
+    const BusRule& rule = rule_for(config.bus);
+    DS_TRY(check_bus_support(config, rule));
+    if (disk.storage.empty()) {
+        return make_error(errc::kInvalidArgument, "proxmox data disk: no PVE storage named");
+    }
+    if (disk.size_bytes == 0 || disk.size_bytes % kMiB != 0) {
+        return make_error(errc::kUnsupported,
+                          "proxmox data disk: size must be a positive whole number of MiB");
+    }
+    auto detect_zeroes = pve_detect_zeroes(config);
+    if (!detect_zeroes) return detect_zeroes.error();
+
+    PvePropertyString drive(disk.storage + ":" +
+                            pve_number_text(static_cast<double>(disk.size_bytes) / kGiB));
+    drive.set("format", std::string(to_string(config.image_format)))
+        .set("cache", std::string(to_string(config.cache)));
+    if (config.aio != AioMode::kDefault) drive.set("aio", std::string(to_string(config.aio)));
+    drive.set("discard", config.discard ? "on" : "ignore");
+    if (rule.ssd) drive.set_flag("ssd", config.ssd);
+    if (rule.iothread) drive.set_flag("iothread", config.iothread);
+    drive.set_flag("detect_zeroes", *detect_zeroes);
+    if (config.queues) drive.set_integer("queues", static_cast<std::int64_t>(*config.queues));
+    add_limits(config, drive);
+    drive.set("serial", std::string(protocol::kDataDiskSerial));
+
+    PveDataDisk data_disk{std::string(rule.key), std::move(drive), std::nullopt};
+    if (rule.scsihw) data_disk.scsihw = std::string(*rule.scsihw);
+    DS_TRY(data_disk.drive.encode());
+    return data_disk;
+}
+
+Result<std::unique_ptr<ProxmoxHypervisor>> ProxmoxHypervisor::create(
+    std::shared_ptr<PveClient> client, ProxmoxHypervisorOptions options) {
+    DS_TRY(check_proxmox_options(options));
+    return std::unique_ptr<ProxmoxHypervisor>(
+        new ProxmoxHypervisor(std::move(client), std::move(options)));
+}
+
+ProxmoxHypervisor::ProxmoxHypervisor(std::shared_ptr<PveClient> client,
+                                     ProxmoxHypervisorOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {}
+
+const std::string& ProxmoxHypervisor::run_node() const {
+    return options_.run_node.empty() ? options_.node : options_.run_node;
+}
+
+PveAgentOptions ProxmoxHypervisor::agent_options() const {
+    return {options_.agent_program, options_.guest_job_file, options_.guest_progress_file,
+            options_.agent_poll_interval, options_.guest_result_file};
+}
+
+std::string ProxmoxHypervisor::vm_path(const VmRef& vm, std::string_view tail) const {
+    return pve_path({"nodes", vm.node, "qemu", std::to_string(vm.vmid)}) + std::string(tail);
+}
+
+Result<PveTaskEnd> ProxmoxHypervisor::task(PveMethod method, const std::string& path,
+                                           const PveParams& params) {
+    return client_->run_task(method, path, params, options_.task_timeout);
+}
+
+Result<std::optional<ProxmoxHypervisor::VmRef>> ProxmoxHypervisor::find_vm(
+    const std::string& vm_name) {
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
+    for (const Json& resource : resources) {
+        const int vmid = resource.value("vmid", 0);
+        if (resource.value("name", "") != vm_name || !has_tag(resource) ||
+            vmid < options_.vmid_min || vmid > options_.vmid_max) {
+            continue;
+        }
+        return std::optional<VmRef>(VmRef{vmid, resource.value("node", options_.node)});
+    }
+    return std::optional<VmRef>();
+}
+
+Result<ProxmoxHypervisor::VmRef> ProxmoxHypervisor::require_vm(const std::string& vm_name) {
+    auto vm = find_vm(vm_name);
+    if (!vm) return vm.error();
+    if (!*vm) return make_error(errc::kNotFound, "proxmox: no VM " + vm_name + " of disksweep's");
+    return **vm;
+}
+
+// The lowest id of the range that no VM has, confirmed free by /cluster/nextid.
+Result<int> ProxmoxHypervisor::allocate_vmid() {
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
+    std::vector<int> taken;
+    for (const Json& resource : resources) taken.push_back(resource.value("vmid", 0));
+    for (int candidate = options_.vmid_min; candidate <= options_.vmid_max; ++candidate) {
+        if (std::find(taken.begin(), taken.end(), candidate) != taken.end()) continue;
+        auto confirmed =
+            client_->get("/cluster/nextid", PveParams().set_integer("vmid", candidate));
+        if (!confirmed) {
+            if (confirmed.error().code == errc::kInvalidArgument) continue;  // taken meanwhile
+            return confirmed.error();
+        }
+        const int vmid = confirmed->is_string() ? std::stoi(confirmed->get<std::string>())
+                                                : confirmed->get<int>();
+        if (vmid != candidate) {
+            return make_error(errc::kProtocol, "proxmox: /cluster/nextid answered " +
+                                                   std::to_string(vmid) + " for " +
+                                                   std::to_string(candidate));
+        }
+        return vmid;
+    }
+    return make_error(errc::kUnavailable, "proxmox: no free VM id in " +
+                                              std::to_string(options_.vmid_min) + ".." +
+                                              std::to_string(options_.vmid_max));
+}
+
+Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
+    const auto* disk = std::get_if<HypervisorAllocatedDisk>(&request.data_disk);
+    if (disk == nullptr) {
+        return make_error(errc::kInvalidArgument,
+                          "proxmox attaches only disks PVE allocates (STORAGE:SIZE), not " +
+                              std::string(to_string(kind_of(request.data_disk))));
+    }
+    DS_ASSIGN_OR_RETURN(auto data_disk, pve_data_disk(request.config, *disk));
+
+    // One id allocation and clone at a time in this daemon, across all its
+    // Proxmox hosts: the nodes of one cluster share its VM ids.
+    static std::mutex allocation_mutex;
+    std::lock_guard<std::mutex> lock(allocation_mutex);
+    DS_ASSIGN_OR_RETURN(auto existing, find_vm(request.name));
+    if (existing) return make_error(errc::kConflict, "proxmox: VM " + request.name + " exists");
+    auto vmid = allocate_vmid();
+    if (!vmid) return vmid.error();
+    const VmRef vm{*vmid, run_node()};
+    // Recorded before the clone: whatever fails from here on (this call, the
+    // daemon), the id is known and destroy_recorded_vm finds the clone,
+    // which carries the run's name from its start but the tag only after
+    // the config step.
+    if (request.record_handle) {
+        DS_TRY(request.record_handle(Json{{"vmid", vm.vmid}, {"node", vm.node}}));
+    }
+    Status started = clone_and_start(request, data_disk, vm);
+    if (!started) (void)destroy_if_named(vm, request.name);
+    return started;
+}
+
+Status ProxmoxHypervisor::clone_and_start(const VmRequest& request, const PveDataDisk& disk,
+                                          const VmRef& vm) {
+    PveParams clone;
+    clone.set_integer("newid", vm.vmid).set("name", request.name);
+    if (!options_.linked_clone) {
+        clone.set_flag("full", true);
+        if (!options_.clone_storage.empty()) clone.set("storage", options_.clone_storage);
+    }
+    if (vm.node != options_.node) clone.set("target", vm.node);
+    const VmRef template_vm{options_.template_vmid, options_.node};
+    DS_TRY(task(PveMethod::kPost, vm_path(template_vm, "/clone"), clone));
+
+    PveParams config;
+    config.set("tags", std::string(kProxmoxTag))
+        .set_integer("cores", request.vcpus)
+        .set_integer("memory", request.memory_mib);
+    if (disk.scsihw) config.set("scsihw", *disk.scsihw);
+    config.set_property_string(disk.key, disk.drive);
+    DS_TRY(task(PveMethod::kPost, vm_path(vm, "/config"), config));
+    DS_TRY(task(PveMethod::kPost, vm_path(vm, "/status/start"), PveParams()));
+    return ok_status();
+}
+
+// QEMU's own view of the drive (`info block` through PVE's monitor
+// endpoint) as applied["qemu_info_block"]; a token without VM.Monitor gets
+// PVE's 403, which leaves that level out with the reason in
+// applied["qemu_check"] (the PVE config level is still verified).
+void ProxmoxHypervisor::add_qemu_level(const VmRef& vm, std::string_view drive_key, Json& applied) {
+    auto text = client_->post(vm_path(vm, "/monitor"), PveParams().set("command", "info block"));
+    if (!text.ok() || !text->is_string()) {
+        applied["qemu_check"] =
+            text.ok() ? "not done: PVE's monitor answered no text"
+            : text.error().code == errc::kForbidden
+                ? "not done: the token may not use the QEMU monitor (VM.Monitor on /vms)"
+                : "not done: " + text.error().message;
+        return;
+    }
+    auto settings = parse_info_block(text->get<std::string>(), "drive-" + std::string(drive_key));
+    if (!settings.ok()) {
+        applied["qemu_check"] = "not done: " + settings.error().message;
+        return;
+    }
+    applied["qemu_info_block"] = std::move(settings).value();
+    applied["qemu_check"] = "info block through PVE's monitor";
+}
+
+Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
+    DS_ASSIGN_OR_RETURN(auto vm, require_vm(vm_name));
+    DS_ASSIGN_OR_RETURN(auto config, client_->get(vm_path(vm, "/config")));
+    for (const BusRule& rule : kBusRules) {
+        const auto value = config_text(config, std::string(rule.key));
+        if (!value) continue;
+        auto drive = PvePropertyString::parse(*value);
+        if (!drive) return drive.error();
+        if (drive->get("serial") != std::optional<std::string>(protocol::kDataDiskSerial)) continue;
+        const auto scsihw = config_text(config, "scsihw");
+        Bus bus = rule.bus;
+        if (rule.key.starts_with("scsi")) {
+            bus = scsihw == std::optional<std::string>("virtio-scsi-single") ? Bus::kScsiSingle
+                                                                             : Bus::kScsi;
+        }
+        Json options = Json::object();
+        for (const auto& [key, option] : drive->entries()) options[key] = option;
+        Json applied = {{"bus", to_string(bus)},
+                        {"cache", drive->get("cache").value_or("none")},
+                        {"aio", drive->get("aio").value_or("default")},
+                        {"discard", drive->get("discard") == std::optional<std::string>("on")},
+                        {"detect_zeroes", detect_zeroes_in_force(*drive)},
+                        {"ssd", pve_flag(*drive, "ssd")},
+                        {"iothread", pve_flag(*drive, "iothread")},
+                        {"pve",
+                         {{"drive", rule.key},
+                          {"value", *value},
+                          {"volume", drive->default_value()},
+                          {"options", options},
+                          {"scsihw", scsihw.value_or("lsi")}}}};
+        add_drive_limits(*drive, applied);
+        const VolumeFormat format = volume_format(vm, drive->default_value(), *drive);
+        if (format.format) applied["image_format"] = *format.format;
+        applied["sources"] = {{"image_format", format.source}};
+        add_qemu_level(vm, rule.key, applied);
+        return applied;
+    }
+    return make_error(errc::kNotFound, "proxmox: VM " + vm_name + " has no data disk (serial " +
+                                           std::string(protocol::kDataDiskSerial) + ")");
+}
+
+// qemu-server's create_disks drops `format` from a disk it allocates
+// (PVE/API2/Qemu.pm create_disks at c2287c17: `delete $disk->{format}; # no
+// longer needed`), so GET config names no format for the data disk: the
+// storage says what the volume is.
+ProxmoxHypervisor::VolumeFormat ProxmoxHypervisor::volume_format(const VmRef& vm,
+                                                                 const std::string& volid,
+                                                                 const PvePropertyString& drive) {
+    const std::string storage = volid.substr(0, volid.find(':'));
+    // pve-storage src/PVE/API2/Storage/Content.pm `info`: the format
+    // volume_size_info reads from the volume itself.
+    auto content = client_->get(pve_path({"nodes", vm.node, "storage", storage, "content", volid}));
+    if (content.ok() && content->is_object() && (*content)["format"].is_string() &&
+        !(*content)["format"].get<std::string>().empty()) {
+        return {(*content)["format"].get<std::string>(), "PVE storage content of " + volid};
+    }
+    const std::string content_problem =
+        content.ok() ? "its content entry names no format" : content.error().message;
+    if (auto format = drive.get("format")) return {*format, "PVE config format="};
+    auto storages =
+        client_->get(pve_path({"nodes", vm.node, "storage"}), PveParams().set("storage", storage));
+    if (storages.ok() && storages->is_array()) {
+        for (const Json& entry : *storages) {
+            if (!entry.is_object() || entry.value("storage", "") != storage) continue;
+            const std::string type = entry.value("type", "");
+            for (std::string_view raw_only : kRawOnlyStorageTypes) {
+                if (type == raw_only) {
+                    return {"raw", "PVE storage type " + type + " (raw volumes only)"};
+                }
+            }
+            return {std::nullopt, "not reported: storage " + storage + " (type " + type +
+                                      ") holds several formats and " + content_problem};
+        }
+    }
+    return {std::nullopt, "not reported: " + content_problem};
+}
+
+Result<bool> ProxmoxHypervisor::is_running(const std::string& vm_name) {
+    auto vm = find_vm(vm_name);
+    if (!vm) return vm.error();
+    if (!*vm) return false;
+    auto status = client_->get(vm_path(**vm, "/status/current"));
+    if (!status) return status.error();
+    return status->value("status", "") == "running";
+}
+
+Result<std::unique_ptr<AgentChannel>> ProxmoxHypervisor::open_agent_channel(
+    const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) {
+    DS_ASSIGN_OR_RETURN(auto vm, require_vm(vm_name));
+    return open_pve_agent_channel(client_, vm_path(vm), agent_options(), vm_name, deadline,
+                                  cancelled);
+}
+
+std::string ProxmoxHypervisor::console_tail(const std::string&, std::size_t) {
+    return "";
+}
+
+std::string ProxmoxHypervisor::console_location(const std::string&) {
+    return "";
+}
+
+void ProxmoxHypervisor::discard_console(const std::string&) {}
+
+Status ProxmoxHypervisor::destroy_vm(const std::string& vm_name) {
+    auto vm = find_vm(vm_name);
+    if (!vm) return vm.error();
+    if (!*vm) return ok_status();
+    return stop_and_delete(**vm);
+}
+
+Status ProxmoxHypervisor::stop_and_delete(const VmRef& vm) {
+    auto status = client_->get(vm_path(vm, "/status/current"));
+    if (!status) return status.error();
+    if (status->value("status", "") == "running") {
+        DS_TRY(task(PveMethod::kPost, vm_path(vm, "/status/stop"), PveParams()));
+    }
+    DS_TRY(task(PveMethod::kDelete, vm_path(vm),
+                PveParams().set_flag("purge", true).set_flag("destroy-unreferenced-disks", true)));
+    return ok_status();
+}
+
+Result<Json> ProxmoxHypervisor::resource_of(int vmid) {
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
+    for (const Json& resource : resources) {
+        if (resource.is_object() && resource.value("vmid", 0) == vmid) return resource;
+    }
+    return Json(nullptr);
+}
+
+Status ProxmoxHypervisor::destroy_recorded_vm(const std::string& vm_name, const Json& handle) {
+    const bool valid = handle.is_object() && handle.contains("vmid") &&
+                       handle["vmid"].is_number_integer() && handle.contains("node") &&
+                       handle["node"].is_string();
+    const int vmid = valid ? handle["vmid"].get<int>() : 0;
+    if (!valid || vmid < options_.vmid_min || vmid > options_.vmid_max) {
+        return make_error(errc::kInvalidArgument,
+                          "proxmox: recorded guest " + handle.dump() + " of " + vm_name +
+                              " is no VM id of the range " + std::to_string(options_.vmid_min) +
+                              ".." + std::to_string(options_.vmid_max) + ": not touched");
+    }
+    return destroy_if_named(VmRef{vmid, handle["node"].get<std::string>()}, vm_name);
+}
+
+// qemu-server PVE/API2/Qemu.pm clone_vm: the new id's config is first a
+// temporary file holding only `lock: clone` (so /cluster/resources shows it
+// as "VM N", no name of its own); the worker writes the config with the
+// name after the first disk and drops the lock at its end, or removes the
+// config when it fails. So a locked clone is waited for.
+Status ProxmoxHypervisor::destroy_if_named(const VmRef& recorded, const std::string& vm_name) {
+    const auto deadline = Clock::now() + options_.task_timeout;
+    const std::string unnamed = "VM " + std::to_string(recorded.vmid);
+    for (;;) {
+        DS_ASSIGN_OR_RETURN(auto resource, resource_of(recorded.vmid));
+        if (resource.is_null()) return ok_status();
+        const std::string name = json_read::string_or_empty(resource, "name");
+        const bool cloning = json_read::string_or_empty(resource, "lock") == "clone" &&
+                             (name.empty() || name == unnamed || name == vm_name);
+        if (!cloning) {
+            // Another's VM now holds the id (or a template): not ours to touch.
+            const Json& template_flag = (resource)["template"];
+            if (name != vm_name || template_flag == 1 || template_flag == "1") return ok_status();
+            const std::string node = json_read::string_or_empty(resource, "node");
+            return stop_and_delete(VmRef{recorded.vmid, node.empty() ? recorded.node : node});
+        }
+        if (Clock::now() >= deadline) {
+            return make_error(errc::kTimeout, "proxmox: the clone to VM " +
+                                                  std::to_string(recorded.vmid) +
+                                                  " is still locked; left for a later cleanup");
+        }
+        std::this_thread::sleep_for(kCloneLockPoll);
+    }
+}
+
+Result<RunningGuest> ProxmoxHypervisor::running_guest(const std::string& vm_name, Accel) {
+    auto vm = require_vm(vm_name);
+    if (!vm) return vm.error();
+    auto config = client_->get(vm_path(*vm, "/config"));
+    if (!config) return config.error();
+    // qemu-server PVE/QemuServer.pm: the `kvm` option, default 1
+    // (config_to_command: `$kvm //= 1 if is_native_arch($arch)`).
+    const auto kvm_option = config_text(*config, "kvm");
+    const bool config_kvm = !kvm_option || (*kvm_option != "0" && *kvm_option != "false");
+    const std::string config_says = "PVE config kvm=" + kvm_option.value_or("1 (default)");
+    RunningGuest guest{config_kvm ? Accel::kKvm : Accel::kTcg, config_says, Json::object()};
+    auto answer = client_->post(vm_path(*vm, "/monitor"), PveParams().set("command", "info kvm"));
+    const auto qemu_kvm = answer.ok() && answer->is_string()
+                              ? kvm_enabled_in(answer->get<std::string>())
+                              : std::optional<bool>();
+    if (qemu_kvm) {
+        guest.accel = *qemu_kvm ? Accel::kKvm : Accel::kTcg;
+        guest.accel_source = std::string("QEMU info kvm: ") + (*qemu_kvm ? "enabled" : "disabled") +
+                             " (" + config_says + ")";
+    } else {
+        guest.accel_source +=
+            "; QEMU not asked: " + (answer.ok() ? std::string("no kvm support line in its answer")
+                                                : answer.error().message);
+    }
+    DS_ASSIGN_OR_RETURN(auto status, client_->get(vm_path(*vm, "/status/current")));
+    for (const auto& [from, to] :
+         {std::pair{"running-qemu", "qemu"}, std::pair{"running-machine", "qemu_machine"}}) {
+        if (status.contains(from) && (status)[from].is_string())
+            guest.versions[to] = (status)[from];
+    }
+    return guest;
+}
+
+Result<std::vector<std::string>> ProxmoxHypervisor::list_vms(const std::string& prefix) {
+    DS_ASSIGN_OR_RETURN(auto resources,
+                        client_->get("/cluster/resources", PveParams().set("type", "vm")));
+    std::vector<std::string> names;
+    for (const Json& resource : resources) {
+        const std::string name = resource.value("name", "");
+        const int vmid = resource.value("vmid", 0);
+        if (name.starts_with(prefix) && has_tag(resource) && vmid >= options_.vmid_min &&
+            vmid <= options_.vmid_max) {
+            names.push_back(name);
+        }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Json ProxmoxHypervisor::versions() {
+    auto version = client_->get("/version");
+    if (!version) return {{"proxmox", "unknown: " + version.error().message}};
+    return {{"proxmox", version->value("version", "")},
+            {"proxmox_release", version->value("release", "")},
+            {"proxmox_repoid", version->value("repoid", "")}};
+}
+
+}  // namespace ds

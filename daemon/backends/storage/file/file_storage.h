@@ -1,0 +1,28 @@
+// The file storage backend: each data volume is a file in one directory, raw
+// (sparse) or qcow2 (made by qemu-img, the real tool).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "daemon/backends/storage/storage.h"
+
+namespace ds {
+
+class FileStorage : public StorageBackend {
+  public:
+    FileStorage(std::string directory, CommandRunner run_command);
+    std::string name() const override { return "file"; }
+    DiskSourceKind produces() const override { return DiskSourceKind::kFile; }
+    Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
+    Status remove_volume(const std::string& name) override;
+    Result<std::vector<std::string>> list_volumes(const std::string& prefix) override;
+
+  private:
+    std::string path_of(const std::string& name, ImageFormat format) const;
+    std::string directory_;
+    CommandRunner run_command_;
+};
+
+}  // namespace ds

@@ -1,0 +1,43 @@
+// A sweep as it is accepted: its spec parsed and expanded into the records
+// the store keeps (the sweep and its planned runs), and checked against the
+// backends this daemon has configured. The API plans every submission here,
+// and start-up re-plans the sweeps it resumes here too.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "daemon/backends/registry.h"
+#include "daemon/plan/timeouts.h"
+#include "daemon/spec/spec.h"
+#include "daemon/store/store.h"
+
+namespace ds {
+
+// The records a spec plans; errors are the spec's (kInvalidSpec).
+struct SweepSubmission {
+    SweepRecord sweep;
+    std::vector<RunRecord> runs;
+    SweepTimeouts timeouts;
+    // The guest image variants the runs need ("" = base), sorted, distinct.
+    std::vector<std::string> image_variants;
+    // (configuration, workload) pairs left out by workloads' `filesystems`.
+    int skipped_pairs = 0;
+    // The spec's [hypervisor] hosts: where its runs may be placed.
+    std::vector<std::string> pinned_hosts;
+};
+Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
+                                        const SweepTimeouts& defaults);
+
+// Refuses a submission any of whose configurations names a hypervisor or
+// storage that `backends` does not have, a pair it cannot combine, or that
+// none of its pinned hosts could run: the error names the first such
+// configuration and lists what is configured.
+Status check_backends(const SweepSubmission& submission, const BackendCatalog& backends);
+
+// Whether any of the submission's runs boots the project's guest image (a
+// hypervisor kind with boots_project_image, or one this build does not know).
+bool boots_project_image(const SweepSubmission& submission);
+
+}  // namespace ds

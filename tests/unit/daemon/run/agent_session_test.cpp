@@ -1,0 +1,469 @@
+// The host side of the agent protocol against a peer on a real unix socket
+// (the test plays the guest).
+#include "daemon/run/agent_session.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <thread>
+
+#include "support/fakes/daemon_fakes.h"
+
+namespace ds {
+namespace {
+
+using namespace ds::testing;
+using Catch::Matchers::Contains;
+using Clock = std::chrono::steady_clock;
+
+// A session over the unix socket channel, as the libvirt backend opens it.
+Result<AgentSession> connect_session(const std::string& path, Deadline deadline,
+                                     const std::atomic<bool>* cancelled = nullptr) {
+    auto channel = connect_unix_agent_channel(path, deadline, cancelled);
+    if (!channel.ok()) return channel.error();
+    return AgentSession(std::move(channel.value()), cancelled);
+}
+
+int listen_on(const std::string& path) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd >= 0);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(fd, 4) == 0);
+    return fd;
+}
+
+// The guest end: a listening socket (as QEMU has) and the accepted channel.
+class Peer {
+  public:
+    Peer() : path_(dir_.file("agent.sock")), listen_fd_(listen_on(path_)) { ignore_sigpipe(); }
+    ~Peer() {
+        close_channel();
+        ::close(listen_fd_);
+    }
+    const std::string& path() const { return path_; }
+
+    // Connects a session and accepts it.
+    AgentSession connect(const std::atomic<bool>* cancelled = nullptr) {
+        auto session = connect_session(path_, Clock::now() + 2s, cancelled);
+        REQUIRE(session.ok());
+        fd_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        REQUIRE(fd_ >= 0);
+        reader_ = std::make_unique<protocol::LineReader>(fd_);
+        return std::move(session.value());
+    }
+    void send_raw(std::string_view bytes) {
+        REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                static_cast<ssize_t>(bytes.size()));
+    }
+    void send(std::string_view type, const Json& payload = Json::object()) {
+        send_raw(protocol::encode(type, payload));
+    }
+    // For more than the socket buffer holds, while the session reads. The
+    // writer stops at an error (the session closed); the caller joins it.
+    std::thread send_in_background(std::string bytes) {
+        return std::thread(
+            [fd = fd_, bytes = std::move(bytes)] { (void)protocol::write_all(fd, bytes); });
+    }
+    // The next line the host sent, decoded.
+    Json receive() {
+        auto line = reader_->read_line(Clock::now() + 2s);
+        REQUIRE(line.ok());
+        auto message = protocol::decode(line.value());
+        REQUIRE(message.ok());
+        return message.value();
+    }
+    void close_channel() {
+        if (fd_ >= 0) ::close(fd_);
+        fd_ = -1;
+    }
+    int fd() const { return fd_; }
+
+  private:
+    TempDir dir_;
+    std::string path_;
+    int listen_fd_;
+    int fd_ = -1;
+    std::unique_ptr<protocol::LineReader> reader_;
+};
+
+AgentSession connected(Peer& peer, const std::atomic<bool>* cancelled = nullptr) {
+    return peer.connect(cancelled);
+}
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Json bench_progress(double elapsed_s) {
+    return Json{{"phase", "bench"}, {"message", "fio"}, {"elapsed_s", elapsed_s}};
+}
+
+// A result that passes its schema, for run "17".
+Json complete_result() {
+    return Json{{"run_id", "17"},
+                {"timings", {{"format_s", 0.5}, {"bench_s", 2.0}}},
+                {"output", recorded_fio()},
+                {"metrics", Json::object()},
+                {"readback", {{"device", "sdb"}, {"fs_type", "btrfs"}, {"rotational", 0}}},
+                {"versions", {{"kernel", "6.1.0"}, {"fio", "fio-3.33"}, {"agent", "0.1.0"}}}};
+}
+
+TEST_CASE("agent session: connect retries until the socket appears", "[agent_session]") {
+    TempDir dir;
+    const std::string path = dir.file("late.sock");
+    int listen_fd = -1;
+    std::thread qemu([&] {
+        std::this_thread::sleep_for(300ms);
+        listen_fd = listen_on(path);
+    });
+    const auto start = Clock::now();
+    auto session = connect_session(path, Clock::now() + 3s);
+    qemu.join();
+    CHECK(session.ok());
+    CHECK(seconds_since(start) >= 0.25);
+    ::close(listen_fd);
+}
+
+TEST_CASE("agent session: connect gives up at the deadline, on cancel, on a long path",
+          "[agent_session]") {
+    TempDir dir;
+    const std::string path = dir.file("never.sock");
+    SECTION("deadline") {
+        const auto start = Clock::now();
+        auto session = connect_session(path, Clock::now() + 300ms);
+        REQUIRE_FALSE(session.ok());
+        CHECK(session.error().code == errc::kTimeout);
+        CHECK(session.error().message ==
+              "cannot connect to the agent channel " + path + ": No such file or directory");
+        CHECK(seconds_since(start) < 2.0);
+    }
+    SECTION("cancelled") {
+        std::atomic<bool> cancelled{true};
+        auto session = connect_session(path, Clock::now() + 10s, &cancelled);
+        REQUIRE_FALSE(session.ok());
+        CHECK(session.error().code == errc::kCancelled);
+    }
+    SECTION("path longer than sun_path") {
+        auto session = connect_session(std::string(200, 'x'), Clock::now() + 10s);
+        REQUIRE_FALSE(session.ok());
+        CHECK(session.error().code == errc::kInvalidArgument);
+        CHECK_THAT(session.error().message, Contains("agent socket path too long"));
+    }
+}
+
+TEST_CASE("agent session: receive_hello returns the hello or times out", "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    SECTION("hello") {
+        peer.send(protocol::kHello, hello_payload());
+        auto hello = session.receive_hello(Clock::now() + 2s);
+        REQUIRE(hello.ok());
+        CHECK(hello->agent_version == "0.1.0-fake");
+        CHECK(hello->kernel == "6.1.0-fake-amd64");
+        CHECK(hello->fio_version == "fio-3.33");
+        CHECK(hello->protocol == protocol::kVersion);
+        CHECK(hello->capabilities == std::vector<std::string>{"fio", "ext4", "xfs", "btrfs"});
+    }
+    SECTION("a hello that breaks its schema") {
+        Json payload = hello_payload();
+        payload.erase("kernel");
+        peer.send(protocol::kHello, payload);
+        auto hello = session.receive_hello(Clock::now() + 2s);
+        REQUIRE_FALSE(hello.ok());
+        CHECK(hello.error().code == errc::kProtocol);
+        CHECK(hello.error().message == "hello.kernel: missing");
+    }
+    SECTION("silence") {
+        const auto start = Clock::now();
+        auto hello = session.receive_hello(Clock::now() + 400ms);
+        REQUIRE_FALSE(hello.ok());
+        CHECK(hello.error().code == errc::kTimeout);
+        CHECK(seconds_since(start) >= 0.35);
+        CHECK(seconds_since(start) < 1.5);
+    }
+    SECTION("half a message, then silence") {
+        peer.send_raw(R"({"v":2,"type":"hel)");
+        auto hello = session.receive_hello(Clock::now() + 300ms);
+        REQUIRE_FALSE(hello.ok());
+        CHECK(hello.error().code == errc::kTimeout);
+    }
+    SECTION("another message first") {
+        peer.send(protocol::kProgress, Json{{"phase", "format"}});
+        auto hello = session.receive_hello(Clock::now() + 2s);
+        REQUIRE_FALSE(hello.ok());
+        CHECK(hello.error().code == errc::kProtocol);
+        CHECK(hello.error().message == "agent sent 'progress' before 'hello'");
+    }
+    SECTION("the channel closes") {
+        peer.close_channel();
+        auto hello = session.receive_hello(Clock::now() + 2s);
+        REQUIRE_FALSE(hello.ok());
+        CHECK(hello.error().code == errc::kIo);
+        CHECK(hello.error().message == "channel closed");
+    }
+}
+
+TEST_CASE("agent session: job out, progress in order, then the result", "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    peer.send(protocol::kHello, hello_payload());
+    REQUIRE(session.receive_hello(Clock::now() + 2s).ok());
+
+    const Json job = {{"run_id", "17"}, {"timeout_s", 60}, {"filesystem", {{"type", "btrfs"}}}};
+    REQUIRE(session.send_job(job).ok());
+    const Json received = peer.receive();
+    CHECK(received.at("v") == ds::protocol::kVersion);
+    CHECK(received.at("type") == "job");
+    CHECK(received.at("run_id") == "17");
+    CHECK(received.at("filesystem").at("type") == "btrfs");
+
+    // Several messages in one write, and one message split over writes.
+    std::string burst;
+    for (int i = 1; i <= 3; ++i) {
+        burst += protocol::encode(protocol::kProgress, bench_progress(i));
+    }
+    peer.send_raw(burst);
+    Json sent = complete_result();
+    sent["readback"]["unknown_key"] = "dropped";
+    sent["timings"]["made_up_s"] = 1.0;
+    const std::string result = protocol::encode(protocol::kResult, sent);
+    std::thread trickle([&] {
+        const std::size_t half = result.size() / 2;
+        ::send(peer.fd(), result.data(), half, MSG_NOSIGNAL);
+        std::this_thread::sleep_for(50ms);
+        ::send(peer.fd(), result.data() + half, result.size() - half, MSG_NOSIGNAL);
+    });
+    std::vector<double> order;
+    auto outcome = session.await_result(Clock::now() + 2s, [&](const guest::Progress& progress) {
+        order.push_back(progress.elapsed_s);
+    });
+    trickle.join();
+    REQUIRE(outcome.ok());
+    CHECK(order == std::vector<double>{1, 2, 3});
+    CHECK(outcome->run_id == "17");
+    CHECK(outcome->output == recorded_fio());
+    CHECK(outcome->timings == std::map<std::string, double>{{"format_s", 0.5}, {"bench_s", 2.0}});
+    CHECK(outcome->readback == complete_result()["readback"]);
+    CHECK(outcome->versions.at("fio") == "fio-3.33");
+
+    session.send_shutdown();
+    CHECK(peer.receive() == Json{{"v", ds::protocol::kVersion}, {"type", "shutdown"}});
+}
+
+TEST_CASE("agent session: an error message maps to errc::kAgent with phase and message",
+          "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    Json error;
+    std::string expected;
+    SECTION("complete") {
+        error = {{"run_id", "3"}, {"phase", "mount"}, {"message", "mount: wrong fs type"}};
+        expected = "agent failed during mount: mount: wrong fs type";
+    }
+    SECTION("no job arrived: a null run id") {
+        error = {{"run_id", nullptr}, {"phase", "job"}, {"message", "job.timeout_s: is missing"}};
+        expected = "agent failed during job: job.timeout_s: is missing";
+    }
+    SECTION("a message longer than the bound is cut") {
+        error = {{"phase", "bench"}, {"message", std::string(100000, 'e')}};
+        expected = "agent failed during bench: " + std::string(guest::kMaxTextBytes, 'e') + "...";
+    }
+    peer.send(protocol::kProgress, Json{{"phase", "format"}, {"message", ""}, {"elapsed_s", 0}});
+    peer.send(protocol::kError, error);
+    int progress = 0;
+    auto outcome =
+        session.await_result(Clock::now() + 2s, [&](const guest::Progress&) { ++progress; });
+    REQUIRE_FALSE(outcome.ok());
+    CHECK(outcome.error().code == errc::kAgent);
+    CHECK(outcome.error().message == expected);
+    CHECK(progress == 1);
+}
+
+TEST_CASE("agent session: a message that breaks its schema fails with the field named",
+          "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    std::string expected;
+    SECTION("an error without its fields") {
+        peer.send(protocol::kError, Json{{"run_id", nullptr}});
+        expected = "error.phase: missing";
+    }
+    SECTION("an error with fields of the wrong type") {
+        peer.send(protocol::kError, Json{{"phase", 7}, {"message", Json::array({"x"})}});
+        expected = "error.phase: expected a string, got number";
+    }
+    SECTION("progress without elapsed_s") {
+        peer.send(protocol::kProgress, Json{{"phase", "bench"}, {"message", "fio"}});
+        expected = "progress.elapsed_s: missing";
+    }
+    SECTION("progress past the end") {
+        Json progress = bench_progress(3);
+        progress["fraction"] = 1.5;
+        peer.send(protocol::kProgress, progress);
+        expected = "progress.fraction: 1.5 is out of range (0..1.0)";
+    }
+    SECTION("a result whose readback lies about a type") {
+        Json result = complete_result();
+        result["readback"]["rotational"] = "0";
+        peer.send(protocol::kResult, result);
+        expected = "result.readback.rotational: expected an integer, got string";
+    }
+    SECTION("a result without its output") {
+        Json result = complete_result();
+        result.erase("output");
+        peer.send(protocol::kResult, result);
+        expected = "result.output: missing";
+    }
+    auto outcome = session.await_result(Clock::now() + 2s, nullptr);
+    REQUIRE_FALSE(outcome.ok());
+    CHECK(outcome.error().code == errc::kProtocol);
+    CHECK(outcome.error().message == expected);
+}
+
+TEST_CASE("agent session: progress text is cut to the bound, on a character boundary",
+          "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    // "é" is two bytes: an odd-sized prefix of it would split a character.
+    std::string long_text = "x";
+    while (long_text.size() < 1'000'000) long_text += "\xc3\xa9";
+    Json progress = bench_progress(1);
+    progress["message"] = long_text;
+    progress["phase"] = long_text;
+    progress["unknown"] = long_text;
+    std::thread writer = peer.send_in_background(
+        protocol::encode(protocol::kProgress, progress) +
+        protocol::encode(protocol::kError, Json{{"phase", "bench"}, {"message", "stop"}}));
+    std::vector<guest::Progress> seen;
+    auto outcome = session.await_result(
+        Clock::now() + 5s, [&](const guest::Progress& received) { seen.push_back(received); });
+    writer.join();
+    REQUIRE_FALSE(outcome.ok());
+    CHECK(outcome.error().message == "agent failed during bench: stop");
+    REQUIRE(seen.size() == 1);
+    for (const std::string& text : {seen[0].message, seen[0].phase}) {
+        CHECK(text.size() <= guest::kMaxTextBytes + 3);
+        CHECK(text.size() >= guest::kMaxTextBytes - 3);
+        CHECK(text.substr(text.size() - 3) == "...");
+        CHECK(long_text.rfind(text.substr(0, text.size() - 3), 0) == 0);
+        // Still valid UTF-8: the strict dump would throw otherwise.
+        CHECK_NOTHROW(Json(text).dump());
+    }
+}
+
+TEST_CASE("agent session: unexpected or malformed messages during a job", "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    std::string code = errc::kProtocol;
+    std::string expected;
+    std::thread writer;
+    SECTION("hello again") {
+        peer.send(protocol::kHello, hello_payload());
+        expected = "agent sent unexpected 'hello' while a job was running";
+    }
+    SECTION("shutdown from the guest") {
+        peer.send(protocol::kShutdown);
+        expected = "agent sent unexpected 'shutdown' while a job was running";
+    }
+    SECTION("version 0") {
+        peer.send_raw(R"({"v":0,"type":"result"})"
+                      "\n");
+        expected = "unsupported protocol version 0 (this side speaks 2)";
+    }
+    SECTION("no type") {
+        peer.send_raw(R"({"v":2})"
+                      "\n");
+        expected = "message has no string \"type\"";
+    }
+    SECTION("too many values") {
+        std::string values;
+        for (std::size_t i = 0; i <= protocol::kMaxMessageValues; ++i) values += "0,";
+        writer = peer.send_in_background(R"({"v":2,"type":"progress","x":[)" + values + "0]}\n");
+        expected = "message holds more than " + std::to_string(protocol::kMaxMessageValues) +
+                   " JSON values";
+    }
+    SECTION("nested too deep") {
+        peer.send_raw(R"({"v":2,"type":"progress","x":)" + std::string(100, '[') +
+                      std::string(100, ']') + "}\n");
+        expected = "message nests deeper than 64 levels";
+    }
+    SECTION("closed mid-message") {
+        peer.send_raw(R"({"v":2,"type":"res)");
+        peer.close_channel();
+        code = errc::kIo;
+        expected = "channel closed in the middle of a message (18 bytes unterminated)";
+    }
+    auto outcome = session.await_result(Clock::now() + 2s, nullptr);
+    if (writer.joinable()) writer.join();
+    REQUIRE_FALSE(outcome.ok());
+    CHECK(outcome.error().code == code);
+    CHECK_THAT(outcome.error().message, Contains(expected));
+}
+
+TEST_CASE("agent session: await_result times out, and sees cancellation promptly",
+          "[agent_session]") {
+    Peer peer;
+    std::atomic<bool> cancelled{false};
+    AgentSession session = connected(peer, &cancelled);
+    SECTION("timeout despite progress") {
+        // Progress does not extend the deadline.
+        std::thread chatter([&] {
+            for (int i = 0; i < 6; ++i) {
+                const std::string line = protocol::encode(protocol::kProgress, bench_progress(i));
+                ::send(peer.fd(), line.data(), line.size(), MSG_NOSIGNAL);
+                std::this_thread::sleep_for(100ms);
+            }
+        });
+        const auto start = Clock::now();
+        int progress = 0;
+        auto outcome =
+            session.await_result(Clock::now() + 300ms, [&](const guest::Progress&) { ++progress; });
+        const double seconds = seconds_since(start);
+        chatter.join();
+        REQUIRE_FALSE(outcome.ok());
+        CHECK(outcome.error().code == errc::kTimeout);
+        CHECK(progress >= 2);
+        CHECK(seconds < 1.5);  // the deadline, not the chatter, ends it
+    }
+    SECTION("cancel") {
+        std::thread canceller([&] {
+            std::this_thread::sleep_for(100ms);
+            cancelled = true;
+        });
+        const auto start = Clock::now();
+        auto outcome = session.await_result(Clock::now() + 10s, nullptr);
+        const double seconds = seconds_since(start);
+        canceller.join();
+        REQUIRE_FALSE(outcome.ok());
+        CHECK(outcome.error().code == errc::kCancelled);
+        CHECK(seconds < 1.5);  // polled in 250 ms slices, not at the 10 s deadline
+    }
+    SECTION("cancelled before hello") {
+        cancelled = true;
+        peer.send(protocol::kHello, hello_payload());
+        auto hello = session.receive_hello(Clock::now() + 2s);
+        REQUIRE_FALSE(hello.ok());
+        CHECK(hello.error().code == errc::kCancelled);
+    }
+}
+
+TEST_CASE("agent session: a moved session keeps its channel", "[agent_session]") {
+    Peer peer;
+    AgentSession first = connected(peer);
+    AgentSession second(std::move(first));
+    peer.send(protocol::kHello, hello_payload());
+    auto hello = second.receive_hello(Clock::now() + 2s);
+    REQUIRE(hello.ok());
+    REQUIRE(second.send_job(Json{{"run_id", "1"}}).ok());
+    CHECK(peer.receive().at("type") == "job");
+}
+
+}  // namespace
+}  // namespace ds
