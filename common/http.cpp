@@ -457,6 +457,19 @@ nlohmann::json error_envelope(std::string_view code, std::string_view message) {
     return {{"error", {{"code", code}, {"message", message}}}};
 }
 
+std::optional<Error> read_error_envelope(std::string_view body) {
+    const auto parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+    if (!parsed.is_object()) return std::nullopt;
+    const auto error = parsed.find("error");
+    if (error == parsed.end() || !error->is_object()) return std::nullopt;
+    const auto message = error->find("message");
+    if (message == error->end() || !message->is_string()) return std::nullopt;
+    const auto code = error->find("code");
+    return Error{code != error->end() && code->is_string() ? code->get<std::string>()
+                                                           : std::string(errc::kProtocol),
+                 message->get<std::string>()};
+}
+
 std::string status_text(int status) {
     switch (status) {
         case 100:
@@ -1287,12 +1300,7 @@ Status stream_lines(const std::string& socket_path, std::string_view target,
     DS_ASSIGN_OR_RETURN(auto response, stream_request(socket_path, req, on_line));
     if (response.status >= 200 && response.status < 300) return ok_status();
     // The API's errors are {"error":{"code","message"}}; keep them when present.
-    auto parsed = nlohmann::json::parse(response.body, nullptr, false);
-    if (parsed.is_object() && parsed.contains("error") && parsed["error"].is_object()) {
-        const auto& error = parsed["error"];
-        return make_error(error.value("code", std::string(errc::kProtocol)),
-                          error.value("message", "HTTP " + std::to_string(response.status)));
-    }
+    if (auto error = read_error_envelope(response.body)) return std::move(*error);
     return make_error(errc::kProtocol, "GET " + std::string(target) + " on " + socket_path +
                                            ": HTTP " + std::to_string(response.status) + " " +
                                            status_text(response.status));

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -77,6 +78,10 @@ std::string status_text(int status);
 // "message":..}} (docs/api.md): written here, for the server's own refusals
 // and the API's errors alike.
 nlohmann::json error_envelope(std::string_view code, std::string_view message);
+// The error an answer's body carries when it is that envelope with a string
+// message (its code, or errc::kProtocol when the code is not a string);
+// nothing for any other body. Never throws: the body may come from any peer.
+std::optional<Error> read_error_envelope(std::string_view body);
 
 // Serves `handler` on a unix socket, a thread per connection (bounded). The
 // handler must not throw; the server turns any escaped exception into a 500.

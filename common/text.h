@@ -32,6 +32,18 @@ std::string join(const Items& items, std::string_view separator) {
     return joined;
 }
 
+// The same over what `text_of` gives for each item ("a, b" from the names
+// of a table's rows).
+template <typename Items, typename Projection>
+std::string join(const Items& items, std::string_view separator, Projection text_of) {
+    std::string joined;
+    for (const auto& item : items) {
+        if (!joined.empty()) joined += separator;
+        joined += text_of(item);
+    }
+    return joined;
+}
+
 // The items of a list like "a|b|c" (config values): split at `separator`,
 // each trimmed, empty ones dropped.
 std::vector<std::string> split_list(std::string_view text, char separator);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <sstream>
 
+#include "common/text.h"
 #include "common/version.h"
 #include "daemon/run/resource_names.h"
 
@@ -155,12 +156,7 @@ int line_of_key(const std::string& path, const std::string& key) {
 }
 
 std::string valid_keys() {
-    std::string out;
-    for (const auto& option : daemon_options()) {
-        if (!out.empty()) out += ", ";
-        out += option.name;
-    }
-    return out;
+    return join(daemon_options(), ", ", [](const auto& option) { return option.name; });
 }
 
 // The configured instance, checked; its error begins with where the value

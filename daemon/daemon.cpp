@@ -84,13 +84,6 @@ Status ensure_directory(const std::string& path, fs::perms perms, bool always_se
     return ok_status();
 }
 
-CommandRunner command_runner() {
-    auto runner = std::make_shared<RealProcessRunner>();
-    return [runner](const std::vector<std::string>& argv) {
-        return run_checked(*runner, argv, std::chrono::seconds(120));
-    };
-}
-
 }  // namespace
 
 void sd_notify_state(const std::string& state) {
@@ -144,7 +137,7 @@ Status add_configured_storages(const DaemonConfig& config, BackendCatalog& backe
     // Shared by the backends and alive as long as the process (lvm-thin keeps
     // a reference).
     static const auto process_runner = std::make_shared<RealProcessRunner>();
-    StorageContext context{config.effective_volume_dir(), command_runner(), process_runner};
+    StorageContext context{config.effective_volume_dir(), process_runner};
     for (const std::string& text : config.effective_storages()) {
         DS_ASSIGN_OR_RETURN(auto line, parse_storage_line(text));
         DS_ASSIGN_OR_RETURN(auto storage, make_storage_backend(line, context));
@@ -288,44 +281,22 @@ AccelDecision decide_acceleration(const DaemonConfig& config, const ResourceName
         return {Accel::kTcg, "no usable /dev/kvm (" + std::string(std::strerror(errno)) + ")"};
     }
     // /dev/kvm can exist and still not run guests (nested setups that hang in
-    // the BIOS): only a guest that boots to its agent proves KVM works.
-    const std::string name = names.probe();
-    (void)hypervisor.destroy_vm(name);
-    (void)storage.remove_volume(name);
-    StorageConfig probe_config;
-    probe_config.disk_size_bytes = 64ull << 20;
-    auto volume = storage.create_volume(name, probe_config);
-    if (!volume.ok()) return {Accel::kTcg, "probe volume: " + volume.error().message};
-    VmRequest request;
-    request.name = name;
-    request.config = probe_config;
-    request.data_disk = volume->source;
-    request.image = image;
-    request.accel = Accel::kKvm;
-    AccelDecision decision{Accel::kTcg, ""};
-    auto started = std::chrono::steady_clock::now();
-    Status booted = hypervisor.start_vm(request);
-    if (!booted.ok()) {
-        decision.reason = "KVM probe guest did not start: " + booted.error().message;
-    } else {
-        auto deadline = started + std::chrono::seconds(config.probe_timeout_s);
-        auto channel = hypervisor.open_agent_channel(name, deadline, nullptr);
-        auto hello = channel.ok() ? AgentSession(std::move(channel.value())).receive_hello(deadline)
-                                  : Result<guest::Hello>(channel.error());
-        if (hello.ok()) {
-            const double seconds = seconds_since(started);
-            decision = {Accel::kKvm,
-                        "KVM probe guest reached its agent in " + std::to_string(seconds) + " s"};
-        } else {
-            decision.reason = "KVM probe guest did not reach its agent within " +
-                              std::to_string(config.probe_timeout_s) +
-                              " s: " + hello.error().message;
-        }
+    // the BIOS): only a guest that boots to its agent proves KVM works. The
+    // probe is an ordinary run attempt whose job is the hello.
+    RunEnvironment environment(names);
+    environment.hypervisor = &hypervisor;
+    environment.storage = &storage;
+    environment.image = image;
+    environment.accel = Accel::kKvm;
+    environment.vcpus = config.vcpus;
+    environment.memory_mib = config.memory_mib;
+    auto reached =
+        run_hello_probe(environment, {names.probe(), 64ull << 20, config.probe_timeout_s});
+    if (!reached.ok()) {
+        return {Accel::kTcg, "KVM probe guest did not reach its agent: " + reached.error().message};
     }
-    (void)hypervisor.destroy_vm(name);
-    hypervisor.discard_console(name);
-    (void)storage.remove_volume(name);
-    return decision;
+    return {Accel::kKvm,
+            "KVM probe guest reached its agent in " + std::to_string(reached.value()) + " s"};
 }
 
 namespace {

@@ -30,7 +30,9 @@ Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_vi
 Result<ResourceNames> daemon_resource_names(const DaemonConfig& config, Store& store);
 
 // KVM if /dev/kvm exists and a probe guest (named names.probe(), as is its
-// volume) says hello within the probe timeout; TCG otherwise. `reason` says why.
+// volume) says hello within the probe timeout and runs with KVM; TCG
+// otherwise. The probe is an ordinary run attempt whose job is the hello
+// (run_hello_probe, daemon/run/run_executor.h). `reason` says why.
 struct AccelDecision {
     Accel accel = Accel::kTcg;
     std::string reason;

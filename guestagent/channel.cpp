@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/errno_text.h"
+#include "common/file_descriptor.h"
 
 namespace ds::agent {
 namespace {
@@ -26,15 +27,14 @@ Result<int> connect_unix_socket(const std::string& path) {
         return make_error(errc::kInvalidArgument, "channel socket path too long: " + path);
     }
     std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
+    FileDescriptor fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid())
         return make_error(errc::kIo, "socket() for channel " + path + ": " + errno_text(errno));
-    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
-        const std::string reason = errno_text(errno);
-        ::close(fd);
-        return make_error(errc::kUnavailable, "cannot connect to channel " + path + ": " + reason);
+    if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+        return make_error(errc::kUnavailable,
+                          "cannot connect to channel " + path + ": " + errno_text(errno));
     }
-    return fd;
+    return fd.release();
 }
 
 // A virtio-serial port polls POLLHUP for as long as no host-side client is

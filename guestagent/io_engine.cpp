@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "common/text.h"
+
 namespace ds::io {
 namespace {
 
@@ -16,12 +18,7 @@ std::span<const EngineDescriptor* const> all_engines() {
 }
 
 std::string engine_names() {
-    std::string names;
-    for (const EngineDescriptor* engine : kEngines) {
-        if (!names.empty()) names += ", ";
-        names += engine->name;
-    }
-    return names;
+    return join(kEngines, ", ", [](const EngineDescriptor* engine) { return engine->name; });
 }
 
 Result<const EngineDescriptor*> engine_by_name(std::string_view name) {

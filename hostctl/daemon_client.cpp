@@ -35,23 +35,14 @@ ApiFailure api_failure(const http::ClientResponse& response, std::string_view wh
     ApiFailure failure;
     failure.kind = ApiFailure::Kind::kApiError;
     failure.http_status = response.status;
-    auto body = Json::parse(response.body, nullptr, false);
-    const Json* error = nullptr;
-    if (body.is_object() && body.contains("error") && body["error"].is_object()) {
-        error = &body["error"];
+    if (auto error = http::read_error_envelope(response.body)) {
+        failure.code = error->code;
+        failure.message = error->message;
+        return failure;
     }
-    if (error && (*error).contains("message") && (*error)["message"].is_string()) {
-        failure.message = (*error)["message"].get<std::string>();
-    } else {
-        failure.message = "disksweepd answered " + std::string(what) + " with HTTP " +
-                          std::to_string(response.status) + " " +
-                          http::status_text(response.status);
-    }
-    if (error && (*error).contains("code") && (*error)["code"].is_string()) {
-        failure.code = (*error)["code"].get<std::string>();
-    } else {
-        failure.code = errc::kProtocol;
-    }
+    failure.code = errc::kProtocol;
+    failure.message = "disksweepd answered " + std::string(what) + " with HTTP " +
+                      std::to_string(response.status) + " " + http::status_text(response.status);
     return failure;
 }
 

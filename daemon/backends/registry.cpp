@@ -41,7 +41,7 @@ Result<std::unique_ptr<StorageBackend>> make_file_storage(const StorageLine& lin
     std::string directory =
         dir == line.options.end() ? context.default_file_directory : dir->second;
     return std::unique_ptr<StorageBackend>(
-        std::make_unique<FileStorage>(std::move(directory), context.run_command));
+        std::make_unique<FileStorage>(std::move(directory), context.process_runner));
 }
 
 Result<std::unique_ptr<StorageBackend>> make_lvm_thin(const StorageLine& line,

@@ -42,8 +42,9 @@ Result<BackendLine> parse_host_line(std::string_view text);
 // What a storage factory may use besides its own line.
 struct StorageContext {
     std::string default_file_directory;  // <state_dir>/volumes
-    CommandRunner run_command{};
-    // For backends that read their tools' output (lvs, rbd --format json).
+    // How backends run their tools (qemu-img, lvs, rbd); without it, a
+    // backend that needs one is refused when it is made (file: at a qcow2
+    // volume).
     std::shared_ptr<ProcessRunner> process_runner{};
 };
 

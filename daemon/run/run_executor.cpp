@@ -62,6 +62,15 @@ Json counter_delta(const Json& before, const Json& after) {
     return delta;
 }
 
+// `reason` without the "; console log: PATH" a failed run's reason names
+// (boot_failure, job_failure), the console tail after it kept.
+std::string without_console_location(const std::string& reason) {
+    const std::size_t location = reason.find("; console log: ");
+    if (location == std::string::npos) return reason;
+    const std::size_t tail = reason.find('\n', location);
+    return reason.substr(0, location) + (tail == std::string::npos ? "" : reason.substr(tail));
+}
+
 // One attempt at one run: its state, and one method per phase. Methods
 // return the phase's outcome; execute() sequences them.
 class RunAttempt {
@@ -74,7 +83,16 @@ class RunAttempt {
           run_timeout_s_(run_timeout_s),
           cancelled_(cancelled) {}
 
+    // The attempt of a hello-only job (run_hello_probe): `name` for the guest
+    // and the volume, `config` for its disk; nothing is stored.
+    static RunAttempt hello_only(const RunEnvironment& env, const std::string& name,
+                                 const StorageConfig& config, int boot_timeout_s,
+                                 const std::atomic<bool>& cancelled);
+
     RunRecord execute();
+    // Phases provision, boot (to the hello) and teardown; the run's status
+    // and failure reason say how it went.
+    RunRecord execute_hello_only();
 
   private:
     // Marks the run running in the store. False when it must not start
@@ -106,6 +124,8 @@ class RunAttempt {
     Error boot_failure(const Error& error);
     Error job_failure(const Error& error, int wait_s);
     void publish_progress(const guest::Progress& progress);
+    // To the sweep's event stream; hello-only attempts have none.
+    void publish(Json event);
     void read_disk_counters(Json& into);
 
     const RunEnvironment& env_;
@@ -129,6 +149,7 @@ class RunAttempt {
     guest::ResultMessage result_;
     bool timed_out_ = false;      // the workload's time limit or the result deadline passed
     bool host_baseline_ = false;  // no guest: provision, host_job, teardown, record
+    bool hello_only_ = false;     // no job, no store: provision, boot, teardown
     // Where the guest runs: the leased host's hypervisor, or the
     // environment's; null for host baselines and while not placed.
     Hypervisor* hypervisor_ = nullptr;
@@ -139,6 +160,10 @@ class RunAttempt {
     std::string host_name_;
     SweepPlacement placement_;
 };
+
+void RunAttempt::publish(Json event) {
+    if (env_.events != nullptr) env_.events->publish(run_.sweep_id, std::move(event));
+}
 
 void RunAttempt::notify(const std::function<void(RunObserver&)>& call) {
     if (env_.observer == nullptr) return;
@@ -204,11 +229,11 @@ bool RunAttempt::start() {
         }
         return false;
     }
-    env_.events->publish(run_.sweep_id, Json{{"type", "run_started"},
-                                             {"run_id", run_.id},
-                                             {"config_id", run_.config_id},
-                                             {"workload", run_.workload_name},
-                                             {"repetition", run_.repetition}});
+    publish(Json{{"type", "run_started"},
+                 {"run_id", run_.id},
+                 {"config_id", run_.config_id},
+                 {"workload", run_.workload_name},
+                 {"repetition", run_.repetition}});
     versions_ = {{"disksweepd", std::string(disksweep_version())}};
     if (host_baseline_) {
         versions_["kernel"] = host_kernel_release();
@@ -232,6 +257,11 @@ bool RunAttempt::start() {
 Status RunAttempt::prepare() {
     DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run_.config));
     config_ = config;
+    if (hello_only_) {
+        image_ = env_.image;
+        storage_ = env_.storage;
+        return ok_status();
+    }
     auto workload = workload_from_json(run_.workload);
     if (!workload.ok()) {
         return make_error(errc::kInvalidArgument, "stored workload: " + workload.error().message);
@@ -288,15 +318,15 @@ Status RunAttempt::boot() {
     versions_["agent_version"] = hello->agent_version;
     versions_["kernel"] = hello->kernel;
     versions_["fio_version"] = hello->fio_version;
-    env_.events->publish(run_.sweep_id, Json{{"type", "run_progress"},
-                                             {"run_id", run_.id},
-                                             {"phase", "booted"},
-                                             {"message", "agent connected"}});
+    publish(Json{{"type", "run_progress"},
+                 {"run_id", run_.id},
+                 {"phase", "booted"},
+                 {"message", "agent connected"}});
     return ok_status();
 }
 
 Status RunAttempt::record_vm_handle(const Json& handle) {
-    DS_TRY(env_.store->record_vm_handle(run_.id, host_name_, handle));
+    if (!hello_only_) DS_TRY(env_.store->record_vm_handle(run_.id, host_name_, handle));
     vm_handle_ = handle;
     return ok_status();
 }
@@ -386,10 +416,10 @@ Status RunAttempt::host_job() {
     if (env_.host_processes == nullptr)
         return make_error(errc::kUnsupported, "this disksweepd cannot run host baselines");
     const int timeout_s = workload_->timeout_s > 0 ? workload_->timeout_s : run_timeout_s_;
-    env_.events->publish(run_.sweep_id, Json{{"type", "run_progress"},
-                                             {"run_id", run_.id},
-                                             {"phase", "bench"},
-                                             {"message", "fio on the raw volume, from the host"}});
+    publish(Json{{"type", "run_progress"},
+                 {"run_id", run_.id},
+                 {"phase", "bench"},
+                 {"message", "fio on the raw volume, from the host"}});
     auto result = run_host_fio(*workload_, volume_->source, config_->disk_size_bytes,
                                *env_.host_processes, std::chrono::seconds(timeout_s));
     if (!result.ok()) {
@@ -414,7 +444,7 @@ void RunAttempt::publish_progress(const guest::Progress& progress) {
                   {"message", progress.message},
                   {"elapsed_s", progress.elapsed_s}};
     if (progress.fraction) event["fraction"] = *progress.fraction;
-    env_.events->publish(run_.sweep_id, std::move(event));
+    publish(std::move(event));
 }
 
 // The hypervisor's I/O counters of the data disk, or null where it has none
@@ -464,7 +494,7 @@ Status RunAttempt::teardown() {
                                       : hypervisor_->destroy_vm(vm_name_);
         if (!destroyed.ok()) {
             problems += destroyed.error().message + "; ";
-        } else if (vm_handle_) {
+        } else if (vm_handle_ && !hello_only_) {
             Status cleared = env_.store->clear_vm_handle(run_.id);
             if (!cleared.ok()) problems += cleared.error().message + "; ";
         }
@@ -523,11 +553,11 @@ Status RunAttempt::record() {
         run_.status = RunStatus::kFailed;
         run_.failure_reason = "cannot record result: " + stored.error().message;
     }
-    env_.events->publish(run_.sweep_id, Json{{"type", "run_finished"},
-                                             {"run_id", run_.id},
-                                             {"status", run_.status},
-                                             {"message", run_.failure_reason},
-                                             {"total_s", timings_["total_s"]}});
+    publish(Json{{"type", "run_finished"},
+                 {"run_id", run_.id},
+                 {"status", run_.status},
+                 {"message", run_.failure_reason},
+                 {"total_s", timings_["total_s"]}});
     return stored;
 }
 
@@ -551,7 +581,62 @@ RunRecord RunAttempt::execute() {
     return run_;
 }
 
+RunAttempt RunAttempt::hello_only(const RunEnvironment& env, const std::string& name,
+                                  const StorageConfig& config, int boot_timeout_s,
+                                  const std::atomic<bool>& cancelled) {
+    RunRecord run;
+    run.config = to_json(config);
+    RunAttempt attempt(env, run, boot_timeout_s, boot_timeout_s, cancelled);
+    attempt.hello_only_ = true;
+    attempt.vm_name_ = name;
+    attempt.run_.volume_name = name;
+    return attempt;
+}
+
+RunRecord RunAttempt::execute_hello_only() {
+    Status outcome = run_guarded([this] { return place(); }, run_.id);
+    run_.console_log = hypervisor_ ? hypervisor_->console_location(vm_name_) : "";
+    if (outcome.ok()) {
+        outcome = run_guarded(
+            [&]() -> Status {
+                DS_TRY(timed(RunPhase::kProvision, &RunAttempt::provision));
+                return timed(RunPhase::kBoot, &RunAttempt::boot);
+            },
+            run_.id);
+    }
+    const Status torn_down =
+        run_guarded([this] { return timed(RunPhase::kTeardown, &RunAttempt::teardown); }, run_.id);
+    settle(outcome, torn_down.ok() ? "" : torn_down.error().message);
+    return run_;
+}
+
 }  // namespace
+
+Result<double> run_hello_probe(const RunEnvironment& environment, const HelloProbe& probe) {
+    if (environment.hypervisor == nullptr || environment.storage == nullptr) {
+        return make_error(errc::kInternal, "a hello probe needs a hypervisor and a storage");
+    }
+    Hypervisor& hypervisor = *environment.hypervisor;
+    (void)hypervisor.destroy_vm(probe.name);
+    (void)environment.storage->remove_volume(probe.name);
+    StorageConfig config;
+    config.disk_size_bytes = probe.disk_size_bytes;
+    const std::atomic<bool> never_cancelled{false};
+    RunAttempt attempt = RunAttempt::hello_only(environment, probe.name, config,
+                                                probe.boot_timeout_s, never_cancelled);
+    const RunRecord run = attempt.execute_hello_only();
+    // Nothing of a probe stays, not even the console of one that failed: its
+    // reason quotes the console's end instead of naming the log.
+    hypervisor.discard_console(probe.name);
+    if (run.status != RunStatus::kSucceeded) {
+        return make_error(errc::kUnavailable, without_console_location(run.failure_reason));
+    }
+    if (run.accel != to_string(environment.accel)) {
+        return make_error(errc::kUnavailable, "the guest ran with " + run.accel + ", not " +
+                                                  std::string(to_string(environment.accel)));
+    }
+    return run.timings.value("boot_s", 0.0);
+}
 
 std::string_view to_string(RunPhase phase) {
     switch (phase) {

@@ -78,6 +78,23 @@ struct RunEnvironment {
     ProcessRunner* host_processes = nullptr;
 };
 
+// A boot without a job: an ordinary run attempt whose job is the agent's
+// hello (the KVM probe, daemon.h decide_acceleration). It provisions a
+// volume named `name` (disk_size_bytes, default settings otherwise) on
+// `environment.storage`, boots a guest of that name on
+// `environment.hypervisor` with `environment.accel`, the size and image of
+// the environment, waits up to `boot_timeout_s` for the hello, and tears
+// both down as every run does, after clearing what an earlier probe of that
+// name left. It records nothing: the environment's store and events may be
+// null. Returns the seconds from the start of the boot to the hello, or why
+// the guest did not get there (also when it runs without `accel`).
+struct HelloProbe {
+    std::string name;
+    std::uint64_t disk_size_bytes = 64ull << 20;
+    int boot_timeout_s = 20;
+};
+Result<double> run_hello_probe(const RunEnvironment& environment, const HelloProbe& probe);
+
 class RunExecutor {
   public:
     explicit RunExecutor(RunEnvironment environment) : env_(std::move(environment)) {}

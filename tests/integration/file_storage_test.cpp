@@ -13,19 +13,10 @@
 namespace fs = std::filesystem;
 using namespace ds;
 
-namespace {
-CommandRunner real_runner() {
-    auto runner = std::make_shared<RealProcessRunner>();
-    return [runner](const std::vector<std::string>& argv) {
-        return run_checked(*runner, argv, std::chrono::seconds(60));
-    };
-}
-}  // namespace
-
 TEST_CASE("file storage creates raw and qcow2 volumes and removes them", "[integration][storage]") {
     char pattern[] = "/tmp/disksweep-volumes-XXXXXX";
     const std::string dir = ::mkdtemp(pattern);
-    FileStorage storage(dir + "/volumes", real_runner());
+    FileStorage storage(dir + "/volumes", std::make_shared<RealProcessRunner>());
 
     StorageConfig raw_config;
     raw_config.disk_size_bytes = 256ull << 20;
@@ -67,7 +58,7 @@ TEST_CASE("file storage creates raw and qcow2 volumes and removes them", "[integ
 }
 
 TEST_CASE("file storage reports a volume it cannot create", "[integration][storage]") {
-    FileStorage storage("/proc/disksweep-cannot-exist", real_runner());
+    FileStorage storage("/proc/disksweep-cannot-exist", std::make_shared<RealProcessRunner>());
     StorageConfig config;
     auto volume = storage.create_volume("disksweep-r1-data", config);
     REQUIRE_FALSE(volume.ok());

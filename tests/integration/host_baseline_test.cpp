@@ -16,12 +16,6 @@ using namespace ds;
 
 namespace {
 
-CommandRunner checked(std::shared_ptr<ProcessRunner> runner) {
-    return [runner](const std::vector<std::string>& argv) {
-        return run_checked(*runner, argv, std::chrono::seconds(60));
-    };
-}
-
 Workload randrw_job(int numjobs) {
     Workload workload;
     workload.name = "randrw";
@@ -38,7 +32,7 @@ TEST_CASE("a host baseline runs fio on the raw file volume, each job in its own 
           "[integration][host_baseline]") {
     test::TempDir dir("disksweep-baseline");
     auto runner = std::make_shared<RealProcessRunner>();
-    FileStorage storage((dir.path() / "volumes").string(), checked(runner));
+    FileStorage storage((dir.path() / "volumes").string(), runner);
     StorageConfig config = host_baseline_for(StorageConfig{});
     config.disk_size_bytes = 128ull << 20;
     auto volume = storage.create_volume("disksweep-r1-data", config);

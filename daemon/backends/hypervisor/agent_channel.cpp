@@ -10,18 +10,15 @@
 
 namespace ds {
 
-SocketAgentChannel::SocketAgentChannel(int fd) : fd_(fd), reader_(fd) {}
-
-SocketAgentChannel::~SocketAgentChannel() {
-    ::close(fd_);
-}
+SocketAgentChannel::SocketAgentChannel(FileDescriptor fd)
+    : fd_(std::move(fd)), reader_(fd_.get()) {}
 
 Result<std::string> SocketAgentChannel::read_line(Deadline deadline) {
     return reader_.read_line(deadline);
 }
 
 Status SocketAgentChannel::write(std::string_view data) {
-    return protocol::write_all(fd_, data);
+    return protocol::write_all(fd_.get(), data);
 }
 
 Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(
@@ -33,13 +30,15 @@ Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(
     }
     std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
     while (true) {
-        int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) return make_error(errc::kIo, std::string("socket: ") + std::strerror(errno));
-        if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-            return std::unique_ptr<AgentChannel>(std::make_unique<SocketAgentChannel>(fd));
+        FileDescriptor fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        if (!fd.valid())
+            return make_error(errc::kIo, std::string("socket: ") + std::strerror(errno));
+        if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
+            return std::unique_ptr<AgentChannel>(
+                std::make_unique<SocketAgentChannel>(std::move(fd)));
         }
         const std::string last_error = std::strerror(errno);
-        ::close(fd);
+        fd.reset();
         if (cancelled && cancelled->load()) return make_error(errc::kCancelled, "run cancelled");
         if (std::chrono::steady_clock::now() >= deadline) {
             return make_error(errc::kTimeout, "cannot connect to the agent channel " + socket_path +

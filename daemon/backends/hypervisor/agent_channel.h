@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/file_descriptor.h"
 #include "common/protocol.h"
 #include "common/result.h"
 
@@ -36,16 +37,13 @@ class AgentChannel {
 // A connected stream socket, owned, read through a bounded LineReader.
 class SocketAgentChannel : public AgentChannel {
   public:
-    explicit SocketAgentChannel(int fd);
-    ~SocketAgentChannel() override;
-    SocketAgentChannel(const SocketAgentChannel&) = delete;
-    SocketAgentChannel& operator=(const SocketAgentChannel&) = delete;
+    explicit SocketAgentChannel(FileDescriptor fd);
 
     Result<std::string> read_line(Deadline deadline) override;
     Status write(std::string_view data) override;
 
   private:
-    int fd_;
+    FileDescriptor fd_;  // before reader_, which reads it
     protocol::LineReader reader_;
 };
 

@@ -18,10 +18,6 @@
 
 namespace ds {
 
-// Runs a command (argv[0] looked up in PATH); fails with its stderr. How
-// storage backends reach their tools (qemu-img, lvm, rbd).
-using CommandRunner = std::function<Status(const std::vector<std::string>& argv)>;
-
 // An image file on the host (file storage).
 struct FileDisk {
     std::string path;

@@ -171,8 +171,8 @@ int daemon_incarnation(const TrialPaths& paths, unsigned guest_seed) {
     };
     fake.set_guest_script(well_behaved_guest(behaviour));
     PersistentDomains hypervisor(fake, paths.domains());
-    FileStorage storage(paths.volumes().string(),
-                        [](const std::vector<std::string>&) { return ok_status(); });
+    // Raw volumes only: no tool to run.
+    FileStorage storage(paths.volumes().string(), nullptr);
 
     // No instance configured: each incarnation names its resources by the id
     // the database keeps, as disksweepd does.

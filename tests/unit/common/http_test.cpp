@@ -556,3 +556,22 @@ TEST_CASE("curl talks to the server", "[http][socket][curl]") {
     auto events = run_command(curl + "-N http://x/v1/sweeps/1/events");
     CHECK(events == "{\"type\":\"snapshot\"}\n{\"type\":\"sweep_finished\"}\n");
 }
+
+TEST_CASE("http: the error envelope is read back as it is written, and nothing else is one",
+          "[http]") {
+    const auto written = ds::http::error_envelope("not_found", "no sweep 7").dump();
+    auto read = ds::http::read_error_envelope(written);
+    REQUIRE(read.has_value());
+    CHECK(read->code == "not_found");
+    CHECK(read->message == "no sweep 7");
+    // A code that is not a string: the message stays, the code is protocol.
+    auto odd_code = ds::http::read_error_envelope(R"({"error":{"code":5,"message":"m"}})");
+    REQUIRE(odd_code.has_value());
+    CHECK(odd_code->code == ds::errc::kProtocol);
+    CHECK(odd_code->message == "m");
+    for (const char* other : {R"({"error":{"code":"x"}})", R"({"error":{"message":7}})",
+                              R"({"error":"x"})", R"([1,2])", "not json", ""}) {
+        INFO(other);
+        CHECK_FALSE(ds::http::read_error_envelope(other).has_value());
+    }
+}

@@ -39,14 +39,14 @@ ConsoleCapture::ConsoleCapture(std::string socket_path, std::string log_path, st
       log_path_(std::move(log_path)),
       max_bytes_(max_bytes),
       keep_bytes_(std::min(keep_bytes, max_bytes)) {
-    log_fd_ = ::open(log_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    log_fd_ =
+        FileDescriptor(::open(log_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     thread_ = std::thread([this] { capture_loop(); });
 }
 
 ConsoleCapture::~ConsoleCapture() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
-    if (log_fd_ >= 0) ::close(log_fd_);
 }
 
 int ConsoleCapture::connect_with_retry() {
@@ -66,8 +66,9 @@ int ConsoleCapture::connect_with_retry() {
 }
 
 void ConsoleCapture::capture_loop() {
-    const int fd = connect_with_retry();
-    if (fd < 0) return;
+    const FileDescriptor connection(connect_with_retry());
+    if (!connection.valid()) return;
+    const int fd = connection.get();
     std::array<char, 64 * 1024> buffer{};
     // After stop_, keep draining what is already readable, then leave.
     for (;;) {
@@ -84,12 +85,11 @@ void ConsoleCapture::capture_loop() {
         bytes_read_ += static_cast<std::size_t>(got);
         append(buffer.data(), static_cast<std::size_t>(got));
     }
-    ::close(fd);
 }
 
 void ConsoleCapture::append(const char* data, std::size_t size) {
-    if (log_fd_ < 0) return;
-    if (!write_fully(log_fd_, data, size)) return;
+    if (!log_fd_.valid()) return;
+    if (!write_fully(log_fd_.get(), data, size)) return;
     log_size_ += size;
     if (log_size_ > max_bytes_) trim();
 }
@@ -98,11 +98,11 @@ void ConsoleCapture::append(const char* data, std::size_t size) {
 void ConsoleCapture::trim() {
     std::vector<char> tail(keep_bytes_);
     const off_t from = static_cast<off_t>(log_size_ - keep_bytes_);
-    const ssize_t got = ::pread(log_fd_, tail.data(), tail.size(), from);
+    const ssize_t got = ::pread(log_fd_.get(), tail.data(), tail.size(), from);
     if (got < 0) return;
-    if (::ftruncate(log_fd_, 0) != 0 || ::lseek(log_fd_, 0, SEEK_SET) != 0) return;
+    if (::ftruncate(log_fd_.get(), 0) != 0 || ::lseek(log_fd_.get(), 0, SEEK_SET) != 0) return;
     log_size_ = 0;
-    if (write_fully(log_fd_, tail.data(), static_cast<std::size_t>(got))) {
+    if (write_fully(log_fd_.get(), tail.data(), static_cast<std::size_t>(got))) {
         log_size_ = static_cast<std::size_t>(got);
     }
 }

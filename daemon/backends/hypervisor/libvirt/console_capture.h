@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include "common/file_descriptor.h"
+
 namespace ds {
 
 inline constexpr std::size_t kConsoleLogMaxBytes = 4u << 20;
@@ -45,7 +47,7 @@ class ConsoleCapture {
     std::string log_path_;
     std::size_t max_bytes_;
     std::size_t keep_bytes_;
-    int log_fd_ = -1;
+    FileDescriptor log_fd_;
     std::size_t log_size_ = 0;
     std::atomic<bool> stop_{false};
     std::atomic<std::size_t> bytes_read_{0};

@@ -2,17 +2,20 @@
 // (sparse) or qcow2 (made by qemu-img, the real tool).
 #pragma once
 
-#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "common/process.h"
 #include "daemon/backends/storage/storage.h"
 
 namespace ds {
 
 class FileStorage : public StorageBackend {
   public:
-    FileStorage(std::string directory, CommandRunner run_command);
+    // `processes` runs qemu-img for qcow2 volumes (raw ones need no tool;
+    // without it a qcow2 volume is refused).
+    FileStorage(std::string directory, std::shared_ptr<ProcessRunner> processes);
     std::string name() const override { return "file"; }
     DiskSourceKind produces() const override { return DiskSourceKind::kFile; }
     Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
@@ -22,7 +25,7 @@ class FileStorage : public StorageBackend {
   private:
     std::string path_of(const std::string& name, ImageFormat format) const;
     std::string directory_;
-    CommandRunner run_command_;
+    std::shared_ptr<ProcessRunner> processes_;
 };
 
 }  // namespace ds

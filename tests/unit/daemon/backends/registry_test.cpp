@@ -176,7 +176,7 @@ TEST_CASE("the catalog lists what is configured for /v1/status", "[registry]") {
 }
 
 TEST_CASE("lvm-thin storages are named VG/POOL and produce block disks", "[registry]") {
-    StorageContext context{"/tmp/x", nullptr, std::make_shared<RealProcessRunner>()};
+    StorageContext context{"/tmp/x", std::make_shared<RealProcessRunner>()};
     auto no_pool = make_storage_backend(parse_storage_line("lvm-thin").value(), context);
     REQUIRE_FALSE(no_pool.ok());
     CHECK_THAT(no_pool.error().message, Catch::Contains("needs a pool: lvm-thin:VG/POOL"));
@@ -189,7 +189,7 @@ TEST_CASE("lvm-thin storages are named VG/POOL and produce block disks", "[regis
 }
 
 TEST_CASE("rbd storages take their options from the backend's table", "[registry]") {
-    StorageContext context{"/tmp/x", nullptr, std::make_shared<RealProcessRunner>()};
+    StorageContext context{"/tmp/x", std::make_shared<RealProcessRunner>()};
     auto unknown = make_storage_backend(parse_storage_line("rbd:fast,colour=red").value(), context);
     REQUIRE_FALSE(unknown.ok());
     CHECK_THAT(unknown.error().message, Catch::Contains("unknown option 'colour'"));

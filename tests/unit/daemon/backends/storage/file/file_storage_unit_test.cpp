@@ -1,0 +1,78 @@
+// The file storage's one tool, qemu-img, comes through the process seam
+// (ProcessRunner): a qcow2 volume is made by the runner it was given, with the
+// command line and the size asked for, and refused without one; a raw volume
+// needs no tool. (tests/integration/file_storage_test.cpp runs the real
+// qemu-img.)
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
+
+#include "daemon/backends/storage/file/file_storage.h"
+#include "support/temp_dir.h"
+
+namespace ds {
+namespace {
+
+// Records every command and answers with `exit_code`.
+class RecordingRunner : public ProcessRunner {
+  public:
+    explicit RecordingRunner(int exit_code) : exit_code_(exit_code) {}
+    Result<ProcessOutput> run(const std::vector<std::string>& argv,
+                              std::chrono::milliseconds) override {
+        commands.push_back(argv);
+        ProcessOutput output;
+        output.exit_code = exit_code_;
+        if (exit_code_ != 0) output.stderr_text = "qemu-img: disk full\n";
+        return output;
+    }
+    std::vector<std::vector<std::string>> commands;
+
+  private:
+    int exit_code_;
+};
+
+StorageConfig qcow2_config() {
+    StorageConfig config;
+    config.image_format = ImageFormat::kQcow2;
+    config.disk_size_bytes = 1ull << 30;
+    return config;
+}
+
+TEST_CASE("file storage: qemu-img makes qcow2 volumes through the process seam", "[storage]") {
+    test::TempDir dir;
+    auto runner = std::make_shared<RecordingRunner>(0);
+    FileStorage storage(dir.path().string(), runner);
+    auto volume = storage.create_volume("v1", qcow2_config());
+    REQUIRE(volume.ok());
+    const std::string path = dir.path().string() + "/v1.qcow2";
+    REQUIRE(runner->commands.size() == 1);
+    CHECK(runner->commands[0] ==
+          std::vector<std::string>{"qemu-img", "create", "-q", "-f", "qcow2", path, "1073741824"});
+}
+
+TEST_CASE("file storage: a failed qemu-img is the volume's error, with its stderr", "[storage]") {
+    test::TempDir dir;
+    FileStorage storage(dir.path().string(), std::make_shared<RecordingRunner>(1));
+    auto volume = storage.create_volume("v1", qcow2_config());
+    REQUIRE_FALSE(volume.ok());
+    CHECK(volume.error().code == errc::kStorage);
+    CHECK_THAT(volume.error().message, Catch::Contains("qemu-img create"));
+    CHECK_THAT(volume.error().message, Catch::Contains("disk full"));
+}
+
+TEST_CASE("file storage: without a process runner raw volumes work and qcow2 is refused",
+          "[storage]") {
+    test::TempDir dir;
+    FileStorage storage(dir.path().string(), nullptr);
+    StorageConfig raw;
+    raw.disk_size_bytes = 1 << 20;
+    auto made = storage.create_volume("raw1", raw);
+    REQUIRE(made.ok());
+    CHECK(std::filesystem::file_size(dir.path() / "raw1.raw") == 1u << 20);
+    auto refused = storage.create_volume("v1", qcow2_config());
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.error().message, Catch::Contains("this file storage runs no qemu-img"));
+}
+
+}  // namespace
+}  // namespace ds
