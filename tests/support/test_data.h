@@ -9,9 +9,15 @@
 
 namespace ds::test {
 
-// The repository's root (this file is tests/support/test_data.h).
+// The repository's root (this file is tests/support/test_data.h). __FILE__
+// is the path the compiler was given, which may pass through ".." (an include
+// directory of tests/report/..): normal form first, then up three.
 inline std::filesystem::path repository_root() {
-    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+    return std::filesystem::path(__FILE__)
+        .lexically_normal()
+        .parent_path()
+        .parent_path()
+        .parent_path();
 }
 
 inline std::filesystem::path test_data_dir() {
