@@ -116,6 +116,8 @@ class RunAttempt {
     Status teardown();
     // Turns the outcome into the run's status and failure reason.
     void settle(const Status& outcome, const std::string& teardown_problems);
+    // Tears down (always, guarded) and settles with both outcomes.
+    void tear_down_and_settle(const Status& outcome);
     Status record();
 
     // Runs a phase with its timing ("PHASE_s") and the observer's calls.
@@ -574,11 +576,15 @@ RunRecord RunAttempt::execute() {
             return timed(RunPhase::kVerify, &RunAttempt::verify);
         },
         run_.id);
+    tear_down_and_settle(outcome);
+    (void)timed(RunPhase::kRecord, &RunAttempt::record);
+    return run_;
+}
+
+void RunAttempt::tear_down_and_settle(const Status& outcome) {
     const Status torn_down =
         run_guarded([this] { return timed(RunPhase::kTeardown, &RunAttempt::teardown); }, run_.id);
     settle(outcome, torn_down.ok() ? "" : torn_down.error().message);
-    (void)timed(RunPhase::kRecord, &RunAttempt::record);
-    return run_;
 }
 
 RunAttempt RunAttempt::hello_only(const RunEnvironment& env, const std::string& name,
@@ -604,9 +610,7 @@ RunRecord RunAttempt::execute_hello_only() {
             },
             run_.id);
     }
-    const Status torn_down =
-        run_guarded([this] { return timed(RunPhase::kTeardown, &RunAttempt::teardown); }, run_.id);
-    settle(outcome, torn_down.ok() ? "" : torn_down.error().message);
+    tear_down_and_settle(outcome);
     return run_;
 }
 
