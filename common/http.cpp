@@ -31,7 +31,7 @@
 namespace ds::http {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 // A response larger than this is refused by the client (a run's raw output is
 // the largest thing the API returns, far below it).
@@ -65,14 +65,14 @@ enum class ReadOutcome { kData, kEndOfStream, kTimedOut, kFailed };
 
 // Reads what is available into `buffer`, waiting until `deadline` at most
 // (no deadline: wait indefinitely). On kFailed, `error_number` holds errno.
-ReadOutcome read_some(int fd, std::string& buffer, std::optional<Clock::time_point> deadline,
+ReadOutcome read_some(int fd, std::string& buffer, std::optional<Steady::time_point> deadline,
                       int& error_number) {
     char chunk[16384];
     for (;;) {
         int wait_ms = -1;
         if (deadline) {
             auto left =
-                std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+                std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Steady::now());
             if (left.count() <= 0) return ReadOutcome::kTimedOut;
             wait_ms = static_cast<int>(std::min<long long>(left.count() + 1, 1 << 30));
         }
@@ -685,7 +685,7 @@ class Exchange {
     // sending one byte at a time cannot hold the thread longer than
     // request_timeout.
     Exchange(int fd, const ServerLimits& limits)
-        : fd_(fd), limits_(limits), deadline_(Clock::now() + limits.request_timeout) {}
+        : fd_(fd), limits_(limits), deadline_(Steady::now() + limits.request_timeout) {}
 
     // The request without peer credentials, or nullopt when the exchange is
     // over (refused, or the connection failed or closed).
@@ -788,7 +788,7 @@ class Exchange {
     void close_gracefully() {
         ::shutdown(fd_, SHUT_WR);
         std::string discard;
-        auto deadline = Clock::now() + std::chrono::milliseconds(500);
+        auto deadline = Steady::now() + std::chrono::milliseconds(500);
         int error_number = 0;
         for (std::size_t drained = 0; drained < (1u << 20);) {
             discard.clear();
@@ -819,7 +819,7 @@ class Exchange {
 
     int fd_;
     const ServerLimits& limits_;
-    const Clock::time_point deadline_;
+    const Steady::time_point deadline_;
     std::string buffer_;
     int error_number_ = 0;
 };
@@ -1025,7 +1025,7 @@ std::string serialize_request(const ClientRequest& req) {
 
 // Reads an HTTP response head (skipping interim 1xx answers). The bytes
 // after the head stay in `buffer`.
-Result<ClientResponse> read_response_head(int fd, std::string& buffer, Clock::time_point deadline,
+Result<ClientResponse> read_response_head(int fd, std::string& buffer, Steady::time_point deadline,
                                           const std::string& where) {
     for (;;) {
         std::size_t head_end;
@@ -1107,7 +1107,7 @@ Result<BodyFraming> body_framing(const ClientResponse& response, const std::stri
 // already read past it) to `on_data` as it arrives, de-chunked.
 // `deadline` unset: wait indefinitely between reads (streams).
 Status read_response_body(int fd, const ClientResponse& response, std::string& buffer,
-                          std::optional<Clock::time_point> deadline, const std::string& where,
+                          std::optional<Steady::time_point> deadline, const std::string& where,
                           const std::function<bool(std::string_view)>& on_data) {
     DS_ASSIGN_OR_RETURN(const BodyFraming body, body_framing(response, where));
     const Framing framing = body.framing;
@@ -1191,7 +1191,7 @@ Status validate_request(const ClientRequest& req) {
 // Connects, sends `req` and reads the response head; leftover bytes in `buffer`.
 Result<ClientResponse> exchange_head(const std::string& socket_path, const ClientRequest& req,
                                      FileDescriptor& fd, std::string& buffer,
-                                     Clock::time_point deadline) {
+                                     Steady::time_point deadline) {
     DS_TRY(validate_request(req));
     DS_ASSIGN_OR_RETURN(auto connected, connect_to(socket_path, req.timeout));
     fd = std::move(connected);
@@ -1211,7 +1211,7 @@ Result<ClientResponse> exchange_head(const std::string& socket_path, const Clien
 }  // namespace
 
 Result<ClientResponse> request(const std::string& socket_path, const ClientRequest& req) {
-    const auto deadline = Clock::now() + req.timeout;
+    const auto deadline = Steady::now() + req.timeout;
     FileDescriptor fd;
     std::string buffer;
     auto response = exchange_head(socket_path, req, fd, buffer, deadline);
@@ -1241,7 +1241,7 @@ Result<ClientResponse> request(const std::string& socket_path, std::string_view 
 
 Result<ClientResponse> stream_request(const std::string& socket_path, const ClientRequest& req,
                                       const std::function<bool(std::string_view line)>& on_line) {
-    const auto deadline = Clock::now() + req.timeout;
+    const auto deadline = Steady::now() + req.timeout;
     FileDescriptor fd;
     std::string buffer;
     auto response = exchange_head(socket_path, req, fd, buffer, deadline);

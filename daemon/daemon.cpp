@@ -16,7 +16,7 @@
 #include <map>
 #include <mutex>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/file_descriptor.h"
 #include "common/http.h"
 #include "common/process.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "daemon/backends/hosts.h"
 #include "daemon/run/events.h"
 #include "daemon/run/resource_names.h"

@@ -5,9 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
-#include <thread>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/protocol.h"
 #include "common/text.h"
 #include "common/version.h"
@@ -18,7 +17,6 @@
 namespace ds::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr auto kFioVersionTimeout = 10s;
@@ -276,8 +274,13 @@ Result<AgentJob> parse_job(const Json& message) {
     return job;
 }
 
-Agent::Agent(Channel& channel, ProcessRunner& runner, GuestSystem& system, AgentOptions options)
-    : channel_(channel), runner_(runner), system_(system), options_(std::move(options)) {}
+Agent::Agent(Channel& channel, ProcessRunner& runner, GuestSystem& system, AgentOptions options,
+             const Clock& clock)
+    : channel_(channel),
+      runner_(runner),
+      system_(system),
+      options_(std::move(options)),
+      clock_(clock) {}
 
 Status Agent::send(std::string_view type, const Json& payload) {
     const std::string line = protocol::encode(type, payload);
@@ -327,7 +330,7 @@ Result<SessionEnd> Agent::run_session() {
         return SessionEnd::kErrorSent;
     };
 
-    auto line = channel_.read_line(Clock::now() + options_.job_wait);
+    auto line = channel_.read_line(clock_.now() + options_.job_wait);
     if (!line) {
         // An oversized line leaves the channel writable: say what was wrong.
         if (line.error().code == errc::kProtocol) {
@@ -395,32 +398,32 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
                                         : options_.data_device;
     PhaseTimings timings;
 
-    const auto tune_start = Clock::now();
+    const auto tune_start = clock_.now();
     if (auto status = tune_block_layer(job, *device_name, tune_start); !status) {
         return fail(kPhaseTune, status.error());
     }
-    timings.tune_s = seconds_since_rounded_to_ms(tune_start);
+    timings.tune_s = seconds_since_rounded_to_ms(tune_start, clock_);
 
-    const auto format_start = Clock::now();
+    const auto format_start = clock_.now();
     if (auto status = format(job, device_path); !status) return fail(kPhaseFormat, status.error());
-    timings.format_s = seconds_since_rounded_to_ms(format_start);
+    timings.format_s = seconds_since_rounded_to_ms(format_start, clock_);
 
-    const auto mount_start = Clock::now();
+    const auto mount_start = clock_.now();
     if (auto status = mount_data_disk(job, device_path); !status) {
         return fail(kPhaseMount, status.error());
     }
-    timings.mount_s = seconds_since_rounded_to_ms(mount_start);
+    timings.mount_s = seconds_since_rounded_to_ms(mount_start, clock_);
 
-    const auto post_format_start = Clock::now();
+    const auto post_format_start = clock_.now();
     if (auto status = run_post_format_steps(job); !status) {
         return fail(kPhasePostFormat, status.error());
     }
-    timings.post_format_s = seconds_since_rounded_to_ms(post_format_start);
+    timings.post_format_s = seconds_since_rounded_to_ms(post_format_start, clock_);
 
-    const auto bench_start = Clock::now();
+    const auto bench_start = clock_.now();
     auto workload_output = run_workload(job);
     if (!workload_output) return bench_failure(workload_output.error());
-    timings.bench_s = seconds_since_rounded_to_ms(bench_start);
+    timings.bench_s = seconds_since_rounded_to_ms(bench_start, clock_);
     auto metrics = metrics_from_workload_output(job.workload.kind, workload_output->output);
     if (!metrics) return fail(kPhaseBench, metrics.error());
 
@@ -446,7 +449,7 @@ Status Agent::tune_block_layer(const AgentJob& job, const std::string& device_na
                                Clock::time_point tune_start) {
     if (job.block.empty()) return ok_status();
     const auto note = [this, tune_start](const std::string& line) {
-        send_progress(kPhaseTune, line, seconds_since_rounded_to_ms(tune_start));
+        send_progress(kPhaseTune, line, seconds_since_rounded_to_ms(tune_start, clock_));
     };
     return apply_block_tuning(job.block, device_name, options_.roots, system_, runner_,
                               options_.command_timeout, note);
@@ -490,19 +493,19 @@ Result<std::string> Agent::locate_data_disk() {
         return (error ? std::filesystem::path(options_.data_device) : resolved).filename().string();
     }
     // The disk may still be appearing (asynchronous SCSI scan, devtmpfs).
-    const auto deadline = Clock::now() + options_.device_wait;
+    const auto deadline = clock_.now() + options_.device_wait;
     for (;;) {
         auto name = find_disk_by_serial(options_.roots, protocol::kDataDiskSerial);
         std::error_code error;
         if (name.ok() && std::filesystem::exists(options_.roots.dev + "/" + *name, error)) {
             return name;
         }
-        if (Clock::now() >= deadline) {
+        if (clock_.now() >= deadline) {
             if (!name.ok()) return name.error();
             return make_error(errc::kNotFound, "data disk " + *name + " has no device node " +
                                                    options_.roots.dev + "/" + *name);
         }
-        std::this_thread::sleep_for(kDevicePollInterval);
+        clock_.sleep_for(kDevicePollInterval);
     }
 }
 
@@ -522,7 +525,7 @@ Status Agent::format(const AgentJob& job, const std::string& device_path) {
 }
 
 Status Agent::run_post_format_steps(const AgentJob& job) {
-    const auto start = Clock::now();
+    const auto start = clock_.now();
     for (const auto& step : job.filesystem.post_format) {
         const PostFormatCommand* command = find_post_format_command(step);
         if (command == nullptr) {  // parse_job already refused it
@@ -533,7 +536,7 @@ Status Agent::run_post_format_steps(const AgentJob& job) {
         argv.push_back(options_.mount_point);
         // Progress phases are format|mount|bench: a step is part of formatting.
         send_progress(kPhaseFormat, "post-format step " + step + ": " + describe_command(argv),
-                      seconds_since_rounded_to_ms(start));
+                      seconds_since_rounded_to_ms(start, clock_));
         DS_TRY(run_checked(runner_, argv, options_.command_timeout));
     }
     return ok_status();
@@ -548,12 +551,15 @@ Result<WorkloadOutput> Agent::run_workload(const AgentJob& job) {
     DS_TRY(system_.make_directories(options_.scratch_dir));
     // Runners report whenever they like; the host gets a repeated message at
     // most once per progress_interval, a new one (a new step, the end) at once.
-    auto last_sent = Clock::now() - options_.progress_interval;
+    auto last_sent = clock_.now() - options_.progress_interval;
     std::string last_message;
     WorkloadContext context{
-        runner_, options_.mount_point, options_.scratch_dir, std::chrono::seconds(job.timeout_s),
+        runner_,
+        options_.mount_point,
+        options_.scratch_dir,
+        std::chrono::seconds(job.timeout_s),
         [&](const std::string& message, double elapsed_s, std::optional<double> fraction) {
-            const auto now = Clock::now();
+            const auto now = clock_.now();
             if (message == last_message && now - last_sent < options_.progress_interval &&
                 fraction != 1.0) {
                 return;
@@ -561,7 +567,8 @@ Result<WorkloadOutput> Agent::run_workload(const AgentJob& job) {
             last_sent = now;
             last_message = message;
             send_progress(kPhaseBench, message, elapsed_s, fraction);
-        }};
+        },
+        &clock_};
     log_line("running " + job.workload.kind + " workload " + job.workload.name + " in " +
              options_.mount_point + " (time limit " + std::to_string(job.timeout_s) + " s)");
     return entry->run(job.workload, context);
@@ -601,7 +608,7 @@ void Agent::unmount_if_mounted() {
     // job processes survive the kill of fio's process group), or ones still
     // finishing in-flight I/O after SIGKILL: the file system stays busy until
     // they are gone.
-    const auto deadline = Clock::now() + kUnmountPatience;
+    const auto deadline = clock_.now() + kUnmountPatience;
     bool killed_users = false;
     for (;;) {
         auto status = system_.unmount(options_.mount_point);
@@ -614,16 +621,16 @@ void Agent::unmount_if_mounted() {
                 log_line("killed " + process + ", which kept " + options_.mount_point + " busy");
             }
         }
-        if (Clock::now() >= deadline) {
+        if (clock_.now() >= deadline) {
             log_line("cannot unmount the data disk: " + status.error().message);
             return;
         }
-        std::this_thread::sleep_for(kUnmountRetryInterval);
+        clock_.sleep_for(kUnmountRetryInterval);
     }
 }
 
 void Agent::await_shutdown() {
-    const auto deadline = Clock::now() + options_.shutdown_wait;
+    const auto deadline = clock_.now() + options_.shutdown_wait;
     for (;;) {
         auto line = channel_.read_line(deadline);
         if (!line) {

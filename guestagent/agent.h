@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
@@ -77,7 +78,11 @@ enum class SessionEnd {
 
 class Agent {
   public:
-    Agent(Channel& channel, ProcessRunner& runner, GuestSystem& system, AgentOptions options);
+    // Every wait, retry and timing of the session is decided on `clock`
+    // (the workload's too); `channel` must take its deadlines on the same
+    // clock (channel.h).
+    Agent(Channel& channel, ProcessRunner& runner, GuestSystem& system, AgentOptions options,
+          const Clock& clock = real_clock());
 
     // Runs one session. An Error means the channel itself failed (nothing
     // more can be reported); a failing job is SessionEnd::kErrorSent.
@@ -99,7 +104,7 @@ class Agent {
     // The phases of run_job that are more than one call. `tune_start` is
     // the start of the tune phase, the origin of its progress times.
     Status tune_block_layer(const AgentJob& job, const std::string& device_name,
-                            std::chrono::steady_clock::time_point tune_start);
+                            Clock::time_point tune_start);
     Status mount_data_disk(const AgentJob& job, const std::string& device_path);
     // A failed workload as a "bench" failure, with error.code "timeout" or
     // "no_space" when the error says so.
@@ -120,6 +125,7 @@ class Agent {
     ProcessRunner& runner_;
     GuestSystem& system_;
     AgentOptions options_;
+    const Clock& clock_;
     std::string kernel_;
     std::string fio_version_;
     bool mounted_ = false;

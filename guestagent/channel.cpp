@@ -8,9 +8,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 #include "common/errno_text.h"
 #include "common/file_descriptor.h"
@@ -19,6 +19,12 @@ namespace ds::agent {
 namespace {
 
 using namespace std::chrono_literals;
+
+// Between two tries to connect, or two looks at a port's host end.
+constexpr auto kRetryInterval = 100ms;
+// The longest real wait for input: the Clock then decides whether the
+// deadline has passed.
+constexpr auto kReadSlice = 250ms;
 
 Result<int> connect_unix_socket(const std::string& path) {
     sockaddr_un address{};
@@ -39,7 +45,7 @@ Result<int> connect_unix_socket(const std::string& path) {
 
 // A virtio-serial port polls POLLHUP for as long as no host-side client is
 // connected to its chardev; wait for that to clear.
-Status wait_for_host_end(int fd, const std::string& path, Deadline deadline) {
+Status wait_for_host_end(int fd, const std::string& path, Deadline deadline, const Clock& clock) {
     for (;;) {
         pollfd descriptor{fd, POLLOUT, 0};
         const int ready = ::poll(&descriptor, 1, 0);
@@ -47,31 +53,41 @@ Status wait_for_host_end(int fd, const std::string& path, Deadline deadline) {
             return make_error(errc::kIo, "poll on channel " + path + ": " + errno_text(errno));
         }
         if (ready > 0 && !(descriptor.revents & POLLHUP)) return ok_status();
-        if (std::chrono::steady_clock::now() >= deadline) {
+        if (clock.now() >= deadline) {
             return make_error(errc::kTimeout,
                               "the host end of channel " + path + " never connected");
         }
-        std::this_thread::sleep_for(100ms);
+        clock.sleep_for(kRetryInterval);
     }
 }
 
 }  // namespace
 
-FdChannel::FdChannel(int fd, std::size_t max_line) : fd_(fd), reader_(fd, max_line) {}
+FdChannel::FdChannel(int fd, std::size_t max_line, const Clock& clock)
+    : fd_(fd), reader_(fd, max_line), clock_(clock) {}
 
 FdChannel::~FdChannel() {
     if (fd_ >= 0) ::close(fd_);
 }
 
 Result<std::string> FdChannel::read_line(Deadline deadline) {
-    return reader_.read_line(deadline);
+    // The reader keeps a partial line across slices.
+    for (;;) {
+        const auto wait = std::clamp<Clock::duration>(deadline - clock_.now(),
+                                                      Clock::duration::zero(), kReadSlice);
+        auto line = reader_.read_line(std::chrono::steady_clock::now() + wait);
+        if (line.ok() || line.error().code != errc::kTimeout || clock_.now() >= deadline) {
+            return line;
+        }
+    }
 }
 
 Status FdChannel::write(std::string_view data) {
     return protocol::write_all(fd_, data);
 }
 
-Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline deadline) {
+Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline deadline,
+                                              const Clock& clock) {
     struct stat info {};
     if (::stat(path.c_str(), &info) != 0) {
         return make_error(errc::kNotFound, "channel " + path + ": " + errno_text(errno));
@@ -80,18 +96,20 @@ Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline 
         // The listener may not be up yet (tests start both sides together).
         for (;;) {
             auto fd = connect_unix_socket(path);
-            if (fd.ok()) return std::unique_ptr<Channel>(std::make_unique<FdChannel>(*fd));
-            if (fd.error().code != errc::kUnavailable ||
-                std::chrono::steady_clock::now() >= deadline) {
+            if (fd.ok()) {
+                return std::unique_ptr<Channel>(
+                    std::make_unique<FdChannel>(*fd, protocol::kMaxMessageBytes, clock));
+            }
+            if (fd.error().code != errc::kUnavailable || clock.now() >= deadline) {
                 return fd.error();
             }
-            std::this_thread::sleep_for(100ms);
+            clock.sleep_for(kRetryInterval);
         }
     }
     const int fd = ::open(path.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return make_error(errc::kIo, "cannot open channel " + path + ": " + errno_text(errno));
-    auto channel = std::make_unique<FdChannel>(fd);
+    auto channel = std::make_unique<FdChannel>(fd, protocol::kMaxMessageBytes, clock);
     if (::isatty(fd)) {
         termios mode{};
         if (::tcgetattr(fd, &mode) == 0) {
@@ -99,7 +117,7 @@ Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline 
             ::tcsetattr(fd, TCSANOW, &mode);
         }
     } else if (S_ISCHR(info.st_mode)) {
-        DS_TRY(wait_for_host_end(fd, path, deadline));
+        DS_TRY(wait_for_host_end(fd, path, deadline, clock));
     }
     return std::unique_ptr<Channel>(std::move(channel));
 }

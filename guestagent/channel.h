@@ -8,29 +8,36 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 #include "common/result.h"
 
 namespace ds::agent {
 
-using Deadline = std::chrono::steady_clock::time_point;
+// A time point on the Clock the channel was made with (real_clock() unless
+// it was given another): its user and the channel decide by the same clock.
+using Deadline = Clock::time_point;
 
 // A bidirectional, line-oriented byte stream.
 class Channel {
   public:
     virtual ~Channel() = default;
     // Next complete line without its '\n'. Errors as protocol::LineReader:
-    // errc::kTimeout at the deadline, errc::kProtocol for an oversized line,
-    // errc::kIo when the peer closed the channel.
+    // errc::kTimeout once the deadline has passed on the channel's Clock,
+    // errc::kProtocol for an oversized line, errc::kIo when the peer closed
+    // the channel.
     virtual Result<std::string> read_line(Deadline deadline) = 0;
     // Writes all of `data` (already framed). errc::kIo when the peer is gone.
     virtual Status write(std::string_view data) = 0;
 };
 
-// A Channel over a file descriptor it owns (closed on destruction).
+// A Channel over a file descriptor it owns (closed on destruction). It
+// waits for input in real slices of at most a quarter second and decides by
+// `clock` whether the deadline has passed (common/clock.h).
 class FdChannel : public Channel {
   public:
-    explicit FdChannel(int fd, std::size_t max_line = protocol::kMaxMessageBytes);
+    explicit FdChannel(int fd, std::size_t max_line = protocol::kMaxMessageBytes,
+                       const Clock& clock = real_clock());
     ~FdChannel() override;
     FdChannel(const FdChannel&) = delete;
     FdChannel& operator=(const FdChannel&) = delete;
@@ -41,6 +48,7 @@ class FdChannel : public Channel {
   private:
     int fd_;
     protocol::LineReader reader_;
+    const Clock& clock_;
 };
 
 // Opens the channel at `path`:
@@ -51,6 +59,8 @@ class FdChannel : public Channel {
 //   * a tty: opens it in raw mode so the line discipline leaves bytes alone;
 //   * anything else (a fifo pair is not supported): opened read-write.
 // Gives up at `deadline` with errc::kTimeout, saying what it waited for.
-Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline deadline);
+// Retries and the deadline are on `clock`, which the channel keeps.
+Result<std::unique_ptr<Channel>> open_channel(const std::string& path, Deadline deadline,
+                                              const Clock& clock = real_clock());
 
 }  // namespace ds::agent

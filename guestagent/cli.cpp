@@ -6,7 +6,6 @@
 #include <charconv>
 #include <functional>
 #include <iostream>
-#include <thread>
 
 #include "common/protocol.h"
 #include "common/version.h"
@@ -17,8 +16,6 @@
 
 namespace ds::agent {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 Result<std::chrono::milliseconds> parse_seconds(const std::string& option,
                                                 const std::string& text) {
@@ -162,19 +159,21 @@ Status check_mode(const CommandLine& command_line) {
     return ok_status();
 }
 
-Result<std::unique_ptr<Channel>> open_agent_channel(const CommandLine& command_line) {
+Result<std::unique_ptr<Channel>> open_agent_channel(const CommandLine& command_line,
+                                                    const Clock& clock) {
     if (one_shot(command_line)) {
         return FileChannel::open(
-            {command_line.job_file, command_line.progress_file, command_line.result_file});
+            {command_line.job_file, command_line.progress_file, command_line.result_file},
+            protocol::kMaxMessageBytes, clock);
     }
-    const auto deadline = Clock::now() + command_line.channel_wait;
-    if (!command_line.port.empty()) return open_channel(command_line.port, deadline);
+    const auto deadline = clock.now() + command_line.channel_wait;
+    if (!command_line.port.empty()) return open_channel(command_line.port, deadline, clock);
     // Without udev the port node appears once virtio_console has probed it.
     for (;;) {
         auto port = find_virtio_port(command_line.agent.roots, protocol::kChannelName);
-        if (port) return open_channel(command_line.agent.roots.dev + "/" + *port, deadline);
-        if (Clock::now() >= deadline) return port.error();
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        if (port) return open_channel(command_line.agent.roots.dev + "/" + *port, deadline, clock);
+        if (clock.now() >= deadline) return port.error();
+        clock.sleep_for(std::chrono::milliseconds(200));
     }
 }
 
@@ -230,17 +229,17 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
     return command_line;
 }
 
-int run_agent(const CommandLine& command_line) {
+int run_agent(const CommandLine& command_line, const Clock& clock) {
     // A vanished host must surface as a write error, not kill the agent.
     ::signal(SIGPIPE, SIG_IGN);
-    auto channel = open_agent_channel(command_line);
+    auto channel = open_agent_channel(command_line, clock);
     if (!channel) {
         log_line("no channel to the host: " + channel.error().message);
         return 1;
     }
     RealProcessRunner runner;
     RealGuestSystem system;
-    Agent agent(**channel, runner, system, command_line.agent);
+    Agent agent(**channel, runner, system, command_line.agent, clock);
     auto end = agent.run_session();
     if (!end) {
         log_line("session failed: " + end.error().message);

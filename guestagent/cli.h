@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/result.h"
 #include "guestagent/agent.h"
 
@@ -42,7 +43,8 @@ std::string usage_text();
 // result or a requested shutdown; 1: the job failed or the channel broke; 2:
 // bad usage). In one-shot mode the result file carries the outcome: 0 when a
 // result or an error was written, 1 otherwise. Does not power off; see init.h.
-int run_agent(const CommandLine& command_line);
+// Every wait (for the port, the host, the job) is decided on `clock`.
+int run_agent(const CommandLine& command_line, const Clock& clock = real_clock());
 
 // main(): parses, and as PID 1 (or with --pid1 while PID 1) runs the session
 // under run_as_init.

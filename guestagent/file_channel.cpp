@@ -7,7 +7,6 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
-#include <thread>
 
 namespace ds::agent {
 namespace {
@@ -100,14 +99,15 @@ std::string type_of(std::string_view line) {
 
 }  // namespace
 
-Result<std::unique_ptr<Channel>> FileChannel::open(OneShotFiles files, std::size_t max_line) {
+Result<std::unique_ptr<Channel>> FileChannel::open(OneShotFiles files, std::size_t max_line,
+                                                   const Clock& clock) {
     DS_TRY(prepare_output("progress", files.progress));
     DS_TRY(prepare_output("result", files.result));
-    return std::unique_ptr<Channel>(new FileChannel(std::move(files), max_line));
+    return std::unique_ptr<Channel>(new FileChannel(std::move(files), max_line, clock));
 }
 
-FileChannel::FileChannel(OneShotFiles files, std::size_t max_line)
-    : files_(std::move(files)), max_line_(max_line) {}
+FileChannel::FileChannel(OneShotFiles files, std::size_t max_line, const Clock& clock)
+    : files_(std::move(files)), max_line_(max_line), clock_(clock) {}
 
 Status FileChannel::load_job(Deadline deadline) {
     const std::string& job_file = files_.job;
@@ -128,11 +128,11 @@ Status FileChannel::load_job(Deadline deadline) {
             lines_ = std::move(*lines);
             return ok_status();
         }
-        if (std::chrono::steady_clock::now() >= deadline) {
+        if (clock_.now() >= deadline) {
             return make_error(errc::kTimeout,
                               "no complete job in " + job_file + " (a line ending in '\\n')");
         }
-        std::this_thread::sleep_for(kJobFilePollInterval);
+        clock_.sleep_for(kJobFilePollInterval);
     }
 }
 

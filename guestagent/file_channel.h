@@ -47,9 +47,11 @@ class FileChannel : public Channel {
     // Checks that the progress and result files can be made (their
     // directories exist and are writable) and removes a result file left
     // from before, so a result file the host finds is this session's.
-    // errc::kIo naming the file. Writes nothing yet.
+    // errc::kIo naming the file. Writes nothing yet. The wait for the job
+    // file polls it on `clock`, which also tells when its deadline passed.
     static Result<std::unique_ptr<Channel>> open(OneShotFiles files,
-                                                 std::size_t max_line = protocol::kMaxMessageBytes);
+                                                 std::size_t max_line = protocol::kMaxMessageBytes,
+                                                 const Clock& clock = real_clock());
 
     // The job file's next line. The first call waits until the file exists
     // and ends with '\n' (errc::kTimeout at the deadline); a line over
@@ -65,7 +67,7 @@ class FileChannel : public Channel {
     Status write(std::string_view data) override;
 
   private:
-    FileChannel(OneShotFiles files, std::size_t max_line);
+    FileChannel(OneShotFiles files, std::size_t max_line, const Clock& clock);
     // Waits for the complete job file and splits it into lines_.
     Status load_job(Deadline deadline);
     Status write_progress(std::string_view line);
@@ -73,6 +75,7 @@ class FileChannel : public Channel {
 
     OneShotFiles files_;
     std::size_t max_line_;
+    const Clock& clock_;
     bool loaded_ = false;
     std::deque<std::string> lines_;
     std::string hello_;  // the progress file's first line ("" before hello)

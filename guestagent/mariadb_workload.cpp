@@ -12,8 +12,8 @@
 #include <future>
 #include <limits>
 #include <sstream>
-#include <thread>
 
+#include "common/clock.h"
 #include "common/text.h"
 #include "common/workload_output.h"
 #include "guestagent/io_options.h"
@@ -173,7 +173,6 @@ std::optional<long long> sysbench_seconds(const Json& value) {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using namespace mariadb;
 
@@ -244,13 +243,15 @@ std::vector<std::string> notable_lines(std::string_view text) {
 }
 
 // One runner invocation: the deadline, progress, and the server it started.
+// Time (the deadline, elapsed times, pauses between retries) is the
+// context's Clock; waits on the programs it runs are real.
 // The destructor stops a server still running (any early return).
 class Session {
   public:
     Session(WorkloadContext& ctx, std::string what)
         : ctx_(ctx),
           what_(std::move(what)),
-          start_(Clock::now()),
+          start_(ctx.clock->now()),
           limit_(ctx.time_limit > std::chrono::seconds(0) ? ctx.time_limit : kNoTimeLimit),
           deadline_(start_ + limit_),
           paths_(server_paths(ctx.work_dir, ctx.scratch_dir)) {}
@@ -261,7 +262,8 @@ class Session {
     Session& operator=(const Session&) = delete;
 
     const ServerPaths& paths() const { return paths_; }
-    double elapsed() const { return seconds_between(start_, Clock::now()); }
+    Clock::time_point now() const { return ctx_.clock->now(); }
+    double elapsed() const { return seconds_between(start_, now()); }
 
     void report(const std::string& message, std::optional<double> fraction = std::nullopt) {
         if (ctx_.progress) ctx_.progress(message, elapsed(), fraction);
@@ -269,7 +271,7 @@ class Session {
 
     milliseconds remaining() const {
         return std::max(milliseconds(0),
-                        std::chrono::duration_cast<milliseconds>(deadline_ - Clock::now()));
+                        std::chrono::duration_cast<milliseconds>(deadline_ - now()));
     }
 
     Error timeout(const std::string& step) const {
@@ -313,7 +315,7 @@ class Session {
         const milliseconds limit = remaining();
         auto running = std::async(std::launch::async,
                                   [&runner, &argv, limit] { return runner.run(argv, limit); });
-        const auto step_start = Clock::now();
+        const auto step_start = now();
         report(step, planned_s ? std::optional<double>(0.0) : std::nullopt);
         const auto progress_message = [&] {
             std::string message = step;
@@ -327,7 +329,7 @@ class Session {
         while (running.wait_for(std::chrono::seconds(1)) != std::future_status::ready) {
             std::optional<double> fraction;
             if (planned_s && *planned_s > 0) {
-                fraction = std::min(1.0, seconds_between(step_start, Clock::now()) / *planned_s);
+                fraction = std::min(1.0, seconds_between(step_start, now()) / *planned_s);
             }
             report(progress_message(), fraction);
         }
@@ -430,15 +432,15 @@ class Session {
         server_ = std::async(std::launch::async,
                              [&runner, this, limit] { return runner.run(server_argv_, limit); });
         report("starting MariaDB (mariadbd " + defaults + ")");
-        auto last_report = Clock::now();
+        auto last_report = now();
         while (!fs::exists(paths_.socket)) {
             if (server_.wait_for(milliseconds(100)) == std::future_status::ready) {
                 return server_exited("starting");
             }
             if (remaining() <= milliseconds(0)) return timeout("the server's start");
-            if (Clock::now() - last_report >= std::chrono::seconds(1)) {
+            if (now() - last_report >= std::chrono::seconds(1)) {
                 report("starting MariaDB: waiting for " + paths_.socket);
-                last_report = Clock::now();
+                last_report = now();
             }
         }
         return ok_status();
@@ -457,7 +459,7 @@ class Session {
             "-e",
             "CREATE DATABASE IF NOT EXISTS test; SELECT VERSION(); SHOW GLOBAL VARIABLES"};
         Result<ProcessOutput> shown = make_error(errc::kInternal, "not run");
-        const auto socket_seen = Clock::now();
+        const auto socket_seen = now();
         for (;;) {
             shown = run(query, "creating database test and reading SHOW VARIABLES");
             if (!shown) return shown.error();
@@ -465,11 +467,11 @@ class Session {
             if (server_.wait_for(milliseconds(0)) == std::future_status::ready) {
                 return server_exited("connecting to");
             }
-            if (Clock::now() - socket_seen > kConnectLimit) {
+            if (now() - socket_seen > kConnectLimit) {
                 return failure("connecting to the server (" + describe_command(query) + ")",
                                shown->stderr_text);
             }
-            std::this_thread::sleep_for(milliseconds(250));
+            ctx_.clock->sleep_for(milliseconds(250));
         }
     }
 
@@ -667,9 +669,9 @@ Result<WorkloadOutput> run_mariadb_atis(const Workload& workload, WorkloadContex
     if (params.contains("time_limit")) {
         atis.push_back("--time-limit=" + std::to_string(params["time_limit"].get<long long>()));
     }
-    const auto bench_start = Clock::now();
+    const auto bench_start = session.now();
     auto ran = session.run(to_file(bench_dir, out, atis), "test-ATIS", out);
-    const double wall_s = seconds_between(bench_start, Clock::now());
+    const double wall_s = seconds_between(bench_start, session.now());
     if (!ran) return ran.error();
     const std::string stdout_text = read_file(out);
     if (ran->exit_code != 0) {
@@ -704,7 +706,7 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadConte
         "--table-size=" + std::to_string(params.value("table_size", 10000LL))};
     const std::string dir = session.paths().dir;
     const std::string prepare_out = dir + "/sysbench-prepare.out";
-    const auto prepare_start = Clock::now();
+    const auto prepare_start = session.now();
     auto prepare_argv = common;
     prepare_argv.push_back("prepare");
     auto prepared =
@@ -715,7 +717,7 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadConte
             "sysbench prepare (exit " + std::to_string(prepared->exit_code) + ")",
             prepared->stderr_text + tail(read_file(prepare_out), 600));
     }
-    const double prepare_s = seconds_between(prepare_start, Clock::now());
+    const double prepare_s = seconds_between(prepare_start, session.now());
 
     // --histogram=on: the report then carries the latency histogram, from
     // which the parser takes p50 and p99 (sysbench's own line is p95).

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
@@ -31,6 +32,10 @@ struct WorkloadContext {
     std::function<void(const std::string& message, double elapsed_s,
                        std::optional<double> fraction)>
         progress;
+    // What the runner decides by: the time limit, elapsed times, pauses
+    // between retries. Its waits on what it started stay real waits of a
+    // short slice each (common/clock.h).
+    const Clock* clock = &real_clock();
 };
 
 struct WorkloadOutput {

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <future>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/fio_job.h"
 #include "common/fio_logs.h"
 #include "guestagent/io_job.h"
@@ -18,11 +18,11 @@
 namespace ds::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// How often a runner looks at its child: progress and the time limit. The
-// agent forwards progress to the host at its own pace (AgentOptions).
+// How often a runner looks at its child (a real wait on it): progress and
+// the time limit, which is decided on the context's Clock. The agent
+// forwards progress to the host at its own pace (AgentOptions).
 constexpr auto kPollInterval = 100ms;
 // A bound when the context carries none: a week, the job's own maximum.
 constexpr std::chrono::seconds kNoTimeLimit = std::chrono::hours(24 * 7);
@@ -62,9 +62,9 @@ T wait_reporting(std::future<T>& running, WorkloadContext& ctx, Clock::time_poin
                  const std::function<void()>& on_time_limit) {
     bool limit_hit = false;
     while (running.wait_for(kPollInterval) != std::future_status::ready) {
-        const double elapsed = seconds_since_rounded_to_ms(start);
+        const double elapsed = seconds_since_rounded_to_ms(start, *ctx.clock);
         report(ctx, what + " running", elapsed, fraction_of(elapsed, planned_s));
-        if (!limit_hit && Clock::now() - start >= time_limit_of(ctx)) {
+        if (!limit_hit && ctx.clock->now() - start >= time_limit_of(ctx)) {
             limit_hit = true;
             on_time_limit();
         }
@@ -142,7 +142,7 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
     if (!argv) return argv.error();
     const auto planned_s = planned_fio_seconds(workload.params);
     const auto limit = time_limit_of(ctx);
-    const auto start = Clock::now();
+    const auto start = ctx.clock->now();
     report(ctx, describe_command(*argv), 0, planned_s ? std::optional<double>(0.0) : std::nullopt);
 
     // fio runs on its own thread so this one can report progress meanwhile;
@@ -159,10 +159,11 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
     }
     if (!output) return output.error();
     if (output->timed_out) {
-        return make_error(errc::kTimeout, "fio was stopped after " +
-                                              format_seconds(seconds_since_rounded_to_ms(start)) +
-                                              " s: it exceeded the workload's time limit of " +
-                                              std::to_string(limit.count()) + " s and was killed");
+        return make_error(errc::kTimeout,
+                          "fio was stopped after " +
+                              format_seconds(seconds_since_rounded_to_ms(start, *ctx.clock)) +
+                              " s: it exceeded the workload's time limit of " +
+                              std::to_string(limit.count()) + " s and was killed");
     }
     if (output->exit_code != 0) {
         const std::string message =
@@ -177,7 +178,7 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
             failed->find(kNoSpaceText) != std::string::npos ? errc::kIo : errc::kAgent, *failed);
     }
     add_per_second_samples(*json, *log_prefix);
-    report(ctx, "fio finished", seconds_since_rounded_to_ms(start),
+    report(ctx, "fio finished", seconds_since_rounded_to_ms(start, *ctx.clock),
            planned_s ? std::optional<double>(1.0) : std::nullopt);
     WorkloadOutput result;
     result.output = std::move(*json);
@@ -204,7 +205,7 @@ Result<WorkloadOutput> run_io_workload(const Workload& workload, WorkloadContext
     const Json params = io_params_for(workload, ctx.work_dir);
     const auto planned_s = planned_fio_seconds(params);
     const auto limit = time_limit_of(ctx);
-    const auto start = Clock::now();
+    const auto start = ctx.clock->now();
     report(ctx, "io job " + workload.name + " in " + ctx.work_dir, 0,
            planned_s ? std::optional<double>(0.0) : std::nullopt);
 
@@ -225,13 +226,13 @@ Result<WorkloadOutput> run_io_workload(const Workload& workload, WorkloadContext
         if (stopped_at_limit && report_json.error().code == errc::kCancelled) {
             return make_error(errc::kTimeout,
                               "io job " + workload.name + " was stopped after " +
-                                  format_seconds(seconds_since_rounded_to_ms(start)) +
+                                  format_seconds(seconds_since_rounded_to_ms(start, *ctx.clock)) +
                                   " s: it exceeded the workload's time limit of " +
                                   std::to_string(limit.count()) + " s");
         }
         return report_json.error();
     }
-    report(ctx, "io job finished", seconds_since_rounded_to_ms(start),
+    report(ctx, "io job finished", seconds_since_rounded_to_ms(start, *ctx.clock),
            planned_s ? std::optional<double>(1.0) : std::nullopt);
     WorkloadOutput result;
     result.output = std::move(*report_json);

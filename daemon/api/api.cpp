@@ -4,7 +4,7 @@
 #include <set>
 #include <thread>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/version.h"
 #include "common/workload_kind.h"
 #include "common/workload_output.h"

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/workload_kind.h"
 #include "daemon/plan/rounds.h"
 

@@ -25,18 +25,17 @@ Error agent_failure(const guest::ErrorMessage& report) {
 }  // namespace
 
 AgentSession::AgentSession(std::unique_ptr<AgentChannel> channel,
-                           const std::atomic<bool>* cancelled)
-    : channel_(std::move(channel)), cancelled_(cancelled) {}
+                           const std::atomic<bool>* cancelled, const Clock& clock)
+    : channel_(std::move(channel)), cancelled_(cancelled), clock_(&clock) {}
 
 Result<Json> AgentSession::next_message(Deadline deadline) {
     while (true) {
         if (cancelled_ && cancelled_->load()) return make_error(errc::kCancelled, "run cancelled");
-        auto slice_end = std::min(deadline, std::chrono::steady_clock::now() + kPollSlice);
-        auto line = channel_->read_line(slice_end);
+        const auto left = deadline - clock_->now();
+        const auto wait = std::clamp<Clock::duration>(left, Clock::duration::zero(), kPollSlice);
+        auto line = channel_->read_line(std::chrono::steady_clock::now() + wait);
         if (line.ok()) return protocol::decode(line.value());
-        if (line.error().code == errc::kTimeout && std::chrono::steady_clock::now() < deadline) {
-            continue;
-        }
+        if (line.error().code == errc::kTimeout && clock_->now() < deadline) continue;
         return line.error();
     }
 }
@@ -62,6 +61,10 @@ Result<guest::ResultMessage> AgentSession::await_result(
         if (type == protocol::kProgress) {
             DS_ASSIGN_OR_RETURN(auto progress, guest::parse_progress(std::move(message)));
             if (on_progress) on_progress(progress);
+            if (clock_->now() >= deadline) {
+                return make_error(errc::kTimeout,
+                                  "the deadline passed while the agent was still sending progress");
+            }
             continue;
         }
         if (type == protocol::kResult) return guest::parse_result(std::move(message));

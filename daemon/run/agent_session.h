@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "common/clock.h"
 #include "common/protocol.h"
 #include "common/result.h"
 #include "daemon/backends/hypervisor/agent_channel.h"
@@ -27,8 +28,11 @@ class AgentSession {
   public:
     // Speaks the protocol over `channel`; `cancelled` (may be null) is polled
     // while waiting, so a cancel ends any wait within a quarter second.
+    // Deadlines are points on `clock`, which decides when they have passed;
+    // the channel is only ever asked to wait a quarter second at most.
     explicit AgentSession(std::unique_ptr<AgentChannel> channel,
-                          const std::atomic<bool>* cancelled = nullptr);
+                          const std::atomic<bool>* cancelled = nullptr,
+                          const Clock& clock = real_clock());
 
     // Waits for the guest's hello. errc::kTimeout when nothing came in time,
     // errc::kProtocol when something else came or the hello breaks its schema.
@@ -38,7 +42,8 @@ class AgentSession {
     // see guest::Progress) to `on_progress`. An `error` message from the guest
     // becomes errc::kAgent with its phase and message, or kWorkloadTimedOut
     // when its "code" is "timeout". Anything out of order or breaking its
-    // schema is errc::kProtocol.
+    // schema is errc::kProtocol. Progress does not extend the deadline: a
+    // guest that keeps sending it is timed out all the same.
     Result<guest::ResultMessage> await_result(
         Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress);
     // Best effort: asks the guest to power off.
@@ -50,6 +55,7 @@ class AgentSession {
 
     std::unique_ptr<AgentChannel> channel_;
     const std::atomic<bool>* cancelled_ = nullptr;
+    const Clock* clock_;
 };
 
 }  // namespace ds

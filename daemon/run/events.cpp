@@ -2,13 +2,13 @@
 
 #include <ctime>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 
 namespace ds {
 
 void EventBus::publish(std::int64_t sweep_id, Json event) {
     event["sweep_id"] = sweep_id;
-    event["time"] = utc_now_iso8601();
+    event["time"] = utc_now_iso8601(clock_);
     // Measured outside the lock; the replace handler never throws.
     const std::size_t bytes = event.dump(-1, ' ', false, Json::error_handler_t::replace).size();
     {

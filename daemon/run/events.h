@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/settings.h"
 
 namespace ds {
@@ -25,10 +26,12 @@ class EventBus {
     static constexpr std::size_t kDefaultHistoryBytes = 4u << 20;  // 4 MiB
 
     explicit EventBus(std::size_t history_limit = kDefaultHistoryEvents,
-                      std::size_t history_bytes_limit = kDefaultHistoryBytes)
-        : history_limit_(history_limit), history_bytes_limit_(history_bytes_limit) {}
+                      std::size_t history_bytes_limit = kDefaultHistoryBytes,
+                      const Clock& clock = real_clock())
+        : history_limit_(history_limit), history_bytes_limit_(history_bytes_limit), clock_(clock) {}
 
-    // Appends an event for a sweep; adds "sweep_id" and "time" (UTC ISO-8601).
+    // Appends an event for a sweep; adds "sweep_id" and "time" (UTC ISO-8601,
+    // the clock's wall time).
     // The newest event is always kept, even one larger than the byte bound.
     void publish(std::int64_t sweep_id, Json event);
 
@@ -65,6 +68,7 @@ class EventBus {
     bool shutting_down_ = false;       // guarded by mutex_
     const std::size_t history_limit_;
     const std::size_t history_bytes_limit_;
+    const Clock& clock_;
 };
 
 }  // namespace ds

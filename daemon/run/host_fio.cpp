@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/fio_options.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -13,7 +13,7 @@ namespace ds {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 // The prefill writes in large sequential blocks: it only has to touch every
 // block of the region once.
@@ -140,12 +140,12 @@ Result<HostFioResult> run_host_fio(const Workload& workload, const DiskSource& s
     result.layout["prefill_command"] = describe_command(commands->prefill);
     result.layout["job_command"] = describe_command(commands->job);
 
-    auto phase_start = Clock::now();
+    auto phase_start = Steady::now();
     if (!commands->prefill.empty()) {
         DS_ASSIGN_OR_RETURN(auto prefilled, run_fio(runner, commands->prefill, timeout));
     }
     result.prefill_s = seconds_since(phase_start);
-    phase_start = Clock::now();
+    phase_start = Steady::now();
     DS_ASSIGN_OR_RETURN(auto ran, run_fio(runner, commands->job, timeout));
     result.bench_s = seconds_since(phase_start);
     DS_ASSIGN_OR_RETURN(auto document, parse_fio_stdout(ran.stdout_text));

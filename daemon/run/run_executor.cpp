@@ -6,7 +6,7 @@
 #include <optional>
 #include <thread>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/text.h"
 #include "common/version.h"
 #include "common/workload_output.h"
@@ -18,8 +18,6 @@
 namespace ds {
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // How much of the guest console a boot failure quotes.
 constexpr std::size_t kConsoleTailBytes = 600;
@@ -135,7 +133,7 @@ class RunAttempt {
     const int boot_timeout_s_;
     const int run_timeout_s_;
     const std::atomic<bool>& cancelled_;
-    const Clock::time_point started_ = Clock::now();
+    const Clock::time_point started_ = env_.clock->now();
 
     std::string vm_name_;
     std::optional<StorageConfig> config_;
@@ -179,9 +177,9 @@ void RunAttempt::notify(const std::function<void(RunObserver&)>& call) {
 
 Status RunAttempt::timed(RunPhase phase, Status (RunAttempt::*body)()) {
     notify([&](RunObserver& observer) { observer.phase_started(run_.id, phase); });
-    const auto phase_start = Clock::now();
+    const auto phase_start = env_.clock->now();
     Status outcome = (this->*body)();
-    const double seconds = seconds_since(phase_start);
+    const double seconds = seconds_since(phase_start, *env_.clock);
     if (phase != RunPhase::kRecord) timings_[std::string(to_string(phase)) + "_s"] = seconds;
     notify(
         [&](RunObserver& observer) { observer.phase_finished(run_.id, phase, seconds, outcome); });
@@ -215,7 +213,7 @@ bool RunAttempt::start() {
     run_.console_log = hypervisor_ ? hypervisor_->console_location(vm_name_) : "";
     // A host baseline runs no guest, so no accelerator either.
     run_.accel = host_baseline_ ? "none" : std::string(to_string(accel_));
-    run_.started_at = utc_now_iso8601();
+    run_.started_at = utc_now_iso8601(*env_.clock);
     run_.status = RunStatus::kRunning;
     Status marked = env_.store->mark_run_running(run_.id, run_.vm_name, run_.volume_name,
                                                  run_.console_log, run_.accel, run_.started_at);
@@ -311,11 +309,15 @@ Status RunAttempt::boot() {
     DS_ASSIGN_OR_RETURN(auto applied_hypervisor, hypervisor_->applied_settings(vm_name_));
     applied_["hypervisor"] = applied_hypervisor;
 
-    const auto deadline = Clock::now() + std::chrono::seconds(boot_timeout_s_);
-    auto channel = hypervisor_->open_agent_channel(vm_name_, deadline, &cancelled_);
+    // One boot timeout for the socket and the hello. The hypervisor waits for
+    // the socket in real time; the session decides by the run's clock.
+    const auto boot_timeout = std::chrono::seconds(boot_timeout_s_);
+    const auto hello_deadline = env_.clock->now() + boot_timeout;
+    auto channel = hypervisor_->open_agent_channel(
+        vm_name_, std::chrono::steady_clock::now() + boot_timeout, &cancelled_);
     if (!channel.ok()) return boot_failure(channel.error());
-    session_.emplace(std::move(channel.value()), &cancelled_);
-    auto hello = session_->receive_hello(deadline);
+    session_.emplace(std::move(channel.value()), &cancelled_, *env_.clock);
+    auto hello = session_->receive_hello(hello_deadline);
     if (!hello.ok()) return boot_failure(hello.error());
     versions_["agent_version"] = hello->agent_version;
     versions_["kernel"] = hello->kernel;
@@ -383,7 +385,7 @@ Status RunAttempt::job() {
                            ? std::max(run_timeout_s_, workload.timeout_s + kAgentGraceSeconds)
                            : run_timeout_s_;
     auto result = session_->await_result(
-        Clock::now() + std::chrono::seconds(wait_s),
+        env_.clock->now() + std::chrono::seconds(wait_s),
         [this](const guest::Progress& progress) { publish_progress(progress); });
     if (!result.ok()) return job_failure(result.error(), wait_s);
     session_->send_shutdown();
@@ -534,11 +536,11 @@ void RunAttempt::settle(const Status& outcome, const std::string& teardown_probl
         run_.failure_reason += (run_.failure_reason.empty() ? "" : "; ") +
                                std::string("teardown: ") + teardown_problems;
     }
-    timings_["total_s"] = seconds_since(started_);
+    timings_["total_s"] = seconds_since(started_, *env_.clock);
     run_.timings = timings_;
     run_.versions = versions_;
     run_.applied_settings = applied_;
-    run_.finished_at = utc_now_iso8601();
+    run_.finished_at = utc_now_iso8601(*env_.clock);
 }
 
 Status RunAttempt::record() {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <string>
 
+#include "common/clock.h"
 #include "common/process.h"
 #include "daemon/backends/hosts.h"
 #include "daemon/backends/hypervisor/hypervisor.h"
@@ -60,6 +61,9 @@ struct RunEnvironment {
     StorageBackend* storage = nullptr;
     Store* store = nullptr;
     EventBus* events = nullptr;
+    // Times the runs' phases, gives their started and finished times, and
+    // decides the agent's deadlines (the hypervisor's own waits stay real).
+    const Clock* clock = &real_clock();
     // The size of every run's guest (the daemon's vcpus and memory-mib).
     int vcpus = 1;
     int memory_mib = 1024;

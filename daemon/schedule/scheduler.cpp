@@ -5,16 +5,18 @@
 #include <chrono>
 #include <iostream>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "daemon/plan/rounds.h"
 
 namespace ds {
 
-Scheduler::Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs)
+Scheduler::Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs,
+                     const Clock& clock)
     : store_(store),
       events_(events),
       execute_(std::move(execute)),
-      max_parallel_runs_(std::max(1, max_parallel_runs)) {}
+      max_parallel_runs_(std::max(1, max_parallel_runs)),
+      clock_(clock) {}
 
 Scheduler::~Scheduler() {
     stop();
@@ -108,7 +110,7 @@ void Scheduler::finish_sweep_locked(QueuedSweep& sweep) {
     const SweepStatus status = sweep.cancelled    ? SweepStatus::kCancelled
                                : sweep.any_failed ? SweepStatus::kFailed
                                                   : SweepStatus::kSucceeded;
-    (void)store_.set_sweep_status(sweep.id, status, utc_now_iso8601());
+    (void)store_.set_sweep_status(sweep.id, status, utc_now_iso8601(clock_));
     Json event = {{"type", "sweep_finished"}, {"status", status}};
     auto counts = store_.run_counts(sweep.id);
     if (counts.ok()) event["counts"] = counts.value();
@@ -176,7 +178,7 @@ RunRecord Scheduler::execute_guarded(const RunRecord& run, const SweepTimeouts& 
     RunRecord failed = run;
     failed.status = RunStatus::kFailed;
     failed.failure_reason = "internal error (bug): " + what;
-    failed.finished_at = utc_now_iso8601();
+    failed.finished_at = utc_now_iso8601(clock_);
     try {
         if (!store_.finish_run(failed).ok()) {
             // Already finished (the executor threw after recording it): the
@@ -219,16 +221,17 @@ void Scheduler::worker_loop() {
             cancel_flag = chosen->cancel_flag;
             if (!chosen->started) {
                 chosen->started = true;
-                (void)store_.set_sweep_status(chosen->id, SweepStatus::kRunning, utc_now_iso8601());
+                (void)store_.set_sweep_status(chosen->id, SweepStatus::kRunning,
+                                              utc_now_iso8601(clock_));
             }
         }
 
-        auto started = std::chrono::steady_clock::now();
+        const auto started = clock_.now();
         RunRecord finished = execute_guarded(run, timeouts, *cancel_flag);
         // glibc keeps freed heap for reuse: without this, one run's peak (up
         // to a guest's 8 MiB message and its parse) stays as the daemon's RSS.
         ::malloc_trim(0);
-        const double seconds = seconds_since(started);
+        const double seconds = seconds_since(started, clock_);
 
         std::unique_lock lock(mutex_);
         for (auto it = sweeps_.begin(); it != sweeps_.end(); ++it) {

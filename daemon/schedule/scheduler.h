@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/clock.h"
 #include "daemon/plan/timeouts.h"
 #include "daemon/run/events.h"
 #include "daemon/store/store.h"
@@ -32,7 +33,10 @@ class Scheduler {
     using ExecuteRun = std::function<RunRecord(const RunRecord&, const SweepTimeouts&,
                                                const std::atomic<bool>& cancelled)>;
 
-    Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs);
+    // `clock` times the runs (for the ETA) and gives the sweeps' started and
+    // finished times.
+    Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs,
+              const Clock& clock = real_clock());
     ~Scheduler();
 
     void start();
@@ -78,6 +82,7 @@ class Scheduler {
     EventBus& events_;
     ExecuteRun execute_;
     int max_parallel_runs_;
+    const Clock& clock_;
 
     mutable std::mutex mutex_;
     std::condition_variable work_available_;

@@ -38,7 +38,7 @@ using ds::test::PveFake;
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
 constexpr const char* kInstance = "prg";
 constexpr const char* kPrefix = "disksweep-prg-";
@@ -158,9 +158,9 @@ std::string submit(const DaemonFixture& daemon, const std::string& file_name,
 }
 
 // Polls `sweep show` until the sweep is neither queued nor running.
-Json wait_for_sweep(const DaemonFixture& daemon, int sweep_id, Clock::time_point deadline) {
+Json wait_for_sweep(const DaemonFixture& daemon, int sweep_id, Steady::time_point deadline) {
     Json sweep;
-    while (Clock::now() < deadline) {
+    while (Steady::now() < deadline) {
         auto shown = daemon.hostctl({"--json", "sweep", "show", std::to_string(sweep_id)});
         REQUIRE(shown.exit_code == 0);
         sweep = Json::parse(shown.out);
@@ -237,8 +237,8 @@ class PidWatch {
 };
 
 Json wait_watching(const DaemonFixture& daemon, int sweep_id, PidWatch& watch,
-                   Clock::time_point deadline) {
-    while (Clock::now() < deadline) {
+                   Steady::time_point deadline) {
+    while (Steady::now() < deadline) {
         watch.poll();
         auto shown = daemon.hostctl({"--json", "sweep", "show", std::to_string(sweep_id)});
         REQUIRE(shown.exit_code == 0);
@@ -368,7 +368,7 @@ void check_succeeded_run(const test::RunRow& run) {
 TEST_CASE("Proxmox sweeps with real guests behind the fake succeed and verify at all three levels",
           "[proxmox][real-guest]") {
     skip_without_real_guests();
-    const auto test_started = Clock::now();
+    const auto test_started = Steady::now();
     const RealFakeDirs dirs{test::test_temp_dir() + "/pve-real"};
     fs::create_directories(dirs.work);
     {
@@ -390,7 +390,7 @@ TEST_CASE("Proxmox sweeps with real guests behind the fake succeed and verify at
         submit(daemon, "queues.toml",
                spec("pve-real-queues", "cache = \"none\"\nfilesystem = \"ext4\"\nqueues = 2"));
         PidWatch watch(fake);
-        const auto deadline = Clock::now() + kSweepTimeout;
+        const auto deadline = Steady::now() + kSweepTimeout;
         for (int sweep_id = 1; sweep_id <= 3; ++sweep_id) {
             const Json sweep = wait_watching(daemon, sweep_id, watch, deadline);
             INFO("sweep " << sweep_id << ": " << sweep.dump() << "\nfake PVE log: " << fake.log());
@@ -439,14 +439,14 @@ TEST_CASE("Proxmox sweeps with real guests behind the fake succeed and verify at
     CHECK(test::qemu_processes_mentioning(dirs.work).empty());
     std::cout
         << "real-guest sweeps: whole test "
-        << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - test_started).count()
+        << std::chrono::duration_cast<std::chrono::seconds>(Steady::now() - test_started).count()
         << " s\n";
 }
 
 TEST_CASE("Proxmox with real guests: QEMU started with another cache mode fails its run",
           "[proxmox][real-guest]") {
     skip_without_real_guests();
-    const auto test_started = Clock::now();
+    const auto test_started = Steady::now();
     const RealFakeDirs dirs{test::test_temp_dir() + "/pve-real-inject"};
     fs::create_directories(dirs.work);
     {
@@ -460,7 +460,7 @@ TEST_CASE("Proxmox with real guests: QEMU started with another cache mode fails 
         submit(daemon, "inject.toml",
                spec("pve-real-inject", "cache = \"unsafe\"\nfilesystem = \"ext4\""));
         PidWatch watch(fake);
-        const Json sweep = wait_watching(daemon, 1, watch, Clock::now() + kSweepTimeout);
+        const Json sweep = wait_watching(daemon, 1, watch, Steady::now() + kSweepTimeout);
         INFO("sweep: " << sweep.dump() << "\nfake PVE log: " << fake.log());
         report_overhead(fake, "injected cache mode, 1 run");
         const auto runs = test::runs_of_sweep(daemon.database(), 1);
@@ -483,6 +483,6 @@ TEST_CASE("Proxmox with real guests: QEMU started with another cache mode fails 
     CHECK(test::qemu_processes_mentioning(dirs.work).empty());
     std::cout
         << "real-guest injection: whole test "
-        << std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - test_started).count()
+        << std::chrono::duration_cast<std::chrono::seconds>(Steady::now() - test_started).count()
         << " s\n";
 }

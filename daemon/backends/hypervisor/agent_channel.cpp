@@ -6,9 +6,12 @@
 
 #include <cerrno>
 #include <cstring>
-#include <thread>
 
 namespace ds {
+
+namespace {
+constexpr auto kConnectRetryInterval = std::chrono::milliseconds(100);
+}  // namespace
 
 SocketAgentChannel::SocketAgentChannel(FileDescriptor fd)
     : fd_(std::move(fd)), reader_(fd_.get()) {}
@@ -21,8 +24,10 @@ Status SocketAgentChannel::write(std::string_view data) {
     return protocol::write_all(fd_.get(), data);
 }
 
-Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(
-    const std::string& socket_path, Deadline deadline, const std::atomic<bool>* cancelled) {
+Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(const std::string& socket_path,
+                                                                 Deadline deadline,
+                                                                 const std::atomic<bool>* cancelled,
+                                                                 const Clock& clock) {
     sockaddr_un address{};
     address.sun_family = AF_UNIX;
     if (socket_path.size() >= sizeof address.sun_path) {
@@ -40,11 +45,11 @@ Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(
         const std::string last_error = std::strerror(errno);
         fd.reset();
         if (cancelled && cancelled->load()) return make_error(errc::kCancelled, "run cancelled");
-        if (std::chrono::steady_clock::now() >= deadline) {
+        if (clock.now() >= deadline) {
             return make_error(errc::kTimeout, "cannot connect to the agent channel " + socket_path +
                                                   ": " + last_error);
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        clock.sleep_for(kConnectRetryInterval);
     }
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/clock.h"
 #include "common/file_descriptor.h"
 #include "common/protocol.h"
 #include "common/result.h"
@@ -48,10 +49,13 @@ class SocketAgentChannel : public AgentChannel {
 };
 
 // Connects to the unix socket a guest's agent channel is served on, retrying
-// until `deadline` (QEMU creates the socket while it starts). errc::kTimeout
-// with the last connect error, errc::kCancelled as soon as *cancelled is set,
-// errc::kInvalidArgument for a path too long for a socket address.
-Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(
-    const std::string& socket_path, Deadline deadline, const std::atomic<bool>* cancelled);
+// every 100 ms on `clock` until `deadline`, a point on it (QEMU creates the
+// socket while it starts). errc::kTimeout with the last connect error,
+// errc::kCancelled as soon as *cancelled is set, errc::kInvalidArgument for a
+// path too long for a socket address.
+Result<std::unique_ptr<AgentChannel>> connect_unix_agent_channel(const std::string& socket_path,
+                                                                 Deadline deadline,
+                                                                 const std::atomic<bool>* cancelled,
+                                                                 const Clock& clock = real_clock());
 
 }  // namespace ds

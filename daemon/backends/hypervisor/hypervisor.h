@@ -69,6 +69,7 @@ class Hypervisor {
     virtual Result<Json> applied_settings(const std::string& vm_name) = 0;
     virtual Result<bool> is_running(const std::string& vm_name) = 0;
     // The line transport to a started guest's agent, waiting until `deadline`
+    // (a point on the real steady clock: this waits on the world)
     // for it to exist. errc::kTimeout when it does not in time,
     // errc::kCancelled as soon as *cancelled is set (may be null).
     virtual Result<std::unique_ptr<AgentChannel>> open_agent_channel(

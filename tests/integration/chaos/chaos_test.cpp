@@ -42,7 +42,7 @@
 #include <thread>
 #include <tuple>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "daemon/backends/storage/file/file_storage.h"
 #include "daemon/daemon.h"
 #include "daemon/recovery.h"

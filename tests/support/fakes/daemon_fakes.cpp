@@ -15,7 +15,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
 #include "common/fio_metrics.h"
 #include "common/workload_output.h"
 #include "support/test_data.h"
@@ -772,6 +772,7 @@ RunEnvironment ExecutorFixture::environment() {
     env.accel = Accel::kTcg;
     env.observer = observer;
     env.host_processes = host_processes;
+    if (clock) env.clock = clock;
     return env;
 }
 

@@ -309,6 +309,7 @@ struct ExecutorFixture {
     std::function<Result<GuestImage>(std::string_view variant)> image_for_variant;
     RunObserver* observer = nullptr;          // handed to RunEnvironment::observer
     ProcessRunner* host_processes = nullptr;  // handed to RunEnvironment::host_processes
+    const Clock* clock = nullptr;             // handed to RunEnvironment::clock (unset: real)
 
     RunEnvironment environment();
     // A new one-run sweep (of fio_workload() unless given); returns the

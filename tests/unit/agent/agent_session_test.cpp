@@ -1,16 +1,19 @@
-// The whole job flow of the agent over a real socketpair, with a scripted
+// The whole job flow of the agent over a real socketpair (where time
+// matters, against a scripted host on a fake clock), with a scripted
 // ProcessRunner, a recording GuestSystem and a fake sysfs/procfs tree. The
 // host side is played by the test.
 #include <signal.h>
 
-#include <condition_variable>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <optional>
 
 #include "common/fio_logs.h"
 #include "common/fio_metrics.h"
 #include "common/workload_output.h"
 #include "guestagent/agent.h"
+#include "support/fake_clock.h"
 #include "support/fakes/agent_fakes.h"
 
 namespace {
@@ -19,6 +22,7 @@ using namespace std::chrono_literals;
 using namespace ds::agent;
 using namespace ds::agent::testing;
 using ds::Json;
+using ds::test::FakeClock;
 namespace protocol = ds::protocol;
 
 Json ext4_job() {
@@ -41,26 +45,37 @@ Json ext4_job() {
             {"timeout_s", 60}};
 }
 
+// The agent's options for a session against `tree`.
+AgentOptions options_for(const FakeGuestTree& tree) {
+    AgentOptions options;
+    options.roots = tree.roots();
+    options.mount_point = tree.mnt().string();
+    options.job_wait = 5s;
+    options.device_wait = 0ms;
+    options.shutdown_wait = 5s;
+    options.progress_interval = 50ms;
+    options.scratch_dir = (tree.mnt().parent_path() / "scratch").string();
+    return options;
+}
+
+// A framed message without its '\n', as read_line returns lines.
+std::string line_of(std::string_view type, const Json& payload) {
+    std::string line = protocol::encode(type, payload);
+    line.pop_back();
+    return line;
+}
+
 // One agent session on its own thread against the fakes.
 struct AgentUnderTest {
     FakeGuestTree tree;
     FakeProcessRunner runner;
     FakeGuestSystem system{tree.proc()};
     HostEnd host;
-    AgentOptions options;
+    AgentOptions options = options_for(tree);
     std::thread thread;
     std::optional<ds::Result<SessionEnd>> end;
 
-    AgentUnderTest() {
-        ::signal(SIGPIPE, SIG_IGN);
-        options.roots = tree.roots();
-        options.mount_point = tree.mnt().string();
-        options.job_wait = 5s;
-        options.device_wait = 0ms;
-        options.shutdown_wait = 5s;
-        options.progress_interval = 50ms;
-        options.scratch_dir = (tree.mnt().parent_path() / "scratch").string();
-    }
+    AgentUnderTest() { ::signal(SIGPIPE, SIG_IGN); }
     // fio's per-second logs: the prefix the agent gives fio.
     std::string fio_log_prefix() const { return options.scratch_dir + "/fio-logs/ds"; }
     std::vector<std::string> fio_log_options() const {
@@ -104,6 +119,82 @@ struct AgentUnderTest {
 
 bool contains(const std::string& text, const std::string& fragment) {
     return text.find(fragment) != std::string::npos;
+}
+
+// The host as a script, on a fake clock: each read answers with the next of
+// `lines`; once they are used up the host is silent, and a read lets the
+// clock run to its deadline and times out, as a real channel does when
+// nothing comes. Keeps every message the agent writes; `on_write` (if set)
+// sees each as it is written. For an agent running on the test's thread.
+class ScriptedHost : public Channel {
+  public:
+    ScriptedHost(FakeClock& clock, std::vector<std::string> lines)
+        : clock_(clock), lines_(std::move(lines)) {}
+
+    ds::Result<std::string> read_line(Deadline deadline) override {
+        if (next_ < lines_.size()) return lines_[next_++];
+        ++silent_reads;
+        if (deadline > clock_.now()) clock_.advance(deadline - clock_.now());
+        return ds::make_error(ds::errc::kTimeout, "the host sent nothing more");
+    }
+    ds::Status write(std::string_view data) override {
+        auto message = protocol::decode(data.substr(0, data.size() - 1));
+        REQUIRE(message.ok());
+        written.push_back(*message);
+        if (on_write) on_write(*message);
+        return ds::ok_status();
+    }
+    // The written messages other than progress, in order.
+    std::vector<Json> replies() const {
+        std::vector<Json> out;
+        for (const auto& message : written) {
+            if (message["type"] != protocol::kProgress) out.push_back(message);
+        }
+        return out;
+    }
+
+    std::vector<Json> written;
+    int silent_reads = 0;
+    std::function<void(const Json&)> on_write;
+
+  private:
+    FakeClock& clock_;
+    std::vector<std::string> lines_;
+    std::size_t next_ = 0;
+};
+
+// One agent session on the test's thread against a ScriptedHost, the
+// agent deciding by the host's fake clock.
+struct ScriptedSession {
+    FakeClock clock;
+    FakeGuestTree tree;
+    FakeProcessRunner runner;
+    FakeGuestSystem system{tree.proc()};
+    AgentOptions options = options_for(tree);
+
+    ds::Result<SessionEnd> run(ScriptedHost& host) {
+        Agent agent(host, runner, system, options, clock);
+        return agent.run_session();
+    }
+    // Runs `job` to its error message and returns it (after shutdown).
+    Json error_for(const Json& job) {
+        ScriptedHost host(
+            clock, {line_of(protocol::kJob, job), line_of(protocol::kShutdown, Json::object())});
+        auto how = run(host);
+        REQUIRE(how.ok());
+        CHECK(*how == SessionEnd::kErrorSent);
+        const Json reply = host.replies().back();
+        REQUIRE(reply["type"] == "error");
+        return reply;
+    }
+};
+
+using Sleeps = std::vector<ds::Clock::duration>;
+
+std::vector<std::string> types_of(const std::vector<Json>& messages) {
+    std::vector<std::string> types;
+    for (const auto& message : messages) types.push_back(message["type"]);
+    return types;
 }
 
 }  // namespace
@@ -315,7 +406,7 @@ TEST_CASE("agent: fio failing for lack of space is a bench error and still unmou
 }
 
 TEST_CASE("agent: fio is bounded by the job's timeout_s", "[agent]") {
-    AgentUnderTest t;
+    ScriptedSession t;
     std::chrono::milliseconds fio_timeout{0};
     t.runner.script =
         [&fio_timeout](
@@ -339,7 +430,8 @@ TEST_CASE("agent: fio is bounded by the job's timeout_s", "[agent]") {
     CHECK(contains(error["message"], "fio was stopped after"));
     CHECK(contains(error["message"], "time limit of 25 s"));
     CHECK(t.system.kills == std::vector<std::string>{t.tree.mnt().string()});
-    CHECK(t.system.unmounts.size() == 2);  // busy, then unmounted
+    CHECK(t.system.unmounts.size() == 2);      // busy, then unmounted
+    CHECK(t.clock.sleeps() == Sleeps{200ms});  // the retry's pause
 }
 
 TEST_CASE("agent: fio output that is not fio's JSON is a bench error", "[agent]") {
@@ -373,6 +465,32 @@ TEST_CASE("agent: no disk with the data serial is a disk error listing the disks
     CHECK(contains(error["message"], "no disk with serial disksweep-data"));
     CHECK(contains(error["message"], "vda(serial='disksweep-root')"));
     CHECK(contains(error["message"], "sdb(serial='other')"));
+}
+
+TEST_CASE("agent: a data disk still appearing is waited for, up to device_wait", "[agent]") {
+    ScriptedSession s;
+    const fs::path node = s.tree.dev() / "sdb";
+    fs::remove(node);
+    SECTION("its device node appears during the third pause") {
+        s.options.device_wait = 30s;
+        s.clock.on_sleep([&](ds::Clock::duration) {
+            if (s.clock.sleeps().size() == 3) write_text(node, "");
+        });
+        ScriptedHost host(s.clock, {line_of(protocol::kJob, ext4_job()),
+                                    line_of(protocol::kShutdown, Json::object())});
+        auto how = s.run(host);
+        REQUIRE(how.ok());
+        CHECK(*how == SessionEnd::kResultSent);
+        CHECK(s.runner.command("mkfs.ext4").has_value());
+        CHECK(s.clock.sleeps() == Sleeps(3, 200ms));  // looked every 200 ms, then no more
+    }
+    SECTION("it never does") {
+        s.options.device_wait = 1s;
+        Json error = s.error_for(ext4_job());
+        CHECK(error["phase"] == "disk");
+        CHECK(error["message"] == "data disk sdb has no device node " + node.string());
+        CHECK(s.clock.sleeps() == Sleeps(5, 200ms));  // looked until the 1 s, not past it
+    }
 }
 
 TEST_CASE("agent: invalid jobs are refused before anything runs", "[agent]") {
@@ -519,17 +637,19 @@ TEST_CASE("agent: a host that goes away or stays silent ends the session", "[age
         CHECK(*how == SessionEnd::kResultSent);
     }
     SECTION("no shutdown in time after the result; other messages are ignored") {
-        AgentUnderTest t;
-        t.options.shutdown_wait = 300ms;
-        t.start();
-        t.hello_then_job(ext4_job());
-        REQUIRE(t.host.next_non_progress()["type"] == "result");
-        t.host.send(protocol::kJob, ext4_job());  // ignored: one job per session
-        const auto start = std::chrono::steady_clock::now();
-        auto how = t.finish();
-        CHECK(std::chrono::steady_clock::now() - start < 3s);
+        ScriptedSession s;
+        s.options.shutdown_wait = 300ms;
+        // After the job one more (ignored: one job per session), then silence.
+        ScriptedHost host(
+            s.clock, {line_of(protocol::kJob, ext4_job()), line_of(protocol::kJob, ext4_job())});
+        auto how = s.run(host);
         REQUIRE(how.ok());
-        CHECK(t.runner.commands().size() == 4);  // fio --version, mkfs, fio, lsattr
+        CHECK(*how == SessionEnd::kResultSent);
+        CHECK(types_of(host.replies()) == std::vector<std::string>{"hello", "result"});
+        CHECK(s.runner.commands().size() == 4);  // fio --version, mkfs, fio, lsattr
+        // The 300 ms shutdown_wait ended it: one silence, of just that long.
+        CHECK(host.silent_reads == 1);
+        CHECK(s.clock.elapsed() == 300ms);
     }
 }
 
@@ -670,21 +790,41 @@ TEST_CASE("agent: kind io runs the native engine in the mount point", "[agent][i
 }
 
 TEST_CASE("agent: an io workload past its time limit is stopped: code timeout", "[agent][io]") {
-    AgentUnderTest t;
-    const auto start = std::chrono::steady_clock::now();
-    Json error = t.error_for(io_job({{"rw", "randread"},
-                                     {"bs", "4k"},
-                                     {"size", "1m"},
-                                     {"ioengine", "null"},
-                                     {"time_based", true},
-                                     {"runtime", "1h"}},
-                                    1));
-    CHECK(std::chrono::steady_clock::now() - start < 5s);
+    ScriptedSession s;
+    const Json job = io_job({{"rw", "randread"},
+                             {"bs", "4k"},
+                             {"size", "1m"},
+                             {"ioengine", "null"},
+                             {"time_based", true},
+                             {"runtime", "1h"}},
+                            1);
+    ScriptedHost host(s.clock,
+                      {line_of(protocol::kJob, job), line_of(protocol::kShutdown, Json::object())});
+    // The hour-long job is running (its first tick reaches the host) when
+    // its 1 s time limit passes.
+    bool limit_passed = false;
+    host.on_write = [&](const Json& message) {
+        if (limit_passed || message["type"] != protocol::kProgress ||
+            message["message"] != "io job running") {
+            return;
+        }
+        limit_passed = true;
+        s.clock.advance(1s);
+    };
+    auto how = s.run(host);
+    REQUIRE(how.ok());
+    CHECK(*how == SessionEnd::kErrorSent);
+    REQUIRE(limit_passed);
+    const Json error = host.replies().back();
+    REQUIRE(error["type"] == "error");
     CHECK(error["phase"] == "bench");
     CHECK(error["code"] == "timeout");
-    CHECK(contains(error["message"], "io job native was stopped after 1."));
-    CHECK(contains(error["message"], "time limit of 1 s"));
-    CHECK(t.system.unmounts.size() == 1);
+    // Stopped as soon as the limit had passed on the agent's clock.
+    CHECK(contains(error["message"],
+                   "io job native was stopped after 1.0 s: it exceeded the "
+                   "workload's time limit of 1 s"));
+    CHECK(s.clock.elapsed() == 1s);  // and the shutdown that came was not waited for
+    CHECK(s.system.unmounts.size() == 1);
 }
 
 TEST_CASE("agent: fio passthrough: an options table and a job file", "[agent][fio]") {
@@ -766,23 +906,25 @@ TEST_CASE("agent: fio's per-second logs are added to its report, then removed", 
 namespace {
 
 // A channel that plays a host which sends the job, then shutdown as soon as
-// the agent's error arrives, recording whether the disk was unmounted by then.
+// the agent's error arrives, recording whether the disk was unmounted by
+// then. Otherwise it is silent: a read lets `clock` run to its deadline.
 class ShutdownAfterErrorChannel : public Channel {
   public:
-    ShutdownAfterErrorChannel(Json job, FakeGuestSystem& system)
-        : job_(std::move(job)), system_(system) {}
+    ShutdownAfterErrorChannel(Json job, FakeGuestSystem& system, FakeClock& clock)
+        : job_(std::move(job)), system_(system), clock_(clock) {}
 
     ds::Result<std::string> read_line(Deadline deadline) override {
-        std::unique_lock<std::mutex> lock(mutex_);
+        std::lock_guard<std::mutex> lock(mutex_);
         if (!job_sent_) {
             job_sent_ = true;
             return line_of(protocol::kJob, job_);
         }
-        if (!changed_.wait_until(lock, deadline, [this] { return error_.has_value(); })) {
-            return ds::make_error(ds::errc::kTimeout, "no message");
+        if (error_.has_value() && shutdowns_sent == 0) {
+            ++shutdowns_sent;
+            return line_of(protocol::kShutdown, Json::object());
         }
-        ++shutdowns_sent;
-        return line_of(protocol::kShutdown, Json::object());
+        if (deadline > clock_.now()) clock_.advance(deadline - clock_.now());
+        return ds::make_error(ds::errc::kTimeout, "no message");
     }
     ds::Status write(std::string_view data) override {
         auto message = protocol::decode(std::string(data.substr(0, data.size() - 1)));
@@ -791,8 +933,6 @@ class ShutdownAfterErrorChannel : public Channel {
         if ((*message)["type"] == protocol::kError) {
             error_ = *message;
             unmounted_before_error = !system_.unmounts.empty();
-            error_time = std::chrono::steady_clock::now();
-            changed_.notify_all();
         }
         return ds::ok_status();
     }
@@ -803,20 +943,12 @@ class ShutdownAfterErrorChannel : public Channel {
 
     bool unmounted_before_error = false;
     int shutdowns_sent = 0;
-    std::chrono::steady_clock::time_point error_time;
 
   private:
-    // A framed message without its '\n', as read_line returns lines.
-    static std::string line_of(std::string_view type, const Json& payload) {
-        std::string line = protocol::encode(type, payload);
-        line.pop_back();
-        return line;
-    }
-
     Json job_;
     FakeGuestSystem& system_;
+    FakeClock& clock_;
     std::mutex mutex_;
-    std::condition_variable changed_;
     bool job_sent_ = false;
     std::optional<Json> error_;
 };
@@ -858,18 +990,18 @@ TEST_CASE("agent: after a timeout or a full disk it unmounts, reports and awaits
         FakeGuestTree tree;
         FakeProcessRunner runner;
         FakeGuestSystem system{tree.proc()};
+        FakeClock clock;
         c.script(runner);
-        ShutdownAfterErrorChannel channel(ext4_job(), system);
+        ShutdownAfterErrorChannel channel(ext4_job(), system, clock);
         AgentOptions options;
         options.roots = tree.roots();
         options.mount_point = tree.mnt().string();
         options.scratch_dir = (tree.mnt().parent_path() / "scratch").string();
         options.device_wait = 0ms;
-        options.shutdown_wait = 30s;  // only the host's shutdown can end it quickly
+        options.shutdown_wait = 30s;  // only the host's shutdown can end it at once
         options.progress_interval = 50ms;
-        Agent agent(channel, runner, system, options);
+        Agent agent(channel, runner, system, options, clock);
         auto end = agent.run_session();
-        const auto ended = std::chrono::steady_clock::now();
         REQUIRE(end.ok());
         CHECK(*end == SessionEnd::kErrorSent);
         const auto error = channel.error();
@@ -879,6 +1011,6 @@ TEST_CASE("agent: after a timeout or a full disk it unmounts, reports and awaits
         CHECK(contains((*error)["message"], c.fragment));
         CHECK(channel.unmounted_before_error);
         CHECK(channel.shutdowns_sent == 1);
-        CHECK(ended - channel.error_time < 2s);  // ended by the shutdown, not the 30 s wait
+        CHECK(clock.elapsed() == 0s);  // ended by the shutdown, none of the 30 s wait
     }
 }

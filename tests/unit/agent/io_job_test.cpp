@@ -151,8 +151,8 @@ TEST_CASE("io job: time_based runs for the runtime and samples every second", "[
                                 {"ramp_time", "100ms"}});
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    CHECK(elapsed >= 1.3);
-    CHECK(elapsed < 20);  // stopped by the runtime, not running on (generous: sanitizer builds)
+    CHECK(elapsed >= 1.3);  // the ramp, then the runtime
+    // Stopped by the runtime, not running on: the job's own measured runtime.
     const Json& write = report["jobs"][0]["write"];
     CHECK(write["runtime"].get<double>() >= 1150);
     CHECK(write["runtime"].get<double>() <= 1400);
@@ -165,37 +165,35 @@ TEST_CASE("io job: time_based runs for the runtime and samples every second", "[
 TEST_CASE("io job: the stop flag cancels a running job", "[io_job]") {
     std::atomic<bool> stop{false};
     std::thread stopper([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the job is running
         stop = true;
     });
-    const auto started = std::chrono::steady_clock::now();
+    // A stop not seen would leave the job running for an hour: returning at
+    // all, cancelled, proves that the stop ended it.
     auto report = ds::io::run_io_job({{"ioengine", "null"},
                                       {"size", "1m"},
-                                      {"runtime", "30s"},
+                                      {"runtime", "1h"},
                                       {"time_based", 1},
                                       {"numjobs", 2}},
                                      &stop);
     stopper.join();
     REQUIRE_FALSE(report.ok());
     CHECK(report.error().code == ds::errc::kCancelled);
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
 }
 
 TEST_CASE("io job: the stop flag also ends a synchronous size-bound job", "[io_job]") {
-    // 100 GiB of /dev/zero would take minutes; the stop must be seen
-    // between single I/Os.
+    // 100 TiB of /dev/zero would take hours; the stop must be seen between
+    // single I/Os. Returning at all, cancelled, proves that it was.
     std::atomic<bool> stop{false};
     std::thread stopper([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the job is running
         stop = true;
     });
-    const auto started = std::chrono::steady_clock::now();
     auto report = ds::io::run_io_job(
-        {{"ioengine", "psync"}, {"filename", "/dev/zero"}, {"size", "100g"}, {"bs", "4k"}}, &stop);
+        {{"ioengine", "psync"}, {"filename", "/dev/zero"}, {"size", "100t"}, {"bs", "4k"}}, &stop);
     stopper.join();
     REQUIRE_FALSE(report.ok());
     CHECK(report.error().code == ds::errc::kCancelled);
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
 }
 
 TEST_CASE("io job: psync reads a laid-out file sequentially, exactly once", "[io_job]") {
@@ -398,13 +396,14 @@ TEST_CASE("io job: the stop flag reaches job threads and job processes alike", "
         INFO("thread=" << thread);
         std::atomic<bool> stop{false};
         std::thread stopper([&] {
-            std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the jobs are running
             stop = true;
         });
-        const auto started = std::chrono::steady_clock::now();
+        // Unstopped, the jobs would run for an hour: cancelled proves the
+        // stop reached every one of them.
         auto report = ds::io::run_io_job({{"ioengine", "null"},
                                           {"size", "1m"},
-                                          {"runtime", "30s"},
+                                          {"runtime", "1h"},
                                           {"time_based", 1},
                                           {"numjobs", 4},
                                           {"thread", thread}},
@@ -412,7 +411,6 @@ TEST_CASE("io job: the stop flag reaches job threads and job processes alike", "
         stopper.join();
         REQUIRE_FALSE(report.ok());
         CHECK(report.error().code == ds::errc::kCancelled);
-        CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(15));
     }
 }
 

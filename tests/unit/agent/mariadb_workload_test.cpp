@@ -9,6 +9,7 @@
 
 #include "common/workload_output.h"
 #include "guestagent/workload.h"
+#include "support/fake_clock.h"
 #include "support/fakes/agent_fakes.h"
 #include "support/test_data.h"
 
@@ -30,10 +31,11 @@ bool has(const std::vector<std::string>& argv, const std::string& item) {
     return std::find(argv.begin(), argv.end(), item) != argv.end();
 }
 
-// A MariaDB server, its tools and the benchmarks, scripted.
+// A MariaDB server, its tools and the benchmarks, scripted. The benchmarks
+// take their time on `clock`, the runners' clock: no real time passes.
 class FakeMariaDb {
   public:
-    explicit FakeMariaDb(FakeProcessRunner& runner) {
+    FakeMariaDb(FakeProcessRunner& runner, test::FakeClock& clock) : clock_(clock) {
         runner.script =
             [this](const std::vector<std::string>& argv,
                    std::chrono::milliseconds timeout) -> std::optional<Result<ProcessOutput>> {
@@ -53,7 +55,9 @@ class FakeMariaDb {
     std::string atis_stdout = recorded_mariadb("atis_host_hires_loop20.txt");
     int atis_exit = 0;
     std::string atis_stderr;
+    // How long test-ATIS runs, and the timeout its runner was given.
     std::chrono::milliseconds atis_delay{0};
+    std::chrono::milliseconds atis_timeout{0};
     std::string sysbench_run_stdout = recorded_mariadb("sysbench_oltp_read_write_histogram.txt");
     std::string sysbench_run_stdout_on_failure;
     int sysbench_run_exit = 0;
@@ -100,17 +104,17 @@ class FakeMariaDb {
         }
         const auto inner = wrapped(argv);
         if (inner.size() >= 3 && inner[2] == "perl") {
-            const auto start = std::chrono::steady_clock::now();
+            atis_timeout = timeout;
             write_text(inner[1], "ATIS table test\n\nInserting data\n");
-            while (std::chrono::steady_clock::now() - start < atis_delay) {
-                if (std::chrono::steady_clock::now() - start >= timeout) {
-                    out.exit_code = -1;
-                    out.signal = 9;
-                    out.timed_out = true;
-                    return out;
-                }
-                std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            // Runs for atis_delay, unless the runner kills it at its timeout first.
+            if (atis_delay >= timeout) {
+                clock_.advance(timeout);
+                out.exit_code = -1;
+                out.signal = 9;
+                out.timed_out = true;
+                return out;
             }
+            clock_.advance(atis_delay);
             write_text(inner[1], atis_stdout);
             out.exit_code = atis_exit;
             out.stderr_text = atis_stderr;
@@ -129,6 +133,7 @@ class FakeMariaDb {
         return std::nullopt;
     }
 
+    test::FakeClock& clock_;
     std::mutex mutex_;
     std::condition_variable stopped_;
     bool stop_ = false;
@@ -136,10 +141,11 @@ class FakeMariaDb {
 
 struct Fixture {
     TempDir dir;
+    test::FakeClock clock;
     FakeProcessRunner runner;
-    FakeMariaDb db{runner};
+    FakeMariaDb db{runner, clock};
     std::vector<std::string> progress;
-    WorkloadContext ctx{runner, "", "", std::chrono::seconds(60), {}};
+    WorkloadContext ctx{runner, "", "", std::chrono::seconds(60), {}, &clock};
 
     Fixture() {
         ctx.work_dir = (dir.path() / "mnt").string();
@@ -266,16 +272,18 @@ TEST_CASE("mariadb-atis: the time limit stops the benchmark and the server") {
     Fixture f;
     f.ctx.time_limit = std::chrono::seconds(2);
     f.db.atis_delay = std::chrono::seconds(30);
-    const auto start = std::chrono::steady_clock::now();
     auto result = run_mariadb_atis(atis(Json::object()), f.ctx);
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().code == errc::kTimeout);
     CHECK_THAT(result.error().message, Catch::Contains("time limit of 2 s"));
     CHECK_THAT(result.error().message, Catch::Contains("test-ATIS"));
-    CHECK(took < 10);
-    // progress came about once a second, with sql-bench's latest line
+    // The limit, not the benchmark's 30 s, ended it: test-ATIS was given
+    // all that was left of the 2 s and killed at it, and the server stopped.
+    CHECK(f.db.atis_timeout == std::chrono::seconds(2));
+    CHECK_THAT(result.error().message, Catch::Contains("was stopped after 2.0 s during test-ATIS"));
+    CHECK(f.clock.elapsed() == std::chrono::seconds(2));
+    CHECK(f.db.shutdowns == 1);
+    // progress came with sql-bench's latest line
     CHECK(f.progress.size() >= 2);
     bool saw_phase = false;
     for (const auto& message : f.progress) {

@@ -8,6 +8,7 @@
 #include "guestagent/agent.h"
 #include "guestagent/cli.h"
 #include "guestagent/file_channel.h"
+#include "support/fake_clock.h"
 #include "support/fakes/agent_fakes.h"
 
 namespace {
@@ -16,7 +17,9 @@ using namespace std::chrono_literals;
 using namespace ds::agent;
 using namespace ds::agent::testing;
 using ds::Json;
+using ds::test::FakeClock;
 namespace protocol = ds::protocol;
+using Sleeps = std::vector<ds::Clock::duration>;
 
 Json ext4_job() {
     return {{"run_id", "run-7"},
@@ -52,8 +55,10 @@ std::vector<std::string> types_of(const std::vector<Json>& messages) {
     return types;
 }
 
-// One session over a FileChannel against the fakes.
+// One session over a FileChannel against the fakes, the channel and the
+// agent on one fake clock: waiting for the job file takes no real time.
 struct OneShot {
+    FakeClock clock;
     FakeGuestTree tree;
     FakeProcessRunner runner;
     FakeGuestSystem system{tree.proc()};
@@ -77,11 +82,16 @@ struct OneShot {
         return {job_file().string(), progress_file().string(), result_file().string()};
     }
 
+    // A FileChannel of these files on the clock.
+    std::unique_ptr<Channel> open_files() const {
+        auto opened = FileChannel::open(one_shot_files(), protocol::kMaxMessageBytes, clock);
+        REQUIRE(opened.ok());
+        return std::move(*opened);
+    }
     ds::Result<SessionEnd> run(Channel* channel = nullptr) {
         fs::create_directories(progress_file().parent_path());
-        auto opened = FileChannel::open(one_shot_files());
-        REQUIRE(opened.ok());
-        Agent agent(channel ? *channel : **opened, runner, system, options);
+        auto opened = open_files();
+        Agent agent(channel ? *channel : *opened, runner, system, options, clock);
         return agent.run_session();
     }
     // The progress file's messages, then the result file's.
@@ -119,12 +129,13 @@ TEST_CASE("one-shot: hello and the latest progress in the progress file, the res
           "[one-shot]") {
     OneShot t;
     write_text(t.job_file(), protocol::encode(protocol::kJob, ext4_job()));
-    const auto started = std::chrono::steady_clock::now();
     auto end = t.run();
     REQUIRE(end.ok());
     CHECK(*end == SessionEnd::kResultSent);
-    // The end of the job file ends the wait for shutdown at once.
-    CHECK(std::chrono::steady_clock::now() - started < 20s);
+    // The end of the job file ends the wait for shutdown at once: none of
+    // the 60 s passed, and the job file, complete, was not polled.
+    CHECK(t.clock.elapsed() == 0s);
+    CHECK(t.clock.sleeps().empty());
 
     const auto progress = types_of(messages_in(t.progress_file()));
     REQUIRE(progress.size() == 2);
@@ -145,9 +156,7 @@ TEST_CASE("one-shot: every state of the progress file is hello and at most one p
     OneShot t;
     write_text(t.job_file(), protocol::encode(protocol::kJob, ext4_job()));
     fs::create_directories(t.progress_file().parent_path());
-    auto inner = FileChannel::open(t.one_shot_files());
-    REQUIRE(inner.ok());
-    WatchedFileChannel watched(std::move(*inner), t.progress_file());
+    WatchedFileChannel watched(t.open_files(), t.progress_file());
     REQUIRE(t.run(&watched).ok());
 
     // hello alone, then hello and each progress message in turn.
@@ -222,15 +231,15 @@ TEST_CASE("one-shot: the job file may come after the agent started, complete lin
     // First half a job (a writer not done yet), then the rest: only the
     // complete line is taken.
     write_text(t.job_file(), line.substr(0, 20));
-    std::thread host([&] {
-        std::this_thread::sleep_for(300ms);
-        write_text(t.job_file(), line);
+    t.clock.on_sleep([&](ds::Clock::duration) {  // the host completes it during the third pause
+        if (t.clock.sleeps().size() == 3) write_text(t.job_file(), line);
     });
     auto end = t.run();
-    host.join();
     REQUIRE(end.ok());
     CHECK(*end == SessionEnd::kResultSent);
     CHECK(types_of(t.messages()).back() == "result");
+    // Polled every 100 ms until the complete line was there, then no more.
+    CHECK(t.clock.sleeps() == Sleeps(3, 100ms));
 }
 
 TEST_CASE("one-shot: no complete job in time ends the session after hello", "[one-shot]") {
@@ -245,6 +254,8 @@ TEST_CASE("one-shot: no complete job in time ends the session after hello", "[on
     auto end = t.run();
     REQUIRE_FALSE(end.ok());
     CHECK(end.error().code == ds::errc::kTimeout);
+    // Polled at 0, 100, 200 and 300 ms: until the 300 ms job_wait, not past it.
+    CHECK(t.clock.sleeps() == Sleeps(3, 100ms));
     CHECK(types_of(t.messages()) == std::vector<std::string>{"hello"});
     CHECK_FALSE(fs::exists(t.result_file()));
 }

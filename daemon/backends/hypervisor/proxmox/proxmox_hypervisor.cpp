@@ -12,7 +12,7 @@
 namespace ds {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 constexpr std::uint64_t kMiB = 1ull << 20;
@@ -537,7 +537,7 @@ Status ProxmoxHypervisor::destroy_recorded_vm(const std::string& vm_name, const 
 // name after the first disk and drops the lock at its end, or removes the
 // config when it fails. So a locked clone is waited for.
 Status ProxmoxHypervisor::destroy_if_named(const VmRef& recorded, const std::string& vm_name) {
-    const auto deadline = Clock::now() + options_.task_timeout;
+    const auto deadline = Steady::now() + options_.task_timeout;
     const std::string unnamed = "VM " + std::to_string(recorded.vmid);
     for (;;) {
         DS_ASSIGN_OR_RETURN(auto resource, resource_of(recorded.vmid));
@@ -552,7 +552,7 @@ Status ProxmoxHypervisor::destroy_if_named(const VmRef& recorded, const std::str
             const std::string node = json_read::string_or_empty(resource, "node");
             return stop_and_delete(VmRef{recorded.vmid, node.empty() ? recorded.node : node});
         }
-        if (Clock::now() >= deadline) {
+        if (Steady::now() >= deadline) {
             return make_error(errc::kTimeout, "proxmox: the clone to VM " +
                                                   std::to_string(recorded.vmid) +
                                                   " is still locked; left for a later cleanup");

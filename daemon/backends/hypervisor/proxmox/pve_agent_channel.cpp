@@ -13,7 +13,7 @@
 namespace ds {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 // agent/file-write's content: the schema's maxLength (qemu-server
@@ -281,7 +281,7 @@ class PveAgentChannel : public AgentChannel {
                 continue;
             }
             if (cancelled_ && cancelled_->load()) return make_error(errc::kCancelled, "cancelled");
-            if (Clock::now() >= deadline) return timeout();
+            if (Steady::now() >= deadline) return timeout();
             std::this_thread::sleep_for(options_.poll_interval);
         }
     }
@@ -381,7 +381,7 @@ Status wait_for_ping(GuestAgent& agent, const std::string& vm_name, Deadline dea
         auto ping = agent.api->post(agent.vm_path + "/agent/ping");
         if (ping) return ok_status();
         if (cancelled && cancelled->load()) return make_error(errc::kCancelled, "cancelled");
-        if (Clock::now() >= deadline) {
+        if (Steady::now() >= deadline) {
             return make_error(errc::kTimeout,
                               "proxmox: the guest agent of " + vm_name +
                                   " did not answer agent/ping: " + ping.error().message);

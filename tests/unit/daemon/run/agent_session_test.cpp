@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "support/fake_clock.h"
 #include "support/fakes/daemon_fakes.h"
 
 namespace ds {
@@ -18,12 +19,14 @@ namespace {
 
 using namespace ds::testing;
 using Catch::Matchers::Contains;
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
+using test::FakeClock;
 
 // A session over the unix socket channel, as the libvirt backend opens it.
 Result<AgentSession> connect_session(const std::string& path, Deadline deadline,
-                                     const std::atomic<bool>* cancelled = nullptr) {
-    auto channel = connect_unix_agent_channel(path, deadline, cancelled);
+                                     const std::atomic<bool>* cancelled = nullptr,
+                                     const Clock& clock = real_clock()) {
+    auto channel = connect_unix_agent_channel(path, deadline, cancelled, clock);
     if (!channel.ok()) return channel.error();
     return AgentSession(std::move(channel.value()), cancelled);
 }
@@ -51,7 +54,7 @@ class Peer {
 
     // Connects a session and accepts it.
     AgentSession connect(const std::atomic<bool>* cancelled = nullptr) {
-        auto session = connect_session(path_, Clock::now() + 2s, cancelled);
+        auto session = connect_session(path_, Steady::now() + 2s, cancelled);
         REQUIRE(session.ok());
         fd_ = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
         REQUIRE(fd_ >= 0);
@@ -73,7 +76,7 @@ class Peer {
     }
     // The next line the host sent, decoded.
     Json receive() {
-        auto line = reader_->read_line(Clock::now() + 2s);
+        auto line = reader_->read_line(Steady::now() + 2s);
         REQUIRE(line.ok());
         auto message = protocol::decode(line.value());
         REQUIRE(message.ok());
@@ -97,8 +100,38 @@ AgentSession connected(Peer& peer, const std::atomic<bool>* cancelled = nullptr)
     return peer.connect(cancelled);
 }
 
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
+// A channel whose guest is a script: each read is one step of it, which may
+// step the fake clock (time passing while the session waits) and answers
+// with a line or an error. It records how long each read was allowed to wait.
+class ScriptedChannel : public AgentChannel {
+  public:
+    using Step = std::function<Result<std::string>(int read_number)>;
+    explicit ScriptedChannel(Step step) : step_(std::move(step)) {}
+
+    Result<std::string> read_line(Deadline deadline) override {
+        waits_.push_back(deadline - Steady::now());
+        return step_(static_cast<int>(waits_.size()));
+    }
+    Status write(std::string_view) override { return ok_status(); }
+    const std::vector<Steady::duration>& waits() const { return waits_; }
+
+  private:
+    Step step_;
+    std::vector<Steady::duration> waits_;
+};
+
+// A session over a scripted channel, deciding by `clock`; `channel` is left
+// pointing at the channel the session owns.
+AgentSession scripted_session(ScriptedChannel::Step step, const Clock& clock,
+                              ScriptedChannel*& channel,
+                              const std::atomic<bool>* cancelled = nullptr) {
+    auto owned = std::make_unique<ScriptedChannel>(std::move(step));
+    channel = owned.get();
+    return AgentSession(std::move(owned), cancelled, clock);
+}
+
+Error read_timed_out() {
+    return make_error(errc::kTimeout, "no line before the deadline");
 }
 
 Json bench_progress(double elapsed_s) {
@@ -118,16 +151,14 @@ Json complete_result() {
 TEST_CASE("agent session: connect retries until the socket appears", "[agent_session]") {
     TempDir dir;
     const std::string path = dir.file("late.sock");
+    FakeClock clock;
     int listen_fd = -1;
-    std::thread qemu([&] {
-        std::this_thread::sleep_for(300ms);
-        listen_fd = listen_on(path);
+    clock.on_sleep([&](Clock::duration) {  // QEMU creates the socket during the third wait
+        if (clock.sleeps().size() == 3) listen_fd = listen_on(path);
     });
-    const auto start = Clock::now();
-    auto session = connect_session(path, Clock::now() + 3s);
-    qemu.join();
+    auto session = connect_session(path, clock.now() + 3s, nullptr, clock);
     CHECK(session.ok());
-    CHECK(seconds_since(start) >= 0.25);
+    CHECK(clock.sleeps() == std::vector<Clock::duration>(3, 100ms));
     ::close(listen_fd);
 }
 
@@ -136,22 +167,23 @@ TEST_CASE("agent session: connect gives up at the deadline, on cancel, on a long
     TempDir dir;
     const std::string path = dir.file("never.sock");
     SECTION("deadline") {
-        const auto start = Clock::now();
-        auto session = connect_session(path, Clock::now() + 300ms);
+        FakeClock clock;
+        auto session = connect_session(path, clock.now() + 300ms, nullptr, clock);
         REQUIRE_FALSE(session.ok());
         CHECK(session.error().code == errc::kTimeout);
         CHECK(session.error().message ==
               "cannot connect to the agent channel " + path + ": No such file or directory");
-        CHECK(seconds_since(start) < 2.0);
+        // Tried at 0, 100, 200 and 300 ms; not once more after the deadline.
+        CHECK(clock.sleeps() == std::vector<Clock::duration>(3, 100ms));
     }
     SECTION("cancelled") {
         std::atomic<bool> cancelled{true};
-        auto session = connect_session(path, Clock::now() + 10s, &cancelled);
+        auto session = connect_session(path, Steady::now() + 10s, &cancelled);
         REQUIRE_FALSE(session.ok());
         CHECK(session.error().code == errc::kCancelled);
     }
     SECTION("path longer than sun_path") {
-        auto session = connect_session(std::string(200, 'x'), Clock::now() + 10s);
+        auto session = connect_session(std::string(200, 'x'), Steady::now() + 10s);
         REQUIRE_FALSE(session.ok());
         CHECK(session.error().code == errc::kInvalidArgument);
         CHECK_THAT(session.error().message, Contains("agent socket path too long"));
@@ -163,7 +195,7 @@ TEST_CASE("agent session: receive_hello returns the hello or times out", "[agent
     AgentSession session = connected(peer);
     SECTION("hello") {
         peer.send(protocol::kHello, hello_payload());
-        auto hello = session.receive_hello(Clock::now() + 2s);
+        auto hello = session.receive_hello(Steady::now() + 2s);
         REQUIRE(hello.ok());
         CHECK(hello->agent_version == "0.1.0-fake");
         CHECK(hello->kernel == "6.1.0-fake-amd64");
@@ -175,35 +207,47 @@ TEST_CASE("agent session: receive_hello returns the hello or times out", "[agent
         Json payload = hello_payload();
         payload.erase("kernel");
         peer.send(protocol::kHello, payload);
-        auto hello = session.receive_hello(Clock::now() + 2s);
+        auto hello = session.receive_hello(Steady::now() + 2s);
         REQUIRE_FALSE(hello.ok());
         CHECK(hello.error().code == errc::kProtocol);
         CHECK(hello.error().message == "hello.kernel: missing");
     }
     SECTION("silence") {
-        const auto start = Clock::now();
-        auto hello = session.receive_hello(Clock::now() + 400ms);
+        // The guest says nothing; each read lets 100 ms pass on the clock.
+        FakeClock clock;
+        ScriptedChannel* channel = nullptr;
+        AgentSession silent = scripted_session(
+            [&](int) -> Result<std::string> {
+                clock.advance(100ms);
+                return read_timed_out();
+            },
+            clock, channel);
+        auto hello = silent.receive_hello(clock.now() + 400ms);
         REQUIRE_FALSE(hello.ok());
         CHECK(hello.error().code == errc::kTimeout);
-        CHECK(seconds_since(start) >= 0.35);
-        CHECK(seconds_since(start) < 1.5);
+        CHECK(hello.error().message == "no line before the deadline");  // the channel's reason
+        CHECK(channel->waits().size() == 4);  // until the deadline, not past it
+        CHECK(clock.elapsed() == 400ms);
+        // Each wait is a slice of at most 250 ms, so a cancel is seen.
+        for (const auto wait : channel->waits()) CHECK(wait <= 250ms);
+        CHECK(channel->waits().back() <= 100ms);  // the last slice ends at the deadline
     }
     SECTION("half a message, then silence") {
         peer.send_raw(R"({"v":2,"type":"hel)");
-        auto hello = session.receive_hello(Clock::now() + 300ms);
+        auto hello = session.receive_hello(Steady::now() + 300ms);
         REQUIRE_FALSE(hello.ok());
         CHECK(hello.error().code == errc::kTimeout);
     }
     SECTION("another message first") {
         peer.send(protocol::kProgress, Json{{"phase", "format"}});
-        auto hello = session.receive_hello(Clock::now() + 2s);
+        auto hello = session.receive_hello(Steady::now() + 2s);
         REQUIRE_FALSE(hello.ok());
         CHECK(hello.error().code == errc::kProtocol);
         CHECK(hello.error().message == "agent sent 'progress' before 'hello'");
     }
     SECTION("the channel closes") {
         peer.close_channel();
-        auto hello = session.receive_hello(Clock::now() + 2s);
+        auto hello = session.receive_hello(Steady::now() + 2s);
         REQUIRE_FALSE(hello.ok());
         CHECK(hello.error().code == errc::kIo);
         CHECK(hello.error().message == "channel closed");
@@ -214,7 +258,7 @@ TEST_CASE("agent session: job out, progress in order, then the result", "[agent_
     Peer peer;
     AgentSession session = connected(peer);
     peer.send(protocol::kHello, hello_payload());
-    REQUIRE(session.receive_hello(Clock::now() + 2s).ok());
+    REQUIRE(session.receive_hello(Steady::now() + 2s).ok());
 
     const Json job = {{"run_id", "17"}, {"timeout_s", 60}, {"filesystem", {{"type", "btrfs"}}}};
     REQUIRE(session.send_job(job).ok());
@@ -241,7 +285,7 @@ TEST_CASE("agent session: job out, progress in order, then the result", "[agent_
         ::send(peer.fd(), result.data() + half, result.size() - half, MSG_NOSIGNAL);
     });
     std::vector<double> order;
-    auto outcome = session.await_result(Clock::now() + 2s, [&](const guest::Progress& progress) {
+    auto outcome = session.await_result(Steady::now() + 2s, [&](const guest::Progress& progress) {
         order.push_back(progress.elapsed_s);
     });
     trickle.join();
@@ -279,7 +323,7 @@ TEST_CASE("agent session: an error message maps to errc::kAgent with phase and m
     peer.send(protocol::kError, error);
     int progress = 0;
     auto outcome =
-        session.await_result(Clock::now() + 2s, [&](const guest::Progress&) { ++progress; });
+        session.await_result(Steady::now() + 2s, [&](const guest::Progress&) { ++progress; });
     REQUIRE_FALSE(outcome.ok());
     CHECK(outcome.error().code == errc::kAgent);
     CHECK(outcome.error().message == expected);
@@ -321,7 +365,7 @@ TEST_CASE("agent session: a message that breaks its schema fails with the field 
         peer.send(protocol::kResult, result);
         expected = "result.output: missing";
     }
-    auto outcome = session.await_result(Clock::now() + 2s, nullptr);
+    auto outcome = session.await_result(Steady::now() + 2s, nullptr);
     REQUIRE_FALSE(outcome.ok());
     CHECK(outcome.error().code == errc::kProtocol);
     CHECK(outcome.error().message == expected);
@@ -343,7 +387,7 @@ TEST_CASE("agent session: progress text is cut to the bound, on a character boun
         protocol::encode(protocol::kError, Json{{"phase", "bench"}, {"message", "stop"}}));
     std::vector<guest::Progress> seen;
     auto outcome = session.await_result(
-        Clock::now() + 5s, [&](const guest::Progress& received) { seen.push_back(received); });
+        Steady::now() + 5s, [&](const guest::Progress& received) { seen.push_back(received); });
     writer.join();
     REQUIRE_FALSE(outcome.ok());
     CHECK(outcome.error().message == "agent failed during bench: stop");
@@ -400,7 +444,7 @@ TEST_CASE("agent session: unexpected or malformed messages during a job", "[agen
         code = errc::kIo;
         expected = "channel closed in the middle of a message (18 bytes unterminated)";
     }
-    auto outcome = session.await_result(Clock::now() + 2s, nullptr);
+    auto outcome = session.await_result(Steady::now() + 2s, nullptr);
     if (writer.joinable()) writer.join();
     REQUIRE_FALSE(outcome.ok());
     CHECK(outcome.error().code == code);
@@ -413,42 +457,47 @@ TEST_CASE("agent session: await_result times out, and sees cancellation promptly
     std::atomic<bool> cancelled{false};
     AgentSession session = connected(peer, &cancelled);
     SECTION("timeout despite progress") {
-        // Progress does not extend the deadline.
-        std::thread chatter([&] {
-            for (int i = 0; i < 6; ++i) {
-                const std::string line = protocol::encode(protocol::kProgress, bench_progress(i));
-                ::send(peer.fd(), line.data(), line.size(), MSG_NOSIGNAL);
-                std::this_thread::sleep_for(100ms);
-            }
-        });
-        const auto start = Clock::now();
+        // A guest that never stops sending progress, 100 ms apart on the
+        // clock: progress does not extend the deadline.
+        FakeClock clock;
+        ScriptedChannel* channel = nullptr;
+        AgentSession chatty = scripted_session(
+            [&](int read_number) -> Result<std::string> {
+                clock.advance(100ms);
+                return protocol::encode(protocol::kProgress, bench_progress(read_number));
+            },
+            clock, channel);
         int progress = 0;
         auto outcome =
-            session.await_result(Clock::now() + 300ms, [&](const guest::Progress&) { ++progress; });
-        const double seconds = seconds_since(start);
-        chatter.join();
+            chatty.await_result(clock.now() + 300ms, [&](const guest::Progress&) { ++progress; });
         REQUIRE_FALSE(outcome.ok());
         CHECK(outcome.error().code == errc::kTimeout);
-        CHECK(progress >= 2);
-        CHECK(seconds < 1.5);  // the deadline, not the chatter, ends it
+        CHECK(outcome.error().message ==
+              "the deadline passed while the agent was still sending progress");
+        CHECK(progress == 3);  // at 100, 200 and 300 ms; none read after the deadline
+        CHECK(clock.elapsed() == 300ms);
     }
     SECTION("cancel") {
-        std::thread canceller([&] {
-            std::this_thread::sleep_for(100ms);
-            cancelled = true;
-        });
-        const auto start = Clock::now();
-        auto outcome = session.await_result(Clock::now() + 10s, nullptr);
-        const double seconds = seconds_since(start);
-        canceller.join();
+        // The daemon cancels during the second wait, 9.5 s before the deadline.
+        FakeClock clock;
+        ScriptedChannel* channel = nullptr;
+        AgentSession waiting = scripted_session(
+            [&](int read_number) -> Result<std::string> {
+                clock.advance(250ms);
+                if (read_number == 2) cancelled = true;
+                return read_timed_out();
+            },
+            clock, channel, &cancelled);
+        auto outcome = waiting.await_result(clock.now() + 10s, nullptr);
         REQUIRE_FALSE(outcome.ok());
         CHECK(outcome.error().code == errc::kCancelled);
-        CHECK(seconds < 1.5);  // polled in 250 ms slices, not at the 10 s deadline
+        CHECK(channel->waits().size() == 2);  // seen after the slice it came in
+        CHECK(clock.elapsed() == 500ms);
     }
     SECTION("cancelled before hello") {
         cancelled = true;
         peer.send(protocol::kHello, hello_payload());
-        auto hello = session.receive_hello(Clock::now() + 2s);
+        auto hello = session.receive_hello(Steady::now() + 2s);
         REQUIRE_FALSE(hello.ok());
         CHECK(hello.error().code == errc::kCancelled);
     }
@@ -459,7 +508,7 @@ TEST_CASE("agent session: a moved session keeps its channel", "[agent_session]")
     AgentSession first = connected(peer);
     AgentSession second(std::move(first));
     peer.send(protocol::kHello, hello_payload());
-    auto hello = second.receive_hello(Clock::now() + 2s);
+    auto hello = second.receive_hello(Steady::now() + 2s);
     REQUIRE(hello.ok());
     REQUIRE(second.send_job(Json{{"run_id", "1"}}).ok());
     CHECK(peer.receive().at("type") == "job");

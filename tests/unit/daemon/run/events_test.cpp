@@ -1,8 +1,10 @@
-// The EventBus's history bounds: by count and by bytes.
+// The EventBus: its history bounds, by count and by bytes, and the time it stamps.
 #include "daemon/run/events.h"
 
 #include <catch2/catch.hpp>
 #include <chrono>
+
+#include "support/fake_clock.h"
 
 namespace ds {
 namespace {
@@ -15,6 +17,21 @@ Json event_of(std::size_t text_bytes, int number) {
 
 std::size_t compact_size(const Json& event) {
     return event.dump().size();
+}
+
+TEST_CASE("event bus: each event carries its sweep and the clock's UTC time", "[events]") {
+    test::FakeClock clock;
+    EventBus bus(EventBus::kDefaultHistoryEvents, EventBus::kDefaultHistoryBytes, clock);
+    bus.publish(2, event_of(1, -1));  // so that the cursor below is not 0 ("from now")
+    std::uint64_t cursor = bus.latest();
+    bus.publish(7, event_of(1, 1));
+    clock.advance(61s);
+    bus.publish(7, event_of(1, 2));
+    const auto events = bus.wait(7, &cursor, 0ms);
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].at("sweep_id") == 7);
+    CHECK(events[0].at("time") == "2026-01-01T00:00:00Z");
+    CHECK(events[1].at("time") == "2026-01-01T00:01:01Z");
 }
 
 TEST_CASE("event bus: the history is bounded by count", "[events]") {

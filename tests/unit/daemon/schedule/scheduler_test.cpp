@@ -9,7 +9,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "common/elapsed.h"
+#include "common/clock.h"
+#include "support/fake_clock.h"
 #include "support/fakes/daemon_fakes.h"
 
 namespace ds {
@@ -33,6 +34,9 @@ struct FakeRunner {
     std::atomic<bool> released{false};
     std::map<int, RunStatus> outcome_by_sequence;  // default: succeeded
     std::function<void(const RunRecord&)> on_start;
+    // When set, a run's `duration` passes on this clock at once instead of
+    // in real time.
+    test::FakeClock* clock = nullptr;
 
     std::atomic<int> active{0};
     std::atomic<int> max_active{0};
@@ -70,7 +74,8 @@ struct FakeRunner {
                std::chrono::steady_clock::now() < peers_deadline) {
             std::this_thread::sleep_for(1ms);
         }
-        const auto end = std::chrono::steady_clock::now() + duration;
+        if (clock && !block_until_cancelled_or_released) clock->advance(duration);
+        const auto end = std::chrono::steady_clock::now() + (clock ? 0ms : duration);
         while (!cancelled.load()) {
             if (block_until_cancelled_or_released ? released.load()
                                                   : std::chrono::steady_clock::now() >= end) {
@@ -304,10 +309,10 @@ TEST_CASE("scheduler: cancel marks pending runs cancelled and the sweep cancelle
     REQUIRE(scheduler.submit(sweep_id, SweepTimeouts{}).ok());
     REQUIRE(wait_until([&] { return f.runner.active == 1; }));
 
-    const auto start = std::chrono::steady_clock::now();
+    // The runner blocks until it is cancelled: the sweep can only finish
+    // because cancel() reached the running run (saw_cancel below).
     REQUIRE(scheduler.cancel(sweep_id).ok());
     REQUIRE(events.wait_for("sweep_finished", 5s));
-    CHECK(std::chrono::steady_clock::now() - start < 2s);
 
     CHECK(f.runner.calls() == 1);  // the pending ones never started
     CHECK(f.runner.saw_cancel == 1);
@@ -367,9 +372,9 @@ TEST_CASE("scheduler: stop() cancels what runs, joins promptly and leaves the re
     REQUIRE(scheduler.submit(sweep_id, SweepTimeouts{}).ok());
     REQUIRE(wait_until([&] { return f.runner.active == 2; }));
 
-    const auto start = std::chrono::steady_clock::now();
+    // The runners block until cancelled, so stop() returns only by
+    // cancelling both (saw_cancel).
     scheduler.stop();
-    CHECK(std::chrono::steady_clock::now() - start < 2s);
     CHECK(f.runner.saw_cancel == 2);
     CHECK(f.runner.active == 0);
     CHECK(f.runner.calls() == 2);
@@ -417,8 +422,10 @@ TEST_CASE("scheduler: submit refuses a sweep twice and finishes an empty one at 
 TEST_CASE("scheduler: eta is unknown, then the mean run time times what is left", "[scheduler]") {
     SchedulerFixture f;
     const auto sweep_id = create_sweep(*f.store, 3);
-    f.runner.duration = 100ms;
-    Scheduler scheduler(*f.store, f.events, f.runner.function(), 1);
+    test::FakeClock clock;
+    f.runner.clock = &clock;
+    f.runner.duration = 10s;  // on the fake clock: every run takes exactly 10 s
+    Scheduler scheduler(*f.store, f.events, f.runner.function(), 1, clock);
     std::vector<double> eta_at_start;  // written by the one worker, read after it is done
     f.runner.on_start = [&](const RunRecord& run) {
         eta_at_start.push_back(scheduler.eta_seconds(run.sweep_id));
@@ -430,14 +437,16 @@ TEST_CASE("scheduler: eta is unknown, then the mean run time times what is left"
     scheduler.stop();
     REQUIRE(eta_at_start.size() == 3);
     CHECK(eta_at_start[0] < 0);  // nothing finished yet: unknown
-    // The scheduler's own clock is within a few ms of the runner's.
-    REQUIRE(f.runner.seconds.size() == 3);
-    const double first = f.runner.seconds[0], second = f.runner.seconds[1];
     // One run done, one pending, one running: mean * (1 + 0.5) / 1 worker.
-    CHECK(eta_at_start[1] == Approx(first * 1.5).margin(0.015));
+    CHECK(eta_at_start[1] == 15.0);
     // Two done, none pending, one running: mean * 0.5.
-    CHECK(eta_at_start[2] == Approx((first + second) / 2 * 0.5).margin(0.015));
+    CHECK(eta_at_start[2] == 5.0);
     CHECK(scheduler.eta_seconds(sweep_id) < 0);  // finished: no longer queued
+    // The sweep's times are the clock's: started at its start, finished after
+    // the three runs' 30 s.
+    const SweepRecord sweep = f.store->get_sweep(sweep_id).value();
+    CHECK(sweep.started_at == "2026-01-01T00:00:00Z");
+    CHECK(sweep.finished_at == "2026-01-01T00:00:30Z");
 }
 
 TEST_CASE("scheduler: with the real executor behind fakes, parallel runs all succeed",
