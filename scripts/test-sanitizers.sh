@@ -20,7 +20,7 @@ root=$FUZZ_REPO
 cd "$root"
 build=$FUZZ_BUILD_DIR
 reports=$build/sanitizer-reports
-junit=$build/Testing/junit.xml
+junit_base=$build/Testing/junit
 
 # The unit and integration binaries (tests/CMakeLists.txt: unit_DIR for each
 # tests/unit/DIR, skip_probe; tests/integration/CMakeLists.txt) and the
@@ -56,7 +56,7 @@ sanitizer_environment() {
 check_reports() {
     local files ubsan
     files=$(find "$reports" -type f | sort)
-    ubsan=$(grep -a 'runtime error:' "$junit" || true)
+    ubsan=$(grep -a 'runtime error:' "$junit_base".*.xml || true)
     [ -z "$files" ] && [ -z "$ubsan" ] && return 0
     echo "[sanitizers] sanitizer reports:" >&2
     if [ -n "$files" ]; then
@@ -65,7 +65,7 @@ check_reports() {
             cat "$file" >&2
         done <<<"$files"
     fi
-    [ -z "$ubsan" ] || printf -- '---- UBSan, in the tests output (%s):\n%s\n' "$junit" "$ubsan" >&2
+    [ -z "$ubsan" ] || printf -- '---- UBSan, in the tests output (%s):\n%s\n' "$junit_base.*.xml" "$ubsan" >&2
     return 1
 }
 
@@ -77,19 +77,19 @@ built_at=$SECONDS
 
 # The integration tests that boot a guest use the image scripts/test.sh built.
 export DISKSWEEP_TEST_IMAGE_DIR="${DISKSWEEP_TEST_IMAGE_DIR:-/var/lib/disksweep/images}"
-rm -rf "$reports" "$junit"
+rm -rf "$reports"
 mkdir -p "$reports"
 sanitizer_environment
 status=0
 exclude=$(IFS='|'; echo "${excluded[*]}")
-# The JUnit file keeps every test's output (UBSan's reports) in full.
-ctest --test-dir "$build" -L 'unit|integration' -E "$exclude" --output-on-failure --timeout 1500 \
-    --test-output-size-passed 4194304 --test-output-size-failed 4194304 \
-    --output-junit "$junit" "$@" || status=$?
+# The JUnit files keep every test's output (UBSan's reports) in full. The
+# unit tier runs in parallel, integration one test at a time
+# (scripts/lib/ctest-tiers.sh, which also checks the skips).
+# shellcheck source=lib/ctest-tiers.sh
+source "$root/scripts/lib/ctest-tiers.sh"
+CTEST_TIERS_EXTRA=(-E "$exclude" --test-output-size-passed 4194304 --test-output-size-failed 4194304)
+run_ctest_tiers "$build" "$junit_base" -L 'unit|integration' "$@" || status=$?
 echo "[sanitizers] tests ran in $((SECONDS - built_at))s"
-if ! "$root/scripts/check-skips.sh" "$junit"; then
-    [[ $status != 0 ]] || status=1
-fi
 if ! check_reports; then
     [[ $status != 0 ]] || status=1
 fi

@@ -2,8 +2,10 @@
 # The README's second command: install, build, build the guest image, run the
 # whole test suite (unit, integration, e2e). Extra arguments go to ctest,
 # e.g. scripts/test.sh -L unit
-# A test that skips fails the run unless tests/allowed-skips.txt allows it
-# (scripts/check-skips.sh reads ctest's JUnit output, build/Testing/junit.xml).
+# The unit tier runs in parallel, the others one test at a time
+# (scripts/lib/ctest-tiers.sh). A test that skips fails the run unless
+# tests/allowed-skips.txt allows it (scripts/check-skips.sh reads ctest's
+# JUnit output, build/Testing/junit.unit.xml and junit.serial.xml).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -13,12 +15,6 @@ scripts/build.sh
 # e2e tests boot the real guest image from here.
 export DISKSWEEP_TEST_IMAGE_DIR="${DISKSWEEP_TEST_IMAGE_DIR:-/var/lib/disksweep/images}"
 scripts/build-guest-image.sh "$DISKSWEEP_TEST_IMAGE_DIR"
-junit="$root/build/Testing/junit.xml"
-rm -f "$junit"
-cd build
-status=0
-ctest --output-on-failure --timeout 1500 --output-junit "$junit" "$@" || status=$?
-if ! "$root/scripts/check-skips.sh" "$junit"; then
-    [[ $status != 0 ]] || status=1
-fi
-exit "$status"
+# shellcheck source=lib/ctest-tiers.sh
+source scripts/lib/ctest-tiers.sh
+run_ctest_tiers "$root/build" "$root/build/Testing/junit" "$@"
