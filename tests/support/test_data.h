@@ -9,16 +9,10 @@
 
 namespace ds::test {
 
-// The repository's root (this file is tests/support/test_data.h). __FILE__
-// is the path the compiler was given, which may pass through ".." (an include
-// directory of tests/report/..): normal form first, then up three.
-inline std::filesystem::path repository_root() {
-    return std::filesystem::path(__FILE__)
-        .lexically_normal()
-        .parent_path()
-        .parent_path()
-        .parent_path();
-}
+// The repository's root, absolute and in normal form (test_data.cpp: from
+// CMake, not from __FILE__, which ccache's base_dir makes relative; see
+// scripts/ccache.sh).
+std::filesystem::path repository_root();
 
 inline std::filesystem::path test_data_dir() {
     return repository_root() / "tests" / "data";
