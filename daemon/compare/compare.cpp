@@ -569,50 +569,87 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
     };
 }
 
-Result<Json> results_for_config(Store& store, const std::string& config_id) {
+namespace {
+
+// One row of results_for_config: the runs of one workload (name and
+// parameters) in one sweep (or every sweep, pooled) and one partition.
+struct ConfigResultRow {
+    std::string workload_name;
+    Json workload;
+    std::int64_t sweep_key = 0;  // the sweep; 0 when sweeps are pooled
+    std::string partition_key;   // "" for runs that never finished
+    std::vector<std::int64_t> sweep_ids;
+    RowAccumulator accumulator;
+
+    void add(const RunRecord& run) {
+        if (sweep_ids.empty() || sweep_ids.back() != run.sweep_id)
+            sweep_ids.push_back(run.sweep_id);
+        accumulator.add(run);
+    }
+};
+
+// The rows of `runs` (by sweep, then sequence): runs that finished by their
+// partition, the way compare_sweep keeps them; runs that never did (no
+// partition yet) join the first row of their workload and sweep key, or a
+// row of their own at the end.
+std::vector<ConfigResultRow> config_result_rows(const std::vector<RunRecord>& runs,
+                                                SweepPooling pooling) {
+    std::vector<ConfigResultRow> rows;
+    auto find = [&](const RunRecord& run, std::int64_t sweep_key, bool any_partition) {
+        const std::string workload = run.workload.dump();
+        return std::find_if(rows.begin(), rows.end(), [&](const ConfigResultRow& row) {
+            return row.workload_name == run.workload_name && row.workload.dump() == workload &&
+                   row.sweep_key == sweep_key &&
+                   (any_partition || row.partition_key == run.partition_key);
+        });
+    };
+    for (const bool finished : {true, false}) {
+        for (const RunRecord& run : runs) {
+            if (run.partition_key.empty() == finished) continue;
+            const std::int64_t sweep_key = pooling == SweepPooling::kPooled ? 0 : run.sweep_id;
+            auto row = find(run, sweep_key, !finished);
+            if (row == rows.end()) {
+                rows.push_back(ConfigResultRow{
+                    run.workload_name, run.workload, sweep_key, run.partition_key, {}, {}});
+                row = rows.end() - 1;
+            }
+            row->add(run);
+        }
+    }
+    return rows;
+}
+
+}  // namespace
+
+Result<Json> results_for_config(Store& store, const std::string& config_id, SweepPooling pooling) {
     Result<Json> settings = store.get_configuration(config_id);
     DS_TRY(settings);
     Result<std::vector<RunRecord>> runs = store.runs_for_config(config_id, RawOutput::kOmit);
     DS_TRY(runs);
-
-    struct Row {
-        std::string workload_name;
-        Json workload;
-        std::vector<std::int64_t> sweep_ids;  // ascending: runs come by sweep
-        RowAccumulator accumulator;
-    };
-    std::vector<Row> rows;
-    // Keyed by name and the workload's JSON: the same name with other
-    // parameters measured something else.
-    std::map<std::pair<std::string, std::string>, std::size_t> row_index;
-    for (const RunRecord& run : runs.value()) {
-        const auto key = std::make_pair(run.workload_name, run.workload.dump());
-        auto [found, inserted] = row_index.try_emplace(key, rows.size());
-        if (inserted) rows.push_back(Row{run.workload_name, run.workload, {}, {}});
-        Row& row = rows[found->second];
-        if (row.sweep_ids.empty() || row.sweep_ids.back() != run.sweep_id) {
-            row.sweep_ids.push_back(run.sweep_id);
-        }
-        row.accumulator.add(run);
-    }
+    const std::vector<ConfigResultRow> rows = config_result_rows(runs.value(), pooling);
 
     std::set<std::string> metric_names;
-    for (const Row& row : rows) row.accumulator.collect_metric_names(metric_names);
-
+    std::vector<std::string> partitions;
     Json rows_json = Json::array();
-    for (const Row& row : rows) {
+    for (const ConfigResultRow& row : rows) {
+        row.accumulator.collect_metric_names(metric_names);
         rows_json.push_back(Json{
             {"workload", row.workload_name},
             {"workload_params", row.workload},
             {"sweep_ids", row.sweep_ids},
+            {"partition", partition_index(partitions, row.partition_key)},
             {"runs", row.accumulator.counts_json()},
             {"metrics", row.accumulator.metrics_json()},
         });
     }
+    Json partitions_json = Json::array();
+    for (const std::string& key : partitions) partitions_json.push_back(partition_from_key(key));
 
     Json result{
         {"config_id", config_id},
         {"settings", settings.value()},
+        {"sweeps_pooled", pooling == SweepPooling::kPooled},
+        {"partitions", std::move(partitions_json)},
         {"metrics", ordered_metric_names(metric_names)},
         {"rows", std::move(rows_json)},
     };

@@ -123,14 +123,33 @@ Json partition_from_key(const std::string& partition_key);
 // Errors: kNotFound for an unknown sweep; the store's errors otherwise.
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options = {});
 
-// Every result of one configuration across all sweeps:
+// Whether results_for_config keeps each sweep's runs apart (the default,
+// as compare_sweep does) or pools the runs of every sweep.
+enum class SweepPooling { kBySweep, kPooled };
+
+// Every result of one configuration across all sweeps, partitioned as
+// compare_sweep partitions a sweep:
 //   {"config_id":"..","settings":{..},"durability_risks":[..],
+//    "sweeps_pooled":false,
+//    "partitions":[{"accel":"tcg","host":"","qemu":"7.2.0","libvirt":"9.0.0","kernel":".."}],
 //    "metrics":[..as above..],
 //    "rows":[{"workload":"randrw","workload_params":{..ds::to_json(Workload)..},
-//             "sweep_ids":[1,4],"runs":{..counts..},"metrics":{..summaries..}}]}
-// One row per distinct workload (name and parameters: a name reused with other
-// parameters is another row), in the order of first appearance (by sweep, then
-// sequence). Errors: kNotFound for an unknown configuration.
-Result<Json> results_for_config(Store& store, const std::string& config_id);
+//             "sweep_ids":[4],"partition":0,"runs":{..counts..},
+//             "metrics":{..summaries (ds::to_json(Summary))..}}]}
+// Contract:
+//  * One row per workload (name and parameters: a name reused with other
+//    parameters measured something else), sweep (unless `pooling` is
+//    kPooled: then "sweep_ids" lists every sweep of the row) and partition
+//    (acceleration, host and QEMU, libvirt and kernel versions: the store's
+//    partition key of the run, the one compare_sweep uses). Runs of
+//    different partitions are never pooled, not even with kPooled.
+//  * Rows come in the order of their first finished run (by sweep, then
+//    sequence). Runs that never finished have no partition yet: they join
+//    the first row of their workload and sweep, or get a row of their own
+//    ("partition": null) after the others.
+//  * "partition" indexes "partitions" (in the order first seen).
+// Errors: kNotFound for an unknown configuration.
+Result<Json> results_for_config(Store& store, const std::string& config_id,
+                                SweepPooling pooling = SweepPooling::kBySweep);
 
 }  // namespace ds
