@@ -611,16 +611,21 @@ Json to_json(const Workload& workload) {
               {"params", workload.params.is_null() ? Json::object() : workload.params}};
     if (!workload.filesystems.empty()) json["filesystems"] = workload.filesystems;
     if (workload.timeout_s > 0) json["timeout_s"] = workload.timeout_s;
+    if (!workload.tuning.empty()) json["tuning"] = workload.tuning;
+    if (!workload.variant_of.empty()) json["variant_of"] = workload.variant_of;
     return json;
 }
 
 Result<Workload> workload_from_json(const Json& json) {
     if (!json.is_object()) return make_error(errc::kInvalidArgument, "workload must be an object");
-    DS_TRY(reject_unknown_keys(json, {"name", "kind", "params", "filesystems", "timeout_s"},
-                               "workload"));
+    DS_TRY(reject_unknown_keys(
+        json, {"name", "kind", "params", "filesystems", "timeout_s", "tuning", "variant_of"},
+        "workload"));
     Workload workload;
     DS_TRY(read_string(json, "name", workload.name));
     DS_TRY(read_string(json, "kind", workload.kind));
+    DS_TRY(read_string(json, "tuning", workload.tuning));
+    DS_TRY(read_string(json, "variant_of", workload.variant_of));
     DS_TRY(read_string_list(json, "filesystems", workload.filesystems));
     if (const auto it = json.find("timeout_s"); it != json.end()) {
         if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||

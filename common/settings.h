@@ -149,11 +149,16 @@ struct Workload {
     // Spec `timeout`: the workload's own time limit in seconds; 0 = none
     // (the run's timeout bounds it).
     int timeout_s = 0;
+    // A variant of the spec's workload `variant_of` under the matrix's
+    // tuning `tuning` ([tunings.NAME], docs/spec.md); both "" for a
+    // workload as written (the tuning "defaults").
+    std::string tuning{};
+    std::string variant_of{};
 
     bool operator==(const Workload&) const = default;
 };
-// {"name","kind","params"} plus "filesystems" and "timeout_s" when set (so
-// workloads without them serialise as before).
+// {"name","kind","params"} plus "filesystems", "timeout_s", "tuning" and
+// "variant_of" when set (so workloads without them serialise as before).
 Json to_json(const Workload&);
 Result<Workload> workload_from_json(const Json&);
 

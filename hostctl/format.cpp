@@ -360,12 +360,24 @@ MeanSpread summary_cell(const Json& summary) {
     return format_mean_spread(*mean, number_field(summary, "stddev"));
 }
 
+// Whether any row, of any partition, has a host baseline to compare with.
+bool any_host_overhead(const Json& compare) {
+    for (const auto& row : field(compare, "rows"))
+        if (field(row, "vs_host").is_object()) return true;
+    return false;
+}
+
+// The line under a table with a "vs host" column that says what it is.
+std::string vs_host_legend(const std::string& metric) {
+    return "vs host = the configuration's mean " + metric +
+           " as a share of the host baseline's (fio from the host on the same storage's "
+           "raw volume, no guest)\n";
+}
+
 // The metric the "vs host" column compares: the primary one when shown,
 // else the first; "" when no row has a host baseline to compare with.
 std::string host_overhead_metric(const Json& compare, const CompareColumns& columns) {
-    bool any = false;
-    for (const auto& row : field(compare, "rows")) any = any || field(row, "vs_host").is_object();
-    if (!any || columns.metrics.empty()) return "";
+    if (!any_host_overhead(compare) || columns.metrics.empty()) return "";
     const std::string primary = text_field(field(compare, "primary_metric"), "name", "");
     const bool shown =
         std::find(columns.metrics.begin(), columns.metrics.end(), primary) != columns.metrics.end();
@@ -515,11 +527,7 @@ std::string format_compare_wide(const Json& compare) {
     std::string text = "sweep " + sweep_id +
                        ": mean ± stddev over n succeeded runs per configuration and workload\n" +
                        table.render();
-    if (!overhead_metric.empty()) {
-        text += "vs host = the configuration's mean " + overhead_metric +
-                " as a share of the host baseline's (fio from the host on the same storage's "
-                "raw volume, no guest)\n";
-    }
+    if (!overhead_metric.empty()) text += vs_host_legend(overhead_metric);
     if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
     return text;
 }
@@ -565,13 +573,14 @@ std::string workload_options_legend(const Json& rows) {
 // The narrow compare table's columns: the configuration (its axes, or its
 // id when nothing varies), then the primary metric and what is said of it.
 Table narrow_compare_table(const NarrowColumns& columns, bool options_column,
-                           const std::string& metric) {
+                           const std::string& metric, bool vs_host_column) {
     std::vector<Table::Column> header;
     if (columns.axes.empty()) header.push_back({"config"});
     for (const auto& axis : columns.axes) header.push_back({axis});
     if (columns.workload) header.push_back({"workload"});
     if (options_column) header.push_back({"options"});
     header.push_back({metric.empty() ? "primary metric" : metric, Align::kRight});
+    if (vs_host_column) header.push_back({"vs host", Align::kRight});
     header.push_back({"ratio [95% CI]", Align::kRight});
     header.push_back({"verdict"});
     header.push_back({"n", Align::kRight});
@@ -583,6 +592,7 @@ Table narrow_compare_table(const NarrowColumns& columns, bool options_column,
 // to `risk_notes` (printed once each under the tables).
 std::vector<std::string> narrow_compare_line(const Json& row, const NarrowColumns& columns,
                                              bool options_column, const std::string& metric,
+                                             bool vs_host_column,
                                              std::vector<std::string>& risk_notes) {
     const bool host = field(row, "host_baseline") == true;
     std::vector<std::string> line;
@@ -598,6 +608,7 @@ std::vector<std::string> narrow_compare_line(const Json& row, const NarrowColumn
     std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
     if (metric.empty() && value != "-") value += " " + row_metric;
     line.push_back(value);
+    if (vs_host_column) line.push_back(host_share_text(row, row_metric));
     line.push_back(field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
     line.push_back(verdict_text(row));
     const Json& runs = field(row, "runs");
@@ -629,6 +640,9 @@ std::string format_compare_table(const Json& compare) {
     // With a workload column, the workloads' server variables (often longer
     // than the rest of a row) are a legend under the table, once each.
     const bool options_column = columns.options && !columns.workload;
+    // The host baselines sit in a partition of their own (acceleration
+    // "none"): whether to show the column is asked of every row.
+    const bool vs_host_column = any_host_overhead(compare);
     std::string text = narrow_heading(compare, metric, field(primary, "lower_is_better") == true);
     if (partition_count > 1) {
         text +=
@@ -643,12 +657,13 @@ std::string format_compare_table(const Json& compare) {
                     std::to_string(partition_count) + ": " + partition_text(partitions[partition]) +
                     "\n";
         }
-        Table table = narrow_compare_table(columns, options_column, metric);
+        Table table = narrow_compare_table(columns, options_column, metric, vs_host_column);
         for (std::size_t r : members)
-            table.add_row(
-                narrow_compare_line(rows[r], columns, options_column, metric, risk_notes));
+            table.add_row(narrow_compare_line(rows[r], columns, options_column, metric,
+                                              vs_host_column, risk_notes));
         text += table.render();
     }
+    if (vs_host_column) text += vs_host_legend(metric.empty() ? "primary metric" : metric);
     if (columns.options && !options_column) text += workload_options_legend(rows);
     for (const auto& risks : risk_notes)
         text += "! " + risks + ": can lose data on a power failure or crash\n";
@@ -692,6 +707,7 @@ std::vector<std::string> csv_header(const CompareColumns& columns) {
     header.push_back("compared_metric");
     for (const char* part : kCsvComparisonFields)
         header.push_back(std::string("vs_baseline_") + part);
+    header.push_back("vs_host");
     header.push_back("durability_risks");
     return header;
 }
@@ -723,11 +739,14 @@ std::vector<std::string> csv_row(const Json& compare, const Json& row,
                        static_cast<std::size_t>(partition) < partitions.size();
     line.push_back(known ? partition_text(partitions[static_cast<std::size_t>(partition)]) : "");
     const Json& versus = field(row, "vs_baseline");
-    line.push_back(text_field(field(row, "primary_metric"), "name", ""));
+    const std::string compared = text_field(field(row, "primary_metric"), "name", "");
+    line.push_back(compared);
     for (const char* part : kCsvComparisonFields) {
         const Json& value = field(versus, part);
         line.push_back(value.is_string() ? value.get<std::string>() : csv_number_text(value));
     }
+    // The compared metric's mean as a share of the host baseline's (any partition).
+    line.push_back(csv_number_text(field(field(field(row, "vs_host"), "ratios"), compared)));
     line.push_back(join(string_list(field(row, "durability_risks")), ";"));
     return line;
 }

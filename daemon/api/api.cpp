@@ -289,6 +289,18 @@ class Api {
         return json_response(page.value());
     }
 
+    // A yes/no query parameter: true or 1, false or 0; absent is false.
+    static Result<bool> query_flag(const http::Request& request, const char* name) {
+        auto given = request.query.find(name);
+        if (given == request.query.end()) return false;
+        const std::string& value = given->second;
+        if (value == "true" || value == "1") return true;
+        if (value == "false" || value == "0") return false;
+        return make_error(errc::kInvalidArgument, std::string("query parameter '") + name +
+                                                      "' must be true or false (1 or 0), not '" +
+                                                      value + "'");
+    }
+
     // {"runs":[..],"next_after":SEQ|null}: the runs after ?after=SEQ (their
     // sequence; default: from the first), at most ?limit=N (default and
     // maximum kMaxRunsPerPage), so no answer grows with the sweep.
@@ -350,8 +362,9 @@ class Api {
         CompareOptions options;
         if (auto metric = request.query.find("metric"); metric != request.query.end())
             options.metric = metric->second;
-        if (auto all = request.query.find("all"); all != request.query.end())
-            options.all_metrics = all->second == "1" || all->second == "true";
+        auto all = query_flag(request, "all");
+        if (!all.ok()) return all.error();
+        options.all_metrics = all.value();
         auto result = compare_sweep(*ctx_.store, id.value(), options);
         if (!result.ok()) return result.error();
         return json_response(result.value());
@@ -369,8 +382,13 @@ class Api {
         return response;
     }
 
-    Result<http::Response> config_results(const http::Request&, const Params& params) {
-        auto result = results_for_config(*ctx_.store, params[0]);
+    // ?pool_sweeps=true pools the configuration's sweeps; partitions
+    // (acceleration, host, versions) stay apart either way.
+    Result<http::Response> config_results(const http::Request& request, const Params& params) {
+        auto pool = query_flag(request, "pool_sweeps");
+        if (!pool.ok()) return pool.error();
+        auto result = results_for_config(
+            *ctx_.store, params[0], pool.value() ? SweepPooling::kPooled : SweepPooling::kBySweep);
         if (!result.ok()) return result.error();
         return json_response(result.value());
     }

@@ -180,22 +180,26 @@ struct CompareRow {
     std::vector<RoundValue> analysed_values;
     PrimaryMetric analysed;
     std::string analysed_name;  // owns the text analysed.name points into
+    // The workload the row is compared under (baseline_workload_of).
+    std::string baseline_workload;
 };
 
 // What the sweep's spec says about the comparison.
 struct SpecChoices {
     std::string baseline_config_id;  // "" = the first run's configuration
     std::string chosen_by = "first configuration";
-    double practical_difference = kDefaultPracticalDifference;
+    std::string baseline_tuning = std::string(kDefaultTuning);
+    VerdictRules verdict_rules;
 };
 
 SpecChoices spec_choices(const SweepRecord& sweep) {
     SpecChoices choices;
     Result<SweepSpec> spec = parse_sweep_spec(sweep.spec_toml, sweep.spec_source);
     if (!spec.ok()) return choices;  // a stored spec this build no longer reads
-    choices.practical_difference = spec->practical_difference;
+    choices.verdict_rules = spec->verdict_rules;
     Result<SweepPlan> plan = expand_sweep(spec.value());
     if (!plan.ok() || plan->configs.empty()) return choices;
+    choices.baseline_tuning = plan->baseline_tuning;
     const int index = std::max(plan->baseline_config, 0);
     choices.baseline_config_id = config_id(plan->configs[static_cast<std::size_t>(index)]);
     if (plan->baseline_config >= 0) choices.chosen_by = "spec";
@@ -222,6 +226,7 @@ std::vector<CompareRow> rows_from_groups(const std::vector<RunGroup>& groups) {
                                   {},
                                   {},
                                   {},
+                                  {},
                                   {}});
     }
     for (const RunGroup* group : never_ran) {
@@ -230,7 +235,7 @@ std::vector<CompareRow> rows_from_groups(const std::vector<RunGroup>& groups) {
         });
         if (same == rows.end()) {
             rows.push_back(CompareRow{
-                group->config_id, group->workload_name, "", group->counts, {}, {}, {}, {}, {}});
+                group->config_id, group->workload_name, "", group->counts, {}, {}, {}, {}, {}, {}});
             continue;
         }
         for (const auto& [status, count] : group->counts) same->counts[status] += count;
@@ -288,27 +293,51 @@ Json metrics_json(const CompareRow& row) {
     return metrics;
 }
 
+// The workload a row of `workload_name` is compared under: of the same
+// spec workload (itself, or the one it is a tuning's variant of), the
+// variant with the baseline tuning, else the spec workload as written. So
+// every tuning of a workload is compared with one baseline.
+std::string baseline_workload_of(const std::map<std::string, Json>& workloads,
+                                 const std::string& workload_name,
+                                 const std::string& baseline_tuning) {
+    const auto found = workloads.find(workload_name);
+    std::string family =
+        found == workloads.end() ? "" : json_read::string_or_empty(found->second, "variant_of");
+    if (family.empty()) family = workload_name;
+    if (baseline_tuning == kDefaultTuning) return family;
+    for (const auto& [name, workload] : workloads) {
+        if (json_read::string_or_empty(workload, "variant_of") == family &&
+            json_read::string_or_empty(workload, "tuning") == baseline_tuning)
+            return name;
+    }
+    return family;
+}
+
 // The row each row is compared with: the baseline configuration's row of
-// the same workload and partition; rows.size() when there is none.
+// the row's baseline workload in the same partition; rows.size() when there
+// is none.
 std::size_t baseline_row_of(const std::vector<CompareRow>& rows, std::size_t r,
                             const std::string& baseline_config) {
-    return find_row(rows, baseline_config, rows[r].workload_name, rows[r].partition_key);
+    return find_row(rows, baseline_config, rows[r].baseline_workload, rows[r].partition_key);
 }
 
 // Fills "vs_baseline" and "is_baseline" of every row, Holm-adjusting the
 // p-values across the sweep. Returns how many comparisons have a p-value.
 int add_comparisons(const std::vector<CompareRow>& rows, const std::string& baseline_config,
-                    double practical_difference, Json& rows_json) {
+                    const VerdictRules& rules, Json& rows_json) {
     std::vector<RatioEstimate> estimates(rows.size());
     std::vector<std::size_t> baselines(rows.size(), rows.size());
     std::vector<double> p_values(rows.size(), std::nan(""));
     for (std::size_t r = 0; r < rows.size(); ++r) {
-        rows_json[r]["is_baseline"] = rows[r].config_id == baseline_config;
-        if (rows_json[r]["host_baseline"] == true || rows[r].config_id == baseline_config) continue;
+        const bool is_baseline = rows[r].config_id == baseline_config &&
+                                 rows[r].workload_name == rows[r].baseline_workload;
+        rows_json[r]["is_baseline"] = is_baseline;
+        if (rows_json[r]["host_baseline"] == true || is_baseline) continue;
         baselines[r] = baseline_row_of(rows, r, baseline_config);
         if (baselines[r] == rows.size()) continue;
         estimates[r] = estimate_ratio(rows[r].analysed_values, rows[baselines[r]].analysed_values);
-        p_values[r] = estimates[r].p_value;
+        // Too few runs is no test: it stays out of Holm's family.
+        if (has_enough_runs(estimates[r], rules)) p_values[r] = estimates[r].p_value;
     }
     const std::vector<double> adjusted = holm_adjust(p_values);
     int comparisons = 0;
@@ -325,8 +354,8 @@ int add_comparisons(const std::vector<CompareRow>& rows, const std::string& base
         }
         const RatioEstimate& estimate = estimates[r];
         if (!std::isnan(adjusted[r])) ++comparisons;
-        const Verdict verdict = decide_verdict(
-            estimate.ratio, adjusted[r], rows[r].analysed.lower_is_better, practical_difference);
+        const Verdict verdict =
+            decide_verdict(estimate, adjusted[r], rows[r].analysed.lower_is_better, rules);
         rows_json[r]["vs_baseline"] = {
             {"baseline_row", baselines[r]},
             {"metric", rows[r].analysed_name},
@@ -345,17 +374,28 @@ int add_comparisons(const std::vector<CompareRow>& rows, const std::string& base
     return comparisons;
 }
 
+// Whether row a ranks before row b within their partition and metric: the
+// better log-scale centre (the ratios' scale), rows without one last.
+bool ranks_before(const std::vector<CompareRow>& rows, const std::vector<double>& centres,
+                  std::size_t a, std::size_t b) {
+    if (std::isnan(centres[a]) || std::isnan(centres[b]))
+        return !std::isnan(centres[a]) && std::isnan(centres[b]);
+    return rows[a].analysed.lower_is_better ? centres[a] < centres[b] : centres[a] > centres[b];
+}
+
 // Ranking entries: by partition, then analysed metric (first appearance:
 // rows judged by different metrics are not ranked against each other), then
-// best first.
+// best first by the geometric mean, the scale of the ratios.
 Json ranking_json(const std::vector<CompareRow>& rows, const Json& rows_json) {
     std::vector<std::size_t> order;
-    for (std::size_t r = 0; r < rows.size(); ++r)
+    std::vector<double> centres(rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        centres[r] = log_scale_centre(rows[r].analysed_values);
         if (rows[r].summaries.count(rows[r].analysed_name)) order.push_back(r);
+    }
     std::map<std::string, std::size_t> metric_order;
     for (const CompareRow& row : rows)
         metric_order.try_emplace(row.analysed_name, metric_order.size());
-    auto mean_of = [&](std::size_t r) { return rows[r].summaries.at(rows[r].analysed_name).mean; };
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
         const auto pa = rows_json[a]["partition"].get<int>();
         const auto pb = rows_json[b]["partition"].get<int>();
@@ -363,7 +403,7 @@ Json ranking_json(const std::vector<CompareRow>& rows, const Json& rows_json) {
         const auto ma = metric_order[rows[a].analysed_name];
         const auto mb = metric_order[rows[b].analysed_name];
         if (ma != mb) return ma < mb;
-        return rows[a].analysed.lower_is_better ? mean_of(a) < mean_of(b) : mean_of(a) > mean_of(b);
+        return ranks_before(rows, centres, a, b);
     });
     Json ranking = Json::array();
     for (std::size_t r : order) {
@@ -379,6 +419,7 @@ Json ranking_json(const std::vector<CompareRow>& rows, const Json& rows_json) {
                  {"partition", row["partition"]},
                  {"metric", rows[r].analysed_name},
                  {"n", summary.n},
+                 {"geomean", number_or_null(centres[r])},
                  {"mean", number_or_null(summary.mean)},
                  {"stddev", number_or_null(summary.stddev)},
                  {"ci95_low", number_or_null(summary.ci95_low)},
@@ -538,11 +579,14 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
     SpecChoices choices = spec_choices(sweep.value());
     if (choices.baseline_config_id.empty() && !rows.empty())
         choices.baseline_config_id = rows.front().config_id;
+    for (CompareRow& row : rows)
+        row.baseline_workload =
+            baseline_workload_of(workloads.value(), row.workload_name, choices.baseline_tuning);
 
     DS_ASSIGN_OR_RETURN(RowsJson rows_out, rows_to_json(store, rows, workloads.value()));
     add_host_overhead(rows_out.rows);
-    const int comparisons = add_comparisons(rows, choices.baseline_config_id,
-                                            choices.practical_difference, rows_out.rows);
+    const int comparisons =
+        add_comparisons(rows, choices.baseline_config_id, choices.verdict_rules, rows_out.rows);
 
     Json primary = primary_metric_json(rows, options);
     Json partitions_json = Json::array();
@@ -558,8 +602,10 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
         {"baseline",
          {{"config_id",
            choices.baseline_config_id.empty() ? Json() : Json(choices.baseline_config_id)},
-          {"chosen_by", choices.chosen_by}}},
-        {"practical_difference", choices.practical_difference},
+          {"chosen_by", choices.chosen_by},
+          {"tuning", choices.baseline_tuning}}},
+        {"practical_difference", choices.verdict_rules.practical_difference},
+        {"min_runs_for_verdict", choices.verdict_rules.min_runs},
         {"significance_level", kSignificanceLevel},
         {"comparisons", comparisons},
         {"rows", std::move(rows_out.rows)},
@@ -569,50 +615,87 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
     };
 }
 
-Result<Json> results_for_config(Store& store, const std::string& config_id) {
+namespace {
+
+// One row of results_for_config: the runs of one workload (name and
+// parameters) in one sweep (or every sweep, pooled) and one partition.
+struct ConfigResultRow {
+    std::string workload_name;
+    Json workload;
+    std::int64_t sweep_key = 0;  // the sweep; 0 when sweeps are pooled
+    std::string partition_key;   // "" for runs that never finished
+    std::vector<std::int64_t> sweep_ids;
+    RowAccumulator accumulator;
+
+    void add(const RunRecord& run) {
+        if (sweep_ids.empty() || sweep_ids.back() != run.sweep_id)
+            sweep_ids.push_back(run.sweep_id);
+        accumulator.add(run);
+    }
+};
+
+// The rows of `runs` (by sweep, then sequence): runs that finished by their
+// partition, the way compare_sweep keeps them; runs that never did (no
+// partition yet) join the first row of their workload and sweep key, or a
+// row of their own at the end.
+std::vector<ConfigResultRow> config_result_rows(const std::vector<RunRecord>& runs,
+                                                SweepPooling pooling) {
+    std::vector<ConfigResultRow> rows;
+    auto find = [&](const RunRecord& run, std::int64_t sweep_key, bool any_partition) {
+        const std::string workload = run.workload.dump();
+        return std::find_if(rows.begin(), rows.end(), [&](const ConfigResultRow& row) {
+            return row.workload_name == run.workload_name && row.workload.dump() == workload &&
+                   row.sweep_key == sweep_key &&
+                   (any_partition || row.partition_key == run.partition_key);
+        });
+    };
+    for (const bool finished : {true, false}) {
+        for (const RunRecord& run : runs) {
+            if (run.partition_key.empty() == finished) continue;
+            const std::int64_t sweep_key = pooling == SweepPooling::kPooled ? 0 : run.sweep_id;
+            auto row = find(run, sweep_key, !finished);
+            if (row == rows.end()) {
+                rows.push_back(ConfigResultRow{
+                    run.workload_name, run.workload, sweep_key, run.partition_key, {}, {}});
+                row = rows.end() - 1;
+            }
+            row->add(run);
+        }
+    }
+    return rows;
+}
+
+}  // namespace
+
+Result<Json> results_for_config(Store& store, const std::string& config_id, SweepPooling pooling) {
     Result<Json> settings = store.get_configuration(config_id);
     DS_TRY(settings);
     Result<std::vector<RunRecord>> runs = store.runs_for_config(config_id, RawOutput::kOmit);
     DS_TRY(runs);
-
-    struct Row {
-        std::string workload_name;
-        Json workload;
-        std::vector<std::int64_t> sweep_ids;  // ascending: runs come by sweep
-        RowAccumulator accumulator;
-    };
-    std::vector<Row> rows;
-    // Keyed by name and the workload's JSON: the same name with other
-    // parameters measured something else.
-    std::map<std::pair<std::string, std::string>, std::size_t> row_index;
-    for (const RunRecord& run : runs.value()) {
-        const auto key = std::make_pair(run.workload_name, run.workload.dump());
-        auto [found, inserted] = row_index.try_emplace(key, rows.size());
-        if (inserted) rows.push_back(Row{run.workload_name, run.workload, {}, {}});
-        Row& row = rows[found->second];
-        if (row.sweep_ids.empty() || row.sweep_ids.back() != run.sweep_id) {
-            row.sweep_ids.push_back(run.sweep_id);
-        }
-        row.accumulator.add(run);
-    }
+    const std::vector<ConfigResultRow> rows = config_result_rows(runs.value(), pooling);
 
     std::set<std::string> metric_names;
-    for (const Row& row : rows) row.accumulator.collect_metric_names(metric_names);
-
+    std::vector<std::string> partitions;
     Json rows_json = Json::array();
-    for (const Row& row : rows) {
+    for (const ConfigResultRow& row : rows) {
+        row.accumulator.collect_metric_names(metric_names);
         rows_json.push_back(Json{
             {"workload", row.workload_name},
             {"workload_params", row.workload},
             {"sweep_ids", row.sweep_ids},
+            {"partition", partition_index(partitions, row.partition_key)},
             {"runs", row.accumulator.counts_json()},
             {"metrics", row.accumulator.metrics_json()},
         });
     }
+    Json partitions_json = Json::array();
+    for (const std::string& key : partitions) partitions_json.push_back(partition_from_key(key));
 
     Json result{
         {"config_id", config_id},
         {"settings", settings.value()},
+        {"sweeps_pooled", pooling == SweepPooling::kPooled},
+        {"partitions", std::move(partitions_json)},
         {"metrics", ordered_metric_names(metric_names)},
         {"rows", std::move(rows_json)},
     };

@@ -46,8 +46,10 @@ Json partition_from_key(const std::string& partition_key);
 //    "varying_axes":["filesystem","cache"],
 //    "metrics":["read_iops","write_iops",...],
 //    "partitions":[{"accel":"kvm","host":"","qemu":"7.2.0","libvirt":"9.0.0","kernel":".."}],
-//    "baseline":{"config_id":"..","chosen_by":"spec"|"first configuration"},
-//    "practical_difference":0.02,"significance_level":0.05,"comparisons":11,
+//    "baseline":{"config_id":"..","chosen_by":"spec"|"first configuration",
+//                "tuning":"defaults"},
+//    "practical_difference":0.02,"min_runs_for_verdict":3,
+//    "significance_level":0.05,"comparisons":11,
 //    "rows":[{"config_id":"..","workload":"randrw","settings":{..config JSON..},
 //             "partition":0,   (index into "partitions"; null before any run finished)
 //             "durability_risks":["cache=unsafe"],
@@ -67,7 +69,7 @@ Json partition_from_key(const std::string& partition_key);
 //    "workload_kinds":["fio"],
 //    "primary_metric":{"name":"read_iops","lower_is_better":false},
 //    "ranking":[{"row":2,"config_id":..,"workload":..,"filesystem":..,"options":..,
-//                "partition":0,"metric":"read_iops","n":3,"mean":..,"stddev":..,
+//                "partition":0,"metric":"read_iops","n":3,"geomean":..,"mean":..,"stddev":..,
 //                "ci95_low":..,"ci95_high":..,"ratio":..,"verdict":..,
 //                "durability_risks":[..]}]}
 // Contract:
@@ -89,17 +91,24 @@ Json partition_from_key(const std::string& partition_key);
 //    alphabetically.
 //  * The baseline: the configuration the spec's `baseline` selects, else the
 //    first configuration of the spec's expansion (else, when the stored spec
-//    no longer expands, the configuration of the sweep's first run). In
-//    every (partition, workload) the baseline's row is the reference of the
-//    others ("is_baseline": true, no "vs_baseline"); host-baseline rows are
-//    never compared. A row whose partition or workload has no baseline row
+//    no longer expands, the configuration of the sweep's first run), under
+//    the plan's baseline tuning (SweepPlan::baseline_tuning; "defaults"
+//    without a tuning axis). In every (partition, spec workload) the
+//    baseline's row is the reference of the others ("is_baseline": true, no
+//    "vs_baseline"): the row of the baseline configuration and the spec
+//    workload's variant under the baseline tuning, so every tuning of a
+//    workload on every configuration is compared with that one row.
+//    Host-baseline rows are never compared. A row whose partition or workload has no baseline row
 //    gets "vs_baseline":{"verdict":"no baseline","reason":".."}.
 //  * "vs_baseline": ds::estimate_ratio of the row's analysed metric against
 //    the baseline row's, by round (paired when both succeeded in exactly the
 //    same rounds, Welch otherwise); p_adjusted is Holm's adjustment over all
 //    the sweep's comparisons that have a p-value ("comparisons" counts
-//    them); "verdict" is ds::decide_verdict with the spec's
-//    practical_difference (default 2%). Undefined numbers are null.
+//    them; a comparison with fewer runs on a side than the spec's
+//    min_runs_for_verdict is none of them); "verdict" is ds::decide_verdict
+//    with the spec's VerdictRules (practical_difference, default 2%;
+//    min_runs_for_verdict, default 3: below it "not enough runs"). Undefined
+//    numbers are null.
 //  * "durability_risks" comes from ds::durability_risks() of the settings
 //    followed by ds::server_variable_risks() of the workload's
 //    params.server; if the stored settings no longer parse it is null and
@@ -115,22 +124,43 @@ Json partition_from_key(const std::string& partition_key);
 //  * "primary_metric" (top level) is options.metric if given, else the
 //    primary metric of the rows' workloads when they all have the same one,
 //    else null. "ranking" lists every row that has its analysed metric,
-//    ordered by partition, then workload (first appearance), then best first
-//    (ascending when lower_is_better); ties in row order. "row" indexes
-//    "rows".
+//    ordered by partition, then analysed metric (first appearance), then
+//    best first by "geomean" (ds::log_scale_centre of the analysed values:
+//    the scale of the ratios, so the order agrees with theirs; ascending
+//    when lower_is_better; rows without one last); ties in row order. "row"
+//    indexes "rows".
 // Cost: independent of the number of runs (the store's aggregates) except
 // for the analysed metric's values, one per succeeded run.
 // Errors: kNotFound for an unknown sweep; the store's errors otherwise.
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options = {});
 
-// Every result of one configuration across all sweeps:
+// Whether results_for_config keeps each sweep's runs apart (the default,
+// as compare_sweep does) or pools the runs of every sweep.
+enum class SweepPooling { kBySweep, kPooled };
+
+// Every result of one configuration across all sweeps, partitioned as
+// compare_sweep partitions a sweep:
 //   {"config_id":"..","settings":{..},"durability_risks":[..],
+//    "sweeps_pooled":false,
+//    "partitions":[{"accel":"tcg","host":"","qemu":"7.2.0","libvirt":"9.0.0","kernel":".."}],
 //    "metrics":[..as above..],
 //    "rows":[{"workload":"randrw","workload_params":{..ds::to_json(Workload)..},
-//             "sweep_ids":[1,4],"runs":{..counts..},"metrics":{..summaries..}}]}
-// One row per distinct workload (name and parameters: a name reused with other
-// parameters is another row), in the order of first appearance (by sweep, then
-// sequence). Errors: kNotFound for an unknown configuration.
-Result<Json> results_for_config(Store& store, const std::string& config_id);
+//             "sweep_ids":[4],"partition":0,"runs":{..counts..},
+//             "metrics":{..summaries (ds::to_json(Summary))..}}]}
+// Contract:
+//  * One row per workload (name and parameters: a name reused with other
+//    parameters measured something else), sweep (unless `pooling` is
+//    kPooled: then "sweep_ids" lists every sweep of the row) and partition
+//    (acceleration, host and QEMU, libvirt and kernel versions: the store's
+//    partition key of the run, the one compare_sweep uses). Runs of
+//    different partitions are never pooled, not even with kPooled.
+//  * Rows come in the order of their first finished run (by sweep, then
+//    sequence). Runs that never finished have no partition yet: they join
+//    the first row of their workload and sweep, or get a row of their own
+//    ("partition": null) after the others.
+//  * "partition" indexes "partitions" (in the order first seen).
+// Errors: kNotFound for an unknown configuration.
+Result<Json> results_for_config(Store& store, const std::string& config_id,
+                                SweepPooling pooling = SweepPooling::kBySweep);
 
 }  // namespace ds

@@ -148,6 +148,11 @@ RatioEstimate estimate_ratio(const std::vector<RoundValue>& candidate,
     return estimate;
 }
 
+double log_scale_centre(const std::vector<RoundValue>& values) {
+    const LogSample sample = log_sample(values);
+    return sample.logs.empty() ? kNaN : std::exp(mean_of(sample.logs));
+}
+
 std::vector<double> holm_adjust(const std::vector<double>& p_values) {
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < p_values.size(); ++i)
@@ -180,12 +185,20 @@ std::string_view to_string(Verdict verdict) {
     return "not enough runs";
 }
 
-Verdict decide_verdict(double ratio, double adjusted_p, bool lower_is_better,
-                       double practical_difference) {
-    if (std::isnan(adjusted_p) || std::isnan(ratio)) return Verdict::kNotEnoughData;
+bool has_enough_runs(const RatioEstimate& estimate, const VerdictRules& rules) {
+    const int runs = estimate.method == RatioMethod::kPaired
+                         ? estimate.pairs
+                         : std::min(estimate.n_candidate, estimate.n_baseline);
+    return runs >= rules.min_runs;
+}
+
+Verdict decide_verdict(const RatioEstimate& estimate, double adjusted_p, bool lower_is_better,
+                       const VerdictRules& rules) {
+    if (std::isnan(adjusted_p) || std::isnan(estimate.ratio) || !has_enough_runs(estimate, rules))
+        return Verdict::kNotEnoughData;
     if (adjusted_p >= kSignificanceLevel) return Verdict::kNoDifference;
-    if (std::fabs(ratio - 1) < practical_difference) return Verdict::kNoDifference;
-    const bool higher = ratio > 1;
+    if (std::fabs(estimate.ratio - 1) < rules.practical_difference) return Verdict::kNoDifference;
+    const bool higher = estimate.ratio > 1;
     return higher != lower_is_better ? Verdict::kBetter : Verdict::kWorse;
 }
 

@@ -56,6 +56,12 @@ struct RatioEstimate {
 RatioEstimate estimate_ratio(const std::vector<RoundValue>& candidate,
                              const std::vector<RoundValue>& baseline);
 
+// The typical value on the ratios' scale: the geometric mean (exp of the
+// mean logarithm) of the values > 0, which estimate_ratio's ratio is the
+// quotient of; NaN when no value is > 0. Rankings order by it, so that a
+// configuration ranked above another never has the lower ratio.
+double log_scale_centre(const std::vector<RoundValue>& values);
+
 // Holm's step-down adjustment: p-values in, adjusted ones out (same order).
 // NaN entries are not comparisons: they stay NaN and do not count in m.
 std::vector<double> holm_adjust(const std::vector<double>& p_values);
@@ -65,20 +71,34 @@ enum class Verdict {
     kBetter,         // significantly better by at least the practical threshold
     kWorse,          // significantly worse by at least the practical threshold
     kNoDifference,   // not significant, or smaller than the practical threshold
-    kNotEnoughData,  // no p-value (fewer than 2 runs on a side)
+    kNotEnoughData,  // no p-value, or fewer runs on a side than VerdictRules::min_runs
 };
 // "faster", "slower", "no significant difference", "not enough runs".
 std::string_view to_string(Verdict);
 
 // The significance level of the verdicts (on Holm-adjusted p-values).
 inline constexpr double kSignificanceLevel = 0.05;
-// The default practical threshold: differences below 2% are not differences.
-inline constexpr double kDefaultPracticalDifference = 0.02;
 
-// `ratio` = candidate / baseline of a metric; `lower_is_better` says which
-// way is better. A difference is called only when adjusted_p <
-// kSignificanceLevel and |ratio - 1| >= practical_difference.
-Verdict decide_verdict(double ratio, double adjusted_p, bool lower_is_better,
-                       double practical_difference);
+// What it takes to call a difference: the spec's `practical_difference` and
+// `min_runs_for_verdict` (docs/spec.md), with their defaults.
+struct VerdictRules {
+    // Differences below this fraction (2%) are not differences.
+    double practical_difference = 0.02;
+    // Runs each side needs before a verdict. Two runs that happen to agree
+    // have zero spread, so t is infinite and p = 0: a verdict from nothing.
+    int min_runs = 3;
+};
+
+// Whether `estimate` has at least rules.min_runs values on each side (the
+// pairs, when paired). A comparison that has not is no test: it gets no
+// verdict and does not enter the Holm adjustment.
+bool has_enough_runs(const RatioEstimate& estimate, const VerdictRules& rules);
+
+// `estimate.ratio` = candidate / baseline of a metric; `lower_is_better`
+// says which way is better. A difference is called only when the estimate
+// has enough runs (has_enough_runs), adjusted_p < kSignificanceLevel and
+// |ratio - 1| >= rules.practical_difference.
+Verdict decide_verdict(const RatioEstimate& estimate, double adjusted_p, bool lower_is_better,
+                       const VerdictRules& rules);
 
 }  // namespace ds

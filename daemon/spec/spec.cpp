@@ -5,6 +5,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -24,6 +25,28 @@ namespace {
 // A sweep may schedule at most this many runs (and its matrix may have at
 // most this many combinations): a guard against a typo exploding the matrix.
 constexpr std::uint64_t kMaxRuns = 10000;
+
+// The keys of a spec's top level, as docs/spec.md's "Top-level keys" table
+// lists them (a test holds the two together).
+constexpr std::array<std::string_view, 14> kTopLevelKeys = {"name",
+                                                            "repetitions",
+                                                            "seed",
+                                                            "boot_timeout",
+                                                            "run_timeout",
+                                                            "hypervisor",
+                                                            "matrix",
+                                                            "filesystems",
+                                                            "tunings",
+                                                            "workload",
+                                                            "host_baseline",
+                                                            "baseline",
+                                                            "practical_difference",
+                                                            "min_runs_for_verdict"};
+
+// The matrix axis of the workloads' tunings: not a StorageConfig axis (a
+// tuning is the workload's, not the disk's), so not in common/settings.h's
+// axis table.
+constexpr std::string_view kTuningAxis = "tuning";
 
 // ---------------------------------------------------------------------------
 // Small text helpers
@@ -253,10 +276,21 @@ Result<ConfigSetter> axis_setter(const SweepSpec& spec, const AxisDef& axis,
                       "axis " + in_quotes(name) + " is declared but has no setter in spec.cpp");
 }
 
+// The axes [matrix] takes: the settings' table, then the tuning axis.
 std::vector<std::string_view> axis_names() {
     std::vector<std::string_view> names;
     for (const auto& axis : axes()) names.push_back(axis.name);
+    names.push_back(kTuningAxis);
     return names;
+}
+
+// The option of `kind` that takes MariaDB server variables (the one a
+// tuning adds to), or nullptr when the kind has none.
+const WorkloadOptionDef* server_variables_option_of(const WorkloadKind& kind) {
+    const auto option = std::find_if(
+        kind.options.begin(), kind.options.end(),
+        [](const WorkloadOptionDef& def) { return def.kind == OptionKind::kServerVariables; });
+    return option == kind.options.end() ? nullptr : &*option;
 }
 
 // ---------------------------------------------------------------------------
@@ -351,9 +385,14 @@ class SpecParser {
     Status parse_hosts(const toml::node& node);
     Status parse_filesystems(const toml::node& node);
     Status parse_matrix(const toml::node& node);
+    Status read_tuning_axis(const toml::node& node);
+    Status parse_tunings(const toml::node* node);
+    Status parse_tuning(const toml::key& key, const toml::node& definition_node);
+    Status read_baseline_tuning(const toml::node& value);
     Result<std::string> axis_value_text(const AxisDef& axis, const toml::node& element) const;
     Status parse_repetitions(const toml::node& node);
     Result<double> read_percentage(std::string_view key, const toml::node& node) const;
+    Status parse_verdict_rules(const toml::table& root);
     Status parse_baseline(const toml::node& node);
     Status parse_workloads(const toml::node& node);
     Status check_workload_option(const WorkloadOptionDef& option, const toml::node& node,
@@ -384,10 +423,14 @@ class SpecParser {
                              const toml::node& value, const Workload& workload) const;
     Error unknown_option(const toml::key& key, std::string_view kind_name, const Workload& workload,
                          const std::vector<std::string_view>& valid) const;
-    Status read_workload_filesystems(const toml::node& node, Workload& workload) const;
+    Result<std::vector<std::string>> read_filesystems(const toml::node& node,
+                                                      const std::string& owner) const;
 
     std::string source_;
     SweepSpec spec_;
+    // Where each value of matrix.tuning is written, for errors found once
+    // the [tunings.NAME] tables are read.
+    std::vector<toml::source_region> tuning_value_regions_;
 };
 
 Status SpecParser::check_keys(const toml::table& table, const std::vector<std::string_view>& known,
@@ -432,11 +475,8 @@ Result<int> SpecParser::read_timeout(std::string_view key, const toml::node& nod
 }
 
 Result<SweepSpec> SpecParser::parse(const toml::table& root) {
-    DS_TRY(check_keys(
-        root,
-        {"name", "repetitions", "seed", "boot_timeout", "run_timeout", "hypervisor", "matrix",
-         "filesystems", "workload", "host_baseline", "baseline", "practical_difference"},
-        "key", "at the top level"));
+    DS_TRY(
+        check_keys(root, {kTopLevelKeys.begin(), kTopLevelKeys.end()}, "key", "at the top level"));
 
     const toml::node* name = root.get("name");
     if (name == nullptr)
@@ -446,11 +486,7 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
     spec_.name = sweep_name.value();
 
     if (const toml::node* node = root.get("repetitions")) DS_TRY(parse_repetitions(*node));
-    if (const toml::node* node = root.get("practical_difference")) {
-        Result<double> fraction = read_percentage("practical_difference", *node);
-        if (!fraction.ok()) return fraction.error();
-        spec_.practical_difference = fraction.value();
-    }
+    DS_TRY(parse_verdict_rules(root));
     if (const toml::node* node = root.get("seed")) {
         const auto* integer = node->as_integer();
         if (integer == nullptr) return type_error("seed", *node, "an integer");
@@ -476,6 +512,8 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
     // Named filesystems first: matrix.filesystem values may refer to them.
     if (const toml::node* node = root.get("filesystems")) DS_TRY(parse_filesystems(*node));
     if (const toml::node* node = root.get("matrix")) DS_TRY(parse_matrix(*node));
+    // After the matrix: a tuning's filesystems are values listed there.
+    DS_TRY(parse_tunings(root.get("tunings")));
     // After the matrix: the baseline names values listed there.
     if (const toml::node* node = root.get("baseline")) DS_TRY(parse_baseline(*node));
 
@@ -637,6 +675,10 @@ Status SpecParser::parse_matrix(const toml::node& node) {
     const auto* table = node.as_table();
     if (table == nullptr) return type_error("matrix", node, "a table ([matrix])");
     for (auto&& [key, value_node] : *table) {
+        if (key.str() == kTuningAxis) {
+            DS_TRY(read_tuning_axis(value_node));
+            continue;
+        }
         const AxisDef* axis = find_axis(key.str());
         if (axis == nullptr) {
             return error_at(key.source(), unknown_choice("axis", key.str(), "in [matrix]",
@@ -671,6 +713,117 @@ Status SpecParser::parse_matrix(const toml::node& node) {
         }
         spec_.matrix[std::string(axis->name)] = std::move(values);
     }
+    return ok_status();
+}
+
+// `tuning = "NAME"` or `tuning = ["defaults", "NAME", ...]` in [matrix]:
+// names as written; parse_tunings checks that each is "defaults" or a
+// [tunings.NAME].
+Status SpecParser::read_tuning_axis(const toml::node& node) {
+    std::vector<const toml::node*> elements;
+    if (const auto* array = node.as_array()) {
+        if (array->empty()) {
+            return error_at(node.source(),
+                            "axis 'tuning' in [matrix] lists no values; list at "
+                            "least one, or leave the axis out to run the "
+                            "workloads as written");
+        }
+        for (const toml::node& element : *array) elements.push_back(&element);
+    } else {
+        elements.push_back(&node);
+    }
+    for (const toml::node* element : elements) {
+        const auto* text = element->as_string();
+        if (text == nullptr) {
+            return error_at(element->source(), "values of axis 'tuning' must be a string, not " +
+                                                   std::string(type_name(*element)));
+        }
+        const std::string& value = text->get();
+        if (std::find(spec_.tuning_axis.begin(), spec_.tuning_axis.end(), value) !=
+            spec_.tuning_axis.end()) {
+            return error_at(element->source(),
+                            "value " + in_quotes(value) + " of axis 'tuning' is listed twice");
+        }
+        spec_.tuning_axis.push_back(value);
+        tuning_value_regions_.push_back(element->source());
+    }
+    return ok_status();
+}
+
+// The [tunings.NAME] tables (`node` may be null: none), then the check that
+// every value of matrix.tuning is "defaults" or one of them.
+Status SpecParser::parse_tunings(const toml::node* node) {
+    if (node != nullptr) {
+        const auto* table = node->as_table();
+        if (table == nullptr) return type_error("tunings", *node, "a table ([tunings.NAME])");
+        for (auto&& [key, definition] : *table) DS_TRY(parse_tuning(key, definition));
+    }
+    std::vector<std::string_view> valid = {kDefaultTuning};
+    for (const auto& [name, tuning] : spec_.tunings) valid.push_back(name);
+    for (std::size_t i = 0; i < spec_.tuning_axis.size(); ++i) {
+        const std::string& value = spec_.tuning_axis[i];
+        if (!contains(valid, value)) {
+            return error_at(tuning_value_regions_[i],
+                            unknown_choice("tuning", value, "in [matrix]", "valid tunings", valid) +
+                                " A tuning is a [tunings.NAME] table.");
+        }
+    }
+    return ok_status();
+}
+
+// One [tunings.NAME]: `server` (required, checked as a workload's) and
+// `filesystems` (as a workload's).
+Status SpecParser::parse_tuning(const toml::key& key, const toml::node& definition_node) {
+    const std::string name(key.str());
+    if (!is_name(name) || name == kDefaultTuning) {
+        return error_at(key.source(), "tuning name " + in_quotes(name) +
+                                          " must be 1 to 64 of A-Z a-z 0-9 . _ - and not "
+                                          "\"defaults\" (the workloads as written)");
+    }
+    const auto* definition = definition_node.as_table();
+    if (definition == nullptr) return type_error("tunings." + name, definition_node, "a table");
+    const std::string where = "in [tunings." + name + "]";
+    DS_TRY(check_keys(*definition, {"server", "filesystems"}, "key", where));
+    const toml::node* server = definition->get("server");
+    if (server == nullptr) {
+        return error_at(definition->source(),
+                        "missing required key 'server' " + where +
+                            " (the MariaDB server variables the tuning sets)");
+    }
+    const WorkloadOptionDef* server_option = nullptr;
+    for (const WorkloadKind& kind : workload_kinds())
+        if (server_option == nullptr) server_option = server_variables_option_of(kind);
+    if (server_option == nullptr) return spec_error("no workload kind takes server variables");
+    DS_TRY(check_option_table(
+        OptionUnderCheck{*server_option, *server, "server", " in tuning " + in_quotes(name)}));
+    WorkloadTuning tuning;
+    tuning.server = option_value_as_json(*server);
+    if (tuning.server.empty())
+        return error_at(server->source(), "'server' " + where + " sets no variable");
+    if (const toml::node* filesystems = definition->get("filesystems")) {
+        DS_ASSIGN_OR_RETURN(tuning.filesystems,
+                            read_filesystems(*filesystems, "tuning " + in_quotes(name)));
+    }
+    spec_.tunings[name] = std::move(tuning);
+    return ok_status();
+}
+
+// `baseline.tuning`: a value of matrix.tuning ("defaults" when the matrix
+// has no tuning axis).
+Status SpecParser::read_baseline_tuning(const toml::node& value) {
+    const auto* text = value.as_string();
+    if (text == nullptr) return type_error("baseline.tuning", value, "a string");
+    const std::vector<std::string> values =
+        spec_.tuning_axis.empty() ? std::vector<std::string>{std::string(kDefaultTuning)}
+                                  : spec_.tuning_axis;
+    if (std::find(values.begin(), values.end(), text->get()) == values.end()) {
+        const std::vector<std::string_view> choices(values.begin(), values.end());
+        return error_at(value.source(), "baseline.tuning = " + in_quotes(text->get()) +
+                                            " is not a value of the matrix; [matrix] tuning "
+                                            "has: " +
+                                            join(choices, ", "));
+    }
+    spec_.baseline_tuning = text->get();
     return ok_status();
 }
 
@@ -741,6 +894,26 @@ Result<double> SpecParser::read_percentage(std::string_view key, const toml::nod
     return percent / 100;
 }
 
+// `practical_difference` and `min_runs_for_verdict` (ds::VerdictRules).
+Status SpecParser::parse_verdict_rules(const toml::table& root) {
+    if (const toml::node* node = root.get("practical_difference")) {
+        Result<double> fraction = read_percentage("practical_difference", *node);
+        if (!fraction.ok()) return fraction.error();
+        spec_.verdict_rules.practical_difference = fraction.value();
+    }
+    if (const toml::node* node = root.get("min_runs_for_verdict")) {
+        const auto* integer = node->as_integer();
+        if (integer == nullptr) return type_error("min_runs_for_verdict", *node, "an integer");
+        // Below 2 a side has no spread at all; above the run limit it could never be met.
+        if (integer->get() < 2 || integer->get() > static_cast<std::int64_t>(kMaxRuns))
+            return error_at(node->source(), "'min_runs_for_verdict' must be from 2 to " +
+                                                std::to_string(kMaxRuns) + ", not " +
+                                                std::to_string(integer->get()));
+        spec_.verdict_rules.min_runs = static_cast<int>(integer->get());
+    }
+    return ok_status();
+}
+
 // `baseline = { axis = value, ... }`: each key a matrix axis, each value one
 // the matrix lists for it (or the axis default when the matrix leaves it
 // out). Whether they select exactly one configuration is expand_sweep's
@@ -753,6 +926,10 @@ Status SpecParser::parse_baseline(const toml::node& node) {
     }
     if (table->empty()) return error_at(node.source(), "'baseline' names no axis value");
     for (auto&& [key, value] : *table) {
+        if (key.str() == kTuningAxis) {
+            DS_TRY(read_baseline_tuning(value));
+            continue;
+        }
         const AxisDef* axis = find_axis(key.str());
         if (axis == nullptr) {
             return error_at(key.source(), unknown_choice("axis", key.str(), "in 'baseline'",
@@ -783,14 +960,16 @@ Status SpecParser::parse_baseline(const toml::node& node) {
     return ok_status();
 }
 
-// `filesystems = [...]`: each a value of matrix.filesystem exactly as
-// written there (or the axis default when the matrix leaves it out).
-Status SpecParser::read_workload_filesystems(const toml::node& node, Workload& workload) const {
+// `filesystems = [...]` of `owner` (a workload or a tuning, as errors name
+// it): each a value of matrix.filesystem exactly as written there (or the
+// axis default when the matrix leaves it out).
+Result<std::vector<std::string>> SpecParser::read_filesystems(const toml::node& node,
+                                                              const std::string& owner) const {
     const auto* array = node.as_array();
     if (array == nullptr)
         return type_error("filesystems", node, "an array of matrix.filesystem values");
     if (array->empty()) {
-        return error_at(node.source(), "'filesystems' in workload " + in_quotes(workload.name) +
+        return error_at(node.source(), "'filesystems' in " + owner +
                                            " is empty; leave it out to run on every filesystem");
     }
     std::vector<std::string> matrix_values;
@@ -800,27 +979,25 @@ Status SpecParser::read_workload_filesystems(const toml::node& node, Workload& w
         matrix_values.emplace_back(find_axis("filesystem")->default_value);
     }
     const std::vector<std::string_view> valid(matrix_values.begin(), matrix_values.end());
+    std::vector<std::string> filesystems;
     for (const toml::node& element : *array) {
         const auto* text = element.as_string();
         if (text == nullptr) return type_error("filesystems", element, "a string");
         const std::string& value = text->get();
         if (!contains(valid, value)) {
             return error_at(element.source(),
-                            "'filesystems' in workload " + in_quotes(workload.name) + ": " +
-                                in_quotes(value) +
+                            "'filesystems' in " + owner + ": " + in_quotes(value) +
                                 " is not a value of matrix.filesystem (as written there); "
                                 "its values: " +
                                 join(valid, ", ") + "." + suggestion(value, valid));
         }
-        if (std::find(workload.filesystems.begin(), workload.filesystems.end(), value) !=
-            workload.filesystems.end()) {
-            return error_at(element.source(), "'filesystems' in workload " +
-                                                  in_quotes(workload.name) + " lists " +
-                                                  in_quotes(value) + " twice");
+        if (std::find(filesystems.begin(), filesystems.end(), value) != filesystems.end()) {
+            return error_at(element.source(),
+                            "'filesystems' in " + owner + " lists " + in_quotes(value) + " twice");
         }
-        workload.filesystems.push_back(value);
+        filesystems.push_back(value);
     }
-    return ok_status();
+    return filesystems;
 }
 
 // Each option's value is checked by the checker of its OptionKind.
@@ -1202,7 +1379,9 @@ Status SpecParser::parse_workloads(const toml::node& node) {
         }
 
         if (const toml::node* filesystems = table.get("filesystems")) {
-            DS_TRY(read_workload_filesystems(*filesystems, workload));
+            DS_ASSIGN_OR_RETURN(
+                workload.filesystems,
+                read_filesystems(*filesystems, "workload " + in_quotes(workload.name)));
         }
         if (const toml::node* timeout = table.get("timeout")) {
             Result<int> seconds = read_timeout("timeout", *timeout);
@@ -1384,8 +1563,8 @@ bool runs_on_host(const Workload& workload) {
 Status add_host_baselines(const SweepSpec& spec, SweepPlan& plan,
                           std::vector<std::pair<int, int>>& pairs) {
     std::vector<int> host_workloads;
-    for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
-        if (runs_on_host(spec.workloads[w])) host_workloads.push_back(static_cast<int>(w));
+    for (std::size_t w = 0; w < plan.workloads.size(); ++w) {
+        if (runs_on_host(plan.workloads[w])) host_workloads.push_back(static_cast<int>(w));
     }
     if (host_workloads.empty()) {
         std::vector<std::string> host_kinds;
@@ -1526,11 +1705,11 @@ Status expand_matrix(const SweepSpec& spec, const AxisSetters& matrix, SweepPlan
 // The (configuration, workload) pairs that run: a workload with
 // `filesystems` only on configurations whose filesystem label (the matrix
 // value as written) it lists. Counts the others in plan.skipped_pairs.
-std::vector<std::pair<int, int>> runnable_pairs(const SweepSpec& spec, SweepPlan& plan) {
+std::vector<std::pair<int, int>> runnable_pairs(SweepPlan& plan) {
     std::vector<std::pair<int, int>> pairs;
     for (std::size_t c = 0; c < plan.configs.size(); ++c) {
-        for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
-            const std::vector<std::string>& only = spec.workloads[w].filesystems;
+        for (std::size_t w = 0; w < plan.workloads.size(); ++w) {
+            const std::vector<std::string>& only = plan.workloads[w].filesystems;
             if (!only.empty() && std::find(only.begin(), only.end(),
                                            plan.configs[c].filesystem.label) == only.end()) {
                 ++plan.skipped_pairs;
@@ -1543,16 +1722,16 @@ std::vector<std::pair<int, int>> runnable_pairs(const SweepSpec& spec, SweepPlan
 }
 
 // Refuses a workload that is in no pair: its filesystems were all dropped.
-Status check_every_workload_runs(const SweepSpec& spec,
+Status check_every_workload_runs(const SweepPlan& plan,
                                  const std::vector<std::pair<int, int>>& pairs) {
-    for (std::size_t w = 0; w < spec.workloads.size(); ++w) {
+    for (std::size_t w = 0; w < plan.workloads.size(); ++w) {
         const bool runs_somewhere = std::any_of(pairs.begin(), pairs.end(), [&](const auto& pair) {
             return pair.second == static_cast<int>(w);
         });
         if (!runs_somewhere) {
-            std::vector<std::string_view> listed(spec.workloads[w].filesystems.begin(),
-                                                 spec.workloads[w].filesystems.end());
-            return spec_error("workload " + in_quotes(spec.workloads[w].name) +
+            std::vector<std::string_view> listed(plan.workloads[w].filesystems.begin(),
+                                                 plan.workloads[w].filesystems.end());
+            return spec_error("workload " + in_quotes(plan.workloads[w].name) +
                               " runs on no configuration: every configuration with filesystem " +
                               join(listed, " or ") + " was dropped");
         }
@@ -1567,7 +1746,7 @@ Status check_run_limit(const SweepSpec& spec, const SweepPlan& plan,
     const int most_rounds = std::max(spec.repetitions, spec.max_repetitions);
     if (pairs_per_round * static_cast<std::uint64_t>(most_rounds) <= kMaxRuns) return ok_status();
     std::string pairs = std::to_string(plan.configs.size()) + " configurations x " +
-                        std::to_string(spec.workloads.size()) + " workloads";
+                        std::to_string(plan.workloads.size()) + " workloads";
     if (plan.skipped_pairs > 0) {
         pairs += " - " + std::to_string(plan.skipped_pairs) +
                  " pairs left out by workloads' filesystems";
@@ -1611,18 +1790,102 @@ void schedule_rounds(const SweepSpec& spec, const std::vector<std::pair<int, int
 Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
     DS_TRY(check_sweep_shape(spec));
     SweepPlan plan;
+    DS_ASSIGN_OR_RETURN(plan.workloads, tuned_workloads(spec));
     DS_ASSIGN_OR_RETURN(const AxisSetters matrix, matrix_setters(spec, plan));
     DS_TRY(expand_matrix(spec, matrix, plan));
-    std::vector<std::pair<int, int>> pairs = runnable_pairs(spec, plan);
+    std::vector<std::pair<int, int>> pairs = runnable_pairs(plan);
     if (!spec.baseline.empty()) {
         DS_ASSIGN_OR_RETURN(plan.baseline_config, find_baseline_config(spec, plan.configs));
     }
+    plan.baseline_tuning = !spec.baseline_tuning.empty() ? spec.baseline_tuning
+                           : !spec.tuning_axis.empty()   ? spec.tuning_axis.front()
+                                                         : std::string(kDefaultTuning);
     if (spec.host_baseline) DS_TRY(add_host_baselines(spec, plan, pairs));
-    DS_TRY(check_every_workload_runs(spec, pairs));
+    DS_TRY(check_every_workload_runs(plan, pairs));
     DS_TRY(check_run_limit(spec, plan, pairs.size()));
-    plan.workloads = spec.workloads;
     schedule_rounds(spec, pairs, plan);
     return plan;
+}
+
+namespace {
+
+// `workload` under the named tuning: its server variables added, its
+// filesystems intersected (in the workload's order).
+Result<Workload> tuned_variant(const Workload& workload, const std::string& name,
+                               const WorkloadTuning& tuning) {
+    Workload variant = workload;
+    variant.name = workload.name + "." + name;
+    variant.tuning = name;
+    variant.variant_of = workload.name;
+    if (!is_name(variant.name)) {
+        return spec_error("workload " + in_quotes(workload.name) + " under tuning " +
+                          in_quotes(name) + " is named " + in_quotes(variant.name) +
+                          ", longer than 64 characters: shorten the workload's or the "
+                          "tuning's name");
+    }
+    if (!variant.params.is_object()) variant.params = Json::object();
+    Json& server = variant.params["server"];
+    if (!server.is_object()) server = Json::object();
+    for (const auto& [variable, value] : tuning.server.items()) {
+        if (server.contains(variable)) {
+            return spec_error("tuning " + in_quotes(name) + " sets server variable " +
+                              in_quotes(variable) + ", which workload " + in_quotes(workload.name) +
+                              " sets itself; set it in one place");
+        }
+        server[variable] = value;
+    }
+    if (tuning.filesystems.empty()) return variant;
+    variant.filesystems.clear();
+    for (const std::string& filesystem :
+         workload.filesystems.empty() ? tuning.filesystems : workload.filesystems) {
+        if (std::find(tuning.filesystems.begin(), tuning.filesystems.end(), filesystem) !=
+            tuning.filesystems.end())
+            variant.filesystems.push_back(filesystem);
+    }
+    if (variant.filesystems.empty()) {
+        return spec_error("workload " + in_quotes(workload.name) + " and tuning " +
+                          in_quotes(name) +
+                          " share no filesystem: their 'filesystems' lists have none in common");
+    }
+    return variant;
+}
+
+}  // namespace
+
+Result<std::vector<Workload>> tuned_workloads(const SweepSpec& spec) {
+    std::vector<Workload> workloads;
+    for (const Workload& workload : spec.workloads) {
+        const WorkloadKind* kind = find_workload_kind(workload.kind);
+        if (spec.tuning_axis.empty() || kind == nullptr ||
+            server_variables_option_of(*kind) == nullptr) {
+            workloads.push_back(workload);  // nothing a tuning sets
+            continue;
+        }
+        for (const std::string& name : spec.tuning_axis) {
+            if (name == kDefaultTuning) {
+                workloads.push_back(workload);
+                continue;
+            }
+            const auto tuning = spec.tunings.find(name);
+            if (tuning == spec.tunings.end())
+                return spec_error("tuning " + in_quotes(name) + " of [matrix] has no [tunings." +
+                                  name + "] table");
+            DS_ASSIGN_OR_RETURN(Workload variant, tuned_variant(workload, name, tuning->second));
+            workloads.push_back(std::move(variant));
+        }
+    }
+    std::set<std::string> names;
+    for (const Workload& workload : workloads) {
+        if (!names.insert(workload.name).second)
+            return spec_error("workload name " + in_quotes(workload.name) +
+                              " is used twice (a tuning's variant of workload W is named "
+                              "W.TUNING)");
+    }
+    return workloads;
+}
+
+std::span<const std::string_view> spec_top_level_keys() {
+    return kTopLevelKeys;
 }
 
 Result<std::vector<PlannedRun>> plan_round(const SweepSpec& spec, int round, int first_sequence) {

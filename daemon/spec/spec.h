@@ -2,14 +2,29 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/compare/comparison.h"
 
 namespace ds {
+
+// A named tuning of the workloads ([tunings.NAME], docs/spec.md): a value
+// of the matrix's `tuning` axis.
+struct WorkloadTuning {
+    // MariaDB server variables added to the `server` table of every workload
+    // whose kind takes one (mariadb-atis, sysbench-oltp).
+    Json server = Json::object();
+    // matrix.filesystem values (as written) its variants run on; empty = all.
+    std::vector<std::string> filesystems;
+};
+
+// The tuning axis's value for the workloads as written.
+inline constexpr std::string_view kDefaultTuning = "defaults";
 
 struct SweepSpec {
     std::string name;
@@ -28,9 +43,13 @@ struct SweepSpec {
     // expand_sweep's errors.
     std::map<std::string, std::string> baseline;
     std::string baseline_where;
-    // Ratios to the baseline closer to 1 than this are never called a
-    // difference (`practical_difference = "2%"` -> 0.02).
-    double practical_difference = 0.02;
+    // `baseline.tuning`: the tuning the baseline runs under; "" = the first
+    // value of the tuning axis.
+    std::string baseline_tuning;
+    // What a verdict needs: `practical_difference = "2%"` (ratios to the
+    // baseline closer to 1 than this are never called a difference) and
+    // `min_runs_for_verdict = 3` (runs on each side).
+    VerdictRules verdict_rules;
     std::string hypervisor = "libvirt";
     // [hypervisor] hosts: the daemon's hosts (by name) the runs may be
     // placed on; empty = any host of the hypervisor that reaches the storage.
@@ -44,6 +63,10 @@ struct SweepSpec {
     // Named filesystems from [filesystems.NAME] tables, usable in
     // matrix.filesystem next to the "TYPE[+step...][:mountopts]" shorthand.
     std::map<std::string, FilesystemSpec> filesystems;
+    // matrix.tuning as listed ("defaults" or a [tunings.NAME] name); empty:
+    // the axis is left out, every workload runs as written.
+    std::vector<std::string> tuning_axis;
+    std::map<std::string, WorkloadTuning> tunings;
     std::vector<Workload> workloads;
     std::uint64_t seed = 0;  // shuffle seed for run order (0 = derived from name)
     int boot_timeout_s = 0;  // 0 = daemon default
@@ -78,6 +101,7 @@ struct SweepPlan {
     // per distinct storage, pool and disk size among them.
     std::vector<StorageConfig> configs;
     std::vector<DroppedCombination> dropped;
+    // The spec's workloads with the tuning axis expanded (tuned_workloads).
     std::vector<Workload> workloads;
     // (config, workload) pairs × repetitions, randomised-interleaved: each
     // repetition round visits every pair once, in an order shuffled per
@@ -94,7 +118,24 @@ struct SweepPlan {
     // names none. expand_sweep refuses a baseline that selects no
     // configuration or more than one, naming the key and its line.
     int baseline_config = -1;
+    // The tuning the baseline runs under: `baseline.tuning`, else the first
+    // value of the tuning axis, else "defaults". Every variant of a workload
+    // is compared with the baseline configuration's run of the variant under
+    // this tuning (compare_sweep).
+    std::string baseline_tuning = std::string(kDefaultTuning);
 };
+
+// The spec's workloads with the tuning axis expanded, in spec order: a
+// workload whose kind takes server variables runs once per value of the
+// axis, as written for "defaults" and as "NAME.TUNING" for a named tuning
+// (its server variables added to the workload's, its filesystems
+// intersected with the workload's; Workload::tuning and variant_of say
+// which); other workloads run once, as written. Errors: a variable both set,
+// variants that share no filesystem, a name over 64 characters or twice.
+Result<std::vector<Workload>> tuned_workloads(const SweepSpec&);
+
+// The keys a spec may have at its top level (docs/spec.md's table).
+std::span<const std::string_view> spec_top_level_keys();
 
 Result<SweepPlan> expand_sweep(const SweepSpec&);
 

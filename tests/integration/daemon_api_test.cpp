@@ -192,6 +192,24 @@ TEST_CASE("a guest that never says hello fails its run and leaves nothing", "[in
     REQUIRE(compare["rows"].size() == 1);
     CHECK(compare["rows"][0]["runs"]["failed"] == 1);
     CHECK(compare["rows"][0]["durability_risks"] == Json({"cache=unsafe"}));
+
+    // The configuration's results: its sweep's row, in the partition the
+    // run recorded; pooling sweeps is asked for, and checked.
+    const std::string results_url = "http://x/v1/configurations/" +
+                                    compare["rows"][0]["config_id"].get<std::string>() + "/results";
+    Json results = Json::parse(curl(daemon, {results_url}), nullptr, false);
+    CHECK(results["sweeps_pooled"] == false);
+    REQUIRE(results["rows"].size() == 1);
+    CHECK(results["rows"][0]["sweep_ids"] == Json::array({1}));
+    CHECK(results["rows"][0]["runs"]["failed"] == 1);
+    REQUIRE(results["partitions"].size() == 1);
+    CHECK(results["rows"][0]["partition"] == 0);
+    Json pooled = Json::parse(curl(daemon, {results_url + "?pool_sweeps=true"}), nullptr, false);
+    CHECK(pooled["sweeps_pooled"] == true);
+    Json bad = Json::parse(curl(daemon, {results_url + "?pool_sweeps=maybe"}), nullptr, false);
+    CHECK(bad["error"]["code"] == "invalid_argument");
+    CHECK(bad["error"]["message"] ==
+          "query parameter 'pool_sweeps' must be true or false (1 or 0), not 'maybe'");
 }
 
 TEST_CASE("cancelling a sweep cancels its pending runs", "[integration][api]") {

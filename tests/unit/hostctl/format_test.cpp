@@ -127,7 +127,7 @@ TEST_CASE("compare table without results says so", "[hostctl][format]") {
     CHECK(ds::hostctl::format_compare_csv(empty) ==
           "sweep_id,config_id,workload,runs_succeeded,runs_failed,partition,compared_metric,"
           "vs_baseline_ratio,vs_baseline_ci95_low,vs_baseline_ci95_high,vs_baseline_p_value,"
-          "vs_baseline_p_adjusted,vs_baseline_verdict,durability_risks\n");
+          "vs_baseline_p_adjusted,vs_baseline_verdict,vs_host,durability_risks\n");
 }
 
 TEST_CASE("compare table of a single configuration shows its id", "[hostctl][format]") {
@@ -158,20 +158,20 @@ TEST_CASE("compare CSV has separate columns at full precision", "[hostctl][forma
         "clat_p99_us_geomean,"
         "partition,compared_metric,vs_baseline_ratio,vs_baseline_ci95_low,"
         "vs_baseline_ci95_high,vs_baseline_p_value,vs_baseline_p_adjusted,vs_baseline_verdict,"
-        "durability_risks\n";
+        "vs_host,durability_risks\n";
     CHECK(csv.substr(0, header.size()) == header);
     CHECK_THAT(csv, Catch::Contains("\n7,ab12cd34ef56aa,randrw,ext4,none,3,0,"
                                     "3,256.4,,12.31,,225.8,287.0,,"
                                     "3,1.0016,,0.0482,,0.882,1.121,,"
-                                    "3,183500.0,,20412.5,,132800.1,234199.9,,,,,,,,,,\n"));
+                                    "3,183500.0,,20412.5,,132800.1,234199.9,,,,,,,,,,,\n"));
     CHECK_THAT(csv, Catch::Contains("\n7,99ffee00112233,randrw,btrfs:nodatacow,unsafe,2,1,"));
     CHECK_THAT(csv, Catch::Contains(",cache=unsafe\n"));
     // One run: the spread and interval are empty, not zero.
     CHECK_THAT(csv, Catch::Contains("\n7,5555aaaabbbbcc,randrw,btrfs,none,1,0,1,812.5,,,,,,,0,,,,,,"
-                                    ",,0,,,,,,,,,,,,,,,,\n"));
+                                    ",,0,,,,,,,,,,,,,,,,,\n"));
     // Failed only: n = 0 everywhere; the value with a comma and quotes is quoted.
     CHECK_THAT(csv, Catch::Contains("\n7,0000111122223,randrw,\"xfs, \"\"special\"\"\",writeback,"
-                                    "0,3,0,,,,,,,,0,,,,,,,,0,,,,,,,,,,,,,,,,\n"));
+                                    "0,3,0,,,,,,,,0,,,,,,,,0,,,,,,,,,,,,,,,,,\n"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
 }
 
@@ -416,6 +416,57 @@ TEST_CASE("compare table: configurations as a share of their host baseline", "[h
     CHECK_THAT(table,
                Catch::Matches("(.|\n)*- +randrw \\(host, raw volume\\) +1000 +- +1\n(.|\n)*"));
     CHECK_THAT(table, Catch::Contains("vs host = the configuration's mean read_iops as a share"));
+}
+
+// A sweep with host_baseline = true as compare_sweep answers it: the guest
+// rows ran under TCG (partition 0), the host baseline with acceleration
+// "none" (partition 1), and only the JSON's rows link the two.
+Json host_baseline_in_own_partition() {
+    return Json::parse(R"({
+      "sweep_id": 5, "varying_axes": ["filesystem"], "metrics": ["read_iops"],
+      "primary_metric": {"name": "read_iops", "lower_is_better": false},
+      "partitions": [{"accel": "tcg", "kernel": "6.1"}, {"accel": "none", "kernel": "6.1"}],
+      "baseline": {"config_id": "g1", "chosen_by": "first configuration"},
+      "rows": [
+        {"config_id": "g1", "workload": "randrw", "host_baseline": false, "is_baseline": true,
+         "partition": 0, "settings": {"hypervisor": "libvirt", "filesystem": "ext4"},
+         "primary_metric": {"name": "read_iops", "lower_is_better": false},
+         "runs": {"succeeded": 2}, "metrics": {"read_iops": {"n": 2, "mean": 670}},
+         "vs_host": {"baseline_row": 2, "ratios": {"read_iops": 0.67}}},
+        {"config_id": "g2", "workload": "randrw", "host_baseline": false, "is_baseline": false,
+         "partition": 0, "settings": {"hypervisor": "libvirt", "filesystem": "btrfs"},
+         "primary_metric": {"name": "read_iops", "lower_is_better": false},
+         "runs": {"succeeded": 2}, "metrics": {"read_iops": {"n": 2, "mean": 250}},
+         "vs_baseline": {"ratio": 0.373, "verdict": "not enough runs"},
+         "vs_host": {"baseline_row": 2, "ratios": {"read_iops": 0.25}}},
+        {"config_id": "h1", "workload": "randrw", "host_baseline": true, "is_baseline": false,
+         "partition": 1, "settings": {"hypervisor": "host", "storage": "rbd"},
+         "primary_metric": {"name": "read_iops", "lower_is_better": false},
+         "runs": {"succeeded": 2}, "metrics": {"read_iops": {"n": 2, "mean": 1000}}}],
+      "ranking": [{"row": 0}, {"row": 1}, {"row": 2}]})");
+}
+
+TEST_CASE("compare table and CSV show vs host when the baseline is in another partition",
+          "[hostctl][format]") {
+    const Json compare = host_baseline_in_own_partition();
+    const std::string table = ds::hostctl::format_compare_table(compare);
+    INFO(table);
+    CHECK_THAT(table, Catch::Contains("vs host"));
+    CHECK_THAT(table, Catch::Matches("(.|\n)*\next4 +670\\.0 +67% +1 +baseline(.|\n)*"));
+    CHECK_THAT(table,
+               Catch::Matches("(.|\n)*\nbtrfs +250\\.0 +25% +0\\.373 +not enough runs(.|\n)*"));
+    CHECK_THAT(table, Catch::Contains("vs host = the configuration's mean read_iops as a share"));
+
+    const std::string csv = ds::hostctl::format_compare_csv(compare);
+    INFO(csv);
+    CHECK_THAT(csv, Catch::Contains(",vs_baseline_verdict,vs_host,durability_risks\n"));
+    CHECK_THAT(csv, Catch::Contains(
+                        "\n5,g1,randrw,ext4,2,0,2,670,,,,,,,\"tcg, kernel 6.1\",read_iops,,,,,,,"
+                        "0.67,\n"));
+    CHECK_THAT(csv, Catch::Contains(",not enough runs,0.25,\n"));
+    // The host baseline itself has no share of itself.
+    CHECK_THAT(csv, Catch::Contains("\n5,h1,randrw,,2,0,2,1000,,,,,,,\"none, kernel 6.1\","
+                                    "read_iops,,,,,,,,\n"));
 }
 
 namespace {

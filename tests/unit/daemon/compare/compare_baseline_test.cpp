@@ -3,6 +3,8 @@
 // baseline; and the store's aggregates agreeing with the values.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "daemon/compare/compare.h"
 #include "daemon/compare/comparison.h"
@@ -10,6 +12,7 @@
 #include "daemon/store/store.h"
 #include "support/fakes/daemon_fakes.h"
 #include "support/temp_dir.h"
+#include "unit/daemon/compare/sweep_from_spec.h"
 
 namespace ds {
 namespace {
@@ -28,33 +31,11 @@ name = "randrw"
 rw = "randrw"
 )";
 
-struct Sweep {
-    std::int64_t id = 0;
-    SweepPlan plan;
-};
+using Sweep = testing::SweepFromSpec;
 
 // The sweep as the API plans it: spec text stored, runs from expand_sweep.
 Sweep create_from_spec(Store& store, const std::string& spec_text) {
-    Result<SweepSpec> spec = parse_sweep_spec(spec_text, "cmp.toml");
-    REQUIRE(spec.ok());
-    Result<SweepPlan> plan = expand_sweep(spec.value());
-    REQUIRE(plan.ok());
-    std::vector<RunRecord> runs;
-    for (const PlannedRun& planned : plan->runs) {
-        runs.push_back(
-            testing::planned_run(plan->configs[static_cast<std::size_t>(planned.config_index)],
-                                 plan->workloads[static_cast<std::size_t>(planned.workload_index)],
-                                 planned.sequence, planned.repetition));
-    }
-    SweepRecord sweep;
-    sweep.name = spec->name;
-    sweep.spec_toml = spec_text;
-    sweep.spec_source = "cmp.toml";
-    sweep.created_at = "t0";
-    sweep.varying_axes = plan->varying_axes;
-    auto id = store.create_sweep(sweep, runs);
-    REQUIRE(id.ok());
-    return {id.value(), std::move(plan).value()};
+    return testing::create_sweep_from_spec(store, spec_text);
 }
 
 // Finishes the run of configuration `config` in round `round`.
@@ -122,7 +103,8 @@ TEST_CASE("compare: ratios to the spec's baseline, paired by round, Holm-adjuste
     REQUIRE(compared.ok());
     const Json& report = compared.value();
     const std::string baseline_id = config_id(sweep.plan.configs[baseline]);
-    CHECK(report["baseline"] == Json{{"config_id", baseline_id}, {"chosen_by", "spec"}});
+    CHECK(report["baseline"] ==
+          Json{{"config_id", baseline_id}, {"chosen_by", "spec"}, {"tuning", "defaults"}});
     CHECK(report["practical_difference"] == 0.02);
     CHECK(report["comparisons"] == 3);
     CHECK(row_of(report, baseline_id)["is_baseline"] == true);
@@ -285,6 +267,75 @@ TEST_CASE("compare: the first configuration is the baseline when the spec names 
     // Config 0 has no finished run: config 1 has no baseline row to compare with.
     CHECK(row_of(report, config_id(sweep.plan.configs[1]))["vs_baseline"]["verdict"] ==
           "no baseline");
+}
+
+TEST_CASE("compare: ranking orders by the geometric mean, as the ratios do",
+          "[compare][baseline]") {
+    TempDir dir;
+    auto store = testing::open_store(dir.file("r.db"));
+    Sweep sweep = create_from_spec(*store, kSpec);
+    const int baseline = config_index(sweep.plan, CacheMode::kNone, "ext4");
+    const int steady = config_index(sweep.plan, CacheMode::kUnsafe, "ext4");
+    const int spiky = config_index(sweep.plan, CacheMode::kUnsafe, "btrfs");
+    // steady: mean 10, geomean 10. spiky: mean 14 (higher), geomean 40^(1/3)
+    // = 3.42 (lower). The arithmetic mean ranks spiky first; its ratio to
+    // the baseline (0.68) is below steady's (2).
+    const std::vector<double> base = {5, 5, 5};
+    const std::vector<double> steady_values = {10, 10, 10};
+    const std::vector<double> spiky_values = {1, 1, 40};
+    for (int round = 0; round < 3; ++round) {
+        finish(*store, sweep, baseline, round, RunStatus::kSucceeded, {{"read_iops", base[round]}});
+        finish(*store, sweep, steady, round, RunStatus::kSucceeded,
+               {{"read_iops", steady_values[round]}});
+        finish(*store, sweep, spiky, round, RunStatus::kSucceeded,
+               {{"read_iops", spiky_values[round]}});
+    }
+    const Json report = compare_sweep(*store, sweep.id).value();
+    const Json& ranking = report["ranking"];
+    REQUIRE(ranking.size() == 3);
+    CHECK(ranking[0]["config_id"] == config_id(sweep.plan.configs[steady]));
+    CHECK(ranking[1]["config_id"] == config_id(sweep.plan.configs[baseline]));
+    CHECK(ranking[2]["config_id"] == config_id(sweep.plan.configs[spiky]));
+    CHECK(ranking[2]["mean"].get<double>() > ranking[0]["mean"].get<double>());
+    CHECK(ranking[2]["geomean"].get<double>() == Approx(std::cbrt(40.0)));
+    // Best first means ratio to the baseline (1 for itself) never rising.
+    double previous = std::numeric_limits<double>::infinity();
+    for (const Json& entry : ranking) {
+        const double ratio = entry["verdict"] == "baseline" ? 1.0 : entry["ratio"].get<double>();
+        CHECK(ratio <= previous);
+        previous = ratio;
+    }
+}
+
+TEST_CASE("compare: a verdict needs min_runs_for_verdict runs a side, as the spec sets",
+          "[compare][baseline]") {
+    TempDir dir;
+    auto store = testing::open_store(dir.file("r.db"));
+    // Two rounds of identical values: zero spread, p = 0.
+    auto two_rounds = [&](const std::string& spec_text) {
+        Sweep sweep = create_from_spec(*store, spec_text);
+        const int baseline = config_index(sweep.plan, CacheMode::kNone, "ext4");
+        const int other = config_index(sweep.plan, CacheMode::kUnsafe, "ext4");
+        for (int round = 0; round < 2; ++round) {
+            finish(*store, sweep, baseline, round, RunStatus::kSucceeded, {{"read_iops", 100}});
+            finish(*store, sweep, other, round, RunStatus::kSucceeded, {{"read_iops", 150}});
+        }
+        const Json report = compare_sweep(*store, sweep.id).value();
+        return std::make_pair(report,
+                              row_of(report, config_id(sweep.plan.configs[other]))["vs_baseline"]);
+    };
+    const auto [by_default, versus] = two_rounds(kSpec);
+    CHECK(by_default["min_runs_for_verdict"] == 3);
+    CHECK(versus["p_value"] == 0.0);
+    CHECK(versus["p_adjusted"].is_null());
+    CHECK(versus["verdict"] == "not enough runs");
+    CHECK(by_default["comparisons"] == 0);
+
+    const auto [lowered, lowered_versus] =
+        two_rounds(std::string("min_runs_for_verdict = 2\n") + kSpec);
+    CHECK(lowered["min_runs_for_verdict"] == 2);
+    CHECK(lowered_versus["verdict"] == "faster");
+    CHECK(lowered["comparisons"] == 1);
 }
 
 TEST_CASE("store: incremental aggregates equal summaries of the values", "[compare][store]") {

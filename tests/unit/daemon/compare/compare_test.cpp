@@ -35,12 +35,12 @@ RunRecord planned_run(const StorageConfig& config, const std::string& workload, 
 
 // Records the outcome of the run with the given sequence.
 void finish(Store& store, std::int64_t sweep_id, int sequence, RunStatus status,
-            std::map<std::string, double> metrics) {
+            std::map<std::string, double> metrics, const std::string& accel = "tcg") {
     auto runs = store.list_runs(sweep_id, RawOutput::kOmit);
     REQUIRE(runs.ok());
     RunRecord run = runs.value().at(sequence);
     REQUIRE(run.sequence == sequence);
-    REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", "tcg", "t").ok());
+    REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", accel, "t").ok());
     run.status = status;
     if (status == RunStatus::kFailed) run.failure_reason = "agent: guest went silent";
     run.metrics = std::move(metrics);
@@ -207,21 +207,37 @@ TEST_CASE("compare: an unknown sweep is not found", "[compare]") {
     CHECK(report.error().message == "sweep 42 not found");
 }
 
-TEST_CASE("results_for_config: one configuration across sweeps", "[compare]") {
-    TempDir dir;
-    auto store = std::move(Store::open(dir.file("results.db")).value());
-    const std::int64_t first =
-        create(*store, "first",
-               {planned_run(kUnsafeBtrfs, "randrw", 0, 0), planned_run(kSafeExt4, "randrw", 1, 0)});
-    const std::int64_t second = create(
-        *store, "second",
+// One configuration in three sweeps: the first and third under KVM, the
+// second under TCG (plus another configuration and a failed workload).
+struct ThreeSweeps {
+    std::int64_t kvm = 0, tcg = 0, kvm_again = 0;
+};
+
+ThreeSweeps config_in_three_sweeps(Store& store) {
+    ThreeSweeps sweeps;
+    sweeps.kvm =
+        create(store, "kvm",
+               {planned_run(kUnsafeBtrfs, "randrw", 0, 0), planned_run(kSafeExt4, "randrw", 1, 0),
+                planned_run(kUnsafeBtrfs, "randrw", 2, 1)});
+    sweeps.tcg = create(
+        store, "tcg",
         {planned_run(kUnsafeBtrfs, "randrw", 0, 0), planned_run(kUnsafeBtrfs, "randrw", 1, 1),
          planned_run(kUnsafeBtrfs, "seqread", 2, 0)});
-    finish(*store, first, 0, RunStatus::kSucceeded, {{"read_iops", 10}});
-    finish(*store, first, 1, RunStatus::kSucceeded, {{"read_iops", 1000}});  // other config
-    finish(*store, second, 0, RunStatus::kSucceeded, {{"read_iops", 12}});
-    finish(*store, second, 1, RunStatus::kSucceeded, {{"read_iops", 14}});
-    finish(*store, second, 2, RunStatus::kFailed, {});
+    sweeps.kvm_again = create(store, "kvm-again", {planned_run(kUnsafeBtrfs, "randrw", 0, 0)});
+    finish(store, sweeps.kvm, 0, RunStatus::kSucceeded, {{"read_iops", 10}}, "kvm");
+    finish(store, sweeps.kvm, 1, RunStatus::kSucceeded, {{"read_iops", 1000}}, "kvm");
+    finish(store, sweeps.kvm, 2, RunStatus::kSucceeded, {{"read_iops", 12}}, "kvm");
+    finish(store, sweeps.tcg, 0, RunStatus::kSucceeded, {{"read_iops", 1}}, "tcg");
+    finish(store, sweeps.tcg, 1, RunStatus::kSucceeded, {{"read_iops", 3}}, "tcg");
+    finish(store, sweeps.tcg, 2, RunStatus::kFailed, {}, "tcg");
+    finish(store, sweeps.kvm_again, 0, RunStatus::kSucceeded, {{"read_iops", 14}}, "kvm");
+    return sweeps;
+}
+
+TEST_CASE("results_for_config: sweeps and accelerations are never pooled", "[compare]") {
+    TempDir dir;
+    auto store = std::move(Store::open(dir.file("results.db")).value());
+    const ThreeSweeps sweeps = config_in_three_sweeps(*store);
 
     auto results = results_for_config(*store, config_id(kUnsafeBtrfs));
     INFO((results.ok() ? "" : results.error().message));
@@ -231,21 +247,73 @@ TEST_CASE("results_for_config: one configuration across sweeps", "[compare]") {
     CHECK(report["settings"] == to_json(kUnsafeBtrfs));
     CHECK(report["durability_risks"] == Json::array({"cache=unsafe"}));
     CHECK(report["metrics"] == Json::array({"read_iops"}));
-    REQUIRE(report["rows"].size() == 2);
-    const Json& randrw = report["rows"][0];
-    CHECK(randrw["workload"] == "randrw");
-    CHECK(randrw["workload_params"]["params"]["rw"] == "randrw");
-    CHECK(randrw["sweep_ids"] == Json::array({first, second}));
-    CHECK(randrw["runs"]["succeeded"] == 3);
-    CHECK(randrw["metrics"]["read_iops"]["mean"].get<double>() == Approx(12.0));
-    CHECK(randrw["metrics"]["read_iops"]["stddev"].get<double>() == Approx(2.0));
-    const Json& seqread = report["rows"][1];
+    CHECK(report["sweeps_pooled"] == false);
+    REQUIRE(report["partitions"].size() == 2);
+    CHECK(report["partitions"][0]["accel"] == "kvm");
+    CHECK(report["partitions"][1]["accel"] == "tcg");
+    // A row per workload, sweep and partition, by first finished run.
+    REQUIRE(report["rows"].size() == 4);
+    const Json& kvm = report["rows"][0];
+    CHECK(kvm["workload"] == "randrw");
+    CHECK(kvm["workload_params"]["params"]["rw"] == "randrw");
+    CHECK(kvm["sweep_ids"] == Json::array({sweeps.kvm}));
+    CHECK(kvm["partition"] == 0);
+    CHECK(kvm["runs"]["succeeded"] == 2);
+    CHECK(kvm["metrics"]["read_iops"]["mean"].get<double>() == Approx(11.0));
+    const Json& tcg = report["rows"][1];
+    CHECK(tcg["sweep_ids"] == Json::array({sweeps.tcg}));
+    CHECK(tcg["partition"] == 1);
+    CHECK(tcg["metrics"]["read_iops"]["mean"].get<double>() == Approx(2.0));
+    const Json& seqread = report["rows"][2];
+    CHECK(seqread["workload"] == "seqread");
     CHECK(seqread["runs"]["failed"] == 1);
     CHECK(seqread["metrics"] == Json::object());
+    CHECK(report["rows"][3]["sweep_ids"] == Json::array({sweeps.kvm_again}));
+    CHECK(report["rows"][3]["metrics"]["read_iops"]["n"] == 1);
 
     auto unknown = results_for_config(*store, "ffffffffffffffff");
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.error().code == errc::kNotFound);
+}
+
+TEST_CASE("results_for_config: pooled sweeps still keep accelerations apart", "[compare]") {
+    TempDir dir;
+    auto store = std::move(Store::open(dir.file("results.db")).value());
+    const ThreeSweeps sweeps = config_in_three_sweeps(*store);
+
+    const Json report =
+        results_for_config(*store, config_id(kUnsafeBtrfs), SweepPooling::kPooled).value();
+    CHECK(report["sweeps_pooled"] == true);
+    REQUIRE(report["rows"].size() == 3);
+    // The two KVM sweeps pool; the TCG sweep stays apart.
+    const Json& kvm = report["rows"][0];
+    CHECK(kvm["sweep_ids"] == Json::array({sweeps.kvm, sweeps.kvm_again}));
+    CHECK(report["partitions"][kvm["partition"].get<int>()]["accel"] == "kvm");
+    CHECK(kvm["metrics"]["read_iops"]["n"] == 3);
+    CHECK(kvm["metrics"]["read_iops"]["mean"].get<double>() == Approx(12.0));
+    const Json& tcg = report["rows"][1];
+    CHECK(tcg["workload"] == "randrw");
+    CHECK(tcg["sweep_ids"] == Json::array({sweeps.tcg}));
+    CHECK(report["partitions"][tcg["partition"].get<int>()]["accel"] == "tcg");
+    CHECK(tcg["metrics"]["read_iops"]["n"] == 2);
+    CHECK(report["rows"][2]["workload"] == "seqread");
+}
+
+TEST_CASE("results_for_config: runs that never finished join their sweep's row", "[compare]") {
+    TempDir dir;
+    auto store = std::move(Store::open(dir.file("results.db")).value());
+    const std::int64_t sweep =
+        create(*store, "pending",
+               {planned_run(kSafeExt4, "randrw", 0, 0), planned_run(kSafeExt4, "randrw", 1, 1),
+                planned_run(kSafeExt4, "seqread", 2, 0)});
+    finish(*store, sweep, 1, RunStatus::kSucceeded, {{"read_iops", 5}});
+    const Json report = results_for_config(*store, config_id(kSafeExt4)).value();
+    REQUIRE(report["rows"].size() == 2);
+    CHECK(report["rows"][0]["runs"]["succeeded"] == 1);
+    CHECK(report["rows"][0]["runs"]["pending"] == 1);
+    CHECK(report["rows"][0]["partition"] == 0);
+    CHECK(report["rows"][1]["workload"] == "seqread");
+    CHECK(report["rows"][1]["partition"].is_null());
 }
 
 }  // namespace

@@ -137,20 +137,78 @@ TEST_CASE("Holm: NaN entries are no comparison and do not count", "[stats]") {
     CHECK(holm_adjust({0.6, 0.7}) == std::vector<double>{1.0, 1.0});
 }
 
+// An estimate of `ratio` from `runs` paired rounds (decide_verdict reads
+// only the ratio and how many runs it rests on).
+RatioEstimate estimate_of(double ratio, int runs = 3) {
+    RatioEstimate estimate;
+    estimate.method = RatioMethod::kPaired;
+    estimate.ratio = ratio;
+    estimate.pairs = estimate.n_candidate = estimate.n_baseline = runs;
+    return estimate;
+}
+
 TEST_CASE("verdicts: significance, direction and the practical threshold", "[stats]") {
+    const VerdictRules two_percent;
+    VerdictRules one_percent;
+    one_percent.practical_difference = 0.01;
     // IOPS: higher is better.
-    CHECK(decide_verdict(1.10, 0.001, false, 0.02) == Verdict::kBetter);
-    CHECK(decide_verdict(0.90, 0.001, false, 0.02) == Verdict::kWorse);
+    CHECK(decide_verdict(estimate_of(1.10), 0.001, false, two_percent) == Verdict::kBetter);
+    CHECK(decide_verdict(estimate_of(0.90), 0.001, false, two_percent) == Verdict::kWorse);
     // Time: lower is better.
-    CHECK(decide_verdict(0.90, 0.001, true, 0.02) == Verdict::kBetter);
-    CHECK(decide_verdict(1.10, 0.001, true, 0.02) == Verdict::kWorse);
+    CHECK(decide_verdict(estimate_of(0.90), 0.001, true, two_percent) == Verdict::kBetter);
+    CHECK(decide_verdict(estimate_of(1.10), 0.001, true, two_percent) == Verdict::kWorse);
     // Significant but smaller than the threshold: never a difference.
-    CHECK(decide_verdict(1.015, 1e-9, false, 0.02) == Verdict::kNoDifference);
-    CHECK(decide_verdict(1.015, 1e-9, false, 0.01) == Verdict::kBetter);
+    CHECK(decide_verdict(estimate_of(1.015), 1e-9, false, two_percent) == Verdict::kNoDifference);
+    CHECK(decide_verdict(estimate_of(1.015), 1e-9, false, one_percent) == Verdict::kBetter);
     // Large but not significant.
-    CHECK(decide_verdict(1.5, 0.2, false, 0.02) == Verdict::kNoDifference);
-    CHECK(decide_verdict(1.5, std::nan(""), false, 0.02) == Verdict::kNotEnoughData);
+    CHECK(decide_verdict(estimate_of(1.5), 0.2, false, two_percent) == Verdict::kNoDifference);
+    CHECK(decide_verdict(estimate_of(1.5), std::nan(""), false, two_percent) ==
+          Verdict::kNotEnoughData);
     CHECK(to_string(Verdict::kNoDifference) == "no significant difference");
+}
+
+TEST_CASE("verdicts: two runs that agree exactly are not enough runs", "[stats]") {
+    // n = 2 per side with zero spread: t is infinite, so p = 0 ...
+    const RatioEstimate two = estimate_ratio({{0, 150}, {1, 150}}, {{0, 100}, {1, 100}});
+    CHECK(two.method == RatioMethod::kPaired);
+    CHECK(two.p_value == 0);
+    // ... which is no evidence: below the default 3 runs there is no verdict.
+    const VerdictRules rules;
+    CHECK(rules.min_runs == 3);
+    CHECK_FALSE(has_enough_runs(two, rules));
+    CHECK(decide_verdict(two, two.p_value, false, rules) == Verdict::kNotEnoughData);
+    CHECK(to_string(Verdict::kNotEnoughData) == "not enough runs");
+
+    // n = 3 per side: a verdict.
+    const RatioEstimate three =
+        estimate_ratio({{0, 150}, {1, 152}, {2, 149}}, {{0, 100}, {1, 101}, {2, 99}});
+    CHECK(has_enough_runs(three, rules));
+    CHECK(decide_verdict(three, three.p_value, false, rules) == Verdict::kBetter);
+
+    // The setting changed: with min_runs 4 three runs are not enough, with 2
+    // even the two agreeing runs get one.
+    VerdictRules four;
+    four.min_runs = 4;
+    CHECK(decide_verdict(three, three.p_value, false, four) == Verdict::kNotEnoughData);
+    VerdictRules two_runs;
+    two_runs.min_runs = 2;
+    CHECK(decide_verdict(two, two.p_value, false, two_runs) == Verdict::kBetter);
+
+    // Unpaired, the smaller side counts: 3 against 2 is not enough.
+    const RatioEstimate welch =
+        estimate_ratio({{0, 150}, {2, 151}, {3, 152}}, {{0, 100}, {1, 100}});
+    CHECK(welch.method == RatioMethod::kWelch);
+    CHECK_FALSE(has_enough_runs(welch, rules));
+}
+
+TEST_CASE("log_scale_centre: the geometric mean of the positive values", "[stats]") {
+    CHECK(log_scale_centre({{0, 1}, {1, 100}}) == Approx(10.0));
+    CHECK(log_scale_centre({{0, 4}, {1, -3}, {2, 0}}) == Approx(4.0));
+    CHECK(std::isnan(log_scale_centre({})));
+    // The ratio of two centres is the ratio estimate_ratio gives unpaired.
+    const std::vector<RoundValue> a = {{0, 10}, {1, 40}, {2, 20}};
+    const std::vector<RoundValue> b = {{3, 5}, {4, 9}};
+    CHECK(estimate_ratio(a, b).ratio == Approx(log_scale_centre(a) / log_scale_centre(b)));
 }
 
 TEST_CASE("rate metrics are known by name", "[stats]") {

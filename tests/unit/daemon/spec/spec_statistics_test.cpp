@@ -28,7 +28,7 @@ TEST_CASE("repetitions: an integer is min = max, not adaptive", "[spec][statisti
     CHECK(spec.repetitions == 4);
     CHECK(spec.max_repetitions == 4);
     CHECK(spec.ci_target == 0);
-    CHECK(spec.practical_difference == Approx(0.02));
+    CHECK(spec.verdict_rules.practical_difference == Approx(0.02));
 }
 
 TEST_CASE("repetitions: a table makes them adaptive", "[spec][statistics]") {
@@ -39,7 +39,7 @@ TEST_CASE("repetitions: a table makes them adaptive", "[spec][statistics]") {
     CHECK(spec.repetitions == 3);
     CHECK(spec.max_repetitions == 10);
     CHECK(spec.ci_target == Approx(0.03));
-    CHECK(spec.practical_difference == Approx(0.05));
+    CHECK(spec.verdict_rules.practical_difference == Approx(0.05));
     // Only `min` rounds are planned up front.
     Result<SweepPlan> plan = expand_sweep(spec);
     REQUIRE(plan.ok());

@@ -9,6 +9,7 @@
 
 #include "common/fio_options.h"
 #include "support/test_data.h"
+#include "unit/doc_tables.h"
 
 using namespace ds;
 
@@ -276,14 +277,14 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "[spec][errors]") {
     CHECK(parse_error("name = \"t\"\nrepetition = 2\n") ==
           "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
-          "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, workload, "
-          "host_baseline, baseline, practical_difference. Did you "
+          "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, tunings, workload, "
+          "host_baseline, baseline, practical_difference, min_runs_for_verdict. Did you "
           "mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
           "disk_size, bus, cache, aio, discard, detect_zeroes, ssd, iothread, iops_limit, "
-          "bandwidth_limit, queues, scheduler, read_ahead_kb, nr_requests, filesystem. Did you "
-          "mean 'cache'?");
+          "bandwidth_limit, queues, scheduler, read_ahead_kb, nr_requests, filesystem, tuning. "
+          "Did you mean 'cache'?");
     CHECK(parse_error(with_matrix("cache = [\"none\", \"unsafe\", \"nocache\"]")) ==
           "t.toml:3:28: unknown value 'nocache' for axis 'cache'; valid values: none, writeback, "
           "writethrough, directsync, unsafe.");
@@ -722,15 +723,148 @@ TEST_CASE("a workload whose filesystems were all dropped is an error", "[spec][e
 TEST_CASE("the seed-atis sweep expresses the MariaDB reference study", "[spec]") {
     SweepSpec spec =
         parse_ok(read_text(kRepoRoot / "config/sweeps/seed-atis.toml"), "seed-atis.toml");
+    CHECK(spec.tuning_axis == std::vector<std::string>{"defaults", "dw0-odsync", "dw0-nosync"});
     Result<SweepPlan> plan = expand_sweep(spec);
     REQUIRE(plan.ok());
     CHECK(plan->configs.size() == 5);
+    // The one workload under each tuning: as written, then the two variants.
     REQUIRE(plan->workloads.size() == 3);
+    CHECK(plan->workloads[0].name == "atis");
+    CHECK(plan->workloads[0].tuning.empty());
+    CHECK(plan->workloads[0].params == Json::object());
+    CHECK(plan->workloads[1].name == "atis.dw0-odsync");
+    CHECK(plan->workloads[1].tuning == "dw0-odsync");
+    CHECK(plan->workloads[1].variant_of == "atis");
     CHECK(plan->workloads[1].params.at("server") ==
           Json{{"innodb_doublewrite", 0}, {"innodb_flush_method", "O_DSYNC"}});
+    CHECK(plan->workloads[2].name == "atis.dw0-nosync");
+    CHECK(plan->workloads[2].params.at("server") ==
+          Json{{"innodb_doublewrite", 0}, {"innodb_flush_method", "nosync"}});
+    CHECK(plan->workloads[2].filesystems == std::vector<std::string>{"ext4", "btrfs"});
+    // One baseline: ext4 with InnoDB's defaults.
+    REQUIRE(plan->baseline_config >= 0);
+    CHECK(plan->configs[static_cast<std::size_t>(plan->baseline_config)].filesystem.label ==
+          "ext4");
+    CHECK(plan->baseline_tuning == "defaults");
     // defaults on 5 filesystems, the two tunings on ext4 and btrfs: 9 pairs.
     CHECK(plan->skipped_pairs == 6);
     CHECK(plan->runs.size() == 9u * static_cast<std::size_t>(spec.repetitions));
+    // The tuning is the workload's: the configurations' identities do not
+    // change with it (five configurations, as without the axis).
+    std::set<std::string> ids;
+    for (const auto& config : plan->configs) ids.insert(config_id(config));
+    CHECK(ids.size() == 5);
+}
+
+namespace {
+
+// A matrix of two filesystems with a tuning axis, one MariaDB workload
+// (`workload_lines` below [[workload]]) and one fio workload.
+std::string tuned_spec(const std::string& tuning_axis, const std::string& tunings,
+                       const std::string& workload_lines = "") {
+    return "name = \"t\"\n[matrix]\nfilesystem = [\"ext4\", \"btrfs\"]\ntuning = " + tuning_axis +
+           "\n" + tunings +
+           "\n[[workload]]\nname = \"atis\"\nkind = "
+           "\"mariadb-atis\"\n" +
+           workload_lines + "\n[[workload]]\nname = \"io\"\nkind = \"fio\"\n";
+}
+
+}  // namespace
+
+TEST_CASE("the tuning axis runs each tuning as a variant of the workload", "[spec][tuning]") {
+    const SweepSpec spec =
+        parse_ok(tuned_spec("[\"defaults\", \"nosync\"]",
+                            "[tunings.nosync]\nserver = { innodb_flush_method = \"nosync\" }\n"
+                            "filesystems = [\"ext4\"]",
+                            "server = { innodb_buffer_pool_size = \"64M\" }"));
+    CHECK(spec.tunings.at("nosync").server == Json{{"innodb_flush_method", "nosync"}});
+    const SweepPlan plan = expand_ok(spec);
+    // atis as written, atis under nosync, fio once (a tuning sets nothing of fio).
+    REQUIRE(plan.workloads.size() == 3);
+    CHECK(plan.workloads[0].name == "atis");
+    CHECK(plan.workloads[1].name == "atis.nosync");
+    CHECK(plan.workloads[1].params.at("server") ==
+          Json{{"innodb_buffer_pool_size", "64M"}, {"innodb_flush_method", "nosync"}});
+    CHECK(plan.workloads[2].name == "io");
+    CHECK(plan.workloads[2].tuning.empty());
+    // 2 configurations x (atis + io) + nosync on ext4 only.
+    CHECK(plan.runs.size() == 5);
+    CHECK(plan.skipped_pairs == 1);
+    CHECK(plan.baseline_tuning == "defaults");
+    // The variant records what it is, and reads back as it was written.
+    const Json json = to_json(plan.workloads[1]);
+    CHECK(json.at("tuning") == "nosync");
+    CHECK(json.at("variant_of") == "atis");
+    CHECK(workload_from_json(json).value() == plan.workloads[1]);
+    // The workload as written serialises as it did before the axis existed.
+    CHECK_FALSE(to_json(plan.workloads[0]).contains("tuning"));
+
+    // Without "defaults" only the tunings run; the first is the baseline's.
+    const SweepPlan only_tuned = expand_ok(parse_ok(tuned_spec(
+        "\"nosync\"", "[tunings.nosync]\nserver = { innodb_flush_method = \"nosync\" }")));
+    REQUIRE(only_tuned.workloads.size() == 2);
+    CHECK(only_tuned.workloads[0].name == "atis.nosync");
+    CHECK(only_tuned.baseline_tuning == "nosync");
+}
+
+TEST_CASE("tunings and the tuning axis: errors name the key and its position",
+          "[spec][tuning][errors]") {
+    const std::string nosync = "[tunings.nosync]\nserver = { innodb_flush_method = \"nosync\" }";
+    CHECK(parse_message(tuned_spec("[\"defaults\", \"nosnyc\"]", nosync)) ==
+          "t.toml:4:23: unknown tuning 'nosnyc' in [matrix]; valid tunings: defaults, nosync. "
+          "Did you mean 'nosync'? A tuning is a [tunings.NAME] table.");
+    CHECK(parse_message(tuned_spec("[\"nosync\", \"nosync\"]", nosync)) ==
+          "t.toml:4:21: value 'nosync' of axis 'tuning' is listed twice");
+    CHECK(parse_message(tuned_spec("[]", nosync)) ==
+          "t.toml:4:10: axis 'tuning' in [matrix] lists no values; list at least one, or leave "
+          "the axis out to run the workloads as written");
+    CHECK(parse_message(tuned_spec("\"x\"", "[tunings.x]\nfilesystems = [\"ext4\"]")) ==
+          "t.toml:5:1: missing required key 'server' in [tunings.x] (the MariaDB server "
+          "variables the tuning sets)");
+    CHECK(parse_message(tuned_spec("\"x\"", "[tunings.x]\nserver = { Bad = 1 }")) ==
+          "t.toml:6:12: 'server' in tuning 'x': server variable name 'Bad' must be lower-case "
+          "letters, digits and _ (as SHOW VARIABLES prints it)");
+    CHECK(parse_message(tuned_spec("\"x\"", "[tunings.x]\nserver = { a = 1 }\nfio = 2")) ==
+          "t.toml:7:1: unknown key 'fio' in [tunings.x]; valid keys: server, filesystems.");
+    CHECK(parse_message(
+              tuned_spec("\"x\"", "[tunings.x]\nserver = { a = 1 }\nfilesystems = [\"xfs\"]")) ==
+          "t.toml:7:16: 'filesystems' in tuning 'x': 'xfs' is not a value of matrix.filesystem "
+          "(as written there); its values: ext4, btrfs.");
+    CHECK(parse_message(tuned_spec("\"defaults\"", "[tunings.defaults]\nserver = { a = 1 }"))
+              .starts_with("t.toml:5:10: tuning name 'defaults' must be"));
+    // The baseline's tuning is a value of the axis.
+    CHECK(parse_message("name = \"t\"\nbaseline = { tuning = \"x\" }\n[[workload]]\nkind = "
+                        "\"fio\"\n") ==
+          "t.toml:2:23: baseline.tuning = 'x' is not a value of the matrix; [matrix] tuning has: "
+          "defaults");
+    // A variable both the workload and the tuning set; no filesystem in common.
+    CHECK(expand_error(parse_ok(tuned_spec("\"nosync\"", nosync,
+                                           "server = { innodb_flush_method = \"O_DSYNC\" }"))) ==
+          "tuning 'nosync' sets server variable 'innodb_flush_method', which workload 'atis' "
+          "sets itself; set it in one place");
+    CHECK(expand_error(parse_ok(tuned_spec("\"nosync\"", nosync + "\nfilesystems = [\"btrfs\"]",
+                                           "filesystems = [\"ext4\"]"))) ==
+          "workload 'atis' and tuning 'nosync' share no filesystem: their 'filesystems' lists "
+          "have none in common");
+}
+
+TEST_CASE("docs/spec.md's top-level keys are the keys the parser takes", "[spec][docs]") {
+    const auto sections =
+        test::doc_sections(test::repository_text("docs/spec.md"), 2, "Top-level keys");
+    REQUIRE(sections.size() == 1);
+    // The section's own table, not those of its subsections ([hypervisor]).
+    const std::string table = sections[0].body.substr(0, sections[0].body.find("\n### "));
+    std::set<std::string> documented;
+    for (const auto& row : test::table_rows(table, {"key", "type", "default", "meaning"})) {
+        // `name`, `[matrix]`, `[filesystems.NAME]`, `[[workload]]`: the key itself.
+        std::string key = row.at(0);
+        key.erase(std::remove_if(key.begin(), key.end(),
+                                 [](char c) { return c == '`' || c == '[' || c == ']'; }),
+                  key.end());
+        documented.insert(key.substr(0, key.find('.')));
+    }
+    const auto keys = spec_top_level_keys();
+    CHECK(documented == std::set<std::string>(keys.begin(), keys.end()));
 }
 
 // ---------------------------------------------------------------------------
