@@ -150,8 +150,9 @@ namespace {
 
 // The daemon's own libvirt connection as the host "local" (make_local_host),
 // then the config's host lines, each a host of the pool and of the catalog.
-Status add_configured_hosts(const DaemonConfig& config, BackendCatalog& backends, HostPool& hosts) {
-    const HostContext context{config.embedded_root(), config.run_dir()};
+Status add_configured_hosts(const DaemonConfig& config, const DaemonSeams& seams,
+                            BackendCatalog& backends, HostPool& hosts) {
+    const HostContext context{config.embedded_root(), config.run_dir(), seams.domain_xml_filter};
     DS_ASSIGN_OR_RETURN(auto own, make_local_host(config.effective_hypervisor_uri(),
                                                   config.max_parallel_runs, context));
     DS_TRY(backends.add_host(own->description));
@@ -189,6 +190,7 @@ void decide_host_acceleration(const DaemonConfig& config, const ResourceNames& n
                 decide_acceleration(config, names, *host->hypervisor, storage, image.value());
             host->accel = decision.accel;
             host->accel_reason = decision.reason;
+            host->accel_enforced = true;
         }
         log_line("acceleration of host " + host->description.name + ": " +
                  std::string(to_string(host->accel)) + " (" + host->accel_reason + ")");
@@ -348,7 +350,7 @@ Status make_daemon_directories(const DaemonConfig& config) {
 // returns false has logged why the daemon exits with 1.
 class Daemon {
   public:
-    explicit Daemon(const DaemonConfig& config) : config_(config) {}
+    Daemon(const DaemonConfig& config, const DaemonSeams& seams) : config_(config), seams_(seams) {}
 
     bool open_state();
     bool add_backends();
@@ -369,6 +371,7 @@ class Daemon {
     ApiContext api_context(std::optional<gid_t> api_gid);
 
     const DaemonConfig& config_;
+    const DaemonSeams& seams_;
     std::optional<StateLock> lock_;
     std::unique_ptr<Store> store_;
     std::optional<ResourceNames> names_;
@@ -419,7 +422,8 @@ bool Daemon::open_state() {
 
 // The hosts (the daemon's own libvirt connection first) and the storages.
 bool Daemon::add_backends() {
-    if (Status configured = add_configured_hosts(config_, backends_, hosts_); !configured.ok()) {
+    if (Status configured = add_configured_hosts(config_, seams_, backends_, hosts_);
+        !configured.ok()) {
         log_line("configuration: " + configured.error().message);
         return false;
     }
@@ -603,14 +607,14 @@ void Daemon::stop() {
 
 }  // namespace
 
-int run_daemon(const DaemonConfig& config) {
+int run_daemon(const DaemonConfig& config, const DaemonSeams& seams) {
     const sigset_t stop_signals = block_stop_signals();
     signal(SIGPIPE, SIG_IGN);
     if (Status made = make_daemon_directories(config); !made.ok()) {
         log_line(made.error().message);
         return 1;
     }
-    Daemon daemon(config);
+    Daemon daemon(config, seams);
     if (!daemon.open_state() || !daemon.add_backends()) return 1;
     daemon.recover();
     daemon.probe_acceleration();
@@ -621,6 +625,19 @@ int run_daemon(const DaemonConfig& config) {
     daemon.wait_for_stop_signal(stop_signals);
     daemon.stop();
     return 0;
+}
+
+int daemon_main(int argc, char** argv, const DaemonSeams& seams) {
+    auto parsed = parse_daemon_command_line(argc, argv);
+    if (!parsed.ok()) {
+        std::cerr << parsed.error().message << "\n";
+        return 2;
+    }
+    if (parsed->exit_now) {
+        std::cout << parsed->output;
+        return parsed->exit_code;
+    }
+    return run_daemon(parsed->config, seams);
 }
 
 }  // namespace ds

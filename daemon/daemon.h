@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "daemon/backends/hypervisor/hypervisor.h"
+#include "daemon/backends/hypervisor/libvirt/domain_xml.h"
 #include "daemon/backends/storage/storage.h"
 #include "daemon/config.h"
 #include "daemon/run/resource_names.h"
@@ -54,7 +55,19 @@ std::optional<std::chrono::milliseconds> watchdog_ping_interval();
 int wait_for_signal(const sigset_t& signals, std::optional<std::chrono::milliseconds> interval,
                     const std::function<void()>& ping);
 
+// What a test-only daemon executable puts into the daemon it runs (the
+// libvirt backend's fault-injection seam, tests/axes/injecting_daemon.cpp);
+// disksweepd's main passes none.
+struct DaemonSeams {
+    DomainXmlFilter domain_xml_filter{};  // given to every libvirt host
+};
+
 // Runs the daemon until SIGTERM/SIGINT. Returns the process exit code.
-int run_daemon(const DaemonConfig& config);
+int run_daemon(const DaemonConfig& config, const DaemonSeams& seams = {});
+
+// disksweepd's main: the command line (parse_daemon_command_line; --help and
+// --version print and return), then run_daemon. Returns the exit code (2 for
+// a bad command line).
+int daemon_main(int argc, char** argv, const DaemonSeams& seams = {});
 
 }  // namespace ds

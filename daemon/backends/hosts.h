@@ -33,6 +33,11 @@ struct Host {
     int parallel = 1;
     Accel accel = Accel::kTcg;
     std::string accel_reason;
+    // A libvirt host's accel is its probe's decision, and each run's guest
+    // must run with it: a run whose QEMU reports another fails its
+    // verification. Another kind's VMs run as their own config says (each
+    // run records what its VM ran): not enforced.
+    bool accel_enforced = false;
 };
 
 // A `host = KIND:NAME,KEY=VALUE...` line of the config, connected: the

@@ -112,6 +112,7 @@ Result<std::unique_ptr<Hypervisor>> make_libvirt_host(const BackendLine& line,
         LibvirtHypervisor::connect(uri == line.options.end() ? "" : uri->second,
                                    context.embedded_root, context.run_dir + "/" + line.pool);
     if (!hypervisor.ok()) return hypervisor.error();
+    if (context.domain_xml_filter) (*hypervisor)->set_domain_xml_filter(context.domain_xml_filter);
     return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
 }
 

@@ -18,6 +18,7 @@
 #include "common/result.h"
 #include "common/settings.h"
 #include "daemon/backends/hypervisor/hypervisor.h"
+#include "daemon/backends/hypervisor/libvirt/domain_xml.h"
 #include "daemon/backends/storage/storage.h"
 
 namespace ds {
@@ -81,6 +82,9 @@ Result<std::unique_ptr<StorageBackend>> make_storage_backend(const StorageLine& 
 struct HostContext {
     std::string embedded_root;  // the default libvirt URI's root, <state_dir>/libvirt
     std::string run_dir;        // <state_dir>/runs: guests' sockets and console logs
+    // The fault-injection seam of libvirt hosts (DaemonSeams): empty but in
+    // test binaries.
+    DomainXmlFilter domain_xml_filter{};
 };
 
 struct HypervisorKindDef {

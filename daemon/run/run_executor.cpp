@@ -157,6 +157,8 @@ class RunAttempt {
     // The guest's handle once start_vm recorded it; teardown destroys by it.
     std::optional<Json> vm_handle_;
     Accel accel_ = Accel::kTcg;
+    bool accel_enforced_ = false;  // the guest must run with accel_ (Host::accel_enforced)
+    std::string accel_reason_;     // why the host runs accel_
     std::string host_name_;
     SweepPlacement placement_;
 };
@@ -189,6 +191,7 @@ Status RunAttempt::timed(RunPhase phase, Status (RunAttempt::*body)()) {
 Status RunAttempt::place() {
     host_baseline_ = run_.config.value("hypervisor", "") == kHostBaselineHypervisor;
     accel_ = env_.accel;
+    accel_enforced_ = env_.accel_enforced;
     if (host_baseline_) return ok_status();
     if (env_.hosts == nullptr) {
         hypervisor_ = env_.hypervisor;
@@ -202,6 +205,8 @@ Status RunAttempt::place() {
     Host& host = lease_->host();
     hypervisor_ = host.hypervisor.get();
     accel_ = host.accel;
+    accel_enforced_ = host.accel_enforced;
+    accel_reason_ = host.accel_reason;
     host_name_ = host.description.name;
     return ok_status();
 }
@@ -337,12 +342,27 @@ Status RunAttempt::record_vm_handle(const Json& handle) {
 
 // The run's accel is what the guest runs with, not what was asked: a
 // Proxmox VM may run TCG (kvm: 0) whatever the host was expected to do, and
-// the comparison partition must not pool it with KVM runs.
+// the comparison partition must not pool it with KVM runs. Where the host's
+// accel is enforced (libvirt: its probe's decision), another one fails the
+// run as a setting not in force, at once: a guest under the wrong
+// accelerator may never get as far as the verify phase (KVM here hangs in
+// the BIOS).
 Status RunAttempt::read_running_guest() {
     auto guest = hypervisor_->running_guest(vm_name_, accel_);
     if (!guest.ok()) {
         return make_error(guest.error().code,
                           "cannot tell the guest's acceleration: " + guest.error().message);
+    }
+    if (accel_enforced_ && guest->accel != accel_) {
+        applied_["accel"] = {{"in_force", to_string(guest->accel)},
+                             {"source", guest->accel_source},
+                             {"expected", to_string(accel_)}};
+        return make_error(errc::kSettingsMismatch,
+                          "settings not in force: acceleration: host " + host_name_ + " runs " +
+                              std::string(to_string(accel_)) +
+                              (accel_reason_.empty() ? "" : " (" + accel_reason_ + ")") +
+                              ", QEMU runs " + std::string(to_string(guest->accel)) + " (" +
+                              guest->accel_source + ")");
     }
     accel_ = guest->accel;
     run_.accel = std::string(to_string(accel_));

@@ -74,6 +74,9 @@ struct RunEnvironment {
     // image, "mariadb" = <image dir>/mariadb. An Error says what is missing.
     std::function<Result<GuestImage>(std::string_view variant)> image_for_variant;
     Accel accel = Accel::kTcg;
+    // Whether a run whose guest runs with another accelerator than `accel`
+    // fails (as a host's Host::accel_enforced; used when `hosts` is null).
+    bool accel_enforced = false;
     // Set when the daemon is stopping: a run cancelled then is recorded as
     // interrupted (failed), not as cancelled by the user.
     const std::atomic<bool>* shutting_down = nullptr;

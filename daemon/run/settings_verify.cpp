@@ -104,27 +104,38 @@ struct HypervisorKey {
     std::string_view key;
     Reported domain_xml;       // flat keys: libvirt's live XML, or PVE's VM config
     Reported qemu;             // "qemu": QMP (libvirt)
+    Reported qemu_process;     // "qemu_process": the QEMU process on this machine (libvirt)
     Reported qemu_info_block;  // "qemu_info_block": HMP `info block` (Proxmox's monitor)
 };
 
 // Every key of to_json(StorageConfig) that the hypervisor applies, and how
-// each level reports it. QEMU 7.2's QMP has no aio and no discard member
-// (qemu_monitor.h); discard shows only as detect_zeroes=unmap. `info block`
-// shows the block node only (qemu_block.h): no device properties.
+// each level reports it; the one place that says so.
+//  * QMP (qemu_monitor.h): query-block's cache flags (all five modes),
+//    detect_zeroes, format and throttle values; the guest device's bus (its
+//    type, and for SCSI the devices on its controller in QEMU's device tree),
+//    rotation rate, IO thread (the device's or its controller's iothread
+//    link, checked against query-iothreads) and queues. QEMU 7.2's QMP has no
+//    aio and no discard member: discard shows there only as
+//    detect_zeroes=unmap.
+//  * The QEMU process (qemu_process.h): the data disk's block nodes'
+//    discard option, and the AIO engine the process really set up.
+//  * `info block` shows the block node only (qemu_block.h): no device
+//    properties, no aio.
 // clang-format off
+using enum Reported;
 constexpr std::array kHypervisorKeys = {
-    HypervisorKey{"bus", Reported::kAlways, Reported::kAlways, Reported::kNotShown},
-    HypervisorKey{"cache", Reported::kAlways, Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"aio", Reported::kAlways, Reported::kNotShown, Reported::kNotShown},
-    HypervisorKey{"discard", Reported::kAlways, Reported::kWhenShown, Reported::kWhenShown},
-    HypervisorKey{"detect_zeroes", Reported::kAlways, Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"ssd", Reported::kAlways, Reported::kAlways, Reported::kNotShown},
-    HypervisorKey{"iothread", Reported::kAlways, Reported::kAlways, Reported::kNotShown},
-    HypervisorKey{"image_format", Reported::kAlways, Reported::kAlways, Reported::kAlways},
-    HypervisorKey{"iops_limit", Reported::kWhenSet, Reported::kWhenSet, Reported::kWhenSet},
-    HypervisorKey{"bandwidth_limit", Reported::kWhenSet, Reported::kWhenSet, Reported::kWhenSet},
-    HypervisorKey{"queues", Reported::kWhenRequested, Reported::kWhenRequested,
-                  Reported::kNotShown},
+    //            key                domain XML      QMP             QEMU process  info block
+    HypervisorKey{"bus",             kAlways,        kAlways,        kNotShown,    kNotShown},
+    HypervisorKey{"cache",           kAlways,        kAlways,        kNotShown,    kAlways},
+    HypervisorKey{"aio",             kAlways,        kNotShown,      kAlways,      kNotShown},
+    HypervisorKey{"discard",         kAlways,        kWhenShown,     kAlways,      kWhenShown},
+    HypervisorKey{"detect_zeroes",   kAlways,        kAlways,        kNotShown,    kAlways},
+    HypervisorKey{"ssd",             kAlways,        kAlways,        kNotShown,    kNotShown},
+    HypervisorKey{"iothread",        kAlways,        kAlways,        kNotShown,    kNotShown},
+    HypervisorKey{"image_format",    kAlways,        kAlways,        kNotShown,    kAlways},
+    HypervisorKey{"iops_limit",      kWhenSet,       kWhenSet,       kNotShown,    kWhenSet},
+    HypervisorKey{"bandwidth_limit", kWhenSet,       kWhenSet,       kNotShown,    kWhenSet},
+    HypervisorKey{"queues",          kWhenRequested, kWhenRequested, kNotShown,    kNotShown},
 };
 // clang-format on
 
@@ -169,7 +180,8 @@ void verify_hypervisor_level(const Json& requested, const Json& applied, std::st
 }
 
 // The flat keys are the live domain XML's (PVE's VM config on Proxmox);
-// "qemu" (QMP) and "qemu_info_block" (HMP), when present, QEMU's own.
+// "qemu" (QMP), "qemu_process" (the process) and "qemu_info_block" (HMP),
+// when present, QEMU's own.
 void verify_hypervisor(const StorageConfig& requested, const Json& applied,
                        std::vector<std::string>& mismatches) {
     if (!applied.is_object()) {
@@ -181,6 +193,9 @@ void verify_hypervisor(const StorageConfig& requested, const Json& applied,
     if (applied.contains("qemu"))
         verify_hypervisor_level(wanted, applied.at("qemu"), "QEMU", &HypervisorKey::qemu,
                                 mismatches);
+    if (applied.contains("qemu_process"))
+        verify_hypervisor_level(wanted, applied.at("qemu_process"), "QEMU process",
+                                &HypervisorKey::qemu_process, mismatches);
     if (applied.contains("qemu_info_block"))
         verify_hypervisor_level(wanted, applied.at("qemu_info_block"), "QEMU (info block)",
                                 &HypervisorKey::qemu_info_block, mismatches);

@@ -21,15 +21,19 @@ namespace ds {
 // guest_messages.h; this holds for any caller).
 //
 // `applied_hypervisor`: Hypervisor::applied_settings(). Its flat keys are the
-// live domain XML's (parse_applied_disk_settings); its "qemu" object, when
-// present, is QEMU's own view (read_qemu_disk_settings, whose "sources" name
-// where each key was read). Both levels are compared key by key with
-// to_json(requested) by the table kHypervisorKeys (settings_verify.cpp):
-// bus, cache, aio, discard, detect_zeroes, ssd, iothread, image_format must
-// be reported by the domain XML (a key it did not report is a mismatch);
-// iops_limit and bandwidth_limit absent mean unthrottled at both levels;
-// queues is compared only when requested; QEMU cannot show aio, and discard
-// only when detect_zeroes is unmap. Null skips the hypervisor checks.
+// live domain XML's (parse_applied_disk_settings; PVE's VM config on
+// Proxmox); its objects, when present, are QEMU's own views, each with
+// "sources" naming where each key was read: "qemu" (QMP,
+// read_qemu_disk_settings), "qemu_process" (the QEMU process on this
+// machine, qemu_process_disk_settings) and "qemu_info_block" (HMP, Proxmox).
+// Every level is compared key by key with to_json(requested) by the table
+// kHypervisorKeys (settings_verify.cpp), the one place that says which level
+// reports what: bus, cache, aio, discard, detect_zeroes, ssd, iothread,
+// image_format must be reported by the domain XML (a key it did not report
+// is a mismatch); QMP reports all of them but aio and discard (discard only
+// as detect_zeroes unmap), the QEMU process aio and discard; iops_limit and
+// bandwidth_limit absent mean unthrottled; queues is compared only when
+// requested. Null skips the hypervisor checks.
 //
 // `guest_readback`: the agent's view of the data disk, e.g.
 //   {"device":"sdb","fs_type":"ext4","mount_options":"rw,relatime",

@@ -371,12 +371,16 @@ TEST_CASE("embedded QEMU driver: the guest image boots with our XML",
     REQUIRE(applied.ok());
     Json settings = *applied;
     settings.erase("controller_model");
-    // QEMU's own view (qemu_monitor.h) beside the live XML's.
+    // QEMU's own views (qemu_monitor.h, qemu_process.h) beside the live XML's.
     const Json qemu = settings["qemu"];
+    const Json process = settings["qemu_process"];
     settings.erase("qemu");
+    settings.erase("qemu_process");
     CHECK(settings == expected_applied(config));
     CHECK(qemu.value("cache", "") == "unsafe");
     CHECK(qemu.value("iothread", false) == true);
+    CHECK(process.value("aio", "") == "io_uring");
+    CHECK(process.value("discard", false) == true);
     // The agent channel the hypervisor opens reaches the guest's agent (the
     // initramfs found the root disk by its serial and handed over to it).
     const auto deadline = std::chrono::steady_clock::now() + 180s;

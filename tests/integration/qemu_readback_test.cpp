@@ -1,7 +1,8 @@
 // The settings check's QEMU level against a real guest: the embedded QEMU
 // driver boots the guest image with a non-default disk, QEMU's own view
-// (through the QEMU monitor) must equal the request, and a deliberately
-// different request must fail verification at the QEMU level.
+// (through the QEMU monitor and of its process) must equal the request, and
+// a different request must fail verification at the QEMU level. (That a
+// setting QEMU really runs differently fails its run: tests/axes/.)
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -66,6 +67,7 @@ TEST_CASE("embedded QEMU driver: QEMU's own view of the data disk equals the req
     REQUIRE(started.ok());
     const Result<Json> applied = hypervisor.applied_settings(request.name);
     const Result<Json> counters = hypervisor.disk_counters(request.name);
+    const Result<RunningGuest> running = hypervisor.running_guest(request.name, Accel::kTcg);
     REQUIRE(hypervisor.destroy_vm(request.name).ok());
 
     INFO((applied.ok() ? applied->dump(2) : applied.error().message));
@@ -80,6 +82,15 @@ TEST_CASE("embedded QEMU driver: QEMU's own view of the data disk equals the req
     CHECK(qemu.at("queues") == 2);
     CHECK(qemu.at("iops_limit") == 500);
     CHECK(qemu.at("bandwidth_limit") == 8388608);
+    // The QEMU process: the block nodes' discard, and QEMU's default aio
+    // (the thread pool: no Linux AIO ring, no io_uring).
+    REQUIRE(applied->contains("qemu_process"));
+    CHECK(applied->at("qemu_process").at("discard") == true);
+    CHECK(applied->at("qemu_process").at("aio") == "default");
+    // The accelerator as QEMU reports it.
+    REQUIRE(running.ok());
+    CHECK(running->accel == Accel::kTcg);
+    CHECK(running->accel_source.rfind("QEMU query-kvm: enabled=false", 0) == 0);
     // Both levels agree with the request.
     CHECK(verify_settings(config, *applied, nullptr).empty());
 

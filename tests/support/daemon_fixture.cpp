@@ -25,7 +25,8 @@ std::string daemon_binary() {
     return DISKSWEEPD_BIN;
 }
 
-DaemonFixture::DaemonFixture(std::vector<std::string> extra_args) : args_(std::move(extra_args)) {
+DaemonFixture::DaemonFixture(std::vector<std::string> extra_args, std::string binary)
+    : args_(std::move(extra_args)), binary_(std::move(binary)) {
     char pattern[] = "/tmp/disksweep-test-XXXXXX";
     state_dir_ = ::mkdtemp(pattern);
     socket_ = state_dir_ + "/api.sock";
@@ -33,8 +34,7 @@ DaemonFixture::DaemonFixture(std::vector<std::string> extra_args) : args_(std::m
 }
 
 bool DaemonFixture::launch() {
-    std::vector<std::string> argv = {daemon_binary(), "--state-dir", state_dir_, "--socket",
-                                     socket_};
+    std::vector<std::string> argv = {binary_, "--state-dir", state_dir_, "--socket", socket_};
     argv.insert(argv.end(), args_.begin(), args_.end());
     pid_ = ::fork();
     if (pid_ == 0) {

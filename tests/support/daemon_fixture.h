@@ -15,6 +15,9 @@
 
 namespace ds::test {
 
+// The disksweepd binary of this build.
+std::string daemon_binary();
+
 struct HostctlResult {
     int exit_code = -1;
     std::string out;
@@ -23,10 +26,12 @@ struct HostctlResult {
 
 class DaemonFixture {
   public:
-    // Starts disksweepd with `extra_args` on a fresh state dir under /tmp,
-    // with its API socket in that dir and without the service manager's
-    // NOTIFY_SOCKET.
-    explicit DaemonFixture(std::vector<std::string> extra_args);
+    // Starts disksweepd (or `binary`, a test-only build of it such as the
+    // axes tier's disksweepd-injecting) with `extra_args` on a fresh state
+    // dir under /tmp, with its API socket in that dir and without the
+    // service manager's NOTIFY_SOCKET.
+    explicit DaemonFixture(std::vector<std::string> extra_args,
+                           std::string binary = daemon_binary());
     ~DaemonFixture();  // SIGTERM, wait, remove the state dir
 
     bool ready() const { return ready_; }
@@ -46,6 +51,7 @@ class DaemonFixture {
   private:
     bool launch();
     std::vector<std::string> args_;
+    std::string binary_;
     std::string state_dir_;
     std::string socket_;
     pid_t pid_ = -1;
@@ -64,6 +70,5 @@ std::string test_image_dir();
 // PIDs of running qemu-system processes whose command line mentions `needle`.
 std::vector<pid_t> qemu_processes_mentioning(const std::string& needle);
 std::string hostctl_binary();
-std::string daemon_binary();
 
 }  // namespace ds::test

@@ -158,20 +158,36 @@ void write_os(XmlWriter& xml, const VmRequest& request, DomainXmlDialect dialect
     xml.close("os");
 }
 
+bool is_scsi(Bus bus) {
+    return bus == Bus::kScsi || bus == Bus::kScsiSingle;
+}
+
+// The root disk is virtio-blk, except with the shared SCSI controller
+// (bus scsi): then it is a disk of that controller too, as a guest's system
+// disk is on Proxmox's virtio-scsi-pci, so the data disk really shares its
+// controller (QEMU's device tree shows two devices on it, which is how the
+// QEMU level tells scsi from scsi-single, qemu_monitor.h). SCSI target 1:
+// the data disk is target 0.
 void write_root_disk(XmlWriter& xml, const VmRequest& request) {
+    const bool on_shared_controller = request.config.bus == Bus::kScsi;
     // Read-only and shared by every run, so nothing a run does can change the
     // next run's root file system.
     xml.open("disk", {{"type", "file"}, {"device", "disk"}});
     xml.empty("driver", {{"name", "qemu"}, {"type", "raw"}});
     xml.empty("source", {{"file", request.image.root_disk}});
-    xml.empty("target", {{"dev", "vda"}, {"bus", "virtio"}});
+    if (on_shared_controller) {
+        xml.empty("target", {{"dev", "sdb"}, {"bus", "scsi"}});
+    } else {
+        xml.empty("target", {{"dev", "vda"}, {"bus", "virtio"}});
+    }
     xml.empty("readonly");
     xml.text("serial", protocol::kRootDiskSerial);
+    if (on_shared_controller) {
+        xml.empty(
+            "address",
+            {{"type", "drive"}, {"controller", "0"}, {"bus", "0"}, {"target", "1"}, {"unit", "0"}});
+    }
     xml.close("disk");
-}
-
-bool is_scsi(Bus bus) {
-    return bus == Bus::kScsi || bus == Bus::kScsiSingle;
 }
 
 // "host:port" or "[v6]:port" -> {host, port}; a bare host keeps port ""
@@ -296,11 +312,12 @@ void write_data_disk(XmlWriter& xml, const StorageConfig& config, const DiskSour
 }
 
 // scsi: the one virtio-scsi controller every SCSI disk of the guest shares
-// (Proxmox's "virtio-scsi-pci"). scsi-single: a controller of the data disk's
-// own (Proxmox's "virtio-scsi-single"), which is where an IO thread for a SCSI
-// disk lives. In a guest with one SCSI disk both are one controller at index
-// 0; the user alias records which one was meant. An IO thread requested with
-// the shared controller is given to the shared controller.
+// (Proxmox's "virtio-scsi-pci"), the root disk included (write_root_disk).
+// scsi-single: a controller of the data disk's own (Proxmox's
+// "virtio-scsi-single"), which is where an IO thread for a SCSI disk lives.
+// Both are the controller at index 0; the user alias names which one was
+// meant. An IO thread requested with the shared controller is given to the
+// shared controller.
 void write_scsi_controller(XmlWriter& xml, const StorageConfig& config) {
     const bool own_controller = config.bus == Bus::kScsiSingle;
     xml.open("controller", {{"type", "scsi"}, {"index", "0"}, {"model", "virtio-scsi"}});

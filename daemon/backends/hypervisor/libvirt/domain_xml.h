@@ -2,11 +2,13 @@
 // domain's live XML back to our names for the data disk's settings.
 //
 // The guest: q35, direct kernel boot, no graphics, no network, no balloon;
-// a read-only virtio-blk root disk (serial disksweep-root), the data disk under
+// a read-only root disk (serial disksweep-root; virtio-blk, or with bus scsi
+// a disk of the shared SCSI controller), the data disk under
 // test (serial disksweep-data) with the requested settings, the agent's
 // virtio-serial channel bound to a unix socket, the serial console to a file.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -91,6 +93,11 @@ inline constexpr std::string_view kRbdAuthCephConf = "ceph-conf";
 // model ("virtio-scsi", ...), "ahci" for SATA, "" for virtio-blk. Errors:
 // errc::kHypervisor when the XML does not parse or has no such disk.
 Result<Json> parse_applied_disk_settings(const std::string& live_xml);
+
+// A rewrite of a guest's domain XML before libvirt gets it: the libvirt
+// backend's fault-injection seam, used only by test binaries
+// (LibvirtHypervisor::set_domain_xml_filter).
+using DomainXmlFilter = std::function<std::string(const VmRequest& request, std::string xml)>;
 
 // `text` with & < > ' " replaced by entities, safe in attributes and content.
 std::string xml_escape(std::string_view text);

@@ -21,6 +21,7 @@
 #include "daemon/backends/hypervisor/libvirt/libvirt_error.h"
 #include "daemon/backends/hypervisor/libvirt/libvirt_secret.h"
 #include "daemon/backends/hypervisor/libvirt/qemu_monitor.h"
+#include "daemon/backends/hypervisor/libvirt/qemu_process.h"
 
 namespace ds {
 namespace {
@@ -91,11 +92,6 @@ class EventLoopThread {
 // ---------------------------------------------------------------------------
 // Small RAII and error helpers.
 
-struct DomainFree {
-    void operator()(virDomainPtr domain) const { virDomainFree(domain); }
-};
-using DomainHandle = std::unique_ptr<virDomain, DomainFree>;
-
 struct MallocFree {
     void operator()(char* text) const { std::free(text); }
 };
@@ -133,6 +129,10 @@ std::string embedded_root_of(const std::string& uri) {
 }
 
 }  // namespace
+
+void LibvirtHypervisor::DomainFree::operator()(virDomainPtr domain) const {
+    virDomainFree(domain);
+}
 
 std::string LibvirtHypervisor::embedded_uri(const std::string& root) {
     std::string uri(kEmbeddedUriPrefix);
@@ -269,7 +269,8 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
     }
     const Result<std::string> secret_uuid = define_rbd_secret_for(request);
     if (!secret_uuid.ok()) return secret_uuid.error();
-    const std::string xml = build_domain_xml(request, guest_files_, dialect_, *secret_uuid);
+    std::string xml = build_domain_xml(request, guest_files_, dialect_, *secret_uuid);
+    if (domain_xml_filter_) xml = domain_xml_filter_(request, std::move(xml));
     // VALIDATE: check the XML against libvirt's schema first, so a mistake in
     // it is reported as such rather than as whatever it later breaks.
     DomainHandle domain{virDomainCreateXML(connection_, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
@@ -314,12 +315,7 @@ std::unique_ptr<ConsoleCapture> LibvirtHypervisor::take_console(const std::strin
 }
 
 Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
-    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
-    if (!domain) {
-        const bool missing = last_libvirt_error_code() == VIR_ERR_NO_DOMAIN;
-        return libvirt_error(missing ? errc::kNotFound : errc::kHypervisor, "cannot look up domain",
-                             uri_, vm_name);
-    }
+    DS_ASSIGN_OR_RETURN(DomainHandle domain, lookup_domain(vm_name));
     // Flags 0: the live definition (what the running QEMU was started with).
     LibvirtString xml{virDomainGetXMLDesc(domain.get(), 0)};
     if (!xml) return libvirt_error(errc::kHypervisor, "cannot read domain XML", uri_, vm_name);
@@ -328,22 +324,43 @@ Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
     if (!applied.ok() || dialect_ != DomainXmlDialect::kQemu) return applied;
     Result<Json> qemu = read_qemu_disk_settings(libvirt_qmp_transport(domain.get()));
     if (!qemu.ok()) return qemu.error();
+    // The process is read where it runs here: the local drivers' URIs
+    // (qemu:///embed, qemu:///system, qemu:///session). A remote host's QEMU
+    // is out of reach; its runs have no "QEMU process" level.
+    if (uri_.starts_with("qemu:///")) {
+        DS_ASSIGN_OR_RETURN(const QemuProcessView process, read_qemu_process(vm_name));
+        DS_ASSIGN_OR_RETURN(Json from_process,
+                            qemu_process_disk_settings(process, qemu->value("node_name", "")));
+        (*applied)["qemu_process"] = std::move(from_process);
+    }
     (*applied)["qemu"] = std::move(*qemu);
     return applied;
 }
 
+Result<RunningGuest> LibvirtHypervisor::running_guest(const std::string& vm_name, Accel requested) {
+    if (dialect_ != DomainXmlDialect::kQemu) return Hypervisor::running_guest(vm_name, requested);
+    DS_ASSIGN_OR_RETURN(DomainHandle domain, lookup_domain(vm_name));
+    return read_qemu_accel(libvirt_qmp_transport(domain.get()));
+}
+
 Result<Json> LibvirtHypervisor::disk_counters(const std::string& vm_name) {
+    DS_ASSIGN_OR_RETURN(DomainHandle domain, lookup_domain(vm_name));
+    if (dialect_ != DomainXmlDialect::kQemu) {
+        return make_error(errc::kUnsupported,
+                          "libvirt's test driver has no disk counters (" + uri_ + ")");
+    }
+    return read_qemu_disk_counters(libvirt_qmp_transport(domain.get()));
+}
+
+Result<LibvirtHypervisor::DomainHandle> LibvirtHypervisor::lookup_domain(
+    const std::string& vm_name) {
     DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
     if (!domain) {
         const bool missing = last_libvirt_error_code() == VIR_ERR_NO_DOMAIN;
         return libvirt_error(missing ? errc::kNotFound : errc::kHypervisor, "cannot look up domain",
                              uri_, vm_name);
     }
-    if (dialect_ != DomainXmlDialect::kQemu) {
-        return make_error(errc::kUnsupported,
-                          "libvirt's test driver has no disk counters (" + uri_ + ")");
-    }
-    return read_qemu_disk_counters(libvirt_qmp_transport(domain.get()));
+    return domain;
 }
 
 Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {

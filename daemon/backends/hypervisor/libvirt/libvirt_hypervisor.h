@@ -27,8 +27,10 @@
 #include "daemon/backends/hypervisor/libvirt/domain_xml.h"
 #include "daemon/backends/hypervisor/local_guest_files.h"
 
-// libvirt's connection handle, without pulling libvirt's headers into ours.
+// libvirt's connection and domain handles, without pulling libvirt's headers
+// into ours.
 struct _virConnect;
+struct _virDomain;
 
 namespace ds {
 
@@ -74,9 +76,13 @@ class LibvirtHypervisor : public Hypervisor {
     // it again. errc::kHypervisor when the key cannot be read.
     Status start_vm(const VmRequest& request) override;
     // parse_applied_disk_settings of the live XML, plus (QEMU drivers) "qemu":
-    // read_qemu_disk_settings through the QEMU monitor. errc::kNotFound if no
-    // such domain.
+    // read_qemu_disk_settings through the QEMU monitor, and (a local URI,
+    // qemu:///...) "qemu_process": qemu_process_disk_settings of the guest's
+    // QEMU on this machine. errc::kNotFound if no such domain.
     Result<Json> applied_settings(const std::string& vm_name) override;
+    // What QEMU says it accelerates with (read_qemu_accel: query-kvm); the
+    // test driver runs no QEMU and reports `requested`.
+    Result<RunningGuest> running_guest(const std::string& vm_name, Accel requested) override;
     // read_qemu_disk_counters through the QEMU monitor; errc::kUnsupported on
     // libvirt's test driver.
     Result<Json> disk_counters(const std::string& vm_name) override;
@@ -107,11 +113,24 @@ class LibvirtHypervisor : public Hypervisor {
     // Whether the connection has a secret driver (RBD keys go into secrets).
     bool has_secret_driver() const { return secret_driver_; }
 
+    // The fault-injection seam: start_vm passes each guest's domain XML
+    // through `filter` before libvirt gets it. Only test binaries set one
+    // (tests/axes/: QEMU run with other settings than requested, which
+    // verification must catch); disksweepd never does.
+    void set_domain_xml_filter(DomainXmlFilter filter) { domain_xml_filter_ = std::move(filter); }
+
     // Thread safety: every method may be called from several threads at once.
     // libvirt's connection object is thread-safe and its last-error is
     // per-thread; the console captures are guarded by consoles_mutex_.
 
   private:
+    struct DomainFree {
+        void operator()(_virDomain* domain) const;
+    };
+    using DomainHandle = std::unique_ptr<_virDomain, DomainFree>;
+    // The domain named `vm_name`; errc::kNotFound when there is none.
+    Result<DomainHandle> lookup_domain(const std::string& vm_name);
+
     LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect,
                       bool secret_driver, LocalGuestFiles guest_files);
     // Removes the guest's console capture from the map (null if none).
@@ -133,6 +152,7 @@ class LibvirtHypervisor : public Hypervisor {
     DomainXmlDialect dialect_;
     bool secret_driver_;
     LocalGuestFiles guest_files_;
+    DomainXmlFilter domain_xml_filter_;  // set before any guest starts
 };
 
 // Writes ROOT/etc/qemu.conf for the embedded QEMU driver (creating

@@ -10,7 +10,6 @@
 
 #include "common/json_fields.h"
 #include "common/protocol.h"
-#include "daemon/backends/hypervisor/libvirt/domain_xml.h"
 
 namespace ds {
 namespace {
@@ -57,6 +56,19 @@ struct DataDisk {
     Json inserted;
 };
 
+// The devices a QOM bus holds: its "child[N]" links (qom-list of the bus).
+Result<int> devices_on_bus(const QmpTransport& qmp, const std::string& bus_path) {
+    DS_ASSIGN_OR_RETURN(Json properties, run(qmp, "qom-list", Json{{"path", bus_path}}));
+    if (!properties.is_array()) return qmp_error("qom-list " + bus_path + " did not return a list");
+    int devices = 0;
+    for (const Json& property : properties) {
+        const std::string name = json_read::string_or_empty(property, "name");
+        const std::string type = json_read::string_or_empty(property, "type");
+        if (name.starts_with("child[") && type.starts_with("link<")) ++devices;
+    }
+    return devices;
+}
+
 Result<DataDisk> find_data_disk(const QmpTransport& qmp) {
     Result<Json> devices = run(qmp, "query-block");
     if (!devices.ok()) return devices.error();
@@ -96,11 +108,12 @@ std::string controller_of_bus(const std::string& bus_path) {
     return at == std::string::npos ? bus_path : bus_path.substr(0, at);
 }
 
-std::string scsi_bus_name(const std::string& controller_path) {
-    const std::string id = controller_path.substr(controller_path.rfind('/') + 1);
-    if (id == kDataDiskScsiControllerAlias) return std::string(to_string(Bus::kScsiSingle));
-    if (id == kSharedScsiControllerAlias) return std::string(to_string(Bus::kScsi));
-    return "scsi controller " + id;
+// scsi-single: the controller holds the data disk alone (a controller of
+// its own); scsi: it shares it with other devices (the guest's root disk on
+// the shared controller, see domain_xml.h). Read from QEMU's device tree,
+// never from the controller's id, which is only the name libvirt was given.
+std::string scsi_bus_name(int devices_on_controller) {
+    return std::string(to_string(devices_on_controller == 1 ? Bus::kScsiSingle : Bus::kScsi));
 }
 
 // bus, ssd, iothread, queues and where each came from, for a virtio-blk disk.
@@ -128,18 +141,20 @@ Status read_scsi_hd(const QmpTransport& qmp, const std::string& qdev, Json& sett
     if (!bus.ok()) return bus.error();
     if (!bus->is_string()) return qmp_error("parent_bus of " + qdev + " is not a path");
     const std::string controller = controller_of_bus(bus->get<std::string>());
+    DS_ASSIGN_OR_RETURN(const int devices, devices_on_bus(qmp, bus->get<std::string>()));
     Result<Json> queues = qom_get(qmp, controller, "num_queues");
     if (!queues.ok()) return queues.error();
     DS_ASSIGN_OR_RETURN(Json link, qom_get(qmp, controller, "iothread"));
     Result<bool> iothread = iothread_in_use(qmp, link);
     if (!iothread.ok()) return iothread.error();
-    settings["bus"] = scsi_bus_name(controller);
+    settings["bus"] = scsi_bus_name(devices);
+    settings["devices_on_controller"] = devices;
     settings["controller"] = controller;
     settings["ssd"] = rotation == 1;
     settings["iothread"] = *iothread;
     settings["queues"] = *queues;
     settings["sources"].update(
-        Json{{"bus", "qom-get parent_bus: the controller's id"},
+        Json{{"bus", "qom-get parent_bus, qom-list of that bus: the devices on the controller"},
              {"ssd", "qom-get rotation_rate"},
              {"iothread", "qom-get iothread of the controller, query-iothreads"},
              {"queues", "qom-get num_queues of the controller"}});
@@ -231,6 +246,7 @@ Result<Json> read_qemu_disk_settings(const QmpTransport& qmp) {
     DS_ASSIGN_OR_RETURN(Json settings, block_node_settings(disk->inserted));
     Json& result = settings;
     result["qdev"] = disk->qdev;
+    result["node_name"] = json_read::string_or_empty(disk->inserted, "node-name");
     result["sources"] = Json{{"cache", "query-block cache.direct/writeback/no-flush"},
                              {"detect_zeroes", "query-block detect_zeroes"},
                              {"image_format", "query-block drv"},
@@ -252,6 +268,17 @@ Result<Json> read_qemu_disk_settings(const QmpTransport& qmp) {
     }
     if (!read.ok()) return read.error();
     return result;
+}
+
+Result<RunningGuest> read_qemu_accel(const QmpTransport& qmp) {
+    DS_ASSIGN_OR_RETURN(Json kvm, run(qmp, "query-kvm"));
+    DS_ASSIGN_OR_RETURN(Json enabled, member(kvm, "enabled", is_bool, "query-kvm"));
+    RunningGuest guest;
+    guest.accel = enabled.get<bool>() ? Accel::kKvm : Accel::kTcg;
+    guest.accel_source = std::string("QEMU query-kvm: enabled=") +
+                         (enabled.get<bool>() ? "true" : "false") +
+                         (kvm.value("present", Json(false)) == true ? "" : ", KVM not present");
+    return guest;
 }
 
 Result<Json> read_qemu_disk_counters(const QmpTransport& qmp) {

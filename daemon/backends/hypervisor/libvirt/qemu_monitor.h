@@ -12,11 +12,14 @@
 //    has query-named-block-nodes), so neither can be read back from QEMU;
 //    only detect_zeroes "unmap" implies discard=unmap (QEMU refuses one
 //    without the other).
+//  * query-block's node-name: the data disk's top (format) node, whose own
+//    open options (aio, discard) the QEMU process shows (qemu_process.h).
 //  * qom-get on the guest device (query-block's "qdev"): serial, type
 //    (virtio-blk-device, scsi-hd, ide-hd), rotation_rate (scsi-hd, ide-hd),
 //    num-queues and iothread (virtio-blk), parent_bus (scsi-hd: the bus of
 //    the virtio-scsi controller, whose num_queues and iothread are read
-//    next).
+//    next, and whose devices qom-list shows as its child[N] links).
+//  * query-kvm: whether QEMU runs the guest with KVM.
 //  * query-iothreads: the IO threads that exist; an iothread link must name
 //    one of them.
 #pragma once
@@ -27,6 +30,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/backends/hypervisor/hypervisor.h"
 #include "daemon/backends/hypervisor/qemu_block.h"
 
 // libvirt's domain handle, without pulling libvirt's headers into ours.
@@ -68,15 +72,20 @@ Result<Json> block_node_settings(const Json& inserted);
 //   {"bus", "cache", "detect_zeroes", "image_format", "ssd", "iothread",
 //    "queues" (virtio-blk and virtio-scsi), "iops_limit", "bandwidth_limit",
 //    "discard" (as block_node_settings),
-//    "qdev" (the device's QOM path), "controller" (scsi: the controller's QOM
-//    path), "sources" {key: the QMP command and member it came from}}.
+//    "qdev" (the device's QOM path), "node_name" (its top block node),
+//    "controller" and "devices_on_controller" (scsi: the controller's QOM
+//    path and how many devices its bus holds), "sources" {key: the QMP
+//    command and member it came from}}.
 // bus: "virtio-blk" for virtio-blk-device, "sata" for ide-hd, and for
-// scsi-hd "scsi-single" when its controller is the data disk's own
-// (kDataDiskScsiControllerAlias), "scsi" when it is the shared one
-// (kSharedScsiControllerAlias); a controller of another id is reported by
-// that id. ssd: rotation_rate == 1 (virtio-blk has none: false).
+// scsi-hd "scsi-single" when its controller's bus holds the data disk alone,
+// "scsi" when it holds other devices too (QEMU's device tree, whatever the
+// controller's id says). ssd: rotation_rate == 1 (virtio-blk has none: false).
 // errc::kHypervisor when a command fails or no device has the serial.
 Result<Json> read_qemu_disk_settings(const QmpTransport& qmp);
+
+// The guest's acceleration as QEMU runs it (query-kvm "enabled"), with the
+// reply quoted in accel_source. errc::kHypervisor when the command fails.
+Result<RunningGuest> read_qemu_accel(const QmpTransport& qmp);
 
 // The data disk's query-blockstats counters:
 //   {"rd_bytes", "wr_bytes", "rd_operations", "wr_operations",

@@ -870,3 +870,27 @@ TEST_CASE("executor: the run's accel is what the running guest reports, not the 
 }
 
 }  // namespace ds
+
+namespace ds {
+
+TEST_CASE("executor: a guest running with another accelerator than its host's fails the run",
+          "[executor]") {
+    ExecutorFixture fixture;
+    fixture.hypervisor.set_running_accel(Accel::kKvm);
+    RunEnvironment environment = fixture.environment();
+    environment.accel = Accel::kTcg;  // the host's probed choice
+    environment.accel_enforced = true;
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord run = fixture.pending_run();
+    const RunRecord finished = RunExecutor(environment).execute(run, 5, 10, std::atomic<bool>{});
+    CHECK(finished.status == RunStatus::kFailed);
+    CHECK(finished.failure_reason ==
+          "settings not in force: acceleration: host local runs tcg, QEMU runs kvm (fake)");
+    const RunRecord stored = fixture.stored(run.id);
+    CHECK(stored.applied_settings["accel"]["in_force"] == "kvm");
+    CHECK(stored.applied_settings["accel"]["expected"] == "tcg");
+    // Nothing is left of it.
+    CHECK(fixture.hypervisor.live_vms().empty());
+}
+
+}  // namespace ds

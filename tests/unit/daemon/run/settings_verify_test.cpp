@@ -457,7 +457,7 @@ Json matching_qemu() {
                 {"qdev", "scsi0-0-0-0"},
                 {"sources",
                  {{"cache", "query-block cache.direct/writeback/no-flush"},
-                  {"bus", "qom-get parent_bus: the controller's id"}}}};
+                  {"bus", "qom-get parent_bus, qom-list of that bus"}}}};
 }
 
 Json with_qemu(Json qemu) {
@@ -477,7 +477,7 @@ TEST_CASE("verify_settings: the QEMU level is compared too, naming its source",
     const auto mismatches = verify_settings(reference_config(), with_qemu(qemu), nullptr);
     REQUIRE(mismatches.size() == 2);
     CHECK(mismatches[0] ==
-          "bus: requested scsi-single, QEMU has scsi (qom-get parent_bus: the controller's id)");
+          "bus: requested scsi-single, QEMU has scsi (qom-get parent_bus, qom-list of that bus)");
     CHECK(mismatches[1] ==
           "cache: requested unsafe, QEMU has none (query-block cache.direct/writeback/no-flush)");
 }
@@ -493,7 +493,8 @@ TEST_CASE("verify_settings: both levels report their own mismatch", "[settings_v
 }
 
 TEST_CASE("verify_settings: what QEMU cannot show is not demanded of it", "[settings_verify]") {
-    // QEMU 7.2's QMP has no aio and shows discard only as detect_zeroes=unmap.
+    // QEMU 7.2's QMP has no aio and shows discard only as detect_zeroes=unmap
+    // (the QEMU process level shows both).
     Json qemu = matching_qemu();
     qemu.erase("discard");
     CHECK(verify_settings(reference_config(), with_qemu(qemu), nullptr).empty());
@@ -514,6 +515,35 @@ TEST_CASE("verify_settings: what QEMU cannot show is not demanded of it", "[sett
     const auto discard = verify_settings(config, applied, nullptr);
     REQUIRE(discard.size() == 1);
     CHECK(discard[0] == "discard: requested off, QEMU has on");
+}
+
+TEST_CASE("verify_settings: the QEMU process shows aio and discard", "[settings_verify]") {
+    // reference_config(): aio io_uring, discard on.
+    Json applied = with_qemu(matching_qemu());
+    applied["qemu_process"] = Json{{"aio", "io_uring"},
+                                   {"discard", true},
+                                   {"pid", 4242},
+                                   {"sources",
+                                    {{"aio", "/proc/4242 maps and fds: io_uring in use"},
+                                     {"discard", "-blockdev libvirt-1-format"}}}};
+    CHECK(verify_settings(reference_config(), applied, nullptr).empty());
+    // Another engine in use, and discards dropped by the block node: named
+    // at that level alone (the domain XML still reads as requested).
+    applied["qemu_process"]["aio"] = "threads";
+    applied["qemu_process"]["discard"] = false;
+    const auto mismatches = verify_settings(reference_config(), applied, nullptr);
+    REQUIRE(mismatches.size() == 2);
+    CHECK(mismatches[0] ==
+          "aio: requested io_uring, QEMU process has threads (/proc/4242 maps and fds: io_uring in "
+          "use)");
+    CHECK(mismatches[1] ==
+          "discard: requested on, QEMU process has off (-blockdev libvirt-1-format)");
+    // Both must be reported: a level that is there but silent is a mismatch.
+    applied["qemu_process"].erase("aio");
+    applied["qemu_process"]["discard"] = true;
+    const auto silent = verify_settings(reference_config(), applied, nullptr);
+    REQUIRE(silent.size() == 1);
+    CHECK(silent[0] == "aio: requested io_uring, not reported by QEMU process");
 }
 
 TEST_CASE("verify_settings: throttling and queues at both levels", "[settings_verify]") {

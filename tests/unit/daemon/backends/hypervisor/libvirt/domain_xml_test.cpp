@@ -151,6 +151,21 @@ TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
     }
 }
 
+TEST_CASE("domain XML: with the shared SCSI controller the root disk shares it", "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.config.bus = Bus::kScsi;
+    const std::string shared = build_domain_xml(request, kFiles);
+    CHECK(contains(shared, "<target dev='sdb' bus='scsi'/>"));
+    CHECK(contains(shared, "<address type='drive' controller='0' bus='0' target='1' unit='0'/>"));
+    CHECK_FALSE(contains(shared, "bus='virtio'/>"));
+    // Its own controller (scsi-single) and the other buses: a virtio-blk root.
+    for (Bus bus : {Bus::kScsiSingle, Bus::kVirtioBlk, Bus::kSata}) {
+        request.config.bus = bus;
+        INFO(to_string(bus));
+        CHECK(contains(build_domain_xml(request, kFiles), "<target dev='vda' bus='virtio'/>"));
+    }
+}
+
 TEST_CASE("domain XML: data volume format and block devices", "[domain_xml]") {
     VmRequest request = sample_request();
     std::get<FileDisk>(request.data_disk).format = ImageFormat::kQcow2;

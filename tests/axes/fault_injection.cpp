@@ -1,0 +1,120 @@
+#include "axes/fault_injection.h"
+
+#include <array>
+
+#include "common/protocol.h"
+#include "common/text.h"
+
+namespace ds::test {
+namespace {
+
+constexpr std::string_view kQemuNamespace = "http://libvirt.org/schemas/domain/qemu/1.0";
+// The user alias the cache fault gives the data disk, for <qemu:override>.
+constexpr std::string_view kDataDiskAlias = "ua-disksweep-injected-data";
+// libvirt names a virtio-scsi controller's bus after the controller's alias.
+constexpr std::string_view kDataControllerBus = "ua-disksweep-scsi-data.0";
+
+// `xml` with `text` inserted before the first `anchor`; unchanged when there
+// is none (the run then shows no fault, and the tier's assertion fails).
+std::string insert_before(std::string xml, std::string_view anchor, std::string_view text) {
+    const std::size_t at = xml.find(anchor);
+    if (at != std::string::npos) xml.insert(at, text);
+    return xml;
+}
+
+// The qemu: namespace on <domain>, which libvirt needs for its qemu: elements.
+std::string with_qemu_namespace(std::string xml) {
+    if (xml.find(kQemuNamespace) != std::string::npos) return xml;
+    return insert_before(std::move(xml),
+                         " type=", " xmlns:qemu='" + std::string(kQemuNamespace) + "'");
+}
+
+bool write_through_to_guest(const StorageConfig& requested) {
+    return requested.cache == CacheMode::kWritethrough || requested.cache == CacheMode::kDirectsync;
+}
+
+std::string device_write_cache_on(std::string xml) {
+    const std::string serial = "<serial>" + std::string(protocol::kDataDiskSerial) + "</serial>";
+    xml = insert_before(std::move(xml), serial,
+                        "<alias name='" + std::string(kDataDiskAlias) + "'/>\n      ");
+    xml = insert_before(std::move(xml), "</domain>",
+                        "  <qemu:override>\n"
+                        "    <qemu:device alias='" +
+                            std::string(kDataDiskAlias) +
+                            "'>\n"
+                            "      <qemu:frontend>\n"
+                            "        <qemu:property name='write-cache' type='string' "
+                            "value='on'/>\n"
+                            "      </qemu:frontend>\n"
+                            "    </qemu:device>\n"
+                            "  </qemu:override>\n");
+    return with_qemu_namespace(std::move(xml));
+}
+
+bool discard_requested(const StorageConfig& requested) {
+    return requested.discard;
+}
+
+std::string discard_ignored(std::string xml) {
+    const std::string_view unmap = "discard='unmap'";
+    const std::size_t at = xml.find(unmap);
+    if (at != std::string::npos) xml.replace(at, unmap.size(), "discard='ignore'");
+    return xml;
+}
+
+bool own_scsi_controller(const StorageConfig& requested) {
+    return requested.bus == Bus::kScsiSingle;
+}
+
+std::string second_disk_on_controller(std::string xml) {
+    const std::string blockdev =
+        R"({"driver":"null-co","node-name":"disksweep-injected","size":67108864,"read-zeroes":true})";
+    const std::string device = R"({"driver":"scsi-hd","bus":")" + std::string(kDataControllerBus) +
+                               R"(","scsi-id":2,"lun":0,"drive":"disksweep-injected",)"
+                               R"("id":"disksweep-injected","serial":"disksweep-injected"})";
+    std::string arguments = "  <qemu:commandline>\n";
+    for (const std::string& argument :
+         {std::string("-blockdev"), blockdev, std::string("-device"), device}) {
+        arguments += "    <qemu:arg value='" + argument + "'/>\n";
+    }
+    arguments += "  </qemu:commandline>\n";
+    xml = insert_before(std::move(xml), "</domain>", arguments);
+    return with_qemu_namespace(std::move(xml));
+}
+
+const std::array kFaults = {
+    InjectedFault{"cache", "device write-cache=on under a write-through cache mode",
+                  write_through_to_guest, device_write_cache_on},
+    InjectedFault{"discard", "discard='ignore' instead of 'unmap'", discard_requested,
+                  discard_ignored},
+    InjectedFault{"bus", "a second disk on the scsi-single disk's own controller",
+                  own_scsi_controller, second_disk_on_controller},
+};
+
+}  // namespace
+
+std::span<const InjectedFault> injected_faults() {
+    return kFaults;
+}
+
+Result<std::vector<const InjectedFault*>> parse_fault_list(std::string_view list) {
+    std::vector<const InjectedFault*> faults;
+    for (const std::string& name : split_list(list, ',')) {
+        const InjectedFault* found = nullptr;
+        for (const InjectedFault& fault : kFaults) {
+            if (fault.name == name) found = &fault;
+        }
+        if (found == nullptr) {
+            return make_error(errc::kInvalidArgument, "unknown fault '" + name + "' (known: " +
+                                                          join(kFaults, ", ",
+                                                               [](const InjectedFault& fault) {
+                                                                   return std::string(fault.name);
+                                                               }) +
+                                                          ")");
+        }
+        faults.push_back(found);
+    }
+    return faults;
+}
+
+}  // namespace ds::test
