@@ -392,7 +392,10 @@ TEST_CASE("agent on a loop device: a value the kernel refuses fails phase tune",
     skip_unless_prerequisites();
     RealSession session;
     Json message = job("loop-bad-tune", {{"type", "ext4"}});
-    message["block"] = {{"scheduler", "bfq"}, {"nr_requests", 100000}};
+    // A scheduler every kernel offers (mq-deadline is built in; bfq may be a
+    // module the host lacks, as 6.18's here), so that the refusal is
+    // nr_requests's.
+    message["block"] = {{"scheduler", "mq-deadline"}, {"nr_requests", 100000}};
     auto [reply, status] = reply_to(session, message);
     restore_queue(session.loop->path());
     INFO(reply.dump());
