@@ -399,14 +399,17 @@ Status RunAttempt::job() {
                 {"timeout_s", job_timeout_s}};
     if (Json block = block_settings_json(config); !block.empty()) job["block"] = block;
     read_disk_counters(counters_before_);
-    DS_TRY(session_->send_job(job));
     // The agent's own, more precise report of its time limit comes first.
     const int wait_s = workload.timeout_s > 0
                            ? std::max(run_timeout_s_, workload.timeout_s + kAgentGraceSeconds)
                            : run_timeout_s_;
+    // The deadline counts from before the job is sent: once sent, the guest's
+    // time runs (a guest, or a test's clock, may move it before this thread
+    // would read it again).
+    const auto deadline = env_.clock->now() + std::chrono::seconds(wait_s);
+    DS_TRY(session_->send_job(job));
     auto result = session_->await_result(
-        env_.clock->now() + std::chrono::seconds(wait_s),
-        [this](const guest::Progress& progress) { publish_progress(progress); });
+        deadline, [this](const guest::Progress& progress) { publish_progress(progress); });
     if (!result.ok()) return job_failure(result.error(), wait_s);
     session_->send_shutdown();
     // Checked against its schema by the session (guest_messages.h).
