@@ -61,4 +61,9 @@ Json to_json(const DiskSource& source) {
     return json;
 }
 
+Result<std::uint64_t> StorageBackend::allocated_bytes(const std::string&) {
+    return make_error(errc::kUnsupported,
+                      "storage '" + name() + "' cannot measure a volume's allocated bytes");
+}
+
 }  // namespace ds

@@ -80,6 +80,11 @@ class StorageBackend {
     // cluster health, the volume's real usage); an object, {} when the
     // backend has nothing to say. `volume` may already be removed.
     virtual Json state(const std::string& volume) { return Json::object(); }
+    // The bytes the storage holds allocated for the volume now: what a
+    // discard frees (daemon/run/discard_effect.h measures it before and after
+    // the guest's fstrim). errc::kUnsupported when this backend cannot tell
+    // (the registry's StorageKindDef::allocation says how each one measures).
+    virtual Result<std::uint64_t> allocated_bytes(const std::string& volume);
 };
 
 }  // namespace ds

@@ -277,6 +277,27 @@ Json LvmThinStorage::state(const std::string& volume) {
     return state;
 }
 
+Result<std::uint64_t> LvmThinStorage::allocated_bytes(const std::string& volume) {
+    DS_TRY(check_logical_volume_name(volume));
+    DS_ASSIGN_OR_RETURN(auto measured, fill(volume));
+    if (!measured.volume_data_percent) {
+        return make_error(errc::kNotFound,
+                          name() + ": no thin LV " + volume + " with a data fill in the pool");
+    }
+    DS_ASSIGN_OR_RETURN(auto size_text,
+                        run_lvm({"lvs", "--noheadings", "--units", "b", "--nosuffix", "--options",
+                                 "lv_size", pool_.volume_group + "/" + volume}));
+    const std::string digits(trim_whitespace(size_text));
+    std::uint64_t size = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+    if (error != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+        return make_error(errc::kStorage, name() + ": lvs printed no size in bytes for " + volume +
+                                              ": '" + digits.substr(0, 80) + "'");
+    }
+    return static_cast<std::uint64_t>(*measured.volume_data_percent / 100.0 *
+                                      static_cast<double>(size));
+}
+
 Result<std::vector<LvReportRow>> LvmThinStorage::report_volume_group() {
     DS_ASSIGN_OR_RETURN(auto output, run_lvm({"lvs", "--reportformat", "json", "--options",
                                               std::string(kReportFields), pool_.volume_group}));

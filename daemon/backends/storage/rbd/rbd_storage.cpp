@@ -412,6 +412,20 @@ Result<std::vector<std::string>> RbdStorage::list_volumes(const std::string& pre
     return names;
 }
 
+Result<std::uint64_t> RbdStorage::allocated_bytes(const std::string& volume) {
+    DS_TRY(check_image_name(name(), volume));
+    const CephTools ceph(options_, *runner_, name());
+    DS_ASSIGN_OR_RETURN(auto usage, image_usage(ceph, options_.pool, volume));
+    if (usage.is_null()) {
+        return make_error(errc::kNotFound, name() + ": image " + volume + " is gone");
+    }
+    const Json* used = find_key(usage, "used_size");
+    if (!used || !used->is_number_unsigned()) {
+        return ceph.error("rbd du printed no used_size for image " + options_.pool + "/" + volume);
+    }
+    return used->get<std::uint64_t>();
+}
+
 Json RbdStorage::state(const std::string& volume) {
     const CephTools ceph(options_, *runner_, name());
     Json state = Json::object();
