@@ -128,6 +128,11 @@ TEST_CASE("block storage: a mounted device or a non-block path is refused",
     REQUIRE_FALSE(wrong.ok());
     CHECK(wrong.error().message == "block:/dev/null: /dev/null is not a block device");
     CHECK(not_block.allocated_bytes("run-1").error().code == errc::kUnsupported);
+    StorageConfig qcow2 = config_of(kMiB);
+    qcow2.image_format = ImageFormat::kQcow2;
+    CHECK(not_block.create_volume("run-1", qcow2).error().message ==
+          "block:/dev/null: a block device has no image format (QEMU sees it raw); image_format "
+          "must be raw, not qcow2");
 }
 
 }  // namespace ds

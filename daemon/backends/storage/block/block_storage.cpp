@@ -26,13 +26,7 @@ Result<std::uint64_t> BlockStorage::device_size(int fd) const {
 }
 
 Result<Volume> BlockStorage::create_volume(const std::string& name, const StorageConfig& config) {
-    if (config.image_format != ImageFormat::kRaw) {
-        return make_error(errc::kInvalidArgument,
-                          this->name() +
-                              ": a block device has no image format; image_format "
-                              "must be raw, not " +
-                              std::string(to_string(config.image_format)));
-    }
+    DS_TRY(require_raw_format(this->name(), "a block device", config));
     std::lock_guard lock(mutex_);
     if (!holder_.empty()) {
         return make_error(errc::kConflict,

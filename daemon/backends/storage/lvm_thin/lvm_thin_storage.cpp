@@ -184,11 +184,7 @@ std::string LvmThinStorage::name() const {
 }
 
 Result<Volume> LvmThinStorage::create_volume(const std::string& name, const StorageConfig& config) {
-    if (config.image_format != ImageFormat::kRaw) {
-        return make_error(errc::kInvalidArgument,
-                          this->name() + ": a thin LV is a raw block device; image format " +
-                              std::string(to_string(config.image_format)) + " is not possible");
-    }
+    DS_TRY(require_raw_format(this->name(), "a thin LV", config));
     return create_thin(name, config.disk_size_bytes);
 }
 

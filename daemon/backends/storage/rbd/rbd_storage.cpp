@@ -354,13 +354,7 @@ RbdStorage::RbdStorage(RbdStorageOptions options, std::shared_ptr<ProcessRunner>
     : options_(std::move(options)), runner_(std::move(runner)) {}
 
 Result<Volume> RbdStorage::create_volume(const std::string& name, const StorageConfig& config) {
-    if (config.image_format != ImageFormat::kRaw) {
-        return make_error(errc::kInvalidArgument,
-                          this->name() +
-                              ": an RBD image has no image format (QEMU sees it raw); "
-                              "image_format must be raw, not " +
-                              std::string(to_string(config.image_format)));
-    }
+    DS_TRY(require_raw_format(this->name(), "an RBD image", config));
     DS_TRY(check_image_name(this->name(), name));
     if (config.disk_size_bytes == 0) {
         return make_error(errc::kInvalidArgument, this->name() + ": image size 0");
