@@ -30,14 +30,22 @@ inline constexpr std::string_view kChannelName = "org.disksweep.agent.0";
 inline constexpr std::string_view kRootDiskSerial = "disksweep-root";
 inline constexpr std::string_view kDataDiskSerial = "disksweep-data";
 
-// Message types, guest -> host: hello, progress, result, error.
-//                host -> guest: job, shutdown.
+// Message types, guest -> host: hello, progress, trim_ready, result, error.
+//                host -> guest: job, trim, shutdown.
+// trim_ready and trim are exchanged only when the job asked for them
+// (job.trim, which the host sets only for an agent whose hello announces the
+// "trim" capability), so a peer that does not know them never sees them.
 inline constexpr std::string_view kHello = "hello";
 inline constexpr std::string_view kJob = "job";
 inline constexpr std::string_view kProgress = "progress";
 inline constexpr std::string_view kResult = "result";
 inline constexpr std::string_view kError = "error";
 inline constexpr std::string_view kShutdown = "shutdown";
+inline constexpr std::string_view kTrimReady = "trim_ready";
+inline constexpr std::string_view kTrim = "trim";
+// The hello capability of an agent that can stop before its trim and wait
+// for the host's `trim` (an agent on a stream; not the one-shot agent).
+inline constexpr std::string_view kTrimCapability = "trim";
 
 // Serialises one message: {"v":kVersion,"type":type, ...payload} + '\n'.
 // `payload` must be an object; its "v"/"type" keys are overwritten.

@@ -50,7 +50,7 @@ const std::vector<AxisDef>& axis_table() {
          AxisKind::kString,
          {},
          "file",
-         "storage backend for the data disk, NAME or NAME:POOL (file, lvm-thin, rbd)"},
+         "storage backend for the data disk, NAME or NAME:POOL (file, block, lvm-thin, rbd)"},
         {"image_format", AxisKind::kEnum, as_vector(kImageFormatNames), "raw",
          "disk image format; qcow2 only on file storage"},
         {"disk_size",

@@ -33,6 +33,7 @@ constexpr std::string_view kPhaseFormat = "format";
 constexpr std::string_view kPhaseMount = "mount";
 constexpr std::string_view kPhasePostFormat = "post_format";
 constexpr std::string_view kPhaseBench = "bench";
+constexpr std::string_view kPhaseTrim = "trim";
 constexpr std::string_view kPhaseResult = "result";
 
 // error.code values (docs/agent-protocol.md): why a workload ended early.
@@ -221,6 +222,15 @@ Result<int> parse_timeout(const Json& message) {
     return static_cast<int>(std::ceil(timeout->get<double>()));
 }
 
+// job.trim: optional boolean, false when absent.
+Result<bool> parse_trim(const Json& message) {
+    const auto trim = message.find("trim");
+    if (trim == message.end() || trim->is_null()) return false;
+    if (!trim->is_boolean())
+        return bad_field("job.trim", "is " + trim->dump() + ", expected a boolean");
+    return trim->get<bool>();
+}
+
 // How long each phase of a job took, in seconds: result.timings.
 struct PhaseTimings {
     double tune_s = 0;
@@ -271,6 +281,10 @@ Result<AgentJob> parse_job(const Json& message) {
     auto timeout_s = parse_timeout(message);
     if (!timeout_s) return timeout_s.error();
     job.timeout_s = *timeout_s;
+
+    auto trim = parse_trim(message);
+    if (!trim) return trim.error();
+    job.trim = *trim;
     return job;
 }
 
@@ -304,11 +318,13 @@ void Agent::send_progress(std::string_view phase, const std::string& message, do
 }
 
 Json Agent::hello_payload() {
+    std::vector<std::string> capabilities = agent_capabilities();
+    if (options_.host_answers_after_job) capabilities.emplace_back(protocol::kTrimCapability);
     return {{"agent_version", std::string(disksweep_version())},
             {"protocol", protocol::kVersion},
             {"kernel", kernel_},
             {"fio_version", fio_version_},
-            {"capabilities", agent_capabilities()}};
+            {"capabilities", std::move(capabilities)}};
 }
 
 Result<SessionEnd> Agent::run_session() {
@@ -431,6 +447,11 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     Json readback = read_disk_readback(options_.roots, *device_name, options_.mount_point);
     read_back_filesystem(job, readback);
     if (workload_output->readback.is_object()) readback.update(workload_output->readback);
+    if (job.trim) {
+        if (auto status = trim_after_workload(job, readback); !status) {
+            return fail(kPhaseTrim, status.error());
+        }
+    }
 
     Json metrics_json = Json::object();
     for (const auto& [key, value] : *metrics) metrics_json[key] = value;
@@ -443,6 +464,34 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
                  {{"kernel", kernel_},
                   {"fio", fio_version_},
                   {"agent", std::string(disksweep_version())}}}};
+}
+
+Status Agent::trim_after_workload(const AgentJob& job, Json& readback) {
+    // What the workload wrote must be on the disk before the host measures.
+    system_.sync();
+    DS_TRY(send(protocol::kTrimReady, {{"run_id", job.run_id}}));
+    DS_ASSIGN_OR_RETURN(auto line, channel_.read_line(clock_.now() + options_.job_wait));
+    DS_ASSIGN_OR_RETURN(auto message, protocol::decode(line));
+    const std::string type = message["type"];
+    if (type != protocol::kTrim) {
+        return make_error(errc::kProtocol, "expected 'trim' after trim_ready, got '" + type + "'");
+    }
+    send_progress(kPhaseTrim, "removing the workload's files, then fstrim " + options_.mount_point,
+                  0);
+    DS_ASSIGN_OR_RETURN(auto removed, system_.remove_contents(options_.mount_point));
+    system_.sync();
+    readback["trim_removed_bytes"] = removed;
+    // A file system or disk that cannot trim is not the agent's failure: the
+    // host sees the storage not drop and says whether that was expected.
+    auto trimmed = system_.trim(options_.mount_point);
+    if (trimmed) {
+        readback["trimmed_bytes"] = *trimmed;
+    } else {
+        readback["trim_error"] = trimmed.error().message;
+        log_line("trim: " + trimmed.error().message);
+    }
+    system_.sync();
+    return ok_status();
 }
 
 Status Agent::tune_block_layer(const AgentJob& job, const std::string& device_name,

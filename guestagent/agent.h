@@ -52,6 +52,11 @@ struct AgentOptions {
     std::chrono::milliseconds command_timeout = std::chrono::minutes(10);
     // Interval of bench progress messages.
     std::chrono::milliseconds progress_interval = std::chrono::seconds(1);
+    // Whether the host's messages reach the agent after the job (a stream):
+    // only then does hello announce "trim" (protocol::kTrimCapability), for
+    // the agent can then stop before its trim and wait for the host. The
+    // one-shot agent reads its job file once, so it cannot.
+    bool host_answers_after_job = true;
 };
 
 // A validated "job" message.
@@ -61,6 +66,9 @@ struct AgentJob {
     Workload workload;
     BlockTuning block;  // job.block; empty when absent
     int timeout_s = 0;  // the workload's time limit
+    // job.trim: after the workload, report trim_ready, wait for the host's
+    // trim, remove the workload's files and fstrim (docs/agent-protocol.md).
+    bool trim = false;
 };
 
 // Checks a decoded job message field by field. errc::kInvalidArgument naming
@@ -106,6 +114,10 @@ class Agent {
     Status tune_block_layer(const AgentJob& job, const std::string& device_name,
                             Clock::time_point tune_start);
     Status mount_data_disk(const AgentJob& job, const std::string& device_path);
+    // job.trim: sync, trim_ready, the host's trim, remove the workload's
+    // files, fstrim; what it removed and trimmed (or the trim's error) goes
+    // into `readback`.
+    Status trim_after_workload(const AgentJob& job, Json& readback);
     // A failed workload as a "bench" failure, with error.code "timeout" or
     // "no_space" when the error says so.
     static PhaseFailure bench_failure(const Error& error);

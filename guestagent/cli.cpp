@@ -239,7 +239,9 @@ int run_agent(const CommandLine& command_line, const Clock& clock) {
     }
     RealProcessRunner runner;
     RealGuestSystem system;
-    Agent agent(**channel, runner, system, command_line.agent, clock);
+    AgentOptions options = command_line.agent;
+    options.host_answers_after_job = !one_shot(command_line);
+    Agent agent(**channel, runner, system, options, clock);
     auto end = agent.run_session();
     if (!end) {
         log_line("session failed: " + end.error().message);

@@ -1,14 +1,18 @@
 #include "guestagent/guest_system.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/klog.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -129,6 +133,48 @@ Status RealGuestSystem::unmount(const std::string& target) {
         return make_error(errc::kIo, "umount " + target + ": " + errno_text(errno));
     }
     return ok_status();
+}
+
+Result<std::uint64_t> RealGuestSystem::remove_contents(const std::string& directory) {
+    namespace fs = std::filesystem;
+    std::uint64_t bytes = 0;
+    std::error_code error;
+    // Sizes first (a file's blocks are what its removal frees), then remove.
+    for (auto it = fs::recursive_directory_iterator(directory, error);
+         !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
+        struct stat info {};
+        if (::lstat(it->path().c_str(), &info) == 0 && S_ISREG(info.st_mode)) {
+            bytes += static_cast<std::uint64_t>(info.st_blocks) * 512u;
+        }
+    }
+    if (error) return make_error(errc::kIo, "cannot list " + directory + ": " + error.message());
+    for (const auto& entry : fs::directory_iterator(directory, error)) {
+        if (entry.path().filename() == "lost+found") continue;
+        fs::remove_all(entry.path(), error);
+        if (error) {
+            return make_error(errc::kIo,
+                              "cannot remove " + entry.path().string() + ": " + error.message());
+        }
+    }
+    if (error) return make_error(errc::kIo, "cannot list " + directory + ": " + error.message());
+    return bytes;
+}
+
+Result<std::uint64_t> RealGuestSystem::trim(const std::string& mount_point) {
+    FileDescriptor fd(::open(mount_point.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!fd.valid()) {
+        return make_error(errc::kIo, "cannot open " + mount_point + ": " + errno_text(errno));
+    }
+    // What fstrim(8) does: the whole file system, any extent size; the
+    // kernel writes back in `len` how many bytes it trimmed.
+    struct fstrim_range range {};
+    range.start = 0;
+    range.len = UINT64_MAX;
+    range.minlen = 0;
+    if (::ioctl(fd.get(), FITRIM, &range) != 0) {
+        return make_error(errc::kIo, "FITRIM " + mount_point + ": " + errno_text(errno));
+    }
+    return static_cast<std::uint64_t>(range.len);
 }
 
 void RealGuestSystem::sync() {

@@ -4,6 +4,7 @@
 // RealGuestSystem is the one real implementation.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,9 +38,18 @@ class GuestSystem {
     virtual std::vector<std::string> kill_processes_using(const std::string& path) = 0;
     // uname -r
     virtual std::string kernel_release() = 0;
+    // Removes everything inside `directory` (not the directory itself, nor
+    // a file system's lost+found) and returns the bytes the removed files
+    // held (st_blocks × 512). errc::kIo naming the first entry that could
+    // not be removed.
+    virtual Result<std::uint64_t> remove_contents(const std::string& directory) = 0;
+    // fstrim: FITRIM over the whole file system mounted at `mount_point`;
+    // returns the bytes the file system says it trimmed. errc::kIo with the
+    // errno text (EOPNOTSUPP: the disk offers no discard).
+    virtual Result<std::uint64_t> trim(const std::string& mount_point) = 0;
 };
 
-// mount(2)/umount2(2)/sync(2)/open(2)+write(2)/uname(2).
+// mount(2)/umount2(2)/sync(2)/open(2)+write(2)/uname(2)/unlink(2)/ioctl(FITRIM).
 class RealGuestSystem : public GuestSystem {
   public:
     Status make_directories(const std::string& path) override;
@@ -50,6 +60,8 @@ class RealGuestSystem : public GuestSystem {
     Status write_attribute(const std::string& path, const std::string& value) override;
     std::vector<std::string> kill_processes_using(const std::string& path) override;
     std::string kernel_release() override;
+    Result<std::uint64_t> remove_contents(const std::string& directory) override;
+    Result<std::uint64_t> trim(const std::string& mount_point) override;
 };
 
 // mount(8)'s split of an option string: the generic options become MS_*

@@ -6,6 +6,7 @@
 #include "common/text.h"
 #include "daemon/backends/hypervisor/libvirt/libvirt_hypervisor.h"
 #include "daemon/backends/hypervisor/proxmox/proxmox_host.h"
+#include "daemon/backends/storage/block/block_storage.h"
 #include "daemon/backends/storage/file/file_storage.h"
 #include "daemon/backends/storage/lvm_thin/lvm_thin_storage.h"
 #include "daemon/backends/storage/rbd/rbd_storage.h"
@@ -42,6 +43,15 @@ Result<std::unique_ptr<StorageBackend>> make_file_storage(const StorageLine& lin
         dir == line.options.end() ? context.default_file_directory : dir->second;
     return std::unique_ptr<StorageBackend>(
         std::make_unique<FileStorage>(std::move(directory), context.process_runner));
+}
+
+Result<std::unique_ptr<StorageBackend>> make_block_storage(const StorageLine& line,
+                                                           const StorageContext&) {
+    if (!line.pool.starts_with("/dev/")) {
+        return make_error(errc::kInvalidArgument,
+                          "storage '" + line.name() + "': the device must be a path under /dev/");
+    }
+    return std::unique_ptr<StorageBackend>(std::make_unique<BlockStorage>(line.pool));
 }
 
 Result<std::unique_ptr<StorageBackend>> make_lvm_thin(const StorageLine& line,
@@ -83,16 +93,28 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          DiskSourceKind::kFile,
          {{"dir", false, "directory of the volume files (default: the daemon's volume-dir)"}},
          "one raw (sparse) or qcow2 file per run",
+         "the file's allocated blocks (st_blocks)",
          make_file_storage},
+        {"block",
+         "DEVICE",
+         true,
+         DiskSourceKind::kBlock,
+         {},
+         "a spare disk, partition or loop device, given whole to one run at a time and wiped "
+         "by each (refused while mounted or in use)",
+         "a loop device's backing file's allocated blocks; other devices: not measured",
+         make_block_storage},
         {"lvm-thin",
          "VG/POOL",
          true,
          DiskSourceKind::kBlock,
          {},
          "one thin LV per run in an existing thin pool (lvm2 + thin-provisioning-tools)",
+         "the thin LV's data_percent of its size",
          make_lvm_thin},
         {"rbd", "POOL", true, DiskSourceKind::kRbd, rbd_options(),
-         "one Ceph RBD image per run (the rbd and ceph tools of ceph-common)", make_rbd},
+         "one Ceph RBD image per run (the rbd and ceph tools of ceph-common)",
+         "the image's used size (rbd du)", make_rbd},
         {"pve",
          "STORAGE",
          true,
@@ -100,6 +122,7 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          {},
          "a Proxmox VE storage (local-lvm, RBD, directory): PVE allocates each run's disk in "
          "the VM's config and purges it with the VM",
+         "",
          make_pve_storage},
     };
     return kinds;

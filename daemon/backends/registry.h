@@ -57,12 +57,15 @@ struct BackendOptionDef {
 using StorageOptionDef = BackendOptionDef;
 
 struct StorageKindDef {
-    std::string_view kind;         // "file", "lvm-thin", "rbd"
-    std::string_view pool_syntax;  // "" (no pool), "[DIR]", "VG/POOL", "POOL"
+    std::string_view kind;         // "file", "block", "lvm-thin", "rbd"
+    std::string_view pool_syntax;  // "" (no pool), "DEVICE", "VG/POOL", "POOL"
     bool pool_required;
     DiskSourceKind produces;
     std::vector<StorageOptionDef> options;
     std::string_view help;
+    // How StorageBackend::allocated_bytes measures a volume (what a discard
+    // frees), "" when it cannot: docs/spec.md's Storages table says it.
+    std::string_view allocation;
     std::function<Result<std::unique_ptr<StorageBackend>>(const StorageLine&,
                                                           const StorageContext&)>
         make;

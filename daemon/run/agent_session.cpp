@@ -53,28 +53,46 @@ Status AgentSession::send_job(const Json& job) {
     return channel_->write(protocol::encode(protocol::kJob, job));
 }
 
-Result<guest::ResultMessage> AgentSession::await_result(
+Result<Json> AgentSession::next_report(
     Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress) {
     while (true) {
         DS_ASSIGN_OR_RETURN(auto message, next_message(deadline));
         const std::string type = type_of(message);
-        if (type == protocol::kProgress) {
-            DS_ASSIGN_OR_RETURN(auto progress, guest::parse_progress(std::move(message)));
-            if (on_progress) on_progress(progress);
-            if (clock_->now() >= deadline) {
-                return make_error(errc::kTimeout,
-                                  "the deadline passed while the agent was still sending progress");
-            }
-            continue;
-        }
-        if (type == protocol::kResult) return guest::parse_result(std::move(message));
         if (type == protocol::kError) {
             DS_ASSIGN_OR_RETURN(auto report, guest::parse_error(std::move(message)));
             return agent_failure(report);
         }
-        return make_error(errc::kProtocol,
-                          "agent sent unexpected '" + type + "' while a job was running");
+        if (type != protocol::kProgress) return message;
+        DS_ASSIGN_OR_RETURN(auto progress, guest::parse_progress(std::move(message)));
+        if (on_progress) on_progress(progress);
+        if (clock_->now() >= deadline) {
+            return make_error(errc::kTimeout,
+                              "the deadline passed while the agent was still sending progress");
+        }
     }
+}
+
+Result<guest::ResultMessage> AgentSession::await_result(
+    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress) {
+    DS_ASSIGN_OR_RETURN(auto message, next_report(deadline, on_progress));
+    const std::string type = type_of(message);
+    if (type == protocol::kResult) return guest::parse_result(std::move(message));
+    return make_error(errc::kProtocol,
+                      "agent sent unexpected '" + type + "' while a job was running");
+}
+
+Result<guest::TrimReady> AgentSession::await_trim_ready(
+    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress) {
+    DS_ASSIGN_OR_RETURN(auto message, next_report(deadline, on_progress));
+    const std::string type = type_of(message);
+    if (type == protocol::kTrimReady) return guest::parse_trim_ready(std::move(message));
+    return make_error(errc::kProtocol, "agent sent '" + type +
+                                           "' before 'trim_ready', although the job asked for a "
+                                           "trim");
+}
+
+Status AgentSession::send_trim() {
+    return channel_->write(protocol::encode(protocol::kTrim, Json::object()));
 }
 
 void AgentSession::send_shutdown() {

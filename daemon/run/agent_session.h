@@ -46,12 +46,24 @@ class AgentSession {
     // guest that keeps sending it is timed out all the same.
     Result<guest::ResultMessage> await_result(
         Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress);
+    // For a job with "trim": waits for trim_ready as await_result waits for
+    // the result (progress handed on, an `error` as there); a `result` or
+    // anything else first is errc::kProtocol. Then send_trim() lets the agent
+    // go on with its trim, and await_result waits for its result.
+    Result<guest::TrimReady> await_trim_ready(
+        Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress);
+    Status send_trim();
     // Best effort: asks the guest to power off.
     void send_shutdown();
 
   private:
     // Next decoded message, polling in short slices so cancellation is seen.
     Result<Json> next_message(Deadline deadline);
+    // The next message that is not progress (each progress handed to
+    // `on_progress`); an agent `error` becomes the run's Error (kAgent or
+    // kWorkloadTimedOut).
+    Result<Json> next_report(Deadline deadline,
+                             const std::function<void(const guest::Progress&)>& on_progress);
 
     std::unique_ptr<AgentChannel> channel_;
     const std::atomic<bool>* cancelled_ = nullptr;

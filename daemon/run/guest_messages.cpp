@@ -94,6 +94,9 @@ constexpr std::array kReadbackFields = {
     Field{"nocow", Shape::kBoolean},
     Field{"server_variables", Shape::kStringMap},
     Field{"server_version", Shape::kString},
+    Field{"trim_removed_bytes", Shape::kCount},
+    Field{"trimmed_bytes", Shape::kCount},
+    Field{"trim_error", Shape::kString},
 };
 
 constexpr std::array kResultFields = {
@@ -103,6 +106,10 @@ constexpr std::array kResultFields = {
     Field{"timings", Shape::kRecord, Presence::kRequired, kTimingFields},
     Field{"readback", Shape::kRecord, Presence::kRequired, kReadbackFields},
     Field{"versions", Shape::kRecord, Presence::kRequired, kVersionFields},
+};
+
+constexpr std::array kTrimReadyFields = {
+    Field{"run_id", Shape::kString, Presence::kRequired},
 };
 
 constexpr std::array kErrorFields = {
@@ -332,6 +339,11 @@ Result<ResultMessage> parse_result(Json message) {
                                               [](const Json& value) { return value.is_string(); });
     result.readback = take(record, "readback", Json::object());
     return result;
+}
+
+Result<TrimReady> parse_trim_ready(Json message) {
+    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "trim_ready", kTrimReadyFields));
+    return TrimReady{json_read::string_or_empty(checked, "run_id")};
 }
 
 Result<ErrorMessage> parse_error(Json message) {

@@ -1,5 +1,5 @@
 // Typed schemas of the messages the guest agent sends the host
-// (docs/agent-protocol.md): hello, progress, result, error. The guest is
+// (docs/agent-protocol.md): hello, progress, trim_ready, result, error. The guest is
 // untrusted, so every message is checked here before anything uses it, and
 // the daemon reads guest data only through these structs.
 //
@@ -82,8 +82,15 @@ struct ResultMessage {
     // read_ahead_kb, nr_requests; hw_queues and online_cpus
     // 0..kMaxSmallCount; rotational 0 or 1;
     // boolean nocow; btrfs {data, metadata, system: string};
-    // server_variables {name: string}.
+    // server_variables {name: string}; after a trim (job.trim) integers >= 0
+    // trim_removed_bytes, trimmed_bytes and string trim_error.
     Json readback = Json::object();
+};
+
+// trim_ready: the workload is done and on the disk; the agent waits for the
+// host's trim (sent only when the job asked for it).
+struct TrimReady {
+    std::string run_id;
 };
 
 // error: the agent's report of a failed job.
@@ -100,6 +107,7 @@ Result<Hello> parse_hello(Json message);
 Result<Progress> parse_progress(Json message);
 Result<ResultMessage> parse_result(Json message);
 Result<ErrorMessage> parse_error(Json message);
+Result<TrimReady> parse_trim_ready(Json message);
 
 // `text` if it has at most max_bytes bytes; otherwise its first max_bytes
 // bytes, shortened to end on a UTF-8 character boundary (so the result stays

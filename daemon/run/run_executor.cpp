@@ -1,5 +1,6 @@
 #include "daemon/run/run_executor.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -7,10 +8,12 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/json_fields.h"
 #include "common/text.h"
 #include "common/version.h"
 #include "common/workload_output.h"
 #include "daemon/run/agent_session.h"
+#include "daemon/run/discard_effect.h"
 #include "daemon/run/guest_messages.h"
 #include "daemon/run/host_fio.h"
 #include "daemon/run/settings_verify.h"
@@ -108,6 +111,14 @@ class RunAttempt {
     // The started guest's acceleration and versions, as it runs.
     Status read_running_guest();
     Status job();
+    // Waits for the guest's trim_ready (until `deadline`, failing as job()
+    // does after `wait_s`), checks its run id, measures the volume's
+    // allocation and tells the guest to trim.
+    Status measure_before_trim(Deadline deadline,
+                               const std::function<void(const guest::Progress&)>& on_progress,
+                               int wait_s);
+    // After the result: applied_settings.discard_effect, discard_mismatch_.
+    void judge_trim();
     // The job of a host baseline: fio on the raw volume, from the host.
     Status host_job();
     Status verify();
@@ -147,9 +158,13 @@ class RunAttempt {
     Json applied_ = Json::object();
     Json counters_before_;
     guest::ResultMessage result_;
-    bool timed_out_ = false;      // the workload's time limit or the result deadline passed
-    bool host_baseline_ = false;  // no guest: provision, host_job, teardown, record
-    bool hello_only_ = false;     // no job, no store: provision, boot, teardown
+    bool agent_trims_ = false;  // hello announced "trim": the job asks for it
+    std::uint64_t allocated_before_trim_ = 0;
+    std::string not_measured_;      // why the discard effect was not measured, "" = it was
+    std::string discard_mismatch_;  // the discard effect's mismatch, for verify()
+    bool timed_out_ = false;        // the workload's time limit or the result deadline passed
+    bool host_baseline_ = false;    // no guest: provision, host_job, teardown, record
+    bool hello_only_ = false;       // no job, no store: provision, boot, teardown
     // Where the guest runs: the leased host's hypervisor, or the
     // environment's; null for host baselines and while not placed.
     Hypervisor* hypervisor_ = nullptr;
@@ -324,6 +339,8 @@ Status RunAttempt::boot() {
     session_.emplace(std::move(channel.value()), &cancelled_, *env_.clock);
     auto hello = session_->receive_hello(hello_deadline);
     if (!hello.ok()) return boot_failure(hello.error());
+    agent_trims_ = std::find(hello->capabilities.begin(), hello->capabilities.end(),
+                             protocol::kTrimCapability) != hello->capabilities.end();
     versions_["agent_version"] = hello->agent_version;
     versions_["kernel"] = hello->kernel;
     versions_["fio_version"] = hello->fio_version;
@@ -398,6 +415,7 @@ Status RunAttempt::job() {
                 {"workload", run_.workload},
                 {"timeout_s", job_timeout_s}};
     if (Json block = block_settings_json(config); !block.empty()) job["block"] = block;
+    if (agent_trims_) job["trim"] = true;
     read_disk_counters(counters_before_);
     // The agent's own, more precise report of its time limit comes first.
     const int wait_s = workload.timeout_s > 0
@@ -408,8 +426,11 @@ Status RunAttempt::job() {
     // would read it again).
     const auto deadline = env_.clock->now() + std::chrono::seconds(wait_s);
     DS_TRY(session_->send_job(job));
-    auto result = session_->await_result(
-        deadline, [this](const guest::Progress& progress) { publish_progress(progress); });
+    const auto on_progress = [this](const guest::Progress& progress) {
+        publish_progress(progress);
+    };
+    if (agent_trims_) DS_TRY(measure_before_trim(deadline, on_progress, wait_s));
+    auto result = session_->await_result(deadline, on_progress);
     if (!result.ok()) return job_failure(result.error(), wait_s);
     session_->send_shutdown();
     // Checked against its schema by the session (guest_messages.h).
@@ -420,6 +441,7 @@ Status RunAttempt::job() {
                                                "\", not for this run (\"" +
                                                job.at("run_id").get<std::string>() + "\")");
     }
+    judge_trim();
     if (!counters_before_.is_null()) {
         Json after;
         read_disk_counters(after);
@@ -437,6 +459,67 @@ Status RunAttempt::job() {
     for (const auto& [key, seconds] : result_.timings) timings_[key] = seconds;
     for (const auto& [key, value] : result_.versions) versions_["guest_" + key] = value;
     return ok_status();
+}
+
+Status RunAttempt::measure_before_trim(
+    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress, int wait_s) {
+    auto ready = session_->await_trim_ready(deadline, on_progress);
+    if (!ready.ok()) return job_failure(ready.error(), wait_s);
+    const std::string run_id = std::to_string(run_.id);
+    if (ready->run_id != run_id) {
+        return make_error(errc::kProtocol, "agent sent trim_ready for run \"" +
+                                               guest::cut_text(ready->run_id, 80) +
+                                               "\", not for this run (\"" + run_id + "\")");
+    }
+    auto before = storage_->allocated_bytes(run_.volume_name);
+    if (before.ok()) {
+        allocated_before_trim_ = before.value();
+    } else {
+        not_measured_ = "cannot measure the volume's allocation: " + before.error().message;
+    }
+    return session_->send_trim();
+}
+
+// The storage's allocation after the guest's trim against the one before,
+// as applied_settings.discard_effect; verify() fails a mismatch.
+void RunAttempt::judge_trim() {
+    const bool discard = config_->discard;
+    if (!agent_trims_) {
+        applied_["discard_effect"] = discard_effect_not_measured(
+            discard,
+            "the agent cannot wait for the host's measurement before its trim (it "
+            "announced no 'trim' capability: a one-shot agent, docs/proxmox.md)");
+        return;
+    }
+    std::uint64_t allocated_after = 0;
+    if (not_measured_.empty()) {
+        auto after = storage_->allocated_bytes(run_.volume_name);
+        if (after.ok()) allocated_after = after.value();
+        if (!after.ok()) {
+            not_measured_ = "cannot measure the volume's allocation: " + after.error().message;
+        }
+    }
+    if (!not_measured_.empty()) {
+        applied_["discard_effect"] = discard_effect_not_measured(discard, not_measured_);
+        return;
+    }
+    // Checked by the session's schema (integers 0..2^63-1, a string); read
+    // without throwing all the same.
+    const Json& readback = result_.readback;
+    const auto count_at = [&readback](const char* key) -> std::optional<std::uint64_t> {
+        const auto found = readback.find(key);
+        if (found == readback.end() || !found->is_number_unsigned()) return std::nullopt;
+        return found->get<std::uint64_t>();
+    };
+    DiscardFigures figures;
+    figures.allocated_before = allocated_before_trim_;
+    figures.allocated_after = allocated_after;
+    figures.removed_bytes = count_at("trim_removed_bytes");
+    figures.trimmed_bytes = count_at("trimmed_bytes");
+    figures.trim_error = json_read::string_or_empty(readback, "trim_error");
+    DiscardVerdict verdict = judge_discard_effect(discard, figures);
+    applied_["discard_effect"] = std::move(verdict.record);
+    discard_mismatch_ = std::move(verdict.mismatch);
 }
 
 Status RunAttempt::host_job() {
@@ -501,6 +584,7 @@ Status RunAttempt::verify() {
     applied_["guest"] = result_.readback;
     auto mismatches =
         verify_settings(*config_, *workload_, applied_["hypervisor"], result_.readback);
+    if (!discard_mismatch_.empty()) mismatches.push_back(discard_mismatch_);
     applied_["verified"] = mismatches.empty();
     if (!mismatches.empty()) {
         return make_error(errc::kSettingsMismatch,

@@ -61,4 +61,19 @@ Json to_json(const DiskSource& source) {
     return json;
 }
 
+Status require_raw_format(const std::string& backend, std::string_view what,
+                          const StorageConfig& config) {
+    if (config.image_format == ImageFormat::kRaw) return ok_status();
+    return make_error(errc::kInvalidArgument,
+                      backend + ": " + std::string(what) +
+                          " has no image format (QEMU sees it raw); image_format must be raw, "
+                          "not " +
+                          std::string(to_string(config.image_format)));
+}
+
+Result<std::uint64_t> StorageBackend::allocated_bytes(const std::string&) {
+    return make_error(errc::kUnsupported,
+                      "storage '" + name() + "' cannot measure a volume's allocated bytes");
+}
+
 }  // namespace ds

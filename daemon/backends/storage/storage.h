@@ -56,6 +56,13 @@ std::string_view to_string(DiskSourceKind);  // "file" "block" "rbd" "hypervisor
 // {"kind":"rbd","pool":...,"image":...} for the run record (no secrets).
 Json to_json(const DiskSource&);
 
+// For a backend whose volumes QEMU always sees raw (`what`: "an RBD image",
+// "a thin LV"): errc::kInvalidArgument "BACKEND: WHAT has no image format
+// (QEMU sees it raw); image_format must be raw, not qcow2" unless the
+// configuration's format is raw.
+Status require_raw_format(const std::string& backend, std::string_view what,
+                          const StorageConfig& config);
+
 struct Volume {
     std::string name;   // unique; starts with the daemon's prefix
     DiskSource source;  // what the hypervisor attaches
@@ -80,6 +87,11 @@ class StorageBackend {
     // cluster health, the volume's real usage); an object, {} when the
     // backend has nothing to say. `volume` may already be removed.
     virtual Json state(const std::string& volume) { return Json::object(); }
+    // The bytes the storage holds allocated for the volume now: what a
+    // discard frees (daemon/run/discard_effect.h measures it before and after
+    // the guest's fstrim). errc::kUnsupported when this backend cannot tell
+    // (the registry's StorageKindDef::allocation says how each one measures).
+    virtual Result<std::uint64_t> allocated_bytes(const std::string& volume);
 };
 
 }  // namespace ds

@@ -505,6 +505,9 @@ Result<ThinPoolFill> wait_for_pool_drop(Fixture& fixture, const std::string& vol
 struct DiscardMeasurement {
     ThinPoolFill written;
     ThinPoolFill discarded;
+    // StorageBackend::allocated_bytes, what the run's discard check reads.
+    std::uint64_t allocated_written = 0;
+    std::uint64_t allocated_discarded = 0;
 };
 
 // On the mounted file system: write the file, measure, delete, discard,
@@ -517,6 +520,8 @@ Result<DiscardMeasurement> measure_discard(Fixture& fixture, const std::string& 
     fixture.system.sync();
     auto written = fixture.fill(volume);
     if (!written.ok()) return written.error();
+    auto allocated_written = fixture.storage->allocated_bytes(volume);
+    if (!allocated_written.ok()) return allocated_written.error();
 
     if (::unlink(file.c_str()) != 0) return os_error("unlink " + file);
     fixture.system.sync();
@@ -529,7 +534,9 @@ Result<DiscardMeasurement> measure_discard(Fixture& fixture, const std::string& 
     auto discarded =
         wait_for_pool_drop(fixture, volume, written->pool_data_percent - required_drop);
     if (!discarded.ok()) return discarded.error();
-    return DiscardMeasurement{*written, *discarded};
+    auto allocated_discarded = fixture.storage->allocated_bytes(volume);
+    if (!allocated_discarded.ok()) return allocated_discarded.error();
+    return DiscardMeasurement{*written, *discarded, *allocated_written, *allocated_discarded};
 }
 
 CheckResult check_discard(Fixture& fixture, const DiscardCase& discard) {
@@ -553,10 +560,17 @@ CheckResult check_discard(Fixture& fixture, const DiscardCase& discard) {
                              percent_text(discarded.volume_data_percent.value_or(-1)) +
                              " after deleting a " + std::to_string(discard.file_bytes / kMiB) +
                              " MiB file (" + percent_text(pool_share(discard.file_bytes)) +
-                             " of the pool)";
+                             " of the pool); allocated_bytes " +
+                             std::to_string(measured->allocated_written) + " -> " +
+                             std::to_string(measured->allocated_discarded);
     if (written.pool_data_percent - discarded.pool_data_percent < required_drop) {
         return check_failed("the pool did not get at least " + percent_text(required_drop) +
                             " back: " + text);
+    }
+    const double allocated_drop = static_cast<double>(measured->allocated_written) -
+                                  static_cast<double>(measured->allocated_discarded);
+    if (allocated_drop < kDiscardShareRequired * static_cast<double>(discard.file_bytes)) {
+        return check_failed("allocated_bytes did not drop by the file's share: " + text);
     }
     return text;
 }

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -273,6 +274,15 @@ TEST_CASE("seed study B runs on RBD in real guests and compares in the study's s
             continue;
         }
         CHECK(run.applied["verified"] == true);
+        // Discard (on in the seed study) proven on Ceph: rbd du's used size
+        // dropped after the guest's fstrim.
+        const Json effect = run.applied.value("discard_effect", Json::object());
+        CHECK(effect.value("checked", false));
+        CHECK(effect.value("in_force", false));
+        std::printf("%s: rbd du used %s bytes before fstrim, %s after\n",
+                    run.config["filesystem"].dump().c_str(),
+                    effect.value("allocated_before_bytes", Json()).dump().c_str(),
+                    effect.value("allocated_after_bytes", Json()).dump().c_str());
         check_seed_disk_settings(run.config);
     }
     CHECK(baselines == 1);

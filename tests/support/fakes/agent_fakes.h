@@ -231,6 +231,15 @@ class FakeGuestSystem : public GuestSystem {
         return ok_status();
     }
     std::string kernel_release() override { return "6.1.0-test-amd64"; }
+    Result<std::uint64_t> remove_contents(const std::string& directory) override {
+        removed_directories.push_back(directory);
+        return removed_bytes;
+    }
+    Result<std::uint64_t> trim(const std::string& mount_point) override {
+        trims.push_back(mount_point);
+        if (!trim_error.empty()) return make_error(errc::kIo, trim_error);
+        return trimmed_bytes;
+    }
 
     struct MountCall {
         std::string device, target, fs_type, options;
@@ -241,9 +250,14 @@ class FakeGuestSystem : public GuestSystem {
     std::vector<std::pair<std::string, std::string>> attribute_writes;  // (path, value)
     std::map<std::string, std::string> refusals;                        // sysfs path -> errno text
     int syncs = 0;
-    int busy_unmounts = 0;           // this many unmounts fail with EBUSY first
-    std::vector<std::string> kills;  // kill_processes_using calls
-    std::string mount_error;         // non-empty: mount fails with this message
+    int busy_unmounts = 0;                         // this many unmounts fail with EBUSY first
+    std::vector<std::string> kills;                // kill_processes_using calls
+    std::string mount_error;                       // non-empty: mount fails with this message
+    std::vector<std::string> removed_directories;  // remove_contents calls
+    std::vector<std::string> trims;                // trim calls
+    std::uint64_t removed_bytes = 32u << 20;       // what remove_contents reports
+    std::uint64_t trimmed_bytes = 500u << 20;      // what trim reports
+    std::string trim_error;                        // non-empty: trim fails with this message
 
   private:
     fs::path proc_root_;

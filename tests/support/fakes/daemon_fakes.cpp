@@ -236,12 +236,14 @@ Json matching_applied_settings(const StorageConfig& config) {
     return applied;
 }
 
-Json hello_payload() {
+Json hello_payload(bool trims) {
+    Json capabilities = {"fio", "ext4", "xfs", "btrfs"};
+    if (trims) capabilities.push_back(protocol::kTrimCapability);
     return Json{{"agent_version", "0.1.0-fake"},
                 {"protocol", protocol::kVersion},
                 {"kernel", "6.1.0-fake-amd64"},
                 {"fio_version", "fio-3.33"},
-                {"capabilities", {"fio", "ext4", "xfs", "btrfs"}}};
+                {"capabilities", capabilities}};
 }
 
 GuestScript well_behaved_guest(GuestBehaviour behaviour) {
@@ -255,9 +257,10 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
         metrics = honest.ok() ? Json(honest.value()) : Json::object();
     }
     return [behaviour, output, metrics](GuestChannel& channel) {
-        if (!channel.send(protocol::kHello, hello_payload())) return;
+        if (!channel.send(protocol::kHello, hello_payload(behaviour.trims))) return;
         auto job = channel.receive(10s);
         if (!job || job->value("type", std::string()) != protocol::kJob) return;
+        const bool trim = job->value("trim", false);
         channel.send(
             protocol::kProgress,
             Json{{"phase", "format"}, {"message", "mkfs.ext4 -F /dev/sdb"}, {"elapsed_s", 0.0}});
@@ -271,8 +274,17 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
                               {"elapsed_s", i + 1.0},
                               {"fraction", (i + 1.0) / behaviour.progress_messages}});
         }
+        if (trim) {
+            channel.send(protocol::kTrimReady, Json{{"run_id", job->value("run_id", "")}});
+            auto go = channel.receive(10s);
+            if (!go || go->value("type", std::string()) != protocol::kTrim) return;
+        }
         if (behaviour.before_result && !behaviour.before_result(channel)) return;
         Json readback = matching_readback(channel.request(), *job);
+        if (trim) {
+            readback["trim_removed_bytes"] = behaviour.removed_bytes;
+            readback["trimmed_bytes"] = behaviour.removed_bytes;
+        }
         if (!behaviour.readback_patch.is_null()) readback.merge_patch(behaviour.readback_patch);
         Json result{
             {"run_id", job->value("run_id", std::string())},
@@ -574,6 +586,19 @@ Result<std::vector<std::string>> FakeHypervisor::list_vms(const std::string& pre
 
 // ---------------------------------------------------------------------------
 // FakeStorage
+
+void FakeStorage::set_allocations(std::vector<std::uint64_t> bytes) {
+    std::lock_guard lock(mutex_);
+    allocations_ = std::move(bytes);
+    allocation_calls_ = 0;
+}
+
+Result<std::uint64_t> FakeStorage::allocated_bytes(const std::string& volume) {
+    std::lock_guard lock(mutex_);
+    if (allocations_.empty()) return StorageBackend::allocated_bytes(volume);
+    const std::size_t at = std::min(allocation_calls_++, allocations_.size() - 1);
+    return allocations_[at];
+}
 
 void FakeStorage::fail_create(std::string message) {
     std::lock_guard lock(mutex_);

@@ -117,12 +117,16 @@ struct GuestBehaviour {
     // Called (on the guest thread) after the job arrived and before the
     // result; returning false ends the script there (the guest goes silent).
     std::function<bool(GuestChannel&)> before_result;
+    // Announce "trim" in hello; a job with "trim" then gets trim_ready, the
+    // host's trim is awaited, and the readback reports `removed_bytes`.
+    bool trims = false;
+    std::uint64_t removed_bytes = 32u << 20;
 };
 
 // hello -> job -> progress (format, bench...) -> result.
 GuestScript well_behaved_guest(GuestBehaviour behaviour = {});
-// The standard hello message.
-Json hello_payload();
+// The standard hello message (with the "trim" capability when `trims`).
+Json hello_payload(bool trims = false);
 
 // ---------------------------------------------------------------------------
 // FakeHypervisor: records every call; start_vm binds the guest's agent socket
@@ -229,6 +233,10 @@ class FakeHypervisor : public Hypervisor {
 class FakeStorage : public StorageBackend {
   public:
     void fail_create(std::string message);
+    // What allocated_bytes answers, one value per call in order (the last
+    // one repeated); none: errc::kUnsupported, as the default backend.
+    void set_allocations(std::vector<std::uint64_t> bytes);
+    Result<std::uint64_t> allocated_bytes(const std::string& volume) override;
 
     std::vector<std::string> created() const;
     std::vector<std::string> removed() const;
@@ -247,6 +255,8 @@ class FakeStorage : public StorageBackend {
     std::set<std::string> live_;
     std::vector<std::string> created_;
     std::vector<std::string> removed_;
+    std::vector<std::uint64_t> allocations_;
+    std::size_t allocation_calls_ = 0;
 };
 
 // ---------------------------------------------------------------------------

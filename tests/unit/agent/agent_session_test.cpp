@@ -199,6 +199,87 @@ std::vector<std::string> types_of(const std::vector<Json>& messages) {
 
 }  // namespace
 
+TEST_CASE("agent: job.trim stops at trim_ready, then removes the files and trims", "[agent]") {
+    AgentUnderTest t;
+    t.system.removed_bytes = 16u << 20;
+    t.system.trimmed_bytes = 900u << 20;
+    t.start();
+    Json job = ext4_job();
+    job["trim"] = true;
+    t.hello_then_job(job);
+    Json ready = t.host.next_non_progress();
+    REQUIRE(ready["type"] == "trim_ready");
+    CHECK(ready["run_id"] == "run-42");
+    // Nothing is removed or trimmed before the host has measured.
+    CHECK(t.system.removed_directories.empty());
+    CHECK(t.system.trims.empty());
+    t.host.send(protocol::kTrim, Json::object());
+    Json result = t.host.next_non_progress();
+    REQUIRE(result["type"] == "result");
+    t.host.send(protocol::kShutdown, Json::object());
+    REQUIRE(t.finish().ok());
+    CHECK(t.system.removed_directories == std::vector<std::string>{t.options.mount_point});
+    CHECK(t.system.trims == std::vector<std::string>{t.options.mount_point});
+    CHECK(result["readback"]["trim_removed_bytes"] == 16u << 20);
+    CHECK(result["readback"]["trimmed_bytes"] == 900u << 20);
+    // Unmounted only after the trim.
+    CHECK(t.system.unmounts.size() == 1);
+}
+
+TEST_CASE("agent: a failed FITRIM is reported in the readback, not as a failed job", "[agent]") {
+    AgentUnderTest t;
+    t.system.trim_error = "FITRIM /mnt: Operation not supported";
+    t.start();
+    Json job = ext4_job();
+    job["trim"] = true;
+    t.hello_then_job(job);
+    REQUIRE(t.host.next_non_progress()["type"] == "trim_ready");
+    t.host.send(protocol::kTrim, Json::object());
+    Json result = t.host.next_non_progress();
+    t.host.send(protocol::kShutdown, Json::object());
+    REQUIRE(t.finish().ok());
+    REQUIRE(result["type"] == "result");
+    CHECK(result["readback"]["trim_error"] == "FITRIM /mnt: Operation not supported");
+    CHECK_FALSE(result["readback"].contains("trimmed_bytes"));
+}
+
+TEST_CASE("agent: anything but trim after trim_ready fails the job in phase trim", "[agent]") {
+    AgentUnderTest t;
+    t.start();
+    Json job = ext4_job();
+    job["trim"] = true;
+    t.hello_then_job(job);
+    REQUIRE(t.host.next_non_progress()["type"] == "trim_ready");
+    t.host.send(protocol::kJob, ext4_job());
+    Json reply = t.host.next_non_progress();
+    t.host.send(protocol::kShutdown, Json::object());
+    REQUIRE(t.finish().ok());
+    REQUIRE(reply["type"] == "error");
+    CHECK(reply["phase"] == "trim");
+    CHECK(reply["message"] == "expected 'trim' after trim_ready, got 'job'");
+    CHECK(t.system.trims.empty());
+}
+
+TEST_CASE("agent: without the host's messages after the job, hello announces no trim", "[agent]") {
+    AgentUnderTest t;
+    t.options.host_answers_after_job = false;  // one-shot mode (cli.cpp)
+    t.start();
+    Json hello = t.host.next();
+    t.host.send(protocol::kShutdown, Json::object());
+    REQUIRE(t.finish().ok());
+    const Json& capabilities = hello["capabilities"];
+    CHECK(std::find(capabilities.begin(), capabilities.end(), "trim") == capabilities.end());
+    CHECK(std::find(capabilities.begin(), capabilities.end(), "fio") != capabilities.end());
+}
+
+TEST_CASE("agent: a job.trim that is not a boolean is refused", "[agent]") {
+    AgentUnderTest t;
+    Json job = ext4_job();
+    job["trim"] = "yes";
+    Json reply = t.error_for(job);
+    CHECK(reply["message"] == "job.trim: is \"yes\", expected a boolean");
+}
+
 TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     AgentUnderTest t;
     t.runner.fio_delay = 300ms;
@@ -210,8 +291,8 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(hello["kernel"] == "6.1.0-test-amd64");
     CHECK(hello["fio_version"] == "fio-3.33");
     CHECK(hello["agent_version"].is_string());
-    CHECK(hello["capabilities"] ==
-          Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "block", "ext4", "xfs", "btrfs"}));
+    CHECK(hello["capabilities"] == Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "block",
+                                         "ext4", "xfs", "btrfs", "trim"}));
 
     t.host.send(protocol::kJob, ext4_job());
     std::vector<Json> progress;

@@ -111,8 +111,9 @@ TEST_CASE("protocol: decode takes the largest array of objects a message may hol
 }
 
 TEST_CASE("protocol: decode accepts every known type", "[protocol]") {
-    for (auto type : {protocol::kHello, protocol::kJob, protocol::kProgress, protocol::kResult,
-                      protocol::kError, protocol::kShutdown}) {
+    for (auto type :
+         {protocol::kHello, protocol::kJob, protocol::kProgress, protocol::kResult,
+          protocol::kError, protocol::kShutdown, protocol::kTrimReady, protocol::kTrim}) {
         const auto decoded =
             protocol::decode("{\"v\":2,\"type\":\"" + std::string(type) + "\",\"run_id\":\"r\"}");
         CHECK(decoded.ok());

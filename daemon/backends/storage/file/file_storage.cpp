@@ -1,6 +1,7 @@
 #include "daemon/backends/storage/file/file_storage.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -80,6 +81,18 @@ Status FileStorage::remove_volume(const std::string& name) {
         }
     }
     return ok_status();
+}
+
+Result<std::uint64_t> FileStorage::allocated_bytes(const std::string& name) {
+    for (ImageFormat format : {ImageFormat::kRaw, ImageFormat::kQcow2}) {
+        struct stat info {};
+        if (::stat(path_of(name, format).c_str(), &info) == 0) {
+            // st_blocks counts 512-byte units whatever the file system's
+            // block size (stat(2)).
+            return static_cast<std::uint64_t>(info.st_blocks) * 512u;
+        }
+    }
+    return make_error(errc::kNotFound, "volume " + name + " has no file in " + directory_);
 }
 
 Result<std::vector<std::string>> FileStorage::list_volumes(const std::string& prefix) {

@@ -21,6 +21,10 @@ class FileStorage : public StorageBackend {
     Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
     Status remove_volume(const std::string& name) override;
     Result<std::vector<std::string>> list_volumes(const std::string& prefix) override;
+    // st_blocks × 512 of the volume's file: what the host file system holds
+    // for it (a raw file's holes and a qcow2 file's punched clusters are not
+    // counted). errc::kNotFound when the volume has no file.
+    Result<std::uint64_t> allocated_bytes(const std::string& name) override;
 
   private:
     std::string path_of(const std::string& name, ImageFormat format) const;

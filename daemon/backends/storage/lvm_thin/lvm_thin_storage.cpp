@@ -184,11 +184,7 @@ std::string LvmThinStorage::name() const {
 }
 
 Result<Volume> LvmThinStorage::create_volume(const std::string& name, const StorageConfig& config) {
-    if (config.image_format != ImageFormat::kRaw) {
-        return make_error(errc::kInvalidArgument,
-                          this->name() + ": a thin LV is a raw block device; image format " +
-                              std::string(to_string(config.image_format)) + " is not possible");
-    }
+    DS_TRY(require_raw_format(this->name(), "a thin LV", config));
     return create_thin(name, config.disk_size_bytes);
 }
 
@@ -275,6 +271,27 @@ Json LvmThinStorage::state(const std::string& volume) {
         state["volume_data_percent"] = *measured->volume_data_percent;
     }
     return state;
+}
+
+Result<std::uint64_t> LvmThinStorage::allocated_bytes(const std::string& volume) {
+    DS_TRY(check_logical_volume_name(volume));
+    DS_ASSIGN_OR_RETURN(auto measured, fill(volume));
+    if (!measured.volume_data_percent) {
+        return make_error(errc::kNotFound,
+                          name() + ": no thin LV " + volume + " with a data fill in the pool");
+    }
+    DS_ASSIGN_OR_RETURN(auto size_text,
+                        run_lvm({"lvs", "--noheadings", "--units", "b", "--nosuffix", "--options",
+                                 "lv_size", pool_.volume_group + "/" + volume}));
+    const std::string digits(trim_whitespace(size_text));
+    std::uint64_t size = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+    if (error != std::errc() || end != digits.data() + digits.size() || digits.empty()) {
+        return make_error(errc::kStorage, name() + ": lvs printed no size in bytes for " + volume +
+                                              ": '" + digits.substr(0, 80) + "'");
+    }
+    return static_cast<std::uint64_t>(*measured.volume_data_percent / 100.0 *
+                                      static_cast<double>(size));
 }
 
 Result<std::vector<LvReportRow>> LvmThinStorage::report_volume_group() {

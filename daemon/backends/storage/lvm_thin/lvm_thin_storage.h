@@ -114,6 +114,10 @@ class LvmThinStorage : public StorageBackend {
     // only while the volume exists), or {"error": "..."} when LVM could not
     // be asked.
     Json state(const std::string& volume) override;
+    // The thin LV's data_percent of its size (`lvs --units b`): the pool
+    // chunks it holds, to LVM's 0.01 % resolution. errc::kNotFound when the
+    // LV is not a thin LV of this pool.
+    Result<std::uint64_t> allocated_bytes(const std::string& volume) override;
 
   private:
     Result<Volume> create_thin(const std::string& name, std::uint64_t size_bytes);

@@ -354,13 +354,7 @@ RbdStorage::RbdStorage(RbdStorageOptions options, std::shared_ptr<ProcessRunner>
     : options_(std::move(options)), runner_(std::move(runner)) {}
 
 Result<Volume> RbdStorage::create_volume(const std::string& name, const StorageConfig& config) {
-    if (config.image_format != ImageFormat::kRaw) {
-        return make_error(errc::kInvalidArgument,
-                          this->name() +
-                              ": an RBD image has no image format (QEMU sees it raw); "
-                              "image_format must be raw, not " +
-                              std::string(to_string(config.image_format)));
-    }
+    DS_TRY(require_raw_format(this->name(), "an RBD image", config));
     DS_TRY(check_image_name(this->name(), name));
     if (config.disk_size_bytes == 0) {
         return make_error(errc::kInvalidArgument, this->name() + ": image size 0");
@@ -410,6 +404,20 @@ Result<std::vector<std::string>> RbdStorage::list_volumes(const std::string& pre
         }
     }
     return names;
+}
+
+Result<std::uint64_t> RbdStorage::allocated_bytes(const std::string& volume) {
+    DS_TRY(check_image_name(name(), volume));
+    const CephTools ceph(options_, *runner_, name());
+    DS_ASSIGN_OR_RETURN(auto usage, image_usage(ceph, options_.pool, volume));
+    if (usage.is_null()) {
+        return make_error(errc::kNotFound, name() + ": image " + volume + " is gone");
+    }
+    const Json* used = find_key(usage, "used_size");
+    if (!used || !used->is_number_unsigned()) {
+        return ceph.error("rbd du printed no used_size for image " + options_.pool + "/" + volume);
+    }
+    return used->get<std::uint64_t>();
 }
 
 Json RbdStorage::state(const std::string& volume) {

@@ -80,6 +80,9 @@ class RbdStorage : public StorageBackend {
     //  "volume_provisioned_bytes": N}; the volume's keys are absent when it is
     // gone, and what could not be read is in "errors" (Ceph's messages).
     Json state(const std::string& volume) override;
+    // `rbd du`'s used_size of the image (Ceph's count of the image's written
+    // extents). errc::kNotFound when the image is gone.
+    Result<std::uint64_t> allocated_bytes(const std::string& volume) override;
 
     const RbdStorageOptions& options() const { return options_; }
 

@@ -1,6 +1,7 @@
 // docs/spec.md's table of storages against the backend registry: a row per
 // storage kind this disksweepd has, spelled with its pool syntax, naming
-// exactly the hypervisor kinds that attach the disks it makes.
+// exactly the hypervisor kinds that attach the disks it makes and how its
+// allocation is measured for the discard check.
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -35,20 +36,24 @@ Lines registry_storages() {
                 separator = ", ";
             }
         }
+        line += "; " + (storage.allocation.empty() ? std::string("not measured")
+                                                   : std::string(storage.allocation));
         lines.insert(line);
     }
     return lines;
 }
 
-// The same from the doc's `| storage | the disk | pool | hypervisors |` table.
+// The same from the doc's `| storage | the disk | pool | hypervisors |
+// discard measured by |` table.
 Lines doc_storages() {
     const auto matrix = test::doc_sections(test::repository_text("docs/spec.md"), 3, "Storages");
     REQUIRE(matrix.size() == 1);
     Lines lines;
     for (const auto& row :
-         test::table_rows(matrix[0].body, {"storage", "the disk", "pool", "hypervisors"})) {
-        REQUIRE(row.size() == 4);
-        lines.insert(row[0] + ": " + row[3]);
+         test::table_rows(matrix[0].body,
+                          {"storage", "the disk", "pool", "hypervisors", "discard measured by"})) {
+        REQUIRE(row.size() == 5);
+        lines.insert(row[0] + ": " + row[3] + "; " + row[4]);
     }
     return lines;
 }

@@ -94,6 +94,21 @@ TEST_CASE("an unknown storage kind or option is refused with what is valid", "[r
     CHECK_THAT(pool.error().message, Catch::Contains("takes no pool"));
 }
 
+TEST_CASE("a block storage names a device under /dev/ and makes block disks", "[registry]") {
+    StorageContext context;
+    auto made = make_storage_backend(parse_storage_line("block:/dev/sdb").value(), context);
+    REQUIRE(made.ok());
+    CHECK((*made)->name() == "block:/dev/sdb");
+    CHECK((*made)->produces() == DiskSourceKind::kBlock);
+
+    auto no_device = make_storage_backend(parse_storage_line("block").value(), context);
+    REQUIRE_FALSE(no_device.ok());
+    CHECK_THAT(no_device.error().message, Catch::Contains("block needs a pool: block:DEVICE"));
+    auto not_dev = make_storage_backend(parse_storage_line("block:sdb").value(), context);
+    REQUIRE_FALSE(not_dev.ok());
+    CHECK(not_dev.error().message == "storage 'block:sdb': the device must be a path under /dev/");
+}
+
 TEST_CASE("a configuration on an unconfigured storage is refused, naming what is there",
           "[registry]") {
     BackendCatalog catalog = file_only_catalog();

@@ -254,6 +254,61 @@ TEST_CASE("agent session: receive_hello returns the hello or times out", "[agent
     }
 }
 
+// Hello from a guest that trims, and a job asking for the trim, received.
+void send_trim_job(Peer& peer, AgentSession& session) {
+    peer.send(protocol::kHello, hello_payload(true));
+    REQUIRE(session.receive_hello(Steady::now() + 2s).ok());
+    REQUIRE(session.send_job({{"run_id", "17"}, {"trim", true}}).ok());
+    CHECK(peer.receive().at("trim") == true);
+}
+
+TEST_CASE("agent session: a result before the trim_ready the job asked for is refused",
+          "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    send_trim_job(peer, session);
+    peer.send(protocol::kProgress, bench_progress(1));
+    peer.send(protocol::kResult, complete_result());
+    int progress = 0;
+    auto ready =
+        session.await_trim_ready(Steady::now() + 2s, [&](const guest::Progress&) { ++progress; });
+    REQUIRE_FALSE(ready.ok());
+    CHECK(progress == 1);
+    CHECK(ready.error().code == errc::kProtocol);
+    CHECK(ready.error().message ==
+          "agent sent 'result' before 'trim_ready', although the job asked for a trim");
+}
+
+TEST_CASE("agent session: trim_ready, the host's trim, then the result", "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    send_trim_job(peer, session);
+    peer.send(protocol::kTrimReady, Json{{"run_id", "17"}});
+    auto ready = session.await_trim_ready(Steady::now() + 2s, nullptr);
+    REQUIRE(ready.ok());
+    CHECK(ready->run_id == "17");
+    REQUIRE(session.send_trim().ok());
+    CHECK(peer.receive().at("type") == "trim");
+    Json result = complete_result();
+    result["readback"]["trim_removed_bytes"] = 33554432;
+    result["readback"]["trim_error"] = "FITRIM: Operation not supported";
+    peer.send(protocol::kResult, result);
+    auto outcome = session.await_result(Steady::now() + 2s, nullptr);
+    REQUIRE(outcome.ok());
+    CHECK(outcome->readback.at("trim_removed_bytes") == 33554432);
+    CHECK(outcome->readback.at("trim_error") == "FITRIM: Operation not supported");
+
+    // The guest's trim figures are type and range checked like every readback.
+    Json lying = complete_result();
+    lying["readback"]["trimmed_bytes"] = -1;
+    auto refused = guest::parse_result(lying);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message ==
+          "result.readback.trimmed_bytes: -1 is out of range (0..9223372036854775807)");
+    CHECK(guest::parse_trim_ready(Json{{"run_id", 17}}).error().message ==
+          "trim_ready.run_id: expected a string, got number");
+}
+
 TEST_CASE("agent session: job out, progress in order, then the result", "[agent_session]") {
     Peer peer;
     AgentSession session = connected(peer);

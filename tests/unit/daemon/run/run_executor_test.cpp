@@ -436,6 +436,94 @@ TEST_CASE("executor: settings not in force fail the run with the difference", "[
     CHECK(stored.applied_settings.contains("guest"));
 }
 
+// One run of a guest that trims (announces "trim"), on a storage whose
+// allocation reads `before` at trim_ready and `after` once the result came.
+RunRecord run_with_trim(ExecutorFixture& fixture, bool discard, std::uint64_t before,
+                        std::uint64_t after) {
+    GuestBehaviour behaviour;
+    behaviour.trims = true;
+    fixture.storage.set_allocations({before, after});
+    StorageConfig config = reference_config();
+    config.discard = discard;
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    RunRecord finished = fixture.execute(fixture.pending_run(config));
+    INFO("failure reason: " << finished.failure_reason);
+    check_nothing_left(fixture, finished);
+    return finished;
+}
+
+TEST_CASE("executor: discard is proven by the storage's allocation around the guest's trim",
+          "[run_executor][discard_effect]") {
+    ExecutorFixture fixture;
+    constexpr std::uint64_t kBefore = 40u << 20;
+    SECTION("discard on and the allocation drops: the run succeeds with both figures stored") {
+        const RunRecord finished = run_with_trim(fixture, true, kBefore, 8u << 20);
+        REQUIRE(finished.status == RunStatus::kSucceeded);
+        const Json effect = fixture.stored(finished.id).applied_settings.at("discard_effect");
+        CHECK(effect.at("checked") == true);
+        CHECK(effect.at("in_force") == true);
+        CHECK(effect.at("allocated_before_bytes") == kBefore);
+        CHECK(effect.at("allocated_after_bytes") == 8u << 20);
+        CHECK(effect.at("removed_bytes") == 32u << 20);
+    }
+    SECTION("discard on but the storage keeps its blocks: the run fails naming both figures") {
+        const RunRecord finished = run_with_trim(fixture, true, kBefore, kBefore);
+        CHECK(finished.status == RunStatus::kFailed);
+        CHECK_THAT(finished.failure_reason,
+                   Contains("settings not in force: discard: requested on, but the storage's "
+                            "allocation did not drop by 1.0 MiB after fstrim: allocated 41943040 "
+                            "bytes before fstrim, 41943040 after"));
+        CHECK(fixture.stored(finished.id).applied_settings.at("verified") == false);
+    }
+    SECTION("discard off but the storage frees: the run fails naming both figures") {
+        const RunRecord finished = run_with_trim(fixture, false, kBefore, 8u << 20);
+        CHECK(finished.status == RunStatus::kFailed);
+        CHECK_THAT(finished.failure_reason,
+                   Contains("discard: requested off, but the storage's allocation dropped after "
+                            "fstrim: allocated 41943040 bytes before fstrim, 8388608 after"));
+    }
+}
+
+TEST_CASE("executor: without a trimming agent or a measurable storage the reason is recorded",
+          "[run_executor][discard_effect]") {
+    ExecutorFixture fixture;
+    std::string reason;
+    SECTION("an agent without the trim capability (one-shot) is not asked to trim") {
+        fixture.storage.set_allocations({40u << 20});
+        fixture.hypervisor.set_guest_script(well_behaved_guest());
+        reason = "the agent cannot wait for the host's measurement before its trim";
+    }
+    SECTION("a storage that cannot measure its volumes") {
+        GuestBehaviour behaviour;
+        behaviour.trims = true;
+        fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+        reason = "cannot measure the volume's allocation: storage 'fake' cannot measure";
+    }
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    INFO(finished.failure_reason);
+    CHECK(finished.status == RunStatus::kSucceeded);
+    check_nothing_left(fixture, finished);
+    const Json effect = fixture.stored(finished.id).applied_settings.at("discard_effect");
+    CHECK(effect.at("checked") == false);
+    CHECK_THAT(effect.at("reason").get<std::string>(), Contains(reason));
+}
+
+TEST_CASE("executor: a trim_ready for another run fails the run",
+          "[run_executor][discard_effect]") {
+    ExecutorFixture fixture;
+    fixture.storage.set_allocations({40u << 20});
+    const RunRecord finished = run_with_guest(fixture, [](GuestChannel& channel) {
+        if (!channel.send(protocol::kHello, hello_payload(true))) return;
+        auto job = channel.receive(10s);
+        if (!job || !job->value("trim", false)) return;
+        channel.send(protocol::kTrimReady, Json{{"run_id", "not-this-run"}});
+        (void)channel.receive(2s);
+    });
+    CHECK(finished.status == RunStatus::kFailed);
+    CHECK_THAT(finished.failure_reason,
+               Contains("agent sent trim_ready for run \"not-this-run\", not for this run"));
+}
+
 TEST_CASE("executor: a hypervisor that cannot report applied settings fails the run",
           "[run_executor]") {
     ExecutorFixture fixture;

@@ -292,7 +292,8 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "t.toml:3:7: unknown value 'virtio' for axis 'bus'; valid values: virtio-blk, scsi, "
           "scsi-single, sata.");
     CHECK(parse_error(with_matrix("storage = \"ceph\"")) ==
-          "t.toml:3:11: unknown storage backend 'ceph'; valid backends: file, lvm-thin, rbd, pve.");
+          "t.toml:3:11: unknown storage backend 'ceph'; valid backends: file, block, lvm-thin, "
+          "rbd, pve.");
     CHECK(parse_error(with_matrix("filesystem = [\"ext4\", \"ext4+single\"]")) ==
           "t.toml:3:23: filesystem 'ext4+single': post-format step 'single' is for btrfs, not "
           "ext4");

@@ -5,6 +5,7 @@
 // qemu-img.)
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "daemon/backends/storage/file/file_storage.h"
@@ -75,4 +76,29 @@ TEST_CASE("file storage: without a process runner raw volumes work and qcow2 is 
 }
 
 }  // namespace
+}  // namespace ds
+
+namespace ds {
+
+TEST_CASE("file storage: allocated bytes are the file's blocks, holes not counted",
+          "[file_storage]") {
+    test::TempDir dir;
+    FileStorage storage(dir.path().string(), nullptr);
+    StorageConfig config;
+    config.disk_size_bytes = 64u << 20;
+    auto volume = storage.create_volume("v1", config);
+    REQUIRE(volume.ok());
+    auto empty = storage.allocated_bytes("v1");
+    REQUIRE(empty.ok());
+    CHECK(*empty < (64u << 10));  // sparse: (next to) nothing allocated
+    {
+        std::ofstream data(std::get<FileDisk>(volume->source).path,
+                           std::ios::in | std::ios::out | std::ios::binary);
+        const std::string chunk(1u << 20, 'x');
+        data.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    }
+    CHECK(storage.allocated_bytes("v1").value() >= (1u << 20));
+    CHECK(storage.allocated_bytes("gone").error().code == errc::kNotFound);
+}
+
 }  // namespace ds

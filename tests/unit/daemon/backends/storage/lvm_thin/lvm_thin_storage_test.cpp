@@ -417,3 +417,28 @@ TEST_CASE("lv reports are read without trusting their shape", "[lvm]") {
         }
     }
 }
+
+TEST_CASE("lvm-thin allocated bytes: the thin LV's data_percent of its size", "[lvm]") {
+    ScriptedLvm lvm;
+    lvm.reply_ok("lvs", kReport);
+    lvm.reply_ok("lvs", "  268435456\n");
+    LvmThinStorage storage = make_storage(lvm);
+    auto allocated = storage.allocated_bytes("ds-run-1");
+    INFO((allocated.ok() ? "" : allocated.error().message));
+    REQUIRE(allocated.ok());
+    CHECK(*allocated == 67108864);  // 25.00 % of 256 MiB
+    REQUIRE(lvm.commands.size() == 2);
+    CHECK(lvm.commands[0] == kReportCommand);
+    CHECK(lvm.commands[1] == Argv{"lvs", "--noheadings", "--units", "b", "--nosuffix", "--options",
+                                  "lv_size", "vg0/ds-run-1"});
+
+    // A plain LV (no data fill) and a size LVM did not print as bytes.
+    lvm.reply_ok("lvs", kReport);
+    CHECK(storage.allocated_bytes("ds-plain").error().code == errc::kNotFound);
+    lvm.reply_ok("lvs", kReport);
+    lvm.reply_ok("lvs", "  256.00m\n");
+    auto garbled = storage.allocated_bytes("ds-run-1");
+    REQUIRE_FALSE(garbled.ok());
+    CHECK(
+        contains(garbled.error().message, "lvs printed no size in bytes for ds-run-1: '256.00m'"));
+}

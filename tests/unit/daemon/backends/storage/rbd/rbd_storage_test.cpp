@@ -357,6 +357,18 @@ TEST_CASE("rbd backend: state reads the image's own line of rbd du, not a snapsh
     CHECK(state["volume_provisioned_bytes"] == 16);
 }
 
+TEST_CASE("rbd backend: allocated bytes are rbd du's used size of the image", "[rbd]") {
+    Fixture f;
+    f.ceph->replies["rbd du"] =
+        exited(0, R"({"images":[{"name":"t1","snapshot":"s","provisioned_size":8,"used_size":4},)"
+                  R"({"name":"t1","provisioned_size":16,"used_size":12}]})");
+    CHECK(f.storage.allocated_bytes("t1").value() == 12);
+    f.ceph->replies["rbd du"] = exited(2, "", "rbd: du failed: (2) No such file or directory\n");
+    CHECK(f.storage.allocated_bytes("t1").error().code == errc::kNotFound);
+    f.ceph->replies["rbd du"] = exited(0, R"({"images":[{"name":"t1","used_size":-3}]})");
+    CHECK_FALSE(f.storage.allocated_bytes("t1").ok());
+}
+
 TEST_CASE("rbd backend: state of a removed image has no usage and no error", "[rbd]") {
     Fixture f;
     f.ceph->replies["ceph health"] = exited(0, kHealthOk);
