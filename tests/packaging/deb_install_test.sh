@@ -144,9 +144,14 @@ completion_matches_help() {
     local offered group
     # A top-level word is a group when what follows it is sub-commands
     # rather than options.
+    # What follows is read whole before it is tested: `... | grep -q` under
+    # pipefail fails when grep exits at its first match while the writer is
+    # still writing (SIGPIPE), which made a group look like a command.
+    local following
     offered=$(for group in $(completion_offers "" | grep -vx help); do
-        if completion_offers "$group" | grep -qv '^-'; then
-            completion_offers "$group" | grep -v '^-' | sed "s/^/$group /"
+        following=$(completion_offers "$group" | grep -v '^-' || true)
+        if [[ -n $following ]]; then
+            sed "s/^/$group /" <<<"$following"
         else
             echo "$group"
         fi
