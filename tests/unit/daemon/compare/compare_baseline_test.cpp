@@ -17,6 +17,8 @@
 namespace ds {
 namespace {
 
+using testing::row_of;
+
 using ds::test::TempDir;
 
 constexpr const char* kSpec = R"(name = "cmp"
@@ -64,14 +66,6 @@ int config_index(const SweepPlan& plan, CacheMode cache, const std::string& file
     }
     FAIL("no such configuration");
     return -1;
-}
-
-const Json& row_of(const Json& report, const std::string& id) {
-    for (const Json& row : report["rows"])
-        if (row["config_id"] == id) return row;
-    FAIL("no row for " << id);
-    static const Json kNone;
-    return kNone;
 }
 
 TEST_CASE("compare: ratios to the spec's baseline, paired by round, Holm-adjusted",

@@ -17,6 +17,8 @@
 namespace ds {
 namespace {
 
+using testing::row_of;
+
 using ds::test::TempDir;
 
 // The shipped seed-atis sweep, stored as the API stores it, every run
@@ -48,14 +50,6 @@ std::string config_with_filesystem(const SweepPlan& plan, const std::string& lab
         if (config.filesystem.label == label) return config_id(config);
     FAIL("no configuration with filesystem " << label);
     return "";
-}
-
-const Json& row_of(const Json& report, const std::string& config, const std::string& workload) {
-    for (const Json& row : report["rows"])
-        if (row["config_id"] == config && row["workload"] == workload) return row;
-    FAIL("no row for " << config << " / " << workload);
-    static const Json kNone;
-    return kNone;
 }
 
 TEST_CASE("compare: seed-atis's tunings are compared with one baseline, ext4 defaults",

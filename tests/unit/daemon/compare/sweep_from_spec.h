@@ -43,4 +43,16 @@ inline SweepFromSpec create_sweep_from_spec(Store& store, const std::string& spe
     return {id.value(), std::move(plan).value()};
 }
 
+// The compare report's row of configuration `config` (and of `workload`,
+// when one is named); fails the test when there is none.
+inline const Json& row_of(const Json& report, const std::string& config,
+                          const std::string& workload = "") {
+    for (const Json& row : report["rows"])
+        if (row["config_id"] == config && (workload.empty() || row["workload"] == workload))
+            return row;
+    FAIL("no row for " << config << (workload.empty() ? "" : " / " + workload));
+    static const Json kNone;
+    return kNone;
+}
+
 }  // namespace ds::testing
