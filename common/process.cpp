@@ -87,10 +87,23 @@ Status check_exec(pid_t pid, const ChildPipes& pipes, const std::string& program
     return ok_status();
 }
 
+// Hands each complete line of `text` from `from` on to `on_line`; returns
+// where the first incomplete line starts.
+std::size_t hand_on_lines(const std::string& text, std::size_t from,
+                          const std::function<void(std::string_view)>& on_line) {
+    for (auto end = text.find('\n', from); end != std::string::npos; end = text.find('\n', from)) {
+        on_line(std::string_view(text).substr(from, end - from));
+        from = end + 1;
+    }
+    return from;
+}
+
 // Reads the child's stdout and stderr (each up to kMaxCapture) until both
 // end or `timeout` passes, which kills the child's process group. Closes both.
+// With `on_line`, each stdout line is handed on as it arrives.
 void capture_output(pid_t pid, const ChildPipes& pipes, std::chrono::milliseconds timeout,
-                    ProcessOutput& output) {
+                    ProcessOutput& output, const std::function<void(std::string_view)>* on_line) {
+    std::size_t handed_on = 0;
     int fds[2] = {pipes.out[0], pipes.err[0]};
     std::string* sinks[2] = {&output.stdout_text, &output.stderr_text};
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -120,6 +133,9 @@ void capture_output(pid_t pid, const ChildPipes& pipes, std::chrono::millisecond
                 if (sink.size() < kMaxCapture) {
                     sink.append(buffer, std::min<std::size_t>(n, kMaxCapture - sink.size()));
                 }
+                if (on_line != nullptr && index == 0) {
+                    handed_on = hand_on_lines(sink, handed_on, *on_line);
+                }
             } else if (n == 0 || errno != EINTR) {
                 close_fd(fds[index]);
             }
@@ -127,6 +143,9 @@ void capture_output(pid_t pid, const ChildPipes& pipes, std::chrono::millisecond
     }
     close_fd(fds[0]);
     close_fd(fds[1]);
+    if (on_line != nullptr && handed_on < output.stdout_text.size()) {
+        (*on_line)(std::string_view(output.stdout_text).substr(handed_on));
+    }
 }
 
 // Waits for the child and records how it ended.
@@ -143,8 +162,30 @@ void reap_child(pid_t pid, ProcessOutput& output) {
 
 }  // namespace
 
+Result<ProcessOutput> ProcessRunner::run_streaming(
+    const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+    const std::function<void(std::string_view line)>& on_line) {
+    DS_ASSIGN_OR_RETURN(auto output, run(argv, timeout));
+    const std::size_t rest = hand_on_lines(output.stdout_text, 0, on_line);
+    if (rest < output.stdout_text.size())
+        on_line(std::string_view(output.stdout_text).substr(rest));
+    return output;
+}
+
 Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& argv,
                                              std::chrono::milliseconds timeout) {
+    return run_with(argv, timeout, nullptr);
+}
+
+Result<ProcessOutput> RealProcessRunner::run_streaming(
+    const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+    const std::function<void(std::string_view line)>& on_line) {
+    return run_with(argv, timeout, &on_line);
+}
+
+Result<ProcessOutput> RealProcessRunner::run_with(
+    const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+    const std::function<void(std::string_view line)>* on_line) {
     if (argv.empty()) return make_error(errc::kInvalidArgument, "empty command");
     DS_ASSIGN_OR_RETURN(const ChildPipes pipes, open_child_pipes());
     std::vector<char*> args;
@@ -166,7 +207,7 @@ Result<ProcessOutput> RealProcessRunner::run(const std::vector<std::string>& arg
     DS_TRY(check_exec(pid, pipes, argv[0]));
 
     ProcessOutput output;
-    capture_output(pid, pipes, timeout, output);
+    capture_output(pid, pipes, timeout, output, on_line);
     reap_child(pid, output);
     return output;
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -27,6 +29,14 @@ class ProcessRunner {
     // non-zero exit is a successful ProcessOutput.
     virtual Result<ProcessOutput> run(const std::vector<std::string>& argv,
                                       std::chrono::milliseconds timeout) = 0;
+    // As run(), and hands each complete stdout line (without its '\n') to
+    // `on_line` as soon as it is read, on the calling thread; a last line
+    // without '\n' is handed on at the end. The lines are still in
+    // stdout_text. This default runs to completion first and then hands the
+    // lines on (enough for fakes); RealProcessRunner streams them.
+    virtual Result<ProcessOutput> run_streaming(
+        const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+        const std::function<void(std::string_view line)>& on_line);
 };
 
 // fork/exec with pipes; output capped at 16 MiB per stream.
@@ -34,6 +44,14 @@ class RealProcessRunner : public ProcessRunner {
   public:
     Result<ProcessOutput> run(const std::vector<std::string>& argv,
                               std::chrono::milliseconds timeout) override;
+    Result<ProcessOutput> run_streaming(
+        const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+        const std::function<void(std::string_view line)>& on_line) override;
+
+  private:
+    Result<ProcessOutput> run_with(const std::vector<std::string>& argv,
+                                   std::chrono::milliseconds timeout,
+                                   const std::function<void(std::string_view line)>* on_line);
 };
 
 // "mkfs.ext4 -F /dev/sdb" for messages.

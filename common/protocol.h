@@ -30,7 +30,7 @@ inline constexpr std::string_view kChannelName = "org.disksweep.agent.0";
 inline constexpr std::string_view kRootDiskSerial = "disksweep-root";
 inline constexpr std::string_view kDataDiskSerial = "disksweep-data";
 
-// Message types, guest -> host: hello, progress, trim_ready, result, error.
+// Message types, guest -> host: hello, progress, ack, trim_ready, result, error.
 //                host -> guest: job, trim, shutdown.
 // trim_ready and trim are exchanged only when the job asked for them
 // (job.trim, which the host sets only for an agent whose hello announces the
@@ -43,6 +43,10 @@ inline constexpr std::string_view kError = "error";
 inline constexpr std::string_view kShutdown = "shutdown";
 inline constexpr std::string_view kTrimReady = "trim_ready";
 inline constexpr std::string_view kTrim = "trim";
+// One acknowledged record of a `ledger` workload, sent the moment the guest
+// saw it acknowledged (docs/agent-protocol.md). Only ledger jobs send it, and
+// only a host that knows the ledger kind sends those.
+inline constexpr std::string_view kAck = "ack";
 // The hello capability of an agent that can stop before its trim and wait
 // for the host's `trim` (an agent on a stream; not the one-shot agent).
 inline constexpr std::string_view kTrimCapability = "trim";

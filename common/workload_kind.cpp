@@ -4,6 +4,7 @@
 
 #include "common/fio_metrics.h"
 #include "common/fio_options.h"
+#include "common/ledger_output.h"
 
 namespace ds {
 namespace {
@@ -122,12 +123,67 @@ WorkloadKind sysbench_oltp_kind() {
     return kind;
 }
 
+// Records acknowledged one at a time (docs/durability.md): the speed half of
+// a durability result, and the acknowledgements a crash state is checked
+// against. One image for both variants: the file variant needs nothing the
+// MariaDB image lacks.
+WorkloadKind ledger_kind() {
+    WorkloadKind kind;
+    kind.name = "ledger";
+    kind.options = {
+        {"variant",
+         OptionKind::kEnum,
+         {"file", "database"},
+         "file: write record k + fsync; database: INSERT id=k + COMMIT (default file)"},
+        {"records", OptionKind::kCount, {}, "records to write (default 1000)"},
+        {"time", OptionKind::kSeconds, {}, "stop after this long even if records remain"},
+        {"record_size", OptionKind::kSize, {}, "bytes per record (default 4096, 32 to 1m)", "file"},
+        {"server", OptionKind::kServerVariables, {}, kServerVariablesOption.help, "database"},
+    };
+    kind.image_variant = "mariadb";
+    kind.metrics = &ledger_output_metrics;
+    kind.series = &ledger_output_series;
+    kind.series_members = {{"per_second"}};
+    kind.primary_metric = {"commits_per_s", false};
+    kind.ranked_view = {{{"commits_per_s", "commits/s"}, {"commit_p99_ms", "p99 ms"}},
+                        "acknowledged commits per second (higher is better), highest first"};
+    kind.acknowledges = true;
+    return kind;
+}
+
 }  // namespace
 
 std::span<const WorkloadKind> workload_kinds() {
     static const std::vector<WorkloadKind> kinds = {fio_kind(), io_kind(), mariadb_atis_kind(),
-                                                    sysbench_oltp_kind()};
+                                                    sysbench_oltp_kind(), ledger_kind()};
     return kinds;
+}
+
+std::string variant_in_effect(const WorkloadKind& kind, const Json& params) {
+    const auto variant_option =
+        std::find_if(kind.options.begin(), kind.options.end(),
+                     [](const WorkloadOptionDef& def) { return def.name == "variant"; });
+    if (variant_option == kind.options.end()) return {};
+    const auto given = params.is_object() ? params.find("variant") : params.end();
+    return given != params.end() && given->is_string()
+               ? given->get<std::string>()
+               : std::string(variant_option->values.front());
+}
+
+bool option_applies(const WorkloadOptionDef& option, const WorkloadKind& kind, const Json& params) {
+    return option.variant.empty() || option.variant == variant_in_effect(kind, params);
+}
+
+Status check_variant_options(const WorkloadKind& kind, const Json& params) {
+    if (!params.is_object()) return ok_status();
+    for (const WorkloadOptionDef& def : kind.options) {
+        if (params.contains(def.name) && !option_applies(def, kind, params)) {
+            return make_error(errc::kInvalidArgument,
+                              std::string(kind.name) + " param '" + std::string(def.name) +
+                                  "' is for the " + std::string(def.variant) + " variant only");
+        }
+    }
+    return ok_status();
 }
 
 const WorkloadKind* find_workload_kind(std::string_view name) {

@@ -51,6 +51,9 @@ struct WorkloadOptionDef {
     OptionKind kind;
     std::vector<std::string_view> values;  // for kEnum
     std::string_view help;
+    // For a kind with a `variant` option: the variant this option belongs
+    // to ("" = every variant). check_variant_options refuses it elsewhere.
+    std::string_view variant;
 };
 
 // What the spec parser checks of a kind's options beyond each row.
@@ -102,10 +105,25 @@ struct WorkloadKind {
     PrimaryMetric primary_metric;
     PrimaryMetric write_only_metric;
     RankedView ranked_view;
+    // Whether the guest sends an `ack` per acknowledged record while it runs
+    // (ledger; daemon/run/ack_ledger.h), and its output's "acknowledged"
+    // metric counts them.
+    bool acknowledges = false;
 };
 
+// The rule of WorkloadOptionDef::variant: an option given for another
+// variant than its own is errc::kInvalidArgument "KIND param 'NAME' is for
+// the VARIANT variant only". `params` holds the workload's options; a
+// missing `variant` is the first value of the kind's `variant` option. The
+// spec parser and the agent both check it.
+Status check_variant_options(const WorkloadKind& kind, const Json& params);
+// The variant `params` selects ("" for a kind without variants).
+std::string variant_in_effect(const WorkloadKind& kind, const Json& params);
+// Whether `option` may be given with `params` (its variant is in effect).
+bool option_applies(const WorkloadOptionDef& option, const WorkloadKind& kind, const Json& params);
+
 // In the order specs' error messages list them: fio, io, mariadb-atis,
-// sysbench-oltp.
+// sysbench-oltp, ledger.
 std::span<const WorkloadKind> workload_kinds();
 // nullptr for an unknown kind.
 const WorkloadKind* find_workload_kind(std::string_view name);

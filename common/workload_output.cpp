@@ -184,26 +184,6 @@ Result<std::map<std::string, double>> sysbench_metrics(std::string_view text) {
     return metrics;
 }
 
-// One job direction's per-second array `key` (absent: empty), validated.
-Result<std::vector<double>> series_of(const Json& section, const char* key,
-                                      const std::string& where) {
-    std::vector<double> values;
-    if (!section.is_object() || !section.contains(key)) return values;
-    const Json& array = section.at(key);
-    if (!array.is_array()) {
-        return make_error(errc::kInvalidArgument, where + "." + key + " is not an array");
-    }
-    for (std::size_t i = 0; i < array.size() && i < kMaxSeriesSeconds; ++i) {
-        const Json& value = array[i];
-        if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
-            return make_error(errc::kInvalidArgument, where + "." + key + "[" + std::to_string(i) +
-                                                          "] is not a non-negative number");
-        }
-        values.push_back(value.get<double>());
-    }
-    return values;
-}
-
 // `into` += `add` index by index, over the seconds both have.
 void add_series(std::vector<double>& into, const std::vector<double>& add, bool first) {
     if (first) {
@@ -239,7 +219,7 @@ Result<SeriesMap> fio_series(const Json& output) {
             const Json& job = (*jobs)[j];
             if (!job.is_object() || !job.contains(key.direction)) continue;
             const std::string where = "jobs[" + std::to_string(j) + "]." + key.direction;
-            auto values = series_of(job.at(key.direction), key.array, where);
+            auto values = per_second_array(job.at(key.direction), key.array, where);
             if (!values.ok()) return values.error();
             if (values->empty()) continue;
             add_series(sum, *values, !any);
@@ -359,6 +339,25 @@ Result<SqlBenchPhase> sqlbench_phase(std::string_view rest, std::size_t number,
 }
 
 }  // namespace
+
+Result<std::vector<double>> per_second_array(const Json& section, const char* key,
+                                             const std::string& where) {
+    std::vector<double> values;
+    if (!section.is_object() || !section.contains(key)) return values;
+    const Json& array = section.at(key);
+    if (!array.is_array()) {
+        return make_error(errc::kInvalidArgument, where + "." + key + " is not an array");
+    }
+    for (std::size_t i = 0; i < array.size() && i < kMaxSeriesSeconds; ++i) {
+        const Json& value = array[i];
+        if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+            return make_error(errc::kInvalidArgument, where + "." + key + "[" + std::to_string(i) +
+                                                          "] is not a non-negative number");
+        }
+        values.push_back(value.get<double>());
+    }
+    return values;
+}
 
 std::string_view image_variant_for_kind(std::string_view kind) {
     const WorkloadKind* descriptor = find_workload_kind(kind);

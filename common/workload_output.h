@@ -76,6 +76,11 @@ Result<MetricsMap> metrics_from_workload_output(std::string_view kind, const Jso
 inline constexpr std::size_t kMaxSeriesSeconds = 86400;
 using SeriesMap = std::map<std::string, std::vector<double>>;
 Result<SeriesMap> per_second_series(std::string_view kind, const Json& output);
+// The per-second array `key` of the object `section` (absent: empty), each
+// value a finite non-negative number, at most kMaxSeriesSeconds kept;
+// errc::kInvalidArgument naming `where`.KEY[i] otherwise.
+Result<std::vector<double>> per_second_array(const Json& section, const char* key,
+                                             const std::string& where);
 
 // The parsers of each kind's output, which the kinds' descriptors
 // (common/workload_kind.h) point at. `kind` names the kind in messages.

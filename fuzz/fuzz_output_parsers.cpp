@@ -46,7 +46,7 @@ void read_json_inputs(std::string_view text) {
     (void)ds::metrics_from_fio_json(json);
     (void)ds::per_second_series("fio", json);
     (void)mariadb::check_server_variables(json);
-    (void)mariadb::sysbench_seconds(json);
+    (void)mariadb::whole_seconds(json);
     (void)ds::server_variable_risks(json);
 }
 

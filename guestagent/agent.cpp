@@ -317,6 +317,14 @@ void Agent::send_progress(std::string_view phase, const std::string& message, do
     }
 }
 
+void Agent::send_ack(const std::string& run_id, long long id) {
+    // A lost ack is seen by the host (the result's count exceeds the acks
+    // it got), which fails the run: no need to stop the workload here.
+    if (auto status = send(protocol::kAck, Json{{"run_id", run_id}, {"id", id}}); !status) {
+        log_line("cannot send ack " + std::to_string(id) + ": " + status.error().message);
+    }
+}
+
 Json Agent::hello_payload() {
     std::vector<std::string> capabilities = agent_capabilities();
     if (options_.host_answers_after_job) capabilities.emplace_back(protocol::kTrimCapability);
@@ -617,7 +625,8 @@ Result<WorkloadOutput> Agent::run_workload(const AgentJob& job) {
             last_message = message;
             send_progress(kPhaseBench, message, elapsed_s, fraction);
         },
-        &clock_};
+        &clock_,
+        [&](long long id) { send_ack(job.run_id, id); }};
     log_line("running " + job.workload.kind + " workload " + job.workload.name + " in " +
              options_.mount_point + " (time limit " + std::to_string(job.timeout_s) + " s)");
     return entry->run(job.workload, context);

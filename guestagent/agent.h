@@ -107,6 +107,8 @@ class Agent {
     Status send(std::string_view type, const Json& payload);
     void send_progress(std::string_view phase, const std::string& message, double elapsed_s,
                        std::optional<double> fraction = std::nullopt);
+    // `ack` {run_id, id}: record `id` of a ledger workload is acknowledged.
+    void send_ack(const std::string& run_id, long long id);
     Json hello_payload();
     JobOutcome run_job(const AgentJob& job);
     // The phases of run_job that are more than one call. `tune_start` is

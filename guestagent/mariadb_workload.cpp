@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include "common/text.h"
 #include "common/workload_output.h"
 #include "guestagent/io_options.h"
+#include "guestagent/ledger_workload.h"
 #include "guestagent/workload.h"
 
 namespace ds::agent {
@@ -154,7 +156,7 @@ bool says_no_space(std::string_view text) {
            text.find("' is full", table) != std::string_view::npos;
 }
 
-std::optional<long long> sysbench_seconds(const Json& value) {
+std::optional<long long> whole_seconds(const Json& value) {
     std::optional<double> seconds;
     if (value.is_number()) {
         seconds = value.get<double>();
@@ -167,6 +169,43 @@ std::optional<long long> sysbench_seconds(const Json& value) {
     if (!seconds || !std::isfinite(*seconds) || *seconds < 1 || *seconds > kMaxSeconds)
         return std::nullopt;
     return static_cast<long long>(std::ceil(*seconds));
+}
+
+Error invalid_param(const std::string& kind, const std::string& name, const std::string& what) {
+    return make_error(errc::kInvalidArgument, kind + " param '" + name + "' " + what);
+}
+
+Status check_param_names(const std::string& kind, const Json& params,
+                         std::initializer_list<std::string_view> known) {
+    if (!params.is_object()) {
+        return make_error(
+            errc::kInvalidArgument,
+            kind + " params is a " + std::string(params.type_name()) + ", expected an object");
+    }
+    for (const auto& [name, value] : params.items()) {
+        (void)value;
+        if (std::find(known.begin(), known.end(), name) == known.end()) {
+            std::string list;
+            for (const auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+            return invalid_param(kind, name,
+                                 "is not an option of " + kind + " (known: " + list + ")");
+        }
+    }
+    if (params.contains("server")) DS_TRY(check_server_variables(params["server"]));
+    return ok_status();
+}
+
+// An integer param >= minimum, or `fallback` when absent.
+Result<long long> integer_param(const std::string& kind, const Json& params, const char* name,
+                                long long minimum, long long fallback) {
+    if (!params.contains(name)) return fallback;
+    const Json& value = params[name];
+    if (!value.is_number_integer() || value.get<long long>() < minimum) {
+        return invalid_param(
+            kind, name,
+            "is " + value.dump() + ", expected an integer >= " + std::to_string(minimum));
+    }
+    return value.get<long long>();
 }
 
 }  // namespace mariadb
@@ -352,6 +391,25 @@ class Session {
                                std::to_string(output->exit_code) + ")",
                            output->stderr_text + output->stdout_text);
         }
+        return output;
+    }
+
+    // Runs argv on this thread, handing each stdout line to `on_line` as it
+    // comes, until it ends or `stop_after` passes (then it is killed: not a
+    // failure, `stopped` tells). Past the workload's deadline: timeout(step).
+    Result<ProcessOutput> stream(const std::vector<std::string>& argv, const std::string& step,
+                                 std::optional<std::chrono::seconds> stop_after,
+                                 const std::function<void(std::string_view)>& on_line,
+                                 bool& stopped) {
+        const milliseconds deadline_left = remaining();
+        if (deadline_left <= milliseconds(0)) return timeout(step);
+        const milliseconds limit =
+            stop_after ? std::min(deadline_left, milliseconds(*stop_after)) : deadline_left;
+        report(step);
+        auto output = ctx_.runner.run_streaming(argv, limit, on_line);
+        if (!output) return output.error();
+        stopped = output->timed_out && limit < deadline_left;
+        if (output->timed_out && !stopped) return timeout(step);
         return output;
     }
 
@@ -548,43 +606,6 @@ class Session {
     std::future<Result<ProcessOutput>> server_;
 };
 
-Error invalid_param(const std::string& kind, const std::string& name, const std::string& what) {
-    return make_error(errc::kInvalidArgument, kind + " param '" + name + "' " + what);
-}
-
-Status check_known_keys(const std::string& kind, const Json& params,
-                        std::initializer_list<std::string_view> known) {
-    if (!params.is_object()) {
-        return make_error(
-            errc::kInvalidArgument,
-            kind + " params is a " + std::string(params.type_name()) + ", expected an object");
-    }
-    for (const auto& [name, value] : params.items()) {
-        (void)value;
-        if (std::find(known.begin(), known.end(), name) == known.end()) {
-            std::string list;
-            for (const auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-            return invalid_param(kind, name,
-                                 "is not an option of " + kind + " (known: " + list + ")");
-        }
-    }
-    if (params.contains("server")) DS_TRY(check_server_variables(params["server"]));
-    return ok_status();
-}
-
-// An integer param >= minimum, or `fallback` when absent.
-Result<long long> integer_param(const std::string& kind, const Json& params, const char* name,
-                                long long minimum, long long fallback) {
-    if (!params.contains(name)) return fallback;
-    const Json& value = params[name];
-    if (!value.is_number_integer() || value.get<long long>() < minimum) {
-        return invalid_param(
-            kind, name,
-            "is " + value.dump() + ", expected an integer >= " + std::to_string(minimum));
-    }
-    return value.get<long long>();
-}
-
 // Wraps argv so its stdout goes to `out` (read for progress while it runs)
 // and it starts in `dir`.
 std::vector<std::string> to_file(const std::string& dir, const std::string& out,
@@ -603,7 +624,7 @@ constexpr std::string_view kSysbenchTests[] = {
 
 Status check_mariadb_atis_params(const Json& params) {
     const std::string kind = "mariadb-atis";
-    DS_TRY(check_known_keys(kind, params, {"server", "loop_count", "small_test", "time_limit"}));
+    DS_TRY(check_param_names(kind, params, {"server", "loop_count", "small_test", "time_limit"}));
     auto loop_count = integer_param(kind, params, "loop_count", 1, 5000);
     if (!loop_count) return loop_count.error();
     auto time_limit = integer_param(kind, params, "time_limit", 0, 0);
@@ -617,8 +638,8 @@ Status check_mariadb_atis_params(const Json& params) {
 
 Status check_sysbench_oltp_params(const Json& params) {
     const std::string kind = "sysbench-oltp";
-    DS_TRY(check_known_keys(kind, params,
-                            {"server", "test", "tables", "table_size", "threads", "time"}));
+    DS_TRY(check_param_names(kind, params,
+                             {"server", "test", "tables", "table_size", "threads", "time"}));
     for (const char* name : {"tables", "table_size", "threads"}) {
         auto value = integer_param(kind, params, name, 1, 1);
         if (!value) return value.error();
@@ -632,7 +653,7 @@ Status check_sysbench_oltp_params(const Json& params) {
             return invalid_param(kind, "test", "is " + test.dump() + ", expected one of " + list);
         }
     }
-    if (params.contains("time") && !sysbench_seconds(params["time"])) {
+    if (params.contains("time") && !whole_seconds(params["time"])) {
         return invalid_param(kind, "time",
                              "is " + params["time"].dump() +
                                  ", expected a duration of at least 1 s (\"10s\", \"2m\" or "
@@ -688,7 +709,7 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadConte
     DS_TRY(check_sysbench_oltp_params(workload.params));
     const Json& params = workload.params;
     const Json server = params.value("server", Json::object());
-    const long long run_s = params.contains("time") ? *sysbench_seconds(params["time"]) : 10;
+    const long long run_s = params.contains("time") ? *whole_seconds(params["time"]) : 10;
     Session session(ctx, "sysbench-oltp workload " + workload.name);
 
     WorkloadOutput result;
@@ -741,6 +762,82 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadConte
     result.output =
         Json{{"stdout", stdout_text}, {"server_version", version}, {"prepare_s", prepare_s}};
     session.report("sysbench run finished", 1.0);
+    return result;
+}
+
+namespace {
+
+// Most records the database variant's script holds (about 46 bytes each, on
+// the guest's tmpfs).
+constexpr long long kMaxDatabaseLedgerRecords = 1'000'000;
+
+// One INSERT per transaction; the SELECT prints the id once its COMMIT has
+// returned, so a printed id is an acknowledged one.
+Status write_ledger_script(const std::string& path, long long records) {
+    std::ofstream script(path, std::ios::binary | std::ios::trunc);
+    script << "SET autocommit=0;\n";
+    for (long long id = 1; id <= records; ++id) {
+        script << "INSERT INTO test.ledger (id) VALUES (" << id << ");\nCOMMIT;\nSELECT " << id
+               << ";\n";
+    }
+    if (!script.flush()) return make_error(errc::kIo, "cannot write the ledger script " + path);
+    return ok_status();
+}
+
+std::optional<long long> acknowledged_id(std::string_view line) {
+    long long id = 0;
+    const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), id);
+    if (error != std::errc() || end != line.data() + line.size()) return std::nullopt;
+    return id;
+}
+
+}  // namespace
+
+Result<WorkloadOutput> run_ledger_database(const Workload& workload, const LedgerPlan& plan,
+                                           WorkloadContext& ctx) {
+    if (plan.records > kMaxDatabaseLedgerRecords) {
+        return invalid_param(
+            "ledger", "records",
+            "is above " + std::to_string(kMaxDatabaseLedgerRecords) + " for the database variant");
+    }
+    const Json server = workload.params.value("server", Json::object());
+    Session session(ctx, "ledger workload " + workload.name);
+    WorkloadOutput result;
+    std::string version;
+    DS_TRY(session.start_server(server, result.readback, version));
+    const std::string defaults = "--defaults-file=" + session.paths().config;
+    DS_TRY(session.run_checked({"mariadb", defaults, "--batch", "-e",
+                                "CREATE TABLE test.ledger (id BIGINT NOT NULL PRIMARY KEY) "
+                                "ENGINE=InnoDB"},
+                               "creating table test.ledger"));
+    const std::string script = session.paths().dir + "/ledger.sql";
+    DS_TRY(write_ledger_script(script, plan.records));
+
+    LedgerTally tally(ctx, plan);
+    Status acknowledged = ok_status();
+    const auto on_line = [&](std::string_view line) {
+        if (!acknowledged.ok()) return;
+        const auto id = acknowledged_id(line);
+        acknowledged = id ? tally.acknowledge(*id)
+                          : Status(make_error(errc::kAgent, "ledger: the client printed '" +
+                                                                std::string(line.substr(0, 80)) +
+                                                                "' where an id was expected"));
+    };
+    bool stopped = false;
+    tally.start();
+    DS_ASSIGN_OR_RETURN(auto ran,
+                        session.stream({"mariadb", defaults, "--batch", "--skip-column-names",
+                                        "--unbuffered", "-e", "source " + script},
+                                       "ledger: INSERT + COMMIT", plan.time, on_line, stopped));
+    DS_TRY(acknowledged);
+    if (!stopped && ran.exit_code != 0) {
+        return session.failure("the ledger's inserts (exit " + std::to_string(ran.exit_code) + ")",
+                               ran.stderr_text);
+    }
+    DS_TRY(session.stop_server());
+    result.output = tally.output();
+    result.output["variant"] = "database";
+    result.output["server_version"] = version;
     return result;
 }
 

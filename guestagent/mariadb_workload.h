@@ -9,6 +9,7 @@
 // runs through WorkloadContext::runner, bounded by ctx.time_limit.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -80,8 +81,20 @@ inline constexpr std::string_view kReadBackVariables[] = {"innodb_flush_method",
                                                           "log_bin",
                                                           "default_storage_engine"};
 
-// sysbench-oltp's `time`: integer seconds or a duration string ("10s",
-// "2m"); nullopt when neither, < 1 s, or more than INT_MAX seconds.
-std::optional<long long> sysbench_seconds(const Json& value);
+// A `time` param (OptionKind::kSeconds: sysbench-oltp, ledger): integer
+// seconds or a duration string ("10s", "2m"); nullopt when neither, < 1 s, or
+// more than INT_MAX seconds.
+std::optional<long long> whole_seconds(const Json& value);
+
+// The param checks the MariaDB-backed kinds (and ledger) share; each error
+// is errc::kInvalidArgument "KIND param 'NAME' ...".
+Error invalid_param(const std::string& kind, const std::string& name, const std::string& what);
+// params is an object whose names are all in `known`; a `server` table
+// passes check_server_variables.
+Status check_param_names(const std::string& kind, const Json& params,
+                         std::initializer_list<std::string_view> known);
+// An integer param >= minimum, or `fallback` when absent.
+Result<long long> integer_param(const std::string& kind, const Json& params, const char* name,
+                                long long minimum, long long fallback);
 
 }  // namespace ds::agent::mariadb

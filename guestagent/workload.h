@@ -36,6 +36,10 @@ struct WorkloadContext {
     // between retries. Its waits on what it started stay real waits of a
     // short slice each (common/clock.h).
     const Clock* clock = &real_clock();
+    // For kinds that acknowledge records (ledger): called with each id the
+    // moment it is acknowledged, on the runner's thread; the agent sends it
+    // to the host at once. Unset: nobody listens.
+    std::function<void(long long id)> acknowledge;
 };
 
 struct WorkloadOutput {

@@ -13,6 +13,7 @@
 #include "common/fio_logs.h"
 #include "guestagent/io_job.h"
 #include "guestagent/io_options.h"
+#include "guestagent/ledger_workload.h"
 #include "guestagent/log.h"
 
 namespace ds::agent {
@@ -240,7 +241,7 @@ Result<WorkloadOutput> run_io_workload(const Workload& workload, WorkloadContext
 }
 
 std::span<const WorkloadKindEntry> workload_kind_table() {
-    static constexpr std::array<WorkloadKindEntry, 4> kKinds = {{
+    static constexpr std::array<WorkloadKindEntry, 5> kKinds = {{
         {"fio", &check_fio_params, &run_fio_workload},
         {"io", &check_io_params, &run_io_workload},
         {"mariadb-atis",
@@ -249,6 +250,8 @@ std::span<const WorkloadKindEntry> workload_kind_table() {
         {"sysbench-oltp",
          [](const Workload& workload) { return check_sysbench_oltp_params(workload.params); },
          &run_sysbench_oltp},
+        {"ledger", [](const Workload& workload) { return check_ledger_params(workload.params); },
+         &run_ledger},
     }};
     return kKinds;
 }

@@ -62,6 +62,10 @@ Result<Json> AgentSession::next_report(
             DS_ASSIGN_OR_RETURN(auto report, guest::parse_error(std::move(message)));
             return agent_failure(report);
         }
+        if (type == protocol::kAck) {
+            DS_TRY(hand_on_ack(std::move(message)));
+            continue;
+        }
         if (type != protocol::kProgress) return message;
         DS_ASSIGN_OR_RETURN(auto progress, guest::parse_progress(std::move(message)));
         if (on_progress) on_progress(progress);
@@ -70,6 +74,15 @@ Result<Json> AgentSession::next_report(
                               "the deadline passed while the agent was still sending progress");
         }
     }
+}
+
+Status AgentSession::hand_on_ack(Json message) {
+    if (!on_ack_) {
+        return make_error(errc::kProtocol,
+                          "agent sent 'ack', but this job's workload acknowledges nothing");
+    }
+    DS_ASSIGN_OR_RETURN(auto ack, guest::parse_ack(std::move(message)));
+    return on_ack_(ack);
 }
 
 Result<guest::ResultMessage> AgentSession::await_result(

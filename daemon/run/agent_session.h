@@ -53,6 +53,13 @@ class AgentSession {
     Result<guest::TrimReady> await_trim_ready(
         Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress);
     Status send_trim();
+    // For a job whose workload acknowledges records (ledger): each `ack`
+    // that arrives while waiting for a report is checked against its schema
+    // and handed to `on_ack`; an Error from it ends the wait with that
+    // Error. Without a handler an `ack` is errc::kProtocol.
+    void set_ack_handler(std::function<Status(const guest::Ack&)> on_ack) {
+        on_ack_ = std::move(on_ack);
+    }
     // Best effort: asks the guest to power off.
     void send_shutdown();
 
@@ -65,7 +72,10 @@ class AgentSession {
     Result<Json> next_report(Deadline deadline,
                              const std::function<void(const guest::Progress&)>& on_progress);
 
+    Status hand_on_ack(Json message);
+
     std::unique_ptr<AgentChannel> channel_;
+    std::function<Status(const guest::Ack&)> on_ack_;
     const std::atomic<bool>* cancelled_ = nullptr;
     const Clock* clock_;
 };

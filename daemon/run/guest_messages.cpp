@@ -112,6 +112,11 @@ constexpr std::array kTrimReadyFields = {
     Field{"run_id", Shape::kString, Presence::kRequired},
 };
 
+constexpr std::array kAckFields = {
+    Field{"run_id", Shape::kString, Presence::kRequired},
+    Field{"id", Shape::kCount, Presence::kRequired},
+};
+
 constexpr std::array kErrorFields = {
     Field{"run_id", Shape::kString},
     Field{"phase", Shape::kText, Presence::kRequired},
@@ -344,6 +349,11 @@ Result<ResultMessage> parse_result(Json message) {
 Result<TrimReady> parse_trim_ready(Json message) {
     DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "trim_ready", kTrimReadyFields));
     return TrimReady{json_read::string_or_empty(checked, "run_id")};
+}
+
+Result<Ack> parse_ack(Json message) {
+    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "ack", kAckFields));
+    return Ack{json_read::string_or_empty(checked, "run_id"), integer_at(checked, "id")};
 }
 
 Result<ErrorMessage> parse_error(Json message) {

@@ -1,5 +1,5 @@
 // Typed schemas of the messages the guest agent sends the host
-// (docs/agent-protocol.md): hello, progress, trim_ready, result, error. The guest is
+// (docs/agent-protocol.md): hello, progress, ack, trim_ready, result, error. The guest is
 // untrusted, so every message is checked here before anything uses it, and
 // the daemon reads guest data only through these structs.
 //
@@ -93,6 +93,13 @@ struct TrimReady {
     std::string run_id;
 };
 
+// ack: record `id` of a ledger workload was acknowledged in the guest
+// (daemon/run/ack_ledger.h checks the sequence).
+struct Ack {
+    std::string run_id;
+    long long id = 0;  // 0..2^63-1 here; the ledger wants 1, 2, 3, ...
+};
+
 // error: the agent's report of a failed job.
 struct ErrorMessage {
     std::optional<std::string> run_id;  // null or absent: no usable job arrived
@@ -108,6 +115,7 @@ Result<Progress> parse_progress(Json message);
 Result<ResultMessage> parse_result(Json message);
 Result<ErrorMessage> parse_error(Json message);
 Result<TrimReady> parse_trim_ready(Json message);
+Result<Ack> parse_ack(Json message);
 
 // `text` if it has at most max_bytes bytes; otherwise its first max_bytes
 // bytes, shortened to end on a UTF-8 character boundary (so the result stays

@@ -11,7 +11,9 @@
 #include "common/json_fields.h"
 #include "common/text.h"
 #include "common/version.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
+#include "daemon/run/ack_ledger.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/discard_effect.h"
 #include "daemon/run/guest_messages.h"
@@ -121,6 +123,10 @@ class RunAttempt {
     void judge_trim();
     // The job of a host baseline: fio on the raw volume, from the host.
     Status host_job();
+    // For a kind that acknowledges records: the ledger its acks go to.
+    void listen_for_acks();
+    // The result's count against the acks, and the ledger into applied_.
+    Status settle_acks();
     Status verify();
     Status teardown();
     // Turns the outcome into the run's status and failure reason.
@@ -153,6 +159,9 @@ class RunAttempt {
     StorageBackend* storage_ = nullptr;  // the configuration's own, from the registry
     std::optional<Volume> volume_;
     std::optional<AgentSession> session_;
+    // The acknowledgements of a workload that sends them (WorkloadKind::
+    // acknowledges), set up by job().
+    std::optional<AckLedger> acks_;
     Json timings_ = Json::object();
     Json versions_ = Json::object();
     Json applied_ = Json::object();
@@ -425,6 +434,7 @@ Status RunAttempt::job() {
     // time runs (a guest, or a test's clock, may move it before this thread
     // would read it again).
     const auto deadline = env_.clock->now() + std::chrono::seconds(wait_s);
+    listen_for_acks();
     DS_TRY(session_->send_job(job));
     const auto on_progress = [this](const guest::Progress& progress) {
         publish_progress(progress);
@@ -455,9 +465,27 @@ Status RunAttempt::job() {
                                                " output: " + metrics.error().message);
     }
     run_.metrics = metrics.value();
+    DS_TRY(settle_acks());
     run_.raw_output = result_.output.dump(-1, ' ', false, Json::error_handler_t::replace);
     for (const auto& [key, seconds] : result_.timings) timings_[key] = seconds;
     for (const auto& [key, value] : result_.versions) versions_["guest_" + key] = value;
+    return ok_status();
+}
+
+void RunAttempt::listen_for_acks() {
+    const WorkloadKind* kind = find_workload_kind(workload_->kind);
+    if (kind == nullptr || !kind->acknowledges) return;
+    // No write log yet: the ledger keeps the order and the count.
+    acks_.emplace(std::to_string(run_.id), nullptr);
+    session_->set_ack_handler([this](const guest::Ack& ack) { return acks_->record(ack); });
+}
+
+Status RunAttempt::settle_acks() {
+    if (!acks_) return ok_status();
+    const auto reported = run_.metrics.find("acknowledged");
+    DS_TRY(acks_->check_result_count(
+        reported == run_.metrics.end() ? 0 : static_cast<long long>(reported->second)));
+    applied_["ledger"] = acks_->summary();
     return ok_status();
 }
 

@@ -1328,6 +1328,10 @@ Status SpecParser::check_fio_combination(const toml::table& table, const Workloa
 // The kind's rules between options (OptionRules).
 Status SpecParser::check_option_combination(const WorkloadKind& kind, const toml::table& table,
                                             const Workload& workload) const {
+    if (auto variants = check_variant_options(kind, workload.params); !variants.ok()) {
+        return error_at(table.source(),
+                        "workload " + in_quotes(workload.name) + ": " + variants.error().message);
+    }
     switch (kind.option_rules) {
         case OptionRules::kFioCommandLine:
             return check_fio_combination(table, workload);
@@ -1856,8 +1860,10 @@ Result<std::vector<Workload>> tuned_workloads(const SweepSpec& spec) {
     std::vector<Workload> workloads;
     for (const Workload& workload : spec.workloads) {
         const WorkloadKind* kind = find_workload_kind(workload.kind);
-        if (spec.tuning_axis.empty() || kind == nullptr ||
-            server_variables_option_of(*kind) == nullptr) {
+        const WorkloadOptionDef* server =
+            kind == nullptr ? nullptr : server_variables_option_of(*kind);
+        if (spec.tuning_axis.empty() || server == nullptr ||
+            !option_applies(*server, *kind, workload.params)) {
             workloads.push_back(workload);  // nothing a tuning sets
             continue;
         }

@@ -366,3 +366,45 @@ server = { innodb_flush_log_at_trx_commit = 2, innodb_buffer_pool_size = "64M" }
     CHECK(risks.find("innodb_flush_log_at_trx_commit=2") != std::string::npos);
     check_nothing_left(daemon);
 }
+
+TEST_CASE("ledger in real guests: both variants acknowledge every record to the host",
+          "[e2e][mariadb][ledger]") {
+    require_image(ds::test::test_image_dir() + "/mariadb");
+    DaemonFixture daemon(daemon_args());
+    REQUIRE(daemon.ready());
+    auto submitted = submit_and_wait(daemon, "e2e-ledger.toml", R"(
+name = "ledger"
+[matrix]
+cache = "none"
+filesystem = "ext4"
+
+[[workload]]
+name = "ledger-file"
+kind = "ledger"
+records = 300
+record_size = "4k"
+
+[[workload]]
+name = "ledger-db"
+kind = "ledger"
+variant = "database"
+records = 150
+server = { innodb_flush_log_at_trx_commit = 1 }
+)",
+                                     std::chrono::seconds(900));
+    INFO(submitted.out << submitted.err << daemon.log());
+    REQUIRE(submitted.exit_code == 0);
+    const auto runs = runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 2);
+    for (const RunRow& run : runs) {
+        INFO(run.workload << ": " << run.failure_reason << "\n" << run.applied.dump(2));
+        REQUIRE(run.status == "succeeded");
+        const long long expected = run.workload == "ledger-file" ? 300 : 150;
+        CHECK(run.metrics.at("acknowledged") == expected);
+        CHECK(run.metrics.at("commits_per_s") > 0);
+        // The host counted the acks itself as they came.
+        CHECK(run.applied["ledger"]["acks_received"] == expected);
+        CHECK(run.applied["ledger"]["last_id"] == expected);
+    }
+    check_nothing_left(daemon);
+}

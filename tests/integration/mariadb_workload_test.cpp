@@ -17,6 +17,7 @@
 
 #include "common/process.h"
 #include "common/workload_output.h"
+#include "guestagent/ledger_workload.h"
 #include "guestagent/workload.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
@@ -253,4 +254,93 @@ TEST_CASE("sysbench-oltp for real: a full filesystem says No space left on devic
     CHECK(result.error().code == ds::errc::kIo);
     CHECK_THAT(result.error().message, Catch::Contains("No space left on device"));
     CHECK(setup.server_gone());
+}
+
+namespace {
+
+// The ids the agent forwarded, in order.
+struct AckRecorder {
+    std::vector<long long> ids;
+    void attach(WorkloadContext& ctx) {
+        ctx.acknowledge = [this](long long id) { ids.push_back(id); };
+    }
+};
+
+}  // namespace
+
+TEST_CASE("ledger, file variant, for real: each record fsynced and acknowledged in order",
+          "[ledger][loop]") {
+    skip_unless_prerequisites();
+    Setup setup;
+    AckRecorder acks;
+    acks.attach(setup.ctx);
+    const ds::Workload workload{
+        "ledger", "ledger", {{"variant", "file"}, {"records", 200}, {"record_size", "512"}}, {}, 0};
+    auto result = ds::agent::run_ledger(workload, setup.ctx);
+    INFO((result.ok() ? "" : result.error().message));
+    REQUIRE(result.ok());
+    REQUIRE(acks.ids.size() == 200);
+    for (std::size_t i = 0; i < acks.ids.size(); ++i)
+        REQUIRE(acks.ids[i] == static_cast<long long>(i) + 1);
+
+    // The file holds record k at (k - 1) * 512, as a checker will read it.
+    std::ifstream ledger(fs::path(setup.ctx.work_dir) / "ledger.dat", std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(ledger)), std::istreambuf_iterator<char>());
+    REQUIRE(text.size() == 200u * 512u);
+    CHECK(text.substr(199u * 512u, 512) == ds::agent::ledger_record(200, 512));
+    CHECK(text.compare(0, 9, "ledger 1\n") == 0);
+
+    auto metrics = ds::metrics_from_workload_output("ledger", result->output);
+    INFO(result->output.dump());
+    REQUIRE(metrics.ok());
+    CHECK(metrics->at("acknowledged") == 200);
+    CHECK(metrics->at("commits_per_s") > 0);
+    CHECK(metrics->at("commit_p50_ms") <= metrics->at("commit_p99_ms"));
+    CHECK(metrics->at("commit_p99_ms") <= metrics->at("commit_max_ms"));
+}
+
+TEST_CASE("ledger, database variant, for real: INSERT + COMMIT acknowledged one by one",
+          "[ledger][mariadb][loop]") {
+    skip_unless_prerequisites();
+    Setup setup;
+    AckRecorder acks;
+    acks.attach(setup.ctx);
+    const ds::Workload workload{"ledger",
+                                "ledger",
+                                {{"variant", "database"},
+                                 {"records", 300},
+                                 {"server", {{"innodb_flush_log_at_trx_commit", 1}}}},
+                                {},
+                                0};
+    auto result = ds::agent::run_ledger(workload, setup.ctx);
+    INFO((result.ok() ? "" : result.error().message));
+    REQUIRE(result.ok());
+    CHECK(setup.server_gone());
+    REQUIRE(acks.ids.size() == 300);
+    CHECK(acks.ids.back() == 300);
+    CHECK(result->readback["server_variables"]["innodb_flush_log_at_trx_commit"] == "1");
+    auto metrics = ds::metrics_from_workload_output("ledger", result->output);
+    INFO(result->output.dump());
+    REQUIRE(metrics.ok());
+    CHECK(metrics->at("acknowledged") == 300);
+    CHECK(metrics->at("commits_per_s") > 0);
+    CHECK(result->output["variant"] == "database");
+}
+
+TEST_CASE("ledger, database variant, for real: `time` stops it early with what was acknowledged",
+          "[ledger][mariadb][loop]") {
+    skip_unless_prerequisites();
+    Setup setup;
+    AckRecorder acks;
+    acks.attach(setup.ctx);
+    const ds::Workload workload{
+        "ledger", "ledger", {{"variant", "database"}, {"records", 1000000}, {"time", 2}}, {}, 0};
+    auto result = ds::agent::run_ledger(workload, setup.ctx);
+    INFO((result.ok() ? "" : result.error().message));
+    REQUIRE(result.ok());
+    CHECK(setup.server_gone());
+    const long long acknowledged = result->output["acknowledged"].get<long long>();
+    CHECK(acknowledged > 0);
+    CHECK(acknowledged < 1000000);
+    CHECK(static_cast<long long>(acks.ids.size()) == acknowledged);
 }

@@ -371,11 +371,11 @@ TEST_CASE("MariaDB params are checked before anything runs") {
     check_error(check_sysbench_oltp_params({{"threads", 0}}), "threads");
     check_error(check_sysbench_oltp_params({{"time", "soon"}}), "time");
     check_error(check_sysbench_oltp_params({{"time", "500ms"}}), "at least 1 s");
-    CHECK(mariadb::sysbench_seconds(Json("2m")) == 120);
-    CHECK(mariadb::sysbench_seconds(Json(1.5)) == 2);
+    CHECK(mariadb::whole_seconds(Json("2m")) == 120);
+    CHECK(mariadb::whole_seconds(Json(1.5)) == 2);
     // Found by fuzz_output_parsers: a number past long long's range.
-    CHECK_FALSE(mariadb::sysbench_seconds(Json(7.7e76)).has_value());
-    CHECK(mariadb::sysbench_seconds(Json(2147483647)) == 2147483647);
+    CHECK_FALSE(mariadb::whole_seconds(Json(7.7e76)).has_value());
+    CHECK(mariadb::whole_seconds(Json(2147483647)) == 2147483647);
 }
 
 TEST_CASE("MariaDB helpers: SHOW VARIABLES, error lines, ENOSPC spellings") {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "daemon/run/ack_ledger.h"
 #include "support/fake_clock.h"
 #include "support/fakes/daemon_fakes.h"
 
@@ -567,6 +568,80 @@ TEST_CASE("agent session: a moved session keeps its channel", "[agent_session]")
     REQUIRE(hello.ok());
     REQUIRE(second.send_job(Json{{"run_id", "1"}}).ok());
     CHECK(peer.receive().at("type") == "job");
+}
+
+}  // namespace
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST_CASE("agent session: acks go to the ledger while the job runs, in order", "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    AckLedger ledger("17", nullptr);
+    session.set_ack_handler([&](const guest::Ack& ack) { return ledger.record(ack); });
+    for (long long id = 1; id <= 3; ++id)
+        peer.send(protocol::kAck, Json{{"run_id", "17"}, {"id", id}});
+    peer.send(protocol::kProgress, bench_progress(1));
+    peer.send(protocol::kResult, complete_result());
+    auto result = session.await_result(Steady::now() + 2s, nullptr);
+    REQUIRE(result.ok());
+    REQUIRE(ledger.entries().size() == 3);
+    CHECK(ledger.entries().back().id == 3);
+    CHECK_FALSE(ledger.entries().back().log_bytes.has_value());
+    CHECK(ledger.check_result_count(3).ok());
+    CHECK(ledger.check_result_count(4).error().message ==
+          "agent reported 4 acknowledged records but sent 3 acks");
+    CHECK(ledger.summary() == Json{{"acks_received", 3}, {"last_id", 3}});
+}
+
+TEST_CASE("agent session: an ack out of order, for another run, or unasked ends the job",
+          "[agent_session]") {
+    SECTION("a skipped id") {
+        Peer peer;
+        AgentSession session = connected(peer);
+        AckLedger ledger("17", nullptr);
+        session.set_ack_handler([&](const guest::Ack& ack) { return ledger.record(ack); });
+        peer.send(protocol::kAck, Json{{"run_id", "17"}, {"id", 1}});
+        peer.send(protocol::kAck, Json{{"run_id", "17"}, {"id", 3}});
+        auto result = session.await_result(Steady::now() + 2s, nullptr);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().code == errc::kProtocol);
+        CHECK(result.error().message == "agent acknowledged record 3 where record 2 was next");
+    }
+    SECTION("another run's") {
+        AckLedger ledger("17", nullptr);
+        CHECK(ledger.record({"18", 1}).error().message ==
+              "agent sent an ack for run \"18\", not for this run (\"17\")");
+    }
+    SECTION("an id that is not a count") {
+        CHECK(
+            guest::parse_ack(Json{{"type", "ack"}, {"run_id", "17"}, {"id", -2}}).error().message ==
+            "ack.id: -2 is out of range (0..9223372036854775807)");
+        CHECK(guest::parse_ack(Json{{"type", "ack"}, {"run_id", "17"}, {"id", "1"}})
+                  .error()
+                  .message == "ack.id: expected an integer, got string");
+    }
+    SECTION("no workload that acknowledges") {
+        Peer peer;
+        AgentSession session = connected(peer);
+        peer.send(protocol::kAck, Json{{"run_id", "17"}, {"id", 1}});
+        auto result = session.await_result(Steady::now() + 2s, nullptr);
+        REQUIRE_FALSE(result.ok());
+        CHECK(result.error().message ==
+              "agent sent 'ack', but this job's workload acknowledges nothing");
+    }
+}
+
+TEST_CASE("ack ledger: the write log's size is noted with each ack", "[agent_session]") {
+    std::uint64_t log_bytes = 4096;
+    AckLedger ledger("5", [&]() -> std::optional<std::uint64_t> { return log_bytes; });
+    REQUIRE(ledger.record({"5", 1}).ok());
+    log_bytes = 12288;
+    REQUIRE(ledger.record({"5", 2}).ok());
+    CHECK(ledger.summary() ==
+          Json{{"acks_received", 2}, {"last_id", 2}, {"log_bytes_at_ack", {4096, 12288}}});
 }
 
 }  // namespace
