@@ -32,7 +32,7 @@ Result<std::uint64_t> record_size_param(const Json& params) {
     if (!params.contains("record_size")) return LedgerPlan{}.record_size;
     const Json& value = params["record_size"];
     std::optional<std::uint64_t> size;
-    if (value.is_number_unsigned()) size = value.get<std::uint64_t>();
+    if (value.is_number_integer() && value.get<long long>() >= 0) size = value.get<std::uint64_t>();
     if (value.is_string()) size = parse_fio_size(value.get_ref<const std::string&>());
     if (!size || *size < kMinRecordSize || *size > kMaxRecordSize) {
         return mariadb::invalid_param(kKind, "record_size",
@@ -120,8 +120,8 @@ Result<LedgerPlan> parse_ledger_plan(const Json& params) {
         }
         plan.time = std::chrono::seconds(*seconds);
     }
-    DS_ASSIGN_OR_RETURN(plan.record_size, record_size_param(params));
     DS_TRY(check_variant_options(*find_workload_kind(kKind), params));
+    DS_ASSIGN_OR_RETURN(plan.record_size, record_size_param(params));
     return plan;
 }
 

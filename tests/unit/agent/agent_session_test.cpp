@@ -291,7 +291,7 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(hello["kernel"] == "6.1.0-test-amd64");
     CHECK(hello["fio_version"] == "fio-3.33");
     CHECK(hello["agent_version"].is_string());
-    CHECK(hello["capabilities"] == Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "block",
+    CHECK(hello["capabilities"] == Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger", "block",
                                          "ext4", "xfs", "btrfs", "trim"}));
 
     t.host.send(protocol::kJob, ext4_job());
@@ -588,7 +588,7 @@ TEST_CASE("agent: invalid jobs are refused before anything runs", "[agent]") {
         {[](Json& j) { j["filesystem"]["mkfs_options"] = "-b 4096"; },
          "job.filesystem.mkfs_options: is a string, expected an array"},
         {[](Json& j) { j["workload"]["kind"] = "sqlbench"; },
-         "'sqlbench' is not supported (known: fio, io, mariadb-atis, sysbench-oltp)"},
+         "'sqlbench' is not supported (known: fio, io, mariadb-atis, sysbench-oltp, ledger)"},
         {[](Json& j) {
              j["workload"]["params"]["options"] = {{"directory", "/"}};
          },

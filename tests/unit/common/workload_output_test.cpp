@@ -218,7 +218,7 @@ TEST_CASE("an unknown kind's error lists the known kinds") {
     auto unknown = metrics_from_workload_output("pgbench", Json::object());
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.error().message ==
-          "no metrics for workload kind 'pgbench' (known: fio, io, mariadb-atis, sysbench-oltp)");
+          "no metrics for workload kind 'pgbench' (known: fio, io, mariadb-atis, sysbench-oltp, ledger)");
     CHECK(per_second_series("pgbench", Json::object())->empty());
 }
 
