@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/text.h"
 #include "common/workload_output.h"
+#include "guestagent/crash_check.h"
 #include "guestagent/io_options.h"
 #include "guestagent/ledger_workload.h"
 #include "guestagent/workload.h"
@@ -430,6 +431,14 @@ class Session {
         return check_variables_in_force(server, parse_show_variables(text), version, readback);
     }
 
+    // Config and server start on the datadir already on the disk (a crash
+    // image's: InnoDB recovers it while starting), no install, no checks of
+    // the variables.
+    Status start_existing_server(const Json& server) {
+        DS_TRY(write_server_files(server));
+        return launch_server("--defaults-file=" + paths_.config);
+    }
+
     // mariadb-admin shutdown, then wait for mariadbd to exit; SIGKILL (by its
     // pid file) when the shutdown command fails. The server's own runner
     // call kills it at the deadline in any case.
@@ -792,6 +801,58 @@ std::optional<long long> acknowledged_id(std::string_view line) {
 }
 
 }  // namespace
+
+namespace {
+
+// The ids of `SELECT id ... ORDER BY id` (one per line), as ranges; an
+// Error naming the first line that is not an id.
+Result<IdRanges> ledger_ids(const std::string& text) {
+    IdRanges ranges;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        const std::string_view line(text.data() + start, end - start);
+        start = end + 1;
+        if (line.empty()) continue;
+        const auto id = acknowledged_id(line);
+        if (!id) {
+            return make_error(errc::kAgent,
+                              "SELECT id printed '" + std::string(line.substr(0, 80)) + "'");
+        }
+        if (!ranges.empty() && ranges.back().second + 1 == *id) {
+            ranges.back().second = *id;
+        } else {
+            ranges.emplace_back(*id, *id);
+        }
+    }
+    return ranges;
+}
+
+}  // namespace
+
+Json recover_ledger_database(const Workload& ledger, WorkloadContext& ctx) {
+    const Json server = ledger.params.value("server", Json::object());
+    Session session(ctx, "MariaDB recovery of the ledger");
+    const auto failed = [](const Error& error) {
+        return Json{{"recovered", false}, {"recovery_error", error.message}};
+    };
+    if (auto started = session.start_existing_server(server); !started.ok()) {
+        return failed(started.error());
+    }
+    auto selected =
+        session.run_checked({"mariadb", "--defaults-file=" + session.paths().config, "--batch",
+                             "--skip-column-names", "-e", "SELECT id FROM test.ledger ORDER BY id"},
+                            "reading test.ledger");
+    if (!selected.ok()) return failed(selected.error());
+    auto ids = ledger_ids(selected->stdout_text);
+    if (!ids.ok()) return failed(ids.error());
+    Json report = {{"recovered", true}, {"present", ranges_json(*ids)}};
+    if (auto stopped = session.stop_server(); !stopped.ok()) {
+        report["shutdown_error"] = stopped.error().message;
+    }
+    return report;
+}
 
 Result<WorkloadOutput> run_ledger_database(const Workload& workload, const LedgerPlan& plan,
                                            WorkloadContext& ctx) {

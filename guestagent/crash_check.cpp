@@ -1,0 +1,135 @@
+#include "guestagent/crash_check.h"
+
+#include <algorithm>
+#include <fstream>
+
+namespace ds::agent {
+namespace {
+
+// -n answers "no" to every question: e2fsck, xfs_repair and btrfs check
+// then change nothing. -f: check even a file system marked clean.
+// e2fsck exits 4 for errors left uncorrected; xfs_repair -n 1; btrfs 1.
+const std::vector<ReadOnlyFsck>& read_only_fscks() {
+    static const std::vector<ReadOnlyFsck> table = {
+        {"ext4", {"e2fsck", "-n", "-f"}, {0}},
+        {"xfs", {"xfs_repair", "-n"}, {0}},
+        {"btrfs", {"btrfs", "check", "--readonly"}, {0}},
+    };
+    return table;
+}
+
+// The last `lines` lines of `text`.
+std::string last_lines(const std::string& text, int lines) {
+    std::size_t at = text.size();
+    while (at > 0 && (text[at - 1] == '\n')) --at;
+    for (int seen = 0; at > 0; --at) {
+        if (text[at - 1] == '\n' && ++seen == lines) break;
+    }
+    return text.substr(at);
+}
+
+IdRanges ranges_of(const std::vector<long long>& sorted_ids) {
+    IdRanges ranges;
+    for (long long id : sorted_ids) {
+        if (!ranges.empty() && ranges.back().second + 1 == id) {
+            ranges.back().second = id;
+        } else if (ranges.empty() || ranges.back().second < id) {
+            ranges.emplace_back(id, id);
+        }
+    }
+    return ranges;
+}
+
+bool all_zero(std::string_view bytes) {
+    return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == '\0'; });
+}
+
+Json scan_ledger_on_mount(const Workload& ledger, const LedgerPlan& plan, WorkloadContext& ctx) {
+    if (plan.variant == "database") return recover_ledger_database(ledger, ctx);
+    auto scan = scan_ledger_file(ctx.work_dir + "/ledger.dat", plan.record_size);
+    if (!scan.ok()) return Json{{"error", scan.error().message}};
+    return Json{{"present", ranges_json(scan->present)}, {"torn", scan->torn}};
+}
+
+}  // namespace
+
+const ReadOnlyFsck* find_read_only_fsck(std::string_view fs_type) {
+    for (const ReadOnlyFsck& row : read_only_fscks()) {
+        if (row.fs_type == fs_type) return &row;
+    }
+    return nullptr;
+}
+
+Json run_read_only_fsck(ProcessRunner& runner, std::string_view fs_type, const std::string& device,
+                        std::chrono::milliseconds timeout) {
+    const ReadOnlyFsck* fsck = find_read_only_fsck(fs_type);
+    if (fsck == nullptr) return Json{{"error", "no read-only fsck for " + std::string(fs_type)}};
+    std::vector<std::string> argv(fsck->argv.begin(), fsck->argv.end());
+    argv.push_back(device);
+    auto output = runner.run(argv, timeout);
+    if (!output.ok()) return Json{{"error", output.error().message}};
+    if (output->timed_out) return Json{{"error", describe_command(argv) + " timed out"}};
+    const bool clean = std::find(fsck->clean_exit_codes.begin(), fsck->clean_exit_codes.end(),
+                                 output->exit_code) != fsck->clean_exit_codes.end();
+    return Json{{"exit_code", output->exit_code},
+                {"clean", clean},
+                {"output", last_lines(output->stdout_text + output->stderr_text, 8)}};
+}
+
+Json ranges_json(const IdRanges& ranges) {
+    Json array = Json::array();
+    for (const auto& [first, last] : ranges) array.push_back({first, last});
+    return array;
+}
+
+Result<LedgerFileScan> scan_ledger_file(const std::string& path, std::uint64_t record_size) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) return make_error(errc::kNotFound, "no ledger file " + path);
+    LedgerFileScan scan;
+    std::vector<long long> present;
+    std::string record(static_cast<std::size_t>(record_size), '\0');
+    for (long long id = 1; file.read(record.data(), static_cast<std::streamsize>(record.size()));
+         ++id) {
+        if (record == ledger_record(id, record_size)) {
+            present.push_back(id);
+        } else if (!all_zero(record)) {
+            ++scan.torn;
+        }
+    }
+    // A last, partial record is torn too (unless it is only zeros).
+    const auto partial = static_cast<std::size_t>(file.gcount());
+    if (partial > 0 && !all_zero(std::string_view(record).substr(0, partial))) ++scan.torn;
+    scan.present = ranges_of(present);
+    return scan;
+}
+
+Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& system,
+                               WorkloadContext& ctx) {
+    if (request.ledger.kind != "ledger") {
+        return make_error(errc::kInvalidArgument,
+                          "a crash state is checked for a ledger workload, "
+                          "not " +
+                              request.ledger.kind);
+    }
+    DS_ASSIGN_OR_RETURN(const LedgerPlan plan, parse_ledger_plan(request.ledger.params));
+    const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ctx.time_limit);
+    Json report = {
+        {"fsck_before", run_read_only_fsck(ctx.runner, request.fs_type, request.device, timeout)}};
+    DS_TRY(system.make_directories(request.mount_point));
+    const Status mounted = system.mount(request.device, request.mount_point, request.fs_type, "");
+    report["mounted"] = mounted.ok();
+    if (!mounted.ok()) {
+        report["mount_error"] = mounted.error().message;
+    } else {
+        ctx.work_dir = request.mount_point;
+        report["ledger"] = scan_ledger_on_mount(request.ledger, plan, ctx);
+        system.sync();
+        if (auto unmounted = system.unmount(request.mount_point); !unmounted.ok()) {
+            report["unmount_error"] = unmounted.error().message;
+        }
+    }
+    report["fsck_after"] = run_read_only_fsck(ctx.runner, request.fs_type, request.device, timeout);
+    return report;
+}
+
+}  // namespace ds::agent
