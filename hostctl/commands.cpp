@@ -134,51 +134,108 @@ ExitCode print_get(Invocation& invocation, const std::string& target,
     return print_reply(invocation, invocation.client.get(target), format);
 }
 
+// How a watch shows a sweep: events as JSON lines; one live line per running
+// run and a bar, redrawn in place (a terminal); a plain line per change
+// (pipes, CI); or only the runs that did not succeed.
+enum class WatchView { kJson, kTerminal, kLines, kQuiet };
+
+WatchView watch_view(const Invocation& invocation) {
+    if (invocation.json_output) return WatchView::kJson;
+    if (invocation.flag("quiet")) return WatchView::kQuiet;
+    return invocation.environment.stdout_is_tty ? WatchView::kTerminal : WatchView::kLines;
+}
+
+// The terminal's live area: the lines drawn last, replaced at each redraw.
+class LiveArea {
+  public:
+    explicit LiveArea(std::ostream& out) : out_(out) {}
+    // Erases the area, prints `above` for good, then draws `lines`.
+    void redraw(const std::vector<std::string>& above, const std::vector<std::string>& lines) {
+        out_ << "\r";
+        if (drawn_ > 1) out_ << "\033[" << drawn_ - 1 << "A";
+        out_ << "\033[J";
+        for (const auto& line : above) out_ << line << "\n";
+        for (std::size_t i = 0; i < lines.size(); ++i) out_ << (i ? "\n" : "") << lines[i];
+        out_ << std::flush;
+        drawn_ = lines.size();
+    }
+    void end() {
+        if (drawn_ > 0) out_ << "\n";
+        drawn_ = 0;
+    }
+
+  private:
+    std::ostream& out_;
+    std::size_t drawn_ = 0;
+};
+
+// Shows one event the way `view` asks.
+void show_event(Invocation& invocation, WatchView view, const Json& event,
+                const RunBoard::Change& change, const SweepProgress& progress) {
+    const std::string type = event.value("type", "");
+    std::ostream& out = invocation.out;
+    if (view == WatchView::kJson) {
+        if (type != "keepalive") invocation.print_json(event);
+        return;
+    }
+    std::vector<std::string> lines = change.plain_lines;
+    if (type == "round_decision" || type == "snapshot") {
+        lines.push_back(format_event_line(event, progress));
+    }
+    if (view == WatchView::kQuiet) {
+        if (change.failed) out << change.finished_line << "\n" << std::flush;
+        return;
+    }
+    if (type == "run_finished" && !lines.empty()) lines.back() += " " + format_tally(progress);
+    for (const auto& line : lines) out << line << "\n";
+    out << std::flush;
+}
+
 // Follows a sweep's events until it finishes. kOk when every run succeeded,
 // kFailed when some did not (or the stream broke), kUnreachable as usual.
 ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
     SweepProgress progress;
+    RunBoard board;
     const auto started = invocation.now();
-    const bool draw_bar = invocation.environment.stdout_is_tty && !invocation.json_output;
-    std::ostream& out = invocation.out;
-    auto redraw = [&] { out << "\r\033[K" << format_progress_bar(progress) << std::flush; };
+    const WatchView view = watch_view(invocation);
+    LiveArea live(invocation.out);
+    const auto seconds = [&] {
+        return std::chrono::duration<double>(invocation.now() - started).count();
+    };
+    const auto draw = [&](std::vector<std::string> above) {
+        std::vector<std::string> lines = board.live_lines(seconds());
+        lines.push_back(format_progress_bar(progress));
+        live.redraw(above, lines);
+    };
 
     ApiReply reply = invocation.client.follow(
         "/v1/sweeps/" + std::to_string(sweep_id) + "/events", [&](const Json& event) {
-            double elapsed = std::chrono::duration<double>(invocation.now() - started).count();
-            progress.apply(event, elapsed);
-            const std::string type = event.value("type", "");
-            if (invocation.json_output) {
-                if (type != "keepalive") invocation.print_json(event);
-            } else if (draw_bar) {
-                // Failures stay on screen above the bar; the rest is the bar.
-                if ((type == "run_finished" &&
-                     parse_run_status(event.value("status", "")) != RunStatus::kSucceeded) ||
-                    type == "round_decision") {
-                    out << "\r\033[K" << format_event_line(event, progress) << "\n";
-                }
-                if (!progress.finished()) redraw();
-            } else if (type != "sweep_finished") {
-                std::string line = format_event_line(event, progress);
-                if (!line.empty()) out << line << "\n" << std::flush;
+            progress.apply(event, seconds());
+            const RunBoard::Change change = board.apply(event, seconds());
+            if (view != WatchView::kTerminal) {
+                show_event(invocation, view, event, change, progress);
+            } else if (!progress.finished()) {
+                std::vector<std::string> above;
+                if (!change.finished_line.empty()) above.push_back(change.finished_line);
+                if (event.value("type", "") == "round_decision")
+                    above.push_back(format_event_line(event, progress));
+                draw(above);
             }
             return !progress.finished();
         });
-    if (!reply.ok()) {
-        if (draw_bar) out << "\n";
-        return invocation.fail(reply);
+    if (view == WatchView::kTerminal) {
+        if (progress.finished()) draw({});
+        live.end();
     }
+    if (!reply.ok()) return invocation.fail(reply);
     if (!progress.finished()) {
-        if (draw_bar) out << "\n";
         invocation.err << "hostctl: the event stream of sweep " << sweep_id
                        << " ended before the sweep finished\n";
         return ExitCode::kFailed;
     }
-    if (draw_bar) {
-        redraw();
-        out << "\n";
+    if (view != WatchView::kJson) {
+        invocation.out << format_watch_summary(sweep_id, progress) << "\n";
     }
-    if (!invocation.json_output) out << format_watch_summary(sweep_id, progress) << "\n";
     return progress.all_succeeded() ? ExitCode::kOk : ExitCode::kFailed;
 }
 
@@ -445,7 +502,8 @@ const std::vector<CommandSpec>& command_table() {
     static const std::vector<CommandSpec> kCommands = {
         {"sweep submit",
          {"FILE"},
-         {{"wait", "then follow it like 'sweep watch' and print 'results compare'"}},
+         {{"wait", "then follow it like 'sweep watch' and print 'results compare'"},
+          {"quiet", "with --wait: print only runs that did not succeed and the summary"}},
          "submit the sweep spec (TOML) in FILE; prints the sweep id, its number of runs and "
          "the combinations dropped as impossible",
          sweep_submit},
@@ -470,7 +528,7 @@ const std::vector<CommandSpec>& command_table() {
          sweep_cancel},
         {"sweep watch",
          {"ID"},
-         {},
+         {{"quiet", "print only runs that did not succeed and the summary"}},
          "follow a sweep until it finishes; exit 0 only if every run succeeded",
          sweep_watch},
         {"results compare",

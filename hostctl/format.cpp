@@ -1033,20 +1033,21 @@ std::string format_progress_bar(const SweepProgress& progress, int bar_width) {
     return text;
 }
 
+std::string format_tally(const SweepProgress& progress) {
+    const RunCounts& counts = progress.counts();
+    std::string text = "(" + std::to_string(counts.done()) + "/" +
+                       std::to_string(progress.total_runs()) + " done, " +
+                       std::to_string(counts.failed) + " failed";
+    if (auto eta = progress.eta_seconds()) text += ", ETA " + format_duration(*eta);
+    return text + ")";
+}
+
 std::string format_event_line(const Json& event, const SweepProgress& progress) {
     const std::string type = text_field(event, "type", "");
     const std::string run = "run " + text_field(event, "run_id");
     const std::string message = single_line(text_field(event, "message", ""));
     const RunCounts& counts = progress.counts();
-    auto tally = [&] {
-        std::string text = "(" + std::to_string(counts.done()) + "/" +
-                           std::to_string(progress.total_runs()) + " done, " +
-                           std::to_string(counts.failed) + " failed";
-        if (auto eta = progress.eta_seconds()) {
-            text += ", ETA " + format_duration(*eta);
-        }
-        return text + ")";
-    };
+    auto tally = [&] { return format_tally(progress); };
     if (type == "snapshot") {
         return "sweep " + text_field(event, "sweep_id") + " " + text_field(event, "status") + ": " +
                std::to_string(counts.done()) + "/" + std::to_string(progress.total_runs()) +
@@ -1076,6 +1077,82 @@ std::string format_event_line(const Json& event, const SweepProgress& progress) 
     if (type == "sweep_finished")
         return format_watch_summary(integer_field(event, "sweep_id"), progress);
     return "";  // progress, keepalive and types newer than this client
+}
+
+namespace {
+// A progress message on a live line is cut to this many characters.
+constexpr std::size_t kLiveMessageWidth = 48;
+
+std::string cut(const std::string& text, std::size_t width) {
+    return text.size() <= width ? text : text.substr(0, width - 3) + "...";
+}
+}  // namespace
+
+std::string RunBoard::describe(const Running& run) const {
+    std::string text = "run " + std::to_string(run.run_id);
+    if (!run.config.empty() || !run.workload.empty()) {
+        text += " (" + run.config + (run.config.empty() || run.workload.empty() ? "" : ", ") +
+                run.workload + ")";
+    }
+    return text;
+}
+
+RunBoard::Change RunBoard::apply(const Json& event, double now_s) {
+    Change change;
+    const std::string type = text_field(event, "type", "");
+    const long run_id = integer_field(event, "run_id");
+    const auto found = std::find_if(running_.begin(), running_.end(),
+                                    [&](const Running& run) { return run.run_id == run_id; });
+    if (type == "run_started") {
+        Running run{run_id,
+                    single_line(text_field(event, "config_label", "")),
+                    text_field(event, "workload", ""),
+                    "starting",
+                    "",
+                    std::nullopt,
+                    now_s};
+        change.plain_lines.push_back(describe(run) + " started");
+        if (found == running_.end()) running_.push_back(std::move(run));
+    } else if (type == "run_progress" && found != running_.end()) {
+        const std::string phase = text_field(event, "phase", "");
+        const std::string message = single_line(text_field(event, "message", ""));
+        if (phase != found->phase) {
+            change.plain_lines.push_back(describe(*found) + ": " + phase +
+                                         (message.empty() ? "" : ": " + message));
+        }
+        found->phase = phase;
+        if (!message.empty()) found->message = message;
+        const Json& fraction = field(event, "fraction");
+        found->fraction =
+            fraction.is_number() ? std::optional(fraction.get<double>()) : std::nullopt;
+    } else if (type == "run_finished") {
+        const std::string status = text_field(event, "status", "");
+        const std::string message = single_line(text_field(event, "message", ""));
+        Running run = found != running_.end() ? *found : Running{run_id};
+        std::string line = describe(run) + " " + status;
+        if (found != running_.end()) line += " after " + format_duration(now_s - run.started_at);
+        if (!message.empty()) line += ": " + message;
+        change.finished_line = line;
+        change.plain_lines.push_back(line);
+        change.failed = parse_run_status(status) != RunStatus::kSucceeded;
+        if (found != running_.end()) running_.erase(found);
+    }
+    return change;
+}
+
+std::vector<std::string> RunBoard::live_lines(double now_s) const {
+    std::vector<std::string> lines;
+    for (const Running& run : running_) {
+        std::string line = "run " + std::to_string(run.run_id) + "  " + run.config + "  " +
+                           run.workload + "  " + run.phase + "  " +
+                           format_duration(now_s - run.started_at);
+        if (run.fraction) {
+            line += "  " + std::to_string(std::lround(*run.fraction * 100)) + "%";
+        }
+        if (!run.message.empty()) line += "  " + cut(run.message, kLiveMessageWidth);
+        lines.push_back(line);
+    }
+    return lines;
 }
 
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress) {

@@ -55,6 +55,16 @@ Status run_guarded(const std::function<Status()>& body, std::int64_t run_id) {
 }
 
 // The change of each numeric counter between two disk_counters() replies.
+// A configuration in a few words for people watching runs: "ext4 none
+// scsi-single" (filesystem, cache, bus), "host baseline" for a run without
+// a guest.
+std::string config_label(const Json& config) {
+    const auto filesystem = config.find("filesystem");
+    if (filesystem == config.end()) return "host baseline";
+    return filesystem_shorthand(*filesystem) + " cache=" + config.value("cache", "?") +
+           " bus=" + config.value("bus", "?");
+}
+
 Json counter_delta(const Json& before, const Json& after) {
     Json delta = Json::object();
     for (auto& [key, value] : after.items()) {
@@ -261,6 +271,7 @@ bool RunAttempt::start() {
     publish(Json{{"type", "run_started"},
                  {"run_id", run_.id},
                  {"config_id", run_.config_id},
+                 {"config_label", config_label(run_.config)},
                  {"workload", run_.workload_name},
                  {"repetition", run_.repetition}});
     versions_ = {{"disksweepd", std::string(disksweep_version())}};

@@ -124,8 +124,16 @@ std::vector<Json> finished_events(const std::string& second_run_status) {
                         "counts":{"pending":2,"running":0,"succeeded":0,"failed":0,
                                   "cancelled":0}})"),
         Json::parse(R"({"type":"run_started","sweep_id":4,"run_id":10,"workload":"randrw",
+                        "config_label":"ext4 cache=none bus=scsi-single",
                         "repetition":0,"total_runs":2})"),
         Json::parse(R"({"type":"keepalive"})"),
+        // A phase, then the bench's ticks: one line per phase, not per tick.
+        Json::parse(R"({"type":"run_progress","run_id":10,"phase":"booted",
+                        "message":"agent connected"})"),
+        Json::parse(R"({"type":"run_progress","run_id":10,"phase":"bench",
+                        "message":"fio running","elapsed_s":1,"fraction":0.5})"),
+        Json::parse(R"({"type":"run_progress","run_id":10,"phase":"bench",
+                        "message":"fio running","elapsed_s":2,"fraction":0.6})"),
         Json::parse(R"({"type":"run_finished","sweep_id":4,"run_id":10,"status":"succeeded",
                         "message":null,"total_runs":2})"),
         Json::parse(R"({"type":"progress","sweep_id":4,"total_runs":2,"eta_s":30,
@@ -194,8 +202,13 @@ TEST_CASE("sweep submit --wait follows the sweep and prints the comparison", "[h
         CHECK(outcome.out == ds::hostctl::format_submitted(kSubmitted) +
                                  "sweep 4 running: 0/2 runs done (0 succeeded, 0 failed, 0 "
                                  "cancelled), 0 running\n"
-                                 "run 10 started: randrw repetition 0\n"
-                                 "run 10 succeeded (1/2 done, 0 failed)\n"
+                                 "run 10 (ext4 cache=none bus=scsi-single, randrw) started\n"
+                                 "run 10 (ext4 cache=none bus=scsi-single, randrw): booted: "
+                                 "agent connected\n"
+                                 "run 10 (ext4 cache=none bus=scsi-single, randrw): bench: fio "
+                                 "running\n"
+                                 "run 10 (ext4 cache=none bus=scsi-single, randrw) succeeded "
+                                 "after 0s (1/2 done, 0 failed)\n"
                                  "run 11 succeeded (2/2 done, 0 failed)\n"
                                  "sweep 4 succeeded: 2 succeeded, 0 failed, 0 cancelled of 2 runs\n"
                                  "\n" +
@@ -218,14 +231,14 @@ TEST_CASE("sweep submit --wait follows the sweep and prints the comparison", "[h
         std::istringstream lines(outcome.out);
         std::vector<Json> documents;
         for (std::string line; std::getline(lines, line);) documents.push_back(Json::parse(line));
-        REQUIRE(documents.size() == 8);  // submitted, 6 events (no keepalive), compare
+        REQUIRE(documents.size() == 11);  // submitted, 9 events (no keepalive), compare
         CHECK(documents.front() == kSubmitted);
         CHECK(documents[1]["type"] == "snapshot");
         CHECK(documents.back() == kCompare);
     }
 }
 
-TEST_CASE("sweep watch draws a progress bar on a terminal", "[hostctl][cli]") {
+TEST_CASE("sweep watch draws a line per running run and a bar on a terminal", "[hostctl][cli]") {
     TempDir dir;
     FakeDaemon daemon(dir);
     daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("failed")));
@@ -233,15 +246,32 @@ TEST_CASE("sweep watch draws a progress bar on a terminal", "[hostctl][cli]") {
                                /*tty=*/true);
     CHECK(outcome.code == ExitCode::kFailed);
     CHECK_THAT(outcome.out,
-               Catch::StartsWith("\r\033[K[------------------------]  0/2 runs  0 ok  0 failed  "
+               Catch::StartsWith("\r\033[J[------------------------]  0/2 runs  0 ok  0 failed  "
                                  "0 running  ETA ?"));
-    // The failure is printed on its own line, then the bar is redrawn.
-    CHECK_THAT(outcome.out, Catch::Contains("\r\033[Krun 11 failed: fio exited 1: cannot open "
-                                            "/mnt/data/fio (2/2 done, 1 failed)\n\r\033[K"));
+    // The running run's line above the bar, redrawn in place (up one line,
+    // clear) as its phase and fraction change.
     CHECK_THAT(outcome.out,
-               Catch::EndsWith("\r\033[K[########################]  2/2 runs  1 ok  1 failed  "
+               Catch::Contains("\r\033[1A\033[Jrun 10  ext4 cache=none bus=scsi-single  randrw  "
+                               "bench  0s  60%  fio running\n[------------------------]"));
+    // A finished run leaves one line above the live area.
+    CHECK_THAT(outcome.out, Catch::Contains("\033[Jrun 11 failed: fio exited 1: cannot open "
+                                            "/mnt/data/fio\n[########################]"));
+    CHECK_THAT(outcome.out,
+               Catch::EndsWith("\r\033[J[########################]  2/2 runs  1 ok  1 failed  "
                                "0 running\nsweep 4 failed: 1 succeeded, 1 failed, 0 cancelled of "
                                "2 runs\n"));
+}
+
+TEST_CASE("sweep watch --quiet prints only the runs that did not succeed", "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("failed")));
+    auto outcome =
+        run_hostctl({"--socket", daemon.socket_path(), "sweep", "watch", "4", "--quiet"});
+    CHECK(outcome.code == ExitCode::kFailed);
+    CHECK(outcome.out ==
+          "run 11 failed: fio exited 1: cannot open /mnt/data/fio\n"
+          "sweep 4 failed: 1 succeeded, 1 failed, 0 cancelled of 2 runs\n");
 }
 
 TEST_CASE("sweep watch of a finished sweep returns at once", "[hostctl][cli]") {
@@ -467,7 +497,7 @@ TEST_CASE("usage errors exit 2 without asking the daemon", "[hostctl][cli]") {
     CHECK(command_help.code == ExitCode::kOk);
     CHECK_THAT(command_help.out,
                Catch::StartsWith("usage: hostctl [--socket PATH] [--json] sweep submit FILE "
-                                 "[--wait]\n"));
+                                 "[--wait] [--quiet]\n"));
 }
 
 TEST_CASE("an unreadable spec file is reported with its path", "[hostctl][cli]") {
