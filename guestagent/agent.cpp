@@ -11,6 +11,7 @@
 #include "common/text.h"
 #include "common/version.h"
 #include "common/workload_output.h"
+#include "guestagent/crash_check.h"
 #include "guestagent/log.h"
 #include "guestagent/workload_kinds.h"
 
@@ -35,6 +36,10 @@ constexpr std::string_view kPhasePostFormat = "post_format";
 constexpr std::string_view kPhaseBench = "bench";
 constexpr std::string_view kPhaseTrim = "trim";
 constexpr std::string_view kPhaseResult = "result";
+constexpr std::string_view kPhaseCheck = "check";
+// The hello capability of an agent that can check a crash image
+// (job.check, guestagent/crash_check.h).
+constexpr std::string_view kCheckCapability = "check";
 
 // error.code values (docs/agent-protocol.md): why a workload ended early.
 constexpr std::string_view kCodeTimeout = "timeout";
@@ -231,6 +236,14 @@ Result<bool> parse_trim(const Json& message) {
     return trim->get<bool>();
 }
 
+Result<bool> parse_check(const Json& message) {
+    const auto check = message.find("check");
+    if (check == message.end() || check->is_null()) return false;
+    if (!check->is_boolean())
+        return bad_field("job.check", "is " + check->dump() + ", expected a boolean");
+    return check->get<bool>();
+}
+
 // How long each phase of a job took, in seconds: result.timings.
 struct PhaseTimings {
     double tune_s = 0;
@@ -254,6 +267,7 @@ std::vector<std::string> agent_capabilities() {
     std::vector<std::string> capabilities;
     for (const auto& kind : workload_kind_table()) capabilities.emplace_back(kind.kind);
     capabilities.emplace_back("block");
+    capabilities.emplace_back(kCheckCapability);
     for (const auto type : filesystem_types()) capabilities.emplace_back(type);
     return capabilities;
 }
@@ -285,6 +299,13 @@ Result<AgentJob> parse_job(const Json& message) {
     auto trim = parse_trim(message);
     if (!trim) return trim.error();
     job.trim = *trim;
+
+    auto check = parse_check(message);
+    if (!check) return check.error();
+    job.check = *check;
+    if (job.check && (job.workload.kind != "ledger" || job.trim)) {
+        return bad_field("job.check", "checks a ledger workload's crash image, without trim");
+    }
     return job;
 }
 
@@ -410,10 +431,43 @@ Result<SessionEnd> Agent::report_outcome(const AgentJob& job, JobOutcome outcome
     return SessionEnd::kResultSent;
 }
 
+Agent::JobOutcome Agent::check_crash_image(const AgentJob& job) {
+    auto device_name = locate_data_disk();
+    if (!device_name) return PhaseFailure{std::string(kPhaseDisk), device_name.error().message, ""};
+    const std::string device_path = options_.data_device.empty()
+                                        ? options_.roots.dev + "/" + *device_name
+                                        : options_.data_device;
+    if (auto made = system_.make_directories(options_.scratch_dir); !made) {
+        return PhaseFailure{std::string(kPhaseCheck), made.error().message, ""};
+    }
+    send_progress(kPhaseCheck, "checking the crash image on " + device_path, 0);
+    WorkloadContext context{runner_,
+                            options_.mount_point,
+                            options_.scratch_dir,
+                            std::chrono::seconds(job.timeout_s),
+                            {},
+                            &clock_};
+    const auto start = clock_.now();
+    auto report = check_crash_state(
+        CrashCheckRequest{device_path, job.filesystem.type, options_.mount_point, job.workload},
+        system_, context);
+    if (!report) return PhaseFailure{std::string(kPhaseCheck), report.error().message, ""};
+    return Json{{"run_id", job.run_id},
+                {"timings", {{"bench_s", seconds_since_rounded_to_ms(start, clock_)}}},
+                {"output", std::move(*report)},
+                {"metrics", Json::object()},
+                {"readback", Json::object()},
+                {"versions",
+                 {{"kernel", kernel_},
+                  {"fio", fio_version_},
+                  {"agent", std::string(disksweep_version())}}}};
+}
+
 Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     const auto fail = [](std::string_view phase, const Error& error) {
         return PhaseFailure{std::string(phase), error.message, ""};
     };
+    if (job.check) return check_crash_image(job);
 
     auto device_name = locate_data_disk();
     if (!device_name) return fail(kPhaseDisk, device_name.error());

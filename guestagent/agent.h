@@ -69,6 +69,10 @@ struct AgentJob {
     // job.trim: after the workload, report trim_ready, wait for the host's
     // trim, remove the workload's files and fstrim (docs/agent-protocol.md).
     bool trim = false;
+    // job.check: the data disk is a crash image of a ledger run; check it
+    // (guestagent/crash_check.h) instead of formatting and running the
+    // workload. The result's output is the check's report.
+    bool check = false;
 };
 
 // Checks a decoded job message field by field. errc::kInvalidArgument naming
@@ -111,6 +115,7 @@ class Agent {
     void send_ack(const std::string& run_id, long long id);
     Json hello_payload();
     JobOutcome run_job(const AgentJob& job);
+    JobOutcome check_crash_image(const AgentJob& job);
     // The phases of run_job that are more than one call. `tune_start` is
     // the start of the tune phase, the origin of its progress times.
     Status tune_block_layer(const AgentJob& job, const std::string& device_name,

@@ -291,8 +291,8 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(hello["kernel"] == "6.1.0-test-amd64");
     CHECK(hello["fio_version"] == "fio-3.33");
     CHECK(hello["agent_version"].is_string());
-    CHECK(hello["capabilities"] == Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger", "block",
-                                         "ext4", "xfs", "btrfs", "trim"}));
+    CHECK(hello["capabilities"] == Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger",
+                                         "block", "check", "ext4", "xfs", "btrfs", "trim"}));
 
     t.host.send(protocol::kJob, ext4_job());
     std::vector<Json> progress;
@@ -589,6 +589,9 @@ TEST_CASE("agent: invalid jobs are refused before anything runs", "[agent]") {
          "job.filesystem.mkfs_options: is a string, expected an array"},
         {[](Json& j) { j["workload"]["kind"] = "sqlbench"; },
          "'sqlbench' is not supported (known: fio, io, mariadb-atis, sysbench-oltp, ledger)"},
+        {[](Json& j) { j["check"] = true; },
+         "job.check: checks a ledger workload's crash image, without trim"},
+        {[](Json& j) { j["check"] = "yes"; }, "job.check: is \"yes\", expected a boolean"},
         {[](Json& j) {
              j["workload"]["params"]["options"] = {{"directory", "/"}};
          },
