@@ -15,6 +15,9 @@
 #   ports                  the TCP ports the daemons bind, one a line
 #   mon.a/ osd.0/          daemon data; osd.0/block is the sparse BlueStore file
 #   run/ log/              pid files, admin sockets, daemon logs
+#   netdelay               with CEPH_TEST_DELAY_MS: the netfilter queue and
+#                          ports of the delay's iptables rule (queue=, ports=);
+#                          run/netdelay.{pid,stats}, log/netdelay.log
 
 # The daemons, in the order they start (and stop in reverse).
 readonly CEPH_TEST_DAEMONS=(mon.a osd.0)
@@ -92,4 +95,48 @@ ceph_test_client_pids() {
         while read -r pid; do
             [[ $daemons == *" $pid "* || $pid == "$$" ]] || echo "$pid"
         done
+}
+
+# The iptables arguments of the delay's rule, for action $1 (-A, -C, -D): TCP
+# leaving through loopback from or to one of the ports $3 (comma-separated)
+# goes to netfilter queue $2, which netdelay.py serves.
+ceph_test_delay_rule() {
+    echo "$1 OUTPUT -o lo -p tcp -m multiport --ports $3 -j NFQUEUE --queue-num $2"
+}
+
+# The pid of the cluster's netdelay.py in $1, or nothing (trusted only while
+# that process writes this DIR's stats file).
+ceph_test_delay_pid() {
+    local dir=$1 pid arg args=()
+    pid=$(cat "$dir/run/netdelay.pid" 2>/dev/null) || return 0
+    [[ $pid =~ ^[0-9]+$ ]] || return 0
+    { mapfile -d '' args <"/proc/$pid/cmdline"; } 2>/dev/null || return 0
+    for arg in "${args[@]}"; do
+        [[ $arg == "$dir/run/netdelay.stats" ]] && { echo "$pid"; return 0; }
+    done
+    return 0
+}
+
+# Removes the delay of the cluster in $1: the rule first (a rule whose queue
+# has no reader drops the packets), then netdelay.py, which lets what it
+# holds go on when it stops.
+ceph_test_delay_remove() {
+    local dir=$1 queue="" ports="" line pid
+    if [[ -r $dir/netdelay ]]; then
+        while IFS= read -r line; do
+            case $line in
+            queue=*) queue=${line#queue=} ;;
+            ports=*) ports=${line#ports=} ;;
+            esac
+        done <"$dir/netdelay"
+    fi
+    if [[ $queue =~ ^[0-9]+$ && $ports =~ ^[0-9,]+$ ]]; then
+        # shellcheck disable=SC2046  # the rule's words
+        while iptables -w $(ceph_test_delay_rule -C "$queue" "$ports") 2>/dev/null; do
+            iptables -w $(ceph_test_delay_rule -D "$queue" "$ports") || return 1
+        done
+    fi
+    pid=$(ceph_test_delay_pid "$dir")
+    [[ -n $pid ]] && ceph_test_stop_pids 5 "$pid"
+    return 0
 }
