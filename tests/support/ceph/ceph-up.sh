@@ -354,6 +354,24 @@ make_pool_and_user() {
     chmod 0600 "$dir/client.$user.keyring" "$dir/admin.keyring"
 }
 
+# The TCP ports the cluster's daemons listen on, comma-separated. Only these
+# go in the delay's rule: the OSD binds 4 of the 8 ports it may use, and
+# another cluster may bind the rest (its rule must not catch ours).
+listening_ports() {
+    local daemon pid pids=""
+    for daemon in "${CEPH_TEST_DAEMONS[@]}"; do
+        pid=$(ceph_test_daemon_pid "$dir" "$daemon")
+        [[ -n $pid ]] && pids+="pid=$pid,"
+    done
+    [[ -n $pids ]] || return 1
+    ss -Hltnp 2>/dev/null | awk -v pids="$pids" '{
+        split(pids, want, ",")
+        for (i in want) if (want[i] != "" && index($0, want[i] ",")) {
+            n = split($4, part, ":"); print part[n]; break
+        }
+    }' | sort -un | paste -sd,
+}
+
 # Phase: the network delay. netdelay.py binds its queue first; only then does
 # the rule send packets to it (a queue without a reader drops them). The
 # queue's number is the mon's port: unique among the clusters on this host.
@@ -361,7 +379,8 @@ start_delay() {
     delay_wanted || return 0
     local queue ports
     queue=$(head -n 1 "$dir/ports")
-    ports=$(paste -sd, "$dir/ports")
+    ports=$(listening_ports)
+    [[ $ports =~ ^[0-9]+(,[0-9]+)+$ ]] || fail "cannot tell the daemons' ports (ss: '$ports')"
     setsid chrt --fifo 10 "$here/netdelay.py" --queue "$queue" --delay-ms "$delay_ms" \
         --stats "$dir/run/netdelay.stats" </dev/null >>"$dir/log/netdelay.log" 2>&1 &
     echo $! >"$dir/run/netdelay.pid"
