@@ -23,25 +23,35 @@
 readonly CEPH_TEST_DAEMONS=(mon.a osd.0)
 readonly CEPH_TEST_MARKER=.disksweep-test-ceph
 
-# The pid of daemon $2 of the cluster in $1, or nothing. The pid file is
-# trusted only while that pid is a ceph daemon started with this DIR's
-# config (a pid file from a killed run may name a recycled pid).
-ceph_test_daemon_pid() {
-    local dir=$1 daemon=$2 pid
-    pid=$(cat "$dir/run/$daemon.pid" 2>/dev/null) || return 0
+# The pid in pid file $1, or nothing. The file is trusted only while that
+# pid was started with argument $2, a path of this DIR (a pid file from a
+# killed run may name a recycled pid).
+ceph_test_pid_from_file() {
+    local pid
+    pid=$(cat "$1" 2>/dev/null) || return 0
     [[ $pid =~ ^[0-9]+$ ]] || return 0
-    ceph_test_pid_uses_dir "$pid" "$dir" && echo "$pid"
+    ceph_test_pid_has_arg "$pid" "$2" && echo "$pid"
     return 0
+}
+
+# The pid of daemon $2 of the cluster in $1, or nothing.
+ceph_test_daemon_pid() {
+    ceph_test_pid_from_file "$1/run/$2.pid" "$1/cluster.conf"
 }
 
 # True when process $1 was started with "$2/cluster.conf" on its command line:
 # the exact path identifies this cluster's daemons even without pid files.
-# (Builtins only: it runs for every process on the host.)
 ceph_test_pid_uses_dir() {
-    local pid=$1 dir=$2 arg args=()
-    { mapfile -d '' args <"/proc/$pid/cmdline"; } 2>/dev/null || return 1
+    ceph_test_pid_has_arg "$1" "$2/cluster.conf"
+}
+
+# True when process $1 has argument $2. (Builtins only: it runs for every
+# process on the host.)
+ceph_test_pid_has_arg() {
+    local arg args=()
+    { mapfile -d '' args <"/proc/$1/cmdline"; } 2>/dev/null || return 1
     for arg in "${args[@]}"; do
-        [[ $arg == "$dir/cluster.conf" ]] && return 0
+        [[ $arg == "$2" ]] && return 0
     done
     return 1
 }
@@ -104,17 +114,9 @@ ceph_test_delay_rule() {
     echo "$1 OUTPUT -o lo -p tcp -m multiport --ports $3 -j NFQUEUE --queue-num $2"
 }
 
-# The pid of the cluster's netdelay.py in $1, or nothing (trusted only while
-# that process writes this DIR's stats file).
+# The pid of the cluster's netdelay.py in $1, or nothing.
 ceph_test_delay_pid() {
-    local dir=$1 pid arg args=()
-    pid=$(cat "$dir/run/netdelay.pid" 2>/dev/null) || return 0
-    [[ $pid =~ ^[0-9]+$ ]] || return 0
-    { mapfile -d '' args <"/proc/$pid/cmdline"; } 2>/dev/null || return 0
-    for arg in "${args[@]}"; do
-        [[ $arg == "$dir/run/netdelay.stats" ]] && { echo "$pid"; return 0; }
-    done
-    return 0
+    ceph_test_pid_from_file "$1/run/netdelay.pid" "$1/run/netdelay.stats"
 }
 
 # Removes the delay of the cluster in $1: the rule first (a rule whose queue
