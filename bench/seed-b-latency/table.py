@@ -40,10 +40,13 @@ def table(directory, delay):
     writes = json.load(open(f"{directory}/delay-{delay}-write.json"))
     host = next(row for row in reads["rows"] if row["host_baseline"])
     print(f"D = {delay} ms each way (round trip + {2 * float(delay):g} ms):\n")
-    print("| filesystem | n | read IOPS | vs ext4 (read) | write IOPS | vs ext4 (write) | read vs host |")
+    print("| filesystem | n | read IOPS (± 95% CI) | vs ext4, read: ratio [95% CI] verdict |"
+          " write IOPS (± 95% CI) | vs ext4, write | read vs host |")
     print("|---|---|---|---|---|---|---|")
     write_rows = guest_rows(writes)
-    for name, row in guest_rows(reads).items():
+    # The baseline (ext4) first, then the others by name.
+    ordered = sorted(guest_rows(reads).items(), key=lambda item: (not item[1]["is_baseline"], item[0]))
+    for name, row in ordered:
         metrics = row["metrics"]
         share = (row.get("vs_host") or {}).get("ratios", {}).get("read_iops")
         print(f"| {name} | {metrics['read_iops']['n']} | {cell(metrics['read_iops'])} | "
