@@ -100,8 +100,10 @@ check_tools() {
 
 # Phase: the delay is a plain decimal number of ms, at most 1000.
 check_delay() {
-    [[ $delay_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] && awk -v d="$delay_ms" 'BEGIN { exit !(d <= 1000) }' ||
-        { say "CEPH_TEST_DELAY_MS must be a number of ms from 0 to 1000, not '$delay_ms'"; exit 2; }
+    if [[ ! $delay_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v d="$delay_ms" 'BEGIN { exit !(d <= 1000) }'; then
+        say "CEPH_TEST_DELAY_MS must be a number of ms from 0 to 1000, not '$delay_ms'"
+        exit 2
+    fi
 }
 
 delay_wanted() { awk -v d="$delay_ms" 'BEGIN { exit !(d > 0) }'; }
