@@ -21,8 +21,9 @@ packages=(
   # Perl DBI driver, sysbench (the same packages as guest/packages-mariadb.txt)
   mariadb-server mariadb-client libdbi-perl libdbd-mariadb-perl sysbench
   # the rbd storage backend (rbd/ceph tools) and its real test: a throwaway
-  # single-node Ceph (tests/support/ceph/), QEMU's rbd driver
-  ceph-mon ceph-osd ceph-common qemu-block-extra
+  # single-node Ceph (tests/support/ceph/), QEMU's rbd driver; iptables sends
+  # its traffic through netdelay.py when it emulates a network delay
+  ceph-mon ceph-osd ceph-common qemu-block-extra iptables
   # the report tier: headless Chromium renders the HTML report (fonts for its
   # text: the report names only generic families); zlib reads its screenshot
   chromium fonts-dejavu-core zlib1g-dev

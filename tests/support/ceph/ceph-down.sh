@@ -30,6 +30,12 @@ if [[ ! -e $dir/$CEPH_TEST_MARKER ]]; then
     exit 1
 fi
 
+# Phase 0: the emulated network delay (CEPH_TEST_DELAY_MS), so that nothing
+# below waits on it, and no rule is left behind for ports a later run reuses.
+command -v iptables >/dev/null || [[ ! -e $dir/netdelay ]] ||
+    say "iptables is gone: cannot remove the delay's rule (see $dir/netdelay)"
+command -v iptables >/dev/null && { ceph_test_delay_remove "$dir" || exit 1; }
+
 # Phase 1: clients still holding the cluster, while the OSD can still answer.
 mapfile -t clients < <(ceph_test_client_pids "$dir")
 if ((${#clients[@]} > 0)); then

@@ -15,6 +15,7 @@
 #   CEPH_ADMIN_CONF  a clients' config that authenticates as client.admin,
 #                  for QEMU under libvirt's embedded driver, which cannot
 #                  pass a user (docs/storage-rbd.md)
+#   CEPH_TEST_DELAY_MS  the network delay the cluster runs with (below)
 # and the time it took is printed ("ceph-up: ready in 14.2 s").
 #
 # Idempotent: a cluster already running in DIR and answering is kept; a DIR
@@ -28,6 +29,18 @@
 #   CEPH_TEST_USER       client id (default disksweep)
 #   CEPH_TEST_OSD_SIZE   size of the sparse BlueStore file in GiB (default 16)
 #   CEPH_TEST_TIMEOUT    seconds to wait for each step (default 120)
+#   CEPH_TEST_DELAY_MS   network delay in ms (default 0: none; e.g. 0.5, 1, 2):
+#                        every TCP packet to or from the cluster's ports waits
+#                        this long, each way, as with `tc netem delay D` on
+#                        loopback (a round trip gains 2 D). This host's kernel
+#                        has no sch_netem, so an iptables rule (-o lo, the
+#                        cluster's ports) queues the packets to netdelay.py,
+#                        which holds each for D. Needs iptables and
+#                        CONFIG_NETFILTER_XT_TARGET_NFQUEUE; traffic of other
+#                        ports (other clusters) is untouched. A cluster up in
+#                        DIR with another delay is remade. ceph-down.sh
+#                        removes the rule. (docs/storage-rbd.md, "A test Ceph
+#                        with network latency")
 #
 # Why these settings (measured with Debian 12's ceph 16.2, see
 # docs/storage-rbd.md):
@@ -52,6 +65,7 @@ readonly pool=${CEPH_TEST_POOL:-disksweep}
 readonly user=${CEPH_TEST_USER:-disksweep}
 readonly osd_size_gib=${CEPH_TEST_OSD_SIZE:-16}
 readonly step_timeout=${CEPH_TEST_TIMEOUT:-120}
+readonly delay_ms=${CEPH_TEST_DELAY_MS:-0}
 readonly osd_port_count=8  # public, cluster, two heartbeats; room to rebind
 readonly tools=(ceph-mon ceph-osd ceph ceph-authtool monmaptool rados rbd ss)
 started_at=$(date +%s.%N)
@@ -78,7 +92,21 @@ check_tools() {
         exit 77
     fi
     [[ $(id -u) == 0 ]] || { echo "SKIPPED: the test Ceph needs root"; exit 77; }
+    if delay_wanted; then
+        command -v iptables >/dev/null ||
+            { say "CEPH_TEST_DELAY_MS needs iptables (apt-get install iptables)"; exit 1; }
+    fi
 }
+
+# Phase: the delay is a plain decimal number of ms, at most 1000.
+check_delay() {
+    if [[ ! $delay_ms =~ ^[0-9]+(\.[0-9]+)?$ ]] || ! awk -v d="$delay_ms" 'BEGIN { exit !(d <= 1000) }'; then
+        say "CEPH_TEST_DELAY_MS must be a number of ms from 0 to 1000, not '$delay_ms'"
+        exit 2
+    fi
+}
+
+delay_wanted() { awk -v d="$delay_ms" 'BEGIN { exit !(d > 0) }'; }
 
 # Phase: DIR is either new, empty, or ours (marker); never wipe anything else.
 claim_dir() {
@@ -90,9 +118,19 @@ claim_dir() {
     fi
 }
 
-# True when the cluster in DIR runs and serves a write and a read.
+# True when the cluster in DIR runs with the delay asked for and serves a
+# write and a read.
 cluster_answers() {
     [[ -r $dir/env ]] || return 1
+    grep -qx "CEPH_TEST_DELAY_MS=$delay_ms" "$dir/env" || return 1
+    if delay_wanted; then
+        [[ -n $(ceph_test_delay_pid "$dir") && -r $dir/netdelay ]] || return 1
+        local queue ports
+        queue=$(sed -n 's/^queue=//p' "$dir/netdelay")
+        ports=$(sed -n 's/^ports=//p' "$dir/netdelay")
+        # shellcheck disable=SC2046  # the rule's words
+        iptables -w $(ceph_test_delay_rule -C "$queue" "$ports") 2>/dev/null || return 1
+    fi
     local daemon
     for daemon in "${CEPH_TEST_DAEMONS[@]}"; do
         [[ -n $(ceph_test_daemon_pid "$dir" "$daemon") ]] || return 1
@@ -318,6 +356,48 @@ make_pool_and_user() {
     chmod 0600 "$dir/client.$user.keyring" "$dir/admin.keyring"
 }
 
+# The TCP ports the cluster's daemons listen on, comma-separated. Only these
+# go in the delay's rule: the OSD binds 4 of the 8 ports it may use, and
+# another cluster may bind the rest (its rule must not catch ours).
+listening_ports() {
+    local daemon pid pids=""
+    for daemon in "${CEPH_TEST_DAEMONS[@]}"; do
+        pid=$(ceph_test_daemon_pid "$dir" "$daemon")
+        [[ -n $pid ]] && pids+="pid=$pid,"
+    done
+    [[ -n $pids ]] || return 1
+    ss -Hltnp 2>/dev/null | awk -v pids="$pids" '{
+        split(pids, want, ",")
+        for (i in want) if (want[i] != "" && index($0, want[i] ",")) {
+            n = split($4, part, ":"); print part[n]; break
+        }
+    }' | sort -un | paste -sd,
+}
+
+# Phase: the network delay. netdelay.py binds its queue first; only then does
+# the rule send packets to it (a queue without a reader drops them). The
+# queue's number is the mon's port: unique among the clusters on this host.
+start_delay() {
+    delay_wanted || return 0
+    local queue ports
+    queue=$(head -n 1 "$dir/ports")
+    ports=$(listening_ports)
+    [[ $ports =~ ^[0-9]+(,[0-9]+)+$ ]] || fail "cannot tell the daemons' ports (ss: '$ports')"
+    setsid chrt --fifo 10 "$here/netdelay.py" --queue "$queue" --delay-ms "$delay_ms" \
+        --stats "$dir/run/netdelay.stats" </dev/null >>"$dir/log/netdelay.log" 2>&1 &
+    echo $! >"$dir/run/netdelay.pid"
+    local deadline=$((SECONDS + 10))
+    until [[ -s $dir/run/netdelay.stats ]]; do
+        kill -0 "$(cat "$dir/run/netdelay.pid")" 2>/dev/null || fail "netdelay.py did not start"
+        ((SECONDS < deadline)) || fail "netdelay.py did not bind queue $queue in 10 s"
+        sleep 0.1
+    done
+    printf 'queue=%s\nports=%s\n' "$queue" "$ports" >"$dir/netdelay"
+    # shellcheck disable=SC2046  # the rule's words
+    iptables -w $(ceph_test_delay_rule -A "$queue" "$ports") ||
+        fail "cannot add the iptables rule for the delay"
+}
+
 wait_until_ready() {
     local deadline=$((SECONDS + step_timeout))
     until probe_io 20; do
@@ -334,6 +414,7 @@ CEPH_POOL=$pool
 CEPH_USER=$user
 CEPH_MON_HOST=127.0.0.1:$mon_port
 CEPH_ADMIN_CONF=$dir/admin-client.conf
+CEPH_TEST_DELAY_MS=$delay_ms
 EOF
     mv "$dir/env.new" "$dir/env"
 }
@@ -342,10 +423,12 @@ report_time() {
     local now
     now=$(date +%s.%N)
     echo "ceph-up: $1 in $(awk -v a="$started_at" -v b="$now" 'BEGIN { printf "%.1f", b - a }') s" \
-        "(mon 127.0.0.1:$(head -n 1 "$dir/ports"), pool $pool, client.$user, $dir/env)"
+        "(mon 127.0.0.1:$(head -n 1 "$dir/ports"), pool $pool, client.$user," \
+        "network delay $delay_ms ms each way, $dir/env)"
 }
 
 main() {
+    check_delay
     check_tools
     claim_dir "$1"
     if cluster_answers; then
@@ -359,6 +442,7 @@ main() {
     start_mon
     make_osd
     make_pool_and_user
+    start_delay
     wait_until_ready
     write_env
     report_time "ready"
