@@ -169,6 +169,15 @@ Status apply_entries(const LogIndex& index, const std::string& log_path, const s
     return ok_status();
 }
 
+Result<CopyMethod> build_crash_image(const std::string& pre_run_volume, const LogIndex& index,
+                                     const std::string& log_path,
+                                     std::span<const std::size_t> applied,
+                                     const std::string& target, std::uint64_t size_limit) {
+    DS_ASSIGN_OR_RETURN(const CopyMethod method, clone_image(pre_run_volume, target));
+    DS_TRY(apply_entries(index, log_path, target, applied, size_limit));
+    return method;
+}
+
 std::vector<std::size_t> first_entries(std::size_t count) {
     std::vector<std::size_t> positions(count);
     std::iota(positions.begin(), positions.end(), std::size_t{0});

@@ -52,6 +52,14 @@ Result<CopyMethod> clone_image(const std::string& source, const std::string& tar
 Status apply_entries(const LogIndex& index, const std::string& log_path, const std::string& image,
                      std::span<const std::size_t> applied, std::uint64_t size_limit);
 
+// A crash image in one step: `target` = a clone of `pre_run_volume` (the
+// volume as it was before the run) with `applied` replayed onto it, as
+// apply_entries does. Returns how the copy was made.
+Result<CopyMethod> build_crash_image(const std::string& pre_run_volume, const LogIndex& index,
+                                     const std::string& log_path,
+                                     std::span<const std::size_t> applied,
+                                     const std::string& target, std::uint64_t size_limit);
+
 // The positions 0..count-1: the entries of a plain replay up to a point.
 std::vector<std::size_t> first_entries(std::size_t count);
 

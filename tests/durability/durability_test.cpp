@@ -207,9 +207,9 @@ TEST_CASE("a logged data disk logs the guest's flushes and replays to a sound cr
                                          [](const auto& s) { return s.flush_entry >= 0; });
     REQUIRE(last_flush != states.rend());
     const std::string crash = dir.file("crash-last-flush.img");
-    REQUIRE(durability::clone_image(guest.before_run, crash).ok());
-    REQUIRE(
-        durability::apply_entries(*log, guest.log, crash, last_flush->applied, kVolumeBytes).ok());
+    REQUIRE(durability::build_crash_image(guest.before_run, *log, guest.log, last_flush->applied,
+                                          crash, kVolumeBytes)
+                .ok());
     const ProcessOutput fsck = run_tool({"fsck.ext4", "-n", "-f", crash});
     INFO(fsck.stdout_text << fsck.stderr_text);
     CHECK(fsck.exit_code == 0);

@@ -102,3 +102,26 @@ TEST_CASE("an entry list out of order or out of the log is refused", "[durabilit
     CHECK_FALSE(apply_entries(*index, dir.file("log"), dir.file("volume"), backwards, 65536).ok());
     CHECK_FALSE(apply_entries(*index, dir.file("log"), dir.file("volume"), beyond, 65536).ok());
 }
+
+TEST_CASE("a crash image is the pre-run volume with the chosen entries, the volume untouched",
+          "[durability]") {
+    ds::test::TempDir dir;
+    make_volume(dir.file("volume"));
+    const std::string before = contents(dir.file("volume"));
+    LogBuilder log;
+    log.write(0, 1, 'a').flush().write(1, 1, 'b');
+    log.save(dir.file("log"));
+    auto index = read_log(dir.file("log"));
+    REQUIRE(index.ok());
+    const std::vector<std::size_t> up_to_flush{0, 1};
+    auto method = build_crash_image(dir.file("volume"), *index, dir.file("log"), up_to_flush,
+                                    dir.file("crash"), 65536);
+    REQUIRE(method.ok());
+    std::string expected = before;
+    expected.replace(0, 512, std::string(512, 'a'));
+    CHECK(contents(dir.file("crash")) == expected);
+    CHECK(contents(dir.file("volume")) == before);
+    CHECK_FALSE(build_crash_image(dir.file("missing"), *index, dir.file("log"), up_to_flush,
+                                  dir.file("crash2"), 65536)
+                    .ok());
+}
