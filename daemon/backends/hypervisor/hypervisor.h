@@ -45,6 +45,11 @@ struct VmRequest {
     // without creating anything. Unset, or never called by a backend whose
     // names alone find its guests (libvirt): nothing is recorded.
     std::function<Status(const Json& handle)> record_handle;
+    // A durability run (docs/durability.md): when set, the data disk sits on
+    // QEMU's blklogwrites filter, which logs every write, flush and discard
+    // the guest sends to this file (on the hypervisor's host, existing and
+    // empty). A backend that cannot log refuses the request.
+    std::string write_log_path;
 };
 
 // What the running guest really is, read from it rather than assumed.

@@ -70,22 +70,35 @@ std::optional<std::string> image_format_of(std::string_view first_line) {
 
 }  // namespace
 
+namespace {
+
+struct ModeFlags {
+    CacheMode mode;
+    QemuCacheFlags flags;
+};
+// QEMU's definition of libvirt's cache names (qemu-options.hx, -drive cache=).
+constexpr std::array<ModeFlags, 5> kCacheModeFlags = {{
+    {CacheMode::kNone, {true, true, false}},
+    {CacheMode::kWriteback, {false, true, false}},
+    {CacheMode::kWritethrough, {false, false, false}},
+    {CacheMode::kDirectsync, {true, false, false}},
+    {CacheMode::kUnsafe, {false, true, true}},
+}};
+
+}  // namespace
+
+QemuCacheFlags qemu_cache_flags(CacheMode cache) {
+    for (const ModeFlags& entry : kCacheModeFlags) {
+        if (entry.mode == cache) return entry.flags;
+    }
+    return kCacheModeFlags.front().flags;
+}
+
 std::string cache_mode_from_flags(bool direct, bool writeback, bool no_flush) {
-    struct Mode {
-        bool direct, writeback, no_flush;
-        CacheMode mode;
-    };
-    // QEMU's definition of libvirt's cache names (qemu-options.hx, -drive cache=).
-    static constexpr std::array<Mode, 5> kModes = {{
-        {true, true, false, CacheMode::kNone},
-        {false, true, false, CacheMode::kWriteback},
-        {false, false, false, CacheMode::kWritethrough},
-        {true, false, false, CacheMode::kDirectsync},
-        {false, true, true, CacheMode::kUnsafe},
-    }};
-    for (const Mode& mode : kModes) {
-        if (mode.direct == direct && mode.writeback == writeback && mode.no_flush == no_flush)
-            return std::string(to_string(mode.mode));
+    for (const ModeFlags& entry : kCacheModeFlags) {
+        const QemuCacheFlags& flags = entry.flags;
+        if (flags.direct == direct && flags.writeback == writeback && flags.no_flush == no_flush)
+            return std::string(to_string(entry.mode));
     }
     const auto flag = [](bool value) { return value ? "on" : "off"; };
     return std::string("direct=") + flag(direct) + ",writeback=" + flag(writeback) +

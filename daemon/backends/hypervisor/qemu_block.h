@@ -17,6 +17,15 @@ namespace ds {
 // combination is described as "direct=..,writeback=..,no-flush=..".
 std::string cache_mode_from_flags(bool direct, bool writeback, bool no_flush);
 
+// The other way: QEMU's three flags for a cache mode. `writeback` is the
+// guest device's write-cache property, the others are block node options.
+struct QemuCacheFlags {
+    bool direct = false;
+    bool writeback = false;
+    bool no_flush = false;
+};
+QemuCacheFlags qemu_cache_flags(CacheMode cache);
+
 // One device of HMP's `info block` output (QEMU 7.2 to 9.x print it the
 // same way; recorded in tests/data/hmp/):
 //   drive-scsi1 (#block307): /dev/pve/vm-101-disk-1 (raw)

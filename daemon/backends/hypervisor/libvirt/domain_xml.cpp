@@ -13,6 +13,7 @@
 
 #include "common/protocol.h"
 #include "common/text.h"
+#include "daemon/backends/hypervisor/libvirt/write_log_disk.h"
 
 namespace ds {
 namespace {
@@ -330,6 +331,17 @@ void write_scsi_controller(XmlWriter& xml, const StorageConfig& config) {
     xml.close("controller");
 }
 
+// libvirt's namespace for QEMU's own arguments (<qemu:commandline>).
+constexpr std::string_view kQemuNamespace = "http://libvirt.org/schemas/domain/qemu/1.0";
+
+// The arguments libvirt appends to QEMU's command line as given
+// (write_log_disk.h says why the logged data disk goes there).
+void write_qemu_commandline(XmlWriter& xml, const std::vector<std::string>& args) {
+    xml.open("qemu:commandline");
+    for (const std::string& arg : args) xml.empty("qemu:arg", {{"value", arg}});
+    xml.close("qemu:commandline");
+}
+
 // ---------------------------------------------------------------------------
 // libxml2 plumbing for the reverse mapping.
 
@@ -424,11 +436,12 @@ std::string xml_escape(std::string_view text) {
 std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& files,
                              DomainXmlDialect dialect, const std::string& rbd_secret_uuid) {
     const StorageConfig& config = request.config;
+    const bool logged = !request.write_log_path.empty();
     XmlWriter xml;
     // 'qemu' is libvirt's name for TCG (QEMU without hardware acceleration).
     std::string domain_type = request.accel == Accel::kKvm ? "kvm" : "qemu";
     if (dialect == DomainXmlDialect::kTestDriver) domain_type = "test";
-    xml.open("domain", {{"type", domain_type}});
+    xml.open("domain", {{"type", domain_type}, {"xmlns:qemu", logged ? str(kQemuNamespace) : ""}});
     xml.text("name", request.name);
     xml.text("memory", std::to_string(request.memory_mib), {{"unit", "MiB"}});
     xml.text("vcpu", std::to_string(request.vcpus));
@@ -454,7 +467,7 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
 
     xml.open("devices");
     write_root_disk(xml, request);
-    write_data_disk(xml, config, request.data_disk, rbd_secret_uuid);
+    if (!logged) write_data_disk(xml, config, request.data_disk, rbd_secret_uuid);
     if (is_scsi(config.bus)) write_scsi_controller(xml, config);
     // No USB: nothing in the guest uses it, and it only adds noise.
     xml.empty("controller", {{"type", "usb"}, {"model", "none"}});
@@ -475,6 +488,10 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
 
     xml.empty("memballoon", {{"model", "none"}});
     xml.close("devices");
+    if (logged) {
+        write_qemu_commandline(
+            xml, write_log_disk_args(config, request.data_disk, request.write_log_path));
+    }
     xml.close("domain");
     return xml.take();
 }

@@ -52,6 +52,9 @@ inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-s
 //    shows up in parse_applied_disk_settings. Nothing is dropped or faked here.
 // The agent channel and the console are served by QEMU on the sockets
 // `files` names for request.name.
+// With request.write_log_path set, the data disk is not a <disk>: it is
+// QEMU's own -blockdev graph with the blklogwrites filter and its device,
+// in <qemu:commandline> (write_log_disk.h).
 std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& files,
                              DomainXmlDialect dialect = DomainXmlDialect::kQemu,
                              const std::string& rbd_secret_uuid = "");

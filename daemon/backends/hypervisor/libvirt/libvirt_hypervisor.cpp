@@ -22,6 +22,7 @@
 #include "daemon/backends/hypervisor/libvirt/libvirt_secret.h"
 #include "daemon/backends/hypervisor/libvirt/qemu_monitor.h"
 #include "daemon/backends/hypervisor/libvirt/qemu_process.h"
+#include "daemon/backends/hypervisor/libvirt/write_log_disk.h"
 
 namespace ds {
 namespace {
@@ -263,6 +264,12 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
                           "libvirt: domain " + request.name + " already exists (" + uri_ + ")");
     }
     virResetLastError();  // the failed lookup's "no domain" is expected
+    if (!request.write_log_path.empty()) {
+        const std::string reason = write_log_unsupported_reason(request.config, request.data_disk);
+        if (!reason.empty()) {
+            return make_error(errc::kUnsupported, "libvirt: data disk with a write log: " + reason);
+        }
+    }
     if (!guest_files_.prepare(request.name)) {
         return make_error(errc::kIo,
                           "cannot create the guest files directory " + guest_files_.directory);

@@ -312,6 +312,11 @@ Result<int> ProxmoxHypervisor::allocate_vmid() {
 }
 
 Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
+    if (!request.write_log_path.empty()) {
+        return make_error(errc::kUnsupported,
+                          "proxmox cannot put a data disk on a write log (durability runs need "
+                          "the libvirt backend)");
+    }
     const auto* disk = std::get_if<HypervisorAllocatedDisk>(&request.data_disk);
     if (disk == nullptr) {
         return make_error(errc::kInvalidArgument,

@@ -1,0 +1,128 @@
+#include "daemon/durability/crash_states.h"
+
+#include <random>
+
+namespace ds::durability {
+namespace {
+
+// The window of a crash point: the entries after its barrier that the
+// crash may or may not have kept, and the log size at the crash.
+struct Window {
+    std::size_t barrier = 0;  // entries [0, barrier) are durable
+    std::size_t end = 0;      // the crash comes after entries [0, end)
+};
+
+// The first FLUSH entry at or after `from`, or the log's size.
+std::size_t next_flush(const LogIndex& log, std::size_t from) {
+    while (from < log.entries.size() && !log.entries[from].is_flush()) ++from;
+    return from;
+}
+
+// The position after the last FLUSH entry before `end`, 0 if none.
+std::size_t after_last_flush(const LogIndex& log, std::size_t end) {
+    while (end > 0 && !log.entries[end - 1].is_flush()) --end;
+    return end;
+}
+
+// A crash right after flush `point` (or, for the log's end, after its last
+// entry); with the volatile-cache rule it moves to just before the next
+// flush, so the writes in between are in the window.
+Window window_of(const LogIndex& log, std::ptrdiff_t flush_entry, CacheMode cache,
+                 bool volatile_cache) {
+    const std::size_t size = log.entries.size();
+    std::size_t end = flush_entry < 0 ? size : static_cast<std::size_t>(flush_entry) + 1;
+    if (volatile_cache && flush_entry >= 0) end = next_flush(log, end);
+    const std::size_t barrier = honours_guest_flushes(cache) ? after_last_flush(log, end) : 0;
+    return Window{barrier, end};
+}
+
+// A seeded generator per crash point, so one state does not shift the
+// others' choices. mt19937_64's output sequence is fixed by the C++
+// standard (unlike the distributions'), so bits are taken from it directly.
+std::mt19937_64 generator_for(std::uint64_t seed, std::size_t point_number) {
+    return std::mt19937_64(seed ^ (0x9e3779b97f4a7c15ULL * (point_number + 1)));
+}
+
+// The writes of the window the crash keeps: every FUA write, and each other
+// one with probability 1/2; none without a volatile cache.
+std::vector<std::size_t> kept_after_barrier(const LogIndex& log, const Window& window,
+                                            bool random_subset, std::mt19937_64& random) {
+    std::vector<std::size_t> kept;
+    for (std::size_t i = window.barrier; i < window.end; ++i) {
+        const LogEntry& entry = log.entries[i];
+        if (!entry.changes_device()) continue;
+        const bool coin = random_subset && (random() >> 63) != 0;
+        if (entry.is_fua() || coin) kept.push_back(i);
+    }
+    return kept;
+}
+
+CrashState state_at(const LogIndex& log, std::ptrdiff_t flush_entry, std::size_t point_number,
+                    CacheMode cache, const CrashModelOptions& options) {
+    const Window window = window_of(log, flush_entry, cache, options.volatile_cache);
+    // unsafe keeps a subset whatever the rule: its host cache is volatile
+    // for the whole run.
+    const bool random_subset = options.volatile_cache || !honours_guest_flushes(cache);
+    std::mt19937_64 random = generator_for(options.seed, point_number);
+    CrashState state;
+    state.flush_entry = flush_entry;
+    state.log_offset = window.end == 0 ? log.sector_size : log.entries[window.end - 1].end_offset;
+    state.durable_prefix = window.barrier;
+    state.applied.reserve(window.barrier);
+    for (std::size_t i = 0; i < window.barrier; ++i) state.applied.push_back(i);
+    for (std::size_t i : kept_after_barrier(log, window, random_subset, random))
+        state.applied.push_back(i);
+    return state;
+}
+
+}  // namespace
+
+bool honours_guest_flushes(CacheMode cache) {
+    return cache != CacheMode::kUnsafe;
+}
+
+std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points) {
+    std::vector<std::size_t> flushes;
+    for (std::size_t i = 0; i < log.entries.size(); ++i)
+        if (log.entries[i].is_flush()) flushes.push_back(i);
+    if (flushes.size() <= max_points || max_points == 0) {
+        if (max_points == 0) flushes.clear();
+        return flushes;
+    }
+    // Evenly spread: the k-th of max_points at k * (n - 1) / (max_points - 1).
+    std::vector<std::size_t> sample;
+    const std::size_t n = flushes.size();
+    for (std::size_t k = 0; k < max_points; ++k) {
+        const std::size_t at = max_points == 1 ? n - 1 : k * (n - 1) / (max_points - 1);
+        sample.push_back(flushes[at]);
+    }
+    return sample;
+}
+
+std::vector<CrashState> crash_states(const LogIndex& log, CacheMode cache,
+                                     const CrashModelOptions& options) {
+    std::vector<CrashState> states;
+    if (log.entries.empty()) return states;
+    const std::vector<std::size_t> points = sample_flush_points(log, options.max_crash_points);
+    for (std::size_t k = 0; k < points.size(); ++k) {
+        states.push_back(state_at(log, static_cast<std::ptrdiff_t>(points[k]), k, cache, options));
+    }
+    // Writes after the last flush: a crash at the log's end may lose them.
+    if (!log.entries.back().is_flush()) {
+        states.push_back(state_at(log, -1, points.size(), cache, options));
+    }
+    return states;
+}
+
+Json to_json(const CrashState& state) {
+    Json extra = Json::array();
+    for (std::size_t i = state.durable_prefix; i < state.applied.size(); ++i)
+        extra.push_back(state.applied[i]);
+    return Json{{"flush_entry", state.flush_entry},
+                {"log_offset", state.log_offset},
+                {"durable_prefix", state.durable_prefix},
+                {"applied_entries", state.applied.size()},
+                {"extra_entries", extra}};
+}
+
+}  // namespace ds::durability

@@ -1,0 +1,67 @@
+// The crash-state model (docs/durability.md): which entries of a run's
+// write log a simulated power cut leaves on the volume, as data.
+//
+// A crash point is a flush entry of the log (the moments the guest was told
+// "this is durable"), all of them or an even sample, plus the end of the
+// log when writes follow the last flush. Per host cache mode:
+//  * a mode that honours flushes (none, writeback, writethrough,
+//    directsync): a FLUSH entry is a barrier; a crash right after flush f
+//    keeps exactly entries [0, f];
+//  * unsafe: QEMU drops every guest flush, so nothing the run wrote is
+//    known to be on the host's disk: a crash keeps a random subset of all
+//    the writes before it.
+// The volatile-cache rule (CrashMonkey's): the disk may also have persisted
+// any subset of the writes after the barrier, so the crash moves to just
+// before the next flush (or the log's end) and a seeded random subset of
+// the writes in between is kept too. FUA writes there are always kept:
+// their completion made them durable (QEMU logs none, see log_writes.h).
+// The same seed and log give the same states, on any host.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/settings.h"
+#include "daemon/durability/log_writes.h"
+
+namespace ds::durability {
+
+struct CrashModelOptions {
+    std::size_t max_crash_points = 50;  // more flushes than this: an even sample
+    bool volatile_cache = false;        // the volatile-cache rule above
+    std::uint64_t seed = 0;             // the random subsets' only source
+};
+
+// Whether the host cache mode passes the guest's flushes to the disk.
+bool honours_guest_flushes(CacheMode cache);
+
+struct CrashState {
+    // The crash point: the FLUSH entry it follows, or the log's end (-1).
+    std::ptrdiff_t flush_entry = -1;
+    // The log's size at the moment of the crash: every entry whose
+    // end_offset is at most this was issued before it, and the ledger's
+    // acknowledgements recorded at or below it happened before the crash.
+    std::uint64_t log_offset = 0;
+    // Entries [0, durable_prefix) are all on the disk (the barrier).
+    std::size_t durable_prefix = 0;
+    // What the replayer applies: [0, durable_prefix) and the chosen later
+    // writes, ascending.
+    std::vector<std::size_t> applied;
+};
+
+// The crash states of `log` under `cache` and `options`, in log order.
+// Empty when the log has no entries.
+std::vector<CrashState> crash_states(const LogIndex& log, CacheMode cache,
+                                     const CrashModelOptions& options);
+
+// The crash points' FLUSH entries, sampled evenly to at most `max_points`
+// (the first and last always kept), ascending.
+std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points);
+
+// {"flush_entry", "log_offset", "durable_prefix", "applied_entries"
+// (a count), "extra_entries" (the positions chosen after the barrier)}.
+Json to_json(const CrashState& state);
+
+}  // namespace ds::durability

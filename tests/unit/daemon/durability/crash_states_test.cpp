@@ -1,0 +1,155 @@
+#include "daemon/durability/crash_states.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+using namespace ds::durability;
+using ds::CacheMode;
+
+namespace {
+
+// An index as read_log makes it, from a pattern: 'w' a one-sector write,
+// 'f' a flush, 'u' a FUA write, 'd' a discard.
+LogIndex log_of(const std::string& pattern) {
+    LogIndex log;
+    log.sector_size = 512;
+    std::uint64_t offset = 512;
+    for (std::size_t i = 0; i < pattern.size(); ++i) {
+        LogEntry entry;
+        entry.sector = i;
+        entry.offset = offset;
+        entry.data_offset = offset + 512;
+        entry.nr_sectors = pattern[i] == 'f' ? 0 : 1;
+        if (pattern[i] == 'f') entry.flags = log_format::kFlagFlush;
+        if (pattern[i] == 'u') entry.flags = log_format::kFlagFua;
+        if (pattern[i] == 'd') entry.flags = log_format::kFlagDiscard;
+        entry.data_bytes = pattern[i] == 'w' || pattern[i] == 'u' ? 512 : 0;
+        entry.end_offset = entry.data_offset + entry.data_bytes;
+        offset = entry.end_offset;
+        log.entries.push_back(entry);
+    }
+    return log;
+}
+
+std::vector<std::size_t> extras(const CrashState& state) {
+    return {state.applied.begin() + static_cast<std::ptrdiff_t>(state.durable_prefix),
+            state.applied.end()};
+}
+
+using Positions = std::vector<std::size_t>;
+
+}  // namespace
+
+TEST_CASE("every cache mode but unsafe honours the guest's flushes", "[durability]") {
+    CHECK(honours_guest_flushes(CacheMode::kNone));
+    CHECK(honours_guest_flushes(CacheMode::kWriteback));
+    CHECK(honours_guest_flushes(CacheMode::kWritethrough));
+    CHECK(honours_guest_flushes(CacheMode::kDirectsync));
+    CHECK_FALSE(honours_guest_flushes(CacheMode::kUnsafe));
+}
+
+TEST_CASE("with flushes honoured a crash keeps exactly what the last flush covered",
+          "[durability]") {
+    const LogIndex log = log_of("wwfwwfw");
+    const auto states = crash_states(log, CacheMode::kNone, CrashModelOptions{});
+    REQUIRE(states.size() == 3);
+    CHECK(states[0].flush_entry == 2);
+    CHECK(states[0].applied == Positions{0, 1, 2});
+    CHECK(states[0].log_offset == log.entries[2].end_offset);
+    CHECK(states[1].flush_entry == 5);
+    CHECK(states[1].applied == Positions{0, 1, 2, 3, 4, 5});
+    // The log's end: the write after the last flush is lost, though issued.
+    CHECK(states[2].flush_entry == -1);
+    CHECK(states[2].applied == Positions{0, 1, 2, 3, 4, 5});
+    CHECK(states[2].log_offset == log.entries[6].end_offset);
+}
+
+TEST_CASE("the volatile-cache rule adds a seeded subset of the writes before the next flush",
+          "[durability]") {
+    const LogIndex log = log_of("wwfwwwwwwwfw");
+    CrashModelOptions options;
+    options.volatile_cache = true;
+    std::set<Positions> seen;
+    for (std::uint64_t seed = 0; seed < 16; ++seed) {
+        options.seed = seed;
+        const auto states = crash_states(log, CacheMode::kWriteback, options);
+        REQUIRE(states.size() == 3);
+        // The crash moves to just before flush 10: entries 3..9 are in play.
+        CHECK(states[0].durable_prefix == 3);
+        CHECK(states[0].log_offset == log.entries[9].end_offset);
+        for (std::size_t position : extras(states[0])) CHECK((position >= 3 && position < 10));
+        seen.insert(extras(states[0]));
+        // Reproducible: the same seed gives the same states.
+        const auto again = crash_states(log, CacheMode::kWriteback, options);
+        CHECK(again[0].applied == states[0].applied);
+        CHECK(again[2].applied == states[2].applied);
+    }
+    CHECK(seen.size() > 4);  // different seeds choose differently
+}
+
+TEST_CASE("a FUA write after the barrier is always kept", "[durability]") {
+    CrashModelOptions options;
+    options.volatile_cache = true;
+    for (std::uint64_t seed = 0; seed < 8; ++seed) {
+        options.seed = seed;
+        const auto states = crash_states(log_of("wfwuwf"), CacheMode::kNone, options);
+        const auto kept = extras(states.at(0));
+        CHECK(std::find(kept.begin(), kept.end(), 3) != kept.end());
+    }
+}
+
+TEST_CASE("with cache unsafe no flush is a barrier: any write of the run may be lost",
+          "[durability]") {
+    const LogIndex log = log_of("wwwwfwwwwf");
+    std::set<std::size_t> dropped;
+    for (std::uint64_t seed = 0; seed < 16; ++seed) {
+        CrashModelOptions options;
+        options.seed = seed;
+        const auto states = crash_states(log, CacheMode::kUnsafe, options);
+        REQUIRE(states.size() == 2);
+        for (const auto& state : states) {
+            CHECK(state.durable_prefix == 0);
+            const std::set<std::size_t> applied(state.applied.begin(), state.applied.end());
+            for (std::size_t i = 0; i <= static_cast<std::size_t>(state.flush_entry); ++i)
+                if (log.entries[i].changes_device() && !applied.count(i)) dropped.insert(i);
+        }
+    }
+    CHECK(dropped.count(0) == 1);  // even the run's first write, before two flushes
+}
+
+TEST_CASE("a log without flushes is crashed at its end", "[durability]") {
+    const auto states = crash_states(log_of("wwdw"), CacheMode::kNone, CrashModelOptions{});
+    REQUIRE(states.size() == 1);
+    CHECK(states[0].flush_entry == -1);
+    CHECK(states[0].applied.empty());
+    CHECK(crash_states(log_of(""), CacheMode::kNone, CrashModelOptions{}).empty());
+}
+
+TEST_CASE("more flushes than crash points are sampled evenly, first and last kept",
+          "[durability]") {
+    std::string pattern;
+    for (int i = 0; i < 200; ++i) pattern += "wf";
+    const LogIndex log = log_of(pattern);
+    const auto points = sample_flush_points(log, 50);
+    REQUIRE(points.size() == 50);
+    CHECK(points.front() == 1);
+    CHECK(points.back() == 399);
+    for (std::size_t k = 1; k < points.size(); ++k) {
+        CHECK(points[k] > points[k - 1]);
+        CHECK(points[k] - points[k - 1] <= 10);  // spread over the run, no gap > 2x the mean
+    }
+    CHECK(crash_states(log, CacheMode::kNone, CrashModelOptions{}).size() == 50);
+    CHECK(sample_flush_points(log_of("wfwf"), 50) == Positions{1, 3});
+}
+
+TEST_CASE("a crash state's JSON lists the entries chosen after the barrier", "[durability]") {
+    CrashState state;
+    state.flush_entry = 4;
+    state.log_offset = 9000;
+    state.durable_prefix = 2;
+    state.applied = {0, 1, 5, 7};
+    const auto json = to_json(state);
+    CHECK(json.at("flush_entry") == 4);
+    CHECK(json.at("applied_entries") == 4);
+    CHECK(json.at("extra_entries") == ds::Json::array({5, 7}));
+}
