@@ -17,6 +17,14 @@
 
 namespace ds::agent {
 
+// What a job does with its workload's preparation step (ds::WorkloadKind::
+// preparation; job.dataset, docs/agent-protocol.md).
+enum class DatasetMode {
+    kFresh,        // prepare, then run: a fresh disk
+    kPrepareOnly,  // prepare a golden volume, run nothing
+    kPrepared,     // the disk is a clone of a golden volume: run without preparing
+};
+
 struct WorkloadContext {
     ProcessRunner& runner;
     // Directory on the filesystem under test (the mount point: the `nocow`
@@ -36,6 +44,7 @@ struct WorkloadContext {
     // between retries. Its waits on what it started stay real waits of a
     // short slice each (common/clock.h).
     const Clock* clock = &real_clock();
+    DatasetMode dataset = DatasetMode::kFresh;
 };
 
 struct WorkloadOutput {
