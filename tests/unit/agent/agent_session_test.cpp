@@ -1114,19 +1114,25 @@ void blkid_finds(AgentUnderTest& t, std::string type) {
     };
 }
 
-}  // namespace
-
-TEST_CASE("agent: a prepare job formats and lays fio's files out, measuring nothing",
-          "[agent][golden]") {
-    AgentUnderTest t;
+// ext4_job() with job.dataset `dataset`, run to its result (after shutdown).
+Json result_with_dataset(AgentUnderTest& t, const std::string& dataset) {
     Json job = ext4_job();
-    job["dataset"] = "prepare";
+    job["dataset"] = dataset;
     t.start();
     t.hello_then_job(job);
     Json result = t.host.next_non_progress();
     REQUIRE(result["type"] == "result");
     t.host.send(protocol::kShutdown, Json::object());
     REQUIRE(t.finish().ok());
+    return result;
+}
+
+}  // namespace
+
+TEST_CASE("agent: a prepare job formats and lays fio's files out, measuring nothing",
+          "[agent][golden]") {
+    AgentUnderTest t;
+    const Json result = result_with_dataset(t, "prepare");
     CHECK(t.runner.command("mkfs.ext4").has_value());
     const auto fio = t.runner.last_command("fio");
     REQUIRE(fio.has_value());
@@ -1141,14 +1147,7 @@ TEST_CASE("agent: a prepared job checks the file system and neither formats nor 
           "[agent][golden]") {
     AgentUnderTest t;
     blkid_finds(t, "ext4");
-    Json job = ext4_job();
-    job["dataset"] = "prepared";
-    t.start();
-    t.hello_then_job(job);
-    Json result = t.host.next_non_progress();
-    REQUIRE(result["type"] == "result");
-    t.host.send(protocol::kShutdown, Json::object());
-    REQUIRE(t.finish().ok());
+    const Json result = result_with_dataset(t, "prepared");
     const std::string device = (t.tree.dev() / "sdb").string();
     CHECK(t.runner.command("blkid") ==
           std::vector<std::string>{"blkid", "-p", "-o", "value", "-s", "TYPE", device});

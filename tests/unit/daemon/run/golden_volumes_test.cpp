@@ -233,6 +233,19 @@ std::vector<RunRecord> execute_at_once(ExecutorFixture& fixture,
     return finished;
 }
 
+// `count` golden runs at once: each fails with the preparation's reason
+// (`reason`), and nothing is left.
+void check_preparation_failed(ExecutorFixture& fixture, int count, const std::string& reason) {
+    for (const RunRecord& run : execute_at_once(fixture, golden_sweep(fixture, count))) {
+        CHECK(run.status == RunStatus::kFailed);
+        CHECK_THAT(run.failure_reason, Contains("preparing the golden volume"));
+        CHECK_THAT(run.failure_reason, Contains(reason));
+    }
+    CHECK(fixture.storage.cloned().empty());
+    CHECK(fixture.storage.live_volumes().empty());
+    CHECK(fixture.hypervisor.live_vms().empty());
+}
+
 std::string job_dataset(const std::vector<Json>& received) {
     for (const Json& message : received) {
         if (message.value("type", "") == "job") return message.value("dataset", "fresh");
@@ -291,15 +304,7 @@ TEST_CASE("golden runs: a failed preparation fails each run with its reason, lea
     fixture.goldens = &goldens;
     fixture.hypervisor.set_guest_script(well_behaved_guest());
     fixture.storage.fail_create("thin pool is full");
-    const auto runs = golden_sweep(fixture, 2);
-    for (const RunRecord& run : execute_at_once(fixture, runs)) {
-        CHECK(run.status == RunStatus::kFailed);
-        CHECK_THAT(run.failure_reason, Contains("preparing the golden volume"));
-        CHECK_THAT(run.failure_reason, Contains("thin pool is full"));
-    }
-    CHECK(fixture.storage.cloned().empty());
-    CHECK(fixture.storage.live_volumes().empty());
-    CHECK(fixture.hypervisor.live_vms().empty());
+    check_preparation_failed(fixture, 2, "thin pool is full");
 }
 
 TEST_CASE("golden runs: a guest that fails the preparation fails the runs, the golden removed",
@@ -311,12 +316,8 @@ TEST_CASE("golden runs: a guest that fails the preparation fails the runs, the g
     // A preparation's result the daemon refuses (a timing that is no number).
     behaviour.result_patch = Json{{"timings", {{"prepare_s", "not a number"}}}};
     fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
-    const auto runs = golden_sweep(fixture, 1);
-    const RunRecord run = execute_at_once(fixture, runs).front();
-    CHECK(run.status == RunStatus::kFailed);
-    CHECK_THAT(run.failure_reason, Contains("preparing the golden volume"));
+    check_preparation_failed(fixture, 1, "prepare_s");
     CHECK(fixture.storage.sealed().empty());
-    CHECK(fixture.storage.live_volumes().empty());
 }
 
 TEST_CASE("golden runs: without a golden cache a golden workload fails, saying why",
