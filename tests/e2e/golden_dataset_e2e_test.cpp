@@ -120,3 +120,41 @@ TEST_CASE("golden dataset: runs clone one prepared volume and skip mkfs and fio'
         CHECK(entry.path().filename().string().find("golden") == std::string::npos);
     }
 }
+
+TEST_CASE("golden dataset: sysbench-oltp runs skip sysbench prepare on a cloned datadir",
+          "[e2e][golden][mariadb]") {
+    const std::string image = ds::test::test_image_dir();  // skips without a guest image
+    DaemonFixture daemon({"--image-dir", image, "--accel", "tcg", "--boot-timeout", "120"});
+    REQUIRE(daemon.ready());
+    const auto path = ds::test::write_temp_file("golden-sysbench.toml", R"(name = "e2e-golden-oltp"
+repetitions = 2
+[matrix]
+storage = "file"
+filesystem = "ext4"
+disk_size = "512m"
+[[workload]]
+name = "oltp"
+kind = "sysbench-oltp"
+dataset = "golden"
+tables = 1
+table_size = 2000
+time = "2s"
+)");
+    const auto started = std::chrono::steady_clock::now();
+    auto submitted = daemon.hostctl({"sweep", "submit", path, "--wait"}, std::chrono::seconds(900));
+    std::printf("golden sysbench sweep took %.1f s\n",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    INFO(submitted.out << submitted.err << daemon.log());
+    const auto runs = ds::test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 2);
+    for (const RunRow& run : runs) {
+        INFO(run.failure_reason << "\n" << run.applied.dump(1));
+        REQUIRE(run.status == "succeeded");
+        const Json& dataset = run.applied.at("dataset");
+        CHECK(dataset.at("source") == "golden");
+        std::printf("sysbench golden: prepare_s %.1f, preparation %.1f s, clone %.3f s\n",
+                    dataset.at("prepare_s").get<double>(),
+                    dataset.at("preparation_s").get<double>(), dataset.at("clone_s").get<double>());
+        CHECK(run.metrics.at("tps") > 0);
+    }
+}
