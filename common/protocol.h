@@ -50,6 +50,10 @@ inline constexpr std::string_view kAck = "ack";
 // The hello capability of an agent that can stop before its trim and wait
 // for the host's `trim` (an agent on a stream; not the one-shot agent).
 inline constexpr std::string_view kTrimCapability = "trim";
+// The agent knows job.dataset ("prepare", "prepared": golden volumes). The
+// host sends it only to an agent that announces this: an older agent would
+// ignore it and format a golden volume's clone.
+inline constexpr std::string_view kDatasetCapability = "dataset";
 
 // Serialises one message: {"v":kVersion,"type":type, ...payload} + '\n'.
 // `payload` must be an object; its "v"/"type" keys are overwritten.

@@ -613,13 +613,34 @@ Json to_json(const Workload& workload) {
     if (workload.timeout_s > 0) json["timeout_s"] = workload.timeout_s;
     if (!workload.tuning.empty()) json["tuning"] = workload.tuning;
     if (!workload.variant_of.empty()) json["variant_of"] = workload.variant_of;
+    if (workload.dataset != DatasetSource::kFresh) json["dataset"] = to_string(workload.dataset);
     return json;
 }
+
+std::string_view to_string(DatasetSource source) {
+    return source == DatasetSource::kGolden ? "golden" : "fresh";
+}
+
+namespace {
+
+Status read_dataset(const Json& json, DatasetSource& into) {
+    std::string text = "fresh";
+    DS_TRY(read_string(json, "dataset", text));
+    if (text != "fresh" && text != "golden") {
+        return make_error(errc::kInvalidArgument,
+                          "workload 'dataset' is \"" + text + "\", expected fresh or golden");
+    }
+    into = text == "golden" ? DatasetSource::kGolden : DatasetSource::kFresh;
+    return ok_status();
+}
+
+}  // namespace
 
 Result<Workload> workload_from_json(const Json& json) {
     if (!json.is_object()) return make_error(errc::kInvalidArgument, "workload must be an object");
     DS_TRY(reject_unknown_keys(
-        json, {"name", "kind", "params", "filesystems", "timeout_s", "tuning", "variant_of"},
+        json,
+        {"name", "kind", "params", "filesystems", "timeout_s", "tuning", "variant_of", "dataset"},
         "workload"));
     Workload workload;
     DS_TRY(read_string(json, "name", workload.name));
@@ -627,6 +648,7 @@ Result<Workload> workload_from_json(const Json& json) {
     DS_TRY(read_string(json, "tuning", workload.tuning));
     DS_TRY(read_string(json, "variant_of", workload.variant_of));
     DS_TRY(read_string_list(json, "filesystems", workload.filesystems));
+    DS_TRY(read_dataset(json, workload.dataset));
     if (const auto it = json.find("timeout_s"); it != json.end()) {
         if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
             it->get<std::int64_t>() > std::numeric_limits<int>::max())

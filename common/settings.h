@@ -139,6 +139,12 @@ std::vector<std::string> durability_risks(const StorageConfig&);
 // A benchmark to run on a configuration. `params` are the workload kind's own
 // options (for fio: fio's option names and meanings, within the guards of
 // common/fio_options.h; for io: the table of common/io_options.h).
+// Where a run's data disk comes from (spec `dataset`, docs/spec.md): a
+// fresh volume the run formats and fills itself, or a clone of a golden
+// volume prepared once per sweep and configuration (docs/golden-volumes.md).
+enum class DatasetSource { kFresh, kGolden };
+std::string_view to_string(DatasetSource);  // "fresh" "golden"
+
 struct Workload {
     std::string name;  // unique within a sweep
     std::string kind;  // "fio" | "io" | "mariadb-atis" | "sysbench-oltp"
@@ -154,11 +160,14 @@ struct Workload {
     // workload as written (the tuning "defaults").
     std::string tuning{};
     std::string variant_of{};
+    // Spec `dataset`: only kinds with a preparation step
+    // (WorkloadKind::preparation) may be kGolden.
+    DatasetSource dataset = DatasetSource::kFresh;
 
     bool operator==(const Workload&) const = default;
 };
-// {"name","kind","params"} plus "filesystems", "timeout_s", "tuning" and
-// "variant_of" when set (so workloads without them serialise as before).
+// {"name","kind","params"} plus "filesystems", "timeout_s", "tuning",
+// "variant_of" and "dataset" ("golden") when set (so workloads without them serialise as before).
 Json to_json(const Workload&);
 Result<Workload> workload_from_json(const Json&);
 

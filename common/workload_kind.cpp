@@ -71,6 +71,9 @@ WorkloadKind fio_kind() {
     };
     kind.option_rules = OptionRules::kFioCommandLine;
     kind.runs_on_host = true;
+    // Every option may shape the files fio lays out (size, numjobs, nrfiles,
+    // a job file): all of them, and the name its files are named after.
+    kind.preparation = {"lay out the job's files (fio --create_only=1)", {"*"}, true};
     return kind;
 }
 
@@ -120,6 +123,10 @@ WorkloadKind sysbench_oltp_kind() {
     kind.ranked_view = {
         {{"tps", "TPS"}, {"latency_p95_ms", "p95 ms"}, {"latency_p99_ms", "p99 ms"}},
         "sysbench OLTP transactions per second (higher is better), highest first"};
+    // The server's variables shape the datadir (page size, file per table).
+    kind.preparation = {"sysbench prepare (create and load the tables)",
+                        {"server", "test", "tables", "table_size"},
+                        false};
     return kind;
 }
 
@@ -197,6 +204,25 @@ std::vector<std::string_view> workload_kind_names() {
     std::vector<std::string_view> names;
     for (const WorkloadKind& kind : workload_kinds()) names.push_back(kind.name);
     return names;
+}
+
+std::string prepared_dataset_key(const Workload& workload) {
+    const WorkloadKind* kind = find_workload_kind(workload.kind);
+    if (kind == nullptr || kind->preparation.step.empty()) return "";
+    const DatasetPreparation& preparation = kind->preparation;
+    Json key = {{"kind", workload.kind}};
+    if (preparation.by_name) key["name"] = workload.name;
+    const bool all = std::find(preparation.params.begin(), preparation.params.end(), "*") !=
+                     preparation.params.end();
+    Json params = Json::object();
+    for (const auto& [name, value] : workload.params.items()) {
+        if (all || std::find(preparation.params.begin(), preparation.params.end(), name) !=
+                       preparation.params.end()) {
+            params[name] = value;
+        }
+    }
+    key["params"] = std::move(params);
+    return key.dump();  // nlohmann's objects are sorted: one text per content
 }
 
 PrimaryMetric judged_metric(const WorkloadKind& kind, const Json& params) {

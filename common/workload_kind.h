@@ -82,6 +82,20 @@ struct RankedView {
     std::string_view title;  // what the numbers are and how rows are ranked
 };
 
+// The step of a kind that fills the data disk before it is measured, which a
+// golden volume (spec `dataset = "golden"`) does once per sweep and
+// configuration instead of in every run. A kind without one (`step` "")
+// cannot use a golden volume.
+struct DatasetPreparation {
+    // What the step does, as docs/spec.md says it: "sysbench prepare".
+    std::string_view step;
+    // The params the prepared data depends on: runs whose workloads agree on
+    // these (and on the kind) share a golden volume. `by_name`: also the
+    // workload's name (fio names its files after it).
+    std::vector<std::string_view> params;
+    bool by_name = false;
+};
+
 struct WorkloadKind {
     std::string_view name;
     std::vector<WorkloadOptionDef> options;
@@ -109,6 +123,9 @@ struct WorkloadKind {
     // (ledger; daemon/run/ack_ledger.h), and its output's "acknowledged"
     // metric counts them.
     bool acknowledges = false;
+    // Its preparation step, for golden volumes (none: dataset = "golden" is
+    // refused).
+    DatasetPreparation preparation;
 };
 
 // The rule of WorkloadOptionDef::variant: an option given for another
@@ -121,6 +138,11 @@ Status check_variant_options(const WorkloadKind& kind, const Json& params);
 std::string variant_in_effect(const WorkloadKind& kind, const Json& params);
 // Whether `option` may be given with `params` (its variant is in effect).
 bool option_applies(const WorkloadOptionDef& option, const WorkloadKind& kind, const Json& params);
+
+// The part of `workload` a golden volume's data depends on (kind, the
+// preparation's params, the name where it counts), as a canonical string;
+// "" when its kind has no preparation step.
+std::string prepared_dataset_key(const Workload& workload);
 
 // In the order specs' error messages list them: fio, io, mariadb-atis,
 // sysbench-oltp, ledger.

@@ -385,6 +385,8 @@ class Daemon {
     EventBus events_;
     std::atomic<bool> shutting_down_{false};
     RealProcessRunner host_processes_;
+    // Before the scheduler: its workers use them until it stops.
+    std::optional<GoldenVolumes> goldens_;
     std::optional<Scheduler> scheduler_;
     std::optional<http::UnixServer> server_;
 };
@@ -492,10 +494,12 @@ RunEnvironment Daemon::run_environment() {
     };
     environment.accel = accel_.accel;
     environment.host_processes = &host_processes_;
+    environment.goldens = &*goldens_;
     return environment;
 }
 
 void Daemon::start_scheduler() {
+    goldens_.emplace(*names_);
     auto executor = std::make_shared<RunExecutor>(run_environment());
     scheduler_.emplace(
         *store_, events_,
@@ -505,6 +509,13 @@ void Daemon::start_scheduler() {
                                      cancelled);
         },
         hosts_.total_parallel());
+    scheduler_->on_sweep_finished([&goldens = *goldens_](std::int64_t sweep_id) {
+        for (const std::string& problem : goldens.release_sweep(sweep_id)) {
+            log_line(
+                "sweep " + std::to_string(sweep_id) +
+                ": cannot remove golden volume (recovery retries at the next start): " + problem);
+        }
+    });
     scheduler_->start();
 }
 

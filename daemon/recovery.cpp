@@ -77,8 +77,13 @@ void remove_leftover_volumes(const ResourceNames& names, StorageBackend& storage
         log("recovery: " + report.problems.back());
         return;
     }
+    // Clones before the golden volumes they may depend on (RBD).
+    std::stable_partition(volumes->begin(), volumes->end(), [&](const std::string& volume) {
+        return !names.is_golden_volume(volume);
+    });
     for (const auto& volume : volumes.value()) {
-        const Status removed = storage.remove_volume(volume);
+        const Status removed = names.is_golden_volume(volume) ? storage.remove_golden(volume)
+                                                              : storage.remove_volume(volume);
         if (removed.ok()) {
             ++report.volumes_removed;
         } else {

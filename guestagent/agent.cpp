@@ -10,6 +10,7 @@
 #include "common/protocol.h"
 #include "common/text.h"
 #include "common/version.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
 #include "guestagent/crash_check.h"
 #include "guestagent/log.h"
@@ -244,6 +245,16 @@ Result<bool> parse_check(const Json& message) {
     return check->get<bool>();
 }
 
+// job.dataset: "fresh" when absent.
+Result<DatasetMode> parse_dataset(const Json& message) {
+    auto text = string_field(message, "dataset", "job.dataset", std::string("fresh"));
+    if (!text) return text.error();
+    if (*text == "fresh") return DatasetMode::kFresh;
+    if (*text == "prepare") return DatasetMode::kPrepareOnly;
+    if (*text == "prepared") return DatasetMode::kPrepared;
+    return bad_field("job.dataset", "'" + *text + "' is not one of fresh, prepare, prepared");
+}
+
 // How long each phase of a job took, in seconds: result.timings.
 struct PhaseTimings {
     double tune_s = 0;
@@ -269,6 +280,7 @@ std::vector<std::string> agent_capabilities() {
     capabilities.emplace_back("block");
     capabilities.emplace_back(kCheckCapability);
     for (const auto type : filesystem_types()) capabilities.emplace_back(type);
+    capabilities.emplace_back(protocol::kDatasetCapability);
     return capabilities;
 }
 
@@ -305,6 +317,15 @@ Result<AgentJob> parse_job(const Json& message) {
     job.check = *check;
     if (job.check && (job.workload.kind != "ledger" || job.trim)) {
         return bad_field("job.check", "checks a ledger workload's crash image, without trim");
+    }
+
+    auto dataset = parse_dataset(message);
+    if (!dataset) return dataset.error();
+    job.dataset = *dataset;
+    const WorkloadKind* kind = find_workload_kind(job.workload.kind);
+    if (job.dataset != DatasetMode::kFresh && (kind == nullptr || kind->preparation.step.empty())) {
+        return bad_field("job.dataset", "workload kind '" + job.workload.kind +
+                                            "' has no preparation step, so no prepared dataset");
     }
     return job;
 }
@@ -401,8 +422,15 @@ Result<SessionEnd> Agent::run_session() {
 
     log_line("job " + job->run_id + ": " + job->filesystem.type + " / " + job->workload.name);
     JobOutcome outcome = run_job(*job);
-    unmount_if_mounted();
+    const Status unmounted = unmount_if_mounted();
     system_.sync();
+    // A golden volume must be clean: every clone mounts what it holds.
+    if (!unmounted && job->dataset == DatasetMode::kPrepareOnly &&
+        std::holds_alternative<Json>(outcome)) {
+        outcome = PhaseFailure{
+            std::string(kPhaseMount),
+            "cannot unmount the prepared golden volume: " + unmounted.error().message, ""};
+    }
 
     auto end = report_outcome(*job, std::move(outcome));
     if (!end) return end.error();
@@ -483,7 +511,9 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     timings.tune_s = seconds_since_rounded_to_ms(tune_start, clock_);
 
     const auto format_start = clock_.now();
-    if (auto status = format(job, device_path); !status) return fail(kPhaseFormat, status.error());
+    if (auto status = format_or_check(job, device_path); !status) {
+        return fail(kPhaseFormat, status.error());
+    }
     timings.format_s = seconds_since_rounded_to_ms(format_start, clock_);
 
     const auto mount_start = clock_.now();
@@ -493,8 +523,12 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     timings.mount_s = seconds_since_rounded_to_ms(mount_start, clock_);
 
     const auto post_format_start = clock_.now();
-    if (auto status = run_post_format_steps(job); !status) {
-        return fail(kPhasePostFormat, status.error());
+    // A prepared disk had its steps done with the golden volume (nocow's +C
+    // stays on the directory: the readback shows it).
+    if (job.dataset != DatasetMode::kPrepared) {
+        if (auto status = run_post_format_steps(job); !status) {
+            return fail(kPhasePostFormat, status.error());
+        }
     }
     timings.post_format_s = seconds_since_rounded_to_ms(post_format_start, clock_);
 
@@ -502,6 +536,9 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
     auto workload_output = run_workload(job);
     if (!workload_output) return bench_failure(workload_output.error());
     timings.bench_s = seconds_since_rounded_to_ms(bench_start, clock_);
+    if (job.dataset == DatasetMode::kPrepareOnly) {
+        return preparation_result(job, timings_json(timings), std::move(*workload_output));
+    }
     auto metrics = metrics_from_workload_output(job.workload.kind, workload_output->output);
     if (!metrics) return fail(kPhaseBench, metrics.error());
 
@@ -522,6 +559,20 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
                 {"output", std::move(workload_output->output)},
                 {"metrics", std::move(metrics_json)},
                 {"readback", std::move(readback)},
+                {"versions",
+                 {{"kernel", kernel_},
+                  {"fio", fio_version_},
+                  {"agent", std::string(disksweep_version())}}}};
+}
+
+Json Agent::preparation_result(const AgentJob& job, Json timings, WorkloadOutput output) {
+    timings["prepare_s"] = timings["bench_s"];
+    timings.erase("bench_s");
+    return Json{{"run_id", job.run_id},
+                {"timings", std::move(timings)},
+                {"output", std::move(output.output)},
+                {"metrics", Json::object()},
+                {"readback", Json::object()},
                 {"versions",
                  {{"kernel", kernel_},
                   {"fio", fio_version_},
@@ -620,6 +671,32 @@ Result<std::string> Agent::locate_data_disk() {
     }
 }
 
+Status Agent::format_or_check(const AgentJob& job, const std::string& device_path) {
+    if (job.dataset == DatasetMode::kPrepared) return check_prepared_filesystem(job, device_path);
+    return format(job, device_path);
+}
+
+Status Agent::check_prepared_filesystem(const AgentJob& job, const std::string& device_path) {
+    const std::string& wanted = job.filesystem.type;
+    send_progress(kPhaseFormat,
+                  "prepared dataset: checking that " + device_path + " holds " + wanted, 0);
+    // -p: probe the device itself, not blkid's cache. Exit 2: nothing found.
+    auto probed = runner_.run({"blkid", "-p", "-o", "value", "-s", "TYPE", device_path},
+                              options_.command_timeout);
+    if (!probed) return probed.error();
+    if (probed->exit_code != 0 && probed->exit_code != 2) {
+        return make_error(errc::kAgent, "blkid -p " + device_path + " failed (exit " +
+                                            std::to_string(probed->exit_code) +
+                                            "): " + probed->stderr_text);
+    }
+    const std::string found = trim_trailing(probed->stdout_text);
+    if (found == wanted) return ok_status();
+    return make_error(errc::kSettingsMismatch,
+                      "the prepared dataset's disk " + device_path + " holds " +
+                          (found.empty() ? "no file system" : "a " + found + " file system") +
+                          ", not the configured " + wanted);
+}
+
 Status Agent::format(const AgentJob& job, const std::string& device_path) {
     const std::string& type = job.filesystem.type;
     if (!filesystem_registered(options_.roots, type)) {
@@ -680,7 +757,8 @@ Result<WorkloadOutput> Agent::run_workload(const AgentJob& job) {
             send_progress(kPhaseBench, message, elapsed_s, fraction);
         },
         &clock_,
-        [&](long long id) { send_ack(job.run_id, id); }};
+        [&](long long id) { send_ack(job.run_id, id); },
+        job.dataset};
     log_line("running " + job.workload.kind + " workload " + job.workload.name + " in " +
              options_.mount_point + " (time limit " + std::to_string(job.timeout_s) + " s)");
     return entry->run(job.workload, context);
@@ -713,8 +791,8 @@ void Agent::read_back_filesystem(const AgentJob& job, Json& readback) {
     }
 }
 
-void Agent::unmount_if_mounted() {
-    if (!mounted_) return;
+Status Agent::unmount_if_mounted() {
+    if (!mounted_) return ok_status();
     mounted_ = false;
     // A workload stopped at its time limit may leave processes behind (fio's
     // job processes survive the kill of fio's process group), or ones still
@@ -724,7 +802,7 @@ void Agent::unmount_if_mounted() {
     bool killed_users = false;
     for (;;) {
         auto status = system_.unmount(options_.mount_point);
-        if (status) return;
+        if (status) return ok_status();
         if (!killed_users) {
             // What the stopped workload left running (fio's setsid'ed job
             // processes) holds the file system: stop it.
@@ -735,7 +813,7 @@ void Agent::unmount_if_mounted() {
         }
         if (clock_.now() >= deadline) {
             log_line("cannot unmount the data disk: " + status.error().message);
-            return;
+            return status.error();
         }
         clock_.sleep_for(kUnmountRetryInterval);
     }

@@ -73,6 +73,11 @@ struct AgentJob {
     // (guestagent/crash_check.h) instead of formatting and running the
     // workload. The result's output is the check's report.
     bool check = false;
+    // job.dataset: "fresh" (absent), "prepare" (format, post-format steps and
+    // the workload's preparation only: a golden volume) or "prepared" (the
+    // disk is a golden volume's clone: check its file system type, mount,
+    // run without formatting or preparing).
+    DatasetMode dataset = DatasetMode::kFresh;
 };
 
 // Checks a decoded job message field by field. errc::kInvalidArgument naming
@@ -132,12 +137,21 @@ class Agent {
     Result<SessionEnd> report_outcome(const AgentJob& job, JobOutcome outcome);
     Result<std::string> locate_data_disk();
     Status format(const AgentJob& job, const std::string& device_path);
+    // A prepared disk must hold the job's file system type (blkid): an
+    // errc::kSettingsMismatch naming both otherwise.
+    Status check_prepared_filesystem(const AgentJob& job, const std::string& device_path);
+    // The format phase of a job: mkfs, or the check of a prepared disk.
+    Status format_or_check(const AgentJob& job, const std::string& device_path);
+    // The result of a job.dataset "prepare": no metrics, its timings with
+    // the preparation as prepare_s.
+    Json preparation_result(const AgentJob& job, Json timings, WorkloadOutput output);
     Status run_post_format_steps(const AgentJob& job);
     Result<WorkloadOutput> run_workload(const AgentJob& job);
     // btrfs profiles and the mount point's attributes, added to `readback`
     // (left out, with a log line, when the command fails).
     void read_back_filesystem(const AgentJob& job, Json& readback);
-    void unmount_if_mounted();
+    // ok when nothing is mounted (any more); else why it stays mounted.
+    Status unmount_if_mounted();
     void await_shutdown();
 
     Channel& channel_;

@@ -419,10 +419,12 @@ class Session {
     Status start_server(const Json& server, Json& readback, std::string& version) {
         DS_TRY(write_server_files(server));
         const std::string defaults = "--defaults-file=" + paths_.config;
-        DS_TRY(
-            run_checked({"mariadb-install-db", defaults, "--auth-root-authentication-method=normal",
-                         "--skip-test-db", "--skip-name-resolve"},
-                        "creating the datadir " + paths_.datadir + " with mariadb-install-db"));
+        // A golden volume's clone has the datadir already.
+        if (ctx_.dataset != DatasetMode::kPrepared)
+            DS_TRY(run_checked(
+                {"mariadb-install-db", defaults, "--auth-root-authentication-method=normal",
+                 "--skip-test-db", "--skip-name-resolve"},
+                "creating the datadir " + paths_.datadir + " with mariadb-install-db"));
         DS_TRY(launch_server(defaults));
         auto shown = show_variables(defaults);
         if (!shown) return shown.error();
@@ -714,6 +716,28 @@ Result<WorkloadOutput> run_mariadb_atis(const Workload& workload, WorkloadContex
     return result;
 }
 
+namespace {
+
+// `sysbench ... prepare` (the tables, loaded); its seconds.
+Result<double> sysbench_prepare(Session& session, const std::vector<std::string>& common) {
+    const std::string dir = session.paths().dir;
+    const std::string prepare_out = dir + "/sysbench-prepare.out";
+    const auto prepare_start = session.now();
+    auto prepare_argv = common;
+    prepare_argv.push_back("prepare");
+    auto prepared =
+        session.run(to_file(dir, prepare_out, prepare_argv), "sysbench prepare", prepare_out);
+    if (!prepared) return prepared.error();
+    if (prepared->exit_code != 0) {
+        return session.failure(
+            "sysbench prepare (exit " + std::to_string(prepared->exit_code) + ")",
+            prepared->stderr_text + tail(read_file(prepare_out), 600));
+    }
+    return seconds_between(prepare_start, session.now());
+}
+
+}  // namespace
+
 Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadContext& ctx) {
     DS_TRY(check_sysbench_oltp_params(workload.params));
     const Json& params = workload.params;
@@ -735,19 +759,15 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadConte
         "--tables=" + std::to_string(params.value("tables", 1LL)),
         "--table-size=" + std::to_string(params.value("table_size", 10000LL))};
     const std::string dir = session.paths().dir;
-    const std::string prepare_out = dir + "/sysbench-prepare.out";
-    const auto prepare_start = session.now();
-    auto prepare_argv = common;
-    prepare_argv.push_back("prepare");
-    auto prepared =
-        session.run(to_file(dir, prepare_out, prepare_argv), "sysbench prepare", prepare_out);
-    if (!prepared) return prepared.error();
-    if (prepared->exit_code != 0) {
-        return session.failure(
-            "sysbench prepare (exit " + std::to_string(prepared->exit_code) + ")",
-            prepared->stderr_text + tail(read_file(prepare_out), 600));
+    double prepare_s = 0;
+    if (ctx.dataset != DatasetMode::kPrepared) {
+        DS_ASSIGN_OR_RETURN(prepare_s, sysbench_prepare(session, common));
     }
-    const double prepare_s = seconds_between(prepare_start, session.now());
+    if (ctx.dataset == DatasetMode::kPrepareOnly) {
+        DS_TRY(session.stop_server());
+        result.output = Json{{"server_version", version}, {"prepare_s", prepare_s}};
+        return result;
+    }
 
     // --histogram=on: the report then carries the latency histogram, from
     // which the parser takes p50 and p99 (sysbench's own line is p95).
@@ -770,6 +790,7 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadConte
     DS_TRY(session.stop_server());
     result.output =
         Json{{"stdout", stdout_text}, {"server_version", version}, {"prepare_s", prepare_s}};
+    if (ctx.dataset == DatasetMode::kPrepared) result.output["dataset"] = "prepared";
     session.report("sysbench run finished", 1.0);
     return result;
 }

@@ -17,6 +17,14 @@
 
 namespace ds::agent {
 
+// What a job does with its workload's preparation step (ds::WorkloadKind::
+// preparation; job.dataset, docs/agent-protocol.md).
+enum class DatasetMode {
+    kFresh,        // prepare, then run: a fresh disk
+    kPrepareOnly,  // prepare a golden volume, run nothing
+    kPrepared,     // the disk is a clone of a golden volume: run without preparing
+};
+
 struct WorkloadContext {
     ProcessRunner& runner;
     // Directory on the filesystem under test (the mount point: the `nocow`
@@ -40,6 +48,7 @@ struct WorkloadContext {
     // moment it is acknowledged, on the runner's thread; the agent sends it
     // to the host at once. Unset: nobody listens.
     std::function<void(long long id)> acknowledge;
+    DatasetMode dataset = DatasetMode::kFresh;
 };
 
 struct WorkloadOutput {

@@ -141,6 +141,11 @@ Result<WorkloadOutput> run_fio_workload(const Workload& workload, WorkloadContex
     auto argv = build_fio_command(workload.name, workload.params, FioDirectory{ctx.work_dir},
                                   *job_file_path, *log_prefix);
     if (!argv) return argv.error();
+    // After "fio --output-format=json --name=NAME" (or "--directory=DIR"
+    // before a job file, where it is global): only lay the files out. A
+    // prepared disk needs nothing: fio keeps files of the size it wants.
+    if (ctx.dataset == DatasetMode::kPrepareOnly)
+        argv->insert(argv->begin() + 3, "--create_only=1");
     const auto planned_s = planned_fio_seconds(workload.params);
     const auto limit = time_limit_of(ctx);
     const auto start = ctx.clock->now();

@@ -268,6 +268,7 @@ ExitCode print_compare(Invocation& invocation, long sweep_id, CompareView view,
     } else {
         invocation.out << (view == CompareView::kAll ? format_compare_wide(reply.body)
                                                      : format_compare_table(reply.body));
+        invocation.out << format_golden_datasets(reply.body);
     }
     return ExitCode::kOk;
 }

@@ -477,6 +477,20 @@ std::vector<std::vector<std::string>> aligned_metric_cells(
 
 }  // namespace
 
+std::string format_golden_datasets(const Json& compare) {
+    const Json& golden = field(compare, "golden_datasets");
+    if (!golden.is_object()) return "";
+    const auto seconds = [&golden](const char* key) {
+        const Json& value = field(golden, key);
+        return (value.is_number() ? format_fixed(value.get<double>(), 1) : std::string("?")) + " s";
+    };
+    return "golden datasets: " + text_field(golden, "runs") + " runs cloned from " +
+           text_field(golden, "golden_volumes") + " golden volume(s); preparation avoided " +
+           seconds("avoided_s") + ", golden preparation " + seconds("preparation_s") +
+           " (its guest's boot included), clones " + seconds("clone_s") + ": saved " +
+           seconds("saved_s") + "\n";
+}
+
 std::string format_compare_wide(const Json& compare) {
     const Json& rows = field(compare, "rows");
     std::string sweep_id = text_field(compare, "sweep_id");

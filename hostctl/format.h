@@ -87,6 +87,10 @@ std::string format_compare_wide(const Json& compare);
 // The same as CSV with separate n/mean/stddev/ci95 columns per metric and
 // full-precision numbers; just the header line when there are no rows.
 std::string format_compare_csv(const Json& compare);
+// The compare reply's "golden_datasets" as one line: how many runs cloned
+// how many golden volumes and the seconds that saved (or cost); "" when no
+// run of the sweep used one.
+std::string format_golden_datasets(const Json& compare);
 // GET /v1/runs/{id} reply: scalar fields, then each object field as an
 // aligned section; raw_output only by size (it is in --json).
 std::string format_run(const Json& reply);

@@ -94,6 +94,8 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          {{"dir", false, "directory of the volume files (default: the daemon's volume-dir)"}},
          "one raw (sparse) or qcow2 file per run",
          "the file's allocated blocks (st_blocks)",
+         "a reflink copy (FICLONE) where the volume directory's file system shares extents, "
+         "else a sparse copy (SEEK_DATA/SEEK_HOLE)",
          make_file_storage},
         {"block",
          "DEVICE",
@@ -103,6 +105,7 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          "a spare disk, partition or loop device, given whole to one run at a time and wiped "
          "by each (refused while mounted or in use)",
          "a loop device's backing file's allocated blocks; other devices: not measured",
+         "",
          make_block_storage},
         {"lvm-thin",
          "VG/POOL",
@@ -111,10 +114,14 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          {},
          "one thin LV per run in an existing thin pool (lvm2 + thin-provisioning-tools)",
          "the thin LV's data_percent of its size",
+         "a thin snapshot (lvcreate --snapshot without a size)",
          make_lvm_thin},
         {"rbd", "POOL", true, DiskSourceKind::kRbd, rbd_options(),
          "one Ceph RBD image per run (the rbd and ceph tools of ceph-common)",
-         "the image's used size (rbd du)", make_rbd},
+         "the image's used size (rbd du)",
+         "an RBD clone of the golden image's protected snapshot (rbd snap create, snap protect, "
+         "clone)",
+         make_rbd},
         {"pve",
          "STORAGE",
          true,
@@ -122,6 +129,7 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          {},
          "a Proxmox VE storage (local-lvm, RBD, directory): PVE allocates each run's disk in "
          "the VM's config and purges it with the VM",
+         "",
          "",
          make_pve_storage},
     };

@@ -66,6 +66,10 @@ struct StorageKindDef {
     // How StorageBackend::allocated_bytes measures a volume (what a discard
     // frees), "" when it cannot: docs/spec.md's Storages table says it.
     std::string_view allocation;
+    // How StorageBackend::clone_volume makes a run's volume of a golden one
+    // (spec `dataset = "golden"`), "" when it cannot: the spec parser refuses
+    // golden datasets on such a storage, docs/spec.md's Storages table says it.
+    std::string_view golden_clone;
     std::function<Result<std::unique_ptr<StorageBackend>>(const StorageLine&,
                                                           const StorageContext&)>
         make;

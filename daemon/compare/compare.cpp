@@ -16,6 +16,7 @@
 #include "common/workload_output.h"
 #include "daemon/compare/comparison.h"
 #include "daemon/compare/stats.h"
+#include "daemon/run/golden_volumes.h"
 #include "daemon/spec/spec.h"
 
 namespace ds {
@@ -565,6 +566,23 @@ Json primary_metric_json(const std::vector<CompareRow>& rows, const CompareOptio
 
 }  // namespace
 
+namespace {
+
+// golden_savings of the sweep's runs: null when none cloned a golden volume.
+Result<Json> sweep_golden_savings(Store& store, std::int64_t sweep_id) {
+    DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep_id, RawOutput::kOmit));
+    std::vector<Json> records;
+    for (const RunRecord& run : runs) {
+        if (const auto found = run.applied_settings.find("dataset");
+            found != run.applied_settings.end()) {
+            records.push_back(*found);
+        }
+    }
+    return golden_savings(records);
+}
+
+}  // namespace
+
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options) {
     Result<SweepRecord> sweep = store.get_sweep(sweep_id);
     DS_TRY(sweep);
@@ -593,6 +611,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
     for (const std::string& key : rows_out.partitions)
         partitions_json.push_back(partition_from_key(key));
     Json ranking = ranking_json(rows, rows_out.rows);
+    DS_ASSIGN_OR_RETURN(Json golden_datasets, sweep_golden_savings(store, sweep_id));
 
     return Json{
         {"sweep_id", sweep_id},
@@ -612,6 +631,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
         {"workload_kinds", kinds},
         {"primary_metric", primary},
         {"ranking", std::move(ranking)},
+        {"golden_datasets", std::move(golden_datasets)},
     };
 }
 

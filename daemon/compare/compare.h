@@ -129,8 +129,11 @@ Json partition_from_key(const std::string& partition_key);
 //    the scale of the ratios, so the order agrees with theirs; ascending
 //    when lower_is_better; rows without one last); ties in row order. "row"
 //    indexes "rows".
+//  * "golden_datasets" is ds::golden_savings of the runs'
+//    applied_settings.dataset: null unless runs cloned golden volumes.
 // Cost: independent of the number of runs (the store's aggregates) except
-// for the analysed metric's values, one per succeeded run.
+// for the analysed metric's values, one per succeeded run, and the runs'
+// applied settings for "golden_datasets".
 // Errors: kNotFound for an unknown sweep; the store's errors otherwise.
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options = {});
 

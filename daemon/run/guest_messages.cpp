@@ -58,6 +58,7 @@ constexpr std::array kTimingFields = {
     Field{"mount_s", Shape::kSeconds},
     Field{"post_format_s", Shape::kSeconds},
     Field{"bench_s", Shape::kSeconds},
+    Field{"prepare_s", Shape::kSeconds},  // a golden volume's preparation (job.dataset "prepare")
 };
 
 constexpr std::array kVersionFields = {

@@ -38,4 +38,16 @@ std::string ResourceNames::probe() const {
     return prefix_ + "probe";
 }
 
+std::string ResourceNames::golden_vm(std::int64_t sweep_id, int index) const {
+    return prefix_ + "g" + std::to_string(sweep_id) + "-" + std::to_string(index);
+}
+
+std::string ResourceNames::golden_volume(std::int64_t sweep_id, int index) const {
+    return golden_vm(sweep_id, index) + "-golden";
+}
+
+bool ResourceNames::is_golden_volume(std::string_view volume) const {
+    return volume.starts_with(prefix_ + "g") && volume.ends_with("-golden");
+}
+
 }  // namespace ds

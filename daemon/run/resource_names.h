@@ -31,6 +31,13 @@ class ResourceNames {
     std::string vm(std::int64_t run_id) const;             // prefix() + "r<run_id>"
     std::string volume(std::int64_t run_id) const;         // vm(run_id) + "-data"
     std::string probe() const;  // prefix() + "probe": the KVM probe's guest and volume
+    // The guest that prepares golden volume `index` of a sweep, and the
+    // volume: prefix() + "g<sweep_id>-<index>", and that + "-golden".
+    std::string golden_vm(std::int64_t sweep_id, int index) const;
+    std::string golden_volume(std::int64_t sweep_id, int index) const;
+    // Whether `volume` is a golden volume of this instance: recovery removes
+    // those last (with StorageBackend::remove_golden), after their clones.
+    bool is_golden_volume(std::string_view volume) const;
 
   private:
     explicit ResourceNames(std::string instance);

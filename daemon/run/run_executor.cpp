@@ -84,6 +84,16 @@ std::string without_console_location(const std::string& reason) {
     return reason.substr(0, location) + (tail == std::string::npos ? "" : reason.substr(tail));
 }
 
+// What an attempt is for.
+enum class AttemptMode {
+    kRun,        // a stored run
+    kHelloOnly,  // no job, no store: provision, boot, teardown (run_hello_probe)
+    // A run's golden volume (RunEnvironment::goldens): provision, boot, the
+    // job with dataset "prepare", teardown keeping the volume. On the run's
+    // host slot and under its id (progress, the guest's handle), untimed.
+    kGoldenPreparation,
+};
+
 // One attempt at one run: its state, and one method per phase. Methods
 // return the phase's outcome; execute() sequences them.
 class RunAttempt {
@@ -108,6 +118,20 @@ class RunAttempt {
     RunRecord execute_hello_only();
 
   private:
+    // The attempt that prepares this run's golden volume `volume` in a guest
+    // `vm` on this run's host.
+    RunAttempt golden_preparation(const std::string& vm, const std::string& volume) const;
+    // Provision, boot, job, teardown, seal: what a fresh run would spend on
+    // what the golden now holds (GoldenVolume::prepare_s), or why it failed
+    // (nothing of it is left then).
+    Result<double> execute_golden_preparation();
+    // Whether this run's volume is a clone of a golden volume.
+    bool uses_golden() const;
+    // The golden volume (prepared when first needed), cloned; applied_["dataset"].
+    Status provision_from_golden();
+    Result<GoldenVolume> prepare_golden(const std::string& vm, const std::string& volume);
+    // After a preparation's result: its seconds, from the guest's timings.
+    Status take_preparation_timings();
     // Marks the run running in the store. False when it must not start
     // (cancelled while queued, or the store failed); run_ then says why.
     bool start();
@@ -177,13 +201,16 @@ class RunAttempt {
     Json applied_ = Json::object();
     Json counters_before_;
     guest::ResultMessage result_;
-    bool agent_trims_ = false;  // hello announced "trim": the job asks for it
+    bool agent_trims_ = false;     // hello announced "trim": the job asks for it
+    bool agent_datasets_ = false;  // hello announced "dataset": golden volumes work
     std::uint64_t allocated_before_trim_ = 0;
     std::string not_measured_;      // why the discard effect was not measured, "" = it was
     std::string discard_mismatch_;  // the discard effect's mismatch, for verify()
     bool timed_out_ = false;        // the workload's time limit or the result deadline passed
     bool host_baseline_ = false;    // no guest: provision, host_job, teardown, record
-    bool hello_only_ = false;       // no job, no store: provision, boot, teardown
+    AttemptMode mode_ = AttemptMode::kRun;
+    bool keep_volume_ = false;  // teardown leaves the volume (a prepared golden)
+    double preparation_s_ = 0;  // kGoldenPreparation: what the guest spent preparing
     // Where the guest runs: the leased host's hypervisor, or the
     // environment's; null for host baselines and while not placed.
     Hypervisor* hypervisor_ = nullptr;
@@ -297,7 +324,11 @@ bool RunAttempt::start() {
 Status RunAttempt::prepare() {
     DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run_.config));
     config_ = config;
-    if (hello_only_) {
+    // Every flush must reach the golden volume before its guest is destroyed.
+    if (mode_ == AttemptMode::kGoldenPreparation && config_->cache == CacheMode::kUnsafe) {
+        config_->cache = CacheMode::kWriteback;
+    }
+    if (mode_ == AttemptMode::kHelloOnly) {
         image_ = env_.image;
         storage_ = env_.storage;
         return ok_status();
@@ -325,11 +356,105 @@ Status RunAttempt::prepare() {
 
 Status RunAttempt::provision() {
     DS_TRY(prepare());
-    DS_ASSIGN_OR_RETURN(auto volume, storage_->create_volume(run_.volume_name, *config_));
-    volume_ = volume;
+    if (uses_golden()) {
+        DS_TRY(provision_from_golden());
+    } else {
+        DS_ASSIGN_OR_RETURN(auto volume, storage_->create_volume(run_.volume_name, *config_));
+        volume_ = volume;
+        if (mode_ == AttemptMode::kRun && !host_baseline_)
+            applied_["dataset"] = {{"source", "fresh"}};
+    }
     applied_["storage"] = {{"backend", storage_->name()},
                            {"source", to_json(volume_->source)},
                            {"before", storage_->state(run_.volume_name)}};
+    return ok_status();
+}
+
+bool RunAttempt::uses_golden() const {
+    return mode_ == AttemptMode::kRun && !host_baseline_ && workload_ &&
+           workload_->dataset == DatasetSource::kGolden;
+}
+
+Status RunAttempt::provision_from_golden() {
+    if (env_.goldens == nullptr) {
+        return make_error(errc::kUnsupported,
+                          "this disksweepd keeps no golden volumes (workload dataset \"golden\")");
+    }
+    publish(Json{{"type", "run_progress"},
+                 {"run_id", run_.id},
+                 {"phase", "dataset"},
+                 {"message", "golden volume: preparing it or waiting for its preparation"}});
+    DS_ASSIGN_OR_RETURN(
+        auto golden, env_.goldens->acquire(
+                         run_.sweep_id, golden_key(storage_->name(), *config_, *workload_), run_.id,
+                         [this](const std::string& vm, const std::string& volume) {
+                             return prepare_golden(vm, volume);
+                         },
+                         cancelled_));
+    const auto clone_start = env_.clock->now();
+    DS_ASSIGN_OR_RETURN(auto cloned,
+                        storage_->clone_volume(golden.name, run_.volume_name, *config_));
+    volume_ = cloned.volume;
+    applied_["dataset"] = golden_dataset_record(golden, run_.id, cloned.method,
+                                                seconds_since(clone_start, *env_.clock));
+    return ok_status();
+}
+
+Result<GoldenVolume> RunAttempt::prepare_golden(const std::string& vm, const std::string& volume) {
+    const auto start = env_.clock->now();
+    RunAttempt preparation = golden_preparation(vm, volume);
+    DS_ASSIGN_OR_RETURN(double prepare_s, preparation.execute_golden_preparation());
+    GoldenVolume golden;
+    golden.name = volume;
+    golden.storage = storage_;
+    golden.prepare_s = prepare_s;
+    golden.preparation_s = seconds_since(start, *env_.clock);
+    return golden;
+}
+
+RunAttempt RunAttempt::golden_preparation(const std::string& vm, const std::string& volume) const {
+    RunRecord run = run_;
+    run.volume_name = volume;
+    run.console_log = hypervisor_->console_location(vm);
+    RunAttempt attempt(env_, run, boot_timeout_s_, run_timeout_s_, cancelled_);
+    attempt.mode_ = AttemptMode::kGoldenPreparation;
+    attempt.vm_name_ = vm;
+    attempt.hypervisor_ = hypervisor_;
+    attempt.accel_ = accel_;
+    attempt.accel_enforced_ = accel_enforced_;
+    attempt.accel_reason_ = accel_reason_;
+    attempt.host_name_ = host_name_;
+    return attempt;
+}
+
+Result<double> RunAttempt::execute_golden_preparation() {
+    const Status outcome = run_guarded(
+        [&]() -> Status {
+            DS_TRY(provision());
+            DS_TRY(boot());
+            return job();
+        },
+        run_.id);
+    keep_volume_ = outcome.ok();
+    Status finished = run_guarded([this] { return teardown(); }, run_.id);
+    // Sealed once its guest is gone: nothing writes to it any more.
+    if (outcome.ok() && finished.ok()) finished = storage_->seal_golden(run_.volume_name);
+    if (outcome.ok() && !finished.ok() && volume_) (void)storage_->remove_golden(run_.volume_name);
+    if (outcome.ok()) hypervisor_->discard_console(vm_name_);
+    const Status& failed = outcome.ok() ? finished : outcome;
+    if (!failed.ok()) {
+        return make_error(failed.error().code, "preparing the golden volume " + run_.volume_name +
+                                                   " (guest " + vm_name_ +
+                                                   "): " + failed.error().message);
+    }
+    return preparation_s_;
+}
+
+Status RunAttempt::take_preparation_timings() {
+    for (const char* key : {"format_s", "post_format_s", "prepare_s"}) {
+        const auto found = result_.timings.find(key);
+        if (found != result_.timings.end()) preparation_s_ += found->second;
+    }
     return ok_status();
 }
 
@@ -361,6 +486,8 @@ Status RunAttempt::boot() {
     if (!hello.ok()) return boot_failure(hello.error());
     agent_trims_ = std::find(hello->capabilities.begin(), hello->capabilities.end(),
                              protocol::kTrimCapability) != hello->capabilities.end();
+    agent_datasets_ = std::find(hello->capabilities.begin(), hello->capabilities.end(),
+                                protocol::kDatasetCapability) != hello->capabilities.end();
     versions_["agent_version"] = hello->agent_version;
     versions_["kernel"] = hello->kernel;
     versions_["fio_version"] = hello->fio_version;
@@ -372,7 +499,9 @@ Status RunAttempt::boot() {
 }
 
 Status RunAttempt::record_vm_handle(const Json& handle) {
-    if (!hello_only_) DS_TRY(env_.store->record_vm_handle(run_.id, host_name_, handle));
+    if (mode_ != AttemptMode::kHelloOnly) {
+        DS_TRY(env_.store->record_vm_handle(run_.id, host_name_, handle));
+    }
     vm_handle_ = handle;
     return ok_status();
 }
@@ -435,7 +564,16 @@ Status RunAttempt::job() {
                 {"workload", run_.workload},
                 {"timeout_s", job_timeout_s}};
     if (Json block = block_settings_json(config); !block.empty()) job["block"] = block;
-    if (agent_trims_) job["trim"] = true;
+    const bool preparing = mode_ == AttemptMode::kGoldenPreparation;
+    if ((preparing || uses_golden()) && !agent_datasets_) {
+        return make_error(errc::kUnsupported,
+                          "the guest's agent cannot use a golden volume (its hello announces no "
+                          "'dataset' capability): rebuild the guest image");
+    }
+    if (preparing) job["dataset"] = "prepare";
+    if (uses_golden()) job["dataset"] = "prepared";
+    const bool trims = agent_trims_ && !preparing;
+    if (trims) job["trim"] = true;
     read_disk_counters(counters_before_);
     // The agent's own, more precise report of its time limit comes first.
     const int wait_s = workload.timeout_s > 0
@@ -450,7 +588,7 @@ Status RunAttempt::job() {
     const auto on_progress = [this](const guest::Progress& progress) {
         publish_progress(progress);
     };
-    if (agent_trims_) DS_TRY(measure_before_trim(deadline, on_progress, wait_s));
+    if (trims) DS_TRY(measure_before_trim(deadline, on_progress, wait_s));
     auto result = session_->await_result(deadline, on_progress);
     if (!result.ok()) return job_failure(result.error(), wait_s);
     session_->send_shutdown();
@@ -462,6 +600,7 @@ Status RunAttempt::job() {
                                                "\", not for this run (\"" +
                                                job.at("run_id").get<std::string>() + "\")");
     }
+    if (preparing) return take_preparation_timings();
     judge_trim();
     if (!counters_before_.is_null()) {
         Json after;
@@ -644,12 +783,12 @@ Status RunAttempt::teardown() {
                                       : hypervisor_->destroy_vm(vm_name_);
         if (!destroyed.ok()) {
             problems += destroyed.error().message + "; ";
-        } else if (vm_handle_ && !hello_only_) {
+        } else if (vm_handle_ && mode_ != AttemptMode::kHelloOnly) {
             Status cleared = env_.store->clear_vm_handle(run_.id);
             if (!cleared.ok()) problems += cleared.error().message + "; ";
         }
     }
-    if (volume_) {
+    if (volume_ && !keep_volume_) {
         applied_["storage"]["after"] = storage_->state(run_.volume_name);
         Status removed = storage_->remove_volume(run_.volume_name);
         if (!removed.ok()) problems += removed.error().message + "; ";
@@ -741,7 +880,7 @@ RunAttempt RunAttempt::hello_only(const RunEnvironment& env, const std::string& 
     RunRecord run;
     run.config = to_json(config);
     RunAttempt attempt(env, run, boot_timeout_s, boot_timeout_s, cancelled);
-    attempt.hello_only_ = true;
+    attempt.mode_ = AttemptMode::kHelloOnly;
     attempt.vm_name_ = name;
     attempt.run_.volume_name = name;
     return attempt;

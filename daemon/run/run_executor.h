@@ -19,6 +19,7 @@
 #include "daemon/backends/registry.h"
 #include "daemon/backends/storage/storage.h"
 #include "daemon/run/events.h"
+#include "daemon/run/golden_volumes.h"
 #include "daemon/run/resource_names.h"
 #include "daemon/store/store.h"
 
@@ -83,6 +84,11 @@ struct RunEnvironment {
     RunObserver* observer = nullptr;  // optional
     // Runs fio on the host for host baseline runs; without it they fail.
     ProcessRunner* host_processes = nullptr;
+    // The sweeps' golden volumes (workload `dataset = "golden"`): a run of
+    // such a workload clones one, preparing it first when it is the first
+    // to need it (in a guest of its own, on the run's host slot, within the
+    // run's provision phase). Without it such runs fail.
+    GoldenVolumes* goldens = nullptr;
 };
 
 // A boot without a job: an ordinary run attempt whose job is the agent's

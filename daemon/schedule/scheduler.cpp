@@ -22,6 +22,10 @@ Scheduler::~Scheduler() {
     stop();
 }
 
+void Scheduler::on_sweep_finished(std::function<void(std::int64_t sweep_id)> hook) {
+    sweep_finished_ = std::move(hook);
+}
+
 void Scheduler::start() {
     std::lock_guard lock(mutex_);
     stopping_ = false;
@@ -115,6 +119,13 @@ void Scheduler::finish_sweep_locked(QueuedSweep& sweep) {
     auto counts = store_.run_counts(sweep.id);
     if (counts.ok()) event["counts"] = counts.value();
     events_.publish(sweep.id, std::move(event));
+    if (!sweep_finished_) return;
+    try {
+        sweep_finished_(sweep.id);
+    } catch (const std::exception& error) {
+        std::cerr << "disksweepd: BUG: sweep " << sweep.id << ": finishing threw: " << error.what()
+                  << std::endl;
+    }
 }
 
 void Scheduler::settle_drained(std::unique_lock<std::mutex>& lock,

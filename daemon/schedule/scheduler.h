@@ -39,6 +39,12 @@ class Scheduler {
               const Clock& clock = real_clock());
     ~Scheduler();
 
+    // Called when a sweep has finished (every run done; not when the daemon
+    // stops mid-sweep), before start(): what outlives a sweep's runs goes
+    // (its golden volumes). Runs with the scheduler's lock held, on a
+    // worker; an exception from it is logged and ignored.
+    void on_sweep_finished(std::function<void(std::int64_t sweep_id)> hook);
+
     void start();
     // Cancels what runs (the executor tears its guests down) and joins.
     void stop();
@@ -81,6 +87,7 @@ class Scheduler {
     Store& store_;
     EventBus& events_;
     ExecuteRun execute_;
+    std::function<void(std::int64_t)> sweep_finished_;
     int max_parallel_runs_;
     const Clock& clock_;
 

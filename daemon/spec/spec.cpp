@@ -145,8 +145,8 @@ const std::vector<DurationUnit> kTimeoutUnits = {{"s", 1}, {"m", 60}, {"h", 3600
 // Workload kinds: their options are rows of common/workload_kind.h.
 
 // Keys every [[workload]] may have besides its kind's options.
-const std::vector<std::string_view> kCommonWorkloadKeys = {"kind", "name", "filesystems",
-                                                           "timeout"};
+const std::vector<std::string_view> kCommonWorkloadKeys = {"kind", "name", "filesystems", "timeout",
+                                                           "dataset"};
 
 // ---------------------------------------------------------------------------
 // Axis values -> settings
@@ -381,6 +381,11 @@ class SpecParser {
                       std::string_view what, std::string_view where) const;
     Result<std::string> read_name(std::string_view key, const toml::node& node) const;
     Result<int> read_timeout(std::string_view key, const toml::node& node) const;
+    // `dataset = "fresh" | "golden"` of a workload of `kind`: golden only
+    // for a kind with a preparation step, on storages that clone.
+    Result<DatasetSource> read_dataset(const toml::node& node, const WorkloadKind& kind) const;
+    // Why a storage of the matrix cannot give a golden dataset, "" if all can.
+    std::string storage_without_clone() const;
     Status parse_hypervisor(const toml::node& node);
     Status parse_hosts(const toml::node& node);
     Status parse_filesystems(const toml::node& node);
@@ -1393,11 +1398,59 @@ Status SpecParser::parse_workloads(const toml::node& node) {
             workload.timeout_s = seconds.value();
         }
 
+        if (const toml::node* dataset = table.get("dataset")) {
+            DS_ASSIGN_OR_RETURN(workload.dataset, read_dataset(*dataset, *kind));
+        }
+
         DS_TRY(read_workload_options(table, *kind, workload));
         DS_TRY(check_option_combination(*kind, table, workload));
         spec_.workloads.push_back(std::move(workload));
     }
     return ok_status();
+}
+
+Result<DatasetSource> SpecParser::read_dataset(const toml::node& node,
+                                               const WorkloadKind& kind) const {
+    const auto* text = node.as_string();
+    if (text == nullptr) return type_error("dataset", node, "\"fresh\" or \"golden\"");
+    if (text->get() != "fresh" && text->get() != "golden") {
+        return error_at(node.source(),
+                        "dataset " + in_quotes(text->get()) + " is not \"fresh\" or \"golden\"");
+    }
+    if (text->get() == "fresh") return DatasetSource::kFresh;
+    if (kind.preparation.step.empty()) {
+        std::vector<std::string_view> preparing;
+        for (const WorkloadKind& other : workload_kinds()) {
+            if (!other.preparation.step.empty()) preparing.push_back(other.name);
+        }
+        return error_at(node.source(), "dataset \"golden\": workload kind " + in_quotes(kind.name) +
+                                           " has no preparation step to do once; kinds that "
+                                           "have one: " +
+                                           join(preparing, ", "));
+    }
+    if (const std::string problem = storage_without_clone(); !problem.empty()) {
+        return error_at(node.source(), "dataset \"golden\": " + problem);
+    }
+    return DatasetSource::kGolden;
+}
+
+std::string SpecParser::storage_without_clone() const {
+    const auto listed = spec_.matrix.find("storage");
+    const std::vector<std::string> storages =
+        listed == spec_.matrix.end() ? std::vector<std::string>{"file"} : listed->second;
+    for (const std::string& storage : storages) {
+        const std::string kind = storage.substr(0, storage.find(':'));
+        const StorageKindDef* definition = find_storage_kind(kind);
+        if (definition != nullptr && definition->golden_clone.empty()) {
+            std::vector<std::string_view> cloning;
+            for (const StorageKindDef& other : storage_kinds()) {
+                if (!other.golden_clone.empty()) cloning.push_back(other.kind);
+            }
+            return "storage " + in_quotes(storage) +
+                   " cannot clone a golden volume (storages that can: " + join(cloning, ", ") + ")";
+        }
+    }
+    return "";
 }
 
 // ---------------------------------------------------------------------------

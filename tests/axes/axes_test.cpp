@@ -294,4 +294,40 @@ TEST_CASE("axes: a setting made wrong in QEMU fails its run with the difference 
     CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
 }
 
+TEST_CASE("axes: a golden volume's clone holding another file system fails its run, naming both",
+          "[axes][golden]") {
+    ::setenv("DISKSWEEP_TEST_INJECT", "golden_fs", 1);
+    DaemonFixture daemon(daemon_args(), INJECTING_DAEMON_BIN);
+    ::unsetenv("DISKSWEEP_TEST_INJECT");
+    REQUIRE(daemon.ready());
+    const std::string spec = test::write_temp_file("golden-fs.toml", R"(name = "golden-fs"
+repetitions = 1
+[matrix]
+storage = "file"
+filesystem = "ext4"
+disk_size = "256m"
+[[workload]]
+name = "read"
+kind = "fio"
+dataset = "golden"
+rw = "randread"
+bs = "4k"
+size = "8m"
+runtime = "1s"
+time_based = true
+)");
+    const auto submitted =
+        daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
+    INFO(submitted.out << submitted.err << daemon.log());
+    const auto runs = test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 1);
+    INFO(runs.front().failure_reason);
+    CHECK(runs.front().status == "failed");
+    CHECK(runs.front().applied.at("dataset").at("source") == "golden");
+    CHECK_THAT(runs.front().failure_reason,
+               Catch::Contains("holds a btrfs file system, not the configured ext4"));
+    CHECK_THAT(daemon.log(), Catch::Contains("injected golden_fs"));
+    CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
+}
+
 }  // namespace ds

@@ -1,7 +1,10 @@
 #include "axes/fault_injection.h"
 
 #include <array>
+#include <chrono>
+#include <iostream>
 
+#include "common/process.h"
 #include "common/protocol.h"
 #include "common/text.h"
 
@@ -82,6 +85,28 @@ std::string second_disk_on_controller(std::string xml) {
     return with_qemu_namespace(std::move(xml));
 }
 
+bool ext4_on_file(const StorageConfig& requested) {
+    return requested.storage == "file" && requested.filesystem.type == "ext4";
+}
+
+// The data disk's file (its <source file='...'> before its serial): made a
+// btrfs on the host before QEMU opens it. xml unchanged.
+std::string data_disk_made_btrfs(std::string xml) {
+    const std::size_t serial =
+        xml.find("<serial>" + std::string(protocol::kDataDiskSerial) + "</serial>");
+    const std::string_view open = "<source file='";
+    const std::size_t source = serial == std::string::npos ? serial : xml.rfind(open, serial);
+    if (source == std::string::npos) return xml;
+    const std::size_t start = source + open.size();
+    const std::string path = xml.substr(start, xml.find('\'', start) - start);
+    RealProcessRunner runner;
+    // btrfs, not xfs: xfsprogs 6 makes nothing below 300 MiB.
+    const Status made =
+        run_checked(runner, {"mkfs.btrfs", "-f", "-q", path}, std::chrono::seconds(60));
+    if (!made.ok()) std::cerr << "golden_fs fault: " << made.error().message << std::endl;
+    return xml;
+}
+
 const std::array kFaults = {
     InjectedFault{"cache", "device write-cache=on under a write-through cache mode",
                   write_through_to_guest, device_write_cache_on},
@@ -89,6 +114,8 @@ const std::array kFaults = {
                   discard_ignored},
     InjectedFault{"bus", "a second disk on the scsi-single disk's own controller",
                   own_scsi_controller, second_disk_on_controller},
+    InjectedFault{"golden_fs", "the data disk made a btrfs on the host before QEMU opens it",
+                  ext4_on_file, data_disk_made_btrfs},
 };
 
 }  // namespace

@@ -16,6 +16,11 @@
 // One changes what libvirt passes to QEMU:
 //  * discard: discard='unmap' becomes 'ignore' on the data disk: QEMU's
 //    block nodes drop the guest's discards.
+// One changes the disk itself:
+//  * golden_fs: an ext4 configuration's data disk file is made a btrfs on the
+//    host before QEMU opens it. A golden volume's preparation formats it
+//    again; a run on its clone must refuse a disk that holds another file
+//    system than the configured one (docs/golden-volumes.md).
 #pragma once
 
 #include <span>

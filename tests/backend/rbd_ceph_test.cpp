@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -155,6 +156,50 @@ TEST_CASE("an RBD image is created, listed, measured and removed on a real Ceph"
     CHECK_FALSE(after.contains("errors"));
     // Removing what is already gone succeeds (crash recovery may retry).
     CHECK(storage.remove_volume(name).ok());
+}
+
+TEST_CASE("a golden RBD image is sealed, cloned per run and removed after its clones",
+          "[ceph][golden]") {
+    const TestCeph ceph = test_ceph_or_skip();
+    RbdStorage storage(storage_options(ceph), std::make_shared<RealProcessRunner>());
+    const std::string golden = image_name("golden");
+    const std::string clone = image_name("clone");
+    StorageConfig config;
+    config.disk_size_bytes = 64 * kMiB;
+    REQUIRE(storage.create_volume(golden, config).ok());
+    // The prepared data: two 4 MiB objects.
+    run_ok(rbd_as_test_user(ceph, {"bench", "--io-type", "write", "--io-size", "4M", "--io-total",
+                                   "8M", "--pool", ceph.pool, "--image", golden}));
+    const Status sealed = storage.seal_golden(golden);
+    INFO((sealed.ok() ? "" : sealed.error().message));
+    REQUIRE(sealed.ok());
+    const auto started = std::chrono::steady_clock::now();
+    auto cloned = storage.clone_volume(golden, clone, config);
+    const double clone_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    INFO((cloned.ok() ? "" : cloned.error().message));
+    REQUIRE(cloned.ok());
+    std::printf("rbd clone of a 64 MiB golden image: %.2f s\n", clone_s);
+    CHECK(cloned->method == "rbd-clone");
+    // The clone is a child of the protected snapshot and holds no data of
+    // its own until written: it reads its parent's.
+    const Json info = Json::parse(run_ok(rbd_as_test_user(
+        ceph, {"info", "--pool", ceph.pool, "--image", clone, "--format", "json"})));
+    INFO(info.dump());
+    CHECK(info.at("parent").at("image") == golden);
+    CHECK(info.at("parent").at("snapshot") == "golden");
+    CHECK(storage.allocated_bytes(clone).value() == 0);
+    // While the clone exists, the golden cannot go: Ceph refuses the unprotect.
+    const Status early = storage.remove_golden(golden);
+    REQUIRE_FALSE(early.ok());
+    CHECK_THAT(early.error().message, Catch::Contains("clones of it still exist"));
+    REQUIRE(storage.remove_volume(clone).ok());
+    const Status removed = storage.remove_golden(golden);
+    INFO((removed.ok() ? "" : removed.error().message));
+    CHECK(removed.ok());
+    CHECK(storage.list_volumes(image_name("")).value().empty());
+    // Removing it again succeeds (recovery may retry).
+    CHECK(storage.remove_golden(golden).ok());
 }
 
 TEST_CASE("an RBD pool that does not exist is an error naming it, in Ceph's words", "[ceph]") {

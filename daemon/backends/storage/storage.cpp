@@ -76,4 +76,10 @@ Result<std::uint64_t> StorageBackend::allocated_bytes(const std::string&) {
                       "storage '" + name() + "' cannot measure a volume's allocated bytes");
 }
 
+Result<ClonedVolume> StorageBackend::clone_volume(const std::string& golden, const std::string&,
+                                                  const StorageConfig&) {
+    return make_error(errc::kUnsupported,
+                      "storage '" + name() + "' cannot clone the golden volume " + golden);
+}
+
 }  // namespace ds

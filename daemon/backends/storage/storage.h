@@ -68,6 +68,13 @@ struct Volume {
     DiskSource source;  // what the hypervisor attaches
 };
 
+// A run's volume made from a golden one, and how (for the run record:
+// "reflink", "sparse-copy", "rbd-clone", "thin-snapshot").
+struct ClonedVolume {
+    Volume volume;
+    std::string method;
+};
+
 class StorageBackend {
   public:
     virtual ~StorageBackend() = default;
@@ -92,6 +99,24 @@ class StorageBackend {
     // the guest's fstrim). errc::kUnsupported when this backend cannot tell
     // (the registry's StorageKindDef::allocation says how each one measures).
     virtual Result<std::uint64_t> allocated_bytes(const std::string& volume);
+
+    // Golden volumes (docs/golden-volumes.md): a volume made with
+    // create_volume and filled once by a guest, then sealed, then cloned per
+    // run; removed with remove_golden once its clones are gone. The
+    // registry's StorageKindDef::golden_clone says which backends clone; the
+    // others answer errc::kUnsupported.
+    //
+    // Makes the filled volume `golden` ready to be cloned (an RBD snapshot,
+    // protected); nothing where a clone needs nothing.
+    virtual Status seal_golden(const std::string& golden) { return ok_status(); }
+    // A new volume `name` with the content of the sealed `golden`, sharing
+    // its blocks where the storage can. `config` is the run's (its format).
+    virtual Result<ClonedVolume> clone_volume(const std::string& golden, const std::string& name,
+                                              const StorageConfig& config);
+    // Removes a golden volume and what seal_golden made. Succeeds if it is
+    // already gone; fails while clones of it exist where the storage keeps
+    // them dependent (RBD).
+    virtual Status remove_golden(const std::string& golden) { return remove_volume(golden); }
 };
 
 }  // namespace ds

@@ -237,7 +237,7 @@ Json matching_applied_settings(const StorageConfig& config) {
 }
 
 Json hello_payload(bool trims) {
-    Json capabilities = {"fio", "ext4", "xfs", "btrfs"};
+    Json capabilities = {"fio", "ext4", "xfs", "btrfs", "dataset"};
     if (trims) capabilities.push_back(protocol::kTrimCapability);
     return Json{{"agent_version", "0.1.0-fake"},
                 {"protocol", protocol::kVersion},
@@ -286,15 +286,20 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
             readback["trimmed_bytes"] = behaviour.removed_bytes;
         }
         if (!behaviour.readback_patch.is_null()) readback.merge_patch(behaviour.readback_patch);
-        Json result{
-            {"run_id", job->value("run_id", std::string())},
-            {"timings",
-             {{"format_s", 0.25}, {"mount_s", 0.05}, {"post_format_s", 0.0}, {"bench_s", 2.5}}},
-            {"output", output},
-            {"metrics", metrics},
-            {"readback", readback},
-            {"versions",
-             {{"kernel", "6.1.0-fake-amd64"}, {"fio", "fio-3.33"}, {"agent", "0.1.0"}}}};
+        // A golden volume's preparation (job.dataset "prepare") reports
+        // its seconds as prepare_s, as the agent does.
+        const bool preparing = job->value("dataset", std::string()) == "prepare";
+        Json result{{"run_id", job->value("run_id", std::string())},
+                    {"timings",
+                     {{"format_s", 0.25},
+                      {"mount_s", 0.05},
+                      {"post_format_s", 0.0},
+                      {preparing ? "prepare_s" : "bench_s", preparing ? 4.0 : 2.5}}},
+                    {"output", output},
+                    {"metrics", metrics},
+                    {"readback", readback},
+                    {"versions",
+                     {{"kernel", "6.1.0-fake-amd64"}, {"fio", "fio-3.33"}, {"agent", "0.1.0"}}}};
         if (!behaviour.result_patch.is_null()) result.merge_patch(behaviour.result_patch);
         channel.send(protocol::kResult, result);
     };
@@ -643,6 +648,54 @@ Status FakeStorage::remove_volume(const std::string& name) {
     return ok_status();
 }
 
+std::vector<std::string> FakeStorage::sealed() const {
+    std::lock_guard lock(mutex_);
+    return sealed_;
+}
+
+std::vector<std::string> FakeStorage::cloned() const {
+    std::lock_guard lock(mutex_);
+    return cloned_;
+}
+
+std::vector<std::string> FakeStorage::removed_golden() const {
+    std::lock_guard lock(mutex_);
+    return removed_golden_;
+}
+
+Status FakeStorage::remove_golden(const std::string& golden) {
+    {
+        std::lock_guard lock(mutex_);
+        for (const std::string& clone : cloned_) {
+            const std::string prefix = golden + ">";
+            if (clone.rfind(prefix, 0) == 0 && live_.count(clone.substr(prefix.size())) > 0) {
+                return make_error(errc::kConflict, "golden volume " + golden + " has clones");
+            }
+        }
+        removed_golden_.push_back(golden);
+    }
+    return remove_volume(golden);
+}
+
+Status FakeStorage::seal_golden(const std::string& golden) {
+    std::lock_guard lock(mutex_);
+    if (live_.count(golden) == 0) return make_error(errc::kNotFound, "no volume " + golden);
+    sealed_.push_back(golden);
+    return ok_status();
+}
+
+Result<ClonedVolume> FakeStorage::clone_volume(const std::string& golden, const std::string& name,
+                                               const StorageConfig& config) {
+    std::lock_guard lock(mutex_);
+    if (live_.count(golden) == 0 ||
+        std::find(sealed_.begin(), sealed_.end(), golden) == sealed_.end()) {
+        return make_error(errc::kNotFound, "no sealed golden volume " + golden);
+    }
+    live_.insert(name);
+    cloned_.push_back(golden + ">" + name);
+    return ClonedVolume{{name, FileDisk{"/fake/" + name, config.image_format}}, "fake-clone"};
+}
+
 Result<std::vector<std::string>> FakeStorage::list_volumes(const std::string& prefix) {
     std::lock_guard lock(mutex_);
     std::vector<std::string> names;
@@ -798,6 +851,7 @@ RunEnvironment ExecutorFixture::environment() {
     env.observer = observer;
     env.host_processes = host_processes;
     if (clock) env.clock = clock;
+    env.goldens = goldens;
     return env;
 }
 

@@ -242,15 +242,29 @@ class FakeStorage : public StorageBackend {
     std::vector<std::string> removed() const;
     int remove_count(const std::string& name) const;
     std::vector<std::string> live_volumes() const;
+    // Golden volumes: what was sealed, each clone as "GOLDEN>NAME", and
+    // what remove_golden removed.
+    std::vector<std::string> sealed() const;
+    std::vector<std::string> cloned() const;
+    std::vector<std::string> removed_golden() const;
 
     std::string name() const override { return "fake"; }
     DiskSourceKind produces() const override { return DiskSourceKind::kFile; }
     Result<Volume> create_volume(const std::string& name, const StorageConfig& config) override;
     Status remove_volume(const std::string& name) override;
     Result<std::vector<std::string>> list_volumes(const std::string& prefix) override;
+    Status seal_golden(const std::string& golden) override;
+    // A live volume `name` (method "fake-clone") when `golden` is live and sealed.
+    Result<ClonedVolume> clone_volume(const std::string& golden, const std::string& name,
+                                      const StorageConfig& config) override;
+    // As RBD: refused (kConflict) while a clone of it is live.
+    Status remove_golden(const std::string& golden) override;
 
   private:
     mutable std::mutex mutex_;
+    std::vector<std::string> sealed_;
+    std::vector<std::string> cloned_;
+    std::vector<std::string> removed_golden_;
     std::optional<std::string> create_failure_;
     std::set<std::string> live_;
     std::vector<std::string> created_;
@@ -320,6 +334,7 @@ struct ExecutorFixture {
     RunObserver* observer = nullptr;          // handed to RunEnvironment::observer
     ProcessRunner* host_processes = nullptr;  // handed to RunEnvironment::host_processes
     const Clock* clock = nullptr;             // handed to RunEnvironment::clock (unset: real)
+    GoldenVolumes* goldens = nullptr;         // handed to RunEnvironment::goldens
 
     RunEnvironment environment();
     // A new one-run sweep (of fio_workload() unless given); returns the

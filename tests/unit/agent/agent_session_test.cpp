@@ -291,8 +291,9 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(hello["kernel"] == "6.1.0-test-amd64");
     CHECK(hello["fio_version"] == "fio-3.33");
     CHECK(hello["agent_version"].is_string());
-    CHECK(hello["capabilities"] == Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger",
-                                         "block", "check", "ext4", "xfs", "btrfs", "trim"}));
+    CHECK(hello["capabilities"] ==
+          Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger", "block", "check", "ext4",
+                "xfs", "btrfs", "dataset", "trim"}));
 
     t.host.send(protocol::kJob, ext4_job());
     std::vector<Json> progress;
@@ -1096,5 +1097,111 @@ TEST_CASE("agent: after a timeout or a full disk it unmounts, reports and awaits
         CHECK(channel.unmounted_before_error);
         CHECK(channel.shutdowns_sent == 1);
         CHECK(clock.elapsed() == 0s);  // ended by the shutdown, none of the 30 s wait
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Golden volumes: job.dataset "prepare" and "prepared" (docs/agent-protocol.md)
+
+namespace {
+
+// blkid -p answering `type` (exit 2 and no output when "").
+void blkid_finds(AgentUnderTest& t, std::string type) {
+    t.runner.script =
+        [type](const std::vector<std::string>& argv,
+               std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
+        if (argv[0] != "blkid") return std::nullopt;
+        ds::ProcessOutput output;
+        output.exit_code = type.empty() ? 2 : 0;
+        output.stdout_text = type.empty() ? "" : type + "\n";
+        return output;
+    };
+}
+
+// ext4_job() with job.dataset `dataset`, run to its result (after shutdown).
+Json result_with_dataset(AgentUnderTest& t, const std::string& dataset) {
+    Json job = ext4_job();
+    job["dataset"] = dataset;
+    t.start();
+    t.hello_then_job(job);
+    Json result = t.host.next_non_progress();
+    REQUIRE(result["type"] == "result");
+    t.host.send(protocol::kShutdown, Json::object());
+    REQUIRE(t.finish().ok());
+    return result;
+}
+
+}  // namespace
+
+TEST_CASE("agent: a prepare job formats and lays fio's files out, measuring nothing",
+          "[agent][golden]") {
+    AgentUnderTest t;
+    const Json result = result_with_dataset(t, "prepare");
+    CHECK(t.runner.command("mkfs.ext4").has_value());
+    const auto fio = t.runner.last_command("fio");
+    REQUIRE(fio.has_value());
+    CHECK((*fio)[3] == "--create_only=1");
+    CHECK(result["metrics"] == Json::object());
+    CHECK(result["timings"].contains("prepare_s"));
+    CHECK_FALSE(result["timings"].contains("bench_s"));
+    CHECK(t.system.mounts.size() == 1);
+}
+
+TEST_CASE("agent: a prepared job checks the file system and neither formats nor prepares",
+          "[agent][golden]") {
+    AgentUnderTest t;
+    blkid_finds(t, "ext4");
+    const Json result = result_with_dataset(t, "prepared");
+    const std::string device = (t.tree.dev() / "sdb").string();
+    CHECK(t.runner.command("blkid") ==
+          std::vector<std::string>{"blkid", "-p", "-o", "value", "-s", "TYPE", device});
+    CHECK_FALSE(t.runner.command("mkfs.ext4").has_value());
+    const auto fio = t.runner.last_command("fio");
+    REQUIRE(fio.has_value());
+    CHECK(std::find(fio->begin(), fio->end(), "--create_only=1") == fio->end());
+    // Mounted with the run's own options.
+    REQUIRE(t.system.mounts.size() == 1);
+    CHECK(result["metrics"].contains("read_iops"));
+}
+
+TEST_CASE("agent: a prepared disk with another file system fails the job, naming both",
+          "[agent][golden]") {
+    AgentUnderTest t;
+    Json job = ext4_job();
+    job["dataset"] = "prepared";
+    SECTION("xfs where ext4 is configured") {
+        blkid_finds(t, "xfs");
+        Json error = t.error_for(job);
+        CHECK(error["phase"] == "format");
+        CHECK(contains(error["message"], "holds a xfs file system, not the configured ext4"));
+    }
+    SECTION("no file system at all") {
+        blkid_finds(t, "");
+        Json error = t.error_for(job);
+        CHECK(contains(error["message"], "holds no file system, not the configured ext4"));
+    }
+    CHECK(t.system.mounts.empty());
+    for (const auto& argv : t.runner.commands()) CHECK(argv.front() != "mount");
+    CHECK_FALSE(t.runner.command("mkfs.ext4").has_value());
+}
+
+TEST_CASE("agent: a dataset for a kind without a preparation, or unknown, is refused",
+          "[agent][golden]") {
+    {
+        AgentUnderTest t;
+        Json job = ext4_job();
+        job["workload"]["kind"] = "mariadb-atis";
+        job["workload"]["params"] = Json::object();
+        job["dataset"] = "prepared";
+        Json error = t.error_for(job);
+        CHECK(contains(error["message"],
+                       "job.dataset: workload kind 'mariadb-atis' has no preparation"));
+    }
+    {
+        AgentUnderTest t;
+        Json job = ext4_job();
+        job["dataset"] = "cloned";
+        Json error = t.error_for(job);
+        CHECK(contains(error["message"], "job.dataset: 'cloned' is not one of"));
     }
 }

@@ -81,6 +81,25 @@ TEST_CASE("recovery: only this instance's leftovers go; another instance's and f
     CHECK_FALSE(mentions(log_lines, "bbbb2222"));
 }
 
+TEST_CASE("recovery: a golden volume goes after its clones, with remove_golden", "[recovery]") {
+    ExecutorFixture fixture;
+    const ResourceNames names = names_of("aaaa1111");
+    const std::string golden = names.golden_volume(3, 0);
+    REQUIRE(fixture.storage.create_volume(golden, {}).ok());
+    REQUIRE(fixture.storage.seal_golden(golden).ok());
+    REQUIRE(fixture.storage.clone_volume(golden, names.volume(7), {}).ok());
+    // Listed first (its name sorts first), removed last: before its clone, it
+    // would be refused as RBD refuses it.
+    log_lines.clear();
+    const RecoveryReport report = recover_leftovers(names, fixture.hypervisor, {&fixture.storage},
+                                                    *fixture.store, kMaxRunAttempts, collect);
+    CHECK(report.problems.empty());
+    CHECK(report.volumes_removed == 2);
+    CHECK(fixture.storage.removed() == std::vector<std::string>{names.volume(7), golden});
+    CHECK(fixture.storage.removed_golden() == std::vector<std::string>{golden});
+    CHECK(fixture.storage.live_volumes().empty());
+}
+
 TEST_CASE("recovery: a sweep interrupted by a crash and by a shutdown ends with every repetition",
           "[recovery][scheduler]") {
     ExecutorFixture fixture;

@@ -508,3 +508,19 @@ TEST_CASE("status: the instance and its names' prefix come first", "[hostctl][fo
     CHECK_THAT(shown, Catch::StartsWith("disksweepd 0.1.0 (API 1)\nacceleration: tcg"));
     CHECK_THAT(shown, !Catch::Contains("instance"));
 }
+
+TEST_CASE("compare text: the golden datasets' time saved is one line, none without them",
+          "[format][golden]") {
+    const Json compare = {{"golden_datasets",
+                           {{"runs", 4},
+                            {"golden_volumes", 1},
+                            {"avoided_s", 40.25},
+                            {"preparation_s", 31.0},
+                            {"clone_s", 0.5},
+                            {"saved_s", 8.75}}}};
+    CHECK(ds::hostctl::format_golden_datasets(compare) ==
+          "golden datasets: 4 runs cloned from 1 golden volume(s); preparation avoided 40.2 s, "
+          "golden preparation 31.0 s (its guest's boot included), clones 0.5 s: saved 8.8 s\n");
+    CHECK(ds::hostctl::format_golden_datasets(Json{{"golden_datasets", nullptr}}).empty());
+    CHECK(ds::hostctl::format_golden_datasets(Json::object()).empty());
+}

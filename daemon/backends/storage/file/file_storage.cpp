@@ -22,8 +22,11 @@ constexpr std::chrono::seconds kQemuImgTimeout{120};
 
 }  // namespace
 
-FileStorage::FileStorage(std::string directory, std::shared_ptr<ProcessRunner> processes)
-    : directory_(std::move(directory)), processes_(std::move(processes)) {}
+FileStorage::FileStorage(std::string directory, std::shared_ptr<ProcessRunner> processes,
+                         FileClonePolicy clone_policy)
+    : directory_(std::move(directory)),
+      processes_(std::move(processes)),
+      clone_policy_(clone_policy) {}
 
 std::string FileStorage::path_of(const std::string& name, ImageFormat format) const {
     return directory_ + "/" + name + (format == ImageFormat::kQcow2 ? ".qcow2" : ".raw");
@@ -93,6 +96,15 @@ Result<std::uint64_t> FileStorage::allocated_bytes(const std::string& name) {
         }
     }
     return make_error(errc::kNotFound, "volume " + name + " has no file in " + directory_);
+}
+
+Result<ClonedVolume> FileStorage::clone_volume(const std::string& golden, const std::string& name,
+                                               const StorageConfig& config) {
+    const std::string path = path_of(name, config.image_format);
+    DS_ASSIGN_OR_RETURN(auto method,
+                        clone_file(path_of(golden, config.image_format), path, clone_policy_));
+    return ClonedVolume{{name, FileDisk{path, config.image_format}},
+                        std::string(to_string(method))};
 }
 
 Result<std::vector<std::string>> FileStorage::list_volumes(const std::string& prefix) {

@@ -223,6 +223,14 @@ Result<Volume> LvmThinStorage::create_snapshot_volume(const std::string& name,
     return block_volume(name);
 }
 
+Result<ClonedVolume> LvmThinStorage::clone_volume(const std::string& golden,
+                                                  const std::string& name,
+                                                  const StorageConfig& config) {
+    DS_TRY(require_raw_format(this->name(), "a thin LV", config));
+    DS_ASSIGN_OR_RETURN(auto volume, create_snapshot_volume(name, golden));
+    return ClonedVolume{std::move(volume), "thin-snapshot"};
+}
+
 Status LvmThinStorage::remove_volume(const std::string& name) {
     DS_TRY(check_logical_volume_name(name));
     if (name == pool_.pool) {

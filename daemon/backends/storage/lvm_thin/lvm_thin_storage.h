@@ -100,6 +100,11 @@ class LvmThinStorage : public StorageBackend {
     // snapshotted per run. Give it a name outside the daemon's run prefix:
     // list_volumes(prefix) would otherwise offer it to crash recovery.
     Result<Volume> create_golden(const std::string& name, std::uint64_t size_bytes);
+    // A run's volume of a golden one: create_snapshot_volume (method
+    // "thin-snapshot"); raw only. A thin snapshot does not depend on its
+    // origin, so remove_golden is remove_volume.
+    Result<ClonedVolume> clone_volume(const std::string& golden, const std::string& name,
+                                      const StorageConfig& config) override;
 
     // `lvremove -f VG/NAME`; succeeds when no LV `name` exists.
     Status remove_volume(const std::string& name) override;

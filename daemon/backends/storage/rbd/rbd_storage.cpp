@@ -366,12 +366,69 @@ Result<Volume> RbdStorage::create_volume(const std::string& name, const StorageC
     if (output.exit_code != 0) {
         return ceph.failure("cannot create image " + options_.pool + "/" + name, output);
     }
-    Volume volume;
-    volume.name = name;
-    volume.source =
-        RbdDisk{options_.pool,     name, options_.monitors, options_.user, options_.keyring,
-                options_.ceph_conf};
-    return volume;
+    return rbd_volume(name);
+}
+
+Volume RbdStorage::rbd_volume(const std::string& name) const {
+    return Volume{name, RbdDisk{options_.pool, name, options_.monitors, options_.user,
+                                options_.keyring, options_.ceph_conf}};
+}
+
+Status RbdStorage::run_snapshot_step(const std::vector<std::string>& args, const std::string& what,
+                                     std::initializer_list<int> tolerated) const {
+    const CephTools ceph(options_, *runner_, name());
+    DS_ASSIGN_OR_RETURN(auto output, ceph.run(kRbdTool, args));
+    if (output.exit_code == 0) return ok_status();
+    for (int code : tolerated) {
+        if (output.exit_code == code) return ok_status();
+    }
+    return ceph.failure(what, output);
+}
+
+Status RbdStorage::seal_golden(const std::string& golden) {
+    DS_TRY(check_image_name(name(), golden));
+    const std::vector<std::string> snapshot = {
+        "--pool", options_.pool, "--image", golden, "--snap", std::string(kGoldenSnapshot)};
+    const std::string at = options_.pool + "/" + golden + "@" + std::string(kGoldenSnapshot);
+    auto with = [&](std::string verb, std::string subverb) {
+        std::vector<std::string> args = {std::move(verb), std::move(subverb)};
+        args.insert(args.end(), snapshot.begin(), snapshot.end());
+        return args;
+    };
+    DS_TRY(run_snapshot_step(with("snap", "create"), "cannot snapshot the golden image " + at));
+    return run_snapshot_step(with("snap", "protect"), "cannot protect the golden snapshot " + at);
+}
+
+Result<ClonedVolume> RbdStorage::clone_volume(const std::string& golden, const std::string& name,
+                                              const StorageConfig& config) {
+    DS_TRY(require_raw_format(this->name(), "an RBD image", config));
+    DS_TRY(check_image_name(this->name(), golden));
+    DS_TRY(check_image_name(this->name(), name));
+    DS_TRY(run_snapshot_step(
+        {"clone", "--pool", options_.pool, "--image", golden, "--snap",
+         std::string(kGoldenSnapshot), "--dest-pool", options_.pool, "--dest", name},
+        "cannot clone " + options_.pool + "/" + golden + "@" + std::string(kGoldenSnapshot) +
+            " to " + name));
+    return ClonedVolume{rbd_volume(name), "rbd-clone"};
+}
+
+Status RbdStorage::remove_golden(const std::string& golden) {
+    DS_TRY(check_image_name(name(), golden));
+    const std::string at = options_.pool + "/" + golden + "@" + std::string(kGoldenSnapshot);
+    const std::vector<std::string> snapshot = {
+        "--pool", options_.pool, "--image", golden, "--snap", std::string(kGoldenSnapshot)};
+    std::vector<std::string> unprotect = {"snap", "unprotect"};
+    unprotect.insert(unprotect.end(), snapshot.begin(), snapshot.end());
+    // ENOENT: no image or no snapshot (never sealed, or half removed);
+    // EINVAL: the snapshot is not protected. EBUSY: clones remain.
+    DS_TRY(run_snapshot_step(unprotect,
+                             "cannot unprotect the golden snapshot " + at +
+                                 " (clones of it still exist while Ceph answers busy)",
+                             {ENOENT, EINVAL}));
+    std::vector<std::string> remove = {"snap", "rm", "--no-progress"};
+    remove.insert(remove.end(), snapshot.begin(), snapshot.end());
+    DS_TRY(run_snapshot_step(remove, "cannot remove the golden snapshot " + at, {ENOENT}));
+    return remove_volume(golden);
 }
 
 Status RbdStorage::remove_volume(const std::string& name) {

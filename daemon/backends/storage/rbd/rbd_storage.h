@@ -84,9 +84,26 @@ class RbdStorage : public StorageBackend {
     // extents). errc::kNotFound when the image is gone.
     Result<std::uint64_t> allocated_bytes(const std::string& volume) override;
 
+    // Golden volumes: the snapshot kGoldenSnapshot of the golden image,
+    // protected (`rbd snap create`, `rbd snap protect`); each run's volume is
+    // an `rbd clone` of it (method "rbd-clone"), which depends on it until
+    // removed. remove_golden: `rbd snap unprotect` (refused by Ceph while
+    // clones exist: the error says so), `rbd snap rm`, `rbd rm`.
+    static constexpr std::string_view kGoldenSnapshot = "golden";
+    Status seal_golden(const std::string& golden) override;
+    Result<ClonedVolume> clone_volume(const std::string& golden, const std::string& name,
+                                      const StorageConfig& config) override;
+    Status remove_golden(const std::string& golden) override;
+
     const RbdStorageOptions& options() const { return options_; }
 
   private:
+    // `rbd ARGS` for the golden `image`'s snapshot; an exit code in
+    // `tolerated` (ENOENT: already gone) is success.
+    Status run_snapshot_step(const std::vector<std::string>& args, const std::string& what,
+                             std::initializer_list<int> tolerated = {}) const;
+    Volume rbd_volume(const std::string& name) const;
+
     RbdStorageOptions options_;
     std::shared_ptr<ProcessRunner> runner_;
 };

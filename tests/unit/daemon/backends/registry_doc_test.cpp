@@ -1,7 +1,8 @@
 // docs/spec.md's table of storages against the backend registry: a row per
 // storage kind this disksweepd has, spelled with its pool syntax, naming
-// exactly the hypervisor kinds that attach the disks it makes and how its
-// allocation is measured for the discard check.
+// exactly the hypervisor kinds that attach the disks it makes, how its
+// allocation is measured for the discard check and how it clones a golden
+// volume.
 #include <catch2/catch.hpp>
 #include <set>
 #include <string>
@@ -38,6 +39,8 @@ Lines registry_storages() {
         }
         line += "; " + (storage.allocation.empty() ? std::string("not measured")
                                                    : std::string(storage.allocation));
+        line += "; " + (storage.golden_clone.empty() ? std::string("cannot")
+                                                     : std::string(storage.golden_clone));
         lines.insert(line);
     }
     return lines;
@@ -50,10 +53,10 @@ Lines doc_storages() {
     REQUIRE(matrix.size() == 1);
     Lines lines;
     for (const auto& row :
-         test::table_rows(matrix[0].body,
-                          {"storage", "the disk", "pool", "hypervisors", "discard measured by"})) {
-        REQUIRE(row.size() == 5);
-        lines.insert(row[0] + ": " + row[3] + "; " + row[4]);
+         test::table_rows(matrix[0].body, {"storage", "the disk", "pool", "hypervisors",
+                                           "discard measured by", "golden volume clone"})) {
+        REQUIRE(row.size() == 6);
+        lines.insert(row[0] + ": " + row[3] + "; " + row[4] + "; " + row[5]);
     }
     return lines;
 }

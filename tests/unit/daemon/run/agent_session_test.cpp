@@ -202,7 +202,8 @@ TEST_CASE("agent session: receive_hello returns the hello or times out", "[agent
         CHECK(hello->kernel == "6.1.0-fake-amd64");
         CHECK(hello->fio_version == "fio-3.33");
         CHECK(hello->protocol == protocol::kVersion);
-        CHECK(hello->capabilities == std::vector<std::string>{"fio", "ext4", "xfs", "btrfs"});
+        CHECK(hello->capabilities ==
+              std::vector<std::string>{"fio", "ext4", "xfs", "btrfs", "dataset"});
     }
     SECTION("a hello that breaks its schema") {
         Json payload = hello_payload();

@@ -344,7 +344,7 @@ TEST_CASE("workload options are checked against the kind's option table", "[spec
           "t.toml:4:1: unknown fio option 'blocksize' in workload 'fio-1'; valid options: rw, bs, "
           "size, runtime, iodepth, numjobs, direct, ioengine, rwmixread, time_based, ramp_time, "
           "fsync, end_fsync, iodepth_batch_submit, iodepth_batch_complete, options, job_file. "
-          "Every workload also takes: kind, name, filesystems, timeout.");
+          "Every workload also takes: kind, name, filesystems, timeout, dataset.");
     CHECK(parse_error(with_workload("rw = \"random\"")) ==
           "t.toml:4:6: unknown value 'random' for 'rw'; valid values: read, write, randread, "
           "randwrite, rw, readwrite, randrw. Did you mean 'randrw'?");
@@ -594,7 +594,7 @@ TEST_CASE("workload kinds io, mariadb-atis and sysbench-oltp check their options
           "time_based, ramp_time, iodepth_batch_submit, iodepth_batch, "
           "iodepth_batch_complete_min, iodepth_batch_complete, iodepth_batch_complete_max, "
           "iodepth_low, group_reporting, thread, userspace_reap, ring_first. Every workload also "
-          "takes: kind, name, filesystems, timeout.");
+          "takes: kind, name, filesystems, timeout, dataset.");
     CHECK(
         parse_message(with_kind("io", "filename = \"/dev/sdb\"")) ==
         "t.toml:4:1: workload 'io-1': io job option 'filename' is set by the agent: the workload's "

@@ -442,3 +442,29 @@ TEST_CASE("lvm-thin allocated bytes: the thin LV's data_percent of its size", "[
     CHECK(
         contains(garbled.error().message, "lvs printed no size in bytes for ds-run-1: '256.00m'"));
 }
+
+TEST_CASE("lvm-thin clones a run's volume of a golden one as a thin snapshot", "[lvm][golden]") {
+    ScriptedLvm lvm;
+    auto storage = make_storage(lvm);
+    StorageBackend& seam = storage;  // what a run calls
+    lvm.reply_ok("lvs", kReport);
+    REQUIRE(seam.seal_golden("golden").ok());  // a thin snapshot needs no seal
+    auto cloned = seam.clone_volume("golden", "ds-run-2", raw_config(1ull << 30));
+    REQUIRE(cloned.ok());
+    CHECK(cloned->method == "thin-snapshot");
+    CHECK(std::get<BlockDisk>(cloned->volume.source).path == "/dev/vg0/ds-run-2");
+    CHECK(lvm.commands.back() == Argv{"lvcreate", "--snapshot", "--setactivationskip", "n",
+                                      "--name", "ds-run-2", "vg0/golden"});
+    // The golden is an ordinary thin LV: its snapshots do not depend on it.
+    REQUIRE(seam.remove_golden("golden").ok());
+    CHECK(lvm.commands.back().front() == "lvremove");
+
+    SECTION("qcow2 is refused before LVM is asked") {
+        StorageConfig qcow2 = raw_config(1ull << 30);
+        qcow2.image_format = ImageFormat::kQcow2;
+        const std::size_t asked = lvm.commands.size();
+        CHECK(seam.clone_volume("golden", "ds-run-3", qcow2).error().code ==
+              errc::kInvalidArgument);
+        CHECK(lvm.commands.size() == asked);
+    }
+}
