@@ -92,7 +92,10 @@ TEST_CASE("golden dataset: runs clone one prepared volume and skip mkfs and fio'
             dataset.at("clone_s").get<double>(), written / kMiB,
             static_cast<unsigned long long>(kLaidOutBytes / kMiB),
             dataset.at("prepare_s").get<double>(), dataset.at("preparation_s").get<double>());
-        CHECK(written < kLaidOutBytes / 3);
+        // Half, not less: besides fio's few writes, ext4's lazy inode-table
+        // init (ext4lazyinit, started by the golden's mkfs) goes on writing
+        // in the clone; measured 4.5 to 16.0 MiB. A fresh run writes all 48.
+        CHECK(written < kLaidOutBytes / 2);
         CHECK(run.metrics.at("read_iops") > 0);
         // Discard is proven on the clone as on a fresh volume.
         const Json& effect = run.applied.at("discard_effect");
