@@ -228,21 +228,13 @@ Result<int> parse_timeout(const Json& message) {
     return static_cast<int>(std::ceil(timeout->get<double>()));
 }
 
-// job.trim: optional boolean, false when absent.
-Result<bool> parse_trim(const Json& message) {
-    const auto trim = message.find("trim");
-    if (trim == message.end() || trim->is_null()) return false;
-    if (!trim->is_boolean())
-        return bad_field("job.trim", "is " + trim->dump() + ", expected a boolean");
-    return trim->get<bool>();
-}
-
-Result<bool> parse_check(const Json& message) {
-    const auto check = message.find("check");
-    if (check == message.end() || check->is_null()) return false;
-    if (!check->is_boolean())
-        return bad_field("job.check", "is " + check->dump() + ", expected a boolean");
-    return check->get<bool>();
+// job.KEY: an optional boolean, false when absent (trim, check).
+Result<bool> optional_flag(const Json& message, const char* key) {
+    const auto flag = message.find(key);
+    if (flag == message.end() || flag->is_null()) return false;
+    if (!flag->is_boolean())
+        return bad_field(std::string("job.") + key, "is " + flag->dump() + ", expected a boolean");
+    return flag->get<bool>();
 }
 
 // job.dataset: "fresh" when absent.
@@ -308,11 +300,11 @@ Result<AgentJob> parse_job(const Json& message) {
     if (!timeout_s) return timeout_s.error();
     job.timeout_s = *timeout_s;
 
-    auto trim = parse_trim(message);
+    auto trim = optional_flag(message, "trim");
     if (!trim) return trim.error();
     job.trim = *trim;
 
-    auto check = parse_check(message);
+    auto check = optional_flag(message, "check");
     if (!check) return check.error();
     job.check = *check;
     if (job.check && (job.workload.kind != "ledger" || job.trim)) {

@@ -28,18 +28,6 @@ std::string last_lines(const std::string& text, int lines) {
     return text.substr(at);
 }
 
-IdRanges ranges_of(const std::vector<long long>& sorted_ids) {
-    IdRanges ranges;
-    for (long long id : sorted_ids) {
-        if (!ranges.empty() && ranges.back().second + 1 == id) {
-            ranges.back().second = id;
-        } else if (ranges.empty() || ranges.back().second < id) {
-            ranges.emplace_back(id, id);
-        }
-    }
-    return ranges;
-}
-
 bool all_zero(std::string_view bytes) {
     return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == '\0'; });
 }
@@ -74,6 +62,18 @@ Json run_read_only_fsck(ProcessRunner& runner, std::string_view fs_type, const s
     return Json{{"exit_code", output->exit_code},
                 {"clean", clean},
                 {"output", last_lines(output->stdout_text + output->stderr_text, 8)}};
+}
+
+IdRanges ranges_of(const std::vector<long long>& sorted_ids) {
+    IdRanges ranges;
+    for (long long id : sorted_ids) {
+        if (!ranges.empty() && ranges.back().second + 1 == id) {
+            ranges.back().second = id;
+        } else if (ranges.empty() || ranges.back().second < id) {
+            ranges.emplace_back(id, id);
+        }
+    }
+    return ranges;
 }
 
 Json ranges_json(const IdRanges& ranges) {

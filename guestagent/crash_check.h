@@ -49,6 +49,8 @@ Json run_read_only_fsck(ProcessRunner& runner, std::string_view fs_type, const s
 // Inclusive id ranges, ascending: [[1, 250], [252, 260]].
 using IdRanges = std::vector<std::pair<long long, long long>>;
 Json ranges_json(const IdRanges& ranges);
+// Ascending ids as ranges (a repeated id counts once).
+IdRanges ranges_of(const std::vector<long long>& sorted_ids);
 
 // What ledger.dat holds: the ids whose record is exactly what the ledger
 // wrote (ledger_record), in ranges, and the count of records that are

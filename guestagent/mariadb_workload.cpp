@@ -828,7 +828,7 @@ namespace {
 // The ids of `SELECT id ... ORDER BY id` (one per line), as ranges; an
 // Error naming the first line that is not an id.
 Result<IdRanges> ledger_ids(const std::string& text) {
-    IdRanges ranges;
+    std::vector<long long> ids;
     std::size_t start = 0;
     while (start < text.size()) {
         std::size_t end = text.find('\n', start);
@@ -841,13 +841,9 @@ Result<IdRanges> ledger_ids(const std::string& text) {
             return make_error(errc::kAgent,
                               "SELECT id printed '" + std::string(line.substr(0, 80)) + "'");
         }
-        if (!ranges.empty() && ranges.back().second + 1 == *id) {
-            ranges.back().second = *id;
-        } else {
-            ranges.emplace_back(*id, *id);
-        }
+        ids.push_back(*id);
     }
-    return ranges;
+    return ranges_of(ids);
 }
 
 }  // namespace
