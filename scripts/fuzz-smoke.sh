@@ -38,7 +38,13 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
 echo "[fuzz-smoke] building the fuzz targets in $FUZZ_BUILD_DIR"
-fuzz_build >/dev/null
+# Quiet when it works; a failed build shows why (CI reads only this output).
+build_log="$scratch/build.log"
+if ! fuzz_build >"$build_log" 2>&1; then
+    tail -n 60 "$build_log" >&2
+    echo "[fuzz-smoke] building the fuzz targets failed (the output's end above)" >&2
+    exit 1
+fi
 echo "[fuzz-smoke] built in ${SECONDS}s"
 
 failed=0
