@@ -54,6 +54,9 @@ inline constexpr std::string_view kTrimCapability = "trim";
 // host sends it only to an agent that announces this: an older agent would
 // ignore it and format a golden volume's clone.
 inline constexpr std::string_view kDatasetCapability = "dataset";
+// The agent checks crash images (job.check, docs/durability.md): the host
+// sends a durability run's checker job only to an agent that announces it.
+inline constexpr std::string_view kCheckCapability = "check";
 
 // Serialises one message: {"v":kVersion,"type":type, ...payload} + '\n'.
 // `payload` must be an object; its "v"/"type" keys are overwritten.

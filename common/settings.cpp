@@ -614,6 +614,10 @@ Json to_json(const Workload& workload) {
     if (!workload.tuning.empty()) json["tuning"] = workload.tuning;
     if (!workload.variant_of.empty()) json["variant_of"] = workload.variant_of;
     if (workload.dataset != DatasetSource::kFresh) json["dataset"] = to_string(workload.dataset);
+    if (workload.durability) {
+        json["durability"] = {{"crash_points", workload.durability->crash_points},
+                              {"volatile_cache", workload.durability->volatile_cache}};
+    }
     return json;
 }
 
@@ -634,14 +638,32 @@ Status read_dataset(const Json& json, DatasetSource& into) {
     return ok_status();
 }
 
+Status read_durability(const Json& json, std::optional<DurabilityOptions>& into) {
+    const auto found = json.find("durability");
+    if (found == json.end()) return ok_status();
+    const Json& durability = *found;
+    const auto points = durability.is_object() ? durability.find("crash_points") : durability.end();
+    const auto rule = durability.is_object() ? durability.find("volatile_cache") : durability.end();
+    if (points == durability.end() || !points->is_number_integer() ||
+        points->get<std::int64_t>() < 1 || points->get<std::int64_t>() > kMaxCrashPoints ||
+        rule == durability.end() || !rule->is_boolean()) {
+        return make_error(errc::kInvalidArgument,
+                          "workload 'durability' must be {\"crash_points\": 1.." +
+                              std::to_string(kMaxCrashPoints) +
+                              ", \"volatile_cache\": true|false}, not " + durability.dump());
+    }
+    into = DurabilityOptions{static_cast<int>(points->get<std::int64_t>()), rule->get<bool>()};
+    return ok_status();
+}
+
 }  // namespace
 
 Result<Workload> workload_from_json(const Json& json) {
     if (!json.is_object()) return make_error(errc::kInvalidArgument, "workload must be an object");
-    DS_TRY(reject_unknown_keys(
-        json,
-        {"name", "kind", "params", "filesystems", "timeout_s", "tuning", "variant_of", "dataset"},
-        "workload"));
+    DS_TRY(reject_unknown_keys(json,
+                               {"name", "kind", "params", "filesystems", "timeout_s", "tuning",
+                                "variant_of", "dataset", "durability"},
+                               "workload"));
     Workload workload;
     DS_TRY(read_string(json, "name", workload.name));
     DS_TRY(read_string(json, "kind", workload.kind));
@@ -649,6 +671,7 @@ Result<Workload> workload_from_json(const Json& json) {
     DS_TRY(read_string(json, "variant_of", workload.variant_of));
     DS_TRY(read_string_list(json, "filesystems", workload.filesystems));
     DS_TRY(read_dataset(json, workload.dataset));
+    DS_TRY(read_durability(json, workload.durability));
     if (const auto it = json.find("timeout_s"); it != json.end()) {
         if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
             it->get<std::int64_t>() > std::numeric_limits<int>::max())

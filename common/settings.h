@@ -145,6 +145,19 @@ std::vector<std::string> durability_risks(const StorageConfig&);
 enum class DatasetSource { kFresh, kGolden };
 std::string_view to_string(DatasetSource);  // "fresh" "golden"
 
+// Spec `durability` (docs/durability.md): the runs of a ledger workload are
+// logged (QEMU's blklogwrites) and tried in simulated power cuts.
+struct DurabilityOptions {
+    // At most this many crash points: every flush of the run, sampled evenly
+    // down to this (kMaxCrashPoints at most).
+    int crash_points = 50;
+    // Crash states also keep a random subset of the writes after the last
+    // flush (a volatile disk cache may have persisted any of them).
+    bool volatile_cache = true;
+    bool operator==(const DurabilityOptions&) const = default;
+};
+inline constexpr int kMaxCrashPoints = 1000;
+
 struct Workload {
     std::string name;  // unique within a sweep
     std::string kind;  // "fio" | "io" | "mariadb-atis" | "sysbench-oltp"
@@ -163,11 +176,15 @@ struct Workload {
     // Spec `dataset`: only kinds with a preparation step
     // (WorkloadKind::preparation) may be kGolden.
     DatasetSource dataset = DatasetSource::kFresh;
+    // Spec `durability`: only `ledger` workloads carry it (spec.cpp).
+    std::optional<DurabilityOptions> durability{};
 
     bool operator==(const Workload&) const = default;
 };
 // {"name","kind","params"} plus "filesystems", "timeout_s", "tuning",
-// "variant_of" and "dataset" ("golden") when set (so workloads without them serialise as before).
+// "variant_of", "dataset" ("golden") and "durability" ({"crash_points",
+// "volatile_cache"}) when set (so workloads without them serialise as
+// before). The agent ignores "durability": it is the host's business.
 Json to_json(const Workload&);
 Result<Workload> workload_from_json(const Json&);
 

@@ -30,6 +30,9 @@ std::string DaemonConfig::embedded_root() const {
 std::string DaemonConfig::run_dir() const {
     return state_dir + "/runs";
 }
+std::string DaemonConfig::durability_dir() const {
+    return state_dir + "/durability";
+}
 std::vector<std::string> DaemonConfig::effective_storages() const {
     std::vector<std::string> lines = storages;
     const bool has_file = std::any_of(lines.begin(), lines.end(), [](const std::string& line) {

@@ -54,6 +54,9 @@ struct DaemonConfig {
     std::string effective_hypervisor_uri() const;
     std::string embedded_root() const;  // <state_dir>/libvirt
     std::string run_dir() const;        // <state_dir>/runs: sockets and console logs
+    // <state_dir>/durability: durability runs' pre-run copies, write logs
+    // and crash images (daemon/run/durability_trial.h), a directory per run.
+    std::string durability_dir() const;
     Json to_json() const;
 };
 

@@ -332,6 +332,7 @@ Status make_daemon_directories(const DaemonConfig& config) {
         {config.state_dir, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
          true},
         {config.run_dir(), fs::perms::owner_all, true},
+        {config.durability_dir(), fs::perms::owner_all, true},
         {config.embedded_root(), fs::perms::owner_all, true},
         {fs::path(config.socket_path).parent_path().string(),
          fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec, false}};
@@ -453,6 +454,7 @@ void Daemon::recover() {
     }
     (void)recover_leftovers(*names_, recovery_hosts, backends_.storages(), *store_, kMaxRunAttempts,
                             log_line);
+    remove_durability_leftovers(config_.durability_dir(), log_line);
 }
 
 void Daemon::probe_acceleration() {
@@ -495,6 +497,7 @@ RunEnvironment Daemon::run_environment() {
     environment.accel = accel_.accel;
     environment.host_processes = &host_processes_;
     environment.goldens = &*goldens_;
+    environment.durability_dir = config_.durability_dir();
     return environment;
 }
 

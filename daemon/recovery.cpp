@@ -1,6 +1,7 @@
 #include "daemon/recovery.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "common/clock.h"
 #include "daemon/backends/hosts.h"
@@ -139,6 +140,18 @@ RecoveryReport recover_leftovers(const ResourceNames& names, const std::vector<R
     report.runs = std::move(runs).value();
     log_recovered_runs(report.runs, log);
     return report;
+}
+
+void remove_durability_leftovers(const std::string& durability_dir,
+                                 const std::function<void(const std::string&)>& log) {
+    std::error_code error;
+    for (const auto& entry : std::filesystem::directory_iterator(durability_dir, error)) {
+        std::error_code removed;
+        std::filesystem::remove_all(entry.path(), removed);
+        log("recovery: " +
+            (removed ? "cannot remove " + entry.path().string() + ": " + removed.message()
+                     : "removed the durability run's files " + entry.path().string()));
+    }
 }
 
 }  // namespace ds

@@ -54,6 +54,12 @@ RecoveryReport recover_leftovers(const ResourceNames& names, const std::vector<R
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts,
                                  const std::function<void(const std::string&)>& log);
+// Removes every entry of `durability_dir` (RunEnvironment::durability_dir):
+// nothing of this daemon runs yet, so each run's directory there is a
+// leftover of an interrupted durability run. Logs each one and what failed.
+void remove_durability_leftovers(const std::string& durability_dir,
+                                 const std::function<void(const std::string&)>& log);
+
 // The same, with one hypervisor, the host "local" (kLocalHostName).
 RecoveryReport recover_leftovers(const ResourceNames& names, Hypervisor& hypervisor,
                                  const std::vector<StorageBackend*>& storages, Store& store,

@@ -96,6 +96,7 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          "the file's allocated blocks (st_blocks)",
          "a reflink copy (FICLONE) where the volume directory's file system shares extents, "
          "else a sparse copy (SEEK_DATA/SEEK_HOLE)",
+         "a reflink or sparse copy of the volume file",
          make_file_storage},
         {"block",
          "DEVICE",
@@ -106,6 +107,7 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          "by each (refused while mounted or in use)",
          "a loop device's backing file's allocated blocks; other devices: not measured",
          "",
+         "",
          make_block_storage},
         {"lvm-thin",
          "VG/POOL",
@@ -115,13 +117,14 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          "one thin LV per run in an existing thin pool (lvm2 + thin-provisioning-tools)",
          "the thin LV's data_percent of its size",
          "a thin snapshot (lvcreate --snapshot without a size)",
+         "",
          make_lvm_thin},
         {"rbd", "POOL", true, DiskSourceKind::kRbd, rbd_options(),
          "one Ceph RBD image per run (the rbd and ceph tools of ceph-common)",
          "the image's used size (rbd du)",
          "an RBD clone of the golden image's protected snapshot (rbd snap create, snap protect, "
          "clone)",
-         make_rbd},
+         "", make_rbd},
         {"pve",
          "STORAGE",
          true,
@@ -129,6 +132,7 @@ const std::vector<StorageKindDef>& storage_kind_table() {
          {},
          "a Proxmox VE storage (local-lvm, RBD, directory): PVE allocates each run's disk in "
          "the VM's config and purges it with the VM",
+         "",
          "",
          "",
          make_pve_storage},
@@ -194,7 +198,14 @@ const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
          false,
          proxmox_options(),
          make_proxmox_host,
-         expand_proxmox_host_line},
+         expand_proxmox_host_line,
+         // qemu-server builds the VM's drives itself (PVE/QemuServer.pm,
+         // print_drive_commandline; no blklogwrites), the `args` escape hatch
+         // is root@pam's only (PVE/API2/Qemu.pm, $check_vm_modify_config_perm),
+         // and the log would be a file on the node, out of the API's reach.
+         "Proxmox VE cannot put a VM's disk on QEMU's blklogwrites filter through its API "
+         "(qemu-server writes the drive's -blockdev itself; 'args' is root@pam's only), and the "
+         "log would stay on the node"},
         // Not a hypervisor: the host baselines (spec host_baseline) run fio
         // from the host on the raw volume, which fio reaches as a file, a
         // block device or, through librbd, an RBD image.
@@ -203,7 +214,9 @@ const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
          "no hypervisor: host baselines run fio from the host on the raw volume",
          false,
          {},
-         nullptr},
+         nullptr,
+         {},
+         "host baselines run fio, not a ledger"},
     };
     return kinds;
 }

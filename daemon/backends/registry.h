@@ -70,6 +70,10 @@ struct StorageKindDef {
     // (spec `dataset = "golden"`), "" when it cannot: the spec parser refuses
     // golden datasets on such a storage, docs/spec.md's Storages table says it.
     std::string_view golden_clone;
+    // How a durability run (docs/durability.md) keeps the volume as it was
+    // before the run, which every crash image starts from; "" when it cannot
+    // (the spec parser refuses `durability` on such a storage).
+    std::string_view pre_run_copy;
     std::function<Result<std::unique_ptr<StorageBackend>>(const StorageLine&,
                                                           const StorageContext&)>
         make;
@@ -110,6 +114,10 @@ struct HypervisorKindDef {
     // the lines of those hosts, each named NAME/MEMBER, given to `make` one
     // by one. Empty: the line is one host.
     std::function<Result<std::vector<BackendLine>>(const BackendLine&)> expand{};
+    // Why its guests' data disks cannot be logged for a durability run
+    // (docs/durability.md); "" when they can. The spec parser refuses
+    // `durability` on a hypervisor with a reason.
+    std::string_view no_write_log{};
 };
 std::span<const HypervisorKindDef> hypervisor_kinds();
 const HypervisorKindDef* find_hypervisor_kind(std::string_view name);

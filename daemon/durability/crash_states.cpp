@@ -81,10 +81,13 @@ bool honours_guest_flushes(CacheMode cache) {
     return cache != CacheMode::kUnsafe;
 }
 
-std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points) {
+std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points,
+                                             std::uint64_t from_log_offset) {
     std::vector<std::size_t> flushes;
-    for (std::size_t i = 0; i < log.entries.size(); ++i)
-        if (log.entries[i].is_flush()) flushes.push_back(i);
+    for (std::size_t i = 0; i < log.entries.size(); ++i) {
+        const LogEntry& entry = log.entries[i];
+        if (entry.is_flush() && entry.end_offset >= from_log_offset) flushes.push_back(i);
+    }
     if (flushes.size() <= max_points || max_points == 0) {
         if (max_points == 0) flushes.clear();
         return flushes;
@@ -103,7 +106,8 @@ std::vector<CrashState> crash_states(const LogIndex& log, CacheMode cache,
                                      const CrashModelOptions& options) {
     std::vector<CrashState> states;
     if (log.entries.empty()) return states;
-    const std::vector<std::size_t> points = sample_flush_points(log, options.max_crash_points);
+    const std::vector<std::size_t> points =
+        sample_flush_points(log, options.max_crash_points, options.from_log_offset);
     for (std::size_t k = 0; k < points.size(); ++k) {
         states.push_back(state_at(log, static_cast<std::ptrdiff_t>(points[k]), k, cache, options));
     }

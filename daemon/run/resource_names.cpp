@@ -30,6 +30,10 @@ std::string ResourceNames::vm(std::int64_t run_id) const {
     return prefix_ + "r" + std::to_string(run_id);
 }
 
+std::string ResourceNames::checker_vm(std::int64_t run_id) const {
+    return vm(run_id) + "-check";
+}
+
 std::string ResourceNames::volume(std::int64_t run_id) const {
     return vm(run_id) + "-data";
 }

@@ -30,6 +30,8 @@ class ResourceNames {
     const std::string& prefix() const { return prefix_; }  // "disksweep-<instance>-"
     std::string vm(std::int64_t run_id) const;             // prefix() + "r<run_id>"
     std::string volume(std::int64_t run_id) const;         // vm(run_id) + "-data"
+    // The guest that checks a durability run's crash images: vm(run_id) + "-check".
+    std::string checker_vm(std::int64_t run_id) const;
     std::string probe() const;  // prefix() + "probe": the KVM probe's guest and volume
     // The guest that prepares golden volume `index` of a sweep, and the
     // volume: prefix() + "g<sweep_id>-<index>", and that + "-golden".

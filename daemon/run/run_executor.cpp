@@ -16,6 +16,7 @@
 #include "daemon/run/ack_ledger.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/discard_effect.h"
+#include "daemon/run/durability_trial.h"
 #include "daemon/run/guest_messages.h"
 #include "daemon/run/host_fio.h"
 #include "daemon/run/settings_verify.h"
@@ -54,7 +55,6 @@ Status run_guarded(const std::function<Status()>& body, std::int64_t run_id) {
     return make_error(errc::kInternal, "internal error (bug): " + what);
 }
 
-// The change of each numeric counter between two disk_counters() replies.
 // A configuration in a few words for people watching runs: "ext4 none
 // scsi-single" (filesystem, cache, bus), "host baseline" for a run without
 // a guest.
@@ -65,6 +65,7 @@ std::string config_label(const Json& config) {
            " bus=" + config.value("bus", "?");
 }
 
+// The change of each numeric counter between two disk_counters() replies.
 Json counter_delta(const Json& before, const Json& after) {
     Json delta = Json::object();
     for (auto& [key, value] : after.items()) {
@@ -82,6 +83,41 @@ std::string without_console_location(const std::string& reason) {
     if (location == std::string::npos) return reason;
     const std::size_t tail = reason.find('\n', location);
     return reason.substr(0, location) + (tail == std::string::npos ? "" : reason.substr(tail));
+}
+
+// The job's `filesystem` (docs/agent-protocol.md).
+Json filesystem_json(const StorageConfig& config) {
+    return Json{{"type", config.filesystem.type},
+                {"mkfs_options", config.filesystem.mkfs_options},
+                {"mount_options", config.filesystem.mount_options},
+                {"post_format", config.filesystem.post_format}};
+}
+
+// Crash images one checker guest checks (TODO(merge checker): many per boot).
+constexpr std::size_t kMaxCheckImages = 1;
+
+// A crash image's checker gives each image this long (MariaDB's crash
+// recovery under TCG included), and its guest this long to say hello.
+constexpr int kCheckSecondsPerImage = 120;
+
+// The disk settings of a checker guest: the run's file system, on virtio-blk
+// (one PCI device per image); the images are throwaway copies, so no cache
+// mode of theirs matters and unsafe is the fastest.
+StorageConfig checker_config(const StorageConfig& run_config) {
+    StorageConfig config;
+    config.filesystem = run_config.filesystem;
+    config.disk_size_bytes = run_config.disk_size_bytes;
+    config.image_format = run_config.image_format;
+    config.bus = Bus::kVirtioBlk;
+    config.cache = CacheMode::kUnsafe;
+    return config;
+}
+
+// `source` (a file volume) with its file at `path`: a crash image is the
+// volume file's copy, in the volume's own format.
+DiskSource at_path(DiskSource source, const std::string& path) {
+    if (auto* file = std::get_if<FileDisk>(&source)) file->path = path;
+    return source;
 }
 
 // What an attempt is for.
@@ -159,6 +195,16 @@ class RunAttempt {
     Status host_job();
     // For a kind that acknowledges records: the ledger its acks go to.
     void listen_for_acks();
+    // A durability run: the pre-run copy and the empty write log (trial_).
+    Status start_durability_trial();
+    // After verify: the guest stopped, the crash states built and checked in
+    // checker guests, applied_["durability"].
+    Status measure_durability();
+    // One checker guest on `images` (crash images, in state order): each
+    // one's report.
+    Result<std::vector<CrashCheck>> check_crash_images(const std::vector<std::string>& images);
+    // Destroys the run's guest (by its handle once recorded); true when gone.
+    Status stop_guest();
     // The result's count against the acks, and the ledger into applied_.
     Status settle_acks();
     Status verify();
@@ -196,6 +242,8 @@ class RunAttempt {
     // The acknowledgements of a workload that sends them (WorkloadKind::
     // acknowledges), set up by job().
     std::optional<AckLedger> acks_;
+    // A durability run's files (workload `durability`), set up by provision().
+    std::optional<DurabilityTrial> trial_;
     Json timings_ = Json::object();
     Json versions_ = Json::object();
     Json applied_ = Json::object();
@@ -364,6 +412,7 @@ Status RunAttempt::provision() {
         if (mode_ == AttemptMode::kRun && !host_baseline_)
             applied_["dataset"] = {{"source", "fresh"}};
     }
+    if (mode_ == AttemptMode::kRun && workload_->durability) DS_TRY(start_durability_trial());
     applied_["storage"] = {{"backend", storage_->name()},
                            {"source", to_json(volume_->source)},
                            {"before", storage_->state(run_.volume_name)}};
@@ -468,6 +517,7 @@ Status RunAttempt::boot() {
     request.vcpus = env_.vcpus;
     request.memory_mib = env_.memory_mib;
     request.record_handle = [this](const Json& handle) { return record_vm_handle(handle); };
+    if (trial_) request.write_log_path = trial_->log_path();
     DS_TRY(hypervisor_->start_vm(request));
     DS_TRY(read_running_guest());
 
@@ -556,11 +606,7 @@ Status RunAttempt::job() {
     const StorageConfig& config = *config_;
     const int job_timeout_s = workload.timeout_s > 0 ? workload.timeout_s : run_timeout_s_;
     Json job = {{"run_id", std::to_string(run_.id)},
-                {"filesystem",
-                 {{"type", config.filesystem.type},
-                  {"mkfs_options", config.filesystem.mkfs_options},
-                  {"mount_options", config.filesystem.mount_options},
-                  {"post_format", config.filesystem.post_format}}},
+                {"filesystem", filesystem_json(config)},
                 {"workload", run_.workload},
                 {"timeout_s", job_timeout_s}};
     if (Json block = block_settings_json(config); !block.empty()) job["block"] = block;
@@ -625,8 +671,10 @@ Status RunAttempt::job() {
 void RunAttempt::listen_for_acks() {
     const WorkloadKind* kind = find_workload_kind(workload_->kind);
     if (kind == nullptr || !kind->acknowledges) return;
-    // No write log yet: the ledger keeps the order and the count.
-    acks_.emplace(std::to_string(run_.id), nullptr);
+    // With a write log, each ack notes how far the log had grown by then.
+    std::function<std::optional<std::uint64_t>()> log_bytes;
+    if (trial_) log_bytes = [this] { return trial_->log_bytes(); };
+    acks_.emplace(std::to_string(run_.id), std::move(log_bytes));
     session_->set_ack_handler([this](const guest::Ack& ack) { return acks_->record(ack); });
 }
 
@@ -637,6 +685,107 @@ Status RunAttempt::settle_acks() {
         reported == run_.metrics.end() ? 0 : static_cast<long long>(reported->second)));
     applied_["ledger"] = acks_->summary();
     return ok_status();
+}
+
+Status RunAttempt::start_durability_trial() {
+    const auto* file = std::get_if<FileDisk>(&volume_->source);
+    if (file == nullptr || env_.durability_dir.empty()) {
+        return make_error(errc::kUnsupported,
+                          file == nullptr
+                              ? "durability: only a file volume can be copied before the run"
+                              : "durability: this disksweepd has no durability directory");
+    }
+    // A qcow2 file may grow past the disk's size with its metadata.
+    const std::uint64_t size_limit =
+        config_->disk_size_bytes * (file->format == ImageFormat::kQcow2 ? 2 : 1);
+    DS_ASSIGN_OR_RETURN(auto trial,
+                        DurabilityTrial::start(env_.durability_dir, run_.id, file->path, size_limit,
+                                               config_->cache, *workload_->durability));
+    trial_.emplace(std::move(trial));
+    return ok_status();
+}
+
+Status RunAttempt::measure_durability() {
+    // QEMU writes the last of the log as it stops.
+    DS_TRY(stop_guest());
+    DS_TRY(trial_->plan(acks_ ? acks_->entries() : std::vector<AckEntry>{}));
+    const std::size_t states = trial_->state_count();
+    for (std::size_t first = 0; first < states; first += kMaxCheckImages) {
+        if (cancelled_.load()) return make_error(errc::kCancelled, "cancelled");
+        publish(Json{{"type", "run_progress"},
+                     {"run_id", run_.id},
+                     {"phase", "durability"},
+                     {"message", "checking crash states " + std::to_string(first + 1) + "-" +
+                                     std::to_string(std::min(states, first + kMaxCheckImages)) +
+                                     " of " + std::to_string(states)},
+                     {"fraction", static_cast<double>(first) / static_cast<double>(states)}});
+        DS_ASSIGN_OR_RETURN(auto images, trial_->build_images(first, kMaxCheckImages));
+        const auto check_start = env_.clock->now();
+        auto checks = check_crash_images(images);
+        trial_->add_check_seconds(seconds_since(check_start, *env_.clock));
+        if (!checks.ok()) {
+            return make_error(checks.error().code, "durability: checking crash states from " +
+                                                       std::to_string(first) + ": " +
+                                                       checks.error().message);
+        }
+        trial_->record_checks(first, checks.value());
+    }
+    applied_["durability"] = trial_->result();
+    return ok_status();
+}
+
+Result<std::vector<CrashCheck>> RunAttempt::check_crash_images(
+    const std::vector<std::string>& images) {
+    const std::string vm = env_.names.checker_vm(run_.id);
+    VmRequest request;
+    request.name = vm;
+    request.config = checker_config(*config_);
+    request.data_disk = at_path(volume_->source, images.front());
+    request.image = image_;
+    request.accel = accel_;
+    request.vcpus = env_.vcpus;
+    request.memory_mib = env_.memory_mib;
+    const int timeout_s = kCheckSecondsPerImage * static_cast<int>(images.size());
+    Json job = {{"run_id", std::to_string(run_.id)},
+                {"filesystem", filesystem_json(*config_)},
+                {"workload", run_.workload},
+                {"timeout_s", timeout_s},
+                {"check", true}};
+    auto checks = [&]() -> Result<std::vector<CrashCheck>> {
+        DS_TRY(hypervisor_->start_vm(request));
+        const auto deadline = env_.clock->now() + std::chrono::seconds(boot_timeout_s_);
+        DS_ASSIGN_OR_RETURN(
+            auto channel,
+            hypervisor_->open_agent_channel(
+                vm, std::chrono::steady_clock::now() + std::chrono::seconds(boot_timeout_s_),
+                &cancelled_));
+        AgentSession session(std::move(channel), &cancelled_, *env_.clock);
+        DS_ASSIGN_OR_RETURN(auto hello, session.receive_hello(deadline));
+        if (std::find(hello.capabilities.begin(), hello.capabilities.end(),
+                      protocol::kCheckCapability) == hello.capabilities.end()) {
+            return make_error(errc::kUnsupported,
+                              "the guest's agent cannot check crash images (its hello announces "
+                              "no 'check' capability): rebuild the guest image");
+        }
+        DS_TRY(session.send_job(job));
+        DS_ASSIGN_OR_RETURN(
+            auto result,
+            session.await_result(
+                env_.clock->now() + std::chrono::seconds(timeout_s + kAgentGraceSeconds),
+                [](const guest::Progress&) {}));
+        session.send_shutdown();
+        DS_ASSIGN_OR_RETURN(auto check, parse_crash_check(result.output));
+        return std::vector<CrashCheck>{check};
+    }();
+    const Status destroyed = hypervisor_->destroy_vm(vm);
+    if (checks.ok() && destroyed.ok()) hypervisor_->discard_console(vm);
+    if (checks.ok() && !destroyed.ok()) return destroyed.error();
+    if (!checks.ok()) {
+        return make_error(checks.error().code,
+                          "checker guest " + vm + ": " + checks.error().message +
+                              "; console log: " + hypervisor_->console_location(vm));
+    }
+    return checks;
 }
 
 Status RunAttempt::measure_before_trim(
@@ -775,18 +924,10 @@ Status RunAttempt::verify() {
 Status RunAttempt::teardown() {
     session_.reset();
     std::string problems;
-    // Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
-    // A recorded guest is destroyed by its handle (also one start_vm left
-    // half made) and, once gone, forgotten; else by its name.
-    if (hypervisor_ != nullptr) {
-        Status destroyed = vm_handle_ ? hypervisor_->destroy_recorded_vm(vm_name_, *vm_handle_)
-                                      : hypervisor_->destroy_vm(vm_name_);
-        if (!destroyed.ok()) {
-            problems += destroyed.error().message + "; ";
-        } else if (vm_handle_ && mode_ != AttemptMode::kHelloOnly) {
-            Status cleared = env_.store->clear_vm_handle(run_.id);
-            if (!cleared.ok()) problems += cleared.error().message + "; ";
-        }
+    if (Status stopped = stop_guest(); !stopped.ok()) problems += stopped.error().message + "; ";
+    if (trial_) {
+        if (Status removed = trial_->remove(); !removed.ok())
+            problems += removed.error().message + "; ";
     }
     if (volume_ && !keep_volume_) {
         applied_["storage"]["after"] = storage_->state(run_.volume_name);
@@ -795,6 +936,20 @@ Status RunAttempt::teardown() {
     }
     if (problems.empty()) return ok_status();
     return make_error(errc::kIo, problems);
+}
+
+// Also when start_vm failed half-way: destroy_vm succeeds on a missing VM.
+// A recorded guest is destroyed by its handle (also one start_vm left half
+// made) and, once gone, forgotten; else by its name.
+Status RunAttempt::stop_guest() {
+    if (hypervisor_ == nullptr) return ok_status();
+    DS_TRY(vm_handle_ ? hypervisor_->destroy_recorded_vm(vm_name_, *vm_handle_)
+                      : hypervisor_->destroy_vm(vm_name_));
+    if (vm_handle_ && mode_ != AttemptMode::kHelloOnly) {
+        DS_TRY(env_.store->clear_vm_handle(run_.id));
+        vm_handle_.reset();
+    }
+    return ok_status();
 }
 
 void RunAttempt::settle(const Status& outcome, const std::string& teardown_problems) {
@@ -860,7 +1015,9 @@ RunRecord RunAttempt::execute() {
             if (host_baseline_) return timed(RunPhase::kJob, &RunAttempt::host_job);
             DS_TRY(timed(RunPhase::kBoot, &RunAttempt::boot));
             DS_TRY(timed(RunPhase::kJob, &RunAttempt::job));
-            return timed(RunPhase::kVerify, &RunAttempt::verify);
+            DS_TRY(timed(RunPhase::kVerify, &RunAttempt::verify));
+            if (!trial_) return ok_status();
+            return timed(RunPhase::kDurability, &RunAttempt::measure_durability);
         },
         run_.id);
     tear_down_and_settle(outcome);
@@ -939,6 +1096,8 @@ std::string_view to_string(RunPhase phase) {
             return "job";
         case RunPhase::kVerify:
             return "verify";
+        case RunPhase::kDurability:
+            return "durability";
         case RunPhase::kTeardown:
             return "teardown";
         case RunPhase::kRecord:

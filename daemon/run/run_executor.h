@@ -28,7 +28,9 @@ namespace ds {
 // Time the agent gets beyond a workload's timeout to stop it and report.
 inline constexpr int kAgentGraceSeconds = 60;
 
-enum class RunPhase { kProvision, kBoot, kJob, kVerify, kTeardown, kRecord };
+// kDurability: a durability run's crash states, built and checked after
+// verify (docs/durability.md).
+enum class RunPhase { kProvision, kBoot, kJob, kVerify, kDurability, kTeardown, kRecord };
 std::string_view to_string(RunPhase);  // "provision", "boot", "job", "verify", ...
 
 // Where host telemetry (and tests) attach to runs: told on the run's worker
@@ -89,6 +91,10 @@ struct RunEnvironment {
     // to need it (in a guest of its own, on the run's host slot, within the
     // run's provision phase). Without it such runs fail.
     GoldenVolumes* goldens = nullptr;
+    // Where durability runs (workload `durability`) keep their pre-run copy,
+    // write log and crash images, one directory per run; empty: such runs
+    // fail with the reason.
+    std::string durability_dir;
 };
 
 // A boot without a job: an ordinary run attempt whose job is the agent's

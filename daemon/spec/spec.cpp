@@ -28,7 +28,7 @@ constexpr std::uint64_t kMaxRuns = 10000;
 
 // The keys of a spec's top level, as docs/spec.md's "Top-level keys" table
 // lists them (a test holds the two together).
-constexpr std::array<std::string_view, 14> kTopLevelKeys = {"name",
+constexpr std::array<std::string_view, 15> kTopLevelKeys = {"name",
                                                             "repetitions",
                                                             "seed",
                                                             "boot_timeout",
@@ -41,7 +41,15 @@ constexpr std::array<std::string_view, 14> kTopLevelKeys = {"name",
                                                             "host_baseline",
                                                             "baseline",
                                                             "practical_difference",
-                                                            "min_runs_for_verdict"};
+                                                            "min_runs_for_verdict",
+                                                            "durability"};
+
+// The ledger a `durability` table adds when the spec has none
+// (docs/durability.md): long enough under TCG for a few hundred commits,
+// short enough that its log and crash images stay small.
+constexpr std::string_view kDurabilityLedgerName = "durability-ledger";
+constexpr int kDurabilityLedgerSeconds = 20;
+constexpr int kDurabilityLedgerRecords = 100000;
 
 // The matrix axis of the workloads' tunings: not a StorageConfig axis (a
 // tuning is the workload's, not the disk's), so not in common/settings.h's
@@ -386,6 +394,19 @@ class SpecParser {
     Result<DatasetSource> read_dataset(const toml::node& node, const WorkloadKind& kind) const;
     // Why a storage of the matrix cannot give a golden dataset, "" if all can.
     std::string storage_without_clone() const;
+    // The matrix's storage values as written ("file" when it lists none).
+    std::vector<std::string> matrix_storages() const;
+    // `durability = { crash_points, volatile_cache, workload }`, after the
+    // workloads: marks the ledger workloads, adding one when there is none.
+    Status parse_durability(const toml::node& node);
+    Result<DurabilityOptions> read_durability_options(const toml::table& table) const;
+    // Why the spec's hypervisor or a storage of its matrix cannot log a
+    // run's writes, "" if they all can.
+    std::string durability_unsupported() const;
+    // The ledger a durability table adds: the database variant with the
+    // server variables of the first workload that takes some, else the file
+    // variant.
+    Workload durability_ledger() const;
     Status parse_hypervisor(const toml::node& node);
     Status parse_hosts(const toml::node& node);
     Status parse_filesystems(const toml::node& node);
@@ -528,7 +549,105 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
             "no [[workload]]: a sweep needs at least one workload to run");
     }
     DS_TRY(parse_workloads(*workloads));
+    if (const toml::node* node = root.get("durability")) DS_TRY(parse_durability(*node));
     return std::move(spec_);
+}
+
+Status SpecParser::parse_durability(const toml::node& node) {
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+        return type_error("durability", node, "a table (durability = { crash_points = 50 })");
+    }
+    DS_TRY(
+        check_keys(*table, {"crash_points", "volatile_cache", "workload"}, "key", "in durability"));
+    DS_ASSIGN_OR_RETURN(DurabilityOptions options, read_durability_options(*table));
+    if (const std::string problem = durability_unsupported(); !problem.empty()) {
+        return error_at(node.source(), "durability: " + problem);
+    }
+    std::vector<Workload>& workloads = spec_.workloads;
+    if (const toml::node* named = table->get("workload")) {
+        DS_ASSIGN_OR_RETURN(std::string name, read_name("workload", *named));
+        const auto found = std::find_if(workloads.begin(), workloads.end(),
+                                        [&](const Workload& w) { return w.name == name; });
+        if (found == workloads.end() || found->kind != "ledger") {
+            return error_at(named->source(), "durability.workload " + in_quotes(name) +
+                                                 " must name a [[workload]] of kind \"ledger\"");
+        }
+        found->durability = options;
+        return ok_status();
+    }
+    bool marked = false;
+    for (Workload& workload : workloads) {
+        if (workload.kind != "ledger") continue;
+        workload.durability = options;
+        marked = true;
+    }
+    if (!marked) {
+        workloads.push_back(durability_ledger());
+        workloads.back().durability = options;
+    }
+    return ok_status();
+}
+
+Result<DurabilityOptions> SpecParser::read_durability_options(const toml::table& table) const {
+    DurabilityOptions options;
+    if (const toml::node* points = table.get("crash_points")) {
+        const auto* integer = points->as_integer();
+        if (integer == nullptr) return type_error("crash_points", *points, "an integer");
+        if (integer->get() < 1 || integer->get() > kMaxCrashPoints) {
+            return error_at(points->source(),
+                            "'crash_points' must be 1 to " + std::to_string(kMaxCrashPoints));
+        }
+        options.crash_points = static_cast<int>(integer->get());
+    }
+    if (const toml::node* rule = table.get("volatile_cache")) {
+        const auto* flag = rule->as_boolean();
+        if (flag == nullptr) return type_error("volatile_cache", *rule, "true or false");
+        options.volatile_cache = flag->get();
+    }
+    return options;
+}
+
+std::string SpecParser::durability_unsupported() const {
+    const HypervisorKindDef* hypervisor = find_hypervisor_kind(spec_.hypervisor);
+    if (hypervisor != nullptr && !hypervisor->no_write_log.empty()) {
+        return std::string(hypervisor->no_write_log);
+    }
+    for (const std::string& storage : matrix_storages()) {
+        const StorageKindDef* definition = find_storage_kind(storage.substr(0, storage.find(':')));
+        if (definition == nullptr || !definition->pre_run_copy.empty()) continue;
+        std::vector<std::string_view> copying;
+        for (const StorageKindDef& other : storage_kinds()) {
+            if (!other.pre_run_copy.empty()) copying.push_back(other.kind);
+        }
+        return "storage " + in_quotes(storage) +
+               " cannot keep a copy of the volume as it was before the run, which every crash "
+               "image starts from (storages that can: " +
+               join(copying, ", ") + ")";
+    }
+    return "";
+}
+
+Workload SpecParser::durability_ledger() const {
+    Workload ledger;
+    ledger.name = std::string(kDurabilityLedgerName);
+    ledger.kind = "ledger";
+    ledger.params = {{"variant", "file"},
+                     {"records", kDurabilityLedgerRecords},
+                     {"time", kDurabilityLedgerSeconds}};
+    for (const Workload& workload : spec_.workloads) {
+        const WorkloadKind* kind = find_workload_kind(workload.kind);
+        const bool takes_server =
+            kind != nullptr && std::any_of(kind->options.begin(), kind->options.end(),
+                                           [](const WorkloadOptionDef& option) {
+                                               return option.kind == OptionKind::kServerVariables;
+                                           });
+        if (!takes_server) continue;
+        ledger.params["variant"] = "database";
+        if (workload.params.contains("server")) ledger.params["server"] = workload.params["server"];
+        break;
+    }
+    return ledger;
 }
 
 Status SpecParser::parse_hypervisor(const toml::node& node) {
@@ -1434,11 +1553,13 @@ Result<DatasetSource> SpecParser::read_dataset(const toml::node& node,
     return DatasetSource::kGolden;
 }
 
-std::string SpecParser::storage_without_clone() const {
+std::vector<std::string> SpecParser::matrix_storages() const {
     const auto listed = spec_.matrix.find("storage");
-    const std::vector<std::string> storages =
-        listed == spec_.matrix.end() ? std::vector<std::string>{"file"} : listed->second;
-    for (const std::string& storage : storages) {
+    return listed == spec_.matrix.end() ? std::vector<std::string>{"file"} : listed->second;
+}
+
+std::string SpecParser::storage_without_clone() const {
+    for (const std::string& storage : matrix_storages()) {
         const std::string kind = storage.substr(0, storage.find(':'));
         const StorageKindDef* definition = find_storage_kind(kind);
         if (definition != nullptr && definition->golden_clone.empty()) {

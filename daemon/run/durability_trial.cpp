@@ -1,0 +1,166 @@
+#include "daemon/run/durability_trial.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "daemon/durability/replay.h"
+
+namespace ds {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+Error io_error(const std::string& what, const std::error_code& error) {
+    return make_error(errc::kIo, what + ": " + error.message());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The log offset of the first acknowledgement: crash points before it fall
+// in the guest's formatting and setup. 0 without acks (every flush counts).
+std::uint64_t first_ack_offset(const std::vector<AckEntry>& acks) {
+    for (const AckEntry& ack : acks) {
+        if (ack.log_bytes) return *ack.log_bytes;
+    }
+    return 0;
+}
+
+Json state_json(const durability::CrashState& state, const CrashStateResult& result) {
+    const CrashCheck& check = result.check;
+    return Json{{"flush_entry", state.flush_entry},
+                {"log_offset", result.log_offset},
+                {"acknowledged", result.acknowledged},
+                {"lost", result.lost},
+                {"mounted", check.mounted},
+                {"fsck_clean", check.fsck_clean},
+                {"recovered", check.recovered},
+                {"torn", check.torn},
+                {"problem", check.problem},
+                {"extra_writes", state.applied.size() - state.durable_prefix}};
+}
+
+}  // namespace
+
+std::string_view durability_model_name(CacheMode cache) {
+    return durability::honours_guest_flushes(cache) ? "flush-barriers" : "host-power-cut";
+}
+
+Result<DurabilityTrial> DurabilityTrial::start(const std::string& durability_dir,
+                                               std::int64_t run_id, const std::string& volume_path,
+                                               std::uint64_t size_limit, CacheMode cache,
+                                               const DurabilityOptions& options) {
+    DurabilityTrial trial;
+    trial.dir_ = durability_dir + "/run-" + std::to_string(run_id);
+    trial.pre_run_path_ = trial.dir_ + "/pre-run.img";
+    trial.log_path_ = trial.dir_ + "/write.log";
+    trial.size_limit_ = size_limit;
+    trial.cache_ = cache;
+    trial.options_ = options;
+    // The run's id: the same run's states can be rebuilt by hand.
+    trial.seed_ = static_cast<std::uint64_t>(run_id);
+    std::error_code error;
+    fs::remove_all(trial.dir_, error);  // a retried run's leftovers
+    fs::create_directories(trial.dir_, error);
+    if (error) return io_error("cannot create the durability directory " + trial.dir_, error);
+    auto copied = durability::clone_image(volume_path, trial.pre_run_path_);
+    if (copied.ok()) {
+        std::ofstream log(trial.log_path_, std::ios::binary | std::ios::trunc);
+        if (log) return trial;
+    }
+    (void)trial.remove();
+    if (!copied.ok()) return copied.error();
+    return make_error(errc::kIo, "cannot create the write log " + trial.log_path_);
+}
+
+std::optional<std::uint64_t> DurabilityTrial::log_bytes() const {
+    struct stat info {};
+    if (::stat(log_path_.c_str(), &info) != 0) return std::nullopt;
+    return static_cast<std::uint64_t>(info.st_size);
+}
+
+Status DurabilityTrial::plan(const std::vector<AckEntry>& acks) {
+    DS_ASSIGN_OR_RETURN(log_, durability::read_log(log_path_));
+    acks_ = acks;
+    from_log_offset_ = first_ack_offset(acks);
+    durability::CrashModelOptions model;
+    model.max_crash_points = static_cast<std::size_t>(options_.crash_points);
+    model.volatile_cache = options_.volatile_cache;
+    model.seed = seed_;
+    model.from_log_offset = from_log_offset_;
+    states_ = durability::crash_states(log_, cache_, model);
+    results_.assign(states_.size(), CrashStateResult{});
+    return ok_status();
+}
+
+std::string DurabilityTrial::image_path(std::size_t state) const {
+    return dir_ + "/crash-" + std::to_string(state) + ".img";
+}
+
+Result<std::vector<std::string>> DurabilityTrial::build_images(std::size_t first,
+                                                               std::size_t count) {
+    const auto start = std::chrono::steady_clock::now();
+    std::vector<std::string> paths;
+    for (std::size_t state = first; state < first + count && state < states_.size(); ++state) {
+        const std::string path = image_path(state);
+        auto built = durability::build_crash_image(pre_run_path_, log_, log_path_,
+                                                   states_[state].applied, path, size_limit_);
+        if (!built.ok()) {
+            return make_error(built.error().code, "crash state " + std::to_string(state) + ": " +
+                                                      built.error().message);
+        }
+        paths.push_back(path);
+    }
+    images_s_ += seconds_since(start);
+    return paths;
+}
+
+void DurabilityTrial::record_checks(std::size_t first, const std::vector<CrashCheck>& checks) {
+    for (std::size_t i = 0; i < checks.size() && first + i < states_.size(); ++i) {
+        const durability::CrashState& state = states_[first + i];
+        CrashStateResult& result = results_[first + i];
+        result.log_offset = state.log_offset;
+        result.acknowledged = acknowledged_before(acks_, state.log_offset);
+        result.lost = lost_records(result.acknowledged, checks[i].present);
+        result.check = checks[i];
+        std::error_code ignored;
+        fs::remove(image_path(first + i), ignored);
+    }
+}
+
+Json DurabilityTrial::result() const {
+    std::size_t flushes = 0;
+    for (const auto& entry : log_.entries) flushes += entry.is_flush() ? 1 : 0;
+    Json states = Json::array();
+    for (std::size_t i = 0; i < states_.size(); ++i)
+        states.push_back(state_json(states_[i], results_[i]));
+    return Json{{"crash_points", options_.crash_points},
+                {"volatile_cache", options_.volatile_cache},
+                {"model", durability_model_name(cache_)},
+                {"seed", seed_},
+                {"from_log_offset", from_log_offset_},
+                {"log",
+                 {{"entries", log_.entries.size()},
+                  {"flushes", flushes},
+                  {"bytes", log_.file_size},
+                  {"sector_size", log_.sector_size}}},
+                {"summary", summarize(results_).to_json()},
+                {"states", std::move(states)},
+                {"images_s", images_s_},
+                {"check_s", check_s_}};
+}
+
+Status DurabilityTrial::remove() const {
+    std::error_code error;
+    fs::remove_all(dir_, error);
+    if (error) return io_error("cannot remove the durability directory " + dir_, error);
+    return ok_status();
+}
+
+}  // namespace ds

@@ -1,0 +1,139 @@
+// The top-level `durability` table (issue 19, docs/durability.md): it marks
+// the spec's ledger workloads (or the one it names) with their crash-state
+// options, adds a ledger when the spec has none, and is refused where a
+// run's writes cannot be logged; the stored workload carries the options.
+#include <catch2/catch.hpp>
+
+#include "daemon/spec/spec.h"
+
+namespace ds {
+namespace {
+
+Result<SweepSpec> parse(const std::string& head, const std::string& workloads) {
+    return parse_sweep_spec("name = \"t\"\n" + head + workloads, "t.toml");
+}
+
+const Workload* named(const SweepSpec& spec, const std::string& name) {
+    for (const Workload& workload : spec.workloads)
+        if (workload.name == name) return &workload;
+    return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("durability: marks every ledger workload with its options", "[spec][durability]") {
+    auto spec = parse("durability = { crash_points = 12, volatile_cache = false }\n",
+                      "[[workload]]\nname = \"a\"\nkind = \"ledger\"\n"
+                      "[[workload]]\nname = \"b\"\nkind = \"fio\"\n"
+                      "[[workload]]\nname = \"c\"\nkind = \"ledger\"\nvariant = \"database\"\n");
+    INFO((spec.ok() ? "" : spec.error().message));
+    REQUIRE(spec.ok());
+    REQUIRE(spec->workloads.size() == 3);
+    const DurabilityOptions expected{12, false};
+    CHECK(named(*spec, "a")->durability == expected);
+    CHECK_FALSE(named(*spec, "b")->durability.has_value());
+    CHECK(named(*spec, "c")->durability == expected);
+}
+
+TEST_CASE("durability: `workload` names the one ledger it applies to", "[spec][durability]") {
+    auto spec = parse("durability = { workload = \"c\" }\n",
+                      "[[workload]]\nname = \"a\"\nkind = \"ledger\"\n"
+                      "[[workload]]\nname = \"c\"\nkind = \"ledger\"\n");
+    REQUIRE(spec.ok());
+    CHECK_FALSE(named(*spec, "a")->durability.has_value());
+    REQUIRE(named(*spec, "c")->durability.has_value());
+    CHECK(named(*spec, "c")->durability->crash_points == 50);
+    CHECK(named(*spec, "c")->durability->volatile_cache);
+
+    auto not_ledger = parse("durability = { workload = \"b\" }\n",
+                            "[[workload]]\nname = \"b\"\nkind = \"fio\"\n");
+    REQUIRE_FALSE(not_ledger.ok());
+    CHECK(not_ledger.error().message ==
+          "t.toml:2:27: durability.workload 'b' must name a [[workload]] of kind \"ledger\"");
+}
+
+TEST_CASE("durability: a spec without a ledger gets one, as its workloads run",
+          "[spec][durability]") {
+    auto fio_only = parse("durability = {}\n", "[[workload]]\nkind = \"fio\"\n");
+    REQUIRE(fio_only.ok());
+    const Workload* added = named(*fio_only, "durability-ledger");
+    REQUIRE(added != nullptr);
+    CHECK(added->kind == "ledger");
+    CHECK(added->params.at("variant") == "file");
+    CHECK(added->durability == DurabilityOptions{});
+
+    // The study's ATIS sweep: the ledger runs in MariaDB with its server
+    // variables, and the tuning axis varies it like the ATIS workload.
+    auto atis = parse(
+        "durability = { crash_points = 5 }\n"
+        "[matrix]\ntuning = [\"defaults\", \"nosync\"]\n"
+        "[tunings.nosync]\nserver = { innodb_flush_method = \"nosync\" }\n",
+        "[[workload]]\nname = \"atis\"\nkind = \"mariadb-atis\"\n"
+        "server = { innodb_buffer_pool_size = \"256M\" }\n");
+    INFO((atis.ok() ? "" : atis.error().message));
+    REQUIRE(atis.ok());
+    const Workload* ledger = named(*atis, "durability-ledger");
+    REQUIRE(ledger != nullptr);
+    CHECK(ledger->params.at("variant") == "database");
+    CHECK(ledger->params.at("server").at("innodb_buffer_pool_size") == "256M");
+    auto tuned = tuned_workloads(*atis);
+    REQUIRE(tuned.ok());
+    int ledger_variants = 0;
+    for (const Workload& workload : tuned.value()) {
+        if (workload.kind != "ledger") continue;
+        ++ledger_variants;
+        CHECK(workload.durability->crash_points == 5);
+    }
+    CHECK(ledger_variants == 2);
+}
+
+TEST_CASE("durability: bad options are refused with their position", "[spec][durability]") {
+    const std::string ledger = "[[workload]]\nkind = \"ledger\"\n";
+    CHECK(parse("durability = { crash_points = 0 }\n", ledger).error().message ==
+          "t.toml:2:31: 'crash_points' must be 1 to 1000");
+    CHECK_THAT(parse("durability = { points = 3 }\n", ledger).error().message,
+               Catch::Contains("unknown key 'points' in durability; valid keys: crash_points, "
+                               "volatile_cache, workload"));
+    CHECK_THAT(parse("durability = { volatile_cache = 1 }\n", ledger).error().message,
+               Catch::Contains("'volatile_cache' must be true or false"));
+    CHECK_THAT(parse("durability = 5\n", ledger).error().message,
+               Catch::Contains("'durability' must be a table"));
+}
+
+TEST_CASE("durability: refused where a run's writes cannot be logged", "[spec][durability]") {
+    const std::string ledger = "[[workload]]\nkind = \"ledger\"\n";
+    auto proxmox = parse(
+        "durability = {}\n[hypervisor]\nbackend = \"proxmox\"\n"
+        "[matrix]\nstorage = [\"pve:local-lvm\"]\n",
+        ledger);
+    REQUIRE_FALSE(proxmox.ok());
+    CHECK_THAT(proxmox.error().message,
+               Catch::Contains("durability: Proxmox VE cannot put a VM's disk on QEMU's "
+                               "blklogwrites filter"));
+    auto rbd = parse("durability = {}\n[matrix]\nstorage = [\"file\", \"rbd:pool\"]\n", ledger);
+    REQUIRE_FALSE(rbd.ok());
+    CHECK_THAT(rbd.error().message,
+               Catch::Contains("durability: storage 'rbd:pool' cannot keep a copy of the volume "
+                               "as it was before the run, which every crash image starts from "
+                               "(storages that can: file)"));
+}
+
+TEST_CASE("durability: the stored workload reads back with its options", "[spec][durability]") {
+    Workload workload{"w", "ledger", Json::object()};
+    workload.durability = DurabilityOptions{7, false};
+    const Json stored = to_json(workload);
+    CHECK(stored.at("durability") == Json{{"crash_points", 7}, {"volatile_cache", false}});
+    auto back = workload_from_json(stored);
+    REQUIRE(back.ok());
+    CHECK(back->durability == workload.durability);
+    CHECK_FALSE(to_json(Workload{"w", "ledger", Json::object()}).contains("durability"));
+    for (const Json& bad : {Json{{"crash_points", 0}, {"volatile_cache", true}},
+                            Json{{"crash_points", 5}}, Json("yes")}) {
+        Json broken = stored;
+        broken["durability"] = bad;
+        CHECK_THAT(workload_from_json(broken).error().message,
+                   Catch::Contains("workload 'durability' must be"));
+    }
+}
+
+}  // namespace ds
