@@ -326,6 +326,12 @@ Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
     // Flags 0: the live definition (what the running QEMU was started with).
     LibvirtString xml{virDomainGetXMLDesc(domain.get(), 0)};
     if (!xml) return libvirt_error(errc::kHypervisor, "cannot read domain XML", uri_, vm_name);
+    // A durability run's logged data disk is on QEMU's command line, not a
+    // <disk> (write_log_disk.h): QEMU's own views are all there is.
+    if (dialect_ == DomainXmlDialect::kQemu &&
+        std::string_view(xml.get()).find(kLoggerNode) != std::string_view::npos) {
+        return logged_disk_settings(domain.get(), vm_name);
+    }
     Result<Json> applied = parse_applied_disk_settings(xml.get());
     // libvirt's test driver runs no QEMU: the domain XML is all there is.
     if (!applied.ok() || dialect_ != DomainXmlDialect::kQemu) return applied;
@@ -341,6 +347,38 @@ Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
         (*applied)["qemu_process"] = std::move(from_process);
     }
     (*applied)["qemu"] = std::move(*qemu);
+    return applied;
+}
+
+Result<Json> LibvirtHypervisor::logged_disk_settings(_virDomain* domain,
+                                                     const std::string& vm_name) {
+    if (!uri_.starts_with("qemu:///")) {
+        return make_error(errc::kUnsupported,
+                          "a logged data disk's aio and discard are read from its QEMU process, "
+                          "which runs on another machine (" +
+                              uri_ + ")");
+    }
+    DS_ASSIGN_OR_RETURN(Json qemu, read_qemu_logged_disk_settings(libvirt_qmp_transport(domain),
+                                                                  std::string(kLoggedVolumeNode)));
+    DS_ASSIGN_OR_RETURN(const QemuProcessView process, read_qemu_process(vm_name));
+    DS_ASSIGN_OR_RETURN(Json from_process,
+                        qemu_process_disk_settings(process, qemu.value("node_name", "")));
+    // The flat level, which the XML gives for other disks: QMP's keys, and
+    // aio and discard from the process (QMP reports neither).
+    Json applied = Json::object();
+    for (const char* key : {"bus", "cache", "detect_zeroes", "image_format", "ssd", "iothread",
+                            "queues", "iops_limit", "bandwidth_limit", "controller_model"}) {
+        if (qemu.contains(key)) applied[key] = qemu[key];
+    }
+    applied["aio"] = from_process["aio"];
+    applied["discard"] = from_process["discard"];
+    applied["write_log"] = {
+        {"logger_node", std::string(kLoggerNode)},
+        {"domain_xml",
+         "no <disk>: the data disk is on QEMU's command line (<qemu:commandline>), "
+         "so its settings are read from QEMU (query-block) and its process"}};
+    applied["qemu_process"] = std::move(from_process);
+    applied["qemu"] = std::move(qemu);
     return applied;
 }
 

@@ -79,6 +79,8 @@ class LibvirtHypervisor : public Hypervisor {
     // read_qemu_disk_settings through the QEMU monitor, and (a local URI,
     // qemu:///...) "qemu_process": qemu_process_disk_settings of the guest's
     // QEMU on this machine. errc::kNotFound if no such domain.
+    // A durability run's logged data disk has no <disk> in the XML: its flat
+    // keys come from QEMU (logged_disk_settings), with "write_log" saying so.
     Result<Json> applied_settings(const std::string& vm_name) override;
     // What QEMU says it accelerates with (read_qemu_accel: query-kvm); the
     // test driver runs no QEMU and reports `requested`.
@@ -133,6 +135,8 @@ class LibvirtHypervisor : public Hypervisor {
 
     LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect,
                       bool secret_driver, LocalGuestFiles guest_files);
+    // applied_settings of a guest whose data disk is logged (write_log_disk.h).
+    Result<Json> logged_disk_settings(_virDomain* domain, const std::string& vm_name);
     // Removes the guest's console capture from the map (null if none).
     std::unique_ptr<ConsoleCapture> take_console(const std::string& vm_name);
     // The UUID of the secret defined for the request's RBD disk, or "" when

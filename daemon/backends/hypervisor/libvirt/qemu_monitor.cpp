@@ -211,10 +211,10 @@ Result<Json> qmp_return(const std::string& command, const std::string& reply) {
     return *result;
 }
 
-Result<Json> block_node_settings(const Json& inserted) {
-    const std::string where = "query-block 'inserted'";
+// The {direct, writeback, no-flush} flags of a block node's "cache" member.
+Result<std::array<bool, 3>> cache_flags(const Json& node, const std::string& where) {
     Result<Json> cache = member(
-        inserted, "cache", [](const Json& v) { return v.is_object(); }, where);
+        node, "cache", [](const Json& v) { return v.is_object(); }, where);
     if (!cache.ok()) return cache.error();
     std::array<bool, 3> flags{};
     const std::array<const char*, 3> names = {"direct", "writeback", "no-flush"};
@@ -222,6 +222,12 @@ Result<Json> block_node_settings(const Json& inserted) {
         DS_ASSIGN_OR_RETURN(Json flag, member(*cache, names[i], is_bool, where + ".cache"));
         flags[i] = flag.get<bool>();
     }
+    return flags;
+}
+
+Result<Json> block_node_settings(const Json& inserted) {
+    const std::string where = "query-block 'inserted'";
+    DS_ASSIGN_OR_RETURN(const auto flags, cache_flags(inserted, where));
     Result<Json> detect_zeroes = member(inserted, "detect_zeroes", is_string, where);
     if (!detect_zeroes.ok()) return detect_zeroes.error();
     DS_ASSIGN_OR_RETURN(Json driver, member(inserted, "drv", is_string, where));
@@ -238,6 +244,24 @@ Result<Json> block_node_settings(const Json& inserted) {
     // QEMU refuses detect-zeroes=unmap unless the node discards (unmap).
     if (*detect_zeroes == "unmap") settings["discard"] = true;
     return settings;
+}
+
+Result<Json> read_qemu_logged_disk_settings(const QmpTransport& qmp,
+                                            const std::string& volume_node) {
+    DS_ASSIGN_OR_RETURN(Json settings, read_qemu_disk_settings(qmp));
+    DS_ASSIGN_OR_RETURN(DataDisk disk, find_data_disk(qmp));
+    DS_ASSIGN_OR_RETURN(const auto device, cache_flags(disk.inserted, "query-block 'inserted'"));
+    DS_ASSIGN_OR_RETURN(Json nodes, run(qmp, "query-named-block-nodes", Json{{"flat", true}}));
+    for (const Json& node : nodes.is_array() ? nodes : Json::array()) {
+        if (json_read::string_or_empty(node, "node-name") != volume_node) continue;
+        const std::string where = "query-named-block-nodes " + volume_node;
+        DS_ASSIGN_OR_RETURN(const auto volume, cache_flags(node, where));
+        settings["cache"] = cache_mode_from_flags(volume[0], device[1], volume[2]);
+        settings["sources"]["cache"] = "query-block cache.writeback (the device) and " + where +
+                                       " cache.direct/no-flush (below the logger)";
+        return settings;
+    }
+    return qmp_error("query-named-block-nodes lists no node '" + volume_node + "'");
 }
 
 Result<Json> read_qemu_disk_settings(const QmpTransport& qmp) {

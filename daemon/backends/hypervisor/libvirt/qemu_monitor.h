@@ -82,6 +82,13 @@ Result<Json> block_node_settings(const Json& inserted);
 // controller's id says). ssd: rotation_rate == 1 (virtio-blk has none: false).
 // errc::kHypervisor when a command fails or no device has the serial.
 Result<Json> read_qemu_disk_settings(const QmpTransport& qmp);
+// The same for a durability run's logged data disk (write_log_disk.h), whose
+// cache.no-flush sits on `volume_node` below the logger, not on the top
+// node: "cache" is the mode of the device's writeback with the volume
+// node's direct and no-flush (query-named-block-nodes), what the guest's
+// writes and flushes meet on their way to the volume.
+Result<Json> read_qemu_logged_disk_settings(const QmpTransport& qmp,
+                                            const std::string& volume_node);
 
 // The guest's acceleration as QEMU runs it (query-kvm "enabled"), with the
 // reply quoted in accel_source. errc::kHypervisor when the command fails.

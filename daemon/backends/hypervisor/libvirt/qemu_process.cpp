@@ -76,6 +76,10 @@ Result<std::string> aio_engine_in_use(const QemuProcessView& process) {
     return std::string(to_string(AioMode::kThreads));
 }
 
+// How many "file" children a data disk's node chain may have: format node,
+// filter, protocol node, with room to spare; a loop in the arguments stops.
+constexpr int kMaxNodeChain = 8;
+
 bool discards(const Json& node) {
     return json_read::string_or_empty(node, "discard") == "unmap";
 }
@@ -116,13 +120,23 @@ Result<Json> qemu_process_disk_settings(const QemuProcessView& process,
     if (top == nodes.end())
         return process_error("no -blockdev with node-name '" + node_name + "' (pid " +
                              std::to_string(process.pid) + ")");
-    // The protocol node below the format node; a node without one is it.
-    const Json& top_node = top->second;
-    const std::string file_name = json_read::string_or_empty(top_node, "file");
-    const auto file = file_name.empty() ? top : nodes.find(file_name);
-    if (file == nodes.end())
-        return process_error("node '" + node_name + "' names file node '" + file_name +
-                             "', which is not among the -blockdev arguments");
+    // Down the "file" children to the protocol node: below the format node
+    // there may be filters (a durability run's blklogwrites logger), and a
+    // discard reaches the volume only if every node passes it on.
+    auto file = top;
+    bool every_node_discards = discards(top->second);
+    std::string chain = top->first;
+    for (int depth = 0; depth < kMaxNodeChain; ++depth) {
+        const std::string file_name = json_read::string_or_empty(file->second, "file");
+        if (file_name.empty()) break;
+        const auto below = nodes.find(file_name);
+        if (below == nodes.end())
+            return process_error("node '" + file->first + "' names file node '" + file_name +
+                                 "', which is not among the -blockdev arguments");
+        file = below;
+        every_node_discards = every_node_discards && discards(file->second);
+        chain += ", " + file->first;
+    }
     const Json& file_node = file->second;
     DS_ASSIGN_OR_RETURN(const std::string engine, aio_engine_in_use(process));
     const std::string configured = json_read::string_or_empty(file_node, "aio");
@@ -131,13 +145,13 @@ Result<Json> qemu_process_disk_settings(const QemuProcessView& process,
     if (engine == effective && configured.empty()) aio = std::string(to_string(AioMode::kDefault));
     const std::string pid = std::to_string(process.pid);
     return Json{{"aio", aio},
-                {"discard", discards(top_node) && discards(file_node)},
+                {"discard", every_node_discards},
                 {"pid", process.pid},
                 {"sources",
                  {{"aio", "/proc/" + pid + " maps and fds: " + engine + " in use; -blockdev " +
                               file->first +
                               " aio=" + (configured.empty() ? "(QEMU's default)" : configured)},
-                  {"discard", "-blockdev " + top->first + " and " + file->first + " discard"}}}};
+                  {"discard", "-blockdev " + chain + " discard"}}}};
 }
 
 }  // namespace ds

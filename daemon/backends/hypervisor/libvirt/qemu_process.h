@@ -40,7 +40,9 @@ struct QemuProcessView {
 Result<QemuProcessView> read_qemu_process(const std::string& vm_name);
 
 // The data disk's settings in our names, from the process and the name of
-// the disk's top block node (query-block's node-name):
+// the disk's top block node (query-block's node-name), followed down its
+// "file" children to the protocol node (aio is that node's; discard holds
+// when every node of the chain discards, a durability run's logger too):
 //   {"aio": "threads" | "native" | "io_uring" | "default" (no aio option and
 //    the thread pool in use), "discard": bool, "pid",
 //    "sources": {key: where it was read}}.

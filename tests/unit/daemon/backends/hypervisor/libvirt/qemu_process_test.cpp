@@ -113,3 +113,42 @@ TEST_CASE("QEMU process: none runs for an unknown guest", "[qemu_process]") {
 }
 
 }  // namespace ds
+
+namespace ds {
+
+// A durability run's data disk (write_log_disk.h): format node, blklogwrites
+// logger, volume node; aio is the volume node's, discard needs all three.
+TEST_CASE("QEMU process: a logged disk is followed through its logger to the volume node",
+          "[qemu_process][durability]") {
+    auto logged = [](const std::string& logger_discard) {
+        QemuProcessView view;
+        view.pid = 7;
+        view.argv = {
+            "/usr/bin/qemu-system-x86_64",
+            "-name",
+            "guest=disksweep-abc-r9,debug-threads=on",
+            "-blockdev",
+            R"({"node-name":"disksweep-data-volume","driver":"file","filename":"/v/r9.img","discard":"unmap","aio":"native"})",
+            "-blockdev",
+            R"({"node-name":"disksweep-data-log","driver":"file","filename":"/d/write.log"})",
+            "-blockdev",
+            R"({"node-name":"disksweep-data-logger","driver":"blklogwrites","file":"disksweep-data-volume","log":"disksweep-data-log")" +
+                logger_discard + "}",
+            "-blockdev",
+            R"({"node-name":"disksweep-data-format","driver":"raw","file":"disksweep-data-logger","discard":"unmap"})"};
+        view.maps = kLinuxAioRing;
+        return view;
+    };
+    const Result<Json> settings =
+        qemu_process_disk_settings(logged(R"(,"discard":"unmap")"), "disksweep-data-format");
+    INFO((settings.ok() ? settings->dump() : settings.error().message));
+    REQUIRE(settings.ok());
+    CHECK(settings->at("aio") == "native");
+    CHECK(settings->at("discard") == true);
+    CHECK(settings->at("sources").at("discard") ==
+          "-blockdev disksweep-data-format, disksweep-data-logger, disksweep-data-volume discard");
+    // A logger that drops discards stops them before the volume.
+    CHECK(qemu_process_disk_settings(logged(""), "disksweep-data-format")->at("discard") == false);
+}
+
+}  // namespace ds
