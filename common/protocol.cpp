@@ -295,4 +295,23 @@ Status write_all(int fd, std::string_view data) {
     return ok_status();
 }
 
+std::string disk_serial_problem(std::string_view serial) {
+    if (serial.empty() || serial.size() > kMaxDiskSerialBytes) {
+        return "serial '" + std::string(serial.substr(0, 64)) + "' is not 1 to " +
+               std::to_string(kMaxDiskSerialBytes) + " bytes long";
+    }
+    const auto allowed = [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_';
+    };
+    if (!std::all_of(serial.begin(), serial.end(), allowed)) {
+        return "serial '" + std::string(serial) + "' holds a character other than A-Z a-z 0-9 - _";
+    }
+    return "";
+}
+
+std::string crash_disk_serial(std::size_t index) {
+    return "disksweep-crash-" + std::to_string(index);
+}
+
 }  // namespace ds::protocol

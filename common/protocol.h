@@ -29,6 +29,19 @@ inline constexpr std::string_view kChannelName = "org.disksweep.agent.0";
 // Serial numbers by which the guest finds its disks without udev.
 inline constexpr std::string_view kRootDiskSerial = "disksweep-root";
 inline constexpr std::string_view kDataDiskSerial = "disksweep-data";
+// A checker guest (docs/durability.md) gets crash images as extra disks,
+// crash_disk_serial(0), (1), ..., and checks them in one boot (job.check_disks):
+// at most this many per guest.
+inline constexpr std::size_t kMaxCheckDisks = 16;
+// virtio-blk hands the guest at most 20 bytes of a disk's serial
+// (VIRTIO_BLK_ID_BYTES); a longer one would be found under a cut name.
+inline constexpr std::size_t kMaxDiskSerialBytes = 20;
+// Why `serial` cannot name a disk the agent looks up, or "" when it can:
+// 1..kMaxDiskSerialBytes bytes of A-Z a-z 0-9 '-' '_' (no '.' or '/': the
+// agent makes a directory of that name).
+std::string disk_serial_problem(std::string_view serial);
+// "disksweep-crash-INDEX", at most 18 bytes for INDEX < kMaxCheckDisks.
+std::string crash_disk_serial(std::size_t index);
 
 // Message types, guest -> host: hello, progress, ack, trim_ready, result, error.
 //                host -> guest: job, trim, shutdown.

@@ -237,6 +237,32 @@ Result<bool> optional_flag(const Json& message, const char* key) {
     return flag->get<bool>();
 }
 
+// job.check_disks: the serials of the crash images a check job checks in
+// one boot, in order; empty when absent (the check is of the data disk).
+Result<std::vector<std::string>> parse_check_disks(const Json& message, bool check) {
+    const auto found = message.find("check_disks");
+    if (found == message.end() || found->is_null()) return std::vector<std::string>{};
+    if (!check) return bad_field("job.check_disks", "is only for a job with check: true");
+    auto serials = string_list_field(message, "check_disks", "job.check_disks");
+    if (!serials) return serials.error();
+    if (serials->empty() || serials->size() > protocol::kMaxCheckDisks) {
+        return bad_field("job.check_disks", "has " + std::to_string(serials->size()) +
+                                                " serials, expected 1 to " +
+                                                std::to_string(protocol::kMaxCheckDisks));
+    }
+    for (std::size_t i = 0; i < serials->size(); ++i) {
+        const std::string path = "job.check_disks[" + std::to_string(i) + "]";
+        const std::string& serial = (*serials)[i];
+        const std::string problem = protocol::disk_serial_problem(serial);
+        if (!problem.empty()) return bad_field(path, problem);
+        if (std::find(serials->begin(), serials->begin() + static_cast<std::ptrdiff_t>(i),
+                      serial) != serials->begin() + static_cast<std::ptrdiff_t>(i)) {
+            return bad_field(path, "serial " + serial + " is listed twice");
+        }
+    }
+    return serials;
+}
+
 // job.dataset: "fresh" when absent.
 Result<DatasetMode> parse_dataset(const Json& message) {
     auto text = string_field(message, "dataset", "job.dataset", std::string("fresh"));
@@ -310,6 +336,9 @@ Result<AgentJob> parse_job(const Json& message) {
     if (job.check && (job.workload.kind != "ledger" || job.trim)) {
         return bad_field("job.check", "checks a ledger workload's crash image, without trim");
     }
+    auto check_disks = parse_check_disks(message, job.check);
+    if (!check_disks) return check_disks.error();
+    job.check_disks = std::move(*check_disks);
 
     auto dataset = parse_dataset(message);
     if (!dataset) return dataset.error();
@@ -452,6 +481,7 @@ Result<SessionEnd> Agent::report_outcome(const AgentJob& job, JobOutcome outcome
 }
 
 Agent::JobOutcome Agent::check_crash_image(const AgentJob& job) {
+    if (!job.check_disks.empty()) return check_crash_images(job);
     auto device_name = locate_data_disk();
     if (!device_name) return PhaseFailure{std::string(kPhaseDisk), device_name.error().message, ""};
     const std::string device_path = options_.data_device.empty()
@@ -461,20 +491,74 @@ Agent::JobOutcome Agent::check_crash_image(const AgentJob& job) {
         return PhaseFailure{std::string(kPhaseCheck), made.error().message, ""};
     }
     send_progress(kPhaseCheck, "checking the crash image on " + device_path, 0);
-    WorkloadContext context{runner_,
-                            options_.mount_point,
-                            options_.scratch_dir,
-                            std::chrono::seconds(job.timeout_s),
-                            {},
-                            &clock_};
     const auto start = clock_.now();
+    WorkloadContext context = crash_check_context(job);
     auto report = check_crash_state(
         CrashCheckRequest{device_path, job.filesystem.type, options_.mount_point, job.workload},
         system_, context);
     if (!report) return PhaseFailure{std::string(kPhaseCheck), report.error().message, ""};
+    return check_result(job, start, std::move(*report));
+}
+
+Agent::JobOutcome Agent::check_crash_images(const AgentJob& job) {
+    if (auto made = system_.make_directories(options_.scratch_dir); !made) {
+        return PhaseFailure{std::string(kPhaseCheck), made.error().message, ""};
+    }
+    const auto start = clock_.now();
+    // The disks were all attached at boot: one wait for the lot, so missing
+    // ones cost device_wait once, not once each.
+    const auto found_by = start + options_.device_wait;
+    const std::size_t count = job.check_disks.size();
+    Json states = Json::array();
+    for (std::size_t i = 0; i < count; ++i) {
+        send_progress(kPhaseCheck,
+                      "checking crash image " + std::to_string(i + 1) + " of " +
+                          std::to_string(count) + " (serial " + job.check_disks[i] + ")",
+                      seconds_since_rounded_to_ms(start, clock_),
+                      static_cast<double>(i) / static_cast<double>(count));
+        states.push_back(check_disk_by_serial(job, job.check_disks[i], found_by));
+    }
+    return check_result(job, start, Json{{"states", std::move(states)}});
+}
+
+Json Agent::check_disk_by_serial(const AgentJob& job, const std::string& serial,
+                                 Clock::time_point found_by) {
+    // One report per disk, whatever happens to it: a disk that cannot be
+    // checked must not hide the others' results.
+    const auto unchecked = [&](const Error& error) {
+        Json report = {{"mounted", false},
+                       {"mount_error", "crash image " + serial + " not checked: " + error.message}};
+        bound_report(report);
+        return report;
+    };
+    auto name = locate_disk(serial, "crash image", found_by);
+    if (!name) return unchecked(name.error());
+    // Each disk on a mount point of its own: one that stays mounted cannot
+    // hide the next one.
+    WorkloadContext context = crash_check_context(job);
+    auto report =
+        check_crash_state(CrashCheckRequest{options_.roots.dev + "/" + *name, job.filesystem.type,
+                                            options_.mount_point + "/" + serial, job.workload},
+                          system_, context);
+    if (!report) return unchecked(report.error());
+    return std::move(*report);
+}
+
+WorkloadContext Agent::crash_check_context(const AgentJob& job) {
+    return WorkloadContext{runner_,
+                           options_.mount_point,
+                           options_.scratch_dir,
+                           std::chrono::seconds(job.timeout_s),
+                           {},
+                           &clock_,
+                           {},
+                           DatasetMode::kFresh};
+}
+
+Json Agent::check_result(const AgentJob& job, Clock::time_point start, Json output) {
     return Json{{"run_id", job.run_id},
                 {"timings", {{"bench_s", seconds_since_rounded_to_ms(start, clock_)}}},
-                {"output", std::move(*report)},
+                {"output", std::move(output)},
                 {"metrics", Json::object()},
                 {"readback", Json::object()},
                 {"versions",
@@ -646,18 +730,23 @@ Result<std::string> Agent::locate_data_disk() {
         const auto resolved = std::filesystem::canonical(options_.data_device, error);
         return (error ? std::filesystem::path(options_.data_device) : resolved).filename().string();
     }
+    return locate_disk(protocol::kDataDiskSerial, "data disk", clock_.now() + options_.device_wait);
+}
+
+Result<std::string> Agent::locate_disk(std::string_view serial, std::string_view what,
+                                       Clock::time_point deadline) {
     // The disk may still be appearing (asynchronous SCSI scan, devtmpfs).
-    const auto deadline = clock_.now() + options_.device_wait;
     for (;;) {
-        auto name = find_disk_by_serial(options_.roots, protocol::kDataDiskSerial);
+        auto name = find_disk_by_serial(options_.roots, serial);
         std::error_code error;
         if (name.ok() && std::filesystem::exists(options_.roots.dev + "/" + *name, error)) {
             return name;
         }
         if (clock_.now() >= deadline) {
             if (!name.ok()) return name.error();
-            return make_error(errc::kNotFound, "data disk " + *name + " has no device node " +
-                                                   options_.roots.dev + "/" + *name);
+            return make_error(errc::kNotFound, std::string(what) + " " + *name +
+                                                   " has no device node " + options_.roots.dev +
+                                                   "/" + *name);
         }
         clock_.sleep_for(kDevicePollInterval);
     }

@@ -73,6 +73,10 @@ struct AgentJob {
     // (guestagent/crash_check.h) instead of formatting and running the
     // workload. The result's output is the check's report.
     bool check = false;
+    // job.check_disks (only with check): the serials of the crash images to
+    // check instead of the data disk, in order; the result's output is then
+    // {"states": [report, ...]} in that order. Empty when absent.
+    std::vector<std::string> check_disks;
     // job.dataset: "fresh" (absent), "prepare" (format, post-format steps and
     // the workload's preparation only: a golden volume) or "prepared" (the
     // disk is a golden volume's clone: check its file system type, mount,
@@ -121,6 +125,15 @@ class Agent {
     Json hello_payload();
     JobOutcome run_job(const AgentJob& job);
     JobOutcome check_crash_image(const AgentJob& job);
+    // job.check_disks: each disk checked in turn, one report each.
+    JobOutcome check_crash_images(const AgentJob& job);
+    // The report on the disk with `serial`; a disk not found by `found_by`
+    // or not checkable is a report saying so, never an Error.
+    Json check_disk_by_serial(const AgentJob& job, const std::string& serial,
+                              Clock::time_point found_by);
+    WorkloadContext crash_check_context(const AgentJob& job);
+    // A check job's result around `output`, timed from `start`.
+    Json check_result(const AgentJob& job, Clock::time_point start, Json output);
     // The phases of run_job that are more than one call. `tune_start` is
     // the start of the tune phase, the origin of its progress times.
     Status tune_block_layer(const AgentJob& job, const std::string& device_name,
@@ -136,6 +149,11 @@ class Agent {
     // Sends the job's result or error; an Error when the channel failed.
     Result<SessionEnd> report_outcome(const AgentJob& job, JobOutcome outcome);
     Result<std::string> locate_data_disk();
+    // The block device (e.g. "vdc") whose serial is `serial`, looked for
+    // until `deadline` (a disk may still be appearing); `what` names it in
+    // the error.
+    Result<std::string> locate_disk(std::string_view serial, std::string_view what,
+                                    Clock::time_point deadline);
     Status format(const AgentJob& job, const std::string& device_path);
     // A prepared disk must hold the job's file system type (blkid): an
     // errc::kSettingsMismatch naming both otherwise.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "common/protocol.h"
+
 namespace ds::agent {
 namespace {
 
@@ -39,7 +41,44 @@ Json scan_ledger_on_mount(const Workload& ledger, const LedgerPlan& plan, Worklo
     return Json{{"present", ranges_json(scan->present)}, {"torn", scan->torn}};
 }
 
+// The most values and strings a report holds besides its ranges (fsck
+// before and after with 3 values each, mounted, the errors, the ledger
+// section's own), with room to spare, and the most bytes one value other
+// than a string takes in JSON ("[-9223372036854775808," is 22).
+constexpr std::size_t kReportValuesBesideRanges = 64;
+constexpr std::size_t kReportStrings = 16;
+constexpr std::size_t kMaxScalarBytes = 24;
+constexpr std::size_t kMaxReportValues = kReportValuesBesideRanges + 3 * kMaxReportedRanges;
+// A string's byte may become 6 in JSON (\u001f); keys and structure ~1 KiB.
+constexpr std::size_t kMaxReportBytes =
+    1024 + kReportStrings * kMaxReportTextBytes * 6 + kMaxReportValues * kMaxScalarBytes;
+// A result with protocol::kMaxCheckDisks reports, plus its own few fields.
+static_assert(protocol::kMaxCheckDisks * kMaxReportValues + 64 <= protocol::kMaxMessageValues);
+static_assert(protocol::kMaxCheckDisks * kMaxReportBytes + 4096 <= protocol::kMaxMessageBytes);
+
+void cut_strings(Json& value) {
+    if (value.is_string()) {
+        auto& text = value.get_ref<std::string&>();
+        if (text.size() > kMaxReportTextBytes) text.resize(kMaxReportTextBytes);
+    } else if (value.is_structured()) {
+        for (Json& item : value) cut_strings(item);
+    }
+}
+
 }  // namespace
+
+void bound_report(Json& report) {
+    cut_strings(report);
+    const auto ledger = report.find("ledger");
+    if (ledger == report.end() || !ledger->is_object()) return;
+    const auto present = ledger->find("present");
+    if (present == ledger->end() || !present->is_array() || present->size() <= kMaxReportedRanges) {
+        return;
+    }
+    present->erase(present->begin() + static_cast<std::ptrdiff_t>(kMaxReportedRanges),
+                   present->end());
+    (*ledger)["present_truncated"] = true;
+}
 
 const ReadOnlyFsck* find_read_only_fsck(std::string_view fs_type) {
     for (const ReadOnlyFsck& row : read_only_fscks()) {
@@ -129,6 +168,7 @@ Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& sy
         }
     }
     report["fsck_after"] = run_read_only_fsck(ctx.runner, request.fs_type, request.device, timeout);
+    bound_report(report);
     return report;
 }
 

@@ -69,10 +69,21 @@ struct CrashCheckRequest {
     Workload ledger;          // the run's ledger workload (kind "ledger")
 };
 
+// Bounds on one report, so that protocol::kMaxCheckDisks of them always fit
+// one result message (kMaxMessageBytes and kMaxMessageValues; checked at
+// compile time in crash_check.cpp): ledger.present keeps its first
+// kMaxReportedRanges ranges and then has "present_truncated": true (the
+// ids after the cut then count as missing, never as kept), and every
+// string is cut to kMaxReportTextBytes.
+inline constexpr std::size_t kMaxReportedRanges = 4096;
+inline constexpr std::size_t kMaxReportTextBytes = 2048;
+void bound_report(Json& report);
+
 // Steps 1-4 above; every step's outcome is in the report, a failed step is
 // no Error: {"fsck_before": .., "mounted": bool, "mount_error": "..",
 // "ledger": {"present": ranges, "torn": N} | {"recovered": bool,
-// "recovery_error": "..", "present": ranges}, "fsck_after": ..}.
+// "recovery_error": "..", "present": ranges}, "fsck_after": ..}, within the
+// bounds of bound_report.
 // errc::kInvalidArgument when the request is not a ledger workload.
 Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& system,
                                WorkloadContext& ctx);

@@ -5,8 +5,10 @@
 namespace ds {
 namespace {
 
+constexpr std::string_view kBadReport = "crash check report: ";
+
 Error bad_report(const std::string& what) {
-    return make_error(errc::kProtocol, "crash check report: " + what);
+    return make_error(errc::kProtocol, std::string(kBadReport) + what);
 }
 
 bool flag(const Json& object, const char* key) {
@@ -79,6 +81,30 @@ Result<CrashCheck> parse_crash_check(const Json& report) {
     const auto ledger = report.find("ledger");
     if (ledger == report.end()) return bad_report("mounted, but no ledger section");
     return parse_ledger_section(*ledger, check);
+}
+
+Result<std::vector<CrashCheck>> parse_crash_checks(const Json& output, std::size_t expected) {
+    if (!output.is_object()) return bad_report("output is not an object");
+    const auto states = output.find("states");
+    if (states == output.end() || !states->is_array()) {
+        return bad_report("output has no states array");
+    }
+    if (states->size() != expected) {
+        return bad_report("states has " + std::to_string(states->size()) + " reports, expected " +
+                          std::to_string(expected));
+    }
+    std::vector<CrashCheck> checks;
+    checks.reserve(expected);
+    for (std::size_t i = 0; i < expected; ++i) {
+        auto check = parse_crash_check((*states)[i]);
+        if (!check.ok()) {
+            std::string_view what = check.error().message;
+            if (what.starts_with(kBadReport)) what.remove_prefix(kBadReport.size());
+            return bad_report("states[" + std::to_string(i) + "]: " + std::string(what));
+        }
+        checks.push_back(std::move(*check));
+    }
+    return checks;
 }
 
 long long acknowledged_before(const std::vector<AckEntry>& acks, std::uint64_t log_offset) {

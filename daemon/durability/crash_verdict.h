@@ -35,6 +35,12 @@ struct CrashCheck {
 // kMaxCheckRanges of them.
 inline constexpr std::size_t kMaxCheckRanges = 100000;
 Result<CrashCheck> parse_crash_check(const Json& report);
+// A checker guest's result.output for a job with check_disks
+// (docs/agent-protocol.md): {"states": [report, ...]}, the reports in the
+// order of job.check_disks. errc::kProtocol when it is not an object, has no
+// `states` array of exactly `expected` reports, or a report does not parse
+// (the message names "states[i]").
+Result<std::vector<CrashCheck>> parse_crash_checks(const Json& output, std::size_t expected);
 
 // How many records (ids 1..N) were acknowledged before a crash at
 // `log_offset`: the acks whose log_bytes_at_ack <= log_offset. Acks without

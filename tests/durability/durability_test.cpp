@@ -5,7 +5,9 @@
 // replaying all of it must give the volume as QEMU left it, and the crash
 // image at the last flush must pass fsck and hold the fsynced file. The
 // other half of the rule: with cache.no-flush on the logger's own node the
-// log has no FLUSH entry at all.
+// log has no FLUSH entry at all. And the checker guest: one boot checks
+// several crash images attached as extra disks (job.check_disks), one report
+// each, in order.
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,11 +21,14 @@
 #include <vector>
 
 #include "common/process.h"
+#include "common/protocol.h"
 #include "daemon/backends/hypervisor/libvirt/libvirt_hypervisor.h"
 #include "daemon/durability/crash_states.h"
+#include "daemon/durability/crash_verdict.h"
 #include "daemon/durability/log_writes.h"
 #include "daemon/durability/replay.h"
 #include "daemon/run/agent_session.h"
+#include "guestagent/ledger_workload.h"
 #include "support/daemon_fixture.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
@@ -76,10 +81,10 @@ void wait_until_stopped(LibvirtHypervisor& hypervisor, const std::string& name) 
     }
 }
 
-// Boots the guest with its data disk logged, runs the fsync job, lets the
-// guest power off (QEMU then has written the whole log) and returns where
-// everything is.
-LoggedGuest run_logged_guest(const test::TempDir& dir, DomainXmlFilter filter = nullptr) {
+// Boots `request` (its image from the test image dir), runs `job` to its
+// result, lets the guest power off and destroys it.
+guest::ResultMessage run_job_in_guest(const test::TempDir& dir, VmRequest request, const Json& job,
+                                      DomainXmlFilter filter = nullptr) {
     const fs::path image = test::test_image_dir();  // skips without a guest image
     auto connected = LibvirtHypervisor::connect("", dir.file("libvirt"), dir.file("guests"));
     INFO((connected.ok() ? "" : connected.error().message));
@@ -87,21 +92,9 @@ LoggedGuest run_logged_guest(const test::TempDir& dir, DomainXmlFilter filter = 
     LibvirtHypervisor& hypervisor = **connected;
     if (filter) hypervisor.set_domain_xml_filter(std::move(filter));
 
-    LoggedGuest guest{dir.file("data.img"), dir.file("before-run.img"), dir.file("data.log")};
-    std::ofstream(guest.volume).close();
-    fs::resize_file(guest.volume, kVolumeBytes);
-    std::ofstream(guest.log).close();
-    REQUIRE(durability::clone_image(guest.volume, guest.before_run).ok());
-
-    VmRequest request;
     request.name = "disksweep-durability-" + std::to_string(::getpid());
-    request.config.bus = Bus::kVirtioBlk;
-    request.config.cache = CacheMode::kNone;
-    request.config.discard = true;  // mkfs's discard is logged and replayed too
-    request.data_disk = FileDisk{guest.volume, ImageFormat::kRaw};
     request.image = {(image / "vmlinuz").string(), (image / "initrd.img").string(),
                      (image / "root.img").string()};
-    request.write_log_path = guest.log;
     const Status started = hypervisor.start_vm(request);
     INFO((started.ok() ? "" : started.error().message));
     REQUIRE(started.ok());
@@ -113,13 +106,39 @@ LoggedGuest run_logged_guest(const test::TempDir& dir, DomainXmlFilter filter = 
     REQUIRE(channel.ok());
     AgentSession session(std::move(*channel));
     REQUIRE(session.receive_hello(deadline).ok());
-    REQUIRE(session.send_job(fsync_job("durability-1")).ok());
+    REQUIRE(session.send_job(job).ok());
     auto result = session.await_result(deadline, [](const guest::Progress&) {});
-    INFO((result.ok() ? "" : result.error().message));
+    INFO((result.ok() ? "" : result.error().message)
+         << hypervisor.console_tail(request.name, 4000));
     REQUIRE(result.ok());
     session.send_shutdown();
     wait_until_stopped(hypervisor, request.name);
     REQUIRE(hypervisor.destroy_vm(request.name).ok());
+    return std::move(*result);
+}
+
+// An empty sparse file of `bytes`.
+void make_sparse_file(const std::string& path, std::uint64_t bytes) {
+    std::ofstream(path).close();
+    fs::resize_file(path, bytes);
+}
+
+// Boots the guest with its data disk logged, runs the fsync job, lets the
+// guest power off (QEMU then has written the whole log) and returns where
+// everything is.
+LoggedGuest run_logged_guest(const test::TempDir& dir, DomainXmlFilter filter = nullptr) {
+    LoggedGuest guest{dir.file("data.img"), dir.file("before-run.img"), dir.file("data.log")};
+    make_sparse_file(guest.volume, kVolumeBytes);
+    std::ofstream(guest.log).close();
+    REQUIRE(durability::clone_image(guest.volume, guest.before_run).ok());
+
+    VmRequest request;
+    request.config.bus = Bus::kVirtioBlk;
+    request.config.cache = CacheMode::kNone;
+    request.config.discard = true;  // mkfs's discard is logged and replayed too
+    request.data_disk = FileDisk{guest.volume, ImageFormat::kRaw};
+    request.write_log_path = guest.log;
+    run_job_in_guest(dir, std::move(request), fsync_job("durability-1"), std::move(filter));
     return guest;
 }
 
@@ -171,6 +190,67 @@ std::map<std::string, std::uintmax_t> files_under(const fs::path& root) {
             files[fs::relative(entry.path(), root).string()] = entry.file_size();
     }
     return files;
+}
+
+// The checker's images: ext4 made by the host's mkfs on sparse files, with
+// a file-variant ledger written into them by debugfs (no mount).
+constexpr std::uint64_t kCrashImageBytes = 32u << 20;
+constexpr std::uint64_t kLedgerRecordBytes = 512;
+
+// An ext4 image whose ledger.dat holds `slots` (record ids; 0 = a zeroed
+// slot, as a lost write leaves it).
+std::string make_ledger_image(const test::TempDir& dir, const std::string& name,
+                              const std::vector<long long>& slots) {
+    const std::string image = dir.file(name + ".img");
+    make_sparse_file(image, kCrashImageBytes);
+    const ProcessOutput made = run_tool({"mkfs.ext4", "-q", "-F", image});
+    INFO(made.stderr_text);
+    REQUIRE(made.exit_code == 0);
+    const std::string ledger = dir.file(name + "-ledger.dat");
+    {
+        std::ofstream out(ledger, std::ios::binary);
+        for (long long id : slots) {
+            out << (id > 0 ? agent::ledger_record(id, kLedgerRecordBytes)
+                           : std::string(kLedgerRecordBytes, '\0'));
+        }
+    }
+    const ProcessOutput written =
+        run_tool({"debugfs", "-w", "-R", "write " + ledger + " ledger.dat", image});
+    INFO(written.stdout_text << written.stderr_text);
+    REQUIRE(written.exit_code == 0);
+    return image;
+}
+
+// Records first..last in their slots.
+std::vector<long long> ids(long long first, long long last) {
+    std::vector<long long> slots;
+    for (long long id = first; id <= last; ++id) slots.push_back(id);
+    return slots;
+}
+
+// Zeroes the primary superblock (bytes 1024..2047): the kernel will not
+// mount it.
+void wipe_superblock(const std::string& image) {
+    std::fstream file(image, std::ios::binary | std::ios::in | std::ios::out);
+    file.seekp(1024);
+    const std::string zeros(1024, '\0');
+    file.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    REQUIRE(file.good());
+}
+
+// A check job (docs/agent-protocol.md) for the file-variant ledger of
+// make_ledger_image on the disks with `serials`.
+Json check_disks_job(const std::vector<std::string>& serials) {
+    return {{"run_id", "checker-1"},
+            {"filesystem", {{"type", "ext4"}}},
+            {"workload",
+             {{"name", "ledger"},
+              {"kind", "ledger"},
+              {"params",
+               {{"variant", "file"}, {"records", 100}, {"record_size", kLedgerRecordBytes}}}}},
+            {"timeout_s", 60},
+            {"check", true},
+            {"check_disks", serials}};
 }
 
 }  // namespace
@@ -238,6 +318,60 @@ TEST_CASE("with cache.no-flush on the logger's own node the log has no flush ent
     REQUIRE(log.ok());
     CHECK(log->entries.size() > 32);  // the writes are logged,
     CHECK(flush_entries(*log) == 0);  // the flushes are not
+}
+
+TEST_CASE("one checker guest checks three crash images, each its own, in order",
+          "[durability][boot]") {
+    if (::geteuid() != 0) test::skip_test("needs root (libvirt's embedded QEMU driver)");
+    test::TempDir dir("disksweep-checker");
+    const auto started = std::chrono::steady_clock::now();
+    // Each image differs from the others, so a report in the wrong place or
+    // one disk checked three times fails.
+    std::vector<long long> with_gap = ids(1, 10);
+    with_gap.insert(with_gap.end(), 5, 0);  // 11..15 lost
+    const std::vector<long long> after_gap = ids(16, 30);
+    with_gap.insert(with_gap.end(), after_gap.begin(), after_gap.end());
+    const std::string clean = make_ledger_image(dir, "clean", ids(1, 40));
+    const std::string wiped = make_ledger_image(dir, "wiped", ids(1, 20));
+    wipe_superblock(wiped);
+    const std::string gap = make_ledger_image(dir, "gap", with_gap);
+
+    VmRequest request;
+    request.config.bus = Bus::kVirtioBlk;
+    request.data_disk = FileDisk{dir.file("data.img"), ImageFormat::kRaw};
+    make_sparse_file(dir.file("data.img"), kCrashImageBytes);
+    std::vector<std::string> serials;
+    for (const std::string& image : {clean, wiped, gap}) {
+        serials.push_back(protocol::crash_disk_serial(serials.size()));
+        request.extra_disks.push_back({FileDisk{image, ImageFormat::kRaw}, serials.back()});
+    }
+    const auto images_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
+    const guest::ResultMessage result =
+        run_job_in_guest(dir, std::move(request), check_disks_job(serials));
+    INFO(result.output.dump(2));
+
+    auto checks = parse_crash_checks(result.output, 3);
+    INFO((checks.ok() ? "" : checks.error().message));
+    REQUIRE(checks.ok());
+    const CrashCheck& clean_check = (*checks)[0];
+    CHECK(clean_check.mounted);
+    CHECK(clean_check.fsck_clean);
+    CHECK(clean_check.recovered);
+    CHECK(clean_check.present == IdRanges{{1, 40}});
+    CHECK(clean_check.torn == 0);
+    const CrashCheck& wiped_check = (*checks)[1];
+    CHECK_FALSE(wiped_check.mounted);
+    CHECK_FALSE(wiped_check.problem.empty());
+    CHECK(wiped_check.present.empty());
+    const CrashCheck& gap_check = (*checks)[2];
+    CHECK(gap_check.mounted);
+    CHECK(gap_check.fsck_clean);
+    CHECK(gap_check.present == IdRanges{{1, 10}, {16, 30}});
+    CHECK(lost_records(30, gap_check.present) == 5);
+
+    const auto total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
+    WARN("checker test: images " << images_s.count() << " s, total " << total_s.count()
+                                 << " s; guest check " << result.timings.at("bench_s") << " s");
 }
 
 }  // namespace ds

@@ -295,6 +295,70 @@ TEST_CASE("test driver: versions", "[libvirt][integration]") {
     CHECK_FALSE(versions.contains("qemu"));
 }
 
+// A checker guest's request: the data disk and kMaxExtraDisks crash images.
+VmRequest checker_request(const std::string& name, const fs::path& dir) {
+    VmRequest request = request_for(name, StorageConfig{}, dir);
+    for (std::size_t i = 0; i < kMaxExtraDisks; ++i) {
+        request.extra_disks.push_back(
+            {FileDisk{(dir / ("crash-" + std::to_string(i) + ".img")).string(), ImageFormat::kRaw},
+             protocol::crash_disk_serial(i)});
+    }
+    return request;
+}
+
+TEST_CASE("virt-xml-validate accepts a checker guest's extra disks", "[libvirt][integration]") {
+    skip_unless_installed("virt-xml-validate", "libvirt-clients");
+    TempDir dir;
+    RealProcessRunner runner;
+    VmRequest request = checker_request("disksweep-validate-checker", dir.path());
+    request.extra_disks[1].source = BlockDisk{"/dev/loop7"};
+    const fs::path file = dir.path() / "checker.xml";
+    std::ofstream(file) << build_domain_xml(request, LocalGuestFiles{guest_files_dir()});
+    const Result<ProcessOutput> output =
+        runner.run({"virt-xml-validate", file.string(), "domain"}, 60s);
+    REQUIRE(output.ok());
+    INFO(output->stdout_text << output->stderr_text);
+    CHECK(output->exit_code == 0);
+}
+
+TEST_CASE("test driver: a guest takes 16 extra disks and refuses a 17th or an RBD one",
+          "[libvirt][integration]") {
+    TempDir dir;
+    auto connected = LibvirtHypervisor::connect("test:///default", "", guest_files_dir());
+    REQUIRE(connected.ok());
+    LibvirtHypervisor& hypervisor = **connected;
+    const std::string name = "disksweep-it-checker-" + std::to_string(::getpid());
+
+    VmRequest request = checker_request(name, dir.path());
+    request.extra_disks.push_back(
+        {FileDisk{(dir.path() / "one-too-many.img").string(), ImageFormat::kRaw}, "one-too-many"});
+    Status refused = hypervisor.start_vm(request);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == errc::kInvalidArgument);
+    CHECK_THAT(refused.error().message, Catch::Contains("at most 16"));
+
+    request.extra_disks.pop_back();
+    request.extra_disks[3].source = RbdDisk{"pool", "image", {}, "", "", ""};
+    refused = hypervisor.start_vm(request);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == errc::kUnsupported);
+    CHECK_THAT(refused.error().message, Catch::Contains("extra disk disksweep-crash-3 is rbd"));
+    Result<std::vector<std::string>> listed = hypervisor.list_vms(name);
+    REQUIRE(listed.ok());
+    CHECK(listed->empty());  // nothing was defined
+
+    const Status started = hypervisor.start_vm(checker_request(name, dir.path()));
+    INFO((started.ok() ? "" : started.error().message));
+    REQUIRE(started.ok());
+    // The data disk is still the one whose settings are read back.
+    Result<Json> applied = hypervisor.applied_settings(name);
+    REQUIRE(applied.ok());
+    Json settings = *applied;
+    settings.erase("controller_model");
+    CHECK(settings == expected_applied(StorageConfig{}));
+    CHECK(hypervisor.destroy_vm(name).ok());
+}
+
 TEST_CASE("connect: errors are values with libvirt's reason", "[libvirt][integration]") {
     auto bogus = LibvirtHypervisor::connect("bogus-driver:///nowhere", "", guest_files_dir());
     REQUIRE_FALSE(bogus.ok());

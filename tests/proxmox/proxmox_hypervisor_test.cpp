@@ -516,6 +516,19 @@ TEST_CASE("proxmox: a start that fails leaves no VM behind", "[proxmox][fake]") 
     CHECK(backend.resource_named(std::string(kPrefix) + "x").is_null());
 }
 
+TEST_CASE("proxmox: a request with extra disks is refused before anything is made",
+          "[proxmox][fake]") {
+    Backend backend;
+    VmRequest request = backend.request(std::string(kPrefix) + "c");
+    request.extra_disks = {
+        {FileDisk{"/var/tmp/crash-0.img", ImageFormat::kRaw}, protocol::crash_disk_serial(0)}};
+    const Status started = backend.hypervisor->start_vm(request);
+    REQUIRE_FALSE(started.ok());
+    CHECK(started.error().code == errc::kUnsupported);
+    CHECK_THAT(started.error().message, Catch::Contains("proxmox cannot attach extra disks"));
+    CHECK(backend.vm_ids().empty());
+}
+
 TEST_CASE("proxmox: the agent channel runs the real agent in one-shot mode", "[proxmox][fake]") {
     Backend backend(std::string(DISKSWEEP_AGENT_BIN) + " --shutdown-wait 0");
     const std::string name = std::string(kPrefix) + "agent";

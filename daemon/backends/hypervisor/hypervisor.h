@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/protocol.h"
 #include "common/result.h"
 #include "common/settings.h"
 #include "daemon/backends/hypervisor/agent_channel.h"
@@ -27,6 +28,22 @@ struct GuestImage {
     std::string initrd;     // initramfs with the agent
     std::string root_disk;  // read-only ext4 root file system image (raw)
 };
+
+// A disk attached besides the data disk: a checker guest's crash images
+// (docs/durability.md). Writable, its settings irrelevant (a throwaway
+// image: the backend picks whatever is quickest), found in the guest by its
+// serial (protocol::disk_serial_problem says which are valid).
+struct ExtraDisk {
+    DiskSource source;   // a raw file or block device
+    std::string serial;  // e.g. protocol::crash_disk_serial(i)
+};
+// The most extra disks one guest gets: what one checker guest checks.
+inline constexpr std::size_t kMaxExtraDisks = protocol::kMaxCheckDisks;
+
+// errc::kInvalidArgument naming the disk when `disks` are more than
+// kMaxExtraDisks, or a serial is invalid, repeated, or the root or data
+// disk's.
+Status check_extra_disks(const std::vector<ExtraDisk>& disks);
 
 struct VmRequest {
     std::string name;      // unique domain name; starts with the daemon's prefix
@@ -50,6 +67,10 @@ struct VmRequest {
     // the guest sends to this file (on the hypervisor's host, existing and
     // empty). A backend that cannot log refuses the request.
     std::string write_log_path;
+    // Disks attached besides the data disk (ExtraDisk), at most
+    // kMaxExtraDisks, each visible in the guest under its serial. A backend
+    // that cannot attach them refuses the request (errc::kUnsupported).
+    std::vector<ExtraDisk> extra_disks;
 };
 
 // What the running guest really is, read from it rather than assumed.

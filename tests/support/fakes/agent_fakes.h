@@ -78,6 +78,13 @@ class FakeGuestTree {
         write_text(dev() / name, "");
     }
 
+    // A virtio-blk disk: its serial in /sys/block/NAME/serial.
+    void add_virtio_disk(const std::string& name, const std::string& serial) {
+        write_text(sys() / "block" / name / "serial", serial + "\n");
+        write_text(sys() / "block" / name / "queue/rotational", "1\n");
+        write_text(dev() / name, "");
+    }
+
     SystemRoots roots() const { return {sys().string(), proc().string(), dev().string()}; }
     fs::path sys() const { return dir_.path() / "sys"; }
     fs::path proc() const { return dir_.path() / "proc"; }

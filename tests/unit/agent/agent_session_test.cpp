@@ -12,7 +12,9 @@
 #include "common/fio_logs.h"
 #include "common/fio_metrics.h"
 #include "common/workload_output.h"
+#include "daemon/durability/crash_verdict.h"
 #include "guestagent/agent.h"
+#include "guestagent/ledger_workload.h"
 #include "support/fake_clock.h"
 #include "support/fakes/agent_fakes.h"
 
@@ -1204,4 +1206,172 @@ TEST_CASE("agent: a dataset for a kind without a preparation, or unknown, is ref
         Json error = t.error_for(job);
         CHECK(contains(error["message"], "job.dataset: 'cloned' is not one of"));
     }
+}
+
+namespace {
+
+// A check job of a file-variant ledger with 64-byte records; `serials` as
+// job.check_disks unless null.
+Json check_job(const Json& serials) {
+    Json job = {{"run_id", "check-7"},
+                {"filesystem", {{"type", "ext4"}}},
+                {"workload",
+                 {{"name", "ledger"},
+                  {"kind", "ledger"},
+                  {"params", {{"variant", "file"}, {"records", 100}, {"record_size", 64}}}}},
+                {"timeout_s", 60},
+                {"check", true}};
+    if (!serials.is_null()) job["check_disks"] = serials;
+    return job;
+}
+
+// ledger.dat under `directory` with records by slot (0 = a zeroed slot).
+void write_ledger_file(const fs::path& directory, const std::vector<long long>& slots) {
+    std::string content;
+    for (long long id : slots) {
+        content += id > 0 ? ledger_record(id, 64) : std::string(64, '\0');
+    }
+    write_text(directory / "ledger.dat", content);
+}
+
+// Runs a check job to its result, keeping the progress messages.
+Json check_result_of(AgentUnderTest& t, const Json& job, std::vector<Json>& progress) {
+    t.start();
+    t.hello_then_job(job);
+    Json result = t.host.next_non_progress(&progress);
+    t.host.send(protocol::kShutdown, Json::object());
+    REQUIRE(t.finish().ok());
+    INFO(result.dump());
+    REQUIRE(result["type"] == "result");
+    return result;
+}
+
+}  // namespace
+
+TEST_CASE("agent: a check job without check_disks checks the data disk, one report", "[agent]") {
+    AgentUnderTest t;
+    write_ledger_file(t.tree.mnt(), {1, 2, 3});
+    std::vector<Json> progress;
+    const Json result = check_result_of(t, check_job(nullptr), progress);
+    const Json& report = result["output"];
+    CHECK_FALSE(report.contains("states"));
+    CHECK(report["mounted"] == true);
+    CHECK(report["ledger"]["present"] == Json{{1, 3}});
+    REQUIRE(t.system.mounts.size() == 1);
+    CHECK(t.system.mounts[0].device == (t.tree.dev() / "sdb").string());
+    CHECK(t.system.mounts[0].target == t.options.mount_point);
+    CHECK_FALSE(t.runner.command("mkfs.ext4").has_value());
+}
+
+TEST_CASE("agent: check_disks checks each crash image in order, one report each", "[agent]") {
+    AgentUnderTest t;
+    t.tree.add_virtio_disk("vdc", "disksweep-crash-0");
+    t.tree.add_virtio_disk("vdd", "disksweep-crash-1");
+    // No disk has serial disksweep-crash-2.
+    const fs::path mnt = t.tree.mnt();
+    write_ledger_file(mnt / "disksweep-crash-0", {1, 2, 3, 4, 5});
+    write_ledger_file(mnt / "disksweep-crash-1", {1, 2, 0, 4});
+    const std::string vdd = (t.tree.dev() / "vdd").string();
+    t.runner.script =
+        [&](const std::vector<std::string>& argv,
+            std::chrono::milliseconds) -> std::optional<ds::Result<ds::ProcessOutput>> {
+        if (argv.front() != "e2fsck" || argv.back() != vdd) return std::nullopt;
+        ds::ProcessOutput output;
+        output.exit_code = 4;
+        output.stdout_text = "Inode 12 has illegal blocks.\n";
+        return output;
+    };
+    std::vector<Json> progress;
+    const Json result = check_result_of(
+        t, check_job({"disksweep-crash-1", "disksweep-crash-2", "disksweep-crash-0"}), progress);
+
+    const Json& states = result["output"]["states"];
+    REQUIRE(states.size() == 3);
+    CHECK(states[0]["mounted"] == true);
+    CHECK(states[0]["ledger"]["present"] == Json{{1, 2}, {4, 4}});
+    CHECK(states[0]["fsck_after"]["clean"] == false);
+    CHECK(states[1]["mounted"] == false);
+    CHECK(contains(states[1]["mount_error"],
+                   "crash image disksweep-crash-2 not checked: no disk with serial "
+                   "disksweep-crash-2"));
+    CHECK(states[2]["mounted"] == true);
+    CHECK(states[2]["ledger"]["present"] == Json{{1, 5}});
+    CHECK(states[2]["fsck_after"]["clean"] == true);
+
+    // Each on its own mount point, each unmounted again.
+    REQUIRE(t.system.mounts.size() == 2);
+    CHECK(t.system.mounts[0].device == vdd);
+    CHECK(t.system.mounts[0].target == (mnt / "disksweep-crash-1").string());
+    CHECK(t.system.mounts[1].device == (t.tree.dev() / "vdc").string());
+    CHECK(t.system.mounts[1].target == (mnt / "disksweep-crash-0").string());
+    CHECK(t.system.unmounts == std::vector<std::string>{(mnt / "disksweep-crash-1").string(),
+                                                        (mnt / "disksweep-crash-0").string()});
+
+    std::vector<std::string> messages;
+    for (const Json& message : progress) {
+        if (message["phase"] == "check") messages.push_back(message["message"]);
+    }
+    CHECK(messages ==
+          std::vector<std::string>{"checking crash image 1 of 3 (serial disksweep-crash-1)",
+                                   "checking crash image 2 of 3 (serial disksweep-crash-2)",
+                                   "checking crash image 3 of 3 (serial disksweep-crash-0)"});
+
+    // What the daemon makes of it (daemon/durability/crash_verdict.h).
+    auto checks = ds::parse_crash_checks(result["output"], 3);
+    INFO((checks.ok() ? "" : checks.error().message));
+    REQUIRE(checks.ok());
+    CHECK((*checks)[0].present == ds::IdRanges{{1, 2}, {4, 4}});
+    CHECK_FALSE((*checks)[1].mounted);
+    CHECK((*checks)[2].present == ds::IdRanges{{1, 5}});
+}
+
+TEST_CASE("agent: a crash image that does not mount is reported and the next still checked",
+          "[agent]") {
+    AgentUnderTest t;
+    t.tree.add_virtio_disk("vdc", "disksweep-crash-0");
+    t.tree.add_virtio_disk("vdd", "disksweep-crash-1");
+    t.system.mount_error = "wrong fs type, bad option, bad superblock";
+    std::vector<Json> progress;
+    const Json result =
+        check_result_of(t, check_job({"disksweep-crash-0", "disksweep-crash-1"}), progress);
+    const Json& states = result["output"]["states"];
+    REQUIRE(states.size() == 2);
+    for (const Json& state : states) {
+        CHECK(state["mounted"] == false);
+        CHECK(contains(state["mount_error"], "bad superblock"));
+        CHECK(state["fsck_after"].contains("clean"));
+    }
+    CHECK(t.system.mounts.size() == 2);
+}
+
+TEST_CASE("agent: job.check_disks is checked before anything runs", "[agent]") {
+    std::vector<std::string> seventeen;
+    for (std::size_t i = 0; i <= protocol::kMaxCheckDisks; ++i)
+        seventeen.push_back(protocol::crash_disk_serial(i));
+    const std::vector<std::pair<Json, std::string>> cases = {
+        {"disksweep-crash-0", "job.check_disks: is a string, expected an array"},
+        {Json::array(), "job.check_disks: has 0 serials, expected 1 to 16"},
+        {seventeen, "job.check_disks: has 17 serials, expected 1 to 16"},
+        {{"disksweep-crash-0", 1}, "job.check_disks[1]: is a number, expected a string"},
+        {{"../../etc"}, "job.check_disks[0]: serial '../../etc' holds a character"},
+        {{"twenty-one-bytes-long"},
+         "job.check_disks[0]: serial 'twenty-one-bytes-long' is not 1 "
+         "to 20 bytes long"},
+        {{"disksweep-crash-0", "disksweep-crash-1", "disksweep-crash-0"},
+         "job.check_disks[2]: serial disksweep-crash-0 is listed twice"},
+    };
+    for (const auto& [serials, fragment] : cases) {
+        AgentUnderTest t;
+        t.tree.add_virtio_disk("vdc", "disksweep-crash-0");
+        Json error = t.error_for(check_job(serials));
+        INFO(error.dump());
+        CHECK(error["phase"] == "job");
+        CHECK(contains(error["message"], fragment));
+        CHECK(t.system.mounts.empty());
+    }
+    AgentUnderTest t;
+    Json job = ext4_job();
+    job["check_disks"] = {"disksweep-crash-0"};
+    CHECK(contains(t.error_for(job)["message"],
+                   "job.check_disks: is only for a job with check: true"));
 }

@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include "common/protocol.h"
+#include "daemon/durability/crash_verdict.h"
+#include "support/fakes/agent_fakes.h"
 #include "support/temp_dir.h"
 
 namespace ds::agent {
@@ -64,4 +67,65 @@ TEST_CASE("crash check: every file system the agent formats has a read-only fsck
 }
 
 }  // namespace
+}  // namespace ds::agent
+
+namespace ds::agent {
+
+TEST_CASE("crash check: a report is bounded, so 16 of them always fit one result message") {
+    testing::FakeGuestTree tree;
+    testing::FakeProcessRunner runner;
+    testing::FakeGuestSystem system{tree.proc()};
+    // A ledger whose every other record is there: more ranges than a report
+    // holds; and an fsck that prints a flood of control characters.
+    const std::filesystem::path mount_point = tree.mnt() / "crash";
+    std::vector<long long> slots;
+    for (long long id = 1; id <= 2 * static_cast<long long>(kMaxReportedRanges) + 20; ++id)
+        slots.push_back(id % 2 == 1 ? id : 0);
+    std::string content;
+    for (long long id : slots) content += id > 0 ? ledger_record(id, 32) : std::string(32, '\0');
+    testing::write_text(mount_point / "ledger.dat", content);
+    runner.script = [](const std::vector<std::string>& argv,
+                       std::chrono::milliseconds) -> std::optional<Result<ProcessOutput>> {
+        if (argv.front() != "e2fsck") return std::nullopt;
+        ProcessOutput output;
+        output.exit_code = 4;
+        output.stdout_text = std::string(100000, '\x01') + "\n";
+        return output;
+    };
+    WorkloadContext ctx{runner,
+                        "",
+                        (tree.mnt() / "scratch").string(),
+                        std::chrono::seconds(60),
+                        {},
+                        &real_clock(),
+                        {},
+                        DatasetMode::kFresh};
+    Workload ledger{"ledger", "ledger", Json{{"variant", "file"}, {"record_size", 32}}};
+    auto report = check_crash_state(
+        CrashCheckRequest{(tree.dev() / "sdb").string(), "ext4", mount_point.string(), ledger},
+        system, ctx);
+    REQUIRE(report.ok());
+    const Json& present = (*report)["ledger"]["present"];
+    CHECK(present.size() == kMaxReportedRanges);
+    CHECK(present.back() == Json{2 * kMaxReportedRanges - 1, 2 * kMaxReportedRanges - 1});
+    CHECK((*report)["ledger"]["present_truncated"] == true);
+    const std::string fsck_output = (*report)["fsck_before"]["output"];
+    CHECK(fsck_output.size() == kMaxReportTextBytes);
+
+    // Sixteen of them, as a checker guest's result, go through the protocol
+    // and the daemon's parser.
+    Json states = Json::array();
+    for (std::size_t i = 0; i < protocol::kMaxCheckDisks; ++i) states.push_back(*report);
+    const std::string line = protocol::encode(
+        protocol::kResult, Json{{"run_id", "r"}, {"output", {{"states", states}}}});
+    INFO(line.size());
+    CHECK(line.size() <= protocol::kMaxMessageBytes);
+    auto decoded = protocol::decode(std::string_view(line).substr(0, line.size() - 1));
+    INFO((decoded.ok() ? "" : decoded.error().message));
+    REQUIRE(decoded.ok());
+    auto checks = parse_crash_checks((*decoded)["output"], protocol::kMaxCheckDisks);
+    REQUIRE(checks.ok());
+    CHECK(checks->back().present.size() == kMaxReportedRanges);
+}
+
 }  // namespace ds::agent

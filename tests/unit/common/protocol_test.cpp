@@ -278,3 +278,26 @@ TEST_CASE("protocol: write_all reports a closed peer", "[protocol]") {
     CHECK(status.error().code == ds::errc::kIo);
     CHECK(status.error().message.find("Broken pipe") != std::string::npos);
 }
+
+TEST_CASE("protocol: disk serials the agent looks up", "[protocol]") {
+    CHECK(protocol::disk_serial_problem("disksweep-crash-15").empty());
+    CHECK(protocol::disk_serial_problem("A_z-09").empty());
+    CHECK(protocol::disk_serial_problem(std::string(protocol::kMaxDiskSerialBytes, 'x')).empty());
+    // virtio-blk would show the guest only the first 20 bytes.
+    CHECK_THAT(protocol::disk_serial_problem(std::string(protocol::kMaxDiskSerialBytes + 1, 'x')),
+               Catch::Contains("1 to 20 bytes"));
+    CHECK_THAT(protocol::disk_serial_problem(""), Catch::Contains("1 to 20 bytes"));
+    for (const char* bad : {"..", "a/b", "a b", "crash.0", "x'y", "\xc3\xa9"}) {
+        INFO(bad);
+        CHECK_THAT(protocol::disk_serial_problem(bad), Catch::Contains("A-Z a-z 0-9 - _"));
+    }
+}
+
+TEST_CASE("protocol: crash disk serials are distinct and valid up to the bound", "[protocol]") {
+    CHECK(protocol::crash_disk_serial(0) == "disksweep-crash-0");
+    for (std::size_t i = 0; i < protocol::kMaxCheckDisks; ++i) {
+        INFO(i);
+        CHECK(protocol::disk_serial_problem(protocol::crash_disk_serial(i)).empty());
+        CHECK(protocol::crash_disk_serial(i) != protocol::kDataDiskSerial);
+    }
+}

@@ -312,6 +312,34 @@ void write_data_disk(XmlWriter& xml, const StorageConfig& config, const DiskSour
     xml.close("disk");
 }
 
+// libvirt's name for the virtio disk at `index`: vda .. vdz, vdaa, vdab, ...
+std::string virtio_target(std::size_t index) {
+    std::string letters;
+    for (std::size_t rest = index + 1; rest > 0; rest = (rest - 1) / 26) {
+        letters.insert(letters.begin(), static_cast<char>('a' + (rest - 1) % 26));
+    }
+    return "vd" + letters;
+}
+
+// The extra disks (VmRequest::extra_disks), virtio-blk after the root (vda)
+// and the data disk (vdb; or its place when the data disk is SCSI, SATA or
+// logged): cache unsafe, since a crash image is thrown away after the guest
+// and nothing on it needs to outlive the host.
+void write_extra_disks(XmlWriter& xml, const std::vector<ExtraDisk>& disks) {
+    constexpr std::size_t kFirstExtraTarget = 2;
+    for (std::size_t i = 0; i < disks.size(); ++i) {
+        const auto [disk_type, format] = disk_type_and_format(disks[i].source);
+        xml.open("disk", {{"type", disk_type}, {"device", "disk"}});
+        xml.empty("driver", {{"name", "qemu"},
+                             {"type", str(libvirt_image_type(format))},
+                             {"cache", str(libvirt_cache(CacheMode::kUnsafe))}});
+        write_disk_source(xml, disks[i].source, "");
+        xml.empty("target", {{"dev", virtio_target(kFirstExtraTarget + i)}, {"bus", "virtio"}});
+        xml.text("serial", disks[i].serial);
+        xml.close("disk");
+    }
+}
+
 // scsi: the one virtio-scsi controller every SCSI disk of the guest shares
 // (Proxmox's "virtio-scsi-pci"), the root disk included (write_root_disk).
 // scsi-single: a controller of the data disk's own (Proxmox's
@@ -468,6 +496,7 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
     xml.open("devices");
     write_root_disk(xml, request);
     if (!logged) write_data_disk(xml, config, request.data_disk, rbd_secret_uuid);
+    write_extra_disks(xml, request.extra_disks);
     if (is_scsi(config.bus)) write_scsi_controller(xml, config);
     // No USB: nothing in the guest uses it, and it only adds noise.
     xml.empty("controller", {{"type", "usb"}, {"model", "none"}});

@@ -52,6 +52,10 @@ inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-s
 //    shows up in parse_applied_disk_settings. Nothing is dropped or faked here.
 // The agent channel and the console are served by QEMU on the sockets
 // `files` names for request.name.
+// Each of request.extra_disks is a virtio-blk <disk> (file or block, its
+// format as for the data disk, cache='unsafe', its <serial>) on targets
+// vdc, vdd, ... in order; whether they are valid (check_extra_disks) and of
+// a kind libvirt attaches here is start_vm's to refuse.
 // With request.write_log_path set, the data disk is not a <disk>: it is
 // QEMU's own -blockdev graph with the blklogwrites filter and its device,
 // in <qemu:commandline> (write_log_disk.h).

@@ -129,6 +129,20 @@ std::string embedded_root_of(const std::string& uri) {
     return decoded;
 }
 
+// Extra disks are throwaway images on this host: files and block devices.
+Status extra_disks_attachable(const std::vector<ExtraDisk>& disks) {
+    for (const ExtraDisk& disk : disks) {
+        const DiskSourceKind kind = kind_of(disk.source);
+        if (kind != DiskSourceKind::kFile && kind != DiskSourceKind::kBlock) {
+            return make_error(errc::kUnsupported, "libvirt: extra disk " + disk.serial + " is " +
+                                                      std::string(to_string(kind)) +
+                                                      "; only files and block devices are "
+                                                      "attached as extra disks");
+        }
+    }
+    return ok_status();
+}
+
 }  // namespace
 
 void LibvirtHypervisor::DomainFree::operator()(virDomainPtr domain) const {
@@ -270,6 +284,8 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
             return make_error(errc::kUnsupported, "libvirt: data disk with a write log: " + reason);
         }
     }
+    DS_TRY(check_extra_disks(request.extra_disks));
+    DS_TRY(extra_disks_attachable(request.extra_disks));
     if (!guest_files_.prepare(request.name)) {
         return make_error(errc::kIo,
                           "cannot create the guest files directory " + guest_files_.directory);

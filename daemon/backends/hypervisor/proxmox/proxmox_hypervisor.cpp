@@ -317,6 +317,11 @@ Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
                           "proxmox cannot put a data disk on a write log (durability runs need "
                           "the libvirt backend)");
     }
+    if (!request.extra_disks.empty()) {
+        return make_error(errc::kUnsupported,
+                          "proxmox cannot attach extra disks (a checker guest's crash images are "
+                          "files on the daemon's host; durability runs need the libvirt backend)");
+    }
     const auto* disk = std::get_if<HypervisorAllocatedDisk>(&request.data_disk);
     if (disk == nullptr) {
         return make_error(errc::kInvalidArgument,

@@ -84,6 +84,55 @@ TEST_CASE("crash verdict: a lying report is refused, naming the field") {
           "crash check report: mounted, but no ledger section");
 }
 
+TEST_CASE("crash verdict: one checker guest's reports, in the order of its disks") {
+    const Json clean = {{"mounted", true},
+                        {"ledger", {{"present", {{1, 40}}}, {"torn", 0}}},
+                        {"fsck_after", {{"clean", true}}}};
+    const Json unmounted = {{"mounted", false}, {"mount_error", "not checked: no disk"}};
+    const Json gap = {{"mounted", true},
+                      {"ledger", {{"present", {{1, 10}, {16, 30}}}, {"torn", 2}}},
+                      {"fsck_after", {{"clean", false}}}};
+    auto checks = parse_crash_checks(Json{{"states", {clean, unmounted, gap}}}, 3);
+    REQUIRE(checks.ok());
+    REQUIRE(checks->size() == 3);
+    CHECK((*checks)[0].present == IdRanges{{1, 40}});
+    CHECK((*checks)[0].fsck_clean);
+    CHECK_FALSE((*checks)[1].mounted);
+    CHECK((*checks)[1].problem == "not checked: no disk");
+    CHECK((*checks)[2].present == IdRanges{{1, 10}, {16, 30}});
+    CHECK((*checks)[2].torn == 2);
+    CHECK_FALSE((*checks)[2].fsck_clean);
+
+    auto none = parse_crash_checks(Json{{"states", Json::array()}}, 0);
+    REQUIRE(none.ok());
+    CHECK(none->empty());
+}
+
+TEST_CASE("crash verdict: a checker guest's output that lies is refused, naming the state") {
+    const Json clean = {{"mounted", true}, {"ledger", {{"present", {{1, 4}}}}}};
+    const auto refused = [](const Json& output, std::size_t expected) {
+        auto checks = parse_crash_checks(output, expected);
+        REQUIRE_FALSE(checks.ok());
+        CHECK(checks.error().code == errc::kProtocol);
+        return checks.error().message;
+    };
+    CHECK(refused(Json::array({clean}), 1) == "crash check report: output is not an object");
+    CHECK(refused(Json{{"state", {clean}}}, 1) == "crash check report: output has no states array");
+    CHECK(refused(Json{{"states", clean}}, 1) == "crash check report: output has no states array");
+    // Fewer or more reports than disks: which belongs to which is unknown.
+    CHECK(refused(Json{{"states", {clean, clean}}}, 3) ==
+          "crash check report: states has 2 reports, expected 3");
+    CHECK(refused(Json{{"states", {clean, clean}}}, 1) ==
+          "crash check report: states has 2 reports, expected 1");
+    CHECK(refused(Json{{"states", {clean, "mounted"}}}, 2) ==
+          "crash check report: states[1]: not an object");
+    CHECK(
+        refused(Json{{"states", {clean, {{"mounted", true}, {"ledger", {{"present", {{3, 2}}}}}}}}},
+                2) == "crash check report: states[1]: ledger.present[0] is not 1 <= first <= last");
+    CHECK(refused(Json{{"states", {{{"mounted", true}}, clean}}}, 2) ==
+          "crash check report: states[0]: mounted, but no ledger section");
+}
+
 TEST_CASE("crash verdict: a configuration's summary and its words") {
     CrashStateResult kept;
     kept.acknowledged = 10;

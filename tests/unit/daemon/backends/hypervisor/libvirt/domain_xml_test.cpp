@@ -478,3 +478,128 @@ TEST_CASE("parse_applied_disk_settings refuses a malformed limit", "[domain_xml]
 }
 
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+// The <disk> element holding `serial`, "" when there is none.
+std::string disk_element_with_serial(const std::string& xml, const std::string& serial) {
+    const std::size_t at = xml.find("<serial>" + serial + "</serial>");
+    if (at == std::string::npos) return "";
+    const std::size_t open = xml.rfind("<disk ", at);
+    const std::size_t close = xml.find("</disk>", at);
+    return xml.substr(open, close + std::string("</disk>").size() - open);
+}
+
+}  // namespace
+
+TEST_CASE("domain XML: extra disks are unsafe virtio-blk disks after the data disk",
+          "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.config.cache = CacheMode::kNone;
+    request.extra_disks = {
+        {FileDisk{"/var/tmp/crash-0.img", ImageFormat::kRaw}, protocol::crash_disk_serial(0)},
+        {BlockDisk{"/dev/loop7"}, protocol::crash_disk_serial(1)},
+    };
+    const std::string xml = build_domain_xml(request, kFiles);
+    CHECK(disk_element_with_serial(xml, "disksweep-crash-0") ==
+          "<disk type='file' device='disk'>\n"
+          "      <driver name='qemu' type='raw' cache='unsafe'/>\n"
+          "      <source file='/var/tmp/crash-0.img'/>\n"
+          "      <target dev='vdc' bus='virtio'/>\n"
+          "      <serial>disksweep-crash-0</serial>\n"
+          "    </disk>");
+    CHECK(disk_element_with_serial(xml, "disksweep-crash-1") ==
+          "<disk type='block' device='disk'>\n"
+          "      <driver name='qemu' type='raw' cache='unsafe'/>\n"
+          "      <source dev='/dev/loop7'/>\n"
+          "      <target dev='vdd' bus='virtio'/>\n"
+          "      <serial>disksweep-crash-1</serial>\n"
+          "    </disk>");
+    // The data disk keeps its own settings and comes first.
+    const std::string data = disk_element_with_serial(xml, std::string(protocol::kDataDiskSerial));
+    CHECK(contains(data, "cache='none'"));
+    CHECK(xml.find(data) < xml.find("disksweep-crash-0"));
+    // What the data disk's settings are read from is still the data disk.
+    auto applied = parse_applied_disk_settings(xml);
+    REQUIRE(applied.ok());
+    CHECK((*applied)["cache"] == "none");
+}
+
+TEST_CASE("domain XML: sixteen extra disks take vdc to vdr; none adds no disk", "[domain_xml]") {
+    VmRequest request = sample_request();
+    const std::size_t disks_without = [&] {
+        const std::string xml = build_domain_xml(request, kFiles);
+        std::size_t count = 0;
+        for (std::size_t at = xml.find("<disk "); at != std::string::npos;
+             at = xml.find("<disk ", at + 1))
+            ++count;
+        return count;
+    }();
+    CHECK(disks_without == 2);  // root and data
+    for (std::size_t i = 0; i < kMaxExtraDisks; ++i) {
+        request.extra_disks.push_back(
+            {FileDisk{"/var/tmp/crash-" + std::to_string(i) + ".img", ImageFormat::kRaw},
+             protocol::crash_disk_serial(i)});
+    }
+    const std::string xml = build_domain_xml(request, kFiles);
+    const std::string targets = "cdefghijklmnopqr";
+    REQUIRE(targets.size() == kMaxExtraDisks);
+    for (std::size_t i = 0; i < kMaxExtraDisks; ++i) {
+        INFO(i);
+        CHECK(contains(disk_element_with_serial(xml, protocol::crash_disk_serial(i)),
+                       std::string("<target dev='vd") + targets[i] + "' bus='virtio'/>"));
+    }
+}
+
+TEST_CASE("domain XML: extra disks follow a SCSI or logged data disk on virtio targets",
+          "[domain_xml]") {
+    VmRequest request = sample_request();
+    request.extra_disks = {{FileDisk{"/var/tmp/crash-0.img", ImageFormat::kRaw}, "checked-0"}};
+    for (Bus bus : {Bus::kScsi, Bus::kScsiSingle, Bus::kSata}) {
+        request.config.bus = bus;
+        INFO(to_string(bus));
+        CHECK(contains(disk_element_with_serial(build_domain_xml(request, kFiles), "checked-0"),
+                       "<target dev='vdc' bus='virtio'/>"));
+    }
+    request.config.bus = Bus::kVirtioBlk;
+    request.write_log_path = "/var/tmp/data.log";
+    const std::string logged = build_domain_xml(request, kFiles);
+    CHECK(disk_element_with_serial(logged, std::string(protocol::kDataDiskSerial)).empty());
+    CHECK(contains(disk_element_with_serial(logged, "checked-0"), "<target dev='vdc'"));
+}
+
+TEST_CASE("check_extra_disks: the bound, the serials, no repeats", "[domain_xml]") {
+    const auto disk = [](std::string serial) {
+        return ExtraDisk{FileDisk{"/var/tmp/x.img", ImageFormat::kRaw}, std::move(serial)};
+    };
+    std::vector<ExtraDisk> disks;
+    for (std::size_t i = 0; i < kMaxExtraDisks; ++i)
+        disks.push_back(disk(protocol::crash_disk_serial(i)));
+    CHECK(check_extra_disks(disks).ok());
+    CHECK(check_extra_disks({}).ok());
+
+    disks.push_back(disk("disksweep-crash-99"));
+    Status refused = check_extra_disks(disks);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().code == errc::kInvalidArgument);
+    CHECK_THAT(refused.error().message,
+               Catch::Contains("17 extra disks") && Catch::Contains("at most 16"));
+
+    const std::pair<std::vector<ExtraDisk>, std::string> bad[] = {
+        {{disk("a"), disk("a")}, "extra disk 1: serial a is already taken"},
+        {{disk(std::string(protocol::kDataDiskSerial))}, "extra disk 0: serial disksweep-data"},
+        {{disk(std::string(protocol::kRootDiskSerial))}, "extra disk 0: serial disksweep-root"},
+        {{disk("ok"), disk("twenty-one-bytes-long")}, "extra disk 1: serial 'twenty-one"},
+        {{disk("no spaces")}, "extra disk 0: serial 'no spaces' holds"},
+    };
+    for (const auto& [disks_in, message] : bad) {
+        INFO(message);
+        refused = check_extra_disks(disks_in);
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().code == errc::kInvalidArgument);
+        CHECK_THAT(refused.error().message, Catch::Contains(message));
+    }
+}
+
+}  // namespace ds
