@@ -1,5 +1,6 @@
 #include "daemon/durability/crash_states.h"
 
+#include <optional>
 #include <random>
 
 namespace ds::durability {
@@ -84,10 +85,20 @@ bool honours_guest_flushes(CacheMode cache) {
 std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points,
                                              std::uint64_t from_log_offset) {
     std::vector<std::size_t> flushes;
+    std::optional<std::size_t> last_before;  // the last flush before from_log_offset
     for (std::size_t i = 0; i < log.entries.size(); ++i) {
         const LogEntry& entry = log.entries[i];
-        if (entry.is_flush() && entry.end_offset >= from_log_offset) flushes.push_back(i);
+        if (!entry.is_flush()) continue;
+        if (entry.end_offset >= from_log_offset) {
+            flushes.push_back(i);
+        } else {
+            last_before = i;
+        }
     }
+    // Its crash lies anywhere up to the next flush, the measured part
+    // included: without flushes there (ext4 barrier=0), it is the only point
+    // whose volatile-cache window holds the workload's writes.
+    if (from_log_offset > 0 && last_before) flushes.insert(flushes.begin(), *last_before);
     if (flushes.size() <= max_points || max_points == 0) {
         if (max_points == 0) flushes.clear();
         return flushes;

@@ -62,8 +62,10 @@ struct CrashState {
 std::vector<CrashState> crash_states(const LogIndex& log, CacheMode cache,
                                      const CrashModelOptions& options);
 
-// The crash points' FLUSH entries ending at or after `from_log_offset`,
-// sampled evenly to at most `max_points` (the first and last always kept),
+// The crash points' FLUSH entries ending at or after `from_log_offset`, and
+// the last one before it (a crash after it may come as late as the next
+// flush, which may lie in the measured part or be the log's last), sampled
+// evenly to at most `max_points` (the first and last always kept),
 // ascending.
 std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points,
                                              std::uint64_t from_log_offset = 0);

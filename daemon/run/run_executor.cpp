@@ -93,8 +93,8 @@ Json filesystem_json(const StorageConfig& config) {
                 {"post_format", config.filesystem.post_format}};
 }
 
-// Crash images one checker guest checks (TODO(merge checker): many per boot).
-constexpr std::size_t kMaxCheckImages = 1;
+// Crash images one checker guest checks: its data disk and the extra disks.
+constexpr std::size_t kMaxCheckImages = protocol::kMaxCheckDisks;
 
 // A crash image's checker gives each image this long (MariaDB's crash
 // recovery under TCG included), and its guest this long to say hello.
@@ -618,7 +618,9 @@ Status RunAttempt::job() {
     }
     if (preparing) job["dataset"] = "prepare";
     if (uses_golden()) job["dataset"] = "prepared";
-    const bool trims = agent_trims_ && !preparing;
+    // A durability run keeps the workload's files: its last crash states
+    // are cut after the workload, where a trim would have deleted them.
+    const bool trims = agent_trims_ && !preparing && !trial_;
     if (trims) job["trim"] = true;
     read_disk_counters(counters_before_);
     // The agent's own, more precise report of its time limit comes first.
@@ -741,6 +743,12 @@ Result<std::vector<CrashCheck>> RunAttempt::check_crash_images(
     request.name = vm;
     request.config = checker_config(*config_);
     request.data_disk = at_path(volume_->source, images.front());
+    Json disks = Json::array({std::string(protocol::kDataDiskSerial)});
+    for (std::size_t i = 1; i < images.size(); ++i) {
+        request.extra_disks.push_back(
+            {at_path(volume_->source, images[i]), protocol::crash_disk_serial(i)});
+        disks.push_back(protocol::crash_disk_serial(i));
+    }
     request.image = image_;
     request.accel = accel_;
     request.vcpus = env_.vcpus;
@@ -750,7 +758,8 @@ Result<std::vector<CrashCheck>> RunAttempt::check_crash_images(
                 {"filesystem", filesystem_json(*config_)},
                 {"workload", run_.workload},
                 {"timeout_s", timeout_s},
-                {"check", true}};
+                {"check", true},
+                {"check_disks", disks}};
     auto checks = [&]() -> Result<std::vector<CrashCheck>> {
         DS_TRY(hypervisor_->start_vm(request));
         const auto deadline = env_.clock->now() + std::chrono::seconds(boot_timeout_s_);
@@ -774,8 +783,7 @@ Result<std::vector<CrashCheck>> RunAttempt::check_crash_images(
                 env_.clock->now() + std::chrono::seconds(timeout_s + kAgentGraceSeconds),
                 [](const guest::Progress&) {}));
         session.send_shutdown();
-        DS_ASSIGN_OR_RETURN(auto check, parse_crash_check(result.output));
-        return std::vector<CrashCheck>{check};
+        return parse_crash_checks(result.output, images.size());
     }();
     const Status destroyed = hypervisor_->destroy_vm(vm);
     if (checks.ok() && destroyed.ok()) hypervisor_->discard_console(vm);
@@ -811,6 +819,11 @@ Status RunAttempt::measure_before_trim(
 // as applied_settings.discard_effect; verify() fails a mismatch.
 void RunAttempt::judge_trim() {
     const bool discard = config_->discard;
+    if (trial_) {
+        applied_["discard_effect"] = discard_effect_not_measured(
+            discard, "a durability run keeps the workload's files for its crash states: no trim");
+        return;
+    }
     if (!agent_trims_) {
         applied_["discard_effect"] = discard_effect_not_measured(
             discard,

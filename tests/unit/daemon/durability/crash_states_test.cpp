@@ -153,3 +153,32 @@ TEST_CASE("a crash state's JSON lists the entries chosen after the barrier", "[d
     CHECK(json.at("applied_entries") == 4);
     CHECK(json.at("extra_entries") == ds::Json::array({5, 7}));
 }
+
+// A durability run's crash points start at the ledger's first ack
+// (from_log_offset), with the flush before it kept: under the volatile-cache
+// rule its crash reaches to the next flush, so a file system that sends no
+// flush while the ledger runs (ext4 barrier=0) still has a crash state
+// whose window holds the ledger's writes.
+TEST_CASE("crash points start at the first ack, with the flush before it", "[durability]") {
+    // mkfs: w f w f | ledger from entry 4: w w w w w w w w | unmount: f
+    const LogIndex log = log_of("wfwfwwwwwwwwf");
+    const std::uint64_t first_ack = log.entries[4].end_offset;
+    CHECK(sample_flush_points(log, 50, first_ack) == Positions{3, 12});
+    CHECK(sample_flush_points(log, 50, 0) == Positions{1, 3, 12});
+    CrashModelOptions options;
+    options.volatile_cache = true;
+    options.seed = 7;
+    options.from_log_offset = first_ack;
+    const auto states = crash_states(log, CacheMode::kNone, options);
+    REQUIRE(states.size() == 2);
+    // From flush 3 to just before flush 12: the ledger's eight writes are
+    // the window, a random subset of them kept, the log offset at the last.
+    CHECK(states[0].durable_prefix == 4);
+    CHECK(states[0].log_offset == log.entries[11].end_offset);
+    CHECK(extras(states[0]).size() < 8);
+    // Without the rule the point before the first ack is a crash there.
+    options.volatile_cache = false;
+    const auto plain = crash_states(log, CacheMode::kNone, options);
+    CHECK(plain[0].applied == Positions{0, 1, 2, 3});
+    CHECK(plain[0].log_offset < first_ack);
+}
