@@ -11,7 +11,7 @@ FUZZ_BUILD_DIR=${DISKSWEEP_FUZZ_BUILD_DIR:-$FUZZ_REPO/build-fuzz}
 # 24 s), and what they run is short. bench/fuzz.sh's long runs build at -O1,
 # in a directory of their own (DISKSWEEP_FUZZ_OPT, DISKSWEEP_FUZZ_BUILD_DIR).
 FUZZ_OPT=${DISKSWEEP_FUZZ_OPT:--O0}
-FUZZ_TARGETS=(fuzz_spec fuzz_guest_result fuzz_http_request fuzz_output_parsers)
+FUZZ_TARGETS=(fuzz_spec fuzz_guest_result fuzz_http_request fuzz_output_parsers fuzz_write_log)
 # libFuzzer options a target always runs with. The HTTP target's inputs may
 # be as long as the largest request head the daemon accepts
 # (http::ServerLimits::max_head_bytes, 64 KiB), so that the route matcher

@@ -20,12 +20,13 @@ set -euo pipefail
 source "$(dirname "$0")/../fuzz/lib.sh"
 
 # Executions per target: 10-40 s each on a 2-core machine in CI's -O0 build
-# (docs/fuzzing.md), about two minutes for the four.
+# (docs/fuzzing.md), about two minutes for the five.
 declare -A smoke_runs=(
     [fuzz_spec]=25000
     [fuzz_guest_result]=15000
     [fuzz_http_request]=50000
     [fuzz_output_parsers]=5000
+    [fuzz_write_log]=20000
 )
 seed=${FUZZ_SMOKE_SEED:-1}
 if setarch "$(uname -m)" -R true 2>/dev/null; then

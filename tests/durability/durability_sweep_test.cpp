@@ -101,4 +101,44 @@ record_size = "4k"
     CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
 }
 
+TEST_CASE("durability sweep: MariaDB commits survive with flush_log_at_trx_commit=1, not 2",
+          "[durability][ledger][mariadb]") {
+    require_image(test::test_image_dir() + "/mariadb");
+    DaemonFixture daemon(daemon_args());
+    REQUIRE(daemon.ready());
+    // The database ledger under two tunings: InnoDB flushes its redo log at
+    // every commit (1) or once a second (2).
+    auto submitted = submit_and_wait(daemon, R"(
+name = "durability-db"
+durability = { crash_points = 3 }
+[matrix]
+cache = "none"
+filesystem = "ext4"
+disk_size = "512m"
+tuning = ["defaults", "lazy"]
+[tunings.lazy]
+server = { innodb_flush_log_at_trx_commit = 2 }
+[[workload]]
+name = "ledger-db"
+kind = "ledger"
+variant = "database"
+records = 400
+server = { innodb_flush_log_at_trx_commit = 1 }
+)");
+    INFO(submitted.out << submitted.err << daemon.log());
+    REQUIRE(submitted.exit_code == 0);
+    const auto runs = test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 2);
+    for (const RunRow& run : runs) {
+        INFO(run.workload << "\n" << run.applied.dump(2));
+        const Json& summary = summary_of(run);
+        CHECK(summary.at("recovery_failures") == 0);
+        if (run.workload == "ledger-db") {
+            CHECK(unsafe_states(summary) == 0);
+        } else {
+            CHECK(summary.at("states_with_losses").get<int>() > 0);
+        }
+    }
+}
+
 }  // namespace ds
