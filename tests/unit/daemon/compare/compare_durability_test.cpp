@@ -31,36 +31,10 @@ const Workload kAtis{"atis", "mariadb-atis", Json::object(), {}, 0};
 const Workload kAtisTrx2{
     "atis-trx2", "mariadb-atis", Json{{"server", {{"innodb_flush_log_at_trx_commit", 2}}}}, {}, 0};
 
-struct Outcome {
-    RunStatus status = RunStatus::kSucceeded;
-    std::map<std::string, double> metrics;
-    Json durability;  // null: not a durability run
-};
+using Outcome = test::StoredOutcome;
 
 std::int64_t store_sweep(Store& store, const std::vector<std::pair<RunRecord, Outcome>>& plan) {
-    SweepRecord sweep;
-    sweep.name = "durability";
-    sweep.spec_toml = "name = \"durability\"";
-    sweep.spec_source = "api";
-    sweep.created_at = "2026-12-01T10:00:00Z";
-    sweep.varying_axes = Json::array({"cache"});
-    std::vector<RunRecord> runs;
-    for (const auto& [run, outcome] : plan) runs.push_back(run);
-    const auto id = store.create_sweep(sweep, runs);
-    REQUIRE(id.ok());
-    auto stored = store.list_runs(id.value(), RawOutput::kOmit);
-    REQUIRE(stored.ok());
-    for (std::size_t i = 0; i < plan.size(); ++i) {
-        RunRecord run = stored.value().at(i);
-        REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", "tcg", "t").ok());
-        run.status = plan[i].second.status;
-        if (run.status != RunStatus::kSucceeded) run.failure_reason = "checker guest went silent";
-        run.metrics = plan[i].second.metrics;
-        if (!plan[i].second.durability.is_null())
-            run.applied_settings["durability"] = plan[i].second.durability;
-        REQUIRE(store.finish_run(run).ok());
-    }
-    return id.value();
+    return test::store_durability_sweep(store, plan, Json::array({"cache"}));
 }
 
 const Json& row_of(const Json& compare, const StorageConfig& config, const std::string& workload) {
