@@ -5,6 +5,7 @@
 
 #include "daemon/apply/apply_snippets.h"
 #include "daemon/apply/configuration_apply.h"
+#include "support/disk_settings.h"
 #include "support/durability_records.h"
 #include "support/fakes/daemon_fakes.h"
 #include "support/temp_dir.h"
@@ -16,12 +17,7 @@ using test::durability_record;
 using test::durability_summary;
 
 StorageConfig ext4(CacheMode cache, const std::string& mount_options = "") {
-    StorageConfig config;
-    config.cache = cache;
-    config.filesystem.label = "ext4";
-    config.filesystem.type = "ext4";
-    config.filesystem.mount_options = mount_options;
-    return config;
+    return test::cache_and_filesystem(cache, "ext4", mount_options);
 }
 
 Workload ledger(const std::string& name, Json server = Json()) {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "daemon/compare/compare.h"
+#include "support/disk_settings.h"
 #include "support/durability_records.h"
 #include "support/fakes/daemon_fakes.h"
 #include "support/temp_dir.h"
@@ -15,16 +16,8 @@ namespace {
 using test::durability_record;
 using test::durability_summary;
 
-StorageConfig config_with(CacheMode cache) {
-    StorageConfig config;
-    config.cache = cache;
-    config.filesystem.label = "ext4";
-    config.filesystem.type = "ext4";
-    return config;
-}
-
-const StorageConfig kNone = config_with(CacheMode::kNone);
-const StorageConfig kUnsafe = config_with(CacheMode::kUnsafe);
+const StorageConfig kNone = test::cache_and_filesystem(CacheMode::kNone, "ext4");
+const StorageConfig kUnsafe = test::cache_and_filesystem(CacheMode::kUnsafe, "ext4");
 
 const Workload kLedger{"ledger", "ledger", Json{{"variant", "file"}}, {}, 0};
 const Workload kAtis{"atis", "mariadb-atis", Json::object(), {}, 0};

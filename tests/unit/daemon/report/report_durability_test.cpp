@@ -8,6 +8,7 @@
 
 #include "daemon/report/charts.h"
 #include "daemon/report/html_report.h"
+#include "support/disk_settings.h"
 #include "support/durability_records.h"
 #include "support/fakes/daemon_fakes.h"
 #include "support/report_fixture.h"
@@ -63,14 +64,6 @@ TEST_CASE("the trade-off chart draws each point, its worst loss and the front",
     CHECK(svg == trade_off_chart(chart).str());
 }
 
-StorageConfig configuration(CacheMode cache, const std::string& filesystem) {
-    StorageConfig config;
-    config.cache = cache;
-    config.filesystem.label = filesystem;
-    config.filesystem.type = filesystem;
-    return config;
-}
-
 // Four configurations with a ledger: none·ext4 (slow, safe) and unsafe·ext4
 // (fast, loses) are on the front; none·btrfs is slower than none·ext4 and
 // no safer, unsafe·btrfs slower than unsafe·ext4 and loses more.
@@ -85,15 +78,15 @@ std::string render_durability_sweep(Store& store) {
     using testing::planned_run;
     const std::int64_t id = test::store_durability_sweep(
         store,
-        {{planned_run(configuration(CacheMode::kNone, "ext4"), ledger, 0, 0),
+        {{planned_run(test::cache_and_filesystem(CacheMode::kNone, "ext4"), ledger, 0, 0),
           outcome(40, durability_summary(50, 0, 0, 0), "flush-barriers")},
-         {planned_run(configuration(CacheMode::kUnsafe, "ext4"), ledger, 1, 0),
+         {planned_run(test::cache_and_filesystem(CacheMode::kUnsafe, "ext4"), ledger, 1, 0),
           outcome(1000, durability_summary(50, 5, 4, 0.5), "host-power-cut")},
-         {planned_run(configuration(CacheMode::kNone, "btrfs"), ledger, 2, 0),
+         {planned_run(test::cache_and_filesystem(CacheMode::kNone, "btrfs"), ledger, 2, 0),
           outcome(30, durability_summary(50, 0, 0, 0, /*fsck_failures=*/2), "flush-barriers")},
-         {planned_run(configuration(CacheMode::kUnsafe, "btrfs"), ledger, 3, 0),
+         {planned_run(test::cache_and_filesystem(CacheMode::kUnsafe, "btrfs"), ledger, 3, 0),
           outcome(900, durability_summary(50, 20, 9, 2), "host-power-cut")},
-         {planned_run(configuration(CacheMode::kNone, "ext4"), fio, 4, 0),
+         {planned_run(test::cache_and_filesystem(CacheMode::kNone, "ext4"), fio, 4, 0),
           test::StoredOutcome{RunStatus::kSucceeded, {{"read_iops", 300}}, Json()}}},
         Json::array({"cache", "filesystem"}));
     auto page = render_sweep_report(store, id);
