@@ -119,7 +119,9 @@ svg::Element heat_map(const HeatMap& map);
 // mean loss), a line up to its worst loss, and its Pareto front (points
 // no other is at least as fast as while losing no more: ds::pareto_front)
 // filled and joined by a line in order of speed; the others drawn hollow.
-// Both axes start at 0.
+// The loss axis starts at 0; the speed axis too, unless the speeds span a
+// factor of 10 or more: then it is logarithmic (decades). Labels are placed
+// beside their points where no earlier label is.
 struct TradeOffPoint {
     std::string label;
     double speed = kNoValue;     // x; a point without one is not drawn

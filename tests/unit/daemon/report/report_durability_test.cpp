@@ -64,6 +64,23 @@ TEST_CASE("the trade-off chart draws each point, its worst loss and the front",
     CHECK(svg == trade_off_chart(chart).str());
 }
 
+TEST_CASE("the trade-off chart spreads speeds decades apart on a log axis",
+          "[report][svg][charts][durability]") {
+    TradeOffChart chart;
+    chart.points = {{"fsync 30", 30, 0, 0, false, "#2e7d32", ""},
+                    {"fsync 40", 40, 0, 0, true, "#2e7d32", ""},
+                    {"unsafe", 1000, 1, 3, true, "#c62828", ""}};
+    const std::string svg = trade_off_chart(chart).str();
+    auto points = test::xml_elements(svg, "circle");
+    REQUIRE(points.size() == 3);
+    // On a linear axis from 0 the two would be 8 px apart; on decades 40.
+    CHECK(std::stod(points[1]["cx"]) - std::stod(points[0]["cx"]) > 40);
+    // Speeds within a factor of 10: linear from 0.
+    chart.points[2].speed = 200;
+    auto linear = test::xml_elements(trade_off_chart(chart).str(), "circle");
+    CHECK(std::stod(linear[1]["cx"]) - std::stod(linear[0]["cx"]) < 42);  // 38.5; decades: 48
+}
+
 // Four configurations with a ledger: none·ext4 (slow, safe) and unsafe·ext4
 // (fast, loses) are on the front; none·btrfs is slower than none·ext4 and
 // no safer, unsafe·btrfs slower than unsafe·ext4 and loses more.
