@@ -57,7 +57,7 @@ ApplyRequest fstab_with(std::optional<DurabilityResult> durability) {
     return request;
 }
 
-TEST_CASE("apply: measured losses are stated; labels it did not cover still warn",
+TEST_CASE("apply: measured losses are stated, and labels it did not cover still warn",
           "[apply][durability]") {
     // Host power cut measured, without the volatile-cache rule: it speaks for
     // cache=unsafe and data=writeback, not for barrier=0.
