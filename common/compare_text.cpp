@@ -100,6 +100,42 @@ std::string verdict_text(const Json& row) {
     return text_field(field(row, "vs_baseline"), "verdict");
 }
 
+std::string durability_cell_text(const Json& durability) {
+    const long runs = integer_field(durability, "runs");
+    const long unreadable = integer_field(durability, "unreadable_runs");
+    if (runs <= 0 && unreadable <= 0) return "not measured";
+    std::vector<std::string> parts;
+    if (runs > 0) {
+        const long states = integer_field(durability, "crash_states");
+        const long with_losses = integer_field(durability, "states_with_losses");
+        std::string lost = std::to_string(with_losses) + "/" + std::to_string(states) + " lost";
+        if (with_losses > 0) lost += " (≤" + text_field(durability, "max_lost") + ")";
+        parts.push_back(states > 0 ? lost : "no crash state");
+    }
+    const std::pair<const char*, const char*> failures[] = {{"mount_failures", " no mount"},
+                                                            {"fsck_failures", " fsck"},
+                                                            {"recovery_failures", " no recovery"},
+                                                            {"unreadable_runs", " unreadable"}};
+    for (const auto& [key, what] : failures)
+        if (const long count = integer_field(durability, key); count > 0)
+            parts.push_back(std::to_string(count) + what);
+    return join(parts, ", ");
+}
+
+bool durability_safe(const Json& durability) {
+    return field(durability, "safe") == true;
+}
+
+bool any_durability_measured(const Json& compare) {
+    for (const Json& row : field(compare, "rows")) {
+        const Json& durability = field(row, "durability");
+        if (integer_field(durability, "runs") > 0 ||
+            integer_field(durability, "unreadable_runs") > 0)
+            return true;
+    }
+    return false;
+}
+
 std::string partition_text(const Json& partition) {
     static const std::vector<std::pair<const char*, const char*>> kParts = {{"accel", ""},
                                                                             {"host", "host "},

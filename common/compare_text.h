@@ -56,6 +56,25 @@ std::string mean_ci_text(const Json& summary);
 std::string ratio_text(const Json& versus);
 // "baseline", "-" for a host baseline, else the row's vs_baseline verdict.
 std::string verdict_text(const Json& row);
+// A row's "durability" (ds::DurabilityResult::to_json) as a short cell:
+// "0/50 lost", "7/50 lost (≤12)" (crash states with a loss / crash states,
+// the most lost in one), then the failures ", 2 no mount", ", 3 fsck",
+// ", 1 no recovery", ", 1 unreadable" (runs whose record did not read);
+// "no crash state" when none was tried; "not measured" without durability
+// runs (or without the field: an older daemon).
+std::string durability_cell_text(const Json& durability);
+// Whether the row's durability was measured and found safe (no loss, no
+// failure, every record read): the daemon's "safe", never inferred.
+bool durability_safe(const Json& durability);
+// Whether any row of a comparison has durability runs: only then do the
+// compare table and the report show durability.
+bool any_durability_measured(const Json& compare);
+// What the durability cell says, for a line under a table.
+inline constexpr const char* kDurabilityLegend =
+    "durability = crash states that lost acknowledged commits / crash states tried (≤ the most "
+    "lost in one), then failed mounts, fsck, recoveries: simulated power cuts "
+    "(docs/durability.md)";
+
 // "kvm, host pve1, QEMU 7.2.0, libvirt 9.0.0, kernel 6.1.0": what is recorded
 // of a partition; "versions not recorded" when nothing is.
 std::string partition_text(const Json& partition);

@@ -411,6 +411,8 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     std::vector<Table::Column> header = {{"Filesystem"}, {"Options"}};
     for (const RankedColumn& column : view.columns)
         header.push_back({std::string(column.header), Align::kLeft});
+    const bool durability = any_durability_measured(compare);
+    if (durability) header.push_back({"durability"});
     header.push_back({"n"});
     if (any_risk) header.push_back({"!"});
     Table table(std::move(header));
@@ -428,6 +430,7 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
         if (name_workloads) options += " [" + text_field(row, "workload") + "]";
         std::vector<std::string> line = {text_field(row, "filesystem"), options};
         for (const auto& cells : metric_cells) line.push_back(cells[i]);
+        if (durability) line.push_back(durability_cell_text(field(row, "durability")));
         const Json& runs = field(row, "runs");
         line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
         if (any_risk) line.push_back(risks_of(row));
@@ -437,6 +440,7 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     text += view.title;
     text += "; mean ± sd (sample standard deviation) over n succeeded runs\n";
     text += table.render();
+    if (durability) text += std::string(kDurabilityLegend) + "\n";
     if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
     return text;
 }
@@ -514,6 +518,8 @@ std::string format_compare_wide(const Json& compare) {
     header.push_back({"workload"});
     for (const auto& metric : columns.metrics) header.push_back({metric, Align::kRight});
     if (!overhead_metric.empty()) header.push_back({"vs host", Align::kRight});
+    const bool durability = any_durability_measured(compare);
+    if (durability) header.push_back({"durability"});
     header.push_back({"n", Align::kRight});
     if (any_risk) header.push_back({"!"});
     Table table(std::move(header));
@@ -531,6 +537,7 @@ std::string format_compare_wide(const Json& compare) {
         line.push_back(text_field(row, "workload") + (baseline ? " (host, raw volume)" : ""));
         for (const std::string& cell : metric_cells[r]) line.push_back(cell);
         if (!overhead_metric.empty()) line.push_back(host_share_text(row, overhead_metric));
+        if (durability) line.push_back(durability_cell_text(field(row, "durability")));
         const Json& runs = field(row, "runs");
         std::string n = std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
         line.push_back(n);
@@ -542,6 +549,7 @@ std::string format_compare_wide(const Json& compare) {
                        ": mean ± stddev over n succeeded runs per configuration and workload\n" +
                        table.render();
     if (!overhead_metric.empty()) text += vs_host_legend(overhead_metric);
+    if (durability) text += std::string(kDurabilityLegend) + "\n";
     if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
     return text;
 }
@@ -584,19 +592,28 @@ std::string workload_options_legend(const Json& rows) {
     return legend;
 }
 
+// What the narrow compare table shows beyond the configuration's axes.
+struct NarrowLayout {
+    NarrowColumns columns;
+    bool options_column = false;  // the workloads' server variables, in the table
+    std::string metric;           // the analysed metric; "" when rows differ
+    bool vs_host_column = false;
+    bool durability_column = false;
+};
+
 // The narrow compare table's columns: the configuration (its axes, or its
 // id when nothing varies), then the primary metric and what is said of it.
-Table narrow_compare_table(const NarrowColumns& columns, bool options_column,
-                           const std::string& metric, bool vs_host_column) {
+Table narrow_compare_table(const NarrowLayout& layout) {
     std::vector<Table::Column> header;
-    if (columns.axes.empty()) header.push_back({"config"});
-    for (const auto& axis : columns.axes) header.push_back({axis});
-    if (columns.workload) header.push_back({"workload"});
-    if (options_column) header.push_back({"options"});
-    header.push_back({metric.empty() ? "primary metric" : metric, Align::kRight});
-    if (vs_host_column) header.push_back({"vs host", Align::kRight});
+    if (layout.columns.axes.empty()) header.push_back({"config"});
+    for (const auto& axis : layout.columns.axes) header.push_back({axis});
+    if (layout.columns.workload) header.push_back({"workload"});
+    if (layout.options_column) header.push_back({"options"});
+    header.push_back({layout.metric.empty() ? "primary metric" : layout.metric, Align::kRight});
+    if (layout.vs_host_column) header.push_back({"vs host", Align::kRight});
     header.push_back({"ratio [95% CI]", Align::kRight});
     header.push_back({"verdict"});
+    if (layout.durability_column) header.push_back({"durability"});
     header.push_back({"n", Align::kRight});
     header.push_back({"!"});
     return Table(std::move(header));
@@ -604,27 +621,26 @@ Table narrow_compare_table(const NarrowColumns& columns, bool options_column,
 
 // One row of the narrow compare table; its durability risks, when new, go
 // to `risk_notes` (printed once each under the tables).
-std::vector<std::string> narrow_compare_line(const Json& row, const NarrowColumns& columns,
-                                             bool options_column, const std::string& metric,
-                                             bool vs_host_column,
+std::vector<std::string> narrow_compare_line(const Json& row, const NarrowLayout& layout,
                                              std::vector<std::string>& risk_notes) {
     const bool host = field(row, "host_baseline") == true;
     std::vector<std::string> line;
-    if (columns.axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
-    for (const auto& axis : columns.axes) {
+    if (layout.columns.axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
+    for (const auto& axis : layout.columns.axes) {
         const bool applies = !host || field(row, "settings").contains(axis);
         line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
     }
-    if (columns.workload)
+    if (layout.columns.workload)
         line.push_back(text_field(row, "workload") + (host ? " (host, raw volume)" : ""));
-    if (options_column) line.push_back(text_field(row, "options", "defaults"));
-    const std::string row_metric = text_field(field(row, "primary_metric"), "name", metric);
+    if (layout.options_column) line.push_back(text_field(row, "options", "defaults"));
+    const std::string row_metric = text_field(field(row, "primary_metric"), "name", layout.metric);
     std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
-    if (metric.empty() && value != "-") value += " " + row_metric;
+    if (layout.metric.empty() && value != "-") value += " " + row_metric;
     line.push_back(value);
-    if (vs_host_column) line.push_back(host_share_text(row, row_metric));
+    if (layout.vs_host_column) line.push_back(host_share_text(row, row_metric));
     line.push_back(field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
     line.push_back(verdict_text(row));
+    if (layout.durability_column) line.push_back(durability_cell_text(field(row, "durability")));
     const Json& runs = field(row, "runs");
     line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
     const std::string risks = join(string_list(field(row, "durability_risks")), ", ");
@@ -642,8 +658,9 @@ std::string format_compare_table(const Json& compare) {
     const std::string sweep_id = text_field(compare, "sweep_id");
     if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
     const Json& primary = field(compare, "primary_metric");
-    const std::string metric = text_field(primary, "name", "");
-    const NarrowColumns columns = narrow_columns(compare);
+    NarrowLayout layout;
+    layout.metric = text_field(primary, "name", "");
+    layout.columns = narrow_columns(compare);
     const Json& partitions = field(compare, "partitions");
     const std::size_t partition_count = partitions.is_array() ? partitions.size() : 0;
 
@@ -653,11 +670,13 @@ std::string format_compare_table(const Json& compare) {
 
     // With a workload column, the workloads' server variables (often longer
     // than the rest of a row) are a legend under the table, once each.
-    const bool options_column = columns.options && !columns.workload;
+    layout.options_column = layout.columns.options && !layout.columns.workload;
     // The host baselines sit in a partition of their own (acceleration
     // "none"): whether to show the column is asked of every row.
-    const bool vs_host_column = any_host_overhead(compare);
-    std::string text = narrow_heading(compare, metric, field(primary, "lower_is_better") == true);
+    layout.vs_host_column = any_host_overhead(compare);
+    layout.durability_column = any_durability_measured(compare);
+    std::string text =
+        narrow_heading(compare, layout.metric, field(primary, "lower_is_better") == true);
     if (partition_count > 1) {
         text +=
             "runs of different acceleration, host or versions are shown apart: they are "
@@ -671,14 +690,15 @@ std::string format_compare_table(const Json& compare) {
                     std::to_string(partition_count) + ": " + partition_text(partitions[partition]) +
                     "\n";
         }
-        Table table = narrow_compare_table(columns, options_column, metric, vs_host_column);
+        Table table = narrow_compare_table(layout);
         for (std::size_t r : members)
-            table.add_row(narrow_compare_line(rows[r], columns, options_column, metric,
-                                              vs_host_column, risk_notes));
+            table.add_row(narrow_compare_line(rows[r], layout, risk_notes));
         text += table.render();
     }
-    if (vs_host_column) text += vs_host_legend(metric.empty() ? "primary metric" : metric);
-    if (columns.options && !options_column) text += workload_options_legend(rows);
+    if (layout.vs_host_column)
+        text += vs_host_legend(layout.metric.empty() ? "primary metric" : layout.metric);
+    if (layout.durability_column) text += std::string(kDurabilityLegend) + "\n";
+    if (layout.columns.options && !layout.options_column) text += workload_options_legend(rows);
     for (const auto& risks : risk_notes)
         text += "! " + risks + ": can lose data on a power failure or crash\n";
     text +=
@@ -693,6 +713,10 @@ constexpr const char* kCsvSummaryFields[] = {"n",  "mean",     "median",    "std
                                              "cv", "ci95_low", "ci95_high", "geomean"};
 constexpr const char* kCsvComparisonFields[] = {"ratio",   "ci95_low",   "ci95_high",
                                                 "p_value", "p_adjusted", "verdict"};
+// A row's "durability", last (so existing columns keep their places).
+constexpr const char* kCsvDurabilityFields[] = {
+    "verdict",   "safe",           "crash_states",  "states_with_losses", "max_lost",
+    "mean_lost", "mount_failures", "fsck_failures", "recovery_failures"};
 
 std::string csv_line(const std::vector<std::string>& fields) {
     std::string line;
@@ -723,6 +747,8 @@ std::vector<std::string> csv_header(const CompareColumns& columns) {
         header.push_back(std::string("vs_baseline_") + part);
     header.push_back("vs_host");
     header.push_back("durability_risks");
+    for (const char* part : kCsvDurabilityFields)
+        header.push_back(std::string("durability_") + part);
     return header;
 }
 
@@ -762,6 +788,13 @@ std::vector<std::string> csv_row(const Json& compare, const Json& row,
     // The compared metric's mean as a share of the host baseline's (any partition).
     line.push_back(csv_number_text(field(field(field(row, "vs_host"), "ratios"), compared)));
     line.push_back(join(string_list(field(row, "durability_risks")), ";"));
+    const Json& durability = field(row, "durability");
+    for (const char* part : kCsvDurabilityFields) {
+        const Json& value = field(durability, part);
+        line.push_back(value.is_string()    ? value.get<std::string>()
+                       : value.is_boolean() ? (value.get<bool>() ? "true" : "false")
+                                            : csv_number_text(value));
+    }
     return line;
 }
 

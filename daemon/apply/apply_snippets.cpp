@@ -302,6 +302,59 @@ std::string option_file_value(const Json& value) {
     return value.dump();
 }
 
+namespace {
+
+// "ledger workload 'ledger'; host-power-cut model; volatile-cache rule".
+std::string measurement_text(const DurabilityResult& durability) {
+    std::vector<std::string> quoted;
+    for (const std::string& workload : durability.workloads())
+        quoted.push_back("'" + workload + "'");
+    std::string text =
+        (quoted.size() == 1 ? "ledger workload " : "ledger workloads ") + join(quoted, ", ");
+    if (!durability.models().empty()) text += "; " + join(durability.models(), ", ") + " model";
+    if (durability.volatile_cache()) text += "; volatile-cache rule";
+    return text + "; docs/durability.md";
+}
+
+constexpr std::string_view kLabelWarning =
+    "WARNING: trades durability for speed (a crash or power cut can lose or corrupt data): ";
+
+// The durability lines of the snippet (see ApplySnippet), as comments.
+std::string durability_lines(const ApplyFormatDef& format, const ApplySnippet& snippet,
+                             const ApplyRequest& request) {
+    const bool measured = request.durability && request.durability->measured();
+    std::vector<std::string> unmeasured;
+    for (const std::string& risk : snippet.durability_risks)
+        if (std::find(snippet.measured_risks.begin(), snippet.measured_risks.end(), risk) ==
+            snippet.measured_risks.end())
+            unmeasured.push_back(risk);
+    std::string text;
+    if (measured) {
+        const DurabilityResult& durability = *request.durability;
+        const std::string measurement =
+            "measured: " + durability.verdict() + " (" + measurement_text(durability) + ")";
+        if (durability.safe()) {
+            text += comment_line(format, measurement);
+            if (!snippet.measured_risks.empty())
+                text += comment_line(format, std::string(kLabelWarning) +
+                                                 join(snippet.measured_risks, ", ") +
+                                                 " (measured without loss; crash points are a "
+                                                 "sample, not a proof)");
+        } else {
+            text += comment_line(format, "WARNING: " + measurement +
+                                             (snippet.measured_risks.empty()
+                                                  ? std::string()
+                                                  : ": " + join(snippet.measured_risks, ", ")));
+        }
+    }
+    if (!unmeasured.empty())
+        text += comment_line(format, std::string(kLabelWarning) + join(unmeasured, ", ") +
+                                         (measured ? " (not covered by the measurement)" : ""));
+    return text;
+}
+
+}  // namespace
+
 Result<ApplySnippet> render_apply_snippet(const StorageConfig& config,
                                           const ApplyRequest& request) {
     if (is_host_baseline(config)) {
@@ -314,15 +367,14 @@ Result<ApplySnippet> render_apply_snippet(const StorageConfig& config,
     const ApplyFormatDef& format = format_def(request.format);
     ApplySnippet snippet;
     snippet.durability_risks = risks_of(config, request);
+    if (request.durability) {
+        for (const std::string& risk : snippet.durability_risks)
+            if (measurement_covers(*request.durability, risk))
+                snippet.measured_risks.push_back(risk);
+    }
     snippet.notes = std::move(rendered.notes);
     snippet.body = std::move(rendered.body);
-    if (!snippet.durability_risks.empty()) {
-        snippet.text +=
-            comment_line(format,
-                         "WARNING: trades durability for speed (a crash or power cut can lose or "
-                         "corrupt data): " +
-                             join(snippet.durability_risks, ", "));
-    }
+    snippet.text += durability_lines(format, snippet, request);
     for (const auto& note : snippet.notes) snippet.text += comment_line(format, note);
     snippet.text += snippet.body;
     return snippet;

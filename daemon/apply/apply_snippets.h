@@ -25,6 +25,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/compare/durability_results.h"
 
 namespace ds {
 
@@ -60,6 +61,10 @@ struct ApplyRequest {
     // (choose_mariadb_workload); its name is also what a request asks for.
     std::string workload_name;
     std::optional<Workload> workload;
+    // What durability runs measured of what is applied
+    // (applicable_durability, configuration_apply.h); unset or not
+    // measured: the warning comes from the risk labels alone.
+    std::optional<DurabilityResult> durability;
 };
 
 // The query of GET /v1/configurations/{id}/apply: format (required), vmid,
@@ -70,12 +75,29 @@ Result<ApplyRequest> apply_request_from_query(const std::map<std::string, std::s
 
 struct ApplySnippet {
     std::vector<std::string> durability_risks;  // durability_risks() (+ the workload's for mycnf)
-    std::vector<std::string> notes;             // placeholders, settings that live elsewhere
-    std::string body;                           // the lines to apply, each ending in '\n'
-    // The whole snippet: a warning line naming the risks (if any), the notes,
-    // both as the format's comments, then the body.
+    // Of durability_risks, those the measurement speaks for
+    // (ds::measurement_covers); empty without a measurement.
+    std::vector<std::string> measured_risks;
+    std::vector<std::string> notes;  // placeholders, settings that live elsewhere
+    std::string body;                // the lines to apply, each ending in '\n'
+    // The whole snippet: the durability lines (below), the notes, both as the
+    // format's comments, then the body.
     std::string text;
 };
+
+// The durability lines of a snippet (docs/durability.md, "What you see"):
+//  * with a measurement (request.durability measured), its verdict first:
+//    "WARNING: measured: lost acknowledged commits in 7 of 50 crash states
+//    (up to 12) (...)" when it is not safe, naming the risks it speaks for;
+//    "measured: kept every acknowledged commit in 50 crash states (...)"
+//    when it is;
+//  * a risk label the measurement speaks for and found safe keeps its
+//    warning, saying it was measured without loss (crash points are a
+//    sample, not a proof);
+//  * a risk label it does not speak for (or every label, without a
+//    measurement) keeps the label warning: "WARNING: trades durability for
+//    speed (...): nobarrier".
+// So a measurement only ever replaces a label's warning by a measured loss.
 
 // The snippet of `config` in request.format. Errors (errc::kInvalidArgument):
 // a host baseline (no VM, no guest: nothing to apply), a configuration the

@@ -106,18 +106,35 @@ Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
     return workloads.front();
 }
 
+DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
+                                       const ApplyRequest& request) {
+    const bool server_applied = request.format == ApplyFormat::kMycnf && request.workload;
+    const Json applied_server =
+        server_applied ? workload_server_variables(*request.workload) : Json::object();
+    DurabilityResult result;
+    for (const RunRecord& run : runs) {
+        auto workload = workload_from_json(run.workload);
+        if (!workload.ok()) continue;
+        const Json server = workload_server_variables(workload.value());
+        if (server_applied ? server == applied_server : server_variable_risks(server).empty())
+            result.add(run);
+    }
+    return result;
+}
+
 Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
                                  ApplyRequest request) {
     DS_ASSIGN_OR_RETURN(auto id, resolve_config_id(store, id_or_prefix));
     auto settings = store.get_configuration(id);
     if (!settings.ok()) return settings.error();
     DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(settings.value()));
+    DS_ASSIGN_OR_RETURN(auto runs, store.runs_for_config(id, RawOutput::kOmit));
     if (request.format == ApplyFormat::kMycnf) {
-        DS_ASSIGN_OR_RETURN(auto runs, store.runs_for_config(id, RawOutput::kOmit));
         auto workload = choose_mariadb_workload(mariadb_workloads(runs), request.workload_name);
         if (!workload.ok()) return workload.error();
         request.workload = workload.value();
     }
+    request.durability = applicable_durability(runs, request);
     auto snippet = render_apply_snippet(config, request);
     if (!snippet.ok()) return snippet.error();
     Json answer{{"config_id", id},
@@ -126,7 +143,9 @@ Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
                 {"durability_risks", snippet->durability_risks},
                 {"notes", snippet->notes},
                 {"body", snippet->body},
-                {"snippet", snippet->text}};
+                {"snippet", snippet->text},
+                {"measured_durability", request.durability->to_json()}};
+    answer["measured_durability"]["covers"] = snippet->measured_risks;
     if (request.workload) answer["workload"] = request.workload->name;
     return answer;
 }

@@ -36,9 +36,20 @@ std::vector<Workload> mariadb_workloads(const std::vector<RunRecord>& runs);
 Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
                                          const std::string& name);
 
+// What the durability runs among `runs` (one configuration's, any sweep)
+// measured of what `request` applies: for mycnf the runs of workloads
+// setting the same server variables as request.workload; for the formats
+// that apply the disk alone (qm, libvirt, fstab) the runs of workloads
+// setting no risky server variable (ds::server_variable_risks), so that a
+// loss InnoDB's settings caused is not charged to the disk.
+DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
+                                       const ApplyRequest& request);
+
 // The route's answer:
 //   {"config_id": the full id, "format": "qm", "settings": {..canonical..},
-//    "durability_risks": [..], "notes": [..], "body": "..", "snippet": ".."}
+//    "durability_risks": [..], "notes": [..], "body": "..", "snippet": "..",
+//    "measured_durability": {..DurabilityResult::to_json of
+//        applicable_durability.., "covers": [the risks it speaks for]}}
 // ("workload": its name, for mycnf). Errors: the store's (kNotFound for an
 // unknown configuration), and those above and of render_apply_snippet.
 Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,

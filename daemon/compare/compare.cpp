@@ -15,6 +15,7 @@
 #include "common/workload_kind.h"
 #include "common/workload_output.h"
 #include "daemon/compare/comparison.h"
+#include "daemon/compare/durability_results.h"
 #include "daemon/compare/stats.h"
 #include "daemon/run/golden_volumes.h"
 #include "daemon/spec/spec.h"
@@ -569,8 +570,7 @@ Json primary_metric_json(const std::vector<CompareRow>& rows, const CompareOptio
 namespace {
 
 // golden_savings of the sweep's runs: null when none cloned a golden volume.
-Result<Json> sweep_golden_savings(Store& store, std::int64_t sweep_id) {
-    DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep_id, RawOutput::kOmit));
+Json sweep_golden_savings(const std::vector<RunRecord>& runs) {
     std::vector<Json> records;
     for (const RunRecord& run : runs) {
         if (const auto found = run.applied_settings.find("dataset");
@@ -579,6 +579,35 @@ Result<Json> sweep_golden_savings(Store& store, std::int64_t sweep_id) {
         }
     }
     return golden_savings(records);
+}
+
+// Sets every row's "durability": the durability runs of the row itself
+// (its configuration, workload and partition); for a row of another kind
+// than ledger without any, those of the ledger rows of the same
+// configuration and partition whose workloads set the same server variables
+// (docs/durability.md, "What you see").
+void add_durability(const std::vector<CompareRow>& rows, const std::vector<RunRecord>& runs,
+                    Json& rows_json) {
+    std::vector<DurabilityResult> own(rows.size());
+    for (const RunRecord& run : runs) {
+        const std::size_t r = find_row(rows, run.config_id, run.workload_name, run.partition_key);
+        if (r < rows.size()) own[r].add(run);
+    }
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        DurabilityResult result = own[r];
+        const Json& row = rows_json[r];
+        if (!result.measured() && row["workload_kind"] != "ledger") {
+            for (std::size_t other = 0; other < rows.size(); ++other) {
+                const Json& ledger = rows_json[other];
+                if (ledger["workload_kind"] == "ledger" &&
+                    rows[other].config_id == rows[r].config_id &&
+                    rows[other].partition_key == rows[r].partition_key &&
+                    ledger["server_variables"] == row["server_variables"])
+                    result.merge(own[other]);
+            }
+        }
+        rows_json[r]["durability"] = result.to_json();
+    }
 }
 
 }  // namespace
@@ -610,8 +639,10 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
     Json partitions_json = Json::array();
     for (const std::string& key : rows_out.partitions)
         partitions_json.push_back(partition_from_key(key));
+    DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep_id, RawOutput::kOmit));
+    add_durability(rows, runs, rows_out.rows);
     Json ranking = ranking_json(rows, rows_out.rows);
-    DS_ASSIGN_OR_RETURN(Json golden_datasets, sweep_golden_savings(store, sweep_id));
+    Json golden_datasets = sweep_golden_savings(runs);
 
     return Json{
         {"sweep_id", sweep_id},

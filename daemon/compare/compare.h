@@ -53,6 +53,7 @@ Json partition_from_key(const std::string& partition_key);
 //    "rows":[{"config_id":"..","workload":"randrw","settings":{..config JSON..},
 //             "partition":0,   (index into "partitions"; null before any run finished)
 //             "durability_risks":["cache=unsafe"],
+//             "durability":{"verdict":"not measured","safe":false,"runs":0,..},
 //             "workload_kind":"fio","server_variables":{..},
 //             "filesystem":"btrfs+nocow:nobarrier","options":"defaults",
 //             "runs":{"pending":0,"running":0,"succeeded":3,"failed":0,
@@ -113,6 +114,13 @@ Json partition_from_key(const std::string& partition_key);
 //    followed by ds::server_variable_risks() of the workload's
 //    params.server; if the stored settings no longer parse it is null and
 //    "settings_error" says why.
+//  * "durability" is ds::DurabilityResult::to_json (durability_results.h)
+//    of the row's durability runs (succeeded runs with
+//    applied_settings.durability); a row whose kind is not ledger and that
+//    has none gets those of the ledger rows of the same configuration and
+//    partition whose server variables are the row's ("measured_by" names
+//    their workloads). Without any: {"verdict":"not measured",
+//    "safe":false,"runs":0,"unreadable_runs":0}.
 //  * "host_baseline" is true for the rows of host baselines
 //    (ds::is_host_baseline settings: fio from the host on the raw volume).
 //    Every other row with a baseline of the same storage, pool, disk size
@@ -133,7 +141,7 @@ Json partition_from_key(const std::string& partition_key);
 //    applied_settings.dataset: null unless runs cloned golden volumes.
 // Cost: independent of the number of runs (the store's aggregates) except
 // for the analysed metric's values, one per succeeded run, and the runs'
-// applied settings for "golden_datasets".
+// applied settings for "golden_datasets" and "durability".
 // Errors: kNotFound for an unknown sweep; the store's errors otherwise.
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options = {});
 

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/settings.h"
@@ -42,6 +43,14 @@ struct CrashModelOptions {
 
 // Whether the host cache mode passes the guest's flushes to the disk.
 bool honours_guest_flushes(CacheMode cache);
+
+// The model's name (applied_settings.durability.model): the host power cut
+// for a mode that drops the guest's flushes (unsafe), else flush barriers.
+inline constexpr std::string_view kFlushBarrierModel = "flush-barriers";
+inline constexpr std::string_view kHostPowerCutModel = "host-power-cut";
+inline std::string_view model_name(CacheMode cache) {
+    return honours_guest_flushes(cache) ? kFlushBarrierModel : kHostPowerCutModel;
+}
 
 struct CrashState {
     // The crash point: the FLUSH entry it follows, or the log's end (-1).

@@ -501,4 +501,143 @@ Element heat_map(const HeatMap& map) {
     return svg;
 }
 
+// ---------------------------------------------------------------------------
+// Trade-off chart
+
+namespace {
+
+constexpr double kTradeOffPlotHeight = 280;
+constexpr double kPointRadius = 5;
+constexpr double kPointLabelWidth = 170;
+constexpr const char* kFrontColour = "#333333";
+
+bool drawn(const TradeOffPoint& point) {
+    return present(point.speed) && present(point.loss);
+}
+
+// Where a point's label goes: right of the point and above it, unless an
+// earlier label is there; then below, then left above, then left below.
+struct LabelBox {
+    double left, top, right, bottom;
+    bool overlaps(const LabelBox& other) const {
+        return left < other.right && other.left < right && top < other.bottom && other.top < bottom;
+    }
+};
+
+Element point_label(const std::string& label, double x, double y, std::vector<LabelBox>& placed) {
+    const std::string text = svg::fit_text(label, kPointLabelWidth, kSmallFont);
+    const double width = svg::text_width(text, kSmallFont);
+    const double gap = kPointRadius + 3;
+    struct Place {
+        double x, baseline;
+        bool left;
+    };
+    const Place places[] = {{x + gap, y - gap, false},
+                            {x + gap, y + gap + kSmallFont, false},
+                            {x - gap, y - gap, true},
+                            {x - gap, y + gap + kSmallFont, true}};
+    const Place* chosen = &places[0];
+    for (const Place& place : places) {
+        const double left = place.left ? place.x - width : place.x;
+        const LabelBox box{left, place.baseline - kSmallFont, left + width, place.baseline + 2};
+        if (std::none_of(placed.begin(), placed.end(),
+                         [&](const LabelBox& other) { return box.overlaps(other); })) {
+            chosen = &place;
+            break;
+        }
+    }
+    const double left = chosen->left ? chosen->x - width : chosen->x;
+    placed.push_back({left, chosen->baseline - kSmallFont, left + width, chosen->baseline + 2});
+    return small_text(chosen->x, chosen->baseline, text, chosen->left ? "end" : "start", "#222222");
+}
+
+Element trade_off_point(const TradeOffPoint& point, const svg::Scale& x_scale,
+                        const svg::Scale& y_scale, std::vector<LabelBox>& labels) {
+    Element group("g");
+    group.add(svg::tooltip(point.tooltip.empty() ? point.label : point.tooltip));
+    const double x = x_scale(point.speed);
+    const double y = y_scale(point.loss);
+    if (present(point.loss_max) && point.loss_max > point.loss) {
+        const double top = y_scale(point.loss_max);
+        group.add(svg::line(x, y, x, top, point.colour, 1.5).set("class", "max"));
+        group.add(svg::line(x - 4, top, x + 4, top, point.colour, 1.5));
+    }
+    Element dot("circle");
+    dot.set("class", point.on_front ? "point front" : "point");
+    dot.set("cx", x).set("cy", y).set("r", kPointRadius);
+    dot.set("fill", point.on_front ? point.colour : "#ffffff");
+    dot.set("stroke", point.colour).set("stroke-width", 2);
+    group.add(std::move(dot));
+    group.add(point_label(point.label, x, y, labels));
+    return group;
+}
+
+// The front's points joined in order of speed.
+Element front_line(const std::vector<TradeOffPoint>& points, const svg::Scale& x_scale,
+                   const svg::Scale& y_scale) {
+    std::vector<const TradeOffPoint*> front;
+    for (const TradeOffPoint& point : points)
+        if (point.on_front && drawn(point)) front.push_back(&point);
+    std::stable_sort(front.begin(), front.end(),
+                     [](const TradeOffPoint* a, const TradeOffPoint* b) {
+                         return a->speed < b->speed || (a->speed == b->speed && a->loss < b->loss);
+                     });
+    std::string coordinates;
+    for (const TradeOffPoint* point : front) {
+        if (!coordinates.empty()) coordinates += ' ';
+        coordinates += svg::number(x_scale(point->speed)) + "," + svg::number(y_scale(point->loss));
+    }
+    Element line("polyline");
+    line.set("class", "front").set("points", coordinates).set("fill", "none");
+    line.set("stroke", kFrontColour).set("stroke-width", 1.5).set("stroke-dasharray", "6 3");
+    line.add(svg::tooltip("Pareto front: no other configuration is as fast and loses no more"));
+    return line;
+}
+
+}  // namespace
+
+Element trade_off_chart(const TradeOffChart& chart) {
+    std::vector<double> speeds, losses;
+    for (const TradeOffPoint& point : chart.points) {
+        if (!drawn(point)) continue;
+        speeds.push_back(point.speed);
+        losses.insert(losses.end(), {point.loss, point.loss_max});
+    }
+    const double top = kPlotTop;
+    const double bottom = top + kTradeOffPlotHeight;
+    // Room on the right for the fastest point's label.
+    const double right = kLineRight - kPointLabelWidth * 0.6;
+    // Safe and unsafe settings can be decades apart in speed (an fsync per
+    // commit against none): then a log axis keeps the slow ones apart.
+    const bool log_speed = !speeds.empty() && *std::min_element(speeds.begin(), speeds.end()) > 0 &&
+                           largest(speeds) >= 10 * *std::min_element(speeds.begin(), speeds.end());
+    const svg::Ticks x_ticks =
+        log_speed
+            ? svg::decade_ticks(*std::min_element(speeds.begin(), speeds.end()), largest(speeds))
+            : svg::nice_ticks(0, largest(speeds), 8);
+    const svg::Ticks y_ticks = svg::nice_ticks(0, largest(losses), 5);
+    const svg::Scale x_scale(x_ticks.values.front(), x_ticks.values.back(), kLineLeft, right,
+                             log_speed);
+    const svg::Scale y_scale(y_ticks.values.front(), y_ticks.values.back(), bottom, top);
+
+    const double legend_y = bottom + 52;
+    Element svg = svg::document(kChartWidth, legend_y + 50, chart.title);
+    svg.add(title_text(chart.title));
+    draw_y_axis(svg, y_scale, y_ticks.values, chart.y_label);
+    draw_value_axis(svg, x_scale, x_ticks.values, top, bottom, chart.x_label);
+    svg.add(front_line(chart.points, x_scale, y_scale));
+    std::vector<LabelBox> labels;
+    for (const TradeOffPoint& point : chart.points)
+        if (drawn(point)) svg.add(trade_off_point(point, x_scale, y_scale, labels));
+    if (!chart.legend.empty()) svg.add(swatch_legend(chart.legend, kLineLeft, legend_y));
+    svg.add(small_text(kLineLeft, legend_y + 20,
+                       "filled, joined by the dashed line: the Pareto front (no other "
+                       "configuration is at least as fast and loses no more); hollow: one is",
+                       "start", "#333333"));
+    svg.add(small_text(kLineLeft, legend_y + 34,
+                       "the line up from a point reaches its worst crash state", "start",
+                       "#333333"));
+    return svg;
+}
+
 }  // namespace ds::report

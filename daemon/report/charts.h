@@ -9,7 +9,9 @@
 // first decade on a log scale); every confidence interval is a <line
 // class="whisker"> from its low to its high end; a reference value is a
 // <line class="reference">; a time series is a <polyline class="series">;
-// a heat-map cell is a <rect class="cell">.
+// a heat-map cell is a <rect class="cell">; a point of a trade-off chart is a
+// <circle class="point"> ("point front" on its Pareto front), the front a
+// <polyline class="front">, a point's maximum a <line class="max">.
 #pragma once
 
 #include <limits>
@@ -112,5 +114,32 @@ struct HeatMap {
     std::vector<std::pair<double, std::string>> legend_marks;
 };
 svg::Element heat_map(const HeatMap& map);
+
+// Speed against what it costs: one point per configuration at (speed,
+// mean loss), a line up to its worst loss, and its Pareto front (points
+// no other is at least as fast as while losing no more: ds::pareto_front)
+// filled and joined by a line in order of speed; the others drawn hollow.
+// The loss axis starts at 0; the speed axis too, unless the speeds span a
+// factor of 10 or more: then it is logarithmic (decades). Labels are placed
+// beside their points where no earlier label is.
+struct TradeOffPoint {
+    std::string label;
+    double speed = kNoValue;     // x; a point without one is not drawn
+    double loss = kNoValue;      // y (the mean); a point without one is not drawn
+    double loss_max = kNoValue;  // the worst: a line from `loss` up to it
+    bool on_front = false;
+    std::string colour = "#4c72b0";
+    std::string tooltip;  // shown on hover; empty: the label
+};
+
+struct TradeOffChart {
+    std::string title;
+    std::string x_label;  // e.g. "commits/s (faster to the right)"
+    std::string y_label;  // e.g. "acknowledged commits lost"
+    std::vector<TradeOffPoint> points;
+    // Colour legend under the axis: (colour, meaning) pairs.
+    std::vector<std::pair<std::string, std::string>> legend;
+};
+svg::Element trade_off_chart(const TradeOffChart& chart);
 
 }  // namespace ds::report

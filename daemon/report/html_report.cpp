@@ -202,10 +202,22 @@ std::vector<std::string> verdict_header(const ReportView& view, const std::strin
     for (const auto& axis : view.columns.axes) header.push_back(axis);
     if (view.columns.workload) header.push_back("workload");
     if (view.columns.options) header.push_back("options");
-    for (const char* column : {"mean ± 95% CI", "ratio [95% CI]", "verdict", "n", "!"})
-        header.push_back(column);
-    if (!metric.empty()) header[header.size() - 5] = metric + " (mean ± 95% CI)";
+    header.push_back(metric.empty() ? "mean ± 95% CI" : metric + " (mean ± 95% CI)");
+    for (const char* column : {"ratio [95% CI]", "verdict"}) header.push_back(column);
+    if (any_durability_measured(view.compare)) header.push_back("durability");
+    for (const char* column : {"n", "!"}) header.push_back(column);
     return header;
+}
+
+// The row's durability (common/compare_text.h's cell), its verdict in full
+// on hover; in the risk colour when measured and not safe.
+Element durability_cell(const Json& row) {
+    const Json& durability = field(row, "durability");
+    const std::string text = durability_cell_text(durability);
+    Element td = html_text("td", text);
+    if (text != "not measured" && !durability_safe(durability)) td.set("class", "risk");
+    td.set("title", text_field(durability, "verdict", "not measured"));
+    return td;
 }
 
 Element cell(std::string_view text, std::string_view css_class = "") {
@@ -234,6 +246,7 @@ Element verdict_row(const ReportView& view, std::size_t r, const std::string& me
                 "num"));
     const std::string verdict = verdict_text(row);
     tr.add(cell(verdict, "verdict " + verdict_style(verdict).css_class));
+    if (any_durability_measured(view.compare)) tr.add(durability_cell(row));
     const Json& runs = field(row, "runs");
     tr.add(cell(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs), "num"));
     const std::vector<std::string> risks = string_list(field(row, "durability_risks"));
@@ -253,7 +266,10 @@ Element verdict_section(const ReportView& view) {
     section.add(html_paragraph(
         "Best first. mean ± 95% CI: the mean over the succeeded runs (n) with the half-width of "
         "its 95% confidence interval. ratio: the mean over the baseline's, with its 95% CI. ! = "
-        "settings that can lose data on a power failure or crash (see Durability risks).",
+        "settings that can lose data on a power failure or crash (see Durability risks)." +
+            (any_durability_measured(view.compare)
+                 ? " " + std::string(kDurabilityLegend) + "; see Speed and safety."
+                 : std::string()),
         "note"));
     for (long partition : view.partitions()) {
         if (view.partition_count() > 1)
@@ -493,6 +509,7 @@ Element page_body(const ReportView& view) {
     body.add(header_section(view));
     body.add(verdict_section(view));
     body.add(primary_metric_section(view));
+    if (any_durability_measured(view.compare)) body.add(durability_section(view));
     body.add(latency_section(view));
     body.add(throughput_section(view));
     body.add(heat_map_section(view));

@@ -3,7 +3,9 @@
 // anywhere, readable on a laptop screen and on paper. Sections, in order:
 // the sweep (name, id, spec summary, run counts, baseline, failed runs), the
 // verdict table, the primary metric and its ratio to the baseline as bars
-// with 95% CI whiskers, latency percentiles, throughput over time, every
+// with 95% CI whiskers, speed and safety (for a sweep with durability runs:
+// what they measured, and speed against acknowledged commits lost with the
+// Pareto front), latency percentiles, throughput over time, every
 // metric relative to the baseline as a heat map, the settings as read back,
 // the durability risks, and the environment (hosts, acceleration, versions).
 #pragma once

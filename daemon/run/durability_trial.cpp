@@ -48,10 +48,6 @@ Json state_json(const durability::CrashState& state, const CrashStateResult& res
 
 }  // namespace
 
-std::string_view durability_model_name(CacheMode cache) {
-    return durability::honours_guest_flushes(cache) ? "flush-barriers" : "host-power-cut";
-}
-
 Result<DurabilityTrial> DurabilityTrial::start(const std::string& durability_dir,
                                                std::int64_t run_id, const std::string& volume_path,
                                                std::uint64_t size_limit, CacheMode cache,
@@ -142,7 +138,7 @@ Json DurabilityTrial::result() const {
         states.push_back(state_json(states_[i], results_[i]));
     return Json{{"crash_points", options_.crash_points},
                 {"volatile_cache", options_.volatile_cache},
-                {"model", durability_model_name(cache_)},
+                {"model", durability::model_name(cache_)},
                 {"seed", seed_},
                 {"from_log_offset", from_log_offset_},
                 {"log",

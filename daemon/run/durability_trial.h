@@ -84,9 +84,4 @@ class DurabilityTrial {
     double check_s_ = 0;
 };
 
-// The model's name in applied_settings.durability.model: "host-power-cut"
-// for a cache mode that drops the guest's flushes (unsafe), else
-// "flush-barriers".
-std::string_view durability_model_name(CacheMode cache);
-
 }  // namespace ds

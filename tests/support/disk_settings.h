@@ -22,6 +22,18 @@ inline Json expected_applied(const StorageConfig& config) {
     };
 }
 
+// A configuration that differs from the defaults only in its cache mode and
+// file system (type, label and mount options).
+inline StorageConfig cache_and_filesystem(CacheMode cache, const std::string& filesystem,
+                                          const std::string& mount_options = "") {
+    StorageConfig config;
+    config.cache = cache;
+    config.filesystem.label = filesystem;
+    config.filesystem.type = filesystem;
+    config.filesystem.mount_options = mount_options;
+    return config;
+}
+
 // The reference Ceph study's disk: scsi-single with an IO thread, SSD
 // emulation, discard, cache=unsafe (plus io_uring and detect_zeroes=unmap).
 inline StorageConfig reference_disk_config() {

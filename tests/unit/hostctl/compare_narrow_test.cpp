@@ -188,4 +188,95 @@ TEST_CASE("narrow compare table: partitions are shown apart and say so",
     CHECK(table.find("no baseline", second) != std::string::npos);
 }
 
+// A row's "durability" as compare_sweep answers it.
+Json measured(int states, int with_losses, int max_lost, int fsck_failures = 0) {
+    const bool safe = with_losses == 0 && fsck_failures == 0;
+    return {{"verdict", "(the daemon's)"},
+            {"safe", safe},
+            {"runs", 2},
+            {"unreadable_runs", 0},
+            {"crash_states", states},
+            {"mount_failures", 0},
+            {"fsck_failures", fsck_failures},
+            {"recovery_failures", 0},
+            {"states_with_losses", with_losses},
+            {"max_lost", max_lost},
+            {"mean_lost", with_losses > 0 ? 1.5 : 0.0}};
+}
+
+const Json kNotMeasured = {
+    {"verdict", "not measured"}, {"safe", false}, {"runs", 0}, {"unreadable_runs", 0}};
+
+TEST_CASE("narrow compare table: a durability column next to the verdict when measured",
+          "[hostctl][format][compare][durability]") {
+    Json compare = twelve_configurations();
+    for (Json& row : compare["rows"]) row["durability"] = kNotMeasured;
+    compare["rows"][0]["durability"] = measured(50, 0, 0);
+    compare["rows"][11]["durability"] = measured(50, 7, 12, 1);
+    compare["rows"][6]["durability"] = {{"verdict", "1 run's durability record unreadable"},
+                                        {"safe", false},
+                                        {"runs", 0},
+                                        {"unreadable_runs", 1}};
+    const std::string table = ds::hostctl::format_compare_table(compare);
+    INFO(table);
+    const std::vector<std::string> lines = lines_of(table);
+    REQUIRE(lines.size() > 5);
+    // n is as wide as "5 (1 failed)".
+    CHECK(lines[3] ==
+          "cache   filesystem                     read_iops        ratio [95% CI]  "
+          "verdict                    durability                          n  !");
+    CHECK(lines[4] ==
+          "unsafe  btrfs+single:nodatacow         2507 ± 31  2.507 [2.432, 2.582]  "
+          "faster                     7/50 lost (≤12), 1 fsck             5  !");
+    CHECK_THAT(table, Catch::Contains("baseline                   0/50 lost "));
+    CHECK_THAT(table, Catch::Contains("faster                     1 unreadable "));
+    CHECK_THAT(table, Catch::Contains("faster                     not measured "));
+    CHECK_THAT(table, Catch::Contains("\ndurability = crash states that lost acknowledged commits "
+                                      "/ crash states tried"));
+
+    // Measured nowhere (or an older daemon without the field): no column, no legend.
+    for (Json& row : compare["rows"]) row["durability"] = kNotMeasured;
+    const std::string unmeasured = ds::hostctl::format_compare_table(compare);
+    CHECK_THAT(unmeasured, !Catch::Contains("durability"));
+    CHECK(unmeasured == ds::hostctl::format_compare_table(twelve_configurations()));
+}
+
+TEST_CASE("the durability cell says what the row's durability says",
+          "[hostctl][format][compare][durability]") {
+    using ds::durability_cell_text;
+    CHECK(durability_cell_text(Json()) == "not measured");
+    CHECK(durability_cell_text(kNotMeasured) == "not measured");
+    CHECK(durability_cell_text(measured(50, 0, 0)) == "0/50 lost");
+    CHECK(durability_cell_text(measured(50, 7, 12)) == "7/50 lost (≤12)");
+    Json failures = measured(40, 0, 0);
+    failures["mount_failures"] = 2;
+    failures["fsck_failures"] = 3;
+    failures["recovery_failures"] = 1;
+    failures["unreadable_runs"] = 1;
+    CHECK(durability_cell_text(failures) ==
+          "0/40 lost, 2 no mount, 3 fsck, 1 no recovery, 1 unreadable");
+    CHECK(durability_cell_text(measured(0, 0, 0)) == "no crash state");
+    // Mistyped fields read as absent, never throw.
+    CHECK(durability_cell_text(Json{{"runs", "two"}}) == "not measured");
+    CHECK(durability_cell_text(Json::array({1})) == "not measured");
+    CHECK(ds::durability_safe(measured(50, 0, 0)));
+    CHECK_FALSE(ds::durability_safe(measured(50, 0, 0, 1)));
+    CHECK_FALSE(ds::durability_safe(Json{{"safe", "yes"}}));
+}
+
+TEST_CASE("the wide compare table and the CSV carry durability too",
+          "[hostctl][format][compare][durability]") {
+    Json compare = twelve_configurations();
+    compare["metrics"] = {"read_iops"};
+    compare["rows"][11]["durability"] = measured(50, 7, 12);
+    const std::string wide = ds::hostctl::format_compare_wide(compare);
+    INFO(wide);
+    CHECK_THAT(lines_of(wide).at(1), Catch::Contains("  durability  "));
+    CHECK_THAT(wide, Catch::Contains("  7/50 lost (≤12)  "));
+    CHECK_THAT(wide, Catch::Contains("  not measured     "));
+    CHECK_THAT(wide, Catch::Contains("\ndurability = "));
+    const std::string csv = ds::hostctl::format_compare_csv(compare);
+    CHECK_THAT(csv, Catch::Contains(",cache=unsafe,(the daemon's),false,50,7,12,1.5,0,0,0\n"));
+}
+
 }  // namespace

@@ -127,7 +127,10 @@ TEST_CASE("compare table without results says so", "[hostctl][format]") {
     CHECK(ds::hostctl::format_compare_csv(empty) ==
           "sweep_id,config_id,workload,runs_succeeded,runs_failed,partition,compared_metric,"
           "vs_baseline_ratio,vs_baseline_ci95_low,vs_baseline_ci95_high,vs_baseline_p_value,"
-          "vs_baseline_p_adjusted,vs_baseline_verdict,vs_host,durability_risks\n");
+          "vs_baseline_p_adjusted,vs_baseline_verdict,vs_host,durability_risks,"
+          "durability_verdict,durability_safe,durability_crash_states,"
+          "durability_states_with_losses,durability_max_lost,durability_mean_lost,"
+          "durability_mount_failures,durability_fsck_failures,durability_recovery_failures\n");
 }
 
 TEST_CASE("compare table of a single configuration shows its id", "[hostctl][format]") {
@@ -158,20 +161,23 @@ TEST_CASE("compare CSV has separate columns at full precision", "[hostctl][forma
         "clat_p99_us_geomean,"
         "partition,compared_metric,vs_baseline_ratio,vs_baseline_ci95_low,"
         "vs_baseline_ci95_high,vs_baseline_p_value,vs_baseline_p_adjusted,vs_baseline_verdict,"
-        "vs_host,durability_risks\n";
+        "vs_host,durability_risks,durability_verdict,durability_safe,durability_crash_states,"
+        "durability_states_with_losses,durability_max_lost,durability_mean_lost,"
+        "durability_mount_failures,durability_fsck_failures,durability_recovery_failures\n";
     CHECK(csv.substr(0, header.size()) == header);
     CHECK_THAT(csv, Catch::Contains("\n7,ab12cd34ef56aa,randrw,ext4,none,3,0,"
                                     "3,256.4,,12.31,,225.8,287.0,,"
                                     "3,1.0016,,0.0482,,0.882,1.121,,"
-                                    "3,183500.0,,20412.5,,132800.1,234199.9,,,,,,,,,,,\n"));
+                                    "3,183500.0,,20412.5,,132800.1,234199.9,,,,,,,,,,,"
+                                    ",,,,,,,,,\n"));
     CHECK_THAT(csv, Catch::Contains("\n7,99ffee00112233,randrw,btrfs:nodatacow,unsafe,2,1,"));
-    CHECK_THAT(csv, Catch::Contains(",cache=unsafe\n"));
+    CHECK_THAT(csv, Catch::Contains(",cache=unsafe,,,,,,,,,\n"));
     // One run: the spread and interval are empty, not zero.
     CHECK_THAT(csv, Catch::Contains("\n7,5555aaaabbbbcc,randrw,btrfs,none,1,0,1,812.5,,,,,,,0,,,,,,"
-                                    ",,0,,,,,,,,,,,,,,,,,\n"));
+                                    ",,0,,,,,,,,,,,,,,,,,,,,,,,,,,\n"));
     // Failed only: n = 0 everywhere; the value with a comma and quotes is quoted.
     CHECK_THAT(csv, Catch::Contains("\n7,0000111122223,randrw,\"xfs, \"\"special\"\"\",writeback,"
-                                    "0,3,0,,,,,,,,0,,,,,,,,0,,,,,,,,,,,,,,,,,\n"));
+                                    "0,3,0,,,,,,,,0,,,,,,,,0,,,,,,,,,,,,,,,,,,,,,,,,,,\n"));
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 5);
 }
 
@@ -459,14 +465,14 @@ TEST_CASE("compare table and CSV show vs host when the baseline is in another pa
 
     const std::string csv = ds::hostctl::format_compare_csv(compare);
     INFO(csv);
-    CHECK_THAT(csv, Catch::Contains(",vs_baseline_verdict,vs_host,durability_risks\n"));
+    CHECK_THAT(csv, Catch::Contains(",vs_baseline_verdict,vs_host,durability_risks,"));
     CHECK_THAT(csv, Catch::Contains(
                         "\n5,g1,randrw,ext4,2,0,2,670,,,,,,,\"tcg, kernel 6.1\",read_iops,,,,,,,"
-                        "0.67,\n"));
-    CHECK_THAT(csv, Catch::Contains(",not enough runs,0.25,\n"));
+                        "0.67,,,,,,,,,,\n"));
+    CHECK_THAT(csv, Catch::Contains(",not enough runs,0.25,,,,,,,,,,\n"));
     // The host baseline itself has no share of itself.
     CHECK_THAT(csv, Catch::Contains("\n5,h1,randrw,,2,0,2,1000,,,,,,,\"none, kernel 6.1\","
-                                    "read_iops,,,,,,,,\n"));
+                                    "read_iops,,,,,,,,,,,,,,,,,\n"));
 }
 
 namespace {

@@ -7,6 +7,7 @@
 
 #include "common/settings.h"
 #include "daemon/store/store.h"
+#include "support/disk_settings.h"
 #include "support/fakes/daemon_fakes.h"
 #include "support/temp_dir.h"
 
@@ -15,15 +16,7 @@ namespace {
 
 using ds::test::TempDir;
 
-StorageConfig make_config(CacheMode cache, const std::string& filesystem_type,
-                          const std::string& mount_options = "") {
-    StorageConfig config;
-    config.cache = cache;
-    config.filesystem.label = filesystem_type;
-    config.filesystem.type = filesystem_type;
-    config.filesystem.mount_options = mount_options;
-    return config;
-}
+using test::cache_and_filesystem;
 
 // A fio run named after its rw pattern.
 RunRecord planned_run(const StorageConfig& config, const std::string& workload, int sequence,
@@ -62,9 +55,9 @@ std::int64_t create(Store& store, const std::string& name, const std::vector<Run
     return id.value();
 }
 
-const StorageConfig kSafeExt4 = make_config(CacheMode::kNone, "ext4");
-const StorageConfig kUnsafeBtrfs = make_config(CacheMode::kUnsafe, "btrfs");
-const StorageConfig kNoBarrierExt4 = make_config(CacheMode::kNone, "ext4", "barrier=0");
+const StorageConfig kSafeExt4 = cache_and_filesystem(CacheMode::kNone, "ext4");
+const StorageConfig kUnsafeBtrfs = cache_and_filesystem(CacheMode::kUnsafe, "btrfs");
+const StorageConfig kNoBarrierExt4 = cache_and_filesystem(CacheMode::kNone, "ext4", "barrier=0");
 
 // Sequence: 0 btrfs, 1 ext4, 2 ext4, 3 btrfs, 4 ext4, 5 btrfs, 6 ext4-nobarrier.
 std::vector<RunRecord> interleaved_runs() {
@@ -344,8 +337,8 @@ TEST_CASE("compare: a mariadb-atis sweep ranks by total time, lowest first, with
     auto opened = Store::open(dir.file("results.db"));
     REQUIRE(opened.ok());
     Store& store = *opened.value();
-    StorageConfig ext4 = make_config(CacheMode::kUnsafe, "ext4");
-    StorageConfig btrfs_nocow = make_config(CacheMode::kUnsafe, "btrfs");
+    StorageConfig ext4 = cache_and_filesystem(CacheMode::kUnsafe, "ext4");
+    StorageConfig btrfs_nocow = cache_and_filesystem(CacheMode::kUnsafe, "btrfs");
     btrfs_nocow.filesystem.post_format = {"nocow"};
     btrfs_nocow.filesystem.mount_options = "nobarrier";
     btrfs_nocow.scheduler = IoScheduler::kNone;

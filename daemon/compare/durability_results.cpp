@@ -1,0 +1,230 @@
+#include "daemon/compare/durability_results.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "common/json_fields.h"
+
+namespace ds {
+namespace {
+
+using json_read::field;
+
+// No stored count is believed beyond this: a record claiming more is
+// damaged, not big.
+constexpr long long kMaxStoredCount = 1'000'000'000;
+// Longest model name kept from a record (a name, not a text).
+constexpr std::size_t kMaxModelName = 40;
+
+// object[key] as an integer in [0, most], or nothing.
+std::optional<long long> count_at(const Json& object, const char* key, long long most) {
+    const Json& value = field(object, key);
+    if (value.is_number_unsigned()) {
+        const auto count = value.get<unsigned long long>();
+        if (count > static_cast<unsigned long long>(most)) return std::nullopt;
+        return static_cast<long long>(count);
+    }
+    if (!value.is_number_integer()) return std::nullopt;
+    const auto count = value.get<long long>();
+    if (count < 0 || count > most) return std::nullopt;
+    return count;
+}
+
+std::optional<bool> flag_at(const Json& object, const char* key) {
+    const Json& value = field(object, key);
+    if (!value.is_boolean()) return std::nullopt;
+    return value.get<bool>();
+}
+
+// The record's own "summary", when every count is there, in range, and the
+// counts agree with each other (a record that contradicts itself is not
+// believed).
+std::optional<DurabilitySummary> stored_summary(const Json& record) {
+    const Json& stored = field(record, "summary");
+    const auto states = count_at(stored, "crash_states", kMaxStoredCount);
+    if (!states) return std::nullopt;
+    DurabilitySummary summary;
+    summary.crash_states = static_cast<int>(*states);
+    const std::pair<const char*, int*> counts[] = {
+        {"mount_failures", &summary.mount_failures},
+        {"fsck_failures", &summary.fsck_failures},
+        {"recovery_failures", &summary.recovery_failures},
+        {"states_with_losses", &summary.states_with_losses}};
+    for (const auto& [key, into] : counts) {
+        const auto count = count_at(stored, key, *states);
+        if (!count) return std::nullopt;
+        *into = static_cast<int>(*count);
+    }
+    const auto max_lost = count_at(stored, "max_lost", kMaxStoredCount);
+    const auto mean_lost = json_read::number_field(stored, "mean_lost");
+    if (!max_lost || !mean_lost || *mean_lost < 0 || *mean_lost > static_cast<double>(*max_lost))
+        return std::nullopt;
+    if ((summary.states_with_losses == 0) != (*max_lost == 0)) return std::nullopt;
+    summary.max_lost = *max_lost;
+    summary.mean_lost = *mean_lost;
+    return summary;
+}
+
+// The summary of the record's "states", when there are some and every one
+// reads (an empty list beside a summary that does not read tells nothing).
+std::optional<DurabilitySummary> summary_of_states(const Json& record) {
+    const Json& states = field(record, "states");
+    if (!states.is_array() || states.empty() ||
+        states.size() > static_cast<std::size_t>(kMaxStoredCount))
+        return std::nullopt;
+    std::vector<CrashStateResult> results;
+    for (const Json& state : states) {
+        const auto lost = count_at(state, "lost", kMaxStoredCount);
+        const auto mounted = flag_at(state, "mounted");
+        const auto fsck_clean = flag_at(state, "fsck_clean");
+        const auto recovered = flag_at(state, "recovered");
+        if (!lost || !mounted || !fsck_clean || !recovered) return std::nullopt;
+        CrashStateResult result;
+        result.lost = *lost;
+        result.check.mounted = *mounted;
+        result.check.fsck_clean = *fsck_clean;
+        result.check.recovered = *recovered;
+        results.push_back(result);
+    }
+    return summarize(results);
+}
+
+void add_distinct(std::vector<std::string>& list, const std::string& item) {
+    if (std::find(list.begin(), list.end(), item) == list.end()) list.push_back(item);
+}
+
+double seconds_at(const Json& record, const char* key) {
+    const auto seconds = json_read::number_field(record, key);
+    return seconds && *seconds >= 0 ? *seconds : 0;
+}
+
+bool is_database_ledger(const Json& workload) {
+    return json_read::string_or_empty(field(workload, "params"), "variant") == "database";
+}
+
+}  // namespace
+
+void DurabilityResult::add(const RunRecord& run) {
+    if (run.superseded_by != 0 || run.status != RunStatus::kSucceeded) return;
+    const Json& record = field(run.applied_settings, "durability");
+    if (record.is_null()) return;
+    add_distinct(workloads_, run.workload_name);
+    if (const auto found = run.metrics.find("commits_per_s");
+        found != run.metrics.end() && std::isfinite(found->second)) {
+        commits_sum_ += found->second;
+        ++commits_runs_;
+    }
+    std::optional<DurabilitySummary> summary = stored_summary(record);
+    if (!summary) summary = summary_of_states(record);
+    if (!summary) {
+        ++unreadable_runs_;
+        return;
+    }
+    ++runs_;
+    add_summary(*summary);
+    if (const std::string model = json_read::string_or_empty(record, "model"); !model.empty())
+        add_distinct(models_, model.substr(0, kMaxModelName));
+    volatile_cache_runs_ += flag_at(record, "volatile_cache").value_or(false) ? 1 : 0;
+    database_runs_ += is_database_ledger(run.workload) ? 1 : 0;
+    images_s_ += seconds_at(record, "images_s");
+    check_s_ += seconds_at(record, "check_s");
+}
+
+void DurabilityResult::add_summary(const DurabilitySummary& summary) {
+    summary_.crash_states += summary.crash_states;
+    summary_.mount_failures += summary.mount_failures;
+    summary_.fsck_failures += summary.fsck_failures;
+    summary_.recovery_failures += summary.recovery_failures;
+    summary_.states_with_losses += summary.states_with_losses;
+    summary_.max_lost = std::max(summary_.max_lost, summary.max_lost);
+    lost_total_ += summary.mean_lost * summary.crash_states;
+    summary_.mean_lost =
+        summary_.crash_states > 0 ? lost_total_ / static_cast<double>(summary_.crash_states) : 0;
+}
+
+void DurabilityResult::merge(const DurabilityResult& other) {
+    DurabilitySummary total = other.summary_;
+    // add_summary weighs by the mean: pass the other's exact total.
+    total.mean_lost =
+        total.crash_states > 0 ? other.lost_total_ / static_cast<double>(total.crash_states) : 0;
+    add_summary(total);
+    runs_ += other.runs_;
+    unreadable_runs_ += other.unreadable_runs_;
+    volatile_cache_runs_ += other.volatile_cache_runs_;
+    database_runs_ += other.database_runs_;
+    commits_sum_ += other.commits_sum_;
+    commits_runs_ += other.commits_runs_;
+    images_s_ += other.images_s_;
+    check_s_ += other.check_s_;
+    for (const std::string& model : other.models_) add_distinct(models_, model);
+    for (const std::string& workload : other.workloads_) add_distinct(workloads_, workload);
+}
+
+bool DurabilityResult::safe() const {
+    return runs_ > 0 && unreadable_runs_ == 0 && summary_.crash_states > 0 &&
+           summary_.states_with_losses == 0 && summary_.mount_failures == 0 &&
+           summary_.fsck_failures == 0 && summary_.recovery_failures == 0;
+}
+
+std::string DurabilityResult::verdict() const {
+    if (!measured()) return "not measured";
+    std::string text = runs_ == 0                   ? std::string()
+                       : summary_.crash_states == 0 ? std::string("no crash state tried")
+                                                    : summary_.verdict();
+    if (unreadable_runs_ > 0) {
+        text += (text.empty() ? "" : "; ") + std::to_string(unreadable_runs_) +
+                (unreadable_runs_ == 1 ? " run's" : " runs'") + " durability record unreadable";
+    }
+    return text;
+}
+
+double DurabilityResult::commits_per_s() const {
+    return commits_runs_ > 0 ? commits_sum_ / commits_runs_ : std::nan("");
+}
+
+Json DurabilityResult::to_json() const {
+    Json json{{"verdict", verdict()},
+              {"safe", safe()},
+              {"runs", runs_},
+              {"unreadable_runs", unreadable_runs_}};
+    if (!measured()) return json;
+    json.update(summary_.to_json());
+    json["verdict"] = verdict();  // the summary's own ignores unreadable runs
+    json["commits_per_s"] = commits_runs_ > 0 ? Json(commits_per_s()) : Json(nullptr);
+    json["models"] = models_;
+    json["volatile_cache"] = volatile_cache();
+    json["images_s"] = images_s_;
+    json["check_s"] = check_s_;
+    json["measured_by"] = workloads_;
+    return json;
+}
+
+bool measurement_covers(const DurabilityResult& result, std::string_view risk) {
+    if (result.runs() == 0) return false;
+    const auto& models = result.models();
+    if (risk == "cache=unsafe")
+        return std::find(models.begin(), models.end(), kHostPowerCutModel) != models.end();
+    if (risk == "barrier=0" || risk == "nobarrier") return result.volatile_cache();
+    if (risk == "data=writeback" || risk.starts_with("no journal")) return true;
+    if (risk.starts_with("innodb_")) return result.database_ledger();
+    return false;
+}
+
+std::vector<bool> pareto_front(const std::vector<std::pair<double, double>>& speed_loss) {
+    const auto usable = [](const std::pair<double, double>& point) {
+        return std::isfinite(point.first) && std::isfinite(point.second);
+    };
+    std::vector<bool> front(speed_loss.size(), false);
+    for (std::size_t i = 0; i < speed_loss.size(); ++i) {
+        if (!usable(speed_loss[i])) continue;
+        const auto [speed, loss] = speed_loss[i];
+        front[i] = std::none_of(speed_loss.begin(), speed_loss.end(), [&](const auto& other) {
+            return usable(other) && other.first >= speed && other.second <= loss &&
+                   (other.first > speed || other.second < loss);
+        });
+    }
+    return front;
+}
+
+}  // namespace ds
