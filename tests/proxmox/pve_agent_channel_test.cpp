@@ -217,7 +217,7 @@ TEST_CASE("nothing is written to the guest before the agent starts", "[proxmox]"
 }
 
 TEST_CASE(
-    "the progress file yields hello once and each new progress once; the result is read "
+    "the progress file yields hello once and each new progress once, the result is read "
     "once, after the exit",
     "[proxmox]") {
     auto pve = std::make_shared<ScriptedPve>();
@@ -447,7 +447,7 @@ TEST_CASE("the channel runs the real agent through the fake: job in, hello and e
     CHECK(writes == std::vector<std::string>{options.guest_job_file});
 }
 
-TEST_CASE("each poll reads only the small progress file; the large result is read once",
+TEST_CASE("each poll reads only the small progress file, the large result is read once",
           "[proxmox][fake]") {
     test::TempDir scripts;
     std::ofstream(scripts.file("stand-in.sh")) << kStandIn;

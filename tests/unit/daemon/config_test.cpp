@@ -208,7 +208,7 @@ TEST_CASE("config: invalid numbers and unknown flags are rejected", "[config]") 
     CHECK_THAT(parse_error({"--vcpus"}).message, Contains("vcpus"));  // missing value
 }
 
-TEST_CASE("config: instance names this daemon's resources; an invalid one is refused",
+TEST_CASE("config: instance names this daemon's resources, an invalid one is refused",
           "[config][instance]") {
     CHECK(parse_ok({}).instance.empty());  // not configured: the database's id
     CHECK(parse_ok({"--instance", "lab1"}).instance == "lab1");

@@ -41,7 +41,7 @@ bool mentions(const std::vector<std::string>& lines, const std::string& text) {
     });
 }
 
-TEST_CASE("recovery: only this instance's leftovers go; another instance's and foreign ones stay",
+TEST_CASE("recovery: only this instance's leftovers go, another instance's and foreign ones stay",
           "[recovery]") {
     ExecutorFixture fixture;
     fixture.hypervisor.set_no_agent_socket();

@@ -141,7 +141,7 @@ TEST_CASE("settle_round: a noisy configuration adds whole rounds up to max", "[r
     CHECK(decisions_of(*store, sweep_id).size() == 3);
 }
 
-TEST_CASE("settle_round: steady configurations stop at min; a failed round stops", "[rounds]") {
+TEST_CASE("settle_round: steady configurations stop at min, a failed round stops", "[rounds]") {
     TempDir dir;
     auto store = testing::open_store(dir.file("results.db"));
     const std::int64_t steady = create_adaptive_sweep(*store);

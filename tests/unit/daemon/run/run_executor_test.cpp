@@ -879,7 +879,7 @@ TEST_CASE("run phases: each is timed and reported to the observer in order", "[r
         CHECK(fixture.stored(finished.id).timings.at(phase).get<double>() >= 0);
 }
 
-TEST_CASE("run phases: a failed phase ends the run there; teardown and record still run",
+TEST_CASE("run phases: a failed phase ends the run there, teardown and record still run",
           "[run_executor]") {
     ExecutorFixture fixture;
     PhaseLog log;

@@ -704,7 +704,7 @@ StorageConfig throttled_multi_queue() {
 
 }  // namespace
 
-TEST_CASE("verify_settings: a throttled multi-queue Proxmox disk verifies; each mismatch fails",
+TEST_CASE("verify_settings: a throttled multi-queue Proxmox disk verifies, each mismatch fails",
           "[settings_verify][proxmox]") {
     const StorageConfig config = throttled_multi_queue();
     CHECK(verify_settings(config, proxmox_applied(config), nullptr).empty());

@@ -328,7 +328,7 @@ TEST_CASE("scheduler: cancel marks pending runs cancelled and the sweep cancelle
           "sweep " + std::to_string(sweep_id) + " is already cancelled; nothing to cancel");
 }
 
-TEST_CASE("scheduler: sweeps are first come first served; a queued sweep cancels at once",
+TEST_CASE("scheduler: sweeps are first come first served, a queued sweep cancels at once",
           "[scheduler]") {
     SchedulerFixture f;
     const auto first = create_sweep(*f.store, 2, "first");

@@ -656,7 +656,7 @@ TEST_CASE("fio passes options and job files through, refusing the agent's own", 
           "t.toml:4:12: 'job_file' in workload 'fio-1': must not be empty");
 }
 
-TEST_CASE("a workload's filesystems are matrix values as written; others are errors",
+TEST_CASE("a workload's filesystems are matrix values as written, others are errors",
           "[spec][errors]") {
     const std::string matrix =
         "name = \"t\"\n[matrix]\nfilesystem = [\"ext4\", \"btrfs+nocow\", \"xfs-big\"]\n"

@@ -526,7 +526,7 @@ TEST_CASE("domain XML: extra disks are unsafe virtio-blk disks after the data di
     CHECK((*applied)["cache"] == "none");
 }
 
-TEST_CASE("domain XML: sixteen extra disks take vdc to vdr; none adds no disk", "[domain_xml]") {
+TEST_CASE("domain XML: sixteen extra disks take vdc to vdr, none adds no disk", "[domain_xml]") {
     VmRequest request = sample_request();
     const std::size_t disks_without = [&] {
         const std::string xml = build_domain_xml(request, kFiles);

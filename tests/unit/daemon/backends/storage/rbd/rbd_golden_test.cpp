@@ -109,7 +109,7 @@ TEST_CASE("rbd golden: with clones left, removal stops at the unprotect and says
     CHECK(f.rbd->commands == std::vector<std::string>{"snap unprotect"});
 }
 
-TEST_CASE("rbd golden: a failed clone is the run's error; qcow2 is refused before Ceph",
+TEST_CASE("rbd golden: a failed clone is the run's error, qcow2 is refused before Ceph",
           "[rbd][golden]") {
     Fixture f;
     f.rbd->exit_codes = {{"clone", ENOENT}};
