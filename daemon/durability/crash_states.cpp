@@ -1,5 +1,6 @@
 #include "daemon/durability/crash_states.h"
 
+#include <algorithm>
 #include <optional>
 #include <random>
 
@@ -83,34 +84,43 @@ bool honours_guest_flushes(CacheMode cache) {
 }
 
 std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points,
-                                             std::uint64_t from_log_offset) {
-    std::vector<std::size_t> flushes;
+                                             std::uint64_t from_log_offset,
+                                             std::uint64_t to_log_offset) {
+    if (max_points == 0) return {};
+    std::vector<std::size_t> inside;
     std::optional<std::size_t> last_before;  // the last flush before from_log_offset
+    std::optional<std::size_t> last;         // the log's last flush
     for (std::size_t i = 0; i < log.entries.size(); ++i) {
         const LogEntry& entry = log.entries[i];
         if (!entry.is_flush()) continue;
-        if (entry.end_offset >= from_log_offset) {
-            flushes.push_back(i);
-        } else {
+        last = i;
+        if (entry.end_offset < from_log_offset) {
             last_before = i;
+        } else if (to_log_offset == 0 || entry.end_offset <= to_log_offset) {
+            inside.push_back(i);
         }
     }
-    // Its crash lies anywhere up to the next flush, the measured part
-    // included: without flushes there (ext4 barrier=0), it is the only point
-    // whose volatile-cache window holds the workload's writes.
-    if (from_log_offset > 0 && last_before) flushes.insert(flushes.begin(), *last_before);
-    if (flushes.size() <= max_points || max_points == 0) {
-        if (max_points == 0) flushes.clear();
-        return flushes;
+    // The edges: the flush before the span, whose crash lies anywhere up to
+    // the next flush, the span included (without flushes in it, ext4
+    // barrier=0, it is the only point whose volatile-cache window holds the
+    // workload's writes), and the log's last flush, after which every
+    // acknowledged record must be there.
+    std::vector<std::size_t> edges;
+    if (from_log_offset > 0 && last_before) edges.push_back(*last_before);
+    if (last && (inside.empty() || inside.back() != *last)) edges.push_back(*last);
+    std::vector<std::size_t> points = edges;
+    const std::size_t room = max_points > edges.size() ? max_points - edges.size() : 1;
+    if (inside.size() <= room) {
+        points.insert(points.end(), inside.begin(), inside.end());
+    } else {
+        // Evenly spread: the k-th of `room` at k * (n - 1) / (room - 1).
+        const std::size_t n = inside.size();
+        for (std::size_t k = 0; k < room; ++k)
+            points.push_back(inside[room == 1 ? n - 1 : k * (n - 1) / (room - 1)]);
     }
-    // Evenly spread: the k-th of max_points at k * (n - 1) / (max_points - 1).
-    std::vector<std::size_t> sample;
-    const std::size_t n = flushes.size();
-    for (std::size_t k = 0; k < max_points; ++k) {
-        const std::size_t at = max_points == 1 ? n - 1 : k * (n - 1) / (max_points - 1);
-        sample.push_back(flushes[at]);
-    }
-    return sample;
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    return points;
 }
 
 std::vector<CrashState> crash_states(const LogIndex& log, CacheMode cache,
@@ -118,7 +128,8 @@ std::vector<CrashState> crash_states(const LogIndex& log, CacheMode cache,
     std::vector<CrashState> states;
     if (log.entries.empty()) return states;
     const std::vector<std::size_t> points =
-        sample_flush_points(log, options.max_crash_points, options.from_log_offset);
+        sample_flush_points(log, options.max_crash_points, options.from_log_offset,
+                            options.to_log_offset);
     for (std::size_t k = 0; k < points.size(); ++k) {
         states.push_back(state_at(log, static_cast<std::ptrdiff_t>(points[k]), k, cache, options));
     }

@@ -39,6 +39,11 @@ struct CrashModelOptions {
     // setting up, which is not what is measured. The end-of-log state is
     // always tried.
     std::uint64_t from_log_offset = 0;
+    // And up to this offset (0: the log's end): a durability run passes the
+    // log's size at the last acknowledgement, since what follows (the
+    // workload's shutdown) has no records to lose; the log's last flush is
+    // still tried.
+    std::uint64_t to_log_offset = 0;
 };
 
 // Whether the host cache mode passes the guest's flushes to the disk.
@@ -71,13 +76,15 @@ struct CrashState {
 std::vector<CrashState> crash_states(const LogIndex& log, CacheMode cache,
                                      const CrashModelOptions& options);
 
-// The crash points' FLUSH entries ending at or after `from_log_offset`, and
-// the last one before it (a crash after it may come as late as the next
-// flush, which may lie in the measured part or be the log's last), sampled
-// evenly to at most `max_points` (the first and last always kept),
-// ascending.
+// The crash points, ascending: the FLUSH entries ending within
+// [from_log_offset, to_log_offset] (to 0: the log's end), sampled evenly
+// (first and last kept), plus two edges: the last flush before
+// from_log_offset (a crash after it may come as late as the next flush,
+// inside the span) and the log's last flush. At most `max_points` in all,
+// but at least one point inside the span when it has any.
 std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t max_points,
-                                             std::uint64_t from_log_offset = 0);
+                                             std::uint64_t from_log_offset = 0,
+                                             std::uint64_t to_log_offset = 0);
 
 // {"flush_entry", "log_offset", "durable_prefix", "applied_entries"
 // (a count), "extra_entries" (the positions chosen after the barrier)}.

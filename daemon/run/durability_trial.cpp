@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <system_error>
+#include <utility>
 
 #include "daemon/durability/replay.h"
 
@@ -23,13 +24,19 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The log offset of the first acknowledgement: crash points before it fall
-// in the guest's formatting and setup. 0 without acks (every flush counts).
-std::uint64_t first_ack_offset(const std::vector<AckEntry>& acks) {
+// The log offsets of the first and last acknowledgements: crash points
+// before the first fall in the guest's formatting and setup, after the last
+// in the workload's shutdown. {0, 0} without acks (every flush counts).
+std::pair<std::uint64_t, std::uint64_t> ack_span(const std::vector<AckEntry>& acks) {
+    std::pair<std::uint64_t, std::uint64_t> span{0, 0};
+    bool first = true;
     for (const AckEntry& ack : acks) {
-        if (ack.log_bytes) return *ack.log_bytes;
+        if (!ack.log_bytes) continue;
+        if (first) span.first = *ack.log_bytes;
+        span.second = *ack.log_bytes;
+        first = false;
     }
-    return 0;
+    return span;
 }
 
 Json state_json(const durability::CrashState& state, const CrashStateResult& result) {
@@ -84,12 +91,15 @@ std::optional<std::uint64_t> DurabilityTrial::log_bytes() const {
 Status DurabilityTrial::plan(const std::vector<AckEntry>& acks) {
     DS_ASSIGN_OR_RETURN(log_, durability::read_log(log_path_));
     acks_ = acks;
-    from_log_offset_ = first_ack_offset(acks);
+    const auto [from, to] = ack_span(acks);
+    from_log_offset_ = from;
+    to_log_offset_ = to;
     durability::CrashModelOptions model;
     model.max_crash_points = static_cast<std::size_t>(options_.crash_points);
     model.volatile_cache = options_.volatile_cache;
     model.seed = seed_;
     model.from_log_offset = from_log_offset_;
+    model.to_log_offset = to_log_offset_;
     states_ = durability::crash_states(log_, cache_, model);
     results_.assign(states_.size(), CrashStateResult{});
     return ok_status();
@@ -141,6 +151,7 @@ Json DurabilityTrial::result() const {
                 {"model", durability::model_name(cache_)},
                 {"seed", seed_},
                 {"from_log_offset", from_log_offset_},
+                {"to_log_offset", to_log_offset_},
                 {"log",
                  {{"entries", log_.entries.size()},
                   {"flushes", flushes},

@@ -77,7 +77,8 @@ class DurabilityTrial {
     std::uint64_t seed_ = 0;
     durability::LogIndex log_;
     std::vector<AckEntry> acks_;
-    std::uint64_t from_log_offset_ = 0;
+    std::uint64_t from_log_offset_ = 0;  // the first ack's log size
+    std::uint64_t to_log_offset_ = 0;    // the last ack's
     std::vector<durability::CrashState> states_;
     std::vector<CrashStateResult> results_;
     double images_s_ = 0;

@@ -110,7 +110,7 @@ TEST_CASE("durability sweep: MariaDB commits survive with flush_log_at_trx_commi
     // every commit (MariaDB's default, 1) or once a second (2).
     auto submitted = submit_and_wait(daemon, R"(
 name = "durability-db"
-durability = { crash_points = 3 }
+durability = { crash_points = 6 }
 [matrix]
 cache = "none"
 filesystem = "ext4"

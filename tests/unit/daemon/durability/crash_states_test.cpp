@@ -140,6 +140,7 @@ TEST_CASE("more flushes than crash points are sampled evenly, first and last kep
     }
     CHECK(crash_states(log, CacheMode::kNone, CrashModelOptions{}).size() == 50);
     CHECK(sample_flush_points(log_of("wfwf"), 50) == Positions{1, 3});
+    CHECK(sample_flush_points(log_of("wfwf"), 0).empty());
 }
 
 TEST_CASE("a crash state's JSON lists the entries chosen after the barrier", "[durability]") {
@@ -181,4 +182,20 @@ TEST_CASE("crash points start at the first ack, with the flush before it", "[dur
     const auto plain = crash_states(log, CacheMode::kNone, options);
     CHECK(plain[0].applied == Positions{0, 1, 2, 3});
     CHECK(plain[0].log_offset < first_ack);
+}
+
+// What follows the last ack (MariaDB's shutdown flushes hundreds of times)
+// has no records to lose: the sample stays within the acks' span, plus the
+// flush before it and the log's last flush.
+TEST_CASE("crash points stay within the acks' span, its edges kept", "[durability]") {
+    // 0 w, 1 f | span: 2 w 3 w 4 f 5 w 6 w 7 f 8 w 9 w 10 f | 11-14 f f f f
+    const LogIndex log = log_of("wfwwfwwfwwfffff");
+    const std::uint64_t from = log.entries[2].end_offset;
+    const std::uint64_t to = log.entries[10].end_offset;
+    CHECK(sample_flush_points(log, 50, from, to) == Positions{1, 4, 7, 10, 14});
+    CHECK(sample_flush_points(log, 4, from, to) == Positions{1, 4, 10, 14});
+    // Two edges take two of three points; one stays for the span.
+    CHECK(sample_flush_points(log, 3, from, to) == Positions{1, 10, 14});
+    CHECK(sample_flush_points(log, 1, from, to) == Positions{1, 10, 14});
+    CHECK(sample_flush_points(log, 0, from, to).empty());
 }
