@@ -3,8 +3,11 @@
 // options, adds a ledger when the spec has none, and is refused where a
 // run's writes cannot be logged; the stored workload carries the options.
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 
 #include "daemon/spec/spec.h"
+#include "support/test_data.h"
 
 namespace ds {
 namespace {
@@ -134,6 +137,27 @@ TEST_CASE("durability: the stored workload reads back with its options", "[spec]
         CHECK_THAT(workload_from_json(broken).error().message,
                    Catch::Contains("workload 'durability' must be"));
     }
+}
+
+}  // namespace ds
+
+namespace ds {
+
+TEST_CASE("durability: the shipped durability sweep marks its ledger under both tunings",
+          "[spec][durability]") {
+    std::ifstream in(test::repository_root() / "config/sweeps/durability.toml");
+    REQUIRE(in);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto spec = parse_sweep_spec(text, "durability.toml");
+    INFO((spec.ok() ? "" : spec.error().message));
+    REQUIRE(spec.ok());
+    auto plan = expand_sweep(*spec);
+    REQUIRE(plan.ok());
+    CHECK(plan->configs.size() == 4);
+    REQUIRE(plan->workloads.size() == 2);
+    for (const Workload& workload : plan->workloads)
+        CHECK(workload.durability == DurabilityOptions{20, true});
+    CHECK(plan->runs.size() == 16);
 }
 
 }  // namespace ds
