@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include "support/daemon_fixture.h"
@@ -41,6 +42,19 @@ const Json& summary_of(const RunRow& run) {
     const Json& summary = run.applied["durability"]["summary"];
     REQUIRE(summary.at("crash_states").get<int>() >= 1);
     return summary;
+}
+
+// One line per run for the log (ctest keeps it in LastTest.log): the
+// figures the closing notes quote.
+void print_run(const RunRow& run) {
+    const Json& durability = run.applied["durability"];
+    std::cout << "[durability] " << run.workload << " " << run.config.value("cache", "?") << " "
+              << run.config["filesystem"].dump() << ": " << run.metrics.at("commits_per_s")
+              << " commits/s, " << durability["summary"].value("verdict", "?") << "; log "
+              << durability["log"].dump() << "; images " << durability.value("images_s", 0.0)
+              << " s, check " << durability.value("check_s", 0.0) << " s, durability phase "
+              << run.timings.value("durability_s", 0.0) << " s of "
+              << run.timings.value("total_s", 0.0) << " s" << std::endl;
 }
 
 // The crash states whose images did not mount or lost acknowledged records:
@@ -84,6 +98,7 @@ record_size = "4k"
         const std::string mount_options = run.config.at("filesystem").value("mount_options", "");
         INFO(cache << " " << mount_options << "\n" << run.applied.dump(2));
         const Json& summary = summary_of(run);
+        print_run(run);
         CHECK(run.metrics.at("commits_per_s") > 0);
         CHECK(run.timings.contains("durability_s"));
         const Json& durability = run.applied["durability"];
@@ -131,6 +146,7 @@ records = 400
     for (const RunRow& run : runs) {
         INFO(run.workload << "\n" << run.applied.dump(2));
         const Json& summary = summary_of(run);
+        print_run(run);
         CHECK(summary.at("recovery_failures") == 0);
         if (run.workload == "ledger-db") {
             CHECK(unsafe_states(summary) == 0);
