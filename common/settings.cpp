@@ -617,6 +617,7 @@ Json to_json(const Workload& workload) {
     if (workload.durability) {
         json["durability"] = {{"crash_points", workload.durability->crash_points},
                               {"volatile_cache", workload.durability->volatile_cache}};
+        if (workload.durability->keep_files) json["durability"]["keep_files"] = true;
     }
     return json;
 }
@@ -652,7 +653,14 @@ Status read_durability(const Json& json, std::optional<DurabilityOptions>& into)
                               std::to_string(kMaxCrashPoints) +
                               ", \"volatile_cache\": true|false}, not " + durability.dump());
     }
-    into = DurabilityOptions{static_cast<int>(points->get<std::int64_t>()), rule->get<bool>()};
+    const auto keep = durability.find("keep_files");
+    if (keep != durability.end() && !keep->is_boolean()) {
+        return make_error(
+            errc::kInvalidArgument,
+            "workload 'durability' keep_files must be true or false, not " + keep->dump());
+    }
+    into = DurabilityOptions{static_cast<int>(points->get<std::int64_t>()), rule->get<bool>(),
+                             keep != durability.end() && keep->get<bool>()};
     return ok_status();
 }
 

@@ -154,6 +154,9 @@ struct DurabilityOptions {
     // Crash states also keep a random subset of the writes after the last
     // flush (a volatile disk cache may have persisted any of them).
     bool volatile_cache = true;
+    // Keep the run's write log and pre-run copy after it (in the durability
+    // directory's "-kept" sibling) for disksweep-replay.
+    bool keep_files = false;
     bool operator==(const DurabilityOptions&) const = default;
 };
 inline constexpr int kMaxCrashPoints = 1000;

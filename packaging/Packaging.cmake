@@ -11,7 +11,7 @@ set(DISKSWEEP_PACKAGING_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(DISKSWEEP_SHARE_DIR share/disksweep)
 
 # ---- programs --------------------------------------------------------------
-install(TARGETS disksweepd hostctl RUNTIME DESTINATION bin)
+install(TARGETS disksweepd hostctl disksweep-replay RUNTIME DESTINATION bin)
 # The guest agent runs in the guest, not on the host: it is the
 # AGENT_BINARY that guest/build-image.sh puts into the initramfs.
 install(TARGETS disksweep-agent RUNTIME DESTINATION lib/disksweep)
@@ -34,7 +34,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/guest/ DESTINATION ${DISKSWEEP_SHARE_DIR
 # ---- documentation -----------------------------------------------------------
 # Man pages: docs/man/NAME.SECTION, with @PROJECT_VERSION@ filled in and
 # gzip'ed as Debian wants them (-n: no name or time stamp, reproducible).
-set(DISKSWEEP_MAN_PAGES disksweepd.8 hostctl.1)
+set(DISKSWEEP_MAN_PAGES disksweepd.8 hostctl.1 disksweep-replay.1)
 set(DISKSWEEP_MAN_DIR ${PROJECT_BINARY_DIR}/packaging/man)
 set(DISKSWEEP_MAN_ARCHIVES)
 foreach(page ${DISKSWEEP_MAN_PAGES})

@@ -61,6 +61,7 @@ Result<DurabilityTrial> DurabilityTrial::start(const std::string& durability_dir
                                                const DurabilityOptions& options) {
     DurabilityTrial trial;
     trial.dir_ = durability_dir + "/run-" + std::to_string(run_id);
+    trial.kept_dir_ = durability_dir + "-kept/run-" + std::to_string(run_id);
     trial.pre_run_path_ = trial.dir_ + "/pre-run.img";
     trial.log_path_ = trial.dir_ + "/write.log";
     trial.size_limit_ = size_limit;
@@ -77,7 +78,7 @@ Result<DurabilityTrial> DurabilityTrial::start(const std::string& durability_dir
         std::ofstream log(trial.log_path_, std::ios::binary | std::ios::trunc);
         if (log) return trial;
     }
-    (void)trial.remove();
+    fs::remove_all(trial.dir_, error);
     if (!copied.ok()) return copied.error();
     return make_error(errc::kIo, "cannot create the write log " + trial.log_path_);
 }
@@ -146,7 +147,7 @@ Json DurabilityTrial::result() const {
     Json states = Json::array();
     for (std::size_t i = 0; i < states_.size(); ++i)
         states.push_back(state_json(states_[i], results_[i]));
-    return Json{{"crash_points", options_.crash_points},
+    Json result{{"crash_points", options_.crash_points},
                 {"volatile_cache", options_.volatile_cache},
                 {"model", durability::model_name(cache_)},
                 {"seed", seed_},
@@ -161,13 +162,29 @@ Json DurabilityTrial::result() const {
                 {"states", std::move(states)},
                 {"images_s", images_s_},
                 {"check_s", check_s_}};
+    if (options_.keep_files) {
+        result["kept_files"] = {{"log", kept_dir_ + "/write.log"},
+                                {"pre_run", kept_dir_ + "/pre-run.img"}};
+    }
+    return result;
+}
+
+Status DurabilityTrial::keep_files() const {
+    std::error_code error;
+    fs::create_directories(kept_dir_, error);
+    for (const char* name : {"/write.log", "/pre-run.img"}) {
+        if (!error) fs::rename(dir_ + name, kept_dir_ + name, error);
+    }
+    if (error) return io_error("cannot keep the durability run's files in " + kept_dir_, error);
+    return ok_status();
 }
 
 Status DurabilityTrial::remove() const {
+    const Status kept = options_.keep_files ? keep_files() : ok_status();
     std::error_code error;
     fs::remove_all(dir_, error);
     if (error) return io_error("cannot remove the durability directory " + dir_, error);
-    return ok_status();
+    return kept;
 }
 
 }  // namespace ds

@@ -61,14 +61,19 @@ class DurabilityTrial {
     // the caller's boots included, measured by the caller).
     void add_check_seconds(double seconds) { check_s_ += seconds; }
 
-    // Deletes the run's directory; errc::kIo naming what stayed.
+    // Deletes the run's directory; errc::kIo naming what stayed. With
+    // keep_files the log and the pre-run copy move first to
+    // DIR-kept/run-ID (applied_settings.durability.kept_files).
     Status remove() const;
 
   private:
     DurabilityTrial() = default;
     std::string image_path(std::size_t state) const;
+    // Moves the log and the pre-run copy to kept_dir_.
+    Status keep_files() const;
 
     std::string dir_;
+    std::string kept_dir_;  // where keep_files puts the log and the copy
     std::string pre_run_path_;
     std::string log_path_;
     std::uint64_t size_limit_ = 0;

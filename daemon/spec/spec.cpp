@@ -558,8 +558,8 @@ Status SpecParser::parse_durability(const toml::node& node) {
     if (table == nullptr) {
         return type_error("durability", node, "a table (durability = { crash_points = 50 })");
     }
-    DS_TRY(
-        check_keys(*table, {"crash_points", "volatile_cache", "workload"}, "key", "in durability"));
+    DS_TRY(check_keys(*table, {"crash_points", "volatile_cache", "keep_files", "workload"}, "key",
+                      "in durability"));
     DS_ASSIGN_OR_RETURN(DurabilityOptions options, read_durability_options(*table));
     if (const std::string problem = durability_unsupported(); !problem.empty()) {
         return error_at(node.source(), "durability: " + problem);
@@ -604,6 +604,11 @@ Result<DurabilityOptions> SpecParser::read_durability_options(const toml::table&
         const auto* flag = rule->as_boolean();
         if (flag == nullptr) return type_error("volatile_cache", *rule, "true or false");
         options.volatile_cache = flag->get();
+    }
+    if (const toml::node* keep = table.get("keep_files")) {
+        const auto* flag = keep->as_boolean();
+        if (flag == nullptr) return type_error("keep_files", *keep, "true or false");
+        options.keep_files = flag->get();
     }
     return options;
 }

@@ -28,6 +28,7 @@ SUITE=bookworm
 EXPECTED_EXECUTABLES=(
     /usr/bin/disksweepd
     /usr/bin/hostctl
+    /usr/bin/disksweep-replay
     /usr/lib/disksweep/disksweep-agent
     /usr/share/disksweep/guest/build-image.sh
 )
@@ -38,6 +39,7 @@ EXPECTED_FILES=(
     /etc/disksweep/disksweepd.conf
     /usr/share/man/man8/disksweepd.8.gz
     /usr/share/man/man1/hostctl.1.gz
+    /usr/share/man/man1/disksweep-replay.1.gz
     /usr/share/bash-completion/completions/hostctl
     /usr/share/doc/disksweep/README.md
     /usr/share/disksweep/guest/lib/rootfs.sh

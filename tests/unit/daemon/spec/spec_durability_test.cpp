@@ -96,7 +96,7 @@ TEST_CASE("durability: bad options are refused with their position", "[spec][dur
           "t.toml:2:31: 'crash_points' must be 1 to 1000");
     CHECK_THAT(parse("durability = { points = 3 }\n", ledger).error().message,
                Catch::Contains("unknown key 'points' in durability; valid keys: crash_points, "
-                               "volatile_cache, workload"));
+                               "volatile_cache, keep_files, workload"));
     CHECK_THAT(parse("durability = { volatile_cache = 1 }\n", ledger).error().message,
                Catch::Contains("'volatile_cache' must be true or false"));
     CHECK_THAT(parse("durability = 5\n", ledger).error().message,
@@ -158,6 +158,39 @@ TEST_CASE("durability: the shipped durability sweep marks its ledger under both 
     for (const Workload& workload : plan->workloads)
         CHECK(workload.durability == DurabilityOptions{20, true});
     CHECK(plan->runs.size() == 16);
+}
+
+}  // namespace ds
+
+namespace ds {
+
+// "so the seed-atis sweep gets this column": its commented line, once
+// uncommented, adds a MariaDB ledger under each of the study's tunings.
+TEST_CASE("durability: seed-atis with its durability line gets a ledger under every tuning",
+          "[spec][durability]") {
+    std::ifstream in(test::repository_root() / "config/sweeps/seed-atis.toml");
+    REQUIRE(in);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string line = "# durability = { crash_points = 50 }";
+    const auto at = text.find(line);
+    REQUIRE(at != std::string::npos);
+    text.erase(at, 2);
+    auto spec = parse_sweep_spec(text, "seed-atis.toml");
+    INFO((spec.ok() ? "" : spec.error().message));
+    REQUIRE(spec.ok());
+    auto plan = expand_sweep(*spec);
+    REQUIRE(plan.ok());
+    std::vector<std::string> ledgers;
+    for (const Workload& workload : plan->workloads) {
+        if (workload.kind != "ledger") continue;
+        ledgers.push_back(workload.name);
+        CHECK(workload.params.at("variant") == "database");
+        CHECK(workload.durability->crash_points == 50);
+    }
+    CHECK(ledgers == std::vector<std::string>{"durability-ledger", "durability-ledger.dw0-odsync",
+                                              "durability-ledger.dw0-nosync"});
+    // The study's 9 pairs a round, and as many ledger pairs.
+    CHECK(plan->runs.size() == 18u * static_cast<std::size_t>(spec->repetitions));
 }
 
 }  // namespace ds
