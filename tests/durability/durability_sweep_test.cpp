@@ -68,7 +68,8 @@ ProcessOutput run_tool(const std::vector<std::string>& argv) {
 // What the reviewer does by hand: crash state K of a run that kept
 // its files, rebuilt with disksweep-replay from what the run recorded, then
 // checked with the host's own tools. Returns the ledger records the image
-// holds whole ("ledger k" at block k-1), after fsck -n found it clean.
+// holds whole ("ledger k" at block k-1), after its journal was replayed and
+// fsck -n found it clean.
 long long records_in_rebuilt_state(const Json& durability, std::size_t k, const std::string& cache,
                                    const std::string& image) {
     const Json& kept = durability.at("kept_files");
@@ -93,6 +94,11 @@ long long records_in_rebuilt_state(const Json& durability, std::size_t k, const 
     const ProcessOutput rebuilt = run_tool(argv);
     INFO(rebuilt.stdout_text << rebuilt.stderr_text);
     REQUIRE(rebuilt.exit_code == 0);
+    // As the checker's mount does: the journal replayed first, then a
+    // read-only check must find nothing.
+    const ProcessOutput replayed = run_tool({"e2fsck", "-y", "-E", "journal_only", image});
+    INFO(replayed.stdout_text << replayed.stderr_text);
+    CHECK(replayed.exit_code <= 1);
     const ProcessOutput fsck = run_tool({"e2fsck", "-fn", image});
     INFO(fsck.stdout_text << fsck.stderr_text);
     CHECK(fsck.exit_code == 0);
