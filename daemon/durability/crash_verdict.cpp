@@ -132,7 +132,11 @@ DurabilitySummary summarize(const std::vector<CrashStateResult>& states) {
     for (const CrashStateResult& state : states) {
         summary.mount_failures += state.check.mounted ? 0 : 1;
         summary.fsck_failures += state.check.fsck_clean ? 0 : 1;
-        summary.recovery_failures += state.check.mounted && !state.check.recovered ? 1 : 0;
+        // Before the first acknowledgement the ledger may not exist yet (its
+        // file not created, MariaDB still being installed): nothing was
+        // promised, so only a file system that fails counts there.
+        summary.recovery_failures +=
+            state.check.mounted && !state.check.recovered && state.acknowledged > 0 ? 1 : 0;
         summary.states_with_losses += state.lost > 0 ? 1 : 0;
         summary.max_lost = std::max(summary.max_lost, state.lost);
         total_lost += state.lost;

@@ -59,7 +59,9 @@ struct CrashStateResult {
 };
 
 // A configuration's durability: the crash states tried, the failures by
-// kind, the acknowledged records lost (max and mean over the states).
+// kind, the acknowledged records lost (max and mean over the states). A
+// state cut before the ledger's first acknowledgement counts a failed mount
+// or fsck, but not a ledger that is not there to recover.
 struct DurabilitySummary {
     int crash_states = 0;
     int mount_failures = 0;

@@ -155,5 +155,24 @@ TEST_CASE("crash verdict: a configuration's summary and its words") {
     CHECK(mixed.to_json()["verdict"] == mixed.verdict());
 }
 
+// Measured: the edge state before a file ledger's first ack had no
+// ledger.dat yet ("no ledger file"), which is no failure; after an ack it is.
+TEST_CASE("crash verdict: a ledger not there before its first ack is no failed recovery") {
+    CrashStateResult before_first_ack;
+    before_first_ack.check.mounted = before_first_ack.check.fsck_clean = true;
+    before_first_ack.check.problem = "no ledger file /mnt/disksweep/disksweep-data/ledger.dat";
+    CrashStateResult after = before_first_ack;
+    after.acknowledged = 3;
+    after.lost = 3;
+    CHECK(summarize({before_first_ack}).recovery_failures == 0);
+    CHECK(summarize({before_first_ack}).verdict() ==
+          "kept every acknowledged commit in 1 crash states");
+    CHECK(summarize({before_first_ack, after}).recovery_failures == 1);
+    // A file system that fails still counts, acknowledged or not.
+    CrashStateResult unmountable;
+    CHECK(summarize({unmountable}).mount_failures == 1);
+    CHECK(summarize({unmountable}).fsck_failures == 1);
+}
+
 }  // namespace
 }  // namespace ds
