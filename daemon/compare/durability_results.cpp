@@ -218,7 +218,10 @@ std::vector<bool> pareto_front(const std::vector<std::pair<double, double>>& spe
     std::vector<bool> front(speed_loss.size(), false);
     for (std::size_t i = 0; i < speed_loss.size(); ++i) {
         if (!usable(speed_loss[i])) continue;
-        const auto [speed, loss] = speed_loss[i];
+        // Not a structured binding: clang 14 (the sanitizer and fuzz
+        // builds) cannot capture one in a lambda.
+        const double speed = speed_loss[i].first;
+        const double loss = speed_loss[i].second;
         front[i] = std::none_of(speed_loss.begin(), speed_loss.end(), [&](const auto& other) {
             return usable(other) && other.first >= speed && other.second <= loss &&
                    (other.first > speed || other.second < loss);
