@@ -130,9 +130,9 @@ TEST_CASE(
     require_image(test::test_image_dir() + "/mariadb");
     DaemonFixture daemon(daemon_args());
     REQUIRE(daemon.ready());
-    // Three configurations of the file ledger: cache=none with ext4's
+    // Four configurations of the file ledger: cache=none with ext4's
     // defaults (safe), cache=unsafe (host power cut), ext4 barrier=0
-    // (volatile disk cache, no flush ever sent).
+    // (volatile disk cache, no flush sent while the ledger runs), and both.
     auto submitted = submit_and_wait(daemon, R"(
 name = "durability"
 durability = { crash_points = 4, keep_files = true }
