@@ -330,4 +330,38 @@ time_based = true
     CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
 }
 
+TEST_CASE("axes: a logged disk whose volume node drops flushes fails its run, naming the cache",
+          "[axes][durability]") {
+    ::setenv("DISKSWEEP_TEST_INJECT", "logged_no_flush", 1);
+    DaemonFixture daemon(daemon_args(), INJECTING_DAEMON_BIN);
+    ::unsetenv("DISKSWEEP_TEST_INJECT");
+    REQUIRE(daemon.ready());
+    const std::string spec = test::write_temp_file("logged-no-flush.toml", R"(name = "logged"
+durability = { crash_points = 2 }
+[matrix]
+storage = "file"
+cache = "none"
+filesystem = "ext4"
+disk_size = "256m"
+[[workload]]
+name = "ledger"
+kind = "ledger"
+records = 20
+)");
+    const auto submitted =
+        daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
+    INFO(submitted.out << submitted.err << daemon.log());
+    const auto runs = test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 1);
+    INFO(runs.front().failure_reason);
+    CHECK(runs.front().status == "failed");
+    CHECK_THAT(runs.front().failure_reason,
+               Catch::Contains("cache: requested none, QEMU has direct=on,writeback=on,no-flush=on "
+                               "(query-block cache.writeback (the device) and "
+                               "query-named-block-nodes disksweep-data-volume"));
+    CHECK_THAT(daemon.log(), Catch::Contains("injected logged_no_flush"));
+    CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
+    CHECK(std::filesystem::is_empty(daemon.state_dir() + "/durability"));
+}
+
 }  // namespace ds

@@ -54,6 +54,27 @@ std::string device_write_cache_on(std::string xml) {
     return with_qemu_namespace(std::move(xml));
 }
 
+// A durability run's logged data disk (write_log_disk.h) is on QEMU's
+// command line, not a <disk>: its volume node, below the logger, gets
+// cache.no-flush, so QEMU drops the guest's flushes as under cache=unsafe
+// while the run asked for a mode that keeps them. The domain XML has no
+// <disk> to show it; QEMU's named block nodes do.
+bool honours_flushes(const StorageConfig& requested) {
+    return requested.cache != CacheMode::kUnsafe;
+}
+
+std::string logged_volume_drops_flushes(std::string xml) {
+    const std::string node = "&quot;node-name&quot;:&quot;disksweep-data-volume&quot;";
+    const std::string keeps = "&quot;no-flush&quot;:false";
+    const std::size_t at = xml.find(node);
+    if (at == std::string::npos) return xml;
+    const std::size_t arg_start = xml.rfind("<qemu:arg", at);
+    const std::size_t flag = xml.find(keeps, arg_start);
+    if (arg_start != std::string::npos && flag != std::string::npos && flag < xml.find("/>", at))
+        xml.replace(flag, keeps.size(), "&quot;no-flush&quot;:true");
+    return xml;
+}
+
 bool discard_requested(const StorageConfig& requested) {
     return requested.discard;
 }
@@ -116,6 +137,9 @@ const std::array kFaults = {
                   own_scsi_controller, second_disk_on_controller},
     InjectedFault{"golden_fs", "the data disk made a btrfs on the host before QEMU opens it",
                   ext4_on_file, data_disk_made_btrfs},
+    InjectedFault{"logged_no_flush",
+                  "cache.no-flush on a logged data disk's volume node, below the logger",
+                  honours_flushes, logged_volume_drops_flushes},
 };
 
 }  // namespace

@@ -16,6 +16,10 @@
 // One changes what libvirt passes to QEMU:
 //  * discard: discard='unmap' becomes 'ignore' on the data disk: QEMU's
 //    block nodes drop the guest's discards.
+// One changes a durability run's logged data disk, which has no <disk>:
+//  * logged_no_flush: its volume node (below the logger) gets
+//    cache.no-flush in the <qemu:commandline> arguments: QEMU drops the
+//    guest's flushes though the run asked for cache=none.
 // One changes the disk itself:
 //  * golden_fs: an ext4 configuration's data disk file is made a btrfs on the
 //    host before QEMU opens it. A golden volume's preparation formats it
