@@ -294,6 +294,21 @@ TEST_CASE("axes: a setting made wrong in QEMU fails its run with the difference 
     CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
 }
 
+namespace {
+
+// Submits the one-configuration sweep in the spec file `spec` and waits;
+// its one run, with hostctl's output and the daemon's log on a failure.
+std::vector<RunRow> one_run_of(const DaemonFixture& daemon, const std::string& spec) {
+    const auto submitted =
+        daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
+    INFO(submitted.out << submitted.err << daemon.log());
+    auto runs = test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 1);
+    return runs;
+}
+
+}  // namespace
+
 TEST_CASE("axes: a golden volume's clone holding another file system fails its run, naming both",
           "[axes][golden]") {
     ::setenv("DISKSWEEP_TEST_INJECT", "golden_fs", 1);
@@ -316,11 +331,7 @@ size = "8m"
 runtime = "1s"
 time_based = true
 )");
-    const auto submitted =
-        daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
-    INFO(submitted.out << submitted.err << daemon.log());
-    const auto runs = test::runs_of_sweep(daemon.database(), 1);
-    REQUIRE(runs.size() == 1);
+    const auto runs = one_run_of(daemon, spec);
     INFO(runs.front().failure_reason);
     CHECK(runs.front().status == "failed");
     CHECK(runs.front().applied.at("dataset").at("source") == "golden");
@@ -348,11 +359,7 @@ name = "ledger"
 kind = "ledger"
 records = 20
 )");
-    const auto submitted =
-        daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(300));
-    INFO(submitted.out << submitted.err << daemon.log());
-    const auto runs = test::runs_of_sweep(daemon.database(), 1);
-    REQUIRE(runs.size() == 1);
+    const auto runs = one_run_of(daemon, spec);
     INFO(runs.front().failure_reason);
     CHECK(runs.front().status == "failed");
     CHECK_THAT(runs.front().failure_reason,

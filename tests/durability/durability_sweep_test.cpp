@@ -30,9 +30,18 @@ void require_image(const std::string& dir) {
         FAIL("guest image missing in " + dir + ": run scripts/build-guest-image.sh");
 }
 
-test::HostctlResult submit_and_wait(const DaemonFixture& daemon, const std::string& spec) {
+// Submits `spec`, waits, and returns the sweep's runs: exactly `expected`,
+// all of them finished (hostctl's output and the daemon's log on a failure).
+std::vector<RunRow> runs_of_submitted(const DaemonFixture& daemon, const std::string& spec,
+                                      std::size_t expected) {
     const auto path = test::write_temp_file("durability-sweep.toml", spec);
-    return daemon.hostctl({"sweep", "submit", path, "--wait"}, std::chrono::seconds(1500));
+    const auto submitted =
+        daemon.hostctl({"sweep", "submit", path, "--wait"}, std::chrono::seconds(1500));
+    INFO(submitted.out << submitted.err << daemon.log());
+    REQUIRE(submitted.exit_code == 0);
+    auto runs = test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == expected);
+    return runs;
 }
 
 // The run's applied_settings.durability.summary, after checking its shape.
@@ -133,7 +142,7 @@ TEST_CASE(
     // Four configurations of the file ledger: cache=none with ext4's
     // defaults (safe), cache=unsafe (host power cut), ext4 barrier=0
     // (volatile disk cache, no flush sent while the ledger runs), and both.
-    auto submitted = submit_and_wait(daemon, R"(
+    const auto runs = runs_of_submitted(daemon, R"(
 name = "durability"
 durability = { crash_points = 4, keep_files = true }
 [matrix]
@@ -145,11 +154,8 @@ name = "ledger"
 kind = "ledger"
 records = 150
 record_size = "4k"
-)");
-    INFO(submitted.out << submitted.err << daemon.log());
-    REQUIRE(submitted.exit_code == 0);
-    const auto runs = test::runs_of_sweep(daemon.database(), 1);
-    REQUIRE(runs.size() == 4);
+)",
+                                        4);
     for (const RunRow& run : runs) {
         const std::string cache = run.config.at("cache");
         const std::string mount_options = run.config.at("filesystem").value("mount_options", "");
@@ -189,7 +195,7 @@ TEST_CASE("durability sweep: MariaDB commits survive with flush_log_at_trx_commi
     REQUIRE(daemon.ready());
     // The database ledger under two tunings: InnoDB flushes its redo log at
     // every commit (MariaDB's default, 1) or once a second (2).
-    auto submitted = submit_and_wait(daemon, R"(
+    const auto runs = runs_of_submitted(daemon, R"(
 name = "durability-db"
 durability = { crash_points = 6 }
 [matrix]
@@ -204,11 +210,8 @@ name = "ledger-db"
 kind = "ledger"
 variant = "database"
 records = 400
-)");
-    INFO(submitted.out << submitted.err << daemon.log());
-    REQUIRE(submitted.exit_code == 0);
-    const auto runs = test::runs_of_sweep(daemon.database(), 1);
-    REQUIRE(runs.size() == 2);
+)",
+                                        2);
     for (const RunRow& run : runs) {
         INFO(run.workload << "\n" << run.applied.dump(2));
         const Json& summary = summary_of(run);
