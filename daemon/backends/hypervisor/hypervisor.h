@@ -140,6 +140,24 @@ class Hypervisor {
     virtual Result<std::vector<std::string>> list_vms(const std::string& prefix) = 0;
     // Versions recorded with each run: {"libvirt": "9.0.0", "qemu": "7.2.0", ...}.
     virtual Json versions() = 0;
+
+    // Whether the hypervisor answers now, for `hostctl status`:
+    // {"state": "connected"|"unreachable", "error": "..."}; a backend that
+    // connects per call says {"state": "connected"}.
+    virtual Json reachability() { return Json{{"state", "connected"}}; }
+    // True once after the connection was lost and made again (or made for
+    // the first time after the daemon started without it): what the daemon
+    // had there may be left half done, so it cleans the host up
+    // (daemon/recovery.h) before the host takes runs again.
+    virtual bool take_reconnected() { return false; }
+
+    // The guest image as this hypervisor's host sees it (VmRequest::image):
+    // `local` itself where the host reads this machine's files; a remote
+    // libvirt host gets it uploaded into its pool once per content and
+    // answers the volumes' paths there. Each successful call is paired with
+    // release_image(staged) once no guest of the run uses it any more.
+    virtual Result<GuestImage> stage_image(const GuestImage& local) { return local; }
+    virtual void release_image(const GuestImage& staged) { (void)staged; }
 };
 
 }  // namespace ds

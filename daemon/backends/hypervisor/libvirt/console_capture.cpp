@@ -39,6 +39,19 @@ ConsoleCapture::ConsoleCapture(std::string socket_path, std::string log_path, st
       log_path_(std::move(log_path)),
       max_bytes_(max_bytes),
       keep_bytes_(std::min(keep_bytes, max_bytes)) {
+    start();
+}
+
+ConsoleCapture::ConsoleCapture(FileDescriptor connected, std::string log_path,
+                               std::size_t max_bytes, std::size_t keep_bytes)
+    : connected_(std::move(connected)),
+      log_path_(std::move(log_path)),
+      max_bytes_(max_bytes),
+      keep_bytes_(std::min(keep_bytes, max_bytes)) {
+    start();
+}
+
+void ConsoleCapture::start() {
     log_fd_ =
         FileDescriptor(::open(log_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     thread_ = std::thread([this] { capture_loop(); });
@@ -66,7 +79,8 @@ int ConsoleCapture::connect_with_retry() {
 }
 
 void ConsoleCapture::capture_loop() {
-    const FileDescriptor connection(connect_with_retry());
+    const FileDescriptor connection =
+        connected_.valid() ? std::move(connected_) : FileDescriptor(connect_with_retry());
     if (!connection.valid()) return;
     const int fd = connection.get();
     std::array<char, 64 * 1024> buffer{};

@@ -29,6 +29,11 @@ class ConsoleCapture {
     ConsoleCapture(std::string socket_path, std::string log_path,
                    std::size_t max_bytes = kConsoleLogMaxBytes,
                    std::size_t keep_bytes = kConsoleLogKeepBytes);
+    // The same for a console already connected (a libvirt stream's bridge,
+    // stream_bridge.h): reads `connected` until it ends.
+    ConsoleCapture(FileDescriptor connected, std::string log_path,
+                   std::size_t max_bytes = kConsoleLogMaxBytes,
+                   std::size_t keep_bytes = kConsoleLogKeepBytes);
     // Stops the thread (it drains what is readable first) and closes the log.
     ~ConsoleCapture();
     ConsoleCapture(const ConsoleCapture&) = delete;
@@ -38,12 +43,14 @@ class ConsoleCapture {
     std::size_t bytes_read() const { return bytes_read_.load(); }
 
   private:
+    void start();  // opens the log (emptied) and starts the thread
     void capture_loop();
     int connect_with_retry();
     void append(const char* data, std::size_t size);
     void trim();
 
     std::string socket_path_;
+    FileDescriptor connected_;  // given at construction, else connected by the thread
     std::string log_path_;
     std::size_t max_bytes_;
     std::size_t keep_bytes_;

@@ -428,6 +428,30 @@ std::optional<std::uint64_t> parse_positive(const std::string& text) {
     return number;
 }
 
+// The serial console and the agent's virtio-serial channel (GuestEndpoints).
+void write_guest_endpoints(XmlWriter& xml, const VmRequest& request, const LocalGuestFiles& files,
+                           GuestEndpoints endpoints) {
+    const bool local = endpoints == GuestEndpoints::kLocalSockets;
+    // QEMU serves the console; the daemon captures it with a size bound. A
+    // file chardev would grow as long as the guest prints.
+    xml.open("serial", {{"type", local ? "unix" : "pty"}});
+    if (local) {
+        xml.empty("source", {{"mode", "bind"},
+                             {"path", console_socket_path(files.console_log(request.name))}});
+    }
+    xml.empty("target", {{"port", "0"}});
+    xml.close("serial");
+
+    xml.open("channel", {{"type", "unix"}});
+    if (local) {
+        xml.empty("source", {{"mode", "bind"}, {"path", files.agent_socket(request.name)}});
+    } else {
+        xml.empty("source", {{"mode", "bind"}});
+    }
+    xml.empty("target", {{"type", "virtio"}, {"name", str(protocol::kChannelName)}});
+    xml.close("channel");
+}
+
 }  // namespace
 
 std::string console_socket_path(const std::string& console_log_path) {
@@ -462,7 +486,8 @@ std::string xml_escape(std::string_view text) {
 }
 
 std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& files,
-                             DomainXmlDialect dialect, const std::string& rbd_secret_uuid) {
+                             DomainXmlDialect dialect, const std::string& rbd_secret_uuid,
+                             GuestEndpoints endpoints) {
     const StorageConfig& config = request.config;
     const bool logged = !request.write_log_path.empty();
     XmlWriter xml;
@@ -502,19 +527,7 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
     xml.empty("controller", {{"type", "usb"}, {"model", "none"}});
     xml.empty("controller", {{"type", "virtio-serial"}, {"index", "0"}});
 
-    // QEMU serves the console; the daemon captures it with a size bound. A
-    // file chardev would grow as long as the guest prints.
-    xml.open("serial", {{"type", "unix"}});
-    xml.empty("source",
-              {{"mode", "bind"}, {"path", console_socket_path(files.console_log(request.name))}});
-    xml.empty("target", {{"port", "0"}});
-    xml.close("serial");
-
-    xml.open("channel", {{"type", "unix"}});
-    xml.empty("source", {{"mode", "bind"}, {"path", files.agent_socket(request.name)}});
-    xml.empty("target", {{"type", "virtio"}, {"name", str(protocol::kChannelName)}});
-    xml.close("channel");
-
+    write_guest_endpoints(xml, request, files, endpoints);
     xml.empty("memballoon", {{"model", "none"}});
     xml.close("devices");
     if (logged) {

@@ -25,6 +25,19 @@ namespace ds {
 // machine attributes are left out. Every device is identical in both.
 enum class DomainXmlDialect { kQemu, kTestDriver };
 
+// Where QEMU serves the guest's agent channel and serial console.
+//  * kLocalSockets: unix sockets at the paths LocalGuestFiles names, which
+//    the daemon connects to on this machine (libvirt's embedded driver).
+//  * kLibvirtStreams: the channel on a unix socket whose path libvirt
+//    chooses on its host (a bind source without a path: libvirt 9.0's
+//    qemuDomainPrepareChannel puts it in the domain's channel directory),
+//    and the console on a pty: virDomainOpenChannel streams only unix
+//    channels and virDomainOpenConsole only pty consoles
+//    (src/qemu/qemu_driver.c, qemuDomainOpenChannel/qemuDomainOpenConsole).
+//    Both are read over the libvirt connection, so they work on a remote
+//    host.
+enum class GuestEndpoints { kLocalSockets, kLibvirtStreams };
+
 // The unix socket QEMU serves the serial console on, beside the console log
 // the daemon writes from it (see console_capture.h).
 std::string console_socket_path(const std::string& console_log_path);
@@ -50,8 +63,8 @@ inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-s
 //    will refuse (see libvirt_unsupported_reason): refusing is theirs to do,
 //    at start_vm, with their own message; what they silently change instead
 //    shows up in parse_applied_disk_settings. Nothing is dropped or faked here.
-// The agent channel and the console are served by QEMU on the sockets
-// `files` names for request.name.
+// The agent channel and the console are served by QEMU as `endpoints` says:
+// with kLocalSockets on the sockets `files` names for request.name.
 // Each of request.extra_disks is a virtio-blk <disk> (file or block, its
 // format as for the data disk, cache='unsafe', its <serial>) on targets
 // vdc, vdd, ... in order; whether they are valid (check_extra_disks) and of
@@ -61,7 +74,8 @@ inline constexpr std::string_view kDataDiskScsiControllerAlias = "ua-disksweep-s
 // in <qemu:commandline> (write_log_disk.h).
 std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& files,
                              DomainXmlDialect dialect = DomainXmlDialect::kQemu,
-                             const std::string& rbd_secret_uuid = "");
+                             const std::string& rbd_secret_uuid = "",
+                             GuestEndpoints endpoints = GuestEndpoints::kLocalSockets);
 
 // The data disk's <disk> element alone, exactly as build_domain_xml writes
 // it into <devices> (same contract for `source` and `rbd_secret_uuid`), not

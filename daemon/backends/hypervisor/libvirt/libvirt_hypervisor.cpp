@@ -210,7 +210,7 @@ bool kvm_device_present() {
 
 Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
     const std::string& uri, const std::string& embed_root_for_default,
-    const std::string& guest_files_directory) {
+    const std::string& guest_files_directory, bool allow_unreachable) {
     std::string effective_uri = uri;
     if (effective_uri.empty()) {
         if (embed_root_for_default.empty() || embed_root_for_default.front() != '/') {
@@ -228,7 +228,21 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
     }
     // The event loop must run before an embedded driver is opened.
     EventLoopThread::acquire();
+    // Guests on an embedded driver are reached through sockets here; on any
+    // other QEMU connection through streams over it (domain_xml.h).
+    const GuestEndpoints endpoints = embedded_root.empty() && effective_uri.rfind("test:", 0) != 0
+                                         ? GuestEndpoints::kLibvirtStreams
+                                         : GuestEndpoints::kLocalSockets;
     virConnectPtr connection = virConnectOpen(effective_uri.c_str());
+    if (connection == nullptr && allow_unreachable && embedded_root.empty()) {
+        Error error = libvirt_error(errc::kUnavailable, "cannot connect", effective_uri);
+        auto unreachable = std::unique_ptr<LibvirtHypervisor>(
+            new LibvirtHypervisor(nullptr, effective_uri, DomainXmlDialect::kQemu, false,
+                                  LocalGuestFiles{guest_files_directory}, endpoints));
+        unreachable->connection_failure_ = error.message;
+        unreachable->last_open_attempt_ = std::chrono::steady_clock::now();
+        return unreachable;
+    }
     if (connection == nullptr) {
         Error error = libvirt_error(errc::kUnavailable, "cannot connect", effective_uri);
         EventLoopThread::release();
@@ -254,26 +268,77 @@ Result<std::unique_ptr<LibvirtHypervisor>> LibvirtHypervisor::connect(
         EventLoopThread::release();
         return secrets.error();
     }
-    return std::unique_ptr<LibvirtHypervisor>(new LibvirtHypervisor(
-        connection, effective_uri, dialect, *secrets, LocalGuestFiles{guest_files_directory}));
+    return std::unique_ptr<LibvirtHypervisor>(
+        new LibvirtHypervisor(connection, effective_uri, dialect, *secrets,
+                              LocalGuestFiles{guest_files_directory}, endpoints));
 }
 
 LibvirtHypervisor::LibvirtHypervisor(virConnectPtr connection, std::string uri,
                                      DomainXmlDialect dialect, bool secret_driver,
-                                     LocalGuestFiles guest_files)
+                                     LocalGuestFiles guest_files, GuestEndpoints endpoints)
     : connection_(connection),
       uri_(std::move(uri)),
       dialect_(dialect),
       secret_driver_(secret_driver),
-      guest_files_(std::move(guest_files)) {}
+      guest_files_(std::move(guest_files)),
+      endpoints_(endpoints) {}
 
 LibvirtHypervisor::~LibvirtHypervisor() {
-    virConnectClose(connection_);
+    {
+        std::lock_guard lock(consoles_mutex_);
+        consoles_.clear();  // their streams belong to the connection
+    }
+    if (connection_ != nullptr) virConnectClose(connection_);
+    for (virConnectPtr retired : retired_) virConnectClose(retired);
     EventLoopThread::release();
 }
 
+Result<virConnectPtr> LibvirtHypervisor::live_connection() {
+    std::lock_guard lock(connection_mutex_);
+    const bool embedded = endpoints_ == GuestEndpoints::kLocalSockets;
+    if (connection_ != nullptr && (embedded || virConnectIsAlive(connection_) == 1)) {
+        return connection_;
+    }
+    reset_libvirt_error();
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_open_attempt_ >= kReconnectInterval) {
+        last_open_attempt_ = now;
+        if (virConnectPtr fresh = virConnectOpen(uri_.c_str())) {
+            const Result<bool> secrets = ds::has_secret_driver(fresh, uri_);
+            secret_driver_ = secrets.ok() && *secrets;
+            if (connection_ != nullptr) retired_.push_back(connection_);
+            connection_ = fresh;
+            connection_failure_.clear();
+            ++reconnects_;
+            reconnected_ = true;
+            return connection_;
+        }
+        connection_failure_ = libvirt_error(errc::kUnavailable, "cannot connect", uri_).message;
+    }
+    return make_error(errc::kUnavailable,
+                      "host unreachable: " + (connection_failure_.empty()
+                                                  ? "libvirt: the connection to " + uri_ +
+                                                        " was lost"
+                                                  : connection_failure_));
+}
+
+Json LibvirtHypervisor::reachability() {
+    const Result<virConnectPtr> connection = live_connection();
+    std::lock_guard lock(connection_mutex_);
+    Json status = {{"state", connection.ok() ? "connected" : "unreachable"},
+                   {"reconnects", reconnects_}};
+    if (!connection.ok()) status["error"] = connection.error().message;
+    return status;
+}
+
+bool LibvirtHypervisor::take_reconnected() {
+    std::lock_guard lock(connection_mutex_);
+    return std::exchange(reconnected_, false);
+}
+
 Status LibvirtHypervisor::start_vm(const VmRequest& request) {
-    if (DomainHandle existing{virDomainLookupByName(connection_, request.name.c_str())}) {
+    DS_ASSIGN_OR_RETURN(virConnectPtr connection, live_connection());
+    if (DomainHandle existing{virDomainLookupByName(connection, request.name.c_str())}) {
         return make_error(errc::kConflict,
                           "libvirt: domain " + request.name + " already exists (" + uri_ + ")");
     }
@@ -292,28 +357,123 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
     }
     const Result<std::string> secret_uuid = define_rbd_secret_for(request);
     if (!secret_uuid.ok()) return secret_uuid.error();
-    std::string xml = build_domain_xml(request, guest_files_, dialect_, *secret_uuid);
+    std::string xml = build_domain_xml(request, guest_files_, dialect_, *secret_uuid, endpoints_);
     if (domain_xml_filter_) xml = domain_xml_filter_(request, std::move(xml));
     // VALIDATE: check the XML against libvirt's schema first, so a mistake in
     // it is reported as such rather than as whatever it later breaks.
-    DomainHandle domain{virDomainCreateXML(connection_, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
-    if (!domain) {
-        Error error = libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name);
-        // Nothing is left of a failed start, the key's secret included.
-        const Status removed = remove_rbd_secret(request.name);
+    DomainHandle domain{virDomainCreateXML(connection, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
+    Result<GuestConsole> console = domain ? capture_console(domain.get(), request.name)
+                                          : Result<GuestConsole>(libvirt_error(
+                                                errc::kHypervisor, "cannot start domain", uri_,
+                                                request.name));
+    if (!console.ok()) {
+        Error error = console.error();
+        // Nothing is left of a failed start: the domain, the key's secret.
+        Status removed = domain ? destroy_domain(request.name) : ok_status();
+        if (removed.ok()) removed = remove_rbd_secret(request.name);
         if (!removed.ok()) error.message += "; and then " + removed.error().message;
         return error;
     }
     std::lock_guard lock(consoles_mutex_);
-    consoles_[request.name] = std::make_unique<ConsoleCapture>(
-        console_socket_path(guest_files_.console_log(request.name)),
-        guest_files_.console_log(request.name));
+    consoles_[request.name] = std::move(console).value();
     return ok_status();
+}
+
+Result<LibvirtHypervisor::GuestConsole> LibvirtHypervisor::capture_console(
+    virDomainPtr domain, const std::string& vm_name) {
+    GuestConsole console;
+    const std::string log = guest_files_.console_log(vm_name);
+    if (endpoints_ == GuestEndpoints::kLocalSockets) {
+        console.capture = std::make_unique<ConsoleCapture>(console_socket_path(log), log);
+        return console;
+    }
+    virStreamPtr stream = virStreamNew(virDomainGetConnect(domain), VIR_STREAM_NONBLOCK);
+    if (stream == nullptr) {
+        return libvirt_error(errc::kHypervisor, "cannot make a console stream", uri_, vm_name);
+    }
+    // FORCE: a console left open by an earlier daemon's stream is taken over.
+    if (virDomainOpenConsole(domain, nullptr, stream, VIR_DOMAIN_CONSOLE_FORCE) < 0) {
+        Error error = libvirt_error(errc::kHypervisor, "cannot open the console", uri_, vm_name);
+        virStreamFree(stream);
+        return error;
+    }
+    DS_ASSIGN_OR_RETURN(console.bridge,
+                        StreamBridge::start(stream, "console of " + vm_name + " on " + uri_));
+    console.capture = std::make_unique<ConsoleCapture>(console.bridge->take_local_end(), log);
+    return console;
 }
 
 Result<std::unique_ptr<AgentChannel>> LibvirtHypervisor::open_agent_channel(
     const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) {
+    if (endpoints_ == GuestEndpoints::kLibvirtStreams) {
+        return open_stream_channel(vm_name, deadline, cancelled);
+    }
     return connect_unix_agent_channel(guest_files_.agent_socket(vm_name), deadline, cancelled);
+}
+
+namespace {
+
+// The agent's line transport over a stream's bridge: the socket end the
+// daemon reads, with the stream's own failure added to a read or write that
+// fails because the stream ended.
+class StreamAgentChannel : public AgentChannel {
+  public:
+    explicit StreamAgentChannel(std::unique_ptr<StreamBridge> bridge)
+        : bridge_(std::move(bridge)), socket_(bridge_->take_local_end()) {}
+
+    Result<std::string> read_line(Deadline deadline) override {
+        Result<std::string> line = socket_.read_line(deadline);
+        if (!line.ok() && line.error().code == errc::kIo) return with_cause(line.error());
+        return line;
+    }
+    Status write(std::string_view data) override {
+        Status written = socket_.write(data);
+        if (!written.ok()) return with_cause(written.error());
+        return written;
+    }
+
+  private:
+    Error with_cause(Error error) const {
+        const std::string cause = bridge_->failure();
+        if (!cause.empty()) error.message += " (" + cause + ")";
+        return error;
+    }
+    std::unique_ptr<StreamBridge> bridge_;  // first: outlives the socket end
+    SocketAgentChannel socket_;
+};
+
+constexpr auto kChannelRetryInterval = std::chrono::milliseconds(100);
+
+}  // namespace
+
+Result<std::unique_ptr<AgentChannel>> LibvirtHypervisor::open_stream_channel(
+    const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) {
+    const std::string what = "agent channel of " + vm_name + " on " + uri_;
+    for (;;) {
+        std::string last_error;
+        if (Result<DomainHandle> domain = lookup_domain(vm_name); domain.ok()) {
+            virStreamPtr stream =
+                virStreamNew(virDomainGetConnect(domain->get()), VIR_STREAM_NONBLOCK);
+            if (stream != nullptr &&
+                virDomainOpenChannel(domain->get(), std::string(protocol::kChannelName).c_str(),
+                                     stream, 0) == 0) {
+                DS_ASSIGN_OR_RETURN(auto bridge, StreamBridge::start(stream, what));
+                return std::unique_ptr<AgentChannel>(
+                    std::make_unique<StreamAgentChannel>(std::move(bridge)));
+            }
+            last_error = libvirt_error(errc::kHypervisor, "cannot open the " + what, uri_).message;
+            if (stream != nullptr) virStreamFree(stream);
+        } else {
+            last_error = domain.error().message;
+        }
+        if (cancelled != nullptr && cancelled->load()) {
+            return make_error(errc::kCancelled, "run cancelled");
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return make_error(errc::kTimeout, "cannot open the " + what + ": " + last_error);
+        }
+        std::this_thread::sleep_for(kChannelRetryInterval);
+    }
 }
 
 std::string LibvirtHypervisor::console_tail(const std::string& vm_name, std::size_t max_bytes) {
@@ -328,13 +488,13 @@ void LibvirtHypervisor::discard_console(const std::string& vm_name) {
     guest_files_.remove_console_log(vm_name);
 }
 
-std::unique_ptr<ConsoleCapture> LibvirtHypervisor::take_console(const std::string& vm_name) {
+LibvirtHypervisor::GuestConsole LibvirtHypervisor::take_console(const std::string& vm_name) {
     std::lock_guard lock(consoles_mutex_);
     auto found = consoles_.find(vm_name);
-    if (found == consoles_.end()) return nullptr;
-    auto capture = std::move(found->second);
+    if (found == consoles_.end()) return {};
+    GuestConsole console = std::move(found->second);
     consoles_.erase(found);
-    return capture;
+    return console;
 }
 
 Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
@@ -415,7 +575,8 @@ Result<Json> LibvirtHypervisor::disk_counters(const std::string& vm_name) {
 
 Result<LibvirtHypervisor::DomainHandle> LibvirtHypervisor::lookup_domain(
     const std::string& vm_name) {
-    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
+    DS_ASSIGN_OR_RETURN(virConnectPtr connection, live_connection());
+    DomainHandle domain{virDomainLookupByName(connection, vm_name.c_str())};
     if (!domain) {
         const bool missing = last_libvirt_error_code() == VIR_ERR_NO_DOMAIN;
         return libvirt_error(missing ? errc::kNotFound : errc::kHypervisor, "cannot look up domain",
@@ -425,7 +586,8 @@ Result<LibvirtHypervisor::DomainHandle> LibvirtHypervisor::lookup_domain(
 }
 
 Result<bool> LibvirtHypervisor::is_running(const std::string& vm_name) {
-    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
+    DS_ASSIGN_OR_RETURN(virConnectPtr connection, live_connection());
+    DomainHandle domain{virDomainLookupByName(connection, vm_name.c_str())};
     if (!domain) {
         if (last_libvirt_error_code() == VIR_ERR_NO_DOMAIN) {
             virResetLastError();
@@ -453,18 +615,20 @@ Result<std::string> LibvirtHypervisor::define_rbd_secret_for(const VmRequest& re
         return make_error(errc::kHypervisor, "cannot give guest " + request.name +
                                                  " its cephx key: " + key.error().message);
     }
-    return define_rbd_secret(connection_, uri_, request.name, *key);
+    DS_ASSIGN_OR_RETURN(virConnectPtr connection, live_connection());
+    return define_rbd_secret(connection, uri_, request.name, *key);
 }
 
 Status LibvirtHypervisor::remove_rbd_secret(const std::string& vm_name) {
     if (!secret_driver_) return ok_status();
-    return undefine_rbd_secret(connection_, uri_, vm_name);
+    DS_ASSIGN_OR_RETURN(virConnectPtr connection, live_connection());
+    return undefine_rbd_secret(connection, uri_, vm_name);
 }
 
 Status LibvirtHypervisor::destroy_vm(const std::string& vm_name) {
     // Declared first, so it is destroyed last: once QEMU is gone the capture
     // reads the console to its end and stops.
-    const std::unique_ptr<ConsoleCapture> console = take_console(vm_name);
+    const GuestConsole console = take_console(vm_name);
     // Connections made already are unaffected; nothing new can connect.
     guest_files_.remove_socket(vm_name);
     DS_TRY(destroy_domain(vm_name));
@@ -474,7 +638,8 @@ Status LibvirtHypervisor::destroy_vm(const std::string& vm_name) {
 }
 
 Status LibvirtHypervisor::destroy_domain(const std::string& vm_name) {
-    DomainHandle domain{virDomainLookupByName(connection_, vm_name.c_str())};
+    DS_ASSIGN_OR_RETURN(virConnectPtr connection, live_connection());
+    DomainHandle domain{virDomainLookupByName(connection, vm_name.c_str())};
     if (!domain) {
         if (last_libvirt_error_code() == VIR_ERR_NO_DOMAIN) {
             virResetLastError();
@@ -501,9 +666,10 @@ Status LibvirtHypervisor::destroy_domain(const std::string& vm_name) {
 }
 
 Result<std::vector<std::string>> LibvirtHypervisor::list_vms(const std::string& prefix) {
+    DS_ASSIGN_OR_RETURN(virConnectPtr connection, live_connection());
     virDomainPtr* domains = nullptr;
     // Flags 0: running and defined-but-inactive domains alike.
-    const int count = virConnectListAllDomains(connection_, &domains, 0);
+    const int count = virConnectListAllDomains(connection, &domains, 0);
     if (count < 0) return libvirt_error(errc::kHypervisor, "cannot list domains", uri_);
     std::vector<std::string> names;
     for (int i = 0; i < count; ++i) {
@@ -514,7 +680,7 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vms(const std::string& 
     }
     std::free(domains);
     if (secret_driver_) {
-        DS_ASSIGN_OR_RETURN(auto with_secrets, guests_with_rbd_secrets(connection_, uri_, prefix));
+        DS_ASSIGN_OR_RETURN(auto with_secrets, guests_with_rbd_secrets(connection, uri_, prefix));
         names.insert(names.end(), with_secrets.begin(), with_secrets.end());
     }
     std::sort(names.begin(), names.end());
@@ -525,14 +691,17 @@ Result<std::vector<std::string>> LibvirtHypervisor::list_vms(const std::string& 
 Json LibvirtHypervisor::versions() {
     Json versions = Json::object();
     versions["hypervisor_uri"] = uri_;
+    const Result<virConnectPtr> live = live_connection();
+    if (!live.ok()) return versions;
+    virConnectPtr connection = *live;
     unsigned long library_version = 0;
-    if (virConnectGetLibVersion(connection_, &library_version) == 0) {
+    if (virConnectGetLibVersion(connection, &library_version) == 0) {
         versions["libvirt"] = version_string(library_version);
     }
-    const char* type = virConnectGetType(connection_);
+    const char* type = virConnectGetType(connection);
     if (type != nullptr) versions["hypervisor_type"] = type;
     unsigned long hypervisor_version = 0;
-    if (virConnectGetVersion(connection_, &hypervisor_version) == 0) {
+    if (virConnectGetVersion(connection, &hypervisor_version) == 0) {
         versions["hypervisor_version"] = version_string(hypervisor_version);
         if (type != nullptr && std::string_view(type) == "QEMU")
             versions["qemu"] = version_string(hypervisor_version);

@@ -6,6 +6,14 @@
 // lives under DIR. Any other URI (test:///default for tests, qemu:///system,
 // qemu+ssh://host/system) is used as given.
 //
+// Guests are reached as GuestEndpoints says (domain_xml.h): on an embedded
+// URI through sockets on this machine; on any other through libvirt streams
+// over the connection (virDomainOpenChannel, virDomainOpenConsole), which
+// work the same on a remote host. A remote connection that dies (its
+// libvirtd restarted, the network lost) is opened again on the next call at
+// most every kReconnectInterval; calls in between fail with libvirt's
+// reason.
+//
 // RBD data disks authenticate in one of two ways, by what the connection has
 // (asked once, at connect): with a secret driver (libvirtd, a remote host) the
 // cephx key goes into an ephemeral libvirt secret for the guest's lifetime
@@ -15,6 +23,8 @@
 // "rbd_auth".
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,12 +35,14 @@
 #include "daemon/backends/hypervisor/hypervisor.h"
 #include "daemon/backends/hypervisor/libvirt/console_capture.h"
 #include "daemon/backends/hypervisor/libvirt/domain_xml.h"
+#include "daemon/backends/hypervisor/libvirt/stream_bridge.h"
 #include "daemon/backends/hypervisor/local_guest_files.h"
 
 // libvirt's connection and domain handles, without pulling libvirt's headers
 // into ours.
 struct _virConnect;
 struct _virDomain;
+struct _virStream;
 
 namespace ds {
 
@@ -53,9 +65,16 @@ class LibvirtHypervisor : public Hypervisor {
     // whether it has a secret driver).
     // Each guest's agent socket and console log go to `guest_files_directory`
     // (created when a guest starts; see LocalGuestFiles).
+    // With `allow_unreachable` (a configured remote host), a connection
+    // libvirt refuses now still gives a hypervisor: it tries again on each
+    // call (reachability() says why it is down), so a host that is down when
+    // the daemon starts is retried and reported, not dropped.
     static Result<std::unique_ptr<LibvirtHypervisor>> connect(
         const std::string& uri, const std::string& embed_root_for_default,
-        const std::string& guest_files_directory);
+        const std::string& guest_files_directory, bool allow_unreachable = false);
+
+    // How long a dead connection waits before it is opened again.
+    static constexpr std::chrono::seconds kReconnectInterval{2};
 
     // "qemu:///embed?root=ROOT", ROOT percent-encoded where URIs need it.
     static std::string embedded_uri(const std::string& root);
@@ -89,7 +108,9 @@ class LibvirtHypervisor : public Hypervisor {
     // libvirt's test driver.
     Result<Json> disk_counters(const std::string& vm_name) override;
     Result<bool> is_running(const std::string& vm_name) override;
-    // The virtio-serial channel QEMU serves on the guest's agent socket.
+    // The virtio-serial channel: QEMU's socket on this machine
+    // (kLocalSockets) or a stream over the connection (kLibvirtStreams),
+    // opened again every 100 ms until the deadline while the guest starts.
     Result<std::unique_ptr<AgentChannel>> open_agent_channel(
         const std::string& vm_name, Deadline deadline, const std::atomic<bool>* cancelled) override;
     // The console log the capture writes (console_capture.h), a file path.
@@ -108,9 +129,17 @@ class LibvirtHypervisor : public Hypervisor {
     // {"libvirt": "9.0.0", "hypervisor_type": "QEMU", "hypervisor_version":
     //  "7.2.0", "qemu": "7.2.0" (QEMU drivers only), "hypervisor_uri": "..."}.
     Json versions() override;
+    // {"state": "connected"|"unreachable", "error": why, "reconnects": N},
+    // trying to connect first when the connection is down.
+    Json reachability() override;
+    bool take_reconnected() override;
 
     // The URI as opened and the XML dialect its driver needs.
     const std::string& uri() const { return uri_; }
+    GuestEndpoints endpoints() const { return endpoints_; }
+    // The live connection, opened again when it died (see the file comment);
+    // errc::kUnavailable with libvirt's reason while the host is unreachable.
+    Result<_virConnect*> live_connection();
     DomainXmlDialect dialect() const { return dialect_; }
     // Whether the connection has a secret driver (RBD keys go into secrets).
     bool has_secret_driver() const { return secret_driver_; }
@@ -123,22 +152,35 @@ class LibvirtHypervisor : public Hypervisor {
 
     // Thread safety: every method may be called from several threads at once.
     // libvirt's connection object is thread-safe and its last-error is
-    // per-thread; the console captures are guarded by consoles_mutex_.
+    // per-thread; the connection pointer is guarded by connection_mutex_ (a
+    // replaced one stays open until destruction: handles made from it may be
+    // in use), the console captures by consoles_mutex_.
 
   private:
     struct DomainFree {
         void operator()(_virDomain* domain) const;
     };
     using DomainHandle = std::unique_ptr<_virDomain, DomainFree>;
+    // A started guest's console as the daemon captures it: from its socket,
+    // or from a stream's bridge (declared first: the capture ends first).
+    struct GuestConsole {
+        std::unique_ptr<StreamBridge> bridge;
+        std::unique_ptr<ConsoleCapture> capture;
+    };
     // The domain named `vm_name`; errc::kNotFound when there is none.
     Result<DomainHandle> lookup_domain(const std::string& vm_name);
 
     LibvirtHypervisor(_virConnect* connection, std::string uri, DomainXmlDialect dialect,
-                      bool secret_driver, LocalGuestFiles guest_files);
+                      bool secret_driver, LocalGuestFiles guest_files, GuestEndpoints endpoints);
+    // The console capture of a started domain, by endpoints_.
+    Result<GuestConsole> capture_console(_virDomain* domain, const std::string& vm_name);
+    Result<std::unique_ptr<AgentChannel>> open_stream_channel(const std::string& vm_name,
+                                                              Deadline deadline,
+                                                              const std::atomic<bool>* cancelled);
     // applied_settings of a guest whose data disk is logged (write_log_disk.h).
     Result<Json> logged_disk_settings(_virDomain* domain, const std::string& vm_name);
-    // Removes the guest's console capture from the map (null if none).
-    std::unique_ptr<ConsoleCapture> take_console(const std::string& vm_name);
+    // Removes the guest's console capture from the map (empty if none).
+    GuestConsole take_console(const std::string& vm_name);
     // The UUID of the secret defined for the request's RBD disk, or "" when
     // its key does not go in a secret (see start_vm).
     Result<std::string> define_rbd_secret_for(const VmRequest& request);
@@ -147,15 +189,22 @@ class LibvirtHypervisor : public Hypervisor {
     // destroy_vm's part for the domain itself.
     Status destroy_domain(const std::string& vm_name);
 
-    _virConnect* connection_;
+    std::mutex connection_mutex_;
+    _virConnect* connection_;                // guarded; null while never connected
+    std::vector<_virConnect*> retired_;      // guarded; replaced connections
+    std::string connection_failure_;         // guarded; why the last open failed
+    int reconnects_ = 0;                     // guarded
+    bool reconnected_ = false;               // guarded; since take_reconnected()
+    std::chrono::steady_clock::time_point last_open_attempt_{};  // guarded
     std::mutex consoles_mutex_;
     // A bounded capture of each started guest's serial console, by VM name
     // (see console_capture.h); ended by destroy_vm.
-    std::map<std::string, std::unique_ptr<ConsoleCapture>> consoles_;  // guarded by consoles_mutex_
+    std::map<std::string, GuestConsole> consoles_;  // guarded by consoles_mutex_
     std::string uri_;
     DomainXmlDialect dialect_;
-    bool secret_driver_;
+    std::atomic<bool> secret_driver_;
     LocalGuestFiles guest_files_;
+    GuestEndpoints endpoints_;
     DomainXmlFilter domain_xml_filter_;  // set before any guest starts
 };
 
