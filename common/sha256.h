@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/result.h"
+
 namespace ds {
 
 // The 32-byte digest of `data`.
@@ -14,5 +16,10 @@ std::array<std::uint8_t, 32> sha256_digest(std::string_view data);
 
 // The digest as 64 lower-case hex digits.
 std::string sha256_hex(std::string_view data);
+
+// The same for the content of the file at `path`, read in chunks (a guest
+// image's root disk is a gigabyte). errc::kIo naming the file when it cannot
+// be read.
+Result<std::string> sha256_file_hex(const std::string& path);
 
 }  // namespace ds

@@ -151,8 +151,9 @@ namespace {
 // The daemon's own libvirt connection as the host "local" (make_local_host),
 // then the config's host lines, each a host of the pool and of the catalog.
 Status add_configured_hosts(const DaemonConfig& config, const DaemonSeams& seams,
-                            BackendCatalog& backends, HostPool& hosts) {
-    const HostContext context{config.embedded_root(), config.run_dir(), seams.domain_xml_filter};
+                            const ResourceNames& names, BackendCatalog& backends, HostPool& hosts) {
+    const HostContext context{config.embedded_root(), config.run_dir(), names.prefix(),
+                              seams.domain_xml_filter};
     DS_ASSIGN_OR_RETURN(auto own, make_local_host(config.effective_hypervisor_uri(),
                                                   config.max_parallel_runs, context));
     DS_TRY(backends.add_host(own->description));
@@ -186,8 +187,10 @@ void decide_host_acceleration(const DaemonConfig& config, const ResourceNames& n
             host->accel = Accel::kTcg;
             host->accel_reason = "no guest image to probe with";
         } else {
-            const AccelDecision decision =
-                decide_acceleration(config, names, *host->hypervisor, storage, image.value());
+            // A remote host's probe volume is in its pool.
+            StorageBackend* own = host->own_storage("file");
+            const AccelDecision decision = decide_acceleration(
+                config, names, *host->hypervisor, own != nullptr ? *own : storage, image.value());
             host->accel = decision.accel;
             host->accel_reason = decision.reason;
             host->accel_enforced = true;
@@ -229,7 +232,8 @@ Json hosts_status(HostPool& hosts) {
                         {"parallel", host->parallel},
                         {"accel", std::string(to_string(host->accel))},
                         {"accel_reason", host->accel_reason},
-                        {"versions", host->hypervisor->versions()}});
+                        {"versions", host->hypervisor->versions()},
+                        {"connection", host->hypervisor->reachability()}});
     }
     return list;
 }
@@ -425,7 +429,7 @@ bool Daemon::open_state() {
 
 // The hosts (the daemon's own libvirt connection first) and the storages.
 bool Daemon::add_backends() {
-    if (Status configured = add_configured_hosts(config_, seams_, backends_, hosts_);
+    if (Status configured = add_configured_hosts(config_, seams_, *names_, backends_, hosts_);
         !configured.ok()) {
         log_line("configuration: " + configured.error().message);
         return false;
@@ -449,11 +453,12 @@ bool Daemon::add_backends() {
 // leftover, and interrupted runs get their new attempts before resuming.
 void Daemon::recover() {
     std::vector<RecoveryHost> recovery_hosts;
+    std::vector<StorageBackend*> storages = backends_.storages();
     for (Host* host : hosts_.hosts()) {
         recovery_hosts.push_back({host->description.name, host->hypervisor.get()});
+        for (const auto& own : host->own_storages) storages.push_back(own.get());
     }
-    (void)recover_leftovers(*names_, recovery_hosts, backends_.storages(), *store_, kMaxRunAttempts,
-                            log_line);
+    (void)recover_leftovers(*names_, recovery_hosts, storages, *store_, kMaxRunAttempts, log_line);
     remove_durability_leftovers(config_.durability_dir(), log_line);
 }
 

@@ -29,6 +29,29 @@ std::vector<std::string> parse_storages(const BackendLine& line) {
     return split_list(found->second, '|');
 }
 
+// The kind's storages of the host's own and the kinds it never reaches
+// (HypervisorKindDef::host_storages); a `storages=` naming one of those is
+// refused with the reason.
+Status add_host_storages(const BackendLine& line, const HostContext& context, Host& host) {
+    const HypervisorKindDef* kind = find_hypervisor_kind(line.kind);
+    if (kind == nullptr || !kind->host_storages) return ok_status();
+    auto storages = kind->host_storages(line, *host.hypervisor, context);
+    if (!storages.ok()) {
+        return make_error(storages.error().code,
+                          "host '" + line.pool + "': " + storages.error().message);
+    }
+    host.description.unreached_kinds = storages->unreached_kinds;
+    for (const std::string& storage : host.description.storages) {
+        if (!host.description.reaches(storage)) {
+            return make_error(errc::kInvalidArgument,
+                              "host '" + line.pool + "': storage '" + storage +
+                                  "' is out of its reach: " + storages->unreached_reason);
+        }
+    }
+    host.own_storages = std::move(storages->own);
+    return ok_status();
+}
+
 Result<std::unique_ptr<Host>> make_host(const BackendLine& line, const std::string& group,
                                         const HostContext& context) {
     DS_ASSIGN_OR_RETURN(auto parallel, parse_parallel(line));
@@ -39,6 +62,7 @@ Result<std::unique_ptr<Host>> make_host(const BackendLine& line, const std::stri
                          parse_storages(line), group};
     host->hypervisor = std::move(hypervisor);
     host->parallel = parallel;
+    DS_TRY(add_host_storages(line, context, *host));
     return host;
 }
 
@@ -73,6 +97,13 @@ Result<std::unique_ptr<Host>> make_local_host(const std::string& hypervisor_uri,
     DS_ASSIGN_OR_RETURN(auto host, make_host(line, "", context));
     host->parallel = parallel;
     return host;
+}
+
+StorageBackend* Host::own_storage(const std::string& name) const {
+    for (const auto& storage : own_storages) {
+        if (storage->name() == name) return storage.get();
+    }
+    return nullptr;
 }
 
 HostLease::~HostLease() {

@@ -38,6 +38,12 @@ struct Host {
     // verification. Another kind's VMs run as their own config says (each
     // run records what its VM ran): not enforced.
     bool accel_enforced = false;
+    // Storages the host has of its own, by the spec's name: a remote libvirt
+    // host's pool stands for `file` there (its volumes are not this
+    // machine's files). Declared after `hypervisor`: destroyed first.
+    std::vector<std::unique_ptr<StorageBackend>> own_storages;
+    // The own storage named `name` (StorageBackend::name), or null.
+    StorageBackend* own_storage(const std::string& name) const;
 };
 
 // A `host = KIND:NAME,KEY=VALUE...` line of the config, connected: the

@@ -140,15 +140,60 @@ const std::vector<StorageKindDef>& storage_kind_table() {
     return kinds;
 }
 
+// The libvirt drivers whose guests are QEMU guests: a URI of another
+// driver (lxc://, xen://, ...) is refused at start, not at the first boot.
+Status check_libvirt_driver(const std::string& uri) {
+    if (uri.empty()) return ok_status();
+    const std::string driver = uri.substr(0, uri.find_first_of("+:"));
+    if (driver == "qemu" || driver == "test") return ok_status();
+    return make_error(errc::kInvalidArgument,
+                      "libvirt URI " + uri + " is of driver '" + driver +
+                          "'; disksweep runs QEMU guests (qemu:///..., qemu+ssh://HOST/system, "
+                          "qemu+tcp://HOST:PORT/system)");
+}
+
 Result<std::unique_ptr<Hypervisor>> make_libvirt_host(const BackendLine& line,
                                                       const HostContext& context) {
-    auto uri = line.options.find("uri");
-    auto hypervisor =
-        LibvirtHypervisor::connect(uri == line.options.end() ? "" : uri->second,
-                                   context.embedded_root, context.run_dir + "/" + line.pool);
+    auto uri_option = line.options.find("uri");
+    const std::string uri = uri_option == line.options.end() ? "" : uri_option->second;
+    DS_TRY(check_libvirt_driver(uri));
+    if (is_remote_libvirt_uri(uri) && line.options.count("pool") == 0) {
+        return make_error(errc::kInvalidArgument,
+                          uri +
+                              " is another machine: its guest image and file volumes go into a "
+                              "libvirt storage pool there; name a dir pool with pool=NAME");
+    }
+    // A remote host that is down now is kept and retried (reachability()).
+    auto hypervisor = LibvirtHypervisor::connect(
+        uri, context.embedded_root, context.run_dir + "/" + line.pool, is_remote_libvirt_uri(uri));
     if (!hypervisor.ok()) return hypervisor.error();
     if (context.domain_xml_filter) (*hypervisor)->set_domain_xml_filter(context.domain_xml_filter);
     return std::unique_ptr<Hypervisor>(std::move(hypervisor).value());
+}
+
+// A libvirt host's pool (`pool=`): its `file` storage, and on a remote host
+// where its guest images go. A remote host reaches no storage whose volumes
+// are made by tools on this machine.
+Result<HostStorages> libvirt_host_storages(const BackendLine& line, Hypervisor& hypervisor,
+                                           const HostContext& context) {
+    auto& libvirt = static_cast<LibvirtHypervisor&>(hypervisor);
+    HostStorages storages;
+    if (libvirt.remote()) {
+        storages.unreached_kinds = {"block", "lvm-thin"};
+        storages.unreached_reason =
+            "its volumes are made by running tools (losetup, lvcreate) on this machine, which a "
+            "remote libvirt host's API does not reach";
+    }
+    const auto pool = line.options.find("pool");
+    if (pool == line.options.end()) return storages;
+    // A host that is down now is checked when it is reached (its runs fail
+    // with the pool's error until then).
+    if (libvirt.reachability().value("state", "") == "connected") {
+        DS_TRY(check_libvirt_dir_pool(libvirt, pool->second));
+    }
+    if (libvirt.remote()) libvirt.use_image_pool(pool->second, context.resource_prefix);
+    storages.own.push_back(std::make_unique<LibvirtPoolStorage>(libvirt, pool->second));
+    return storages;
 }
 
 Result<std::unique_ptr<Hypervisor>> make_proxmox_host(const BackendLine& line, const HostContext&) {
@@ -189,9 +234,16 @@ const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
          "libvirt's C API: the embedded QEMU driver by default, or any libvirt URI",
          true,
          {{"uri", false,
-           "libvirt URI of a driver on this machine (qemu:///system; default: the embedded "
-           "driver); its guests' sockets must be local"}},
-         make_libvirt_host},
+           "libvirt URI (default: the embedded driver; qemu:///system; another machine: "
+           "qemu+ssh://HOST/system, qemu+tcp://HOST:PORT/system), reached through libvirt's API "
+           "only"},
+          {"pool", false,
+           "a dir storage pool on the host: its `file` volumes and, on another machine, the "
+           "guest image (required there)"}},
+         make_libvirt_host,
+         {},
+         {},
+         libvirt_host_storages},
         {"proxmox",
          {DiskSourceKind::kHypervisorAllocated},
          "Proxmox VE through its REST API (an API token; docs/proxmox.md)",
@@ -411,6 +463,10 @@ bool HostDescription::selected_by(const std::string& pin) const {
 }
 
 bool HostDescription::reaches(const std::string& storage) const {
+    const std::string kind = storage.substr(0, storage.find(':'));
+    if (std::find(unreached_kinds.begin(), unreached_kinds.end(), kind) != unreached_kinds.end()) {
+        return false;
+    }
     return storages.empty() ||
            std::find(storages.begin(), storages.end(), storage) != storages.end();
 }

@@ -93,9 +93,24 @@ Result<std::unique_ptr<StorageBackend>> make_storage_backend(const StorageLine& 
 struct HostContext {
     std::string embedded_root;  // the default libvirt URI's root, <state_dir>/libvirt
     std::string run_dir;        // <state_dir>/runs: guests' sockets and console logs
+    // The daemon's ResourceNames::prefix(): what a host keeps of the daemon's
+    // beyond a run (a remote host's guest image volumes) is named from it.
+    std::string resource_prefix;
     // The fault-injection seam of libvirt hosts (DaemonSeams): empty but in
     // test binaries.
     DomainXmlFilter domain_xml_filter{};
+};
+
+// What a host line gives its host besides the hypervisor (from
+// HypervisorKindDef::host_storages).
+struct HostStorages {
+    // Storages of the host's own, standing for the spec's storage of their
+    // name there (Host::own_storages).
+    std::vector<std::unique_ptr<StorageBackend>> own;
+    // Storage kinds the host cannot reach, whatever its `storages=` says,
+    // and why (a remote libvirt host: block, lvm-thin).
+    std::vector<std::string> unreached_kinds;
+    std::string unreached_reason;
 };
 
 struct HypervisorKindDef {
@@ -118,6 +133,11 @@ struct HypervisorKindDef {
     // (docs/durability.md); "" when they can. The spec parser refuses
     // `durability` on a hypervisor with a reason.
     std::string_view no_write_log{};
+    // The host's own storages and unreachable storage kinds, from its line
+    // and its connected hypervisor (made by `make`); unset: none. An Error
+    // refuses the host at start.
+    std::function<Result<HostStorages>(const BackendLine&, Hypervisor&, const HostContext&)>
+        host_storages{};
 };
 std::span<const HypervisorKindDef> hypervisor_kinds();
 const HypervisorKindDef* find_hypervisor_kind(std::string_view name);
@@ -144,6 +164,8 @@ struct HostDescription {
     // The name of the config line it came from when that line stands for
     // several hosts ("pve" for "pve/pve1"); "" otherwise.
     std::string group{};
+    // Storage kinds it never reaches (HostStorages::unreached_kinds).
+    std::vector<std::string> unreached_kinds{};
     bool reaches(const std::string& storage) const;
     // Whether a sweep's [hypervisor] hosts entry selects it: its name, or
     // its group (all the hosts of that line).

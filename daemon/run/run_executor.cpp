@@ -178,6 +178,8 @@ class RunAttempt {
     Status prepare();
     Status provision();
     Status boot();
+    // Stages image_ on the leased host (staged_image_), once per attempt.
+    Status stage_guest_image();
     // Records where the guest will be (VmRequest::record_handle) in the store.
     Status record_vm_handle(const Json& handle);
     // The started guest's acceleration and versions, as it runs.
@@ -236,6 +238,9 @@ class RunAttempt {
     std::optional<StorageConfig> config_;
     std::optional<Workload> workload_;
     GuestImage image_;
+    // image_ as the leased host sees it (Hypervisor::stage_image) while a
+    // guest of this attempt may use it; released by teardown.
+    std::optional<GuestImage> staged_image_;
     StorageBackend* storage_ = nullptr;  // the configuration's own, from the registry
     std::optional<Volume> volume_;
     std::optional<AgentSession> session_;
@@ -399,6 +404,12 @@ Status RunAttempt::prepare() {
     DS_ASSIGN_OR_RETURN(auto found, env_.backends ? env_.backends->storage_for(*config_)
                                                   : Result<StorageBackend*>(env_.storage));
     storage_ = found;
+    // A host with a storage of that name of its own (a remote libvirt host's
+    // pool for `file`) makes the volume there.
+    if (lease_) {
+        if (StorageBackend* own = lease_->host().own_storage(storage_name(*config_)))
+            storage_ = own;
+    }
     return ok_status();
 }
 
@@ -512,7 +523,8 @@ Status RunAttempt::boot() {
     request.name = vm_name_;
     request.config = *config_;
     request.data_disk = volume_->source;
-    request.image = image_;
+    DS_TRY(stage_guest_image());
+    request.image = *staged_image_;
     request.accel = accel_;
     request.vcpus = env_.vcpus;
     request.memory_mib = env_.memory_mib;
@@ -749,7 +761,7 @@ Result<std::vector<CrashCheck>> RunAttempt::check_crash_images(
             {at_path(volume_->source, images[i]), protocol::crash_disk_serial(i)});
         disks.push_back(protocol::crash_disk_serial(i));
     }
-    request.image = image_;
+    request.image = staged_image_ ? *staged_image_ : image_;
     request.accel = accel_;
     request.vcpus = env_.vcpus;
     request.memory_mib = env_.memory_mib;
@@ -934,10 +946,29 @@ Status RunAttempt::verify() {
 }
 
 // Always runs, whatever failed before; an Error lists every step that failed.
+Status RunAttempt::stage_guest_image() {
+    if (staged_image_) return ok_status();
+    publish(Json{{"type", "run_progress"},
+                 {"run_id", run_.id},
+                 {"phase", "boot"},
+                 {"message", "guest image: on host " + host_name_}});
+    auto staged = hypervisor_->stage_image(image_);
+    if (!staged.ok()) {
+        return make_error(staged.error().code,
+                          "guest image on host " + host_name_ + ": " + staged.error().message);
+    }
+    staged_image_ = std::move(staged).value();
+    return ok_status();
+}
+
 Status RunAttempt::teardown() {
     session_.reset();
     std::string problems;
     if (Status stopped = stop_guest(); !stopped.ok()) problems += stopped.error().message + "; ";
+    if (staged_image_) {
+        hypervisor_->release_image(*staged_image_);
+        staged_image_.reset();
+    }
     if (trial_) {
         if (Status removed = trial_->remove(); !removed.ok())
             problems += removed.error().message + "; ";

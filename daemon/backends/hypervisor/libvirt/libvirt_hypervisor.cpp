@@ -281,7 +281,28 @@ LibvirtHypervisor::LibvirtHypervisor(virConnectPtr connection, std::string uri,
       dialect_(dialect),
       secret_driver_(secret_driver),
       guest_files_(std::move(guest_files)),
-      endpoints_(endpoints) {}
+      endpoints_(endpoints),
+      remote_(is_remote_libvirt_uri(uri_)) {}
+
+bool is_remote_libvirt_uri(std::string_view uri) {
+    const std::size_t scheme_end = uri.find("://");
+    if (scheme_end == std::string_view::npos) return false;
+    const std::string_view rest = uri.substr(scheme_end + 3);
+    return !rest.empty() && rest.front() != '/';
+}
+
+void LibvirtHypervisor::use_image_pool(const std::string& pool, const std::string& prefix) {
+    images_ = std::make_unique<PoolImages>(*this, pool, prefix);
+}
+
+Result<GuestImage> LibvirtHypervisor::stage_image(const GuestImage& local) {
+    if (!images_) return local;
+    return images_->stage(local);
+}
+
+void LibvirtHypervisor::release_image(const GuestImage& staged) {
+    if (images_) images_->release(staged);
+}
 
 LibvirtHypervisor::~LibvirtHypervisor() {
     {
@@ -315,11 +336,11 @@ Result<virConnectPtr> LibvirtHypervisor::live_connection() {
         }
         connection_failure_ = libvirt_error(errc::kUnavailable, "cannot connect", uri_).message;
     }
-    return make_error(errc::kUnavailable,
-                      "host unreachable: " + (connection_failure_.empty()
-                                                  ? "libvirt: the connection to " + uri_ +
-                                                        " was lost"
-                                                  : connection_failure_));
+    return make_error(
+        errc::kUnavailable,
+        "host unreachable: " + (connection_failure_.empty()
+                                    ? "libvirt: the connection to " + uri_ + " was lost"
+                                    : connection_failure_));
 }
 
 Json LibvirtHypervisor::reachability() {
@@ -343,6 +364,12 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
                           "libvirt: domain " + request.name + " already exists (" + uri_ + ")");
     }
     virResetLastError();  // the failed lookup's "no domain" is expected
+    if (remote_ && (!request.write_log_path.empty() || !request.extra_disks.empty())) {
+        return make_error(errc::kUnsupported,
+                          "libvirt: a durability run's write log and crash images are files this "
+                          "daemon reads and writes on its own machine; " +
+                              uri_ + " is another machine (run durability sweeps on a local host)");
+    }
     if (!request.write_log_path.empty()) {
         const std::string reason = write_log_unsupported_reason(request.config, request.data_disk);
         if (!reason.empty()) {
@@ -362,10 +389,10 @@ Status LibvirtHypervisor::start_vm(const VmRequest& request) {
     // VALIDATE: check the XML against libvirt's schema first, so a mistake in
     // it is reported as such rather than as whatever it later breaks.
     DomainHandle domain{virDomainCreateXML(connection, xml.c_str(), VIR_DOMAIN_START_VALIDATE)};
-    Result<GuestConsole> console = domain ? capture_console(domain.get(), request.name)
-                                          : Result<GuestConsole>(libvirt_error(
-                                                errc::kHypervisor, "cannot start domain", uri_,
-                                                request.name));
+    Result<GuestConsole> console =
+        domain ? capture_console(domain.get(), request.name)
+               : Result<GuestConsole>(
+                     libvirt_error(errc::kHypervisor, "cannot start domain", uri_, request.name));
     if (!console.ok()) {
         Error error = console.error();
         // Nothing is left of a failed start: the domain, the key's secret.

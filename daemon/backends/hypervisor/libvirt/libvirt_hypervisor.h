@@ -35,6 +35,7 @@
 #include "daemon/backends/hypervisor/hypervisor.h"
 #include "daemon/backends/hypervisor/libvirt/console_capture.h"
 #include "daemon/backends/hypervisor/libvirt/domain_xml.h"
+#include "daemon/backends/hypervisor/libvirt/libvirt_pool.h"
 #include "daemon/backends/hypervisor/libvirt/stream_bridge.h"
 #include "daemon/backends/hypervisor/local_guest_files.h"
 
@@ -137,6 +138,15 @@ class LibvirtHypervisor : public Hypervisor {
     // The URI as opened and the XML dialect its driver needs.
     const std::string& uri() const { return uri_; }
     GuestEndpoints endpoints() const { return endpoints_; }
+    // Whether the URI names another machine (is_remote_libvirt_uri).
+    bool remote() const { return remote_; }
+
+    // From now on guest images are staged into `pool` on the host
+    // (PoolImages, volumes named from `prefix`): a remote host's guests boot
+    // from there. Without it stage_image answers the local files.
+    void use_image_pool(const std::string& pool, const std::string& prefix);
+    Result<GuestImage> stage_image(const GuestImage& local) override;
+    void release_image(const GuestImage& staged) override;
     // The live connection, opened again when it died (see the file comment);
     // errc::kUnavailable with libvirt's reason while the host is unreachable.
     Result<_virConnect*> live_connection();
@@ -190,11 +200,11 @@ class LibvirtHypervisor : public Hypervisor {
     Status destroy_domain(const std::string& vm_name);
 
     std::mutex connection_mutex_;
-    _virConnect* connection_;                // guarded; null while never connected
-    std::vector<_virConnect*> retired_;      // guarded; replaced connections
-    std::string connection_failure_;         // guarded; why the last open failed
-    int reconnects_ = 0;                     // guarded
-    bool reconnected_ = false;               // guarded; since take_reconnected()
+    _virConnect* connection_;            // guarded; null while never connected
+    std::vector<_virConnect*> retired_;  // guarded; replaced connections
+    std::string connection_failure_;     // guarded; why the last open failed
+    int reconnects_ = 0;                 // guarded
+    bool reconnected_ = false;           // guarded; since take_reconnected()
     std::chrono::steady_clock::time_point last_open_attempt_{};  // guarded
     std::mutex consoles_mutex_;
     // A bounded capture of each started guest's serial console, by VM name
@@ -205,7 +215,9 @@ class LibvirtHypervisor : public Hypervisor {
     std::atomic<bool> secret_driver_;
     LocalGuestFiles guest_files_;
     GuestEndpoints endpoints_;
-    DomainXmlFilter domain_xml_filter_;  // set before any guest starts
+    bool remote_;
+    std::unique_ptr<PoolImages> images_;  // set before any guest starts
+    DomainXmlFilter domain_xml_filter_;   // set before any guest starts
 };
 
 // Writes ROOT/etc/qemu.conf for the embedded QEMU driver (creating
@@ -215,6 +227,12 @@ class LibvirtHypervisor : public Hypervisor {
 // the daemon does; as root libvirt would otherwise look for a 'libvirt-qemu'
 // user, which exists only with libvirt-daemon-system installed).
 Status write_embedded_qemu_conf(const std::string& root);
+
+// Whether a libvirt URI names another machine: it has a host part
+// ("qemu+ssh://node2/system", "qemu+tcp://127.0.0.1:16509/system"), where
+// "qemu:///system" and the embedded driver's have none. A remote host's
+// files are out of the daemon's reach: everything goes through the API.
+bool is_remote_libvirt_uri(std::string_view uri);
 
 // Whether /dev/kvm exists and is readable and writable by this process. Says
 // nothing about whether KVM really runs guests here (probe that with a boot).

@@ -173,8 +173,8 @@ bool StreamBridge::forward_socket() {
         if (got <= 0) return false;  // the daemon closed its end
         std::size_t sent = 0;
         while (sent < static_cast<std::size_t>(got)) {
-            const int wrote = virStreamSend(stream_, buffer.data() + sent,
-                                            static_cast<std::size_t>(got) - sent);
+            const int wrote =
+                virStreamSend(stream_, buffer.data() + sent, static_cast<std::size_t>(got) - sent);
             if (wrote == -2) {
                 if (stop_) return false;
                 std::this_thread::sleep_for(std::chrono::milliseconds(5));
