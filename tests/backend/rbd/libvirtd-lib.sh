@@ -40,15 +40,23 @@ libvirtd_test_pid() {
     return 0
 }
 
-# Every running libvirtd on the host, one pid a line (not zombies: one killed
-# a moment ago may not be reaped yet).
+# Every running libvirtd on the host that shares the host's /run/libvirt,
+# one pid a line (not zombies: one killed a moment ago may not be reaped
+# yet). A libvirtd with a /run/libvirt of its own (the remote test host of
+# tests/remote/remote-libvirtd.sh, a tmpfs in its mount namespace) serves
+# neither qemu:///system nor the guests whose pid files are there, so it
+# is not counted: /proc/PID/root/run/libvirt is resolved in that process's
+# mount namespace, and it is another directory than ours.
 libvirtd_all_pids() {
     local proc comm state
     for proc in /proc/[0-9]*; do
         comm=$(cat "$proc/comm" 2>/dev/null) || continue
         [[ $comm == libvirtd ]] || continue
         state=$(grep -m1 '^State:' "$proc/status" 2>/dev/null) || continue
-        [[ $state == *Z* ]] || echo "${proc#/proc/}"
+        [[ $state == *Z* ]] && continue
+        [[ $proc/root$LIBVIRTD_RUN_DIR -ef $LIBVIRTD_RUN_DIR ]] ||
+            [[ ! -e $proc/root$LIBVIRTD_RUN_DIR && ! -e $LIBVIRTD_RUN_DIR ]] || continue
+        echo "${proc#/proc/}"
     done
     return 0
 }

@@ -1,0 +1,39 @@
+# shellcheck shell=bash
+# Shared by the test harnesses that run a daemon in a mount namespace of its
+# own (tests/backend/rbd/libvirtd-*.sh, tests/remote/remote-libvirtd.sh).
+# Sourced, not run.
+#
+# Why: such a harness may have to create an empty mount point on the host
+# (/var/lib/libvirt is not there without libvirt-daemon-system) and removes it
+# when it stops. A leftover namespace of the other harness may have mounted
+# something on that same directory; removing it would silently detach that
+# mount there (Linux detaches mounts of other namespaces on a removed
+# directory), breaking the other daemon under its feet.
+
+# Whether some process outside our mount namespace has a mount on PATH ($1)
+# in its own namespace. One process of each other namespace is asked (one
+# `find` for all of /proc: a readlink per process would fork hundreds of
+# times).
+mounted_in_another_namespace() {
+    local path=$1 own proc
+    own=$(readlink /proc/self/ns/mnt)
+    while read -r proc; do
+        # mountinfo's fifth field is the mount point.
+        awk -v p="$path" '$5 == p { found = 1 } END { exit !found }' \
+            "$proc/mountinfo" 2>/dev/null && return 0
+    done < <(find /proc/[0-9]*/ns/mnt -maxdepth 0 -printf '%l %h\n' 2>/dev/null |
+        awk -v own="$own" '$1 != own && !seen[$1]++ { sub(/\/ns$/, "", $2); print $2 }')
+    return 1
+}
+
+# Removes the empty mount points listed in FILE ($1), one a line, unless
+# another namespace still mounts on one (see above): that one stays.
+remove_made_mountpoints() {
+    local file=$1 mountpoint
+    [[ -r $file ]] || return 0
+    while read -r mountpoint; do
+        [[ -n $mountpoint ]] || continue
+        mounted_in_another_namespace "$mountpoint" && continue
+        rmdir "$mountpoint" 2>/dev/null || true
+    done <"$file"
+}
