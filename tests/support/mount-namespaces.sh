@@ -27,13 +27,22 @@ mounted_in_another_namespace() {
 }
 
 # Removes the empty mount points listed in FILE ($1), one a line, unless
-# another namespace still mounts on one (see above): that one stays.
+# another namespace still mounts on one (see above): that one stays. A
+# namespace whose last process was just killed may still show its mounts
+# for a moment, so each is given up to 2 s.
 remove_made_mountpoints() {
-    local file=$1 mountpoint
+    local file=$1 mountpoint deadline
     [[ -r $file ]] || return 0
     while read -r mountpoint; do
         [[ -n $mountpoint ]] || continue
-        mounted_in_another_namespace "$mountpoint" && continue
-        rmdir "$mountpoint" 2>/dev/null || true
+        deadline=$((SECONDS + 2))
+        while mounted_in_another_namespace "$mountpoint" && ((SECONDS < deadline)); do
+            sleep 0.1
+        done
+        if mounted_in_another_namespace "$mountpoint"; then
+            echo "keeping $mountpoint: another mount namespace mounts on it" >&2
+        else
+            rmdir "$mountpoint" || echo "could not remove the mount point $mountpoint" >&2
+        fi
     done <"$file"
 }

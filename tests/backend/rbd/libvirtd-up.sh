@@ -99,7 +99,7 @@ check_no_other_libvirtd() {
     local others
     others=$(libvirtd_all_pids | paste -sd ' ')
     [[ -z $others ]] || skip "a libvirtd not started by this test is running (pid $others)"
-    if [[ -n $(ss -Hxl "src = $LIBVIRTD_RUN_DIR/libvirt-sock" 2>/dev/null) ]]; then
+    if [[ -n $(libvirt_sock_server_pids) ]]; then
         skip "something already serves $LIBVIRTD_RUN_DIR/libvirt-sock"
     fi
 }
@@ -172,7 +172,7 @@ start_libvirtd() {
 wait_until_ready() {
     local deadline=$((SECONDS + step_timeout))
     until [[ -n $(libvirtd_test_pid "$dir") ]] &&
-        [[ -n $(ss -Hxl "src = $LIBVIRTD_RUN_DIR/libvirt-sock" 2>/dev/null) ]]; do
+        [[ -n $(libvirt_sock_server_pids) ]]; do
         ((SECONDS < deadline)) || fail "libvirtd does not serve qemu:///system after ${step_timeout} s"
         sleep 0.2
     done
