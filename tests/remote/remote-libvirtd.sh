@@ -59,8 +59,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source-path=SCRIPTDIR source=../support/mount-namespaces.sh
-source "$here/../support/mount-namespaces.sh"
+# shellcheck source-path=SCRIPTDIR source=../support/harness-lib.sh
+source "$here/../support/harness-lib.sh"
 
 readonly MARKER=.disksweep-remote-libvirtd
 readonly POOL_NAME=disksweep
@@ -362,21 +362,19 @@ wait_until_ready() {
 }
 
 write_env() {
-    cat >"$dir/env.new" <<EOF
-REMOTE_LIBVIRT_URI=qemu+tcp://127.0.0.1:$(cat "$dir/port")/system
+    write_file_atomically "$dir/env" <<EOF
+REMOTE_LIBVIRT_URI=$(uri)
 REMOTE_LIBVIRTD_PID=$(libvirtd_pid)
 REMOTE_LIBVIRTD_HOLDER_PID=$(holder_pid)
 REMOTE_LIBVIRTD_LOG=$dir/libvirtd.log
 REMOTE_LIBVIRT_POOL=$POOL_NAME
 EOF
-    mv "$dir/env.new" "$dir/env"
 }
 
+uri() { echo "qemu+tcp://127.0.0.1:$(cat "$dir/port")/system"; }
+
 report_time() {
-    local now
-    now=$(date +%s.%N)
-    echo "remote-libvirtd: $1 in $(awk -v a="$started_at" -v b="$now" 'BEGIN { printf "%.1f", b - a }') s" \
-        "(libvirtd $(libvirtd_pid), qemu+tcp://127.0.0.1:$(cat "$dir/port")/system, $dir/env)"
+    report_elapsed remote-libvirtd "$1" "$started_at" "libvirtd $(libvirtd_pid), $(uri), $dir/env"
 }
 
 cmd_up() {

@@ -15,8 +15,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=libvirtd-lib.sh
 source "$here/libvirtd-lib.sh"
-# shellcheck source-path=SCRIPTDIR source=../../support/mount-namespaces.sh
-source "$here/../../support/mount-namespaces.sh"
+# shellcheck source-path=SCRIPTDIR source=../../support/harness-lib.sh
+source "$here/../../support/harness-lib.sh"
 
 say() { echo "libvirtd-down: $*" >&2; }
 
@@ -62,7 +62,7 @@ fi
 
 # Phase 3: the empty mount points libvirtd-up.sh made (its namespace is gone
 # with it, so they are empty again; one another namespace still mounts on
-# stays: mount-namespaces.sh), then DIR.
+# stays: harness-lib.sh), then DIR.
 remove_made_mountpoints "$dir/made-mountpoints"
 rm -rf "$dir"
 say "stopped and removed $dir"

@@ -1,9 +1,25 @@
 # shellcheck shell=bash
-# Shared by the test harnesses that run a daemon in a mount namespace of its
-# own (tests/backend/rbd/libvirtd-*.sh, tests/remote/remote-libvirtd.sh).
+# Shared by the test harnesses that start a daemon for the tests
+# (tests/backend/rbd/libvirtd-*.sh, tests/remote/remote-libvirtd.sh).
 # Sourced, not run.
-#
-# Why: such a harness may have to create an empty mount point on the host
+
+# Writes stdin to FILE ($1) as a whole: a test reading FILE never sees half
+# of it (the harnesses' DIR/env).
+write_file_atomically() {
+    cat >"$1.new"
+    mv "$1.new" "$1"
+}
+
+# "NAME: WHAT in N.N s (DETAILS)" on stdout, N the seconds since STARTED_AT
+# (date +%s.%N): how long a harness took, for the tests' time budgets.
+report_elapsed() {
+    local name=$1 what=$2 started_at=$3 details=$4 now
+    now=$(date +%s.%N)
+    echo "$name: $what in $(awk -v a="$started_at" -v b="$now" 'BEGIN { printf "%.1f", b - a }') s ($details)"
+}
+
+# Mount points. A harness that runs its daemon in a mount namespace of its
+# own may have to create an empty mount point on the host
 # (/var/lib/libvirt is not there without libvirt-daemon-system) and removes it
 # when it stops. A leftover namespace of the other harness may have mounted
 # something on that same directory; removing it would silently detach that
