@@ -28,8 +28,11 @@
 # QEMU runs as root (qemu.conf: user/group root, dynamic_ownership = 0,
 # security_driver = "none": nothing to confine inside a test namespace, and
 # the host's AppArmor profiles are host state); stdio_handler = "file", so no
-# virtlogd. No /dev/kvm handling: QEMU as root opens it if there is one, and
-# the guests run TCG anyway.
+# virtlogd; namespaces = [] (QEMU in libvirtd's namespace, not one per guest,
+# so `down` finds the guests as its processes). A devpts of its own hides the
+# guests' console ptys from the host. No /dev/kvm handling: QEMU as root opens
+# it if there is one, and the guests run TCG anyway. libvirtd's unix sockets
+# are in /run/libvirt/disksweep-remote/ (UNIX_SOCK_DIR says why).
 #
 # DIR holds only bookkeeping, never anything of libvirt's:
 #   .disksweep-remote-libvirtd  marker: `down` deletes only such a DIR
