@@ -15,6 +15,8 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=libvirtd-lib.sh
 source "$here/libvirtd-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../../support/harness-lib.sh
+source "$here/../../support/harness-lib.sh"
 
 say() { echo "libvirtd-down: $*" >&2; }
 
@@ -59,11 +61,8 @@ elif [[ -r $dir/run-before && -d $LIBVIRTD_RUN_DIR ]]; then
 fi
 
 # Phase 3: the empty mount points libvirtd-up.sh made (its namespace is gone
-# with it, so they are empty again), then DIR.
-if [[ -r $dir/made-mountpoints ]]; then
-    while read -r mountpoint; do
-        [[ -z $mountpoint ]] || rmdir "$mountpoint" 2>/dev/null || true
-    done <"$dir/made-mountpoints"
-fi
+# with it, so they are empty again; one another namespace still mounts on
+# stays: harness-lib.sh), then DIR.
+remove_made_mountpoints "$dir/made-mountpoints"
 rm -rf "$dir"
 say "stopped and removed $dir"

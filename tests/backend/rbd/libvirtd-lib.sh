@@ -40,15 +40,42 @@ libvirtd_test_pid() {
     return 0
 }
 
-# Every running libvirtd on the host, one pid a line (not zombies: one killed
-# a moment ago may not be reaped yet).
+# Whether process $1 sees the host's /run/libvirt. One with a /run/libvirt
+# of its own (a libvirtd in a mount namespace with a tmpfs there, like the
+# remote test host of tests/remote/remote-libvirtd.sh) serves neither
+# qemu:///system nor the guests whose pid files are there: it is no other
+# libvirtd to this harness. /proc/PID/root/run/libvirt is resolved in that
+# process's mount namespace.
+shares_host_run_dir() {
+    local proc=/proc/$1
+    [[ $proc/root$LIBVIRTD_RUN_DIR -ef $LIBVIRTD_RUN_DIR ]] ||
+        [[ ! -e $proc/root$LIBVIRTD_RUN_DIR && ! -e $LIBVIRTD_RUN_DIR ]]
+}
+
+# Every running libvirtd on the host that shares the host's /run/libvirt
+# (above), one pid a line (not zombies: one killed a moment ago may not be
+# reaped yet).
 libvirtd_all_pids() {
     local proc comm state
     for proc in /proc/[0-9]*; do
         comm=$(cat "$proc/comm" 2>/dev/null) || continue
         [[ $comm == libvirtd ]] || continue
         state=$(grep -m1 '^State:' "$proc/status" 2>/dev/null) || continue
-        [[ $state == *Z* ]] || echo "${proc#/proc/}"
+        [[ $state == *Z* ]] && continue
+        shares_host_run_dir "${proc#/proc/}" && echo "${proc#/proc/}"
+    done
+    return 0
+}
+
+# The pids serving qemu:///system's socket, one a line. `ss` lists unix
+# sockets by the path they were bound to, whatever the mount namespace, so
+# a libvirtd with a /run/libvirt of its own is left out (above).
+libvirt_sock_server_pids() {
+    local pid
+    ss -Hxlp "src = $LIBVIRTD_RUN_DIR/libvirt-sock" 2>/dev/null |
+        grep -o 'pid=[0-9]*' | while read -r pid; do
+        pid=${pid#pid=}
+        shares_host_run_dir "$pid" && echo "$pid"
     done
     return 0
 }

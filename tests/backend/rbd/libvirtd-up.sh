@@ -39,6 +39,8 @@ usage() { echo "usage: $0 DIR" >&2; exit 2; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=libvirtd-lib.sh
 source "$here/libvirtd-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../../support/harness-lib.sh
+source "$here/../../support/harness-lib.sh"
 
 readonly step_timeout=${LIBVIRTD_TEST_TIMEOUT:-60}
 readonly tools=(libvirtd unshare mount qemu-system-x86_64 ss)
@@ -99,7 +101,7 @@ check_no_other_libvirtd() {
     local others
     others=$(libvirtd_all_pids | paste -sd ' ')
     [[ -z $others ]] || skip "a libvirtd not started by this test is running (pid $others)"
-    if [[ -n $(ss -Hxl "src = $LIBVIRTD_RUN_DIR/libvirt-sock" 2>/dev/null) ]]; then
+    if [[ -n $(libvirt_sock_server_pids) ]]; then
         skip "something already serves $LIBVIRTD_RUN_DIR/libvirt-sock"
     fi
 }
@@ -172,27 +174,23 @@ start_libvirtd() {
 wait_until_ready() {
     local deadline=$((SECONDS + step_timeout))
     until [[ -n $(libvirtd_test_pid "$dir") ]] &&
-        [[ -n $(ss -Hxl "src = $LIBVIRTD_RUN_DIR/libvirt-sock" 2>/dev/null) ]]; do
+        [[ -n $(libvirt_sock_server_pids) ]]; do
         ((SECONDS < deadline)) || fail "libvirtd does not serve qemu:///system after ${step_timeout} s"
         sleep 0.2
     done
 }
 
 write_env() {
-    cat >"$dir/env.new" <<EOF
+    write_file_atomically "$dir/env" <<EOF
 LIBVIRTD_URI=qemu:///system
 LIBVIRTD_PID=$(libvirtd_test_pid "$dir")
 LIBVIRTD_LOG=$dir/libvirtd.log
 LIBVIRTD_QEMU_LOG_DIR=$dir/log/qemu
 EOF
-    mv "$dir/env.new" "$dir/env"
 }
 
 report_time() {
-    local now
-    now=$(date +%s.%N)
-    echo "libvirtd-up: $1 in $(awk -v a="$started_at" -v b="$now" 'BEGIN { printf "%.1f", b - a }') s" \
-        "(pid $(libvirtd_test_pid "$dir"), qemu:///system, $dir/env)"
+    report_elapsed libvirtd-up "$1" "$started_at" "pid $(libvirtd_test_pid "$dir"), qemu:///system, $dir/env"
 }
 
 main() {

@@ -5,10 +5,9 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <string>
 
+#include "support/env_file.h"
 #include "support/skip.h"
 
 namespace ds::test {
@@ -22,17 +21,6 @@ struct TestCeph {
     std::string mon_host;    // IP:PORT of the one mon
     std::string admin_conf;  // a clients' ceph.conf that authenticates as client.admin
 };
-
-// KEY=VALUE lines -> {KEY: VALUE}.
-inline std::map<std::string, std::string> read_assignments(const std::filesystem::path& file) {
-    std::map<std::string, std::string> values;
-    std::ifstream in(file);
-    for (std::string line; std::getline(in, line);) {
-        const std::size_t equals = line.find('=');
-        if (equals != std::string::npos) values[line.substr(0, equals)] = line.substr(equals + 1);
-    }
-    return values;
-}
 
 // The cluster of this test run, or a skip that says why there is none.
 // Contract of skip_test(): call this before anything the test must clean up.
