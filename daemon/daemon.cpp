@@ -25,6 +25,7 @@
 #include "daemon/api/api.h"
 #include "daemon/backends/hosts.h"
 #include "daemon/backends/registry.h"
+#include "daemon/host_watch.h"
 #include "daemon/plan/submission.h"
 #include "daemon/recovery.h"
 #include "daemon/run/agent_session.h"
@@ -393,6 +394,8 @@ class Daemon {
     // Before the scheduler: its workers use them until it stops.
     std::optional<GoldenVolumes> goldens_;
     std::optional<Scheduler> scheduler_;
+    // Declared after the scheduler: stopped before it.
+    std::optional<HostWatch> host_watch_;
     std::optional<http::UnixServer> server_;
 };
 
@@ -517,6 +520,7 @@ void Daemon::start_scheduler() {
                                      cancelled);
         },
         hosts_.total_parallel());
+    host_watch_.emplace(hosts_.hosts(), *names_, *store_, log_line);
     scheduler_->on_sweep_finished([&goldens = *goldens_](std::int64_t sweep_id) {
         for (const std::string& problem : goldens.release_sweep(sweep_id)) {
             log_line(
@@ -620,6 +624,7 @@ void Daemon::stop() {
     shutting_down_ = true;
     events_.shutdown();
     server_->stop();
+    host_watch_.reset();
     scheduler_->stop();
     log_line("stopped");
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "common/clock.h"
 #include "daemon/backends/hosts.h"
@@ -17,8 +18,18 @@ std::string outcome_note(const Status& status) {
     return status.ok() ? "" : " (failed: " + status.error().message + ")";
 }
 
+// Whether `name` is a guest's or volume's of a run in `running` (its VM
+// names): the run's guest, its "-data" volume, its "-check" guest.
+bool held_by(const std::string& name, const std::set<std::string>& running) {
+    for (const std::string& vm : running) {
+        if (name == vm || name.starts_with(vm + "-")) return true;
+    }
+    return false;
+}
+
 void destroy_leftover_guests(const ResourceNames& names, Hypervisor& hypervisor,
-                             RecoveryReport& report, const Log& log) {
+                             RecoveryReport& report, const Log& log,
+                             const std::set<std::string>& running = {}) {
     auto vms = hypervisor.list_vms(names.prefix());
     if (!vms.ok()) {
         report.problems.push_back("cannot list guests: " + vms.error().message);
@@ -26,6 +37,7 @@ void destroy_leftover_guests(const ResourceNames& names, Hypervisor& hypervisor,
         return;
     }
     for (const auto& vm : vms.value()) {
+        if (held_by(vm, running)) continue;
         const Status destroyed = hypervisor.destroy_vm(vm);
         if (destroyed.ok()) {
             ++report.guests_destroyed;
@@ -70,7 +82,8 @@ void destroy_recorded_guests(const std::vector<RecoveryHost>& hosts, Store& stor
 }
 
 void remove_leftover_volumes(const ResourceNames& names, StorageBackend& storage,
-                             RecoveryReport& report, const Log& log) {
+                             RecoveryReport& report, const Log& log,
+                             const std::set<std::string>* running = nullptr) {
     auto volumes = storage.list_volumes(names.prefix());
     if (!volumes.ok()) {
         report.problems.push_back("cannot list volumes of storage " + storage.name() + ": " +
@@ -83,6 +96,10 @@ void remove_leftover_volumes(const ResourceNames& names, StorageBackend& storage
         return !names.is_golden_volume(volume);
     });
     for (const auto& volume : volumes.value()) {
+        // While the daemon runs (`running` given), a golden volume may be in
+        // use by a sweep.
+        if (running != nullptr && (held_by(volume, *running) || names.is_golden_volume(volume)))
+            continue;
         const Status removed = names.is_golden_volume(volume) ? storage.remove_golden(volume)
                                                               : storage.remove_volume(volume);
         if (removed.ok()) {
@@ -139,6 +156,17 @@ RecoveryReport recover_leftovers(const ResourceNames& names, const std::vector<R
     }
     report.runs = std::move(runs).value();
     log_recovered_runs(report.runs, log);
+    return report;
+}
+
+RecoveryReport recover_host_leftovers(const ResourceNames& names, Hypervisor& hypervisor,
+                                      const std::vector<StorageBackend*>& storages,
+                                      const std::set<std::string>& running, const Log& log) {
+    RecoveryReport report;
+    destroy_leftover_guests(names, hypervisor, report, log, running);
+    for (StorageBackend* storage : storages) {
+        remove_leftover_volumes(names, *storage, report, log, &running);
+    }
     return report;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ RecoveryReport recover_leftovers(const ResourceNames& names, const std::vector<R
                                  const std::vector<StorageBackend*>& storages, Store& store,
                                  int max_attempts,
                                  const std::function<void(const std::string&)>& log);
+// The same for one host while the daemon runs, after its connection was
+// lost and made again (Hypervisor::take_reconnected): its guests and the
+// volumes of `storages` (the host's own) whose names start with
+// names.prefix(), except those of runs that run now (`running`: their VM
+// names; a run's volume and checker guest are named from it) and golden
+// volumes (a sweep in progress may use them; the sweep's end removes them).
+RecoveryReport recover_host_leftovers(const ResourceNames& names, Hypervisor& hypervisor,
+                                      const std::vector<StorageBackend*>& storages,
+                                      const std::set<std::string>& running,
+                                      const std::function<void(const std::string&)>& log);
+
 // Removes every entry of `durability_dir` (RunEnvironment::durability_dir):
 // nothing of this daemon runs yet, so each run's directory there is a
 // leftover of an interrupted durability run. Logs each one and what failed.

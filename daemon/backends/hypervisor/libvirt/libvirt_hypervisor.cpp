@@ -425,7 +425,8 @@ Result<LibvirtHypervisor::GuestConsole> LibvirtHypervisor::capture_console(
         return error;
     }
     DS_ASSIGN_OR_RETURN(console.bridge,
-                        StreamBridge::start(stream, "console of " + vm_name + " on " + uri_));
+                        StreamBridge::start(virDomainGetConnect(domain), stream,
+                                            "console of " + vm_name + " on " + uri_));
     console.capture = std::make_unique<ConsoleCapture>(console.bridge->take_local_end(), log);
     return console;
 }
@@ -484,7 +485,9 @@ Result<std::unique_ptr<AgentChannel>> LibvirtHypervisor::open_stream_channel(
             if (stream != nullptr &&
                 virDomainOpenChannel(domain->get(), std::string(protocol::kChannelName).c_str(),
                                      stream, 0) == 0) {
-                DS_ASSIGN_OR_RETURN(auto bridge, StreamBridge::start(stream, what));
+                DS_ASSIGN_OR_RETURN(
+                    auto bridge,
+                    StreamBridge::start(virDomainGetConnect(domain->get()), stream, what));
                 return std::unique_ptr<AgentChannel>(
                     std::make_unique<StreamAgentChannel>(std::move(bridge)));
             }

@@ -58,7 +58,8 @@ bool write_socket(int fd, const char* data, std::size_t size, const std::atomic<
 
 }  // namespace
 
-Result<std::unique_ptr<StreamBridge>> StreamBridge::start(virStreamPtr stream, std::string what) {
+Result<std::unique_ptr<StreamBridge>> StreamBridge::start(virConnectPtr connection,
+                                                          virStreamPtr stream, std::string what) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         virStreamAbort(stream);
@@ -73,17 +74,21 @@ Result<std::unique_ptr<StreamBridge>> StreamBridge::start(virStreamPtr stream, s
         virStreamFree(stream);
         return piped.error();
     }
-    return std::unique_ptr<StreamBridge>(new StreamBridge(
-        stream, std::move(what), FileDescriptor(pair[0]), FileDescriptor(pair[1]), wake));
+    return std::unique_ptr<StreamBridge>(new StreamBridge(connection, stream, std::move(what),
+                                                          FileDescriptor(pair[0]),
+                                                          FileDescriptor(pair[1]), wake));
 }
 
-StreamBridge::StreamBridge(virStreamPtr stream, std::string what, FileDescriptor pump_end,
-                           FileDescriptor local_end, std::shared_ptr<Wake> wake)
-    : stream_(stream),
+StreamBridge::StreamBridge(virConnectPtr connection, virStreamPtr stream, std::string what,
+                           FileDescriptor pump_end, FileDescriptor local_end,
+                           std::shared_ptr<Wake> wake)
+    : connection_(connection),
+      stream_(stream),
       what_(std::move(what)),
       pump_end_(std::move(pump_end)),
       local_end_(std::move(local_end)),
       wake_(std::move(wake)) {
+    virConnectRef(connection_);
     // The callback's own reference to the pipe, released by libvirt when the
     // callback is removed (release_wake).
     auto* reference = new std::shared_ptr<Wake>(wake_);
@@ -105,6 +110,7 @@ StreamBridge::~StreamBridge() {
     // is ended without waiting for its other side.
     virStreamAbort(stream_);
     virStreamFree(stream_);
+    virConnectClose(connection_);  // our reference only
     reset_libvirt_error();
 }
 
@@ -132,6 +138,10 @@ void StreamBridge::fail(const std::string& why) {
 void StreamBridge::pump_loop() {
     while (!stop_) {
         if (!drain_stream() || !forward_socket()) break;
+        if (virConnectIsAlive(connection_) != 1) {
+            fail("the libvirt connection was lost");
+            break;
+        }
         pollfd watch[2] = {{pump_end_.get(), POLLIN, 0}, {wake_->read_end.get(), POLLIN, 0}};
         const int ready = ::poll(watch, 2, kPollSliceMs);
         if (ready > 0 && (watch[1].revents & POLLIN) != 0) {

@@ -22,16 +22,20 @@
 #include "common/result.h"
 
 struct _virStream;
+struct _virConnect;
 
 namespace ds {
 
 class StreamBridge {
   public:
-    // Takes `stream` (opened with VIR_STREAM_NONBLOCK and attached to a
-    // channel or console already) and starts the pump. `what` names it in
-    // errors ("agent channel of GUEST on URI"). On error the stream is
-    // aborted and freed.
-    static Result<std::unique_ptr<StreamBridge>> start(_virStream* stream, std::string what);
+    // Takes `stream` (opened with VIR_STREAM_NONBLOCK on `connection` and
+    // attached to a channel or console already) and starts the pump. `what`
+    // names it in errors ("agent channel of GUEST on URI"). On error the
+    // stream is aborted and freed. The pump also ends when the connection
+    // dies: a remote stream whose libvirtd is gone reports no data, never
+    // an end (libvirt 9.0), so the bridge asks virConnectIsAlive.
+    static Result<std::unique_ptr<StreamBridge>> start(_virConnect* connection, _virStream* stream,
+                                                       std::string what);
     // Stops the pump (the stream is finished or aborted) and closes both ends
     // of the socketpair that the bridge still holds.
     ~StreamBridge();
@@ -51,8 +55,8 @@ class StreamBridge {
         FileDescriptor read_end;
         FileDescriptor write_end;
     };
-    StreamBridge(_virStream* stream, std::string what, FileDescriptor pump_end,
-                 FileDescriptor local_end, std::shared_ptr<Wake> wake);
+    StreamBridge(_virConnect* connection, _virStream* stream, std::string what,
+                 FileDescriptor pump_end, FileDescriptor local_end, std::shared_ptr<Wake> wake);
     void pump_loop();
     // One pass stream -> socket; false once the stream ended or failed.
     bool drain_stream();
@@ -63,6 +67,7 @@ class StreamBridge {
     static void on_stream_event(_virStream* stream, int events, void* opaque);
     static void release_wake(void* opaque);
 
+    _virConnect* connection_;  // referenced while the bridge lives
     _virStream* stream_;
     std::string what_;
     FileDescriptor pump_end_;
