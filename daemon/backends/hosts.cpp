@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/text.h"
+#include "daemon/backends/hypervisor/libvirt/libvirt_hypervisor.h"
 
 namespace ds {
 
@@ -93,6 +94,15 @@ Result<std::vector<std::unique_ptr<Host>>> make_configured_hosts(std::string_vie
 
 Result<std::unique_ptr<Host>> make_local_host(const std::string& hypervisor_uri, int parallel,
                                               const HostContext& context) {
+    // The daemon's own host is this machine: its files (guest image, file
+    // volumes, durability logs) are read here. Another machine is a host line.
+    if (is_remote_libvirt_uri(hypervisor_uri)) {
+        return make_error(errc::kInvalidArgument,
+                          "hypervisor-uri " + hypervisor_uri +
+                              " names another machine; the daemon's own host is this one. Add "
+                              "that machine as a host line instead: host = libvirt:NAME,uri=" +
+                              hypervisor_uri + ",pool=POOL (a dir storage pool there)");
+    }
     const BackendLine line{"libvirt", std::string(kLocalHostName), {{"uri", hypervisor_uri}}};
     DS_ASSIGN_OR_RETURN(auto host, make_host(line, "", context));
     host->parallel = parallel;

@@ -164,9 +164,10 @@ bool wait_for(Done done, std::chrono::seconds limit) {
 
 }  // namespace
 
-TEST_CASE("a sweep runs on the local and the remote host at once, each result names its "
-          "host, and the remote host's volumes and image stay in its pool",
-          "[remote][e2e]") {
+TEST_CASE(
+    "a sweep runs on the local and the remote host at once, each result names its "
+    "host, and the remote host's volumes and image stay in its pool",
+    "[remote][e2e]") {
     const TestRemoteLibvirtd remote = ds::test::test_remote_libvirtd_or_skip();
     require_image();
     DaemonFixture daemon(daemon_args(remote));
@@ -226,9 +227,10 @@ TEST_CASE("a sweep runs on the local and the remote host at once, each result na
     CHECK(rows_per_host[kRemoteHost] == 2);
 }
 
-TEST_CASE("killing the remote libvirtd mid-run fails only the runs there, and once it is "
-          "back nothing of them is left there",
-          "[remote][e2e]") {
+TEST_CASE(
+    "killing the remote libvirtd mid-run fails only the runs there, and once it is "
+    "back nothing of them is left there",
+    "[remote][e2e]") {
     const TestRemoteLibvirtd remote = ds::test::test_remote_libvirtd_or_skip();
     require_image();
     DaemonFixture daemon(daemon_args(remote));

@@ -58,7 +58,7 @@ TEST_CASE("a host line needs a name and names its bad keys", "[hosts]") {
     auto unknown_key = make_configured_hosts("libvirt:node2,url=qemu:///system", context);
     REQUIRE_FALSE(unknown_key.ok());
     CHECK_THAT(unknown_key.error().message,
-               Catch::Contains("host 'node2': unknown option 'url'; valid: uri, parallel"));
+               Catch::Contains("host 'node2': unknown option 'url'; valid: uri, pool, parallel"));
     auto bad_parallel = make_configured_hosts("libvirt:node2,parallel=0", context);
     REQUIRE_FALSE(bad_parallel.ok());
     CHECK_THAT(bad_parallel.error().message, Catch::Contains("parallel must be a whole number"));
