@@ -129,6 +129,7 @@ struct RunRow {
     std::string started;
     std::string finished;
     std::string volume_path;
+    std::string console_log;
 };
 
 std::vector<RunRow> runs_of(const DaemonFixture& daemon, int sweep_id) {
@@ -138,15 +139,15 @@ std::vector<RunRow> runs_of(const DaemonFixture& daemon, int sweep_id) {
         "SELECT id, status, coalesce(failure_reason, ''), "
         "coalesce(json_extract(versions_json, '$.host'), ''), coalesce(started_at, ''), "
         "coalesce(finished_at, ''), "
-        "coalesce(json_extract(applied_settings_json, '$.storage.source.path'), '') "
-        "FROM runs WHERE sweep_id = ? AND superseded_by IS NULL ORDER BY id");
+        "coalesce(json_extract(applied_settings_json, '$.storage.source.path'), ''), "
+        "coalesce(console_log, '') FROM runs WHERE sweep_id = ? AND superseded_by IS NULL ORDER BY id");
     query.bind(1, sweep_id);
     std::vector<RunRow> rows;
     while (query.executeStep()) {
         rows.push_back({query.getColumn(0).getInt64(), query.getColumn(1).getString(),
                         query.getColumn(2).getString(), query.getColumn(3).getString(),
                         query.getColumn(4).getString(), query.getColumn(5).getString(),
-                        query.getColumn(6).getString()});
+                        query.getColumn(6).getString(), query.getColumn(7).getString()});
     }
     return rows;
 }
@@ -266,6 +267,12 @@ TEST_CASE(
             const bool lost = run.reason.find("connection was lost") != std::string::npos;
             CHECK((lost || run.reason.find("host unreachable") != std::string::npos));
             lost_mid_run += lost;
+            // Its console came over a libvirt stream and stays here for reading.
+            if (lost) {
+                std::ifstream console(run.console_log);
+                const std::string text((std::istreambuf_iterator<char>(console)), {});
+                CHECK_THAT(text, Catch::Contains("Linux version"));
+            }
         } else {
             CHECK(run.host == "local");
             CHECK(run.status == "succeeded");
