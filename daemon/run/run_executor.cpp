@@ -948,10 +948,6 @@ Status RunAttempt::verify() {
 // Always runs, whatever failed before; an Error lists every step that failed.
 Status RunAttempt::stage_guest_image() {
     if (staged_image_) return ok_status();
-    publish(Json{{"type", "run_progress"},
-                 {"run_id", run_.id},
-                 {"phase", "boot"},
-                 {"message", "guest image: on host " + host_name_}});
     auto staged = hypervisor_->stage_image(image_);
     if (!staged.ok()) {
         return make_error(staged.error().code,
