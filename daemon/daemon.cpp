@@ -229,7 +229,8 @@ Json hosts_status(HostPool& hosts) {
                         {"parallel", host->parallel},
                         {"accel", std::string(to_string(host->accel))},
                         {"accel_reason", host->accel_reason},
-                        {"versions", host->hypervisor->versions()}});
+                        {"versions", host->hypervisor->versions()},
+                        {"placement", hosts.placement_status(*host)}});
     }
     return list;
 }
@@ -512,7 +513,10 @@ void Daemon::start_scheduler() {
                                      cancelled);
         },
         hosts_.total_parallel());
-    scheduler_->on_sweep_finished([&goldens = *goldens_](std::int64_t sweep_id) {
+    scheduler_->hold_before_start(
+        [executor](const RunRecord& run) { return executor->hold_host(run); });
+    scheduler_->on_sweep_finished([&goldens = *goldens_, &hosts = hosts_](std::int64_t sweep_id) {
+        hosts.forget_sweep(sweep_id);
         for (const std::string& problem : goldens.release_sweep(sweep_id)) {
             log_line(
                 "sweep " + std::to_string(sweep_id) +
