@@ -7,7 +7,8 @@
 // a host of the configuration's hypervisor kind that reaches its storage,
 // among the sweep's pinned hosts when it names any, the least busy first
 // (ties in configuration order). A host at its `parallel` runs makes the
-// next run wait for a slot.
+// next run wait for a slot. HostPool adds whole rounds per host and the
+// backoff of a failing host.
 #pragma once
 
 #include <atomic>
