@@ -532,7 +532,7 @@ TEST_CASE("compare text: the golden datasets' time saved is one line, none witho
 }
 
 TEST_CASE(
-    "status: a host backed off after failures says until when and why; the submission's "
+    "status: a host backed off after failures says until when and why, and the submission's "
     "warnings are shown",
     "[hostctl][format][placement]") {
     Json status = realistic_status();

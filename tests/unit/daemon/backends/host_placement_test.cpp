@@ -54,7 +54,7 @@ std::string fail_on_host(HostPool& pool, int repetition, const std::string& reas
 }  // namespace
 
 TEST_CASE(
-    "placement: a round stays on the host its first run took; the next round takes the "
+    "placement: a round stays on the host its first run took, and the next round takes the "
     "least busy host",
     "[hosts][placement]") {
     HostPool pool;

@@ -30,7 +30,7 @@ FakeHypervisor& add_fake_host(HostPool& pool, const ExecutorFixture& fixture,
 
 TEST_CASE(
     "executor on hosts: runs failing before their workload back their host off and the "
-    "next runs go elsewhere; a settings mismatch is not the host's fault",
+    "next runs go elsewhere, but a settings mismatch is not the host's fault",
     "[run_executor][placement]") {
     ExecutorFixture fixture;
     test::FakeClock clock;
