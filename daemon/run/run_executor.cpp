@@ -1153,11 +1153,16 @@ std::string_view to_string(RunPhase phase) {
 
 RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int run_timeout_s,
                                const std::atomic<bool>& cancelled) {
-    RunRecord finished =
-        RunAttempt(env_, planned, boot_timeout_s, run_timeout_s, cancelled).execute();
-    // A slot kept for a run that never placed (e.g. its config is unreadable).
-    if (env_.hosts != nullptr) env_.hosts->release_hold(planned.id);
-    return finished;
+    // A slot kept for a run that never placed (its config is unreadable, or
+    // a bug threw before place()) is freed however the attempt ends.
+    struct HoldRelease {
+        HostPool* hosts;
+        std::int64_t run_id;
+        ~HoldRelease() {
+            if (hosts != nullptr) hosts->release_hold(run_id);
+        }
+    } hold_release{env_.hosts, planned.id};
+    return RunAttempt(env_, planned, boot_timeout_s, run_timeout_s, cancelled).execute();
 }
 
 bool RunExecutor::hold_host(const RunRecord& run) {

@@ -42,6 +42,27 @@ Json status_of(const HostPool& pool, std::size_t index) {
     return pool.placement_status(*pool.hosts().at(index));
 }
 
+// Hosts a and b of one slot each, their backoffs timed by a fake clock.
+struct TwoHosts {
+    test::FakeClock clock;
+    HostPool pool{clock};
+    std::atomic<bool> cancelled{false};
+    TwoHosts() {
+        pool.add(libvirt_host("a", 1));
+        pool.add(libvirt_host("b", 1));
+    }
+};
+
+// An acquire on another thread, checked to be waiting still after 300 ms.
+std::future<Result<HostLease>> waiting_acquire(HostPool& pool, const PlacementRequest& request,
+                                               const std::atomic<bool>& cancelled) {
+    auto waiting = std::async(std::launch::async, [&pool, request, &cancelled] {
+        return pool.acquire(request, cancelled);
+    });
+    CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
+    return waiting;
+}
+
 // Leases a slot for round `repetition`, reports a host fault and frees it.
 std::string fail_on_host(HostPool& pool, int repetition, const std::string& reason) {
     const std::atomic<bool> cancelled{false};
@@ -72,9 +93,7 @@ TEST_CASE(
     CHECK(host_of(next_round_second) == "b");
 
     // Round 0's host is full: its third run waits although b has a slot.
-    auto waiting =
-        std::async(std::launch::async, [&] { return pool.acquire(round_run(0), cancelled); });
-    CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
+    auto waiting = waiting_acquire(pool, round_run(0), cancelled);
     CHECK(status_of(pool, 1)["busy"] == 2);
     { auto freed = std::move(first).value(); }
     REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
@@ -111,11 +130,9 @@ TEST_CASE(
     "placement: a host failing runs by its own fault is backed off after two failures and "
     "the next rounds wait for the other host (issue 20: it took 3 of 4)",
     "[hosts][placement]") {
-    test::FakeClock clock;
-    HostPool pool(clock);
-    pool.add(libvirt_host("a", 1));
-    pool.add(libvirt_host("b", 1));
-    std::atomic<bool> cancelled{false};
+    TwoHosts hosts;
+    HostPool& pool = hosts.pool;
+    std::atomic<bool>& cancelled = hosts.cancelled;
 
     // a fails each run at once, so it is the least busy host again at once.
     CHECK(fail_on_host(pool, 0, "boot: agent did not connect within 20 s\n--- console tail ---") ==
@@ -134,9 +151,7 @@ TEST_CASE(
     auto third = pool.acquire(round_run(2), cancelled);
     CHECK(host_of(third) == "b");
     // Round 3: a is idle but backed off, b is busy: the run waits for b.
-    auto waiting =
-        std::async(std::launch::async, [&] { return pool.acquire(round_run(3), cancelled); });
-    CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
+    auto waiting = waiting_acquire(pool, round_run(3), cancelled);
     { auto finished = std::move(third).value(); }
     REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
     auto fourth = waiting.get();
@@ -144,14 +159,11 @@ TEST_CASE(
 }
 
 TEST_CASE("placement: a round whose host is backed off is placed again", "[hosts][placement]") {
-    test::FakeClock clock;
-    HostPool pool(clock);
-    pool.add(libvirt_host("a", 1));
-    pool.add(libvirt_host("b", 1));
+    TwoHosts hosts;
+    HostPool& pool = hosts.pool;
     CHECK(fail_on_host(pool, 0, "boot failed") == "a");
     CHECK(fail_on_host(pool, 0, "boot failed") == "a");
-    std::atomic<bool> cancelled{false};
-    auto third = pool.acquire(round_run(0), cancelled);
+    auto third = pool.acquire(round_run(0), hosts.cancelled);
     CHECK(host_of(third) == "b");
 }
 
@@ -159,36 +171,27 @@ TEST_CASE(
     "placement: when every eligible host is backed off the run waits for the first backoff "
     "to end, cancellably",
     "[hosts][placement]") {
-    test::FakeClock clock;
-    HostPool pool(clock);
-    pool.add(libvirt_host("a", 1));
-    pool.add(libvirt_host("b", 1));
+    TwoHosts hosts;
+    HostPool& pool = hosts.pool;
     // a is backed off first, so its backoff ends first: b's is 10 s later.
     CHECK(fail_on_host(pool, 0, "boot failed") == "a");
     CHECK(fail_on_host(pool, 1, "boot failed") == "a");
     CHECK(fail_on_host(pool, 2, "boot failed") == "b");
-    clock.advance(10s);
+    hosts.clock.advance(10s);
     CHECK(fail_on_host(pool, 3, "boot failed") == "b");
     CHECK(status_of(pool, 0)["backed_off_until"] == "2026-01-01T00:00:30Z");
     CHECK(status_of(pool, 1)["backed_off_until"] == "2026-01-01T00:00:40Z");
 
-    std::atomic<bool> cancelled{false};
-    auto waiting =
-        std::async(std::launch::async, [&] { return pool.acquire(round_run(4), cancelled); });
-    CHECK(waiting.wait_for(300ms) == std::future_status::timeout);
-    clock.advance(20s);  // a's backoff has ended, b's has not
+    auto waiting = waiting_acquire(pool, round_run(4), hosts.cancelled);
+    hosts.clock.advance(20s);  // a's backoff has ended, b's has not
     REQUIRE(waiting.wait_for(5s) == std::future_status::ready);
     auto resumed = waiting.get();
     CHECK(host_of(resumed) == "a");
     CHECK(status_of(pool, 0)["backed_off_until"].is_null());
     CHECK_FALSE(status_of(pool, 1)["backed_off_until"].is_null());
 
-    std::atomic<bool> cancel{false};
-    auto given_up = std::async(std::launch::async, [&] {
-        return pool.acquire(round_run(5), cancel);  // a is busy, b backed off
-    });
-    CHECK(given_up.wait_for(300ms) == std::future_status::timeout);
-    cancel = true;
+    auto given_up = waiting_acquire(pool, round_run(5), hosts.cancelled);  // a busy, b backed off
+    hosts.cancelled = true;
     REQUIRE(given_up.wait_for(5s) == std::future_status::ready);
     auto cancelled_wait = given_up.get();
     REQUIRE_FALSE(cancelled_wait.ok());

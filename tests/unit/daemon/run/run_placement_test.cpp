@@ -81,5 +81,39 @@ TEST_CASE(
     CHECK(status_of(1)["busy"] == 0);
 }
 
+TEST_CASE(
+    "executor on hosts: hold_host keeps a slot that the run's execute takes, and frees "
+    "one the run never took",
+    "[run_executor][placement]") {
+    ExecutorFixture fixture;
+    HostPool pool;
+    add_fake_host(pool, fixture, "a").set_guest_script(well_behaved_guest());
+    RunEnvironment environment = fixture.environment();
+    environment.hosts = &pool;
+    RunExecutor executor(environment);
+    const auto busy = [&] { return pool.placement_status(*pool.hosts().at(0))["busy"]; };
+    const std::atomic<bool> never{false};
+
+    const RunRecord first = fixture.pending_run();
+    const RunRecord second = fixture.pending_run();
+    CHECK(executor.hold_host(first));
+    CHECK(busy() == 1);
+    CHECK_FALSE(executor.hold_host(second));  // a's one slot is held for the first
+    const RunRecord finished = executor.execute(first, 5, 10, never);
+    INFO(finished.failure_reason);
+    CHECK(finished.status == RunStatus::kSucceeded);
+    CHECK(busy() == 0);
+
+    // Held, but its config cannot be read: it never places, and the slot is freed.
+    CHECK(executor.hold_host(second));
+    RunRecord unreadable = second;
+    unreadable.config = Json{{"hypervisor", "libvirt"}, {"bus", 7}};
+    CHECK(busy() == 1);
+    const RunRecord failed = executor.execute(unreadable, 5, 10, never);
+    CHECK(failed.status == RunStatus::kFailed);
+    CHECK_THAT(failed.failure_reason, Contains("bus"));
+    CHECK(busy() == 0);
+}
+
 }  // namespace
 }  // namespace ds
