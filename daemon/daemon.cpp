@@ -513,6 +513,7 @@ void Daemon::start_scheduler() {
                                      cancelled);
         },
         hosts_.total_parallel());
+    hosts_.log_backoffs(log_line);
     scheduler_->hold_before_start(
         [executor](const RunRecord& run) { return executor->hold_host(run); });
     scheduler_->on_sweep_finished([&goldens = *goldens_, &hosts = hosts_](std::int64_t sweep_id) {

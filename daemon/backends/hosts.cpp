@@ -83,6 +83,10 @@ void HostLease::report(HostVerdict verdict, const std::string& reason) {
     if (pool_ != nullptr) pool_->record(host_, verdict, reason);
 }
 
+void HostPool::log_backoffs(std::function<void(const std::string&)> log) {
+    log_ = std::move(log);
+}
+
 void HostPool::add(std::unique_ptr<Host> host) {
     std::lock_guard lock(mutex_);
     hosts_.push_back(std::move(host));
@@ -203,23 +207,31 @@ void HostPool::release(Host* host) {
 }
 
 void HostPool::record(Host* host, HostVerdict verdict, const std::string& reason) {
-    std::lock_guard lock(mutex_);
-    const std::size_t i = index_of(host);
-    if (i == hosts_.size() || verdict == HostVerdict::kUnjudged) return;
-    HostState& state = states_[i];
-    if (verdict == HostVerdict::kWorked) {
-        state.consecutive_faults = 0;
-        state.backed_off_until.reset();
-        return;
+    std::string announcement;
+    {
+        std::lock_guard lock(mutex_);
+        const std::size_t i = index_of(host);
+        if (i == hosts_.size() || verdict == HostVerdict::kUnjudged) return;
+        HostState& state = states_[i];
+        if (verdict == HostVerdict::kWorked) {
+            state.consecutive_faults = 0;
+            state.backed_off_until.reset();
+            return;
+        }
+        ++state.consecutive_faults;
+        // Its first line: a boot failure's reason goes on with the console's tail.
+        state.last_failure = reason.substr(0, std::min(reason.find('\n'), std::size_t{500}));
+        if (state.consecutive_faults < kBackoffAfterFaults) return;
+        const int doublings = std::min(state.consecutive_faults - kBackoffAfterFaults, 16);
+        const auto backoff =
+            std::min<std::chrono::seconds>(kFirstBackoff * (1 << doublings), kMaxBackoff);
+        state.backed_off_until = clock_.now() + backoff;
+        announcement = "host " + host->description.name + " backed off for " +
+                       std::to_string(backoff.count()) + " s after " +
+                       std::to_string(state.consecutive_faults) +
+                       " failures in a row by its own fault: " + state.last_failure;
     }
-    ++state.consecutive_faults;
-    // Its first line: a boot failure's reason goes on with the console's tail.
-    state.last_failure = reason.substr(0, std::min(reason.find('\n'), std::size_t{500}));
-    if (state.consecutive_faults < kBackoffAfterFaults) return;
-    const int doublings = std::min(state.consecutive_faults - kBackoffAfterFaults, 16);
-    const auto backoff =
-        std::min<std::chrono::seconds>(kFirstBackoff * (1 << doublings), kMaxBackoff);
-    state.backed_off_until = clock_.now() + backoff;
+    if (log_) log_(announcement);
 }
 
 Json HostPool::placement_status(const Host& host) const {

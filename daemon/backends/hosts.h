@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -135,6 +136,8 @@ class HostPool {
     // `clock` times the backoffs.
     explicit HostPool(const Clock& clock = real_clock()) : clock_(clock) {}
 
+    // Before the first run: where each backoff is announced (the daemon's log).
+    void log_backoffs(std::function<void(const std::string&)> log);
     // Hosts keep their order; names are unique (the catalog checks).
     void add(std::unique_ptr<Host> host);
 
@@ -182,6 +185,7 @@ class HostPool {
     Result<std::optional<std::size_t>> choose_locked(const PlacementRequest& request);
 
     const Clock& clock_;
+    std::function<void(const std::string&)> log_;
     std::vector<std::unique_ptr<Host>> hosts_;
     std::vector<HostState> states_;  // index as hosts_
     std::map<RoundKey, std::size_t> rounds_;

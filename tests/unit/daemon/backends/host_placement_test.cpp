@@ -133,6 +133,8 @@ TEST_CASE(
     TwoHosts hosts;
     HostPool& pool = hosts.pool;
     std::atomic<bool>& cancelled = hosts.cancelled;
+    std::vector<std::string> logged;
+    pool.log_backoffs([&logged](const std::string& line) { logged.push_back(line); });
 
     // a fails each run at once, so it is the least busy host again at once.
     CHECK(fail_on_host(pool, 0, "boot: agent did not connect within 20 s\n--- console tail ---") ==
@@ -147,6 +149,9 @@ TEST_CASE(
     CHECK(status["busy"] == 0);
     CHECK(status["parallel"] == 1);
     CHECK(status_of(pool, 1)["consecutive_failures"] == 0);
+    CHECK(logged == std::vector<std::string>{
+                        "host a backed off for 30 s after 2 failures in a row by its own fault: "
+                        "cannot start the guest: connection lost"});
 
     auto third = pool.acquire(round_run(2), cancelled);
     CHECK(host_of(third) == "b");
