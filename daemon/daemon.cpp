@@ -234,7 +234,8 @@ Json hosts_status(HostPool& hosts) {
                         {"accel", std::string(to_string(host->accel))},
                         {"accel_reason", host->accel_reason},
                         {"versions", host->hypervisor->versions()},
-                        {"connection", host->hypervisor->reachability()}});
+                        {"connection", host->hypervisor->reachability()},
+                        {"placement", hosts.placement_status(*host)}});
     }
     return list;
 }
@@ -521,7 +522,11 @@ void Daemon::start_scheduler() {
         },
         hosts_.total_parallel());
     host_watch_.emplace(hosts_.hosts(), *names_, *store_, log_line);
-    scheduler_->on_sweep_finished([&goldens = *goldens_](std::int64_t sweep_id) {
+    hosts_.log_backoffs(log_line);
+    scheduler_->hold_before_start(
+        [executor](const RunRecord& run) { return executor->hold_host(run); });
+    scheduler_->on_sweep_finished([&goldens = *goldens_, &hosts = hosts_](std::int64_t sweep_id) {
+        hosts.forget_sweep(sweep_id);
         for (const std::string& problem : goldens.release_sweep(sweep_id)) {
             log_line(
                 "sweep " + std::to_string(sweep_id) +

@@ -79,6 +79,14 @@ std::string counts_phrase(const RunCounts& counts) {
     return text + std::to_string(counts.cancelled) + " cancelled";
 }
 
+// "warning: TEXT" per line of the daemon's warnings of a submission; ""
+// when none (or an older daemon's answer without them).
+std::string warnings_text(const Json& warnings) {
+    std::string text;
+    for (const std::string& warning : string_list(warnings)) text += "warning: " + warning + "\n";
+    return text;
+}
+
 // "dropped N combinations that cannot exist:" and one line each, naming it by
 // the varying `axes` and giving the reason; "" when none was dropped.
 std::string dropped_text(const Json& dropped, const std::vector<std::string>& axes) {
@@ -182,7 +190,8 @@ std::string format_submitted(const Json& reply) {
             " not run: left out by their workload's `filesystems`\n";
     }
 
-    return text + dropped_text(field(reply, "dropped"), axes);
+    return text + warnings_text(field(reply, "warnings")) +
+           dropped_text(field(reply, "dropped"), axes);
 }
 
 RunCounts parse_counts(const Json& counts) {
@@ -989,6 +998,7 @@ std::string format_sweep_plan(const Json& reply) {
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
     if (config_count > 0) text += "\n" + plan_configurations_table(configurations, axes) + "\n";
     text += dropped_text(field(reply, "dropped"), axes);
+    text += warnings_text(field(reply, "warnings"));
     text += plan_estimate_text(reply);
     if (const Json& refused = field(reply, "refused"); refused.is_string())
         text += "this daemon would refuse it: " + single_line(refused.get<std::string>()) + "\n";
@@ -1238,6 +1248,23 @@ std::string format_hosts(const Json& hosts) {
     }
     return described.empty() ? "none" : join(described, ", ");
 }
+// "              node2: backed off until T (2 failures in a row): REASON"
+// per host whose last runs failed by its fault (its "placement").
+std::string host_failure_lines(const Json& hosts) {
+    if (!hosts.is_array()) return "";
+    std::string text;
+    for (const Json& host : hosts) {
+        const Json& placement = field(host, "placement");
+        const long failures = integer_field(placement, "consecutive_failures");
+        if (failures <= 0) continue;
+        const Json& until = field(placement, "backed_off_until");
+        text += "              " + format_setting_value(host.value("name", Json("?"))) + ": " +
+                (until.is_string() ? "backed off until " + until.get<std::string>() + " (" : "(") +
+                plural(failures, "failure", "failures") +
+                " in a row): " + single_line(text_field(placement, "last_failure", "?")) + "\n";
+    }
+    return text;
+}
 }  // namespace
 
 std::string format_status(const Json& reply) {
@@ -1260,6 +1287,7 @@ std::string format_status(const Json& reply) {
     out += "hypervisor:   " + text(hypervisor, "backend") + " " + text(hypervisor, "uri") +
            " (libvirt " + text(versions, "libvirt") + ", qemu " + text(versions, "qemu") + ")\n";
     out += "hosts:        " + format_hosts(reply.value("hosts", Json::array())) + "\n";
+    out += host_failure_lines(reply.value("hosts", Json::array()));
     out += "storages:     " + format_storages(reply.value("backends", Json::object())) + "\n";
     bool ready = image.is_object() && image.value("ready", false);
     out += "guest image:  " +

@@ -254,6 +254,11 @@ class Api {
         return ok_status();
     }
 
+    // What the submitter should know before the runs go (placement_warnings).
+    Json warnings(const SweepSubmission& submission) const {
+        return ctx_.backends ? Json(placement_warnings(submission, *ctx_.backends)) : Json::array();
+    }
+
     Result<http::Response> submit_sweep(const http::Request& request, const Params&) {
         auto spec = spec_body(request);
         if (!spec.ok()) return spec.error();
@@ -271,7 +276,8 @@ class Api {
         return json_response({{"sweep", summary.value()},
                               {"dropped", sweep->dropped},
                               {"varying_axes", sweep->varying_axes},
-                              {"skipped_by_filesystems", submission->skipped_pairs}},
+                              {"skipped_by_filesystems", submission->skipped_pairs},
+                              {"warnings", warnings(submission.value())}},
                              201);
     }
 
@@ -422,6 +428,7 @@ class Api {
                                       max_parallel_runs());
         const Status runnable = check_runnable(submission.value());
         answer["refused"] = runnable.ok() ? Json() : Json(runnable.error().message);
+        answer["warnings"] = warnings(submission.value());
         return json_response(answer);
     }
 

@@ -120,59 +120,178 @@ HostLease::~HostLease() {
     if (pool_ != nullptr) pool_->release(host_);
 }
 
+void HostLease::report(HostVerdict verdict, const std::string& reason) {
+    if (pool_ != nullptr) pool_->record(host_, verdict, reason);
+}
+
+void HostPool::log_backoffs(std::function<void(const std::string&)> log) {
+    log_ = std::move(log);
+}
+
 void HostPool::add(std::unique_ptr<Host> host) {
     std::lock_guard lock(mutex_);
     hosts_.push_back(std::move(host));
-    busy_.push_back(0);
+    states_.emplace_back();
 }
 
-bool HostPool::eligible(const Host& host, const StorageConfig& config,
-                        const std::vector<std::string>& pinned) const {
-    const HostDescription& description = host.description;
-    if (description.kind != config.hypervisor) return false;
-    if (!description.reaches(storage_name(config))) return false;
-    return pinned.empty() ||
-           std::any_of(pinned.begin(), pinned.end(), [&description](const std::string& pin) {
-               return description.selected_by(pin);
-           });
+bool HostPool::backed_off(std::size_t index, Clock::time_point now) const {
+    const auto& until = states_[index].backed_off_until;
+    return until && now < *until;
+}
+
+bool HostPool::has_free_slot(std::size_t index) const {
+    return states_[index].busy < hosts_[index]->parallel;
+}
+
+std::size_t HostPool::index_of(const Host* host) const {
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+        if (hosts_[i].get() == host) return i;
+    }
+    return hosts_.size();
+}
+
+Result<std::optional<std::size_t>> HostPool::choose_locked(const PlacementRequest& request) {
+    const auto now = clock_.now();
+    std::vector<std::size_t> usable;  // eligible and not backed off
+    bool any_eligible = false;
+    for (std::size_t i = 0; i < hosts_.size(); ++i) {
+        if (!hosts_[i]->description.takes(request.config, request.pinned)) continue;
+        any_eligible = true;
+        if (!backed_off(i, now)) usable.push_back(i);
+    }
+    if (!any_eligible) {
+        return make_error(
+            errc::kNotConfigured,
+            "no " + request.config.hypervisor + " host reaches storage '" +
+                storage_name(request.config) + "'" +
+                (request.pinned.empty() ? "" : " among " + join(request.pinned, ", ")));
+    }
+    const RoundKey key{request.sweep_id, request.repetition, storage_name(request.config),
+                       request.config.hypervisor};
+    const bool in_round = request.sweep_id != 0;
+    if (auto kept = rounds_.find(key); in_round && kept != rounds_.end()) {
+        if (std::find(usable.begin(), usable.end(), kept->second) != usable.end()) {
+            if (!has_free_slot(kept->second)) return std::optional<std::size_t>();
+            return std::optional<std::size_t>(kept->second);
+        }
+        rounds_.erase(kept);  // its host is backed off: the round goes elsewhere
+    }
+    std::optional<std::size_t> best;
+    for (std::size_t i : usable) {
+        if (!has_free_slot(i)) continue;
+        if (!best || states_[i].busy < states_[*best].busy) best = i;
+    }
+    if (best && in_round) rounds_[key] = *best;
+    return best;
+}
+
+Result<HostLease> HostPool::acquire(const PlacementRequest& request,
+                                    const std::atomic<bool>& cancelled) {
+    std::unique_lock lock(mutex_);
+    if (auto held = held_.find(request.run_id); request.run_id != 0 && held != held_.end()) {
+        Host* host = hosts_[held->second].get();
+        held_.erase(held);
+        return HostLease(this, host);
+    }
+    for (;;) {
+        DS_ASSIGN_OR_RETURN(auto chosen, choose_locked(request));
+        if (chosen) {
+            ++states_[*chosen].busy;
+            return HostLease(this, hosts_[*chosen].get());
+        }
+        if (cancelled) return make_error(errc::kCancelled, "cancelled while waiting for a host");
+        // Also how a backoff's end is noticed: its time is the pool's clock.
+        slot_freed_.wait_for(lock, std::chrono::milliseconds(200));
+    }
 }
 
 Result<HostLease> HostPool::acquire(const StorageConfig& config,
                                     const std::vector<std::string>& pinned,
                                     const std::atomic<bool>& cancelled) {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-        std::size_t best = hosts_.size();
-        bool any_eligible = false;
-        for (std::size_t i = 0; i < hosts_.size(); ++i) {
-            if (!eligible(*hosts_[i], config, pinned)) continue;
-            any_eligible = true;
-            if (busy_[i] >= hosts_[i]->parallel) continue;
-            if (best == hosts_.size() || busy_[i] < busy_[best]) best = i;
-        }
-        if (!any_eligible) {
-            return make_error(errc::kNotConfigured,
-                              "no " + config.hypervisor + " host reaches storage '" +
-                                  storage_name(config) + "'" +
-                                  (pinned.empty() ? "" : " among " + join(pinned, ", ")));
-        }
-        if (best < hosts_.size()) {
-            ++busy_[best];
-            return HostLease(this, hosts_[best].get());
-        }
-        if (cancelled) return make_error(errc::kCancelled, "cancelled while waiting for a host");
-        slot_freed_.wait_for(lock, std::chrono::milliseconds(200));
+    return acquire(PlacementRequest{config, pinned}, cancelled);
+}
+
+bool HostPool::hold(const PlacementRequest& request) {
+    std::lock_guard lock(mutex_);
+    if (held_.count(request.run_id) != 0) return true;
+    auto chosen = choose_locked(request);
+    if (!chosen.ok()) return true;
+    if (!chosen.value()) return false;
+    ++states_[**chosen].busy;
+    held_[request.run_id] = **chosen;
+    return true;
+}
+
+void HostPool::release_hold(std::int64_t run_id) {
+    {
+        std::lock_guard lock(mutex_);
+        auto held = held_.find(run_id);
+        if (held == held_.end()) return;
+        --states_[held->second].busy;
+        held_.erase(held);
     }
+    slot_freed_.notify_all();
+}
+
+void HostPool::forget_sweep(std::int64_t sweep_id) {
+    std::lock_guard lock(mutex_);
+    std::erase_if(rounds_,
+                  [sweep_id](const auto& round) { return std::get<0>(round.first) == sweep_id; });
 }
 
 void HostPool::release(Host* host) {
     {
         std::lock_guard lock(mutex_);
-        for (std::size_t i = 0; i < hosts_.size(); ++i) {
-            if (hosts_[i].get() == host) --busy_[i];
-        }
+        if (std::size_t i = index_of(host); i < hosts_.size()) --states_[i].busy;
     }
     slot_freed_.notify_all();
+}
+
+void HostPool::record(Host* host, HostVerdict verdict, const std::string& reason) {
+    std::string announcement;
+    {
+        std::lock_guard lock(mutex_);
+        const std::size_t i = index_of(host);
+        if (i == hosts_.size() || verdict == HostVerdict::kUnjudged) return;
+        HostState& state = states_[i];
+        if (verdict == HostVerdict::kWorked) {
+            state.consecutive_faults = 0;
+            state.backed_off_until.reset();
+            return;
+        }
+        ++state.consecutive_faults;
+        // Its first line: a boot failure's reason goes on with the console's tail.
+        state.last_failure = reason.substr(0, std::min(reason.find('\n'), std::size_t{500}));
+        if (state.consecutive_faults < kBackoffAfterFaults) return;
+        const int doublings = std::min(state.consecutive_faults - kBackoffAfterFaults, 16);
+        const auto backoff =
+            std::min<std::chrono::seconds>(kFirstBackoff * (1 << doublings), kMaxBackoff);
+        state.backed_off_until = clock_.now() + backoff;
+        announcement = "host " + host->description.name + " backed off for " +
+                       std::to_string(backoff.count()) + " s after " +
+                       std::to_string(state.consecutive_faults) +
+                       " failures in a row by its own fault: " + state.last_failure;
+    }
+    if (log_) log_(announcement);
+}
+
+Json HostPool::placement_status(const Host& host) const {
+    std::lock_guard lock(mutex_);
+    const std::size_t i = index_of(&host);
+    if (i == hosts_.size()) return Json();
+    const HostState& state = states_[i];
+    const auto now = clock_.now();
+    Json until;
+    if (backed_off(i, now)) {
+        until = utc_iso8601(clock_.wall_now() +
+                            std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                *state.backed_off_until - now));
+    }
+    return {{"busy", state.busy},
+            {"parallel", host.parallel},
+            {"consecutive_failures", state.consecutive_faults},
+            {"backed_off_until", until},
+            {"last_failure", state.last_failure.empty() ? Json() : Json(state.last_failure)}};
 }
 
 std::vector<Host*> HostPool::hosts() const {

@@ -462,6 +462,14 @@ bool HostDescription::selected_by(const std::string& pin) const {
     return pin == name || (!group.empty() && pin == group);
 }
 
+bool HostDescription::takes(const StorageConfig& config,
+                            const std::vector<std::string>& pinned) const {
+    if (kind != config.hypervisor || !reaches(storage_name(config))) return false;
+    return pinned.empty() ||
+           std::any_of(pinned.begin(), pinned.end(),
+                       [this](const std::string& pin) { return selected_by(pin); });
+}
+
 bool HostDescription::reaches(const std::string& storage) const {
     const std::string kind = storage.substr(0, storage.find(':'));
     if (std::find(unreached_kinds.begin(), unreached_kinds.end(), kind) != unreached_kinds.end()) {
@@ -516,16 +524,12 @@ Result<StorageBackend*> BackendCatalog::storage_for(const StorageConfig& config)
 
 Status BackendCatalog::check_hosts(const StorageConfig& config,
                                    const std::vector<std::string>& pinned) const {
-    const std::string storage = storage_name(config);
     std::vector<std::string> of_kind;
     for (const auto& host : hosts_) {
         if (host.kind != config.hypervisor) continue;
         of_kind.push_back(host.name);
-        const bool allowed =
-            pinned.empty() || is_host_baseline(config) ||
-            std::any_of(pinned.begin(), pinned.end(),
-                        [&host](const std::string& pin) { return host.selected_by(pin); });
-        if (allowed && host.reaches(storage)) return ok_status();
+        if (host.takes(config, is_host_baseline(config) ? std::vector<std::string>{} : pinned))
+            return ok_status();
     }
     if (of_kind.empty()) {
         std::vector<std::string> kinds;
@@ -543,7 +547,7 @@ Status BackendCatalog::check_hosts(const StorageConfig& config,
         errc::kNotConfigured,
         "no " + config.hypervisor + " host" +
             (pinned.empty() ? "" : " of the sweep's hosts (" + join(pinned, ", ") + ")") +
-            " reaches storage '" + storage + "'; " + config.hypervisor +
+            " reaches storage '" + storage_name(config) + "'; " + config.hypervisor +
             " hosts: " + join(of_kind, ", ") + " (a host line's storages= lists what it reaches)");
 }
 

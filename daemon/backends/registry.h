@@ -170,6 +170,9 @@ struct HostDescription {
     // Whether a sweep's [hypervisor] hosts entry selects it: its name, or
     // its group (all the hosts of that line).
     bool selected_by(const std::string& pin) const;
+    // Whether a run of `config` may go here: a host of its hypervisor kind
+    // that reaches its storage, selected by one of `pinned` when any.
+    bool takes(const StorageConfig& config, const std::vector<std::string>& pinned) const;
 };
 
 // What one daemon has configured: its hosts and its storages (by spec

@@ -4,6 +4,8 @@
 #include <set>
 
 #include "common/clock.h"
+#include "common/compare_text.h"
+#include "common/text.h"
 #include "common/workload_kind.h"
 #include "daemon/plan/rounds.h"
 
@@ -18,6 +20,9 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
 
     SweepSubmission submission;
     submission.pinned_hosts = spec->hosts;
+    submission.identical_hosts = spec->identical_hosts;
+    submission.max_rounds = spec->max_repetitions;
+    submission.min_runs_for_verdict = spec->verdict_rules.min_runs;
     submission.timeouts = defaults;
     if (spec->boot_timeout_s > 0) submission.timeouts.boot_timeout_s = spec->boot_timeout_s;
     if (spec->run_timeout_s > 0) submission.timeouts.run_timeout_s = spec->run_timeout_s;
@@ -67,6 +72,47 @@ Status check_backends(const SweepSubmission& submission, const BackendCatalog& b
         }
     }
     return ok_status();
+}
+
+namespace {
+
+// The hosts a configuration's runs may go to, in configuration order.
+std::vector<std::string> eligible_hosts(const Json& config_json, const SweepSubmission& submission,
+                                        const BackendCatalog& backends) {
+    std::vector<std::string> names;
+    auto config = storage_config_from_json(config_json);
+    if (!config.ok()) return names;
+    for (const HostDescription& host : backends.hosts()) {
+        if (host.takes(config.value(), submission.pinned_hosts)) names.push_back(host.name);
+    }
+    return names;
+}
+
+}  // namespace
+
+std::vector<std::string> placement_warnings(const SweepSubmission& submission,
+                                            const BackendCatalog& backends) {
+    if (submission.identical_hosts) return {};
+    std::vector<std::string> widest;
+    std::set<std::string> checked;
+    for (const auto& run : submission.runs) {
+        if (!checked.insert(run.config_id).second) continue;
+        std::vector<std::string> hosts = eligible_hosts(run.config, submission, backends);
+        if (hosts.size() > widest.size()) widest = std::move(hosts);
+    }
+    const int host_count = static_cast<int>(widest.size());
+    const int rounds = submission.max_rounds;
+    const int needed = submission.min_runs_for_verdict;
+    if (host_count < 2 || rounds >= host_count * needed) return {};
+    return {"the sweep's " + std::to_string(rounds) + " round(s) may spread over " +
+            std::to_string(host_count) + " hosts (" + join(widest, ", ") +
+            "): each round runs on one host and compare keeps hosts apart, so each host gets "
+            "about " +
+            format_fixed(static_cast<double>(rounds) / host_count, 1) +
+            " round(s), and a verdict on a host needs " + std::to_string(needed) +
+            " rounds there; ask for at least " + std::to_string(host_count * needed) +
+            " repetitions, pin a host ([hypervisor] hosts = [\"" + widest.front() +
+            "\"]), or say identical_hosts = true if the hosts are alike"};
 }
 
 }  // namespace ds

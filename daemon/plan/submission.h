@@ -26,6 +26,12 @@ struct SweepSubmission {
     int skipped_pairs = 0;
     // The spec's [hypervisor] hosts: where its runs may be placed.
     std::vector<std::string> pinned_hosts;
+    // The spec's [hypervisor] identical_hosts.
+    bool identical_hosts = false;
+    // The most rounds the sweep runs (max_repetitions), and the runs a
+    // verdict needs on each side (min_runs_for_verdict).
+    int max_rounds = 1;
+    int min_runs_for_verdict = 3;
 };
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults);
@@ -35,6 +41,14 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
 // none of its pinned hosts could run: the error names the first such
 // configuration and lists what is configured.
 Status check_backends(const SweepSubmission& submission, const BackendCatalog& backends);
+
+// What the submitter should know of where its runs go: a sweep whose
+// rounds may spread over H > 1 hosts (not pinned to one, not
+// identical_hosts) while rounds / H is below min_runs_for_verdict gets
+// that said, with what to do (HostPool places whole rounds on one host and
+// compare keeps hosts apart). One line per warning.
+std::vector<std::string> placement_warnings(const SweepSubmission& submission,
+                                            const BackendCatalog& backends);
 
 // Whether any of the submission's runs boots the project's guest image (a
 // hypervisor kind with boots_project_image, or one this build does not know).

@@ -55,6 +55,35 @@ Status run_guarded(const std::function<Status()>& body, std::int64_t run_id) {
     return make_error(errc::kInternal, "internal error (bug): " + what);
 }
 
+bool is_host_baseline_run(const RunRecord& run) {
+    return run.config.value("hypervisor", "") == kHostBaselineHypervisor;
+}
+
+// Where the run may go and the round it belongs to (HostPool).
+Result<PlacementRequest> placement_request(const RunRecord& run, const SweepPlacement& placement) {
+    DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run.config));
+    return PlacementRequest{config, placement.hosts, run.sweep_id, run.repetition, run.id};
+}
+
+// Whose fault a run's failure is, for its host's backoff (HostPool). The
+// host's: a failure before the workload started (provisioning, boot, the
+// agent's connection and hello) unless it refuses the run's own settings,
+// and anywhere a hypervisor error, an unavailable service or lost I/O (a
+// host that died mid-run). Not the host's: the workload's own failure or
+// time limit and a verification mismatch (the host ran the run). A
+// cancelled or interrupted run says nothing of its host.
+HostVerdict host_verdict(const Status& outcome, bool workload_started) {
+    if (outcome.ok()) return HostVerdict::kWorked;
+    const std::string& code = outcome.error().code;
+    if (code == errc::kCancelled) return HostVerdict::kUnjudged;
+    if (code == errc::kHypervisor || code == errc::kUnavailable || code == errc::kIo)
+        return HostVerdict::kFault;
+    const bool refuses_settings = code == errc::kInvalidArgument || code == errc::kInvalidSpec ||
+                                  code == errc::kUnsupported || code == errc::kSettingsMismatch ||
+                                  code == errc::kNotConfigured;
+    return !workload_started && !refuses_settings ? HostVerdict::kFault : HostVerdict::kWorked;
+}
+
 // A configuration in a few words for people watching runs: "ext4 none
 // scsi-single" (filesystem, cache, bus), "host baseline" for a run without
 // a guest.
@@ -303,7 +332,7 @@ Status RunAttempt::timed(RunPhase phase, Status (RunAttempt::*body)()) {
 }
 
 Status RunAttempt::place() {
-    host_baseline_ = run_.config.value("hypervisor", "") == kHostBaselineHypervisor;
+    host_baseline_ = is_host_baseline_run(run_);
     accel_ = env_.accel;
     accel_enforced_ = env_.accel_enforced;
     if (host_baseline_) return ok_status();
@@ -312,9 +341,9 @@ Status RunAttempt::place() {
         host_name_ = std::string(kLocalHostName);
         return ok_status();
     }
-    DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run_.config));
     if (env_.placement) placement_ = env_.placement(run_.sweep_id);
-    DS_ASSIGN_OR_RETURN(auto lease, env_.hosts->acquire(config, placement_.hosts, cancelled_));
+    DS_ASSIGN_OR_RETURN(auto request, placement_request(run_, placement_));
+    DS_ASSIGN_OR_RETURN(auto lease, env_.hosts->acquire(request, cancelled_));
     lease_.emplace(std::move(lease));
     Host& host = lease_->host();
     hypervisor_ = host.hypervisor.get();
@@ -1048,12 +1077,14 @@ Status RunAttempt::record() {
 RunRecord RunAttempt::execute() {
     const Status placed = run_guarded([this] { return place(); }, run_.id);
     if (!start()) return run_;
+    bool workload_started = false;
     const Status outcome = run_guarded(
         [&]() -> Status {
             DS_TRY(placed);
             DS_TRY(timed(RunPhase::kProvision, &RunAttempt::provision));
             if (host_baseline_) return timed(RunPhase::kJob, &RunAttempt::host_job);
             DS_TRY(timed(RunPhase::kBoot, &RunAttempt::boot));
+            workload_started = true;
             DS_TRY(timed(RunPhase::kJob, &RunAttempt::job));
             DS_TRY(timed(RunPhase::kVerify, &RunAttempt::verify));
             if (!trial_) return ok_status();
@@ -1061,6 +1092,7 @@ RunRecord RunAttempt::execute() {
         },
         run_.id);
     tear_down_and_settle(outcome);
+    if (lease_) lease_->report(host_verdict(outcome, workload_started), run_.failure_reason);
     (void)timed(RunPhase::kRecord, &RunAttempt::record);
     return run_;
 }
@@ -1148,7 +1180,24 @@ std::string_view to_string(RunPhase phase) {
 
 RunRecord RunExecutor::execute(const RunRecord& planned, int boot_timeout_s, int run_timeout_s,
                                const std::atomic<bool>& cancelled) {
+    // A slot kept for a run that never placed (its config is unreadable, or
+    // a bug threw before place()) is freed however the attempt ends.
+    struct HoldRelease {
+        HostPool* hosts;
+        std::int64_t run_id;
+        ~HoldRelease() {
+            if (hosts != nullptr) hosts->release_hold(run_id);
+        }
+    } hold_release{env_.hosts, planned.id};
     return RunAttempt(env_, planned, boot_timeout_s, run_timeout_s, cancelled).execute();
+}
+
+bool RunExecutor::hold_host(const RunRecord& run) {
+    if (env_.hosts == nullptr || is_host_baseline_run(run)) return true;
+    const SweepPlacement placement =
+        env_.placement ? env_.placement(run.sweep_id) : SweepPlacement{};
+    auto request = placement_request(run, placement);
+    return !request.ok() || env_.hosts->hold(request.value());
 }
 
 }  // namespace ds

@@ -129,6 +129,10 @@ class RunExecutor {
     // stored.
     RunRecord execute(const RunRecord& run, int boot_timeout_s, int run_timeout_s,
                       const std::atomic<bool>& cancelled);
+    // Whether `run` can start now on a host (HostPool::hold): then a slot is
+    // kept for it, which its execute() takes or frees. True without a pool
+    // and for runs that need no host or will fail before placing.
+    bool hold_host(const RunRecord& run);
 
   private:
     RunEnvironment env_;

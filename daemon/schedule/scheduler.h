@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -44,6 +45,14 @@ class Scheduler {
     // (its golden volumes). Runs with the scheduler's lock held, on a
     // worker; an exception from it is logged and ignored.
     void on_sweep_finished(std::function<void(std::int64_t sweep_id)> hook);
+
+    // Before start(): whether a run can start now, keeping what it needs for
+    // it (RunExecutor::hold_host). A worker then takes the first pending run
+    // (sweeps first come first served, each in its order) that can, and the
+    // first pending run when none can: a run waiting for its round's busy
+    // host does not keep another host idle. Called with the scheduler's lock
+    // held. Unset: every run can.
+    void hold_before_start(std::function<bool(const RunRecord&)> hold);
 
     void start();
     // Cancels what runs (the executor tears its guests down) and joins.
@@ -75,6 +84,11 @@ class Scheduler {
     };
 
     void worker_loop();
+    // With the lock held and a run pending: the sweep and position of the
+    // run the next worker takes (see hold_before_start).
+    std::pair<QueuedSweep*, std::deque<RunRecord>::iterator> next_run_locked();
+    // hold_ behind a last-resort boundary: one that throws lets the run go.
+    bool can_start(const RunRecord& run);
     // execute_ behind the last-resort boundary described at ExecuteRun.
     RunRecord execute_guarded(const RunRecord& run, const SweepTimeouts& timeouts,
                               const std::atomic<bool>& cancelled);
@@ -88,6 +102,7 @@ class Scheduler {
     EventBus& events_;
     ExecuteRun execute_;
     std::function<void(std::int64_t)> sweep_finished_;
+    std::function<bool(const RunRecord&)> hold_;
     int max_parallel_runs_;
     const Clock& clock_;
 

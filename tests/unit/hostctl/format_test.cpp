@@ -530,3 +530,36 @@ TEST_CASE("compare text: the golden datasets' time saved is one line, none witho
     CHECK(ds::hostctl::format_golden_datasets(Json{{"golden_datasets", nullptr}}).empty());
     CHECK(ds::hostctl::format_golden_datasets(Json::object()).empty());
 }
+
+TEST_CASE(
+    "status: a host backed off after failures says until when and why, and the submission's "
+    "warnings are shown",
+    "[hostctl][format][placement]") {
+    Json status = realistic_status();
+    status["hosts"] = Json::parse(R"([
+      {"name": "local", "kind": "libvirt", "parallel": 1, "accel": "tcg",
+       "placement": {"busy": 1, "parallel": 1, "consecutive_failures": 0,
+                     "backed_off_until": null, "last_failure": null}},
+      {"name": "node2", "kind": "libvirt", "parallel": 1, "accel": "tcg",
+       "placement": {"busy": 0, "parallel": 1, "consecutive_failures": 3,
+                     "backed_off_until": "2026-01-01T00:01:00Z",
+                     "last_failure": "agent did not connect within 20 s\nconsole"}},
+      {"name": "node3", "kind": "libvirt", "parallel": 1, "accel": "tcg",
+       "placement": {"busy": 0, "parallel": 1, "consecutive_failures": 1,
+                     "backed_off_until": null, "last_failure": "cannot start domain"}}])");
+    const std::string shown = ds::hostctl::format_status(status);
+    CHECK_THAT(shown, Catch::Contains("hosts:        local (libvirt, 1 at once, tcg), node2 "
+                                      "(libvirt, 1 at once, tcg), node3 (libvirt, 1 at once, "
+                                      "tcg)\n"
+                                      "              node2: backed off until "
+                                      "2026-01-01T00:01:00Z (3 failures in a row): agent did not "
+                                      "connect within 20 s console\n"
+                                      "              node3: (1 failure in a row): cannot start "
+                                      "domain\n"
+                                      "storages:"));
+
+    const Json submitted = {{"sweep", {{"id", 1}, {"name", "one"}, {"total_runs", 4}}},
+                            {"warnings", {"rounds may spread"}}};
+    CHECK(ds::hostctl::format_submitted(submitted) ==
+          "sweep 1 \"one\" submitted: 4 runs, queued\nwarning: rounds may spread\n");
+}

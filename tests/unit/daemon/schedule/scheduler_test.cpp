@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "common/clock.h"
+#include "daemon/backends/hosts.h"
 #include "support/fake_clock.h"
 #include "support/fakes/daemon_fakes.h"
 
@@ -536,6 +537,75 @@ TEST_CASE("a run interrupted by the daemon stopping is recorded as interrupted, 
     }
     CHECK(interrupted_reason);
     CHECK(fixture.store->get_sweep(sweep_id)->status == SweepStatus::kFailed);
+}
+
+TEST_CASE("scheduler: with whole rounds on one host, two hosts of one slot each run at once",
+          "[scheduler][placement]") {
+    // Round 0's second run must wait for host a (its round's host): a worker
+    // that took it would leave b idle. Workers take a run that can start now.
+    SchedulerFixture f;
+    HostPool pool;
+    for (const char* name : {"a", "b"}) {
+        auto host = std::make_unique<Host>();
+        host->description = {.name = name, .kind = "libvirt", .detail = "fake"};
+        host->hypervisor = std::make_unique<FakeHypervisor>();
+        pool.add(std::move(host));
+    }
+    std::vector<RunRecord> planned;  // round by round, as expand_sweep plans
+    for (int round = 0; round < 2; ++round) {
+        for (CacheMode cache : {CacheMode::kNone, CacheMode::kWriteback}) {
+            StorageConfig config = reference_config();
+            config.cache = cache;
+            planned.push_back(
+                planned_run(config, fio_workload(), static_cast<int>(planned.size()), round));
+        }
+    }
+    SweepRecord sweep;
+    sweep.name = "two hosts";
+    sweep.created_at = utc_now_iso8601();
+    const auto sweep_id = f.store->create_sweep(sweep, planned);
+    REQUIRE(sweep_id.ok());
+
+    const auto request_for = [](const RunRecord& run) {
+        return PlacementRequest{
+            storage_config_from_json(run.config).value(), {}, run.sweep_id, run.repetition, run.id};
+    };
+    std::mutex mutex;
+    std::map<int, std::set<std::string>> hosts_by_round;
+    std::atomic<int> placement_errors{0};
+    f.runner.rendezvous = 2;
+    auto execute = [&](const RunRecord& run, const SweepTimeouts& timeouts,
+                       const std::atomic<bool>& cancelled) {
+        auto lease = pool.acquire(request_for(run), cancelled);
+        if (!lease.ok()) ++placement_errors;
+        if (lease.ok()) {
+            std::lock_guard lock(mutex);
+            hosts_by_round[run.repetition].insert(lease->host().description.name);
+        }
+        RunRecord finished = f.runner.execute(run, timeouts, cancelled);
+        pool.release_hold(run.id);
+        return finished;
+    };
+    EventLog events(f.events, *sweep_id);
+    Scheduler scheduler(*f.store, f.events, execute, pool.total_parallel());
+    scheduler.hold_before_start([&](const RunRecord& run) { return pool.hold(request_for(run)); });
+    scheduler.start();
+    REQUIRE(scheduler.submit(*sweep_id, SweepTimeouts{}).ok());
+    REQUIRE(events.wait_for("sweep_finished", 10s));
+    scheduler.stop();
+
+    CHECK(placement_errors == 0);
+    CHECK(f.runner.max_active == 2);  // both hosts ran at once
+    // From the start: round 1's first run did not wait behind round 0's second.
+    const std::vector<int> started = f.runner.sequences_started();
+    REQUIRE(started.size() == 4);
+    CHECK(std::set<int>{started[0], started[1]} == std::set<int>{0, 2});
+    CHECK(hosts_by_round[0].size() == 1);
+    CHECK(hosts_by_round[1].size() == 1);
+    CHECK(hosts_by_round[0] != hosts_by_round[1]);
+    CHECK(statuses_of(*f.store, *sweep_id).at("succeeded") == 4);
+    CHECK(pool.placement_status(*pool.hosts()[0])["busy"] == 0);
+    CHECK(pool.placement_status(*pool.hosts()[1])["busy"] == 0);
 }
 
 }  // namespace
