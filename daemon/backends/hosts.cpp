@@ -42,6 +42,7 @@ Status add_host_storages(const BackendLine& line, const HostContext& context, Ho
                           "host '" + line.pool + "': " + storages.error().message);
     }
     host.description.unreached_kinds = storages->unreached_kinds;
+    host.description.remote = storages->remote;
     for (const std::string& storage : host.description.storages) {
         if (!host.description.reaches(storage)) {
             return make_error(errc::kInvalidArgument,
@@ -156,6 +157,7 @@ Result<std::optional<std::size_t>> HostPool::choose_locked(const PlacementReques
     bool any_eligible = false;
     for (std::size_t i = 0; i < hosts_.size(); ++i) {
         if (!hosts_[i]->description.takes(request.config, request.pinned)) continue;
+        if (request.needs_local_files && hosts_[i]->description.remote) continue;
         any_eligible = true;
         if (!backed_off(i, now)) usable.push_back(i);
     }
@@ -164,7 +166,11 @@ Result<std::optional<std::size_t>> HostPool::choose_locked(const PlacementReques
             errc::kNotConfigured,
             "no " + request.config.hypervisor + " host reaches storage '" +
                 storage_name(request.config) + "'" +
-                (request.pinned.empty() ? "" : " among " + join(request.pinned, ", ")));
+                (request.pinned.empty() ? "" : " among " + join(request.pinned, ", ")) +
+                (request.needs_local_files
+                     ? " on this machine (a durability run's write log and crash images are "
+                       "files here; remote hosts cannot take it)"
+                     : ""));
     }
     const RoundKey key{request.sweep_id, request.repetition, storage_name(request.config),
                        request.config.hypervisor};

@@ -91,6 +91,10 @@ struct PlacementRequest {
     int repetition = 0;
     // A slot HostPool::hold kept for this run is the run's; 0: none.
     std::int64_t run_id = 0;
+    // The run reads and writes files of its guest's disks on this machine (a
+    // durability run's write log and crash images): only hosts whose files
+    // are this machine's take it (HostDescription::remote).
+    bool needs_local_files = false;
 };
 
 // How a run went as its host's health sees it (HostLease::report).

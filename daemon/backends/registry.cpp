@@ -178,6 +178,7 @@ Result<HostStorages> libvirt_host_storages(const BackendLine& line, Hypervisor& 
                                            const HostContext& context) {
     auto& libvirt = static_cast<LibvirtHypervisor&>(hypervisor);
     HostStorages storages;
+    storages.remote = libvirt.remote();
     if (libvirt.remote()) {
         storages.unreached_kinds = {"block", "lvm-thin"};
         storages.unreached_reason =

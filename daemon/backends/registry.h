@@ -111,6 +111,8 @@ struct HostStorages {
     // and why (a remote libvirt host: block, lvm-thin).
     std::vector<std::string> unreached_kinds;
     std::string unreached_reason;
+    // The host is another machine (a remote libvirt URI).
+    bool remote = false;
 };
 
 struct HypervisorKindDef {
@@ -166,6 +168,8 @@ struct HostDescription {
     std::string group{};
     // Storage kinds it never reaches (HostStorages::unreached_kinds).
     std::vector<std::string> unreached_kinds{};
+    // Another machine: its files are not this one's (HostStorages::remote).
+    bool remote = false;
     bool reaches(const std::string& storage) const;
     // Whether a sweep's [hypervisor] hosts entry selects it: its name, or
     // its group (all the hosts of that line).

@@ -62,7 +62,9 @@ bool is_host_baseline_run(const RunRecord& run) {
 // Where the run may go and the round it belongs to (HostPool).
 Result<PlacementRequest> placement_request(const RunRecord& run, const SweepPlacement& placement) {
     DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run.config));
-    return PlacementRequest{config, placement.hosts, run.sweep_id, run.repetition, run.id};
+    PlacementRequest request{config, placement.hosts, run.sweep_id, run.repetition, run.id};
+    request.needs_local_files = run.workload.contains("durability");
+    return request;
 }
 
 // Whose fault a run's failure is, for its host's backoff (HostPool). The

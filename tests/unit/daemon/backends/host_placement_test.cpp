@@ -272,3 +272,29 @@ TEST_CASE("placement: a slot held for a run is that run's, and an unused hold is
     CHECK(pool.hold(PlacementRequest{nowhere, {}, kSweep, 0, 5}));  // its acquire fails at once
     CHECK(status_of(pool, 1)["busy"] == 1);
 }
+
+TEST_CASE(
+    "placement: a durability run goes only to a host on this machine, and with none the error "
+    "says why",
+    "[hosts][placement]") {
+    test::FakeClock clock;
+    HostPool pool{clock};
+    auto remote = libvirt_host("remote", 2);
+    remote->description.remote = true;
+    pool.add(std::move(remote));
+    pool.add(libvirt_host("local", 2));
+    const std::atomic<bool> cancelled{false};
+    PlacementRequest durability = round_run(0, 0, 1);
+    durability.needs_local_files = true;
+    // The remote host is first and as idle: an ordinary run goes there.
+    CHECK(host_of(pool.acquire(round_run(0, 0, 2), cancelled)) == "remote");
+    CHECK(host_of(pool.acquire(durability, cancelled)) == "local");
+
+    HostPool remote_only{clock};
+    auto only = libvirt_host("remote", 1);
+    only->description.remote = true;
+    remote_only.add(std::move(only));
+    auto refused = remote_only.acquire(durability, cancelled);
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.error().message, Catch::Contains("remote hosts cannot take it"));
+}
