@@ -1254,6 +1254,11 @@ std::string host_failure_lines(const Json& hosts) {
     if (!hosts.is_array()) return "";
     std::string text;
     for (const Json& host : hosts) {
+        const Json& connection = field(host, "connection");
+        if (text_field(connection, "state", "") == "unreachable") {
+            text += "              " + format_setting_value(host.value("name", Json("?"))) +
+                    ": unreachable: " + single_line(text_field(connection, "error", "?")) + "\n";
+        }
         const Json& placement = field(host, "placement");
         const long failures = integer_field(placement, "consecutive_failures");
         if (failures <= 0) continue;

@@ -140,7 +140,8 @@ std::vector<RunRow> runs_of(const DaemonFixture& daemon, int sweep_id) {
         "coalesce(json_extract(versions_json, '$.host'), ''), coalesce(started_at, ''), "
         "coalesce(finished_at, ''), "
         "coalesce(json_extract(applied_settings_json, '$.storage.source.path'), ''), "
-        "coalesce(console_log, '') FROM runs WHERE sweep_id = ? AND superseded_by IS NULL ORDER BY id");
+        "coalesce(console_log, '') FROM runs WHERE sweep_id = ? AND superseded_by IS NULL ORDER BY "
+        "id");
     query.bind(1, sweep_id);
     std::vector<RunRow> rows;
     while (query.executeStep()) {
@@ -283,7 +284,8 @@ TEST_CASE(
     auto status = daemon.hostctl({"--json", "status"});
     REQUIRE(status.exit_code == 0);
     std::string remote_state;
-    for (const Json& host : Json::parse(status.out)["hosts"]) {
+    const Json status_json = Json::parse(status.out);
+    for (const Json& host : status_json["hosts"]) {
         if (host["name"] == kRemoteHost) remote_state = host["connection"].value("state", "");
     }
     CHECK(remote_state == "unreachable");

@@ -563,3 +563,17 @@ TEST_CASE(
     CHECK(ds::hostctl::format_submitted(submitted) ==
           "sweep 1 \"one\" submitted: 4 runs, queued\nwarning: rounds may spread\n");
 }
+
+TEST_CASE("status: an unreachable host says so with libvirt's reason", "[hostctl][format]") {
+    Json status = realistic_status();
+    status["hosts"] = Json::parse(R"([
+      {"name": "local", "kind": "libvirt", "parallel": 1, "accel": "tcg",
+       "connection": {"state": "connected", "reconnects": 0}},
+      {"name": "node2", "kind": "libvirt", "parallel": 1, "accel": "tcg",
+       "connection": {"state": "unreachable", "reconnects": 1,
+                      "error": "host unreachable: libvirt: Connection refused"}}])");
+    const std::string shown = ds::hostctl::format_status(status);
+    CHECK_THAT(shown, Catch::Contains("\n              node2: unreachable: host unreachable: "
+                                      "libvirt: Connection refused\nstorages:"));
+    CHECK_THAT(shown, !Catch::Contains("local: unreachable"));
+}
