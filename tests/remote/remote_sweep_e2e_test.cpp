@@ -9,6 +9,7 @@
 #include <libvirt/libvirt.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -304,4 +305,75 @@ TEST_CASE(
     INFO(daemon.log());
     CHECK(clean);
     CHECK(daemon.log().find("host remote reached again") != std::string::npos);
+}
+
+namespace {
+
+// The names (`-name guest=NAME`) of this machine's QEMU processes whose
+// guest name starts with `prefix`: the local host's guests.
+std::vector<std::string> local_guests(const std::string& prefix) {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream file(entry.path() / "cmdline");
+        std::string argument;
+        while (std::getline(file, argument, '\0')) {
+            const std::string marker = "guest=" + prefix;
+            const auto at = argument.find(marker);
+            if (at == std::string::npos) continue;
+            names.push_back(argument.substr(at + 6, argument.find(',', at) - at - 6));
+        }
+    }
+    return names;
+}
+
+bool none_left(const std::vector<std::string>& names, const std::vector<std::string>& now) {
+    for (const auto& name : names) {
+        if (std::find(now.begin(), now.end(), name) != now.end()) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a daemon killed mid-sweep with guests on both hosts leaves nothing of them on either "
+    "once it is started again",
+    "[remote][e2e]") {
+    const TestRemoteLibvirtd remote = ds::test::test_remote_libvirtd_or_skip();
+    require_image();
+    DaemonFixture daemon(daemon_args(remote));
+    REQUIRE(daemon.ready());
+    const std::string prefix = instance_prefix(daemon);
+    ds::test::TempDir dir;
+    const std::string spec = write_spec(dir, two_host_spec("daemon-dies", 2, "60s"));
+    REQUIRE(daemon.hostctl({"sweep", "submit", spec}).exit_code == 0);
+
+    // Both hosts run a guest of the sweep (whole rounds: one round each).
+    REQUIRE(wait_for(
+        [&] { return !look_at(remote, prefix).domains.empty() && !local_guests(prefix).empty(); },
+        std::chrono::seconds(240)));
+    daemon.stop(SIGKILL);
+    const std::vector<std::string> remote_left = look_at(remote, prefix).domains;
+    const std::vector<std::string> remote_volumes = run_volumes(look_at(remote, prefix), prefix);
+    const std::vector<std::string> local_left = local_guests(prefix);
+    REQUIRE_FALSE(remote_left.empty());
+    REQUIRE_FALSE(remote_volumes.empty());
+    REQUIRE_FALSE(local_left.empty());
+
+    // Start-up recovery ends them on both hosts; then stop the resumed sweep.
+    REQUIRE(daemon.restart());
+    INFO(daemon.log());
+    CHECK(none_left(local_left, local_guests(prefix)));
+    const RemoteView after_restart = look_at(remote, prefix);
+    CHECK(none_left(remote_left, after_restart.domains));
+    CHECK(none_left(remote_volumes, after_restart.volumes));
+    REQUIRE(daemon.hostctl({"sweep", "cancel", "1"}).exit_code == 0);
+    const bool clean = wait_for(
+        [&] {
+            const RemoteView view = look_at(remote, prefix);
+            return view.domains.empty() && run_volumes(view, prefix).empty() &&
+                   local_guests(prefix).empty();
+        },
+        std::chrono::seconds(120));
+    CHECK(clean);
 }
