@@ -149,37 +149,6 @@ class SweepProgress {
     bool daemon_estimates_ = false;  // an event carried eta_s
 };
 
-// The runs a watcher shows while they run: one line each on a terminal,
-// updated in place; plain lines only when something changes (a run starts,
-// enters another phase, finishes), never one per progress tick.
-class RunBoard {
-  public:
-    // What one event changed, for each way of showing it.
-    struct Change {
-        std::vector<std::string> plain_lines;  // without a terminal
-        std::string finished_line;             // a run ended: its one summary line
-        bool failed = false;                   // ... and it did not succeed
-    };
-    // Takes in one event at the watcher's clock `now_s` (seconds).
-    Change apply(const Json& event, double now_s);
-    // One line per running run, in the order they started:
-    // "run 12  ext4 cache=none  randrw  bench  34s  45%  fio running"
-    std::vector<std::string> live_lines(double now_s) const;
-
-  private:
-    struct Running {
-        long run_id = 0;
-        std::string config;  // the run_started event's config_label
-        std::string workload;
-        std::string phase;
-        std::string message;
-        std::optional<double> fraction;
-        double started_at = 0;
-    };
-    std::string describe(const Running& run) const;
-    std::vector<Running> running_;
-};
-
 // "[#########-----------]  4/8 runs  3 ok  1 failed  2 running  ETA 2m05s"
 std::string format_progress_bar(const SweepProgress& progress, int bar_width = 24);
 // "(3/8 done, 1 failed, ETA 2m05s)"
