@@ -40,6 +40,21 @@ Json counts(long pending, long running, long succeeded, long failed) {
             {"cancelled", 0}};
 }
 
+Json finished_event(long run, const std::string& status, const std::string& message,
+                    double total_s) {
+    return {{"type", "run_finished"}, {"sweep_id", 4},      {"run_id", run},  {"status", status},
+            {"message", message},     {"total_s", total_s}, {"total_runs", 3}};
+}
+
+// The scheduler's event after each run: counts and its ETA.
+Json counts_event(Json counts, double eta_s) {
+    return {{"type", "progress"},
+            {"sweep_id", 4},
+            {"counts", std::move(counts)},
+            {"eta_s", eta_s},
+            {"total_runs", 3}};
+}
+
 // As the daemon sends them: run 1 and 2 at once on two hosts, run 1's bench
 // ticking 22 times with the same message, run 2 failing, run 3 after them.
 std::vector<Timed> recorded_sweep() {
@@ -66,45 +81,15 @@ std::vector<Timed> recorded_sweep() {
         events.push_back({12.0 + tick, progress_event(1, "bench", "fio running", tick / 22.0)});
         if (tick == 5) events.push_back({18, progress_event(2, "bench", "fio running", 0.1)});
     }
-    events.push_back({35,
-                      {{"type", "run_finished"},
-                       {"sweep_id", 4},
-                       {"run_id", 1},
-                       {"status", "succeeded"},
-                       {"message", ""},
-                       {"total_s", 34.2},
-                       {"total_runs", 3}}});
-    events.push_back({35,
-                      {{"type", "progress"},
-                       {"sweep_id", 4},
-                       {"counts", counts(1, 1, 1, 0)},
-                       {"eta_s", 51},
-                       {"total_runs", 3}}});
+    events.push_back({35, finished_event(1, "succeeded", "", 34.2)});
+    events.push_back({35, counts_event(counts(1, 1, 1, 0), 51)});
     events.push_back({36, started_event(3, "ext4 cache=none bus=virtio-blk")});
-    events.push_back({38,
-                      {{"type", "run_finished"},
-                       {"sweep_id", 4},
-                       {"run_id", 2},
-                       {"status", "failed"},
-                       {"message", "fio exited 1:\ncannot open /mnt/data/fio"},
-                       {"total_s", 36},
-                       {"total_runs", 3}}});
-    events.push_back({38,
-                      {{"type", "progress"},
-                       {"sweep_id", 4},
-                       {"counts", counts(0, 1, 1, 1)},
-                       {"eta_s", 20},
-                       {"total_runs", 3}}});
+    events.push_back(
+        {38, finished_event(2, "failed", "fio exited 1:\ncannot open /mnt/data/fio", 36)});
+    events.push_back({38, counts_event(counts(0, 1, 1, 1), 20)});
     events.push_back({45, progress_event(3, "booted", "agent connected")});
     events.push_back({50, progress_event(3, "bench", "fio running", 0.5)});
-    events.push_back({56,
-                      {{"type", "run_finished"},
-                       {"sweep_id", 4},
-                       {"run_id", 3},
-                       {"status", "succeeded"},
-                       {"message", ""},
-                       {"total_s", 20},
-                       {"total_runs", 3}}});
+    events.push_back({56, finished_event(3, "succeeded", "", 20)});
     events.push_back({56,
                       {{"type", "sweep_finished"},
                        {"sweep_id", 4},
