@@ -202,12 +202,14 @@ ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
     const auto seconds = [&invocation, started] {
         return std::chrono::duration<double>(invocation.now() - started).count();
     };
+    const WatchDetail detail = watch_detail(invocation);
     WatchRenderer renderer(
-        invocation.out, watch_detail(invocation),
+        invocation.out, detail,
         {invocation.environment.stdout_is_tty, invocation.environment.terminal_columns});
     std::mutex mutex;
     std::optional<WatchTicker> ticker;
-    if (invocation.environment.stdout_is_tty && invocation.environment.redraw_each_second)
+    if (detail == WatchDetail::kNormal && invocation.environment.stdout_is_tty &&
+        invocation.environment.redraw_each_second)
         ticker.emplace(renderer, mutex, seconds);
     ApiReply reply = invocation.client.follow("/v1/sweeps/" + std::to_string(sweep_id) + "/events",
                                               [&](const Json& event) {
