@@ -1126,6 +1126,19 @@ std::string format_event_line(const Json& event, const SweepProgress& progress) 
     return "";  // progress, keepalive and types newer than this client
 }
 
+std::string format_judged_metric(const Json& run_reply) {
+    const Json& run = field(run_reply, "run");
+    const Json& workload = field(run, "workload");
+    const WorkloadKind* kind = find_workload_kind(text_field(workload, "kind", ""));
+    if (kind == nullptr) return "";
+    const std::string name(judged_metric(*kind, field(workload, "params")).name);
+    const auto value = number_field(field(run, "metrics"), name);
+    if (!value || !std::isfinite(*value)) return "";
+    char digits[32];
+    std::snprintf(digits, sizeof digits, std::fabs(*value) >= 100 ? "%.0f" : "%.3g", *value);
+    return name + " " + digits;
+}
+
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress) {
     std::string status = progress.final_status().empty() ? "finished" : progress.final_status();
     return "sweep " + std::to_string(sweep_id) + " " + status + ": " +

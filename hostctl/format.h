@@ -156,6 +156,11 @@ std::string format_tally(const SweepProgress& progress);
 // A plain line for one event (non-TTY output), or "" for events not worth a
 // line (progress ticks without a message, unknown types).
 std::string format_event_line(const Json& event, const SweepProgress& progress);
+// GET /v1/runs/{id} reply -> the metric the run is judged by (its workload
+// kind's primary metric, or the write-only one for a writing fio job) as
+// "read_iops 2273" (3 significant digits below 100); "" when the reply has
+// no such metric (a failed run, an unknown kind, an older daemon).
+std::string format_judged_metric(const Json& run_reply);
 // Closing line after sweep_finished: status and final counts.
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress);
 

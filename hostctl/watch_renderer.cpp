@@ -56,8 +56,12 @@ std::string fit_terminal_line(const std::string& text, std::size_t columns) {
     return line.substr(0, end) + "~";
 }
 
-WatchRenderer::WatchRenderer(std::ostream& out, WatchDetail detail, WatchTerminal terminal)
-    : out_(out), detail_(detail), terminal_(std::move(terminal)) {}
+WatchRenderer::WatchRenderer(std::ostream& out, WatchDetail detail, WatchTerminal terminal,
+                             RunResultLookup run_result)
+    : out_(out),
+      detail_(detail),
+      terminal_(std::move(terminal)),
+      run_result_(std::move(run_result)) {}
 
 void WatchRenderer::on_event(const Json& event, double now_s) {
     progress_.apply(event, now_s);
@@ -181,10 +185,15 @@ void WatchRenderer::run_finished(const Json& event, double now_s, std::vector<Li
     } else if (found != running_.end()) {
         text += " after " + format_duration(now_s - run.started_at);
     }
+    const bool succeeded = parse_run_status(status) == RunStatus::kSucceeded;
+    // --quiet shows no succeeded run: no need to ask.
+    if (succeeded && run_result_ && detail_ == WatchDetail::kNormal) {
+        if (std::string result = without_controls(run_result_(id)); !result.empty())
+            text += ": " + result;
+    }
     if (!message.empty()) text += ": " + message;
     // Without a terminal there is no bar: the line carries the tally.
     if (!terminal_.is_tty && detail_ == WatchDetail::kNormal) text += " " + format_tally(progress_);
-    const bool succeeded = parse_run_status(status) == RunStatus::kSucceeded;
     lines.push_back({succeeded ? LineKind::kSucceeded : LineKind::kFailed, text});
     if (found != running_.end()) running_.erase(found);
 }

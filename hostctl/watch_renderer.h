@@ -15,6 +15,10 @@
 
 namespace ds::hostctl {
 
+// The key result of a run that succeeded, for its summary line, e.g.
+// "read_iops 2273"; "" when unknown. Asked once per succeeded run.
+using RunResultLookup = std::function<std::string(long run_id)>;
+
 // How much a watch shows: everything (as a terminal or as plain lines), only
 // what went wrong and the end (--quiet), or the events themselves (--json).
 enum class WatchDetail { kNormal, kQuiet, kJson };
@@ -31,7 +35,7 @@ struct WatchTerminal {
 // * a terminal: one line per running run, rewritten in place ("\r", cursor up,
 //   erase down), cut to the terminal's width so that nothing wraps, above a
 //   bar with the sweep's counts and ETA; a finished run leaves one summary
-//   line above them;
+//   line above them (status, duration, the key result or why it failed);
 // * no terminal (pipes, CI): a plain line when a run starts, enters another
 //   phase or finishes, never one per progress tick or repeated message;
 // * kQuiet: only the runs that did not succeed;
@@ -40,7 +44,9 @@ struct WatchTerminal {
 // end() closes the output with the sweep's summary line (not with kJson).
 class WatchRenderer {
   public:
-    WatchRenderer(std::ostream& out, WatchDetail detail, WatchTerminal terminal);
+    // Without `run_result`, summary lines name no result.
+    WatchRenderer(std::ostream& out, WatchDetail detail, WatchTerminal terminal,
+                  RunResultLookup run_result = {});
 
     // Takes in one event; `now_s` is the watcher's clock in seconds (elapsed
     // times and, when the daemon gives none, the ETA are measured on it).
@@ -92,6 +98,7 @@ class WatchRenderer {
     std::ostream& out_;
     WatchDetail detail_;
     WatchTerminal terminal_;
+    RunResultLookup run_result_;
     SweepProgress progress_;
     std::vector<Run> running_;  // in the order they started
     std::size_t drawn_ = 0;     // lines of the live area on the terminal now

@@ -359,3 +359,39 @@ TEST_CASE("--json passes each event through as one line, on a terminal too", "[h
         for (std::size_t i = 0; i < lines.size(); ++i) CHECK(Json::parse(lines[i]) == expected[i]);
     }
 }
+
+TEST_CASE("a succeeded run's summary line names its key metric, asked once per such run",
+          "[hostctl][watch]") {
+    std::vector<long> asked;
+    const auto lookup = [&asked](long run_id) {
+        asked.push_back(run_id);
+        return run_id == 1 ? std::string("read_iops 2273") : std::string();
+    };
+    std::ostringstream out;
+    WatchRenderer renderer(out, WatchDetail::kNormal, {false, {}}, lookup);
+    for (const auto& timed : recorded_sweep()) renderer.on_event(timed.event, timed.at);
+    CHECK_THAT(out.str(),
+               Catch::Contains("run 1 (ext4 cache=none bus=virtio-blk, randrw) succeeded "
+                               "after 34s: read_iops 2273 (1/3 done"));
+    CHECK_THAT(out.str(),
+               Catch::Contains("run 3 (ext4 cache=none bus=virtio-blk, randrw) succeeded "
+                               "after 20s (3/3 done"));
+    CHECK(asked == std::vector<long>{1, 3});  // not the failed run 2
+}
+
+TEST_CASE("format_judged_metric picks the metric the run's workload is judged by",
+          "[hostctl][watch]") {
+    using ds::hostctl::format_judged_metric;
+    const auto reply = [](const std::string& kind, const std::string& rw) {
+        return Json{
+            {"run",
+             {{"workload", {{"kind", kind}, {"params", {{"rw", rw}}}}},
+              {"metrics", {{"read_iops", 2273.4}, {"write_iops", 97.25}, {"total_s", 12.5}}}}}};
+    };
+    CHECK(format_judged_metric(reply("fio", "randrw")) == "read_iops 2273");
+    CHECK(format_judged_metric(reply("fio", "randwrite")) == "write_iops 97.2");
+    CHECK(format_judged_metric(reply("mariadb-atis", "")) == "total_s 12.5");
+    CHECK(format_judged_metric(reply("sysbench-oltp", "")).empty());  // no tps in it
+    CHECK(format_judged_metric(reply("no-such-kind", "")).empty());
+    CHECK(format_judged_metric(Json::object()).empty());
+}
