@@ -203,17 +203,17 @@ ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
         return std::chrono::duration<double>(invocation.now() - started).count();
     };
     const WatchDetail detail = watch_detail(invocation);
-    // A succeeded run's summary names its key metric, which its event does
-    // not carry: one GET per finished run (a second connection; the daemon
-    // serves each on a thread of its own).
-    const RunResultLookup run_result = [&client = invocation.client](long run_id) {
+    // What events do not carry (a run's metrics; the configuration of a run
+    // that started before the watch): one GET per such run, on a second
+    // connection (the daemon serves each on a thread of its own).
+    const RunLookup run_lookup = [&client = invocation.client](long run_id) {
         ApiReply reply = client.get("/v1/runs/" + std::to_string(run_id));
-        return reply.ok() ? format_judged_metric(reply.body) : std::string();
+        return reply.ok() ? reply.body : Json();
     };
     WatchRenderer renderer(
         invocation.out, detail,
         {invocation.environment.stdout_is_tty, invocation.environment.terminal_columns},
-        run_result);
+        run_lookup);
     std::mutex mutex;
     std::optional<WatchTicker> ticker;
     if (detail == WatchDetail::kNormal && invocation.environment.stdout_is_tty &&

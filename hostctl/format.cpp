@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <set>
@@ -1137,6 +1138,24 @@ std::string format_judged_metric(const Json& run_reply) {
     char digits[32];
     std::snprintf(digits, sizeof digits, std::fabs(*value) >= 100 ? "%.0f" : "%.3g", *value);
     return name + " " + digits;
+}
+
+std::optional<long long> parse_utc_seconds(std::string_view text) {
+    std::tm utc{};
+    const std::string copy(text);
+    const char* end = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    if (end == nullptr || *end != '\0') return std::nullopt;
+    return static_cast<long long>(::timegm(&utc));
+}
+
+RunIdentity run_identity(const Json& run_reply) {
+    const Json& run = field(run_reply, "run");
+    RunIdentity identity;
+    if (!run.is_object()) return identity;
+    identity.config_label = run_config_label(field(run, "config"));
+    identity.workload = text_field(run, "workload_name", "");
+    identity.started_at = parse_utc_seconds(text_field(run, "started_at", ""));
+    return identity;
 }
 
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress) {

@@ -161,6 +161,20 @@ std::string format_event_line(const Json& event, const SweepProgress& progress);
 // "read_iops 2273" (3 significant digits below 100); "" when the reply has
 // no such metric (a failed run, an unknown kind, an older daemon).
 std::string format_judged_metric(const Json& run_reply);
+// What a watch needs of a run it first sees mid-way (it started before the
+// watch began), from a GET /v1/runs/{id} reply: the run_started event's
+// config_label and workload, and when it started (seconds since the epoch,
+// unset when the reply has no "started_at" of the form
+// "2026-11-29T20:00:00Z").
+struct RunIdentity {
+    std::string config_label;
+    std::string workload;
+    std::optional<long long> started_at;
+};
+RunIdentity run_identity(const Json& run_reply);
+// "2026-11-29T20:00:00Z" (the daemon's times, common/clock.h) -> seconds
+// since the epoch; nullopt for anything else.
+std::optional<long long> parse_utc_seconds(std::string_view text);
 // Closing line after sweep_finished: status and final counts.
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress);
 

@@ -57,11 +57,11 @@ std::string fit_terminal_line(const std::string& text, std::size_t columns) {
 }
 
 WatchRenderer::WatchRenderer(std::ostream& out, WatchDetail detail, WatchTerminal terminal,
-                             RunResultLookup run_result)
+                             RunLookup run_lookup)
     : out_(out),
       detail_(detail),
       terminal_(std::move(terminal)),
-      run_result_(std::move(run_result)) {}
+      run_lookup_(std::move(run_lookup)) {}
 
 void WatchRenderer::on_event(const Json& event, double now_s) {
     progress_.apply(event, now_s);
@@ -150,10 +150,7 @@ void WatchRenderer::run_progress(const Json& event, double now_s, std::vector<Li
     auto run = find_run(id);
     if (run == running_.end()) {
         // The watch began while this run ran: no run_started for it.
-        Run unseen;
-        unseen.id = id;
-        unseen.started_at = unseen.phase_started_at = now_s;
-        running_.push_back(std::move(unseen));
+        running_.push_back(run_seen_late(id, event, now_s));
         run = std::prev(running_.end());
     }
     const std::string phase = without_controls(text_field(event, "phase", ""));
@@ -167,6 +164,23 @@ void WatchRenderer::run_progress(const Json& event, double now_s, std::vector<Li
     if (!message.empty()) run->message = message;
     const Json& fraction = field(event, "fraction");
     run->fraction = fraction.is_number() ? std::optional(fraction.get<double>()) : std::nullopt;
+}
+
+// A run first seen by a progress event: what run_started would have said,
+// asked of the daemon, and its time so far (the event's "time" less the
+// run's start, both the daemon's clock) carried over to the watcher's.
+WatchRenderer::Run WatchRenderer::run_seen_late(long id, const Json& event, double now_s) const {
+    Run run;
+    run.id = id;
+    run.started_at = run.phase_started_at = now_s;
+    if (!run_lookup_) return run;
+    const RunIdentity identity = run_identity(run_lookup_(id));
+    run.config = without_controls(identity.config_label);
+    run.workload = without_controls(identity.workload);
+    const auto event_time = parse_utc_seconds(text_field(event, "time", ""));
+    if (identity.started_at && event_time && *event_time >= *identity.started_at)
+        run.started_at = now_s - static_cast<double>(*event_time - *identity.started_at);
+    return run;
 }
 
 void WatchRenderer::run_finished(const Json& event, double now_s, std::vector<Line>& lines) {
@@ -187,9 +201,10 @@ void WatchRenderer::run_finished(const Json& event, double now_s, std::vector<Li
     }
     const bool succeeded = parse_run_status(status) == RunStatus::kSucceeded;
     // --quiet shows no succeeded run: no need to ask.
-    if (succeeded && run_result_ && detail_ == WatchDetail::kNormal) {
-        if (std::string result = without_controls(run_result_(id)); !result.empty())
-            text += ": " + result;
+    if (succeeded && run_lookup_ && detail_ == WatchDetail::kNormal) {
+        if (std::string metric = without_controls(format_judged_metric(run_lookup_(id)));
+            !metric.empty())
+            text += ": " + metric;
     }
     if (!message.empty()) text += ": " + message;
     // Without a terminal there is no bar: the line carries the tally.

@@ -15,9 +15,11 @@
 
 namespace ds::hostctl {
 
-// The key result of a run that succeeded, for its summary line, e.g.
-// "read_iops 2273"; "" when unknown. Asked once per succeeded run.
-using RunResultLookup = std::function<std::string(long run_id)>;
+// A run as GET /v1/runs/{id} answers it ({"run": {...}}), null when there
+// is no answer. Asked once for each run that succeeds (its key metric, which
+// run_finished does not carry) and once for each run first seen mid-way (it
+// started before the watch: its configuration and start time).
+using RunLookup = std::function<Json(long run_id)>;
 
 // How much a watch shows: everything (as a terminal or as plain lines), only
 // what went wrong and the end (--quiet), or the events themselves (--json).
@@ -44,9 +46,10 @@ struct WatchTerminal {
 // end() closes the output with the sweep's summary line (not with kJson).
 class WatchRenderer {
   public:
-    // Without `run_result`, summary lines name no result.
+    // Without `run_lookup`, summary lines name no metric and runs first seen
+    // mid-way no configuration.
     WatchRenderer(std::ostream& out, WatchDetail detail, WatchTerminal terminal,
-                  RunResultLookup run_result = {});
+                  RunLookup run_lookup = {});
 
     // Takes in one event; `now_s` is the watcher's clock in seconds (elapsed
     // times and, when the daemon gives none, the ETA are measured on it).
@@ -89,6 +92,7 @@ class WatchRenderer {
     void run_progress(const Json& event, double now_s, std::vector<Line>& lines);
     void run_finished(const Json& event, double now_s, std::vector<Line>& lines);
     std::vector<Run>::iterator find_run(long id);
+    Run run_seen_late(long id, const Json& event, double now_s) const;
     std::string describe(const Run& run) const;
     bool shows(LineKind kind) const;
     std::vector<std::string> live_lines(double now_s) const;
@@ -98,7 +102,7 @@ class WatchRenderer {
     std::ostream& out_;
     WatchDetail detail_;
     WatchTerminal terminal_;
-    RunResultLookup run_result_;
+    RunLookup run_lookup_;
     SweepProgress progress_;
     std::vector<Run> running_;  // in the order they started
     std::size_t drawn_ = 0;     // lines of the live area on the terminal now

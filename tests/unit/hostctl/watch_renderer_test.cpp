@@ -365,7 +365,10 @@ TEST_CASE("a succeeded run's summary line names its key metric, asked once per s
     std::vector<long> asked;
     const auto lookup = [&asked](long run_id) {
         asked.push_back(run_id);
-        return run_id == 1 ? std::string("read_iops 2273") : std::string();
+        return run_id == 1 ? Json{{"run",
+                                   {{"workload", {{"kind", "fio"}, {"params", {{"rw", "randrw"}}}}},
+                                    {"metrics", {{"read_iops", 2273.4}}}}}}
+                           : Json();
     };
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, {false, {}}, lookup);
@@ -394,4 +397,38 @@ TEST_CASE("format_judged_metric picks the metric the run's workload is judged by
     CHECK(format_judged_metric(reply("sysbench-oltp", "")).empty());  // no tps in it
     CHECK(format_judged_metric(reply("no-such-kind", "")).empty());
     CHECK(format_judged_metric(Json::object()).empty());
+}
+
+TEST_CASE("a run that started before the watch is named as run_started would have",
+          "[hostctl][watch]") {
+    const auto lookup = [](long run_id) {
+        CHECK(run_id == 7);
+        Json run = {{"id", 7}, {"workload_name", "randrw"}, {"started_at", "2026-12-05T04:00:00Z"}};
+        run["config"] = {
+            {"filesystem", {{"type", "ext4"}}}, {"cache", "none"}, {"bus", "virtio-blk"}};
+        return Json{{"run", run}};
+    };
+    std::ostringstream out;
+    WatchRenderer renderer(out, WatchDetail::kNormal, terminal(100), lookup);
+    Json event = progress_event(7, "format", "mkfs.ext4 -F /dev/vdb");
+    event["time"] = "2026-12-05T04:00:09Z";  // 9 s into the run
+    renderer.on_event(event, 2);
+    renderer.tick(3);
+    CHECK(screen_after(out.str(), 100).front() ==
+          "run 7  ext4 cache=none bus=virtio-blk  randrw  format 1s  10s in all  mkfs.ext4 -F "
+          "/dev/vdb");
+    // Without an answer from the daemon: the run's id and what the event says.
+    std::ostringstream bare;
+    WatchRenderer unknown(bare, WatchDetail::kNormal, {false, {}}, [](long) { return Json(); });
+    unknown.on_event(event, 2);
+    CHECK(bare.str() == "run 7: format: mkfs.ext4 -F /dev/vdb\n");
+}
+
+TEST_CASE("parse_utc_seconds reads the daemon's times and nothing else", "[hostctl][watch]") {
+    using ds::hostctl::parse_utc_seconds;
+    CHECK(parse_utc_seconds("1970-01-01T00:01:05Z") == 65);
+    CHECK(parse_utc_seconds("2026-12-05T04:00:09Z") == 1796443209);
+    CHECK_FALSE(parse_utc_seconds("2026-12-05 04:00:09").has_value());
+    CHECK_FALSE(parse_utc_seconds("2026-12-05T04:00:09Z trailing").has_value());
+    CHECK_FALSE(parse_utc_seconds("").has_value());
 }
