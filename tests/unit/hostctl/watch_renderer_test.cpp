@@ -334,7 +334,8 @@ TEST_CASE("fit_terminal_line cuts by code points and marks the cut", "[hostctl][
     CHECK(fit_terminal_line("a\tb", 10) == "a b");
 }
 
-TEST_CASE("--quiet prints only the runs that did not succeed and the end", "[hostctl][watch]") {
+TEST_CASE("a watch with --quiet prints only the runs that did not succeed and the end",
+          "[hostctl][watch]") {
     CHECK(render(recorded_sweep(), WatchDetail::kQuiet, {false, {}}) ==
           "run 2 (btrfs cache=unsafe bus=virtio-blk, randrw) failed after 36s: fio exited 1: "
           "cannot open /mnt/data/fio\n"
@@ -344,7 +345,8 @@ TEST_CASE("--quiet prints only the runs that did not succeed and the end", "[hos
           render(recorded_sweep(), WatchDetail::kQuiet, {false, {}}));
 }
 
-TEST_CASE("--json passes each event through as one line, on a terminal too", "[hostctl][watch]") {
+TEST_CASE("a watch with --json passes each event through as one line, on a terminal too",
+          "[hostctl][watch]") {
     const auto events = recorded_sweep();
     for (bool tty : {false, true}) {
         INFO("terminal: " << tty);
