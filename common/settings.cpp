@@ -470,6 +470,16 @@ std::string filesystem_shorthand(const FilesystemSpec& filesystem) {
     return text;
 }
 
+std::string run_config_label(const Json& config) {
+    if (!config.is_object() || !config.contains("filesystem")) return "host baseline";
+    const auto text = [&](const char* key) {
+        return config.contains(key) && config[key].is_string() ? config[key].get<std::string>()
+                                                               : std::string("?");
+    };
+    return filesystem_shorthand(config["filesystem"]) + " cache=" + text("cache") +
+           " bus=" + text("bus");
+}
+
 std::string filesystem_shorthand(const Json& filesystem) {
     if (!filesystem.is_object() || !filesystem.contains("type") ||
         !filesystem["type"].is_string()) {

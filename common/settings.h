@@ -114,6 +114,11 @@ std::string filesystem_shorthand(const FilesystemSpec&);
 // The same for the "filesystem" object of a configuration's JSON; falls back
 // to the JSON text for anything else.
 std::string filesystem_shorthand(const Json& filesystem);
+// "ext4 cache=none bus=virtio-blk" for a configuration's JSON, "host
+// baseline" for one without a filesystem: how a run's configuration is
+// named while it runs (the run_started event's config_label, hostctl's
+// watch for a run whose start it did not see).
+std::string run_config_label(const Json& config);
 
 // Canonical JSON: every field (the filesystem's label excluded: it is the
 // spec's name for the filesystem, not a setting), fixed key names, keys sorted (nlohmann's

@@ -1,5 +1,6 @@
 #include "hostctl/commands.h"
 
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,18 +9,22 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "common/result.h"
 #include "common/status.h"
 #include "common/version.h"
 #include "hostctl/daemon_client.h"
 #include "hostctl/format.h"
+#include "hostctl/watch_renderer.h"
 
 namespace ds::hostctl {
 namespace po = boost::program_options;
@@ -134,109 +139,101 @@ ExitCode print_get(Invocation& invocation, const std::string& target,
     return print_reply(invocation, invocation.client.get(target), format);
 }
 
-// How a watch shows a sweep: events as JSON lines; one live line per running
-// run and a bar, redrawn in place (a terminal); a plain line per change
-// (pipes, CI); or only the runs that did not succeed.
-enum class WatchView { kJson, kTerminal, kLines, kQuiet };
-
-WatchView watch_view(const Invocation& invocation) {
-    if (invocation.json_output) return WatchView::kJson;
-    if (invocation.flag("quiet")) return WatchView::kQuiet;
-    return invocation.environment.stdout_is_tty ? WatchView::kTerminal : WatchView::kLines;
+// The options of a watch, the same for `sweep watch` and `sweep submit
+// --wait` (the global --json is the third way of showing one).
+const std::vector<FlagSpec>& watch_flags() {
+    static const std::vector<FlagSpec> kFlags = {
+        {"quiet", "show only the runs that did not succeed, the sweep's summary and errors"}};
+    return kFlags;
 }
 
-// The terminal's live area: the lines drawn last, replaced at each redraw.
-class LiveArea {
+// A usage error when the watch's options contradict each other.
+std::optional<ExitCode> refuse_watch_flags(const Invocation& invocation) {
+    if (invocation.flag("quiet") && invocation.json_output)
+        return invocation.usage_error("--quiet and --json exclude each other");
+    return std::nullopt;
+}
+
+// How much a watch shows: --json, --quiet, else everything.
+WatchDetail watch_detail(const Invocation& invocation) {
+    if (invocation.json_output) return WatchDetail::kJson;
+    return invocation.flag("quiet") ? WatchDetail::kQuiet : WatchDetail::kNormal;
+}
+
+// Redraws a terminal's live lines once a second while it lives, so that
+// elapsed times keep moving when no event comes (a booting run sends none).
+// The renderer is shared with the event callback: `mutex` guards it.
+class WatchTicker {
   public:
-    explicit LiveArea(std::ostream& out) : out_(out) {}
-    // Erases the area, prints `above` for good, then draws `lines`.
-    void redraw(const std::vector<std::string>& above, const std::vector<std::string>& lines) {
-        out_ << "\r";
-        if (drawn_ > 1) out_ << "\033[" << drawn_ - 1 << "A";
-        out_ << "\033[J";
-        for (const auto& line : above) out_ << line << "\n";
-        for (std::size_t i = 0; i < lines.size(); ++i) out_ << (i ? "\n" : "") << lines[i];
-        out_ << std::flush;
-        drawn_ = lines.size();
-    }
-    void end() {
-        if (drawn_ > 0) out_ << "\n";
-        drawn_ = 0;
+    WatchTicker(WatchRenderer& renderer, std::mutex& mutex, std::function<double()> seconds)
+        : mutex_(mutex), thread_([this, &renderer, seconds = std::move(seconds)] {
+              std::unique_lock lock(mutex_);
+              while (!wake_.wait_for(lock, std::chrono::seconds(1), [this] { return stopping_; })) {
+                  try {
+                      renderer.tick(seconds());
+                  } catch (...) {
+                      return;  // no exception leaves the thread; the stream's own writes fail too
+                  }
+              }
+          }) {}
+    WatchTicker(const WatchTicker&) = delete;
+    WatchTicker& operator=(const WatchTicker&) = delete;
+    // Stops and joins the thread; the caller must not hold the mutex.
+    ~WatchTicker() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_all();
+        thread_.join();
     }
 
   private:
-    std::ostream& out_;
-    std::size_t drawn_ = 0;
+    std::mutex& mutex_;
+    std::condition_variable wake_;
+    bool stopping_ = false;  // guarded by mutex_
+    std::thread thread_;     // last: starts once the members above exist
 };
-
-// Shows one event the way `view` asks.
-void show_event(Invocation& invocation, WatchView view, const Json& event,
-                const RunBoard::Change& change, const SweepProgress& progress) {
-    const std::string type = event.value("type", "");
-    std::ostream& out = invocation.out;
-    if (view == WatchView::kJson) {
-        if (type != "keepalive") invocation.print_json(event);
-        return;
-    }
-    std::vector<std::string> lines = change.plain_lines;
-    if (type == "round_decision" || type == "snapshot") {
-        lines.push_back(format_event_line(event, progress));
-    }
-    if (view == WatchView::kQuiet) {
-        if (change.failed) out << change.finished_line << "\n" << std::flush;
-        return;
-    }
-    if (type == "run_finished" && !lines.empty()) lines.back() += " " + format_tally(progress);
-    for (const auto& line : lines) out << line << "\n";
-    out << std::flush;
-}
 
 // Follows a sweep's events until it finishes. kOk when every run succeeded,
 // kFailed when some did not (or the stream broke), kUnreachable as usual.
 ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
-    SweepProgress progress;
-    RunBoard board;
     const auto started = invocation.now();
-    const WatchView view = watch_view(invocation);
-    LiveArea live(invocation.out);
-    const auto seconds = [&] {
+    const auto seconds = [&invocation, started] {
         return std::chrono::duration<double>(invocation.now() - started).count();
     };
-    const auto draw = [&](std::vector<std::string> above) {
-        std::vector<std::string> lines = board.live_lines(seconds());
-        lines.push_back(format_progress_bar(progress));
-        live.redraw(above, lines);
+    const WatchDetail detail = watch_detail(invocation);
+    // What events do not carry (a run's metrics; the configuration of a run
+    // that started before the watch): one GET per such run, on a second
+    // connection (the daemon serves each on a thread of its own).
+    const RunLookup run_lookup = [&client = invocation.client](long run_id) {
+        ApiReply reply = client.get("/v1/runs/" + std::to_string(run_id));
+        return reply.ok() ? reply.body : Json();
     };
-
-    ApiReply reply = invocation.client.follow(
-        "/v1/sweeps/" + std::to_string(sweep_id) + "/events", [&](const Json& event) {
-            progress.apply(event, seconds());
-            const RunBoard::Change change = board.apply(event, seconds());
-            if (view != WatchView::kTerminal) {
-                show_event(invocation, view, event, change, progress);
-            } else if (!progress.finished()) {
-                std::vector<std::string> above;
-                if (!change.finished_line.empty()) above.push_back(change.finished_line);
-                if (event.value("type", "") == "round_decision")
-                    above.push_back(format_event_line(event, progress));
-                draw(above);
-            }
-            return !progress.finished();
-        });
-    if (view == WatchView::kTerminal) {
-        if (progress.finished()) draw({});
-        live.end();
-    }
+    WatchRenderer renderer(
+        invocation.out, detail,
+        {invocation.environment.stdout_is_tty, invocation.environment.terminal_columns},
+        run_lookup);
+    std::mutex mutex;
+    std::optional<WatchTicker> ticker;
+    if (detail == WatchDetail::kNormal && invocation.environment.stdout_is_tty &&
+        invocation.environment.redraw_each_second)
+        ticker.emplace(renderer, mutex, seconds);
+    ApiReply reply = invocation.client.follow("/v1/sweeps/" + std::to_string(sweep_id) + "/events",
+                                              [&](const Json& event) {
+                                                  std::lock_guard lock(mutex);
+                                                  renderer.on_event(event, seconds());
+                                                  return !renderer.progress().finished();
+                                              });
+    ticker.reset();
+    renderer.end(sweep_id);
     if (!reply.ok()) return invocation.fail(reply);
-    if (!progress.finished()) {
+    if (!renderer.progress().finished()) {
         invocation.err << "hostctl: the event stream of sweep " << sweep_id
                        << " ended before the sweep finished\n";
         return ExitCode::kFailed;
     }
-    if (view != WatchView::kJson) {
-        invocation.out << format_watch_summary(sweep_id, progress) << "\n";
-    }
-    return progress.all_succeeded() ? ExitCode::kOk : ExitCode::kFailed;
+    return renderer.progress().all_succeeded() ? ExitCode::kOk : ExitCode::kFailed;
 }
 
 // How `results compare` prints: the narrow table, every metric (--all), CSV.
@@ -302,11 +299,16 @@ std::optional<ApiReply> post_spec_file(Invocation& invocation, const std::string
 }
 
 ExitCode sweep_submit(Invocation& invocation) {
+    if (auto refused = refuse_watch_flags(invocation)) return *refused;
+    if (invocation.flag("quiet") && !invocation.flag("wait"))
+        return invocation.usage_error("--quiet is about the watch: it needs --wait");
     auto posted = post_spec_file(invocation, "/v1/sweeps");
     if (!posted) return ExitCode::kFailed;
     const ApiReply& reply = *posted;
-    const ExitCode printed = print_reply(invocation, reply, format_submitted);
-    if (printed != ExitCode::kOk || !invocation.flag("wait")) return printed;
+    if (!reply.ok()) return invocation.fail(reply);
+    // --quiet: the summary line names the sweep; what was scheduled is not news.
+    if (!invocation.flag("quiet")) print_reply(invocation, reply, format_submitted);
+    if (!invocation.flag("wait")) return ExitCode::kOk;
 
     Json id;
     if (reply.body.is_object() && reply.body.contains("sweep") && reply.body["sweep"].is_object()) {
@@ -370,6 +372,7 @@ ExitCode sweep_cancel(Invocation& invocation) {
 }
 
 ExitCode sweep_watch(Invocation& invocation) {
+    if (auto refused = refuse_watch_flags(invocation)) return *refused;
     auto id = id_argument(invocation, "ID");
     if (!id) return ExitCode::kUsage;
     return watch_sweep(invocation, *id);
@@ -499,12 +502,17 @@ ExitCode version(Invocation& invocation) {
     return ExitCode::kOk;
 }
 
+std::vector<FlagSpec> with_flags(std::vector<FlagSpec> flags, const std::vector<FlagSpec>& more) {
+    flags.insert(flags.end(), more.begin(), more.end());
+    return flags;
+}
+
 const std::vector<CommandSpec>& command_table() {
     static const std::vector<CommandSpec> kCommands = {
         {"sweep submit",
          {"FILE"},
-         {{"wait", "then follow it like 'sweep watch' and print 'results compare'"},
-          {"quiet", "with --wait: print only runs that did not succeed and the summary"}},
+         with_flags({{"wait", "then follow it like 'sweep watch' and print 'results compare'"}},
+                    watch_flags()),
          "submit the sweep spec (TOML) in FILE; prints the sweep id, its number of runs and "
          "the combinations dropped as impossible",
          sweep_submit},
@@ -529,8 +537,10 @@ const std::vector<CommandSpec>& command_table() {
          sweep_cancel},
         {"sweep watch",
          {"ID"},
-         {{"quiet", "print only runs that did not succeed and the summary"}},
-         "follow a sweep until it finishes; exit 0 only if every run succeeded",
+         watch_flags(),
+         "follow a sweep until it finishes: on a terminal a line per running run (phase, "
+         "elapsed, fraction) redrawn in place above a bar with the ETA, else a line per run "
+         "start, phase change and end; exit 0 only if every run succeeded",
          sweep_watch},
         {"results compare",
          {"SWEEP"},
@@ -790,6 +800,20 @@ ExitCode run(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
 }  // namespace
 
+namespace {
+// The columns of the terminal on standard output: its window size, else
+// $COLUMNS (a shell's, exported), else 0 (unknown).
+std::size_t standard_output_columns() {
+    winsize size{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+    const char* columns = std::getenv("COLUMNS");
+    if (columns == nullptr) return 0;
+    std::size_t parsed = 0;
+    auto [end, ec] = std::from_chars(columns, columns + std::strlen(columns), parsed);
+    return ec == std::errc() && *end == '\0' ? parsed : 0;
+}
+}  // namespace
+
 Environment process_environment() {
     Environment environment;
     environment.variable = [](std::string_view name) -> std::optional<std::string> {
@@ -798,6 +822,8 @@ Environment process_environment() {
         return std::string(value);
     };
     environment.stdout_is_tty = ::isatty(STDOUT_FILENO) == 1;
+    environment.terminal_columns = [] { return standard_output_columns(); };
+    environment.redraw_each_second = true;
     environment.now = [] { return std::chrono::steady_clock::now(); };
     return environment;
 }

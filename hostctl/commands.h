@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -31,11 +32,19 @@ struct Environment {
     // Whether standard output is a terminal: progress is redrawn with '\r'
     // there, printed as plain lines otherwise.
     bool stdout_is_tty = false;
+    // The terminal's columns, asked at each redraw (it may be resized); 0 or
+    // empty: unknown (80 is assumed). Live lines are cut to it, never wrap.
+    std::function<std::size_t()> terminal_columns;
+    // On a terminal, redraw the live lines each second between events, from
+    // a thread of its own (so elapsed times move while a guest boots). Off
+    // in tests, whose output must not depend on timing.
+    bool redraw_each_second = false;
     // Monotonic clock for ETA estimates; steady_clock when empty.
     std::function<std::chrono::steady_clock::time_point()> now;
 };
 
-// The real process: getenv(), isatty(STDOUT_FILENO), steady_clock.
+// The real process: getenv(), isatty(STDOUT_FILENO), the window size of
+// standard output (TIOCGWINSZ, else $COLUMNS), steady_clock.
 Environment process_environment();
 
 // Runs one hostctl invocation. `args` excludes the program name. Normal

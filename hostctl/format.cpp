@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <set>
@@ -1136,80 +1137,35 @@ std::string format_event_line(const Json& event, const SweepProgress& progress) 
     return "";  // progress, keepalive and types newer than this client
 }
 
-namespace {
-// A progress message on a live line is cut to this many characters.
-constexpr std::size_t kLiveMessageWidth = 48;
-
-std::string cut(const std::string& text, std::size_t width) {
-    return text.size() <= width ? text : text.substr(0, width - 3) + "...";
-}
-}  // namespace
-
-std::string RunBoard::describe(const Running& run) const {
-    std::string text = "run " + std::to_string(run.run_id);
-    if (!run.config.empty() || !run.workload.empty()) {
-        text += " (" + run.config + (run.config.empty() || run.workload.empty() ? "" : ", ") +
-                run.workload + ")";
-    }
-    return text;
+std::string format_judged_metric(const Json& run_reply) {
+    const Json& run = field(run_reply, "run");
+    const Json& workload = field(run, "workload");
+    const WorkloadKind* kind = find_workload_kind(text_field(workload, "kind", ""));
+    if (kind == nullptr) return "";
+    const std::string name(judged_metric(*kind, field(workload, "params")).name);
+    const auto value = number_field(field(run, "metrics"), name);
+    if (!value || !std::isfinite(*value)) return "";
+    char digits[32];
+    std::snprintf(digits, sizeof digits, std::fabs(*value) >= 100 ? "%.0f" : "%.3g", *value);
+    return name + " " + digits;
 }
 
-RunBoard::Change RunBoard::apply(const Json& event, double now_s) {
-    Change change;
-    const std::string type = text_field(event, "type", "");
-    const long run_id = integer_field(event, "run_id");
-    const auto found = std::find_if(running_.begin(), running_.end(),
-                                    [&](const Running& run) { return run.run_id == run_id; });
-    if (type == "run_started") {
-        Running run{run_id,
-                    single_line(text_field(event, "config_label", "")),
-                    text_field(event, "workload", ""),
-                    "starting",
-                    "",
-                    std::nullopt,
-                    now_s};
-        change.plain_lines.push_back(describe(run) + " started");
-        if (found == running_.end()) running_.push_back(std::move(run));
-    } else if (type == "run_progress" && found != running_.end()) {
-        const std::string phase = text_field(event, "phase", "");
-        const std::string message = single_line(text_field(event, "message", ""));
-        if (phase != found->phase) {
-            change.plain_lines.push_back(describe(*found) + ": " + phase +
-                                         (message.empty() ? "" : ": " + message));
-        }
-        found->phase = phase;
-        if (!message.empty()) found->message = message;
-        const Json& fraction = field(event, "fraction");
-        found->fraction =
-            fraction.is_number() ? std::optional(fraction.get<double>()) : std::nullopt;
-    } else if (type == "run_finished") {
-        const std::string status = text_field(event, "status", "");
-        const std::string message = single_line(text_field(event, "message", ""));
-        Running run = found != running_.end() ? *found : Running{run_id};
-        std::string line = describe(run) + " " + status;
-        if (found != running_.end()) line += " after " + format_duration(now_s - run.started_at);
-        if (!message.empty()) line += ": " + message;
-        change.finished_line = line;
-        change.plain_lines.push_back(line);
-        change.failed = parse_run_status(status) != RunStatus::kSucceeded;
-        if (found != running_.end()) running_.erase(found);
-    }
-    return change;
+std::optional<long long> parse_utc_seconds(std::string_view text) {
+    std::tm utc{};
+    const std::string copy(text);
+    const char* end = ::strptime(copy.c_str(), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    if (end == nullptr || *end != '\0') return std::nullopt;
+    return static_cast<long long>(::timegm(&utc));
 }
 
-std::vector<std::string> RunBoard::live_lines(double now_s) const {
-    std::vector<std::string> lines;
-    for (const Running& run : running_) {
-        std::string line = "run " + std::to_string(run.run_id) + "  " + run.config + "  " +
-                           run.workload + "  " + run.phase + "  " +
-                           format_duration(now_s - run.started_at);
-        if (run.fraction) {
-            line += "  " + std::to_string(std::lround(*run.fraction * 100)) + "%";
-        }
-        if (!run.message.empty()) line += "  " + cut(run.message, kLiveMessageWidth);
-        lines.push_back(line);
-    }
-    return lines;
+RunIdentity run_identity(const Json& run_reply) {
+    const Json& run = field(run_reply, "run");
+    RunIdentity identity;
+    if (!run.is_object()) return identity;
+    identity.config_label = run_config_label(field(run, "config"));
+    identity.workload = text_field(run, "workload_name", "");
+    identity.started_at = parse_utc_seconds(text_field(run, "started_at", ""));
+    return identity;
 }
 
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress) {

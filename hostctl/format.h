@@ -149,37 +149,6 @@ class SweepProgress {
     bool daemon_estimates_ = false;  // an event carried eta_s
 };
 
-// The runs a watcher shows while they run: one line each on a terminal,
-// updated in place; plain lines only when something changes (a run starts,
-// enters another phase, finishes), never one per progress tick.
-class RunBoard {
-  public:
-    // What one event changed, for each way of showing it.
-    struct Change {
-        std::vector<std::string> plain_lines;  // without a terminal
-        std::string finished_line;             // a run ended: its one summary line
-        bool failed = false;                   // ... and it did not succeed
-    };
-    // Takes in one event at the watcher's clock `now_s` (seconds).
-    Change apply(const Json& event, double now_s);
-    // One line per running run, in the order they started:
-    // "run 12  ext4 cache=none  randrw  bench  34s  45%  fio running"
-    std::vector<std::string> live_lines(double now_s) const;
-
-  private:
-    struct Running {
-        long run_id = 0;
-        std::string config;  // the run_started event's config_label
-        std::string workload;
-        std::string phase;
-        std::string message;
-        std::optional<double> fraction;
-        double started_at = 0;
-    };
-    std::string describe(const Running& run) const;
-    std::vector<Running> running_;
-};
-
 // "[#########-----------]  4/8 runs  3 ok  1 failed  2 running  ETA 2m05s"
 std::string format_progress_bar(const SweepProgress& progress, int bar_width = 24);
 // "(3/8 done, 1 failed, ETA 2m05s)"
@@ -187,6 +156,25 @@ std::string format_tally(const SweepProgress& progress);
 // A plain line for one event (non-TTY output), or "" for events not worth a
 // line (progress ticks without a message, unknown types).
 std::string format_event_line(const Json& event, const SweepProgress& progress);
+// GET /v1/runs/{id} reply -> the metric the run is judged by (its workload
+// kind's primary metric, or the write-only one for a writing fio job) as
+// "read_iops 2273" (3 significant digits below 100); "" when the reply has
+// no such metric (a failed run, an unknown kind, an older daemon).
+std::string format_judged_metric(const Json& run_reply);
+// What a watch needs of a run it first sees mid-way (it started before the
+// watch began), from a GET /v1/runs/{id} reply: the run_started event's
+// config_label and workload, and when it started (seconds since the epoch,
+// unset when the reply has no "started_at" of the form
+// "2026-11-29T20:00:00Z").
+struct RunIdentity {
+    std::string config_label;
+    std::string workload;
+    std::optional<long long> started_at;
+};
+RunIdentity run_identity(const Json& run_reply);
+// "2026-11-29T20:00:00Z" (the daemon's times, common/clock.h) -> seconds
+// since the epoch; nullopt for anything else.
+std::optional<long long> parse_utc_seconds(std::string_view text);
 // Closing line after sweep_finished: status and final counts.
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress);
 

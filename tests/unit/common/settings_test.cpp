@@ -398,3 +398,13 @@ TEST_CASE("queues are impossible on sata", "[settings]") {
 }
 
 }  // namespace ds
+
+TEST_CASE("run_config_label names a configuration as run_started does", "[settings]") {
+    const ds::Json config = {{"filesystem", {{"type", "btrfs"}, {"mount_options", {"noatime"}}}},
+                             {"cache", "unsafe"},
+                             {"bus", "scsi-single"}};
+    CHECK(ds::run_config_label(config) ==
+          ds::filesystem_shorthand(config["filesystem"]) + " cache=unsafe bus=scsi-single");
+    CHECK(ds::run_config_label({{"cache", "none"}}) == "host baseline");
+    CHECK(ds::run_config_label({{"filesystem", {{"type", "ext4"}}}}) == "ext4 cache=? bus=?");
+}

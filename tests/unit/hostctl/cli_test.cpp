@@ -96,6 +96,7 @@ Outcome run_hostctl(std::vector<std::string> args, bool tty = false,
         return it->second;
     };
     environment.stdout_is_tty = tty;
+    environment.terminal_columns = [] { return std::size_t{120}; };
     std::ostringstream out, err;
     ExitCode code = ds::hostctl::run_hostctl(args, out, err, environment);
     return {code, out.str(), err.str()};
@@ -250,9 +251,10 @@ TEST_CASE("sweep watch draws a line per running run and a bar on a terminal", "[
                                  "0 running  ETA ?"));
     // The running run's line above the bar, redrawn in place (up one line,
     // clear) as its phase and fraction change.
-    CHECK_THAT(outcome.out,
-               Catch::Contains("\r\033[1A\033[Jrun 10  ext4 cache=none bus=scsi-single  randrw  "
-                               "bench  0s  60%  fio running\n[------------------------]"));
+    CHECK_THAT(
+        outcome.out,
+        Catch::Contains("\r\033[1A\033[Jrun 10  ext4 cache=none bus=scsi-single  randrw  "
+                        "bench 0s  60%  0s in all  fio running\n[------------------------]"));
     // A finished run leaves one line above the live area.
     CHECK_THAT(outcome.out, Catch::Contains("\033[Jrun 11 failed: fio exited 1: cannot open "
                                             "/mnt/data/fio\n[########################]"));
@@ -272,6 +274,33 @@ TEST_CASE("sweep watch --quiet prints only the runs that did not succeed", "[hos
     CHECK(outcome.out ==
           "run 11 failed: fio exited 1: cannot open /mnt/data/fio\n"
           "sweep 4 failed: 1 succeeded, 1 failed, 0 cancelled of 2 runs\n");
+}
+
+TEST_CASE("sweep submit --wait --quiet prints the runs that failed and the comparison",
+          "[hostctl][cli]") {
+    TempDir dir;
+    FakeDaemon daemon(dir);
+    daemon.on("POST /v1/sweeps", json_response(201, kSubmitted));
+    daemon.on("GET /v1/sweeps/4/compare", json_response(200, kCompare));
+    daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("failed")));
+    fs::path spec = dir.path() / "seed.toml";
+    std::ofstream(spec) << "name = \"seed\"\n";
+    // Quiet on a terminal too: the same as through a pipe.
+    for (bool tty : {false, true}) {
+        auto outcome = run_hostctl({"--socket", daemon.socket_path(), "sweep", "submit",
+                                    spec.string(), "--wait", "--quiet"},
+                                   tty);
+        CHECK(outcome.code == ExitCode::kFailed);
+        CHECK(outcome.out ==
+              "run 11 failed: fio exited 1: cannot open /mnt/data/fio\n"
+              "sweep 4 failed: 1 succeeded, 1 failed, 0 cancelled of 2 runs\n\n" +
+                  ds::hostctl::format_compare_table(kCompare));
+    }
+    // One declaration of the watch's options: the same help in both commands.
+    const std::string quiet_help =
+        "--quiet  show only the runs that did not succeed, the sweep's summary and errors\n";
+    CHECK_THAT(run_hostctl({"help", "sweep", "submit"}).out, Catch::Contains(quiet_help));
+    CHECK_THAT(run_hostctl({"help", "sweep", "watch"}).out, Catch::Contains(quiet_help));
 }
 
 TEST_CASE("sweep watch of a finished sweep returns at once", "[hostctl][cli]") {
@@ -478,6 +507,12 @@ TEST_CASE("usage errors exit 2 without asking the daemon", "[hostctl][cli]") {
         {{socket, "sweep", "list", "--wait"}, "hostctl: sweep list: unrecognised option '--wait'"},
         {{socket, "results", "compare", "1", "--csv", "--json"},
          "hostctl: results compare: --csv and --json exclude each other\n"},
+        {{socket, "sweep", "submit", "seed.toml", "--quiet"},
+         "hostctl: sweep submit: --quiet is about the watch: it needs --wait\n"},
+        {{socket, "--json", "sweep", "submit", "seed.toml", "--wait", "--quiet"},
+         "hostctl: sweep submit: --quiet and --json exclude each other\n"},
+        {{socket, "--json", "sweep", "watch", "4", "--quiet"},
+         "hostctl: sweep watch: --quiet and --json exclude each other\n"},
         {{"--socket"}, "hostctl: the required argument for option '--socket' is missing"},
     };
     for (const auto& c : cases) {
