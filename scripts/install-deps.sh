@@ -1,20 +1,32 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package disksweep needs to build, test and run.
-# Idempotent; run as root.
+# Installs the Debian 12 packages disksweep needs. Idempotent; run as root.
+# Usage: scripts/install-deps.sh [--for quickstart|all]
+#   all (the default): build, test and run everything (scripts/test.sh, CI);
+#   quickstart: only what scripts/quickstart.sh runs: build the daemon,
+#   hostctl and the agent, build the base guest image, run fio sweeps on the
+#   embedded libvirt QEMU driver with file storage.
 set -euo pipefail
 
-packages=(
-  # build
-  build-essential cmake ninja-build pkg-config clang-format ccache
+# Each package is listed once, in the first purpose that needs it; `all`
+# installs both lists.
+quickstart_packages=(
+  # build (catch2 and zlib1g-dev too: cmake configures the tests with the rest)
+  build-essential cmake ninja-build pkg-config ccache
   libvirt-dev libxml2-dev libboost-program-options-dev libboost-math-dev libsqlitecpp-dev libsqlite3-dev
-  libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libssl-dev
+  libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libssl-dev zlib1g-dev
+  libcurl4-openssl-dev  # the Proxmox backend's REST client is part of disksweepd
   # run: libvirt's embedded QEMU driver, QEMU, qemu-img
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
-  # guest image: Debian root fs, kernel modules, initramfs; dpkg-dev for
-  # `apt-get source mariadb` (sql-bench for the mariadb variant)
-  mmdebstrap busybox-static cpio zstd kmod e2fsprogs xfsprogs btrfs-progs dpkg-dev
+  # the base guest image: Debian root fs (mmdebstrap over the host's apt
+  # sources), kernel modules, initramfs (debugfs, cpio, zstd)
+  mmdebstrap busybox-static cpio zstd kmod e2fsprogs ca-certificates
+)
+test_packages=(
+  clang-format  # style checks of the sources
+  # dpkg-dev for `apt-get source mariadb` (sql-bench for the mariadb variant)
+  dpkg-dev
   # tests and tools: host-side mkfs/mount on loop devices, fio, curl over the socket
-  fio util-linux curl sqlite3 ca-certificates
+  xfsprogs btrfs-progs fio util-linux curl sqlite3
   systemd  # systemd-analyze: the unit's hardening score (tests/packaging)
   clang-14 libclang-rt-14-dev  # fuzz/: libFuzzer and the ASan/UBSan runtimes
   # the MariaDB workload runners' integration test: a real server, sql-bench's
@@ -25,13 +37,25 @@ packages=(
   # its traffic through netdelay.py when it emulates a network delay
   ceph-mon ceph-osd ceph-common qemu-block-extra iptables
   # the report tier: headless Chromium renders the HTML report (fonts for its
-  # text: the report names only generic families); zlib reads its screenshot
-  chromium fonts-dejavu-core zlib1g-dev
-  # the Proxmox backend's REST client (libcurl, OpenSSL flavour) and its
-  # contract tests: the fake PVE API (python3) over HTTPS with test
-  # certificates made by the openssl CLI
-  libcurl4-openssl-dev python3 openssl
+  # text: the report names only generic families)
+  chromium fonts-dejavu-core
+  # the Proxmox backend's contract tests: the fake PVE API (python3) over
+  # HTTPS with test certificates made by the openssl CLI
+  python3 openssl
 )
+
+purpose=all
+case "${1:-}" in
+  "") ;;
+  --for)
+    purpose=${2:-}
+    [[ $purpose == quickstart || $purpose == all ]] \
+      || { echo "install-deps.sh: --for takes quickstart or all, not '$purpose'" >&2; exit 2; }
+    ;;
+  *) echo "usage: scripts/install-deps.sh [--for quickstart|all]" >&2; exit 2 ;;
+esac
+packages=("${quickstart_packages[@]}")
+[[ $purpose == quickstart ]] || packages+=("${test_packages[@]}")
 
 # deb-src entries mirroring the host's enabled bookworm deb entries, so that
 # guest/build-image.sh --variant mariadb can `apt-get source mariadb` (no
@@ -87,8 +111,10 @@ ensure_api_group() {
   getent group disksweep >/dev/null || groupadd --system disksweep
 }
 
+# Only the mariadb image variant (scripts/build-guest-image.sh's default,
+# not the quick start's) reads the deb-src entry.
 sources_changed=0
-write_deb_src && sources_changed=1
+[[ $purpose == quickstart ]] || { write_deb_src && sources_changed=1; }
 
 missing=()
 for package in "${packages[@]}"; do
@@ -96,7 +122,7 @@ for package in "${packages[@]}"; do
     || missing+=("$package")
 done
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "[deps] all ${#packages[@]} packages present"
+  echo "[deps] all ${#packages[@]} packages for $purpose present"
   [ "$sources_changed" -eq 0 ] || apt-get update -qq
   ensure_libvirt_user
   ensure_api_group

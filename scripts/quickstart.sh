@@ -1,29 +1,55 @@
 #!/usr/bin/env bash
 # The README's first command: install, build, build the guest image, start
-# disksweepd on the embedded libvirt default, run config/sweeps/quickstart.toml
-# and print its comparison. Run as root on Debian 12.
+# disksweepd on the embedded libvirt default, run config/sweeps/quickstart.toml,
+# print its comparison, write its HTML report. Run as root on Debian 12.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-scripts/install-deps.sh
-# Only what the quick start runs; scripts/test.sh builds the tests.
+# Only the packages the quick start runs; scripts/test.sh installs the rest.
+scripts/install-deps.sh --for quickstart
+# Only the binaries it runs; scripts/test.sh builds the tests.
 scripts/build.sh disksweepd hostctl disksweep-agent
 # The quick start sweep runs fio only: the base image is enough (the MariaDB
 # variant is built by scripts/build-guest-image.sh without this variable).
 DISKSWEEP_IMAGE_VARIANTS=base scripts/build-guest-image.sh /var/lib/disksweep/images
 
 socket=/run/disksweep/disksweepd.sock
+state_dir=/var/lib/disksweep  # config/disksweepd.conf's state-dir
+report=$state_dir/quickstart-report.html
 export DISKSWEEP_SOCKET="$socket"
-if ! build/hostctl/hostctl --socket "$socket" status >/dev/null 2>&1; then
-  mkdir -p /var/lib/disksweep /run/disksweep
-  echo "[quickstart] starting disksweepd (log: /var/lib/disksweep/disksweepd.log)"
+hostctl=(build/hostctl/hostctl --socket "$socket")
+started_daemon=0
+if ! "${hostctl[@]}" status >/dev/null 2>&1; then
+  started_daemon=1
+  mkdir -p "$state_dir" /run/disksweep
+  echo "[quickstart] starting disksweepd (log: $state_dir/disksweepd.log)"
   nohup build/daemon/disksweepd --config config/disksweepd.conf \
-    >>/var/lib/disksweep/disksweepd.log 2>&1 &
+    >>"$state_dir/disksweepd.log" 2>&1 &
   for _ in $(seq 1 120); do
-    [ -S "$socket" ] && build/hostctl/hostctl --socket "$socket" status >/dev/null 2>&1 && break
+    [ -S "$socket" ] && "${hostctl[@]}" status >/dev/null 2>&1 && break
     sleep 1
   done
 fi
-build/hostctl/hostctl --socket "$socket" status
-build/hostctl/hostctl --socket "$socket" sweep submit config/sweeps/quickstart.toml --wait
-echo "[quickstart] disksweepd keeps running; stop it with: kill \$(cat /var/lib/disksweep/disksweepd.lock)"
+"${hostctl[@]}" status
+# Submitted without --wait to learn the sweep's id ("sweep ID "NAME" submitted:
+# ..."), then followed and compared as --wait would.
+submitted=$("${hostctl[@]}" sweep submit config/sweeps/quickstart.toml)
+echo "$submitted"
+sweep_id=$(sed -n 's/^sweep \([0-9][0-9]*\) .* submitted: .*/\1/p' <<<"$submitted")
+[ -n "$sweep_id" ] || { echo "[quickstart] no sweep id in hostctl's answer" >&2; exit 1; }
+# A failed run still leaves a comparison and a report of the others: the
+# exit status comes at the end.
+watched=0
+"${hostctl[@]}" sweep watch "$sweep_id" || watched=$?
+echo
+"${hostctl[@]}" results compare "$sweep_id"
+"${hostctl[@]}" results report "$sweep_id" --output "$report"
+echo
+echo "[quickstart] the sweep's HTML report: $report"
+if [ "$started_daemon" -eq 1 ]; then
+  # disksweepd writes its pid to STATE_DIR/disksweepd.lock and stops cleanly on SIGTERM.
+  echo "[quickstart] disksweepd keeps running; stop it with: kill \$(cat $state_dir/disksweepd.lock)"
+else
+  echo "[quickstart] disksweepd was already running (not started by this script); it keeps running"
+fi
+exit "$watched"

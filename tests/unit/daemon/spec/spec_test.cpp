@@ -83,43 +83,47 @@ std::vector<std::pair<int, int>> order_of(const SweepPlan& plan) {
 // ---------------------------------------------------------------------------
 // Valid specs
 
-TEST_CASE("the quickstart sweep parses and expands to 4 configs and 8 runs", "[spec]") {
+TEST_CASE("the quickstart sweep parses and expands to 4 configs and 12 runs", "[spec]") {
     const SweepSpec spec =
         parse_ok(read_text(kRepoRoot / "config/sweeps/quickstart.toml"), "quickstart.toml");
     CHECK(spec.name == "quickstart");
-    CHECK(spec.repetitions == 2);
+    // Adaptive: 3 rounds (enough for a verdict), a 4th while a CI is wide.
+    CHECK(spec.repetitions == 3);
+    CHECK(spec.max_repetitions == 4);
+    CHECK(spec.ci_target == Approx(0.20));
+    CHECK(spec.baseline ==
+          std::map<std::string, std::string>{{"cache", "directsync"}, {"filesystem", "ext4"}});
     CHECK(spec.boot_timeout_s == 300);
     CHECK(spec.run_timeout_s == 900);
-    CHECK(spec.matrix.at("cache") == std::vector<std::string>{"none", "unsafe"});
-    CHECK(spec.matrix.at("ssd") == std::vector<std::string>{"true"});
+    CHECK(spec.matrix.at("cache") == std::vector<std::string>{"directsync", "unsafe"});
+    CHECK(spec.matrix.at("filesystem") == std::vector<std::string>{"ext4", "btrfs"});
     REQUIRE(spec.workloads.size() == 1);
-    CHECK(spec.workloads[0].params == Json{{"rw", "randrw"},
+    // Synchronous 4k writes, one at a time: what cache=unsafe speeds up.
+    CHECK(spec.workloads[0].params == Json{{"rw", "randwrite"},
                                            {"bs", "4k"},
+                                           {"ioengine", "psync"},
                                            {"direct", true},
-                                           {"ioengine", "libaio"},
-                                           {"iodepth", 16},
-                                           {"numjobs", 1},
-                                           {"size", "64m"},
-                                           {"runtime", "3s"},
+                                           {"options", {{"sync", 1}}},
+                                           {"size", "16m"},
+                                           {"runtime", "4s"},
                                            {"time_based", true}});
 
     const SweepPlan plan = expand_ok(spec);
     CHECK(plan.configs.size() == 4);
     CHECK(plan.dropped.empty());
-    CHECK(plan.runs.size() == 8);
+    CHECK(plan.runs.size() == 12);
     CHECK(plan.varying_axes == std::vector<std::string>{"cache", "filesystem"});
     for (const auto& config : plan.configs) {
         CHECK(config.bus == Bus::kScsiSingle);
-        CHECK(config.discard);
-        CHECK(config.ssd);
         CHECK(config.iothread);
         CHECK(config.storage == "file");
     }
     // First axis outermost: cache varies slower than filesystem.
-    CHECK(plan.configs[0].cache == CacheMode::kNone);
+    CHECK(plan.configs[0].cache == CacheMode::kDirectsync);
     CHECK(plan.configs[0].filesystem.type == "ext4");
     CHECK(plan.configs[1].filesystem.type == "btrfs");
     CHECK(plan.configs[2].cache == CacheMode::kUnsafe);
+    CHECK(plan.baseline_config == 0);
 }
 
 TEST_CASE("the seed-fio sweep expresses the fio reference study", "[spec]") {
