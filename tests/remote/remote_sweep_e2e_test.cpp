@@ -165,19 +165,34 @@ bool wait_for(Done done, std::chrono::seconds limit) {
     return done();
 }
 
+// The remote test host, a daemon with it as host `remote`, and a two-host
+// spec (two_host_spec) in a file of its own. Skips without either.
+struct TwoHostDaemon {
+    TestRemoteLibvirtd remote = ds::test::test_remote_libvirtd_or_skip();
+    bool image_present = (require_image(), true);
+    DaemonFixture daemon{daemon_args(remote)};
+    std::string prefix;
+    ds::test::TempDir dir;
+    std::string spec;
+
+    TwoHostDaemon(const std::string& name, int rounds, const std::string& runtime) {
+        REQUIRE(daemon.ready());
+        prefix = instance_prefix(daemon);
+        spec = write_spec(dir, two_host_spec(name, rounds, runtime));
+    }
+};
+
 }  // namespace
 
 TEST_CASE(
     "a sweep runs on the local and the remote host at once, each result names its "
     "host, and the remote host's volumes and image stay in its pool",
     "[remote][e2e]") {
-    const TestRemoteLibvirtd remote = ds::test::test_remote_libvirtd_or_skip();
-    require_image();
-    DaemonFixture daemon(daemon_args(remote));
-    REQUIRE(daemon.ready());
-    const std::string prefix = instance_prefix(daemon);
-    ds::test::TempDir dir;
-    const std::string spec = write_spec(dir, two_host_spec("two-hosts", 2, "4s"));
+    TwoHostDaemon two("two-hosts", 2, "4s");
+    const TestRemoteLibvirtd& remote = two.remote;
+    DaemonFixture& daemon = two.daemon;
+    const std::string& prefix = two.prefix;
+    const std::string& spec = two.spec;
 
     auto submitted = daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(900));
     INFO(submitted.out << submitted.err << daemon.log());
@@ -234,13 +249,11 @@ TEST_CASE(
     "killing the remote libvirtd mid-run fails only the runs there, and once it is "
     "back nothing of them is left there",
     "[remote][e2e]") {
-    const TestRemoteLibvirtd remote = ds::test::test_remote_libvirtd_or_skip();
-    require_image();
-    DaemonFixture daemon(daemon_args(remote));
-    REQUIRE(daemon.ready());
-    const std::string prefix = instance_prefix(daemon);
-    ds::test::TempDir dir;
-    const std::string spec = write_spec(dir, two_host_spec("remote-dies", 2, "30s"));
+    TwoHostDaemon two("remote-dies", 2, "30s");
+    const TestRemoteLibvirtd& remote = two.remote;
+    DaemonFixture& daemon = two.daemon;
+    const std::string& prefix = two.prefix;
+    const std::string& spec = two.spec;
     auto submitted = daemon.hostctl({"sweep", "submit", spec});
     REQUIRE(submitted.exit_code == 0);
 
@@ -339,13 +352,11 @@ TEST_CASE(
     "a daemon killed mid-sweep with guests on both hosts leaves nothing of them on either "
     "once it is started again",
     "[remote][e2e]") {
-    const TestRemoteLibvirtd remote = ds::test::test_remote_libvirtd_or_skip();
-    require_image();
-    DaemonFixture daemon(daemon_args(remote));
-    REQUIRE(daemon.ready());
-    const std::string prefix = instance_prefix(daemon);
-    ds::test::TempDir dir;
-    const std::string spec = write_spec(dir, two_host_spec("daemon-dies", 2, "60s"));
+    TwoHostDaemon two("daemon-dies", 2, "60s");
+    const TestRemoteLibvirtd& remote = two.remote;
+    DaemonFixture& daemon = two.daemon;
+    const std::string& prefix = two.prefix;
+    const std::string& spec = two.spec;
     REQUIRE(daemon.hostctl({"sweep", "submit", spec}).exit_code == 0);
 
     // Both hosts run a guest of the sweep (whole rounds: one round each).
