@@ -378,9 +378,9 @@ TEST_CASE("on qemu:///system a failed start and a crashed daemon leave no RBD se
 // Placement across hosts (issue 8 §4), with the two connections this
 // machine can have at once: the daemon's own embedded driver (host "local")
 // and qemu:///system through the test libvirtd (host "system"), one run at a
-// time each, both reaching the same RBD pool. The two configurations start
-// together, so each host takes one; every result names its host, and a
-// sweep pinned to one host runs only there.
+// time each, both reaching the same RBD pool. The two rounds start together
+// and a round stays on one host, so each host takes one; every result names
+// its host, and a sweep pinned to one host runs only there.
 TEST_CASE("a sweep runs on two libvirt hosts at once and each result names its host",
           "[rbd][guest][libvirtd][placement]") {
     const TestCeph ceph = ds::test::test_ceph_or_skip();
@@ -400,7 +400,9 @@ TEST_CASE("a sweep runs on two libvirt hosts at once and each result names its h
     if (!daemon.ready()) FAIL("disksweepd did not start: " << daemon.log());
 
     std::string spec_text = one_run_spec(ceph);
-    spec_text.replace(spec_text.find("cache = \"none\""), 14, "cache = [\"none\", \"unsafe\"]");
+    // Two rounds: placement keeps a whole round on one host, and the two
+    // rounds start together, so each host takes one.
+    spec_text.replace(spec_text.find("repetitions = 1"), 15, "repetitions = 2");
     const auto spec = ds::test::write_temp_file("two-hosts.toml", spec_text);
     auto submitted = daemon.hostctl({"sweep", "submit", spec, "--wait"}, std::chrono::seconds(900));
     INFO("hostctl: " << submitted.out << submitted.err << "\ndaemon log: " << daemon.log());
