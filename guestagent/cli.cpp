@@ -232,6 +232,7 @@ Result<CommandLine> parse_command_line(const std::vector<std::string>& args) {
 int run_agent(const CommandLine& command_line, const Clock& clock) {
     // A vanished host must surface as a write error, not kill the agent.
     ::signal(SIGPIPE, SIG_IGN);
+    wait_for_random_pool();
     auto channel = open_agent_channel(command_line, clock);
     if (!channel) {
         log_line("no channel to the host: " + channel.error().message);

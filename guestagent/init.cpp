@@ -1,6 +1,7 @@
 #include "guestagent/init.h"
 
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/reboot.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,14 @@ namespace ds::agent {
 
 bool is_pid1() {
     return ::getpid() == 1;
+}
+
+void wait_for_random_pool() {
+    unsigned char byte = 0;
+    if (::getrandom(&byte, 1, GRND_NONBLOCK) == 1 || errno != EAGAIN) return;
+    log_line("waiting for the kernel's random pool (the guest has no hardware RNG)");
+    while (::getrandom(&byte, 1, 0) < 0 && errno == EINTR) {
+    }
 }
 
 void run_as_init(const std::function<int()>& session) {

@@ -529,6 +529,12 @@ std::string build_domain_xml(const VmRequest& request, const LocalGuestFiles& fi
 
     write_guest_endpoints(xml, request, files, endpoints);
     xml.empty("memballoon", {{"model", "none"}});
+    // The host's entropy: without it the guest kernel's random pool is not
+    // ready for seconds after boot, and each mkfs waits about 3 s under TCG
+    // (guest/initramfs/modules.txt loads virtio_rng).
+    xml.open("rng", {{"model", "virtio"}});
+    xml.text("backend", "/dev/urandom", {{"model", "random"}});
+    xml.close("rng");
     xml.close("devices");
     if (logged) {
         write_qemu_commandline(

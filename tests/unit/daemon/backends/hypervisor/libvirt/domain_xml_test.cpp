@@ -54,6 +54,9 @@ TEST_CASE("domain XML: the fixed parts of the guest", "[domain_xml]") {
     CHECK(contains(xml, "<on_reboot>destroy</on_reboot>"));
     CHECK(contains(xml, "<on_crash>destroy</on_crash>"));
     CHECK(contains(xml, "<memballoon model='none'/>"));
+    // The host's entropy, so mkfs does not wait for the guest's random pool.
+    CHECK(contains(xml, "<rng model='virtio'>"));
+    CHECK(contains(xml, "<backend model='random'>/dev/urandom</backend>"));
     CHECK_FALSE(contains(xml, "<graphics"));
     CHECK_FALSE(contains(xml, "<interface"));
     CHECK_FALSE(contains(xml, "host-passthrough"));
