@@ -17,6 +17,8 @@ quickstart_packages=(
   libcurl4-openssl-dev  # the Proxmox backend's REST client is part of disksweepd
   # run: libvirt's embedded QEMU driver, QEMU, qemu-img
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils
+  # a subreaper for disksweepd and the tests where PID 1 reaps late (scripts/lib/reaper.sh)
+  tini
   # the base guest image: Debian root fs (mmdebstrap over the host's apt
   # sources), kernel modules, initramfs (debugfs, cpio, zstd)
   mmdebstrap busybox-static cpio zstd kmod e2fsprogs ca-certificates

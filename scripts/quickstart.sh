@@ -23,8 +23,8 @@ if ! "${hostctl[@]}" status >/dev/null 2>&1; then
   started_daemon=1
   mkdir -p "$state_dir" /run/disksweep
   echo "[quickstart] starting disksweepd (log: $state_dir/disksweepd.log)"
-  nohup build/daemon/disksweepd --config config/disksweepd.conf \
-    >>"$state_dir/disksweepd.log" 2>&1 &
+  nohup bash -c 'source scripts/lib/reaper.sh; with_reaper "$@"' _ \
+    build/daemon/disksweepd --config config/disksweepd.conf >>"$state_dir/disksweepd.log" 2>&1 &
   for _ in $(seq 1 120); do
     [ -S "$socket" ] && "${hostctl[@]}" status >/dev/null 2>&1 && break
     sleep 1

@@ -6,14 +6,14 @@
 # over all (bench/run_overhead/phase_table.cpp says what each row is).
 #
 #   bench/run_overhead/run.sh [--runs N] [--accel tcg|kvm|auto] [--image-dir DIR]
-#                             [--spec FILE] [--json] [--keep DIR]
+#                             [--spec FILE] [--json] [--keep DIR] [--no-reaper]
 #
 # --runs N: repetitions of each configuration (default 3: 9 runs, about
 # 3 minutes under TCG here). --keep DIR keeps the state dir (results.db,
 # console logs of failed runs) in DIR. Run scripts/build.sh first.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-runs=3 accel=tcg image_dir=/var/lib/disksweep/images json=0 keep=""
+runs=3 accel=tcg image_dir=/var/lib/disksweep/images json=0 keep="" reaper=1
 spec=$repo/bench/run_overhead/overhead.toml
 while [ $# -gt 0 ]; do
   case $1 in
@@ -23,6 +23,7 @@ while [ $# -gt 0 ]; do
     --spec) spec=$2; shift 2 ;;
     --json) json=1; shift ;;
     --keep) keep=$2; shift 2 ;;
+    --no-reaper) reaper=0; shift ;;
     *) echo "run_overhead: unknown argument '$1' (see the comment at the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -43,7 +44,12 @@ cleanup() {
 trap cleanup EXIT
 
 socket=$work/api.sock
-"$daemon" --state-dir "$work/state" --socket "$socket" --image-dir "$image_dir" \
+# Under a subreaper, as the tests and the quick start (scripts/lib/reaper.sh):
+# --no-reaper measures what this machine's PID 1 costs each teardown.
+# shellcheck source=../../scripts/lib/reaper.sh
+source "$repo/scripts/lib/reaper.sh"
+[ "$reaper" = 1 ] || with_reaper() { "$@"; }
+with_reaper "$daemon" --state-dir "$work/state" --socket "$socket" --image-dir "$image_dir" \
   --accel "$accel" --boot-timeout 300 >"$work/disksweepd.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 1 100); do

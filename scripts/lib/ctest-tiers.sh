@@ -16,6 +16,10 @@
 #   test's output in full) and checks each with scripts/check-skips.sh.
 #   Returns non-zero when a test failed or skipped without being allowed.
 #   CTEST_TIERS_EXTRA (an array, optional) is passed to both passes first.
+#   Both run under a subreaper (scripts/lib/reaper.sh): the guests' QEMUs are
+#   reaped as they end, whatever this machine's PID 1 does.
+# shellcheck source=reaper.sh
+source "$(dirname "${BASH_SOURCE[0]}")/reaper.sh"
 run_ctest_tiers() {
     local build=$1 junit_base=$2
     shift 2
@@ -24,9 +28,9 @@ run_ctest_tiers() {
     local -a common=(--test-dir "$build" --output-on-failure --timeout 1500
                      "${CTEST_TIERS_EXTRA[@]}")
     rm -f "$junit_base".unit.xml "$junit_base".serial.xml
-    ctest "${common[@]}" -L unit -j"$(nproc)" --output-junit "$junit_base.unit.xml" "$@" ||
+    with_reaper ctest "${common[@]}" -L unit -j"$(nproc)" --output-junit "$junit_base.unit.xml" "$@" ||
         status=$?
-    ctest "${common[@]}" -LE unit --output-junit "$junit_base.serial.xml" "$@" || status=$?
+    with_reaper ctest "${common[@]}" -LE unit --output-junit "$junit_base.serial.xml" "$@" || status=$?
     for pass in unit serial; do
         # A pass that selected no test writes no file: nothing to check.
         [ -f "$junit_base.$pass.xml" ] || continue
