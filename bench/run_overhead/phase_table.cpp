@@ -25,9 +25,10 @@ namespace {
 using ds::Json;
 
 // Rows of the table, in the order a run passes through them.
-constexpr const char* kRows[] = {
-    "provision_s", "boot_s",   "tune_s",     "format_s",      "mount_s", "post_format_s", "bench_s",
-    "job_other_s", "verify_s", "teardown_s", "unaccounted_s", "total_s", "overhead_s"};
+constexpr const char* kRows[] = {"provision_s",   "boot_s",      "vm_start_s", "guest_boot_s",
+                                 "tune_s",        "format_s",    "mount_s",    "post_format_s",
+                                 "bench_s",       "job_other_s", "verify_s",   "teardown_s",
+                                 "unaccounted_s", "total_s",     "overhead_s"};
 
 double timing(const Json& timings, const char* key) {
     const auto value = timings.find(key);
@@ -43,7 +44,8 @@ std::map<std::string, double> phases_of(const Json& timings) {
         steps += timing(timings, step);
     phases["job_other_s"] = std::max(0.0, timing(timings, "job_s") - steps);
     double daemon_phases = 0;
-    for (const char* phase : {"provision_s", "boot_s", "job_s", "verify_s", "teardown_s"})
+    for (const char* phase :
+         {"provision_s", "boot_s", "vm_start_s", "guest_boot_s", "job_s", "verify_s", "teardown_s"})
         daemon_phases += timing(timings, phase);
     phases["unaccounted_s"] = std::max(0.0, timing(timings, "total_s") - daemon_phases);
     phases["overhead_s"] = timing(timings, "total_s") - timing(timings, "bench_s");

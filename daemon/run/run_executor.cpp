@@ -561,11 +561,16 @@ Status RunAttempt::boot() {
     request.memory_mib = env_.memory_mib;
     request.record_handle = [this](const Json& handle) { return record_vm_handle(handle); };
     if (trial_) request.write_log_path = trial_->log_path();
+    // boot_s in two parts (bench/run_overhead): the hypervisor's start of the
+    // guest with its settings read back, then the guest's own boot to hello.
+    const auto vm_start = env_.clock->now();
     DS_TRY(hypervisor_->start_vm(request));
     DS_TRY(read_running_guest());
 
     DS_ASSIGN_OR_RETURN(auto applied_hypervisor, hypervisor_->applied_settings(vm_name_));
     applied_["hypervisor"] = applied_hypervisor;
+    const auto guest_start = env_.clock->now();
+    timings_["vm_start_s"] = seconds_since(vm_start, *env_.clock);
 
     // One boot timeout for the socket and the hello. The hypervisor waits for
     // the socket in real time; the session decides by the run's clock.
@@ -584,6 +589,7 @@ Status RunAttempt::boot() {
     versions_["agent_version"] = hello->agent_version;
     versions_["kernel"] = hello->kernel;
     versions_["fio_version"] = hello->fio_version;
+    timings_["guest_boot_s"] = seconds_since(guest_start, *env_.clock);
     publish(Json{{"type", "run_progress"},
                  {"run_id", run_.id},
                  {"phase", "booted"},
