@@ -286,7 +286,7 @@ TEST_CASE(
             if (lost) {
                 std::ifstream console(run.console_log);
                 const std::string text((std::istreambuf_iterator<char>(console)), {});
-                CHECK_THAT(text, Catch::Contains("Linux version"));
+                CHECK_THAT(text, Catch::Contains("[disksweep-init]"));
             }
         } else {
             CHECK(run.host == "local");

@@ -15,7 +15,7 @@ VmRequest sample_request() {
     request.image.kernel = "/images/vmlinuz";
     request.image.initrd = "/images/initrd.img";
     request.image.root_disk = "/images/root.img";
-    request.kernel_cmdline_extra = "quiet";
+    request.kernel_cmdline_extra = "extra=1";
     request.vcpus = 2;
     request.memory_mib = 768;
     return request;
@@ -49,7 +49,8 @@ TEST_CASE("domain XML: the fixed parts of the guest", "[domain_xml]") {
     CHECK(contains(xml, "<type arch='x86_64' machine='q35'>hvm</type>"));
     CHECK(contains(xml, "<kernel>/images/vmlinuz</kernel>"));
     CHECK(contains(xml, "<initrd>/images/initrd.img</initrd>"));
-    CHECK(contains(xml, "<cmdline>console=ttyS0 panic=-1 quiet</cmdline>"));
+    CHECK(
+        contains(xml, "<cmdline>console=ttyS0 panic=-1 quiet cryptomgr.notests extra=1</cmdline>"));
     CHECK(contains(xml, "<on_poweroff>destroy</on_poweroff>"));
     CHECK(contains(xml, "<on_reboot>destroy</on_reboot>"));
     CHECK(contains(xml, "<on_crash>destroy</on_crash>"));
@@ -94,7 +95,8 @@ TEST_CASE("domain XML: acceleration and dialect choose the domain type", "[domai
 TEST_CASE("domain XML: empty extra cmdline leaves no trailing space", "[domain_xml]") {
     VmRequest request = sample_request();
     request.kernel_cmdline_extra.clear();
-    CHECK(contains(build_domain_xml(request, kFiles), "<cmdline>console=ttyS0 panic=-1</cmdline>"));
+    CHECK(contains(build_domain_xml(request, kFiles),
+                   "<cmdline>console=ttyS0 panic=-1 quiet cryptomgr.notests</cmdline>"));
 }
 
 TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
