@@ -8,8 +8,8 @@
 namespace ds::io {
 namespace {
 
-constexpr std::array<const EngineDescriptor*, 3> kEngines = {&kLibaioEngine, &kPsyncEngine,
-                                                             &kNullEngine};
+constexpr std::array<const EngineDescriptor*, 4> kEngines = {&kLibaioEngine, &kUringEngine,
+                                                             &kPsyncEngine, &kNullEngine};
 
 }  // namespace
 

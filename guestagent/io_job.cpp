@@ -276,7 +276,11 @@ class alignas(64) JobRunner {
             free_.push_back(depth_ - 1 - i);
         }
         engine_ = options_.engine->create();
-        const EngineSetup setup{depth_, &options_.engine_options};
+        const EngineSetup setup{.iodepth = depth_,
+                                .options = &options_.engine_options,
+                                .fd = fd_.get(),
+                                .buffers = buffers_.get(),
+                                .buffer_bytes = static_cast<std::size_t>(options_.bs)};
         return engine_->init(setup);
     }
 
