@@ -286,8 +286,7 @@ class alignas(64) JobRunner {
 
     // The I/O loop, on the job's own thread. Never throws.
     void run() noexcept {
-        rusage before{};
-        getrusage(RUSAGE_THREAD, &before);
+        const rusage before = cpu_usage();
         start_clock();
         std::uint64_t now = start_ns_;
         bool stopping = false;
@@ -433,12 +432,21 @@ class alignas(64) JobRunner {
             stats_.runtime_ns = last_completion_ns_ - measure_start_ns_;
         }
         stats_.elapsed_ns = now_ns() - start_ns_;
-        rusage after{};
-        getrusage(RUSAGE_THREAD, &after);
+        const rusage after = cpu_usage();
         stats_.user_cpu_s = seconds_of(after.ru_utime) - seconds_of(before.ru_utime);
         stats_.system_cpu_s = seconds_of(after.ru_stime) - seconds_of(before.ru_stime);
         stats_.context_switches = static_cast<std::uint64_t>((after.ru_nvcsw - before.ru_nvcsw) +
                                                              (after.ru_nivcsw - before.ru_nivcsw));
+    }
+
+    // The CPU the job has used so far, as fio counts it: its thread's with
+    // thread=1, else its whole process's, which includes the kernel's
+    // threads working for it (io_uring's io-wq workers, which do the I/O
+    // the file cannot do without blocking, and its SQPOLL thread).
+    rusage cpu_usage() const {
+        rusage usage{};
+        getrusage(options_.thread ? RUSAGE_THREAD : RUSAGE_SELF, &usage);
+        return usage;
     }
 
     // Fills a free unit with the next I/O of the job's pattern.
