@@ -122,6 +122,20 @@ class IoEngine {
     virtual void cleanup() = 0;
 };
 
+// The rule of the asynchronous engines for a submission the kernel refuses
+// for lack of resources (EAGAIN) while none of the job's I/O is in flight,
+// so that reaping cannot free anything: wait 100 µs and retry, and give up
+// after 0.1 s. One per commit(); reset() after any progress.
+class IdleSubmitRetry {
+  public:
+    // Waits before the next try; false when the time is up (give up).
+    bool wait();
+    void reset() { tries_ = 0; }
+
+  private:
+    int tries_ = 0;
+};
+
 struct EngineDescriptor {
     int ops_version = 0;  // kIoEngineOpsVersion when written
     std::string_view name;

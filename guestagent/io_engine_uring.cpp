@@ -53,12 +53,6 @@ constexpr std::array<unsigned, 3> kOptionalSetupFlags = {
     IORING_SETUP_CQSIZE,
 };
 
-// How often commit() retries EAGAIN while nothing is in flight (so reaping
-// cannot free anything), and how long it sleeps in between: 0.1 s in all,
-// as libaio's.
-constexpr int kIdleEagainRetries = 1000;
-constexpr useconds_t kIdleEagainSleepUs = 100;
-
 Error op_error(const char* call, int error_number, const std::string& what) {
     return make_error(errc::kIo, std::string("io_uring: ") + call + " failed with " +
                                      describe_errno(error_number) + ": " + what);
@@ -124,7 +118,7 @@ class UringEngine final : public IoEngine {
 
     Result<unsigned> commit() override {
         if (!enabled_) DS_TRY(enable_ring());
-        int idle_eagain = 0;
+        IdleSubmitRetry idle_retry;
         while (queued_ > 0) {
             const int result = submit();
             if (result > 0) {
@@ -133,7 +127,7 @@ class UringEngine final : public IoEngine {
                 const auto submitted = std::min(static_cast<unsigned>(result), queued_);
                 queued_ -= submitted;
                 inflight_ += submitted;
-                idle_eagain = 0;
+                idle_retry.reset();
                 continue;
             }
             const int error_number = result == 0 ? EAGAIN : -result;
@@ -144,11 +138,10 @@ class UringEngine final : public IoEngine {
                     // reaps and commits again. With none, reaping cannot
                     // help: wait briefly, retry, give up after 0.1 s.
                     if (inflight_ > 0) return queued_;
-                    if (++idle_eagain > kIdleEagainRetries) {
+                    if (!idle_retry.wait()) {
                         return op_error("io_uring_enter", error_number,
                                         "no resources even with no I/O in flight");
                     }
-                    usleep(kIdleEagainSleepUs);
                     continue;
                 case EINTR:  // a signal arrived before anything was submitted: retry
                     continue;

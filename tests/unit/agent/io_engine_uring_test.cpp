@@ -11,7 +11,6 @@
 #include <linux/seccomp.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,6 +25,7 @@
 #include "guestagent/io_engine.h"
 #include "guestagent/io_job.h"
 #include "guestagent/io_options.h"
+#include "support/cpu_time.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 
@@ -443,23 +443,14 @@ TEST_CASE("io_uring engine: a kernel without io_uring fails the job naming the e
     CHECK(denied.find("io_uring is not allowed here") != std::string::npos);
 }
 
-namespace {
-
-double children_cpu_seconds() {
-    rusage usage{};
-    getrusage(RUSAGE_CHILDREN, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("io_uring engine: a job process's CPU includes the kernel threads working for it",
           "[io_uring]") {
-    // tmpfs cannot do I/O without blocking (no FMODE_NOWAIT), so io_uring
-    // hands every I/O to its io-wq worker threads, which belong to the job
-    // process: a job that counted only its own thread's CPU would report
-    // about half of what the process used.
+    // On tmpfs io_uring hands every I/O to its io-wq worker threads (on
+    // this kernel; docs/io-engine.md), which belong to the job process: a
+    // job that counted only its own thread's CPU would report about two
+    // thirds of what the process used.
     require_io_uring();
     if (geteuid() != 0) ds::test::skip_test("needs root to mount a tmpfs");
     ds::test::TempDir dir;
@@ -468,14 +459,14 @@ TEST_CASE("io_uring engine: a job process's CPU includes the kernel threads work
         const fs::path& path;
         ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
     } unmount{dir.path()};
-    const double before = children_cpu_seconds();
+    const double before = ds::test::children_cpu_seconds();
     const Json report = run_uring_job({{"rw", "randrw"},
                                        {"size", "4m"},
                                        {"iodepth", 16},
                                        {"runtime", "1s"},
                                        {"time_based", 1},
                                        {"directory", dir.path().string()}});
-    const double used = children_cpu_seconds() - before;
+    const double used = ds::test::children_cpu_seconds() - before;
     const Json& job = report["jobs"][0];
     const double reported = (job["usr_cpu"].get<double>() + job["sys_cpu"].get<double>()) / 100 *
                             job["job_runtime"].get<double>() / 1000;
