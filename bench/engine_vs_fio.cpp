@@ -283,7 +283,11 @@ std::vector<std::string> job_argv(const std::string& program, const Settings& se
     // A loop device is worked on whole (its size is --loop-size).
     if (target.loop_device.empty()) options["size"] = settings.size;
     for (const auto& [key, value] : settings.overrides) options[key] = value;
-    std::vector<std::string> argv = {program, "--output-format=json"};
+    // The ioengine first: fio knows an engine's own options (--set=fixedbufs=1)
+    // only once the engine is set.
+    std::vector<std::string> argv = {program, "--output-format=json",
+                                     "--ioengine=" + options["ioengine"]};
+    options.erase("ioengine");
     for (const auto& [key, value] : options) argv.push_back("--" + key + "=" + value);
     return argv;
 }
