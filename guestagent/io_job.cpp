@@ -253,10 +253,12 @@ class alignas(64) JobRunner {
     int fd() const { return fd_.get(); }
 
     // Allocates the buffers and units and initialises the engine, in the
-    // thread or process that runs the job: an AIO context belongs to the
-    // process that created it (a forked child cannot use its parent's), and
-    // a job process's buffers are then its own pages, not copy-on-write
-    // ones.
+    // process that runs the job: an AIO context belongs to the process
+    // that created it (a forked child cannot use its parent's), and a job
+    // process's buffers are then its own pages, not copy-on-write ones.
+    // With thread=1 this runs in the caller's thread before the job
+    // threads start (so a failure stops all before any I/O): an engine
+    // bound to a thread binds on its first op (io_uring's ring).
     Status setup_io() {
         auto buffers = allocate_aligned(static_cast<std::size_t>(depth_) * options_.bs);
         if (!buffers) return buffers.error();
