@@ -10,12 +10,15 @@
 // and ds-io's: with autogroup scheduling every session is a scheduling
 // group, so the process model decides the CPU share on a busy machine).
 // With numjobs > 1 it also runs both with --thread=1 (jobs as threads of
-// one process) and compares those two as a second pair.
+// one process) and compares those two as a second pair. With several
+// --ioengines (e.g. libaio,io_uring) each is a pair of its own (tools
+// "engine:io_uring" and "fio:io_uring"), all in the same rotation.
 //
 //   engine_vs_fio [--rounds=5] [--runtime=3] [--numjobs=1,4] [--size=256m]
 //                 [--targets=tmpfs,loop] [--workdir=/dev/shm/disksweep-bench]
 //                 [--loop-file=PATH] [--loop-size=SIZE] [--engine=PATH]
-//                 [--fio=fio] [--threads=auto|on|off] [--set=KEY=VALUE]...
+//                 [--fio=fio] [--threads=auto|on|off] [--ioengines=libaio]
+//                 [--set=KEY=VALUE]...
 //
 // Targets: "tmpfs" = per-job files in --workdir (O_DIRECT works on tmpfs
 // since Linux 6.6); "loop" = a loop device over --loop-file (default
@@ -25,7 +28,7 @@
 // filename=. Ratios are of the medians; the per-round ratios' medians
 // follow in parentheses. The 1-minute load average is sampled before every run and
 // printed per table (min / median / max). The job is fio's
-//   --rw=randrw --bs=4k --direct=1 --ioengine=libaio --iodepth=64
+//   --rw=randrw --bs=4k --direct=1 --ioengine=IOENGINE --iodepth=64
 //   --numjobs=N --size=SIZE --runtime=R --time_based=1 --group_reporting=1
 // (--size omitted for the loop target) plus any --set overrides. Prints a table per (target,
 // numjobs) with the medians and the engine/fio ratios; exit status 0 unless something failed to
@@ -50,6 +53,7 @@
 
 #include "common/fio_job.h"
 #include "common/fio_metrics.h"
+#include "common/text.h"
 #include "guestagent/io_options.h"
 
 namespace {
@@ -66,6 +70,7 @@ struct Settings {
     std::string threads = "auto";  // also run both with --thread=1: auto = when numjobs > 1
     std::string loop_file;         // empty: <workdir>/loop-backing.img
     std::string loop_size;         // empty: size
+    std::vector<std::string> ioengines = {"libaio"};  // one engine/fio pair each
     std::vector<std::pair<std::string, std::string>> overrides;
 };
 
@@ -261,13 +266,13 @@ void release_target(const Target& target, const Settings& settings) {
 
 std::vector<std::string> job_argv(const std::string& program, const Settings& settings,
                                   const Target& target, unsigned numjobs,
-                                  const std::string& runtime) {
+                                  const std::string& ioengine, const std::string& runtime) {
     std::map<std::string, std::string> options = {
         {"name", "dsbench"},
         {"rw", "randrw"},
         {"bs", "4k"},
         {"direct", "1"},
-        {"ioengine", "libaio"},
+        {"ioengine", ioengine},
         {"iodepth", "64"},
         {"numjobs", std::to_string(numjobs)},
         {"runtime", runtime},
@@ -278,18 +283,22 @@ std::vector<std::string> job_argv(const std::string& program, const Settings& se
     // A loop device is worked on whole (its size is --loop-size).
     if (target.loop_device.empty()) options["size"] = settings.size;
     for (const auto& [key, value] : settings.overrides) options[key] = value;
-    std::vector<std::string> argv = {program, "--output-format=json"};
+    // The ioengine first: fio knows an engine's own options (--set=fixedbufs=1)
+    // only once the engine is set.
+    std::vector<std::string> argv = {program, "--output-format=json",
+                                     "--ioengine=" + options["ioengine"]};
+    options.erase("ioengine");
     for (const auto& [key, value] : options) argv.push_back("--" + key + "=" + value);
     return argv;
 }
 
 void print_header() {
-    std::printf("  %-10s %10s %12s %6s %12s %12s\n", "tool", "IOPS", "CPU s/M I/O", "cores",
+    std::printf("  %-19s %10s %12s %6s %12s %12s\n", "tool", "IOPS", "CPU s/M I/O", "cores",
                 "read p99 us", "write p99 us");
 }
 
 void print_row(const std::string& tool, const Measurement& m) {
-    std::printf("  %-10s %10.0f %12.3f %6.2f %12.1f %12.1f\n", tool.c_str(), m.iops,
+    std::printf("  %-19s %10.0f %12.3f %6.2f %12.1f %12.1f\n", tool.c_str(), m.iops,
                 m.cpu_s_per_mio, m.cores, m.read_p99_us, m.write_p99_us);
 }
 
@@ -335,12 +344,41 @@ Measurement paired_ratio_medians(const std::vector<std::optional<Measurement>>& 
     return medians(per_round);
 }
 
+// One program in one process model with one ioengine, and its runs.
+struct Tool {
+    std::string name;
+    std::string program;
+    std::string ioengine;
+    bool thread = false;
+    std::vector<Measurement> runs;
+    std::vector<std::optional<Measurement>> by_round;
+};
+
+// The tools of one table, in compared pairs (engine, fio): one pair per
+// ioengine, then (with threads) the same with --thread=1. With one
+// ioengine the names are the plain "engine", "fio", "engine-thr" and
+// "fio-thr"; with several they end in ":IOENGINE".
+std::vector<Tool> make_tools(const Settings& settings, unsigned numjobs) {
+    const bool threads = settings.threads == "on" || (settings.threads == "auto" && numjobs > 1);
+    std::vector<Tool> tools;
+    for (const bool thread : {false, true}) {
+        if (thread && !threads) break;
+        const std::string model = thread ? "-thr" : "";
+        for (const auto& ioengine : settings.ioengines) {
+            const std::string suffix = settings.ioengines.size() > 1 ? ":" + ioengine : "";
+            tools.push_back({"engine" + model + suffix, settings.engine, ioengine, thread, {}, {}});
+            tools.push_back({"fio" + model + suffix, settings.fio, ioengine, thread, {}, {}});
+        }
+    }
+    return tools;
+}
+
 int usage(const std::string& problem) {
     std::cerr << "engine_vs_fio: " << problem << "\n"
               << "usage: engine_vs_fio [--rounds=5] [--runtime=3] [--numjobs=1,4] "
                  "[--size=256m] [--targets=tmpfs,loop|PATH] [--workdir=DIR] [--loop-file=PATH] "
                  "[--loop-size=SIZE] [--engine=PATH] [--fio=fio] [--threads=auto|on|off] "
-                 "[--set=KEY=VALUE]...\n";
+                 "[--ioengines=libaio,io_uring] [--set=KEY=VALUE]...\n";
     return 2;
 }
 
@@ -384,6 +422,9 @@ int main(int argc, char** argv) {
                 return usage("--threads is auto, on or off");
             }
             settings.threads = value;
+        } else if (name == "ioengines") {
+            settings.ioengines = split(value, ',');
+            if (settings.ioengines.empty()) return usage("--ioengines needs at least one engine");
         } else if (name == "set") {
             const auto inner = value.find('=');
             if (inner == std::string::npos) return usage("--set needs KEY=VALUE");
@@ -407,25 +448,14 @@ int main(int argc, char** argv) {
             continue;
         }
         for (unsigned numjobs : settings.numjobs) {
-            std::printf("\n%s, randrw 4k iodepth=64 numjobs=%u size=%s runtime=%ss, %d rounds\n",
-                        target->label.c_str(), numjobs,
+            std::printf("\n%s, randrw 4k %s iodepth=64 numjobs=%u size=%s runtime=%ss, %d rounds\n",
+                        target->label.c_str(), ds::join(settings.ioengines, ",").c_str(), numjobs,
                         target->loop_device.empty() ? settings.size.c_str() : "device",
                         settings.runtime.c_str(), settings.rounds);
-            struct Tool {
-                std::string name;
-                std::string program;
-                bool thread = false;
-                std::vector<Measurement> runs;
-                std::vector<std::optional<Measurement>> by_round;
-            };
-            std::vector<Tool> tools = {{"engine", settings.engine, false, {}, {}},
-                                       {"fio", settings.fio, false, {}, {}}};
-            if (settings.threads == "on" || (settings.threads == "auto" && numjobs > 1)) {
-                tools.push_back({"engine-thr", settings.engine, true, {}, {}});
-                tools.push_back({"fio-thr", settings.fio, true, {}, {}});
-            }
+            std::vector<Tool> tools = make_tools(settings, numjobs);
             auto argv_of = [&](const Tool& tool, const std::string& runtime) {
-                auto argv = job_argv(tool.program, settings, *target, numjobs, runtime);
+                auto argv =
+                    job_argv(tool.program, settings, *target, numjobs, tool.ioengine, runtime);
                 if (tool.thread) argv.push_back("--thread=1");
                 return argv;
             };
@@ -464,7 +494,7 @@ int main(int argc, char** argv) {
             for (std::size_t i = 0; i < tools.size(); ++i) {
                 std::snprintf(
                     numbers, sizeof numbers,
-                    "\n      %-10s %8.0f IOPS %6.3f CPU-s/MIO %5.2f cores p99 %.0f/%.0f us",
+                    "\n      %-19s %8.0f IOPS %6.3f CPU-s/MIO %5.2f cores p99 %.0f/%.0f us",
                     tools[i].name.c_str(), median_of[i].iops, median_of[i].cpu_s_per_mio,
                     median_of[i].cores, median_of[i].read_p99_us, median_of[i].write_p99_us);
                 line += numbers;

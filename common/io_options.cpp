@@ -29,9 +29,9 @@ const std::vector<IoOptionDef>& option_table() {
         {.name = "ioengine",
          .type = IoValueType::kEnum,
          .default_value = "psync",
-         .help = "I/O engine: libaio (Linux native AIO), psync (pread/pwrite) or null (no I/O: "
-                 "the engine's own overhead, for comparison)",
-         .values = {"libaio", "psync", "null"}},
+         .help = "I/O engine: libaio (Linux native AIO), io_uring (Linux io_uring), psync "
+                 "(pread/pwrite) or null (no I/O: the engine's own overhead, for comparison)",
+         .values = {"libaio", "io_uring", "psync", "null"}},
         {.name = "rw",
          .type = IoValueType::kEnum,
          .default_value = "read",
@@ -123,6 +123,27 @@ const std::vector<IoOptionDef>& option_table() {
          .help = "disksweep's: take completions already in the AIO ring without a system call, "
                  "and call io_getevents only to wait for more",
          .engine = "libaio"},
+        {.name = "fixedbufs",
+         .type = IoValueType::kBool,
+         .default_value = "0",
+         .help = "fio's: register the job's buffers with the ring once (READ_FIXED/WRITE_FIXED)",
+         .engine = "io_uring"},
+        {.name = "registerfiles",
+         .type = IoValueType::kBool,
+         .default_value = "0",
+         .help = "fio's: register the job's file with the ring once (IOSQE_FIXED_FILE)",
+         .engine = "io_uring"},
+        {.name = "sqthread_poll",
+         .type = IoValueType::kBool,
+         .default_value = "0",
+         .help = "fio's: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL); "
+                 "implies registerfiles",
+         .engine = "io_uring"},
+        {.name = "nonvectored",
+         .type = IoValueType::kBool,
+         .default_value = "1",
+         .help = "fio's: IORING_OP_READ/WRITE instead of READV/WRITEV with one iovec",
+         .engine = "io_uring"},
         // The agent's: it runs the job in the workload's directory below the
         // mount point, with files named after the workload, so the I/O stays
         // on the filesystem under test (ds-io sets them on its command line).

@@ -1,5 +1,7 @@
 #include "guestagent/io_engine.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cstring>
 
@@ -8,10 +10,19 @@
 namespace ds::io {
 namespace {
 
-constexpr std::array<const EngineDescriptor*, 3> kEngines = {&kLibaioEngine, &kPsyncEngine,
-                                                             &kNullEngine};
+constexpr std::array<const EngineDescriptor*, 4> kEngines = {&kLibaioEngine, &kUringEngine,
+                                                             &kPsyncEngine, &kNullEngine};
+
+constexpr int kIdleSubmitTries = 1000;
+constexpr useconds_t kIdleSubmitSleepUs = 100;
 
 }  // namespace
+
+bool IdleSubmitRetry::wait() {
+    if (++tries_ > kIdleSubmitTries) return false;
+    usleep(kIdleSubmitSleepUs);
+    return true;
+}
 
 std::span<const EngineDescriptor* const> all_engines() {
     return kEngines;

@@ -5,6 +5,7 @@
 // them and never knows which engine it talks to.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -77,6 +78,13 @@ enum class QueueOutcome {
 struct EngineSetup {
     unsigned iodepth = 1;                         // most units ever outstanding at once (>= 1)
     const EngineOptionValues* options = nullptr;  // never null
+    // For engines that register them with the kernel once (io_uring's
+    // registerfiles and fixedbufs): the job's file (-1 when diskless), and
+    // its units' buffers: unit i's lies at buffers + i * buffer_bytes, and a
+    // unit's buffer never leaves it.
+    int fd = -1;
+    void* buffers = nullptr;
+    std::size_t buffer_bytes = 0;
 };
 
 // One engine instance serves one job (one thread); instances are not shared.
@@ -114,6 +122,20 @@ class IoEngine {
     virtual void cleanup() = 0;
 };
 
+// The rule of the asynchronous engines for a submission the kernel refuses
+// for lack of resources (EAGAIN) while none of the job's I/O is in flight,
+// so that reaping cannot free anything: wait 100 µs and retry, and give up
+// after 0.1 s. One per commit(); reset() after any progress.
+class IdleSubmitRetry {
+  public:
+    // Waits before the next try; false when the time is up (give up).
+    bool wait();
+    void reset() { tries_ = 0; }
+
+  private:
+    int tries_ = 0;
+};
+
 struct EngineDescriptor {
     int ops_version = 0;  // kIoEngineOpsVersion when written
     std::string_view name;
@@ -127,8 +149,10 @@ struct EngineDescriptor {
     std::unique_ptr<IoEngine> (*create)() = nullptr;
 };
 
-// Defined in io_engine_libaio.cpp, io_engine_psync.cpp, io_engine_null.cpp.
+// Defined in io_engine_libaio.cpp, io_engine_uring.cpp, io_engine_psync.cpp,
+// io_engine_null.cpp.
 extern const EngineDescriptor kLibaioEngine;
+extern const EngineDescriptor kUringEngine;
 extern const EngineDescriptor kPsyncEngine;
 extern const EngineDescriptor kNullEngine;
 
@@ -140,7 +164,7 @@ std::span<const EngineDescriptor* const> all_engines();
 // kIoEngineOpsVersion.
 Result<const EngineDescriptor*> engine_by_name(std::string_view name);
 
-// "libaio, psync, null".
+// "libaio, io_uring, psync, null".
 std::string engine_names();
 
 }  // namespace ds::io

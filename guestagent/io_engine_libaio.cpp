@@ -26,11 +26,6 @@ constexpr std::array<OptionSpec, 2> kLibaioOptions = {{
      1},
 }};
 
-// How often commit() retries EAGAIN while nothing is in flight (so reaping
-// cannot free anything), and how long it sleeps in between: 0.1 s in all.
-constexpr int kIdleEagainRetries = 1000;
-constexpr useconds_t kIdleEagainSleepUs = 100;
-
 // The kernel's completion ring at the address of an io_context_t (its
 // layout is ABI: fs/aio.c struct aio_ring).
 struct AioRing {
@@ -130,7 +125,7 @@ class LibaioEngine final : public IoEngine {
 
     Result<unsigned> commit() override {
         std::size_t submitted = 0;
-        int idle_eagain = 0;
+        IdleSubmitRetry idle_retry;
         while (submitted < pending_.size()) {
             const long wanted = static_cast<long>(pending_.size() - submitted);
             const int result = io_submit(context_, wanted, pending_.data() + submitted);
@@ -141,7 +136,7 @@ class LibaioEngine final : public IoEngine {
                 // error that stopped it.
                 submitted += static_cast<std::size_t>(result);
                 inflight_ += static_cast<unsigned>(result);
-                idle_eagain = 0;
+                idle_retry.reset();
                 continue;
             }
             const int error_number = result == 0 ? EAGAIN : -result;
@@ -158,11 +153,10 @@ class LibaioEngine final : public IoEngine {
                                        pending_.begin() + static_cast<long>(submitted));
                         return static_cast<unsigned>(pending_.size());
                     }
-                    if (++idle_eagain > kIdleEagainRetries) {
+                    if (!idle_retry.wait()) {
                         return op_error("io_submit", EAGAIN,
                                         "no resources even with no I/O in flight");
                     }
-                    usleep(kIdleEagainSleepUs);
                     continue;
                 case EINTR:  // a signal arrived before anything was queued: retry
                     continue;

@@ -253,10 +253,12 @@ class alignas(64) JobRunner {
     int fd() const { return fd_.get(); }
 
     // Allocates the buffers and units and initialises the engine, in the
-    // thread or process that runs the job: an AIO context belongs to the
-    // process that created it (a forked child cannot use its parent's), and
-    // a job process's buffers are then its own pages, not copy-on-write
-    // ones.
+    // process that runs the job: an AIO context belongs to the process
+    // that created it (a forked child cannot use its parent's), and a job
+    // process's buffers are then its own pages, not copy-on-write ones.
+    // With thread=1 this runs in the caller's thread before the job
+    // threads start (so a failure stops all before any I/O): an engine
+    // bound to a thread binds on its first op (io_uring's ring).
     Status setup_io() {
         auto buffers = allocate_aligned(static_cast<std::size_t>(depth_) * options_.bs);
         if (!buffers) return buffers.error();
@@ -276,14 +278,17 @@ class alignas(64) JobRunner {
             free_.push_back(depth_ - 1 - i);
         }
         engine_ = options_.engine->create();
-        const EngineSetup setup{depth_, &options_.engine_options};
+        const EngineSetup setup{.iodepth = depth_,
+                                .options = &options_.engine_options,
+                                .fd = fd_.get(),
+                                .buffers = buffers_.get(),
+                                .buffer_bytes = static_cast<std::size_t>(options_.bs)};
         return engine_->init(setup);
     }
 
     // The I/O loop, on the job's own thread. Never throws.
     void run() noexcept {
-        rusage before{};
-        getrusage(RUSAGE_THREAD, &before);
+        const rusage before = cpu_usage();
         start_clock();
         std::uint64_t now = start_ns_;
         bool stopping = false;
@@ -429,12 +434,21 @@ class alignas(64) JobRunner {
             stats_.runtime_ns = last_completion_ns_ - measure_start_ns_;
         }
         stats_.elapsed_ns = now_ns() - start_ns_;
-        rusage after{};
-        getrusage(RUSAGE_THREAD, &after);
+        const rusage after = cpu_usage();
         stats_.user_cpu_s = seconds_of(after.ru_utime) - seconds_of(before.ru_utime);
         stats_.system_cpu_s = seconds_of(after.ru_stime) - seconds_of(before.ru_stime);
         stats_.context_switches = static_cast<std::uint64_t>((after.ru_nvcsw - before.ru_nvcsw) +
                                                              (after.ru_nivcsw - before.ru_nivcsw));
+    }
+
+    // The CPU the job has used so far, as fio counts it: its thread's with
+    // thread=1, else its whole process's, which includes the kernel's
+    // threads working for it (io_uring's io-wq workers, which do the I/O
+    // the file cannot do without blocking, and its SQPOLL thread).
+    rusage cpu_usage() const {
+        rusage usage{};
+        getrusage(options_.thread ? RUSAGE_THREAD : RUSAGE_SELF, &usage);
+        return usage;
     }
 
     // Fills a free unit with the next I/O of the job's pattern.

@@ -13,7 +13,7 @@ quickstart_packages=(
   # build (catch2 and zlib1g-dev too: cmake configures the tests with the rest)
   build-essential cmake ninja-build pkg-config ccache
   libvirt-dev libxml2-dev libboost-program-options-dev libboost-math-dev libsqlitecpp-dev libsqlite3-dev
-  libaio-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libssl-dev zlib1g-dev
+  libaio-dev liburing-dev catch2 libtomlplusplus-dev nlohmann-json3-dev libssl-dev zlib1g-dev
   libcurl4-openssl-dev  # the Proxmox backend's REST client is part of disksweepd
   # run: libvirt's embedded QEMU driver, QEMU, qemu-img
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils

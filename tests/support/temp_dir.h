@@ -13,9 +13,12 @@ namespace ds::test {
 
 class TempDir {
   public:
-    explicit TempDir(std::string_view prefix = "disksweep-test") {
-        std::string pattern =
-            (std::filesystem::temp_directory_path() / (std::string(prefix) + "-XXXXXX")).string();
+    explicit TempDir(std::string_view prefix = "disksweep-test")
+        : TempDir(std::filesystem::temp_directory_path(), prefix) {}
+    // Below `base` instead of the temp dir: e.g. /var/tmp, on disk, where
+    // the temp dir may be a tmpfs.
+    TempDir(const std::filesystem::path& base, std::string_view prefix) {
+        std::string pattern = (base / (std::string(prefix) + "-XXXXXX")).string();
         REQUIRE(::mkdtemp(pattern.data()) != nullptr);
         path_ = pattern;
     }

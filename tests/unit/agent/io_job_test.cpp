@@ -4,7 +4,6 @@
 #include "guestagent/io_job.h"
 
 #include <sys/mount.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -16,6 +15,7 @@
 
 #include "common/fio_metrics.h"
 #include "guestagent/io_report.h"
+#include "support/cpu_time.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 
@@ -333,13 +333,6 @@ std::map<int, int> child_sessions() {
     return out;
 }
 
-double children_cpu_seconds() {
-    rusage usage{};
-    getrusage(RUSAGE_CHILDREN, &usage);
-    return static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
-           static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
-}
-
 }  // namespace
 
 TEST_CASE("io job: jobs are processes in their own sessions, or threads with thread=1",
@@ -355,7 +348,7 @@ TEST_CASE("io job: jobs are processes in their own sessions, or threads with thr
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
             }
         });
-        const double cpu_before = children_cpu_seconds();
+        const double cpu_before = ds::test::children_cpu_seconds();
         const Json report = run_ok(params);
         done = true;
         watcher.join();
@@ -368,7 +361,7 @@ TEST_CASE("io job: jobs are processes in their own sessions, or threads with thr
         }
         // The children's CPU (the null engine spins for the runtime) was
         // waited for, and their statistics reached the report.
-        CHECK(children_cpu_seconds() - cpu_before > 0.05);
+        CHECK(ds::test::children_cpu_seconds() - cpu_before > 0.05);
         REQUIRE(report["jobs"].size() == 3);
         for (const auto& job : report["jobs"]) {
             CHECK(job["read"]["total_ios"].get<double>() > 1000);
@@ -382,9 +375,9 @@ TEST_CASE("io job: jobs are processes in their own sessions, or threads with thr
     SECTION("threads") {
         Json threaded = params;
         threaded["thread"] = true;
-        const double cpu_before = children_cpu_seconds();
+        const double cpu_before = ds::test::children_cpu_seconds();
         const Json report = run_ok(threaded);
-        CHECK(children_cpu_seconds() - cpu_before < 0.1);  // no child did the work
+        CHECK(ds::test::children_cpu_seconds() - cpu_before < 0.1);  // no child did the work
         REQUIRE(report["jobs"].size() == 3);
         for (const auto& job : report["jobs"]) CHECK(job["read"]["total_ios"].get<double>() > 1000);
         CHECK(report["resolved options"]["thread"] == true);

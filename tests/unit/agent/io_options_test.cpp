@@ -116,8 +116,8 @@ TEST_CASE("io options: bad values are refused naming the option", "[io_options]"
         {{{"runtime", "10 parsecs"}}, "'runtime'"},
         {{{"runtime", -1}}, "'runtime'"},
         {{{"time_based", 1}}, "'time_based': needs runtime > 0"},
-        {{{"ioengine", "io_uring"}},
-         "'ioengine': \"io_uring\" is not supported; supported: libaio, psync, null"},
+        {{{"ioengine", "posixaio"}},
+         "'ioengine': \"posixaio\" is not supported; supported: libaio, io_uring, psync, null"},
         {{{"runtime", "1.5"}}, "'runtime': \"1.5\" is not a duration"},
         {{{"rw", "read"}, {"readwrite", "write"}}, "'rw' is given twice"},
         {{{"ioengine", 3}}, "'ioengine'"},
@@ -250,7 +250,7 @@ TEST_CASE("io options: the spec and the agent accept and refuse exactly the same
     for (const auto& alias : ds::io_option_aliases()) names.emplace_back(alias.alias);
     int accepted = 0;
     int refused = 0;
-    for (const std::string engine : {"psync", "libaio", "null"}) {
+    for (const std::string engine : {"psync", "libaio", "io_uring", "null"}) {
         for (const auto& name : names) {
             // `name` is also every workload's own key in a spec (its name,
             // never a param), so it cannot be given there as an option.

@@ -172,8 +172,8 @@ TEST_CASE("io values: fio's meaning, the table's ranges", "[io_options]") {
     CHECK_FALSE(read_io_option(runtime, 1.5).ok());
     CHECK_FALSE(read_io_option(runtime, "10sec").ok());
 
-    CHECK(read_io_option(*find_io_option("ioengine"), "io_uring").error().message ==
-          "\"io_uring\" is not supported; supported: libaio, psync, null");
+    CHECK(read_io_option(*find_io_option("ioengine"), "posixaio").error().message ==
+          "\"posixaio\" is not supported; supported: libaio, io_uring, psync, null");
     CHECK(read_io_option(*find_io_option("name"), "a/b").error().message ==
           "\"a/b\" contains '/'; a name must not");
     CHECK(read_io_option(*find_io_option("filename"), "a:b").error().message ==

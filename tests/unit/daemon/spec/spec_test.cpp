@@ -279,11 +279,12 @@ TEST_CASE("malformed TOML reports toml++'s description at its position", "[spec]
 
 TEST_CASE("unknown keys, axes and values name their position and the valid choices",
           "[spec][errors]") {
-    CHECK(parse_error("name = \"t\"\nrepetition = 2\n") ==
-          "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
-          "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, tunings, workload, "
-          "host_baseline, baseline, practical_difference, min_runs_for_verdict, durability. Did you "
-          "mean 'repetitions'?");
+    CHECK(
+        parse_error("name = \"t\"\nrepetition = 2\n") ==
+        "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
+        "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, tunings, workload, "
+        "host_baseline, baseline, practical_difference, min_runs_for_verdict, durability. Did you "
+        "mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
           "disk_size, bus, cache, aio, discard, detect_zeroes, ssd, iothread, iops_limit, "
@@ -597,15 +598,16 @@ TEST_CASE("workload kinds io, mariadb-atis and sysbench-oltp check their options
           "rw, readwrite, rwmixread, bs, blocksize, iodepth, numjobs, size, direct, runtime, "
           "time_based, ramp_time, iodepth_batch_submit, iodepth_batch, "
           "iodepth_batch_complete_min, iodepth_batch_complete, iodepth_batch_complete_max, "
-          "iodepth_low, group_reporting, thread, userspace_reap, ring_first. Every workload also "
-          "takes: kind, name, filesystems, timeout, dataset.");
+          "iodepth_low, group_reporting, thread, userspace_reap, ring_first, fixedbufs, "
+          "registerfiles, sqthread_poll, nonvectored. Every workload also takes: kind, name, "
+          "filesystems, timeout, dataset.");
     CHECK(
         parse_message(with_kind("io", "filename = \"/dev/sdb\"")) ==
         "t.toml:4:1: workload 'io-1': io job option 'filename' is set by the agent: the workload's "
         "files are <workload name>.<job>.0 in the mount point of the filesystem under test");
-    CHECK(parse_message(with_kind("io", "ioengine = \"io_uring\"")) ==
-          "t.toml:4:12: 'ioengine' in workload 'io-1': \"io_uring\" is not supported; "
-          "supported: libaio, psync, null");
+    CHECK(parse_message(with_kind("io", "ioengine = \"posixaio\"")) ==
+          "t.toml:4:12: 'ioengine' in workload 'io-1': \"posixaio\" is not supported; "
+          "supported: libaio, io_uring, psync, null");
     CHECK(parse_message(with_kind("mariadb-atis", "server = { \"Innodb-Doublewrite\" = 0 }")) ==
           "t.toml:4:12: 'server' in workload 'mariadb-atis-1': server variable name "
           "'Innodb-Doublewrite' must be lower-case letters, digits and _ (as SHOW VARIABLES "
