@@ -171,7 +171,7 @@ Json cpu_cost_record(const Json& before, const Json& after, const Json& guest_cp
     const double ios = data_disk_ios(disk_counters);
     if (disk_counters.is_object() && !disk_counters.empty()) record["ios"] = ios;
     for (const Json* reading : {&before, &after}) {
-        if (reading->contains("unsupported")) record["unsupported"] = (*reading)["unsupported"];
+        if (reading->contains("not_measured")) record["not_measured"] = (*reading)["not_measured"];
     }
     if (Json qemu = part_delta(before, after, "qemu", {"vcpu_threads", "iothreads"});
         !qemu.is_null())

@@ -59,14 +59,14 @@ std::map<std::string, double> cpu_per_io_metrics(const Json& emulator_cpu, const
                                                  const Json& disk_counters);
 
 // One reading at either end of the window: {"qemu": emulator_cpu_times,
-// "host": read_host_io_counters} or {"unsupported": why} when the
+// "host": read_host_io_counters} or {"not_measured": why} when the
 // emulator's CPU times cannot be read (then the host's /proc is not read
 // either: it need not be the guest's host).
 // The run's record of the window (applied_settings.cpu_cost,
 // docs/schema.md): {"window": "job", "ios": the data disk's I/Os,
 // "qemu": the change of each time (thread counts as at the end),
 // "host_counters": the change of each host counter ("backing_device" as at
-// the end), "guest": `guest_cpu` as the agent sent it}; "unsupported": why
+// the end), "guest": `guest_cpu` as the agent sent it}; "not_measured": why
 // there are no QEMU figures. Parts without data are left out.
 Json cpu_cost_record(const Json& before, const Json& after, const Json& guest_cpu,
                      const Json& disk_counters);

@@ -678,6 +678,10 @@ Status RunAttempt::job() {
     if (trims) DS_TRY(measure_before_trim(deadline, on_progress, wait_s));
     auto result = session_->await_result(deadline, on_progress);
     if (!result.ok()) return job_failure(result.error(), wait_s);
+    // Read while the guest runs: once told to shut down, its QEMU exits.
+    Json counters_after;
+    if (!counters_before_.is_null()) read_disk_counters(counters_after);
+    const Json cpu_after = sample_host_cpu();
     session_->send_shutdown();
     // Checked against its schema by the session (guest_messages.h).
     result_ = std::move(result.value());
@@ -689,12 +693,8 @@ Status RunAttempt::job() {
     }
     if (preparing) return take_preparation_timings();
     judge_trim();
-    if (!counters_before_.is_null()) {
-        Json after;
-        read_disk_counters(after);
-        if (!after.is_null()) applied_["disk_counters"] = numeric_delta(counters_before_, after);
-    }
-    const Json cpu_after = sample_host_cpu();
+    if (!counters_after.is_null())
+        applied_["disk_counters"] = numeric_delta(counters_before_, counters_after);
     // The guest is untrusted: metrics are re-derived from the raw output
     // rather than taken from its "metrics".
     auto metrics = metrics_from_workload_output(workload.kind, result_.output);
@@ -947,7 +947,7 @@ void RunAttempt::read_disk_counters(Json& into) {
 
 Json RunAttempt::sample_host_cpu() {
     Result<Json> qemu = hypervisor_->emulator_cpu_times(vm_name_);
-    if (!qemu.ok()) return Json{{"unsupported", qemu.error().message}};
+    if (!qemu.ok()) return Json{{"not_measured", qemu.error().message}};
     Json sample{{"qemu", std::move(qemu).value()}};
     if (volume_) sample["host"] = read_host_io_counters(volume_->source);
     return sample;

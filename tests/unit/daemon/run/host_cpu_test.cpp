@@ -118,9 +118,9 @@ TEST_CASE("host cpu: the record holds the window's changes and why parts are mis
     CHECK(record.at("host_counters") ==
           Json{{"disk_writes", 15.0}, {"backing_device", "sda1 (8:1)"}});
     CHECK(record.at("guest") == kGuest);
-    const Json unsupported = {{"unsupported", "proxmox does not report its emulator's CPU"}};
+    const Json unsupported = {{"not_measured", "proxmox does not report its emulator's CPU"}};
     const Json remote = cpu_cost_record(unsupported, unsupported, Json::object(), Json::object());
-    CHECK(remote == Json{{"window", "job"}, {"unsupported", unsupported.at("unsupported")}});
+    CHECK(remote == Json{{"window", "job"}, {"not_measured", unsupported.at("not_measured")}});
 }
 
 }  // namespace
