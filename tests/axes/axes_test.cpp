@@ -445,22 +445,35 @@ TEST_CASE(
     const RunRow& with = run_with_iothread(runs, true);
     const RunRow& without = run_with_iothread(runs, false);
     // With one, the IO thread exists and does a clear share of what QEMU
-    // spends besides emulating the guest (measured under TCG: 29%, 0.39 s of
-    // 1.33 s). The main loop keeps work of its own (the root disk, the
+    // spends besides emulating the guest (measured under TCG: 28 to 29% in
+    // three runs, e.g. 0.39 s of 1.33 s). The main loop keeps work of its own (the root disk, the
     // agent's channel, the console, QMP): about as much as the IO thread
     // here, so neither is asserted to exceed the other.
     const double with_iothread_s = qemu_seconds(with, "iothread_s");
     CHECK(with.applied.at("cpu_cost").at("qemu").at("iothreads") == 1);
     CHECK(with_iothread_s > 0.15 * (qemu_seconds(with, "total_s") - qemu_seconds(with, "vcpu_s")));
     CHECK(with.metrics.at("host_iothread_cpu_us_per_io") > 0);
-    // Without one, no IO thread, and the main loop does the disk's work:
-    // per I/O it spends several times what it does with an IO thread
-    // (measured: 276 against 79 µs).
+    // Without one, no IO thread, and the main loop does the disk's work: it
+    // spends more over the same job (measured in four pairs: 0.59, 0.54,
+    // 0.72, 0.86 s against 0.40, 0.41, 0.47, 0.42 s). Per I/O it did too
+    // (1.4 to 3.5 times), but the guest's I/O rate under TCG on a busy
+    // 2-core host swings too much (1852 to 5092 I/Os in the same 4 s) for a
+    // per-I/O bound to hold every time.
     CHECK(without.applied.at("cpu_cost").at("qemu").at("iothreads") == 0);
     CHECK(qemu_seconds(without, "iothread_s") == 0);
     CHECK(without.metrics.at("host_iothread_cpu_us_per_io") == 0);
-    CHECK(without.metrics.at("host_main_loop_cpu_us_per_io") >
-          2 * with.metrics.at("host_main_loop_cpu_us_per_io"));
+    CHECK(qemu_seconds(without, "main_loop_s") > qemu_seconds(with, "main_loop_s"));
+    // What a user reads: the columns of the comparison, ranked lowest first.
+    const auto csv = daemon.hostctl({"results", "compare", "1", "--csv"});
+    CHECK(csv.exit_code == 0);
+    for (const char* metric : {"host_cpu_us_per_io", "guest_cpu_us_per_io",
+                               "host_iothread_cpu_us_per_io", "host_main_loop_cpu_us_per_io"})
+        CHECK_THAT(csv.out, Catch::Contains(std::string(metric) + "_median"));
+    const auto ranked =
+        daemon.hostctl({"results", "compare", "1", "--metric", "host_main_loop_cpu_us_per_io"});
+    CHECK(ranked.exit_code == 0);
+    CHECK_THAT(ranked.out, Catch::Contains("host_main_loop_cpu_us_per_io (lower is better)"));
+    WARN(ranked.out);
     CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
 }
 
