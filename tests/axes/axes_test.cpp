@@ -394,7 +394,7 @@ direct = true
 ioengine = "libaio"
 iodepth = 8
 size = "32m"
-runtime = "4s"
+runtime = "3s"
 time_based = true
 )";
 
@@ -430,7 +430,7 @@ TEST_CASE(
         REQUIRE(run.status == "succeeded");
         const Json& cost = run.applied.at("cpu_cost");
         CHECK(cost.at("window") == "job");
-        CHECK(cost.at("ios").get<double>() > 1000);  // 4 s of 4k writes, even under TCG
+        CHECK(cost.at("ios").get<double>() > 1000);  // 3 s of 4k writes, even under TCG
         CHECK(cost.at("qemu").at("vcpu_threads") == 2);
         // The guest's busy time and QEMU's whole are there, per I/O too.
         CHECK(cost.at("guest").at("system_s").get<double>() > 0);
@@ -457,7 +457,7 @@ TEST_CASE(
     // spends more over the same job (measured in four pairs: 0.59, 0.54,
     // 0.72, 0.86 s against 0.40, 0.41, 0.47, 0.42 s). Per I/O it did too
     // (1.4 to 3.5 times), but the guest's I/O rate under TCG on a busy
-    // 2-core host swings too much (1852 to 5092 I/Os in the same 4 s) for a
+    // 2-core host swings too much (1852 to 5092 I/Os in the same 4 s of fio) for a
     // per-I/O bound to hold every time.
     CHECK(without.applied.at("cpu_cost").at("qemu").at("iothreads") == 0);
     CHECK(qemu_seconds(without, "iothread_s") == 0);
