@@ -1,5 +1,6 @@
 #include "daemon/backends/hypervisor/libvirt/qemu_threads.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -56,6 +57,10 @@ Result<std::vector<long>> thread_ids(const Json& reply, std::string_view command
         }
         ids.push_back(id->get<long>());
     }
+    // Single-threaded TCG runs every vCPU on one thread, which
+    // query-cpus-fast then names once per vCPU: count each thread once.
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
     return ids;
 }
 

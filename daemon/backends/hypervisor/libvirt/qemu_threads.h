@@ -40,12 +40,13 @@ Result<TaskCpuTicks> parse_task_stat(std::string_view text);
 
 // Which of the QEMU process's threads do what, from QMP.
 struct QemuThreadRoles {
-    std::vector<long> vcpus;      // query-cpus-fast "thread-id" of each vCPU
+    std::vector<long> vcpus;      // query-cpus-fast "thread-id" of the vCPUs
     std::vector<long> iothreads;  // query-iothreads "thread-id" of each IO thread
 };
 
 // The thread ids of query-cpus-fast's and query-iothreads' replies
-// ("return" members). errc::kHypervisor when an entry has no integer
+// ("return" members), each thread once (single-threaded TCG runs all vCPUs
+// on one thread), in ascending order. errc::kHypervisor when an entry has no integer
 // thread-id or a reply is not a list.
 Result<QemuThreadRoles> thread_roles_from_qmp(const Json& cpus_fast, const Json& iothreads);
 // The same, asked through `qmp`.

@@ -52,6 +52,10 @@ TEST_CASE("qemu threads: roles come from query-cpus-fast and query-iothreads", "
     CHECK(roles->vcpus == std::vector<long>{2201, 2202});
     CHECK(roles->iothreads == std::vector<long>{2185});
     CHECK(thread_roles_from_qmp(cpus, Json::array())->iothreads.empty());
+    // Single-threaded TCG: two vCPUs on one thread, counted once.
+    const Json shared = Json::parse(R"([{"thread-id":2201,"cpu-index":0},
+                                        {"thread-id":2201,"cpu-index":1}])");
+    CHECK(thread_roles_from_qmp(shared, iothreads)->vcpus == std::vector<long>{2201});
     CHECK_FALSE(thread_roles_from_qmp(Json::object(), iothreads).ok());
     CHECK_FALSE(thread_roles_from_qmp(Json::parse(R"([{"cpu-index":0}])"), iothreads).ok());
 }
