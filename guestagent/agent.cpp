@@ -1,5 +1,7 @@
 #include "guestagent/agent.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -12,6 +14,7 @@
 #include "common/version.h"
 #include "common/workload_kind.h"
 #include "common/workload_output.h"
+#include "guestagent/cpu_stat.h"
 #include "guestagent/crash_check.h"
 #include "guestagent/log.h"
 #include "guestagent/workload_kinds.h"
@@ -572,6 +575,8 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
         return PhaseFailure{std::string(phase), error.message, ""};
     };
     if (job.check) return check_crash_image(job);
+    // The guest's CPU over the whole job, the window the host's figures cover.
+    const std::optional<CpuTicks> cpu_before = read_cpu_ticks(options_.roots.proc);
 
     auto device_name = locate_data_disk();
     if (!device_name) return fail(kPhaseDisk, device_name.error());
@@ -630,7 +635,7 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
 
     Json metrics_json = Json::object();
     for (const auto& [key, value] : *metrics) metrics_json[key] = value;
-    return Json{{"run_id", job.run_id},
+    Json result{{"run_id", job.run_id},
                 {"timings", timings_json(timings)},
                 {"output", std::move(workload_output->output)},
                 {"metrics", std::move(metrics_json)},
@@ -639,6 +644,11 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
                  {{"kernel", kernel_},
                   {"fio", fio_version_},
                   {"agent", std::string(disksweep_version())}}}};
+    const std::optional<CpuTicks> cpu_after = read_cpu_ticks(options_.roots.proc);
+    if (cpu_before && cpu_after) {
+        result["guest_cpu"] = cpu_seconds_between(*cpu_before, *cpu_after, ::sysconf(_SC_CLK_TCK));
+    }
+    return result;
 }
 
 Json Agent::preparation_result(const AgentJob& job, Json timings, WorkloadOutput output) {

@@ -444,6 +444,8 @@ bool metric_lower_is_better(const std::string& metric, const std::vector<std::st
     // Rates of work (IOPS, MiB/s, tps, qps) are better larger, though MiB/s
     // ends like a time; rates of trouble (errors_per_s) are not work.
     if (is_rate_metric(metric) && !metric.ends_with("per_s")) return false;
+    // Costs per unit of work (host_cpu_us_per_io): the less the better.
+    if (metric.ends_with("_per_io")) return true;
     for (std::string_view suffix : {"_s", "_ms", "_us", "_ns"}) {
         if (metric.size() > suffix.size() && metric.ends_with(suffix)) return true;
     }

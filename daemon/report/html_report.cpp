@@ -512,6 +512,7 @@ Element page_body(const ReportView& view) {
     if (any_durability_measured(view.compare)) body.add(durability_section(view));
     body.add(latency_section(view));
     body.add(throughput_section(view));
+    body.add(cpu_section(view));
     body.add(heat_map_section(view));
     body.add(settings_section(view));
     body.add(risks_section(view));

@@ -71,6 +71,8 @@ svg::Element primary_metric_section(const ReportView& view);
 svg::Element latency_section(const ReportView& view);
 svg::Element throughput_section(const ReportView& view);
 svg::Element heat_map_section(const ReportView& view);
+// Host CPU per I/O (cpu_section.cpp): the *_cpu_us_per_io medians.
+svg::Element cpu_section(const ReportView& view);
 // Speed and safety (durability_section.cpp): only for a sweep with
 // durability runs (ds::any_durability_measured).
 svg::Element durability_section(const ReportView& view);

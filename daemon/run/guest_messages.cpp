@@ -100,6 +100,19 @@ constexpr std::array kReadbackFields = {
     Field{"trim_error", Shape::kString},
 };
 
+// The guest's CPU time over the job by state (the agent's /proc/stat "cpu"
+// line, all CPUs together): seconds, each within kMaxReportedSeconds.
+constexpr std::array kGuestCpuFields = {
+    Field{"user_s", Shape::kSeconds},
+    Field{"nice_s", Shape::kSeconds},
+    Field{"system_s", Shape::kSeconds},
+    Field{"idle_s", Shape::kSeconds},
+    Field{"iowait_s", Shape::kSeconds},
+    Field{"irq_s", Shape::kSeconds},
+    Field{"softirq_s", Shape::kSeconds},
+    Field{"steal_s", Shape::kSeconds},
+};
+
 constexpr std::array kResultFields = {
     Field{"run_id", Shape::kString, Presence::kRequired},
     Field{"output", Shape::kAnyObject, Presence::kRequired},
@@ -107,6 +120,7 @@ constexpr std::array kResultFields = {
     Field{"timings", Shape::kRecord, Presence::kRequired, kTimingFields},
     Field{"readback", Shape::kRecord, Presence::kRequired, kReadbackFields},
     Field{"versions", Shape::kRecord, Presence::kRequired, kVersionFields},
+    Field{"guest_cpu", Shape::kRecord, Presence::kOptional, kGuestCpuFields},
 };
 
 constexpr std::array kTrimReadyFields = {
@@ -344,6 +358,7 @@ Result<ResultMessage> parse_result(Json message) {
     result.versions = members_at<std::string>(record, "versions",
                                               [](const Json& value) { return value.is_string(); });
     result.readback = take(record, "readback", Json::object());
+    result.guest_cpu = take(record, "guest_cpu", Json::object());
     return result;
 }
 

@@ -85,6 +85,10 @@ struct ResultMessage {
     // server_variables {name: string}; after a trim (job.trim) integers >= 0
     // trim_removed_bytes, trimmed_bytes and string trim_error.
     Json readback = Json::object();
+    // Optional (older agents send none: {}): the guest's CPU seconds over
+    // the job by state, only the keys user_s, nice_s, system_s, idle_s,
+    // iowait_s, irq_s, softirq_s, steal_s, each 0..kMaxReportedSeconds.
+    Json guest_cpu = Json::object();
 };
 
 // trim_ready: the workload is done and on the disk; the agent waits for the

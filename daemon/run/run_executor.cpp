@@ -18,6 +18,7 @@
 #include "daemon/run/discard_effect.h"
 #include "daemon/run/durability_trial.h"
 #include "daemon/run/guest_messages.h"
+#include "daemon/run/host_cpu.h"
 #include "daemon/run/host_fio.h"
 #include "daemon/run/settings_verify.h"
 
@@ -94,17 +95,6 @@ std::string config_label(const Json& config) {
     if (filesystem == config.end()) return "host baseline";
     return filesystem_shorthand(*filesystem) + " cache=" + config.value("cache", "?") +
            " bus=" + config.value("bus", "?");
-}
-
-// The change of each numeric counter between two disk_counters() replies.
-Json counter_delta(const Json& before, const Json& after) {
-    Json delta = Json::object();
-    for (auto& [key, value] : after.items()) {
-        const auto old = before.find(key);
-        if (value.is_number() && old != before.end() && old->is_number())
-            delta[key] = value.get<double>() - old->get<double>();
-    }
-    return delta;
 }
 
 // `reason` without the "; console log: PATH" a failed run's reason names
@@ -257,6 +247,10 @@ class RunAttempt {
     // To the sweep's event stream; hello-only attempts have none.
     void publish(Json event);
     void read_disk_counters(Json& into);
+    // The QEMU threads' CPU times and the host's counters now (host_cpu.h).
+    Json sample_host_cpu();
+    // applied_["cpu_cost"] and the *_cpu_us_per_io metrics of the job's window.
+    void record_cpu_cost(const Json& cpu_after);
 
     const RunEnvironment& env_;
     RunRecord run_;
@@ -284,6 +278,7 @@ class RunAttempt {
     Json versions_ = Json::object();
     Json applied_ = Json::object();
     Json counters_before_;
+    Json cpu_before_;  // sample_host_cpu() as the job was sent
     guest::ResultMessage result_;
     bool agent_trims_ = false;     // hello announced "trim": the job asks for it
     bool agent_datasets_ = false;  // hello announced "dataset": golden volumes work
@@ -672,6 +667,7 @@ Status RunAttempt::job() {
     const bool trims = agent_trims_ && !preparing && !trial_;
     if (trims) job["trim"] = true;
     read_disk_counters(counters_before_);
+    cpu_before_ = sample_host_cpu();
     // The agent's own, more precise report of its time limit comes first.
     const int wait_s = workload.timeout_s > 0
                            ? std::max(run_timeout_s_, workload.timeout_s + kAgentGraceSeconds)
@@ -688,6 +684,10 @@ Status RunAttempt::job() {
     if (trims) DS_TRY(measure_before_trim(deadline, on_progress, wait_s));
     auto result = session_->await_result(deadline, on_progress);
     if (!result.ok()) return job_failure(result.error(), wait_s);
+    // Read while the guest runs: once told to shut down, its QEMU exits.
+    Json counters_after;
+    if (!counters_before_.is_null()) read_disk_counters(counters_after);
+    const Json cpu_after = sample_host_cpu();
     session_->send_shutdown();
     // Checked against its schema by the session (guest_messages.h).
     result_ = std::move(result.value());
@@ -699,11 +699,8 @@ Status RunAttempt::job() {
     }
     if (preparing) return take_preparation_timings();
     judge_trim();
-    if (!counters_before_.is_null()) {
-        Json after;
-        read_disk_counters(after);
-        if (!after.is_null()) applied_["disk_counters"] = counter_delta(counters_before_, after);
-    }
+    if (!counters_after.is_null())
+        applied_["disk_counters"] = numeric_delta(counters_before_, counters_after);
     // The guest is untrusted: metrics are re-derived from the raw output
     // rather than taken from its "metrics".
     auto metrics = metrics_from_workload_output(workload.kind, result_.output);
@@ -712,6 +709,7 @@ Status RunAttempt::job() {
                                                " output: " + metrics.error().message);
     }
     run_.metrics = metrics.value();
+    record_cpu_cost(cpu_after);
     DS_TRY(settle_acks());
     run_.raw_output = result_.output.dump(-1, ' ', false, Json::error_handler_t::replace);
     for (const auto& [key, seconds] : result_.timings) timings_[key] = seconds;
@@ -951,6 +949,23 @@ void RunAttempt::publish_progress(const guest::Progress& progress) {
 void RunAttempt::read_disk_counters(Json& into) {
     auto counters = hypervisor_->disk_counters(vm_name_);
     into = counters.ok() && counters->is_object() ? counters.value() : Json();
+}
+
+Json RunAttempt::sample_host_cpu() {
+    Result<Json> qemu = hypervisor_->emulator_cpu_times(vm_name_);
+    if (!qemu.ok()) return Json{{"not_measured", qemu.error().message}};
+    Json sample{{"qemu", std::move(qemu).value()}};
+    if (volume_) sample["host"] = read_host_io_counters(volume_->source);
+    return sample;
+}
+
+void RunAttempt::record_cpu_cost(const Json& cpu_after) {
+    const Json disk = applied_.value("disk_counters", Json::object());
+    const Json record = cpu_cost_record(cpu_before_, cpu_after, result_.guest_cpu, disk);
+    for (const auto& [name, value] :
+         cpu_per_io_metrics(record.value("qemu", Json()), result_.guest_cpu, disk))
+        run_.metrics[name] = value;
+    applied_["cpu_cost"] = record;
 }
 
 Error RunAttempt::job_failure(const Error& error, int wait_s) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
@@ -369,6 +370,111 @@ records = 20
     CHECK_THAT(daemon.log(), Catch::Contains("injected logged_no_flush"));
     CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
     CHECK(std::filesystem::is_empty(daemon.state_dir() + "/durability"));
+}
+
+namespace {
+
+// The iothread pair: the same short 4k random write on scsi-single with
+// and without an IO thread (aio=native, so the I/O is submitted by the
+// thread that runs the disk's AioContext, not by thread-pool workers).
+constexpr const char* kIothreadPairSpec = R"(name = "iothread-cpu"
+[matrix]
+bus = "scsi-single"
+cache = "none"
+aio = "native"
+iothread = [true, false]
+filesystem = "ext4"
+disk_size = "256m"
+[[workload]]
+name = "randwrite"
+kind = "fio"
+rw = "randwrite"
+bs = "4k"
+direct = true
+ioengine = "libaio"
+iodepth = 8
+size = "32m"
+runtime = "3s"
+time_based = true
+)";
+
+const RunRow& run_with_iothread(const std::vector<RunRow>& runs, bool iothread) {
+    const auto found = std::find_if(runs.begin(), runs.end(), [&](const RunRow& run) {
+        return run.config.at("iothread") == iothread;
+    });
+    REQUIRE(found != runs.end());
+    return *found;
+}
+
+double qemu_seconds(const RunRow& run, const char* role) {
+    return run.applied.at("cpu_cost").at("qemu").at(role).get<double>();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "axes: with an IO thread the data disk's I/O costs CPU there, without it the main "
+    "loop's",
+    "[axes][cpu]") {
+    DaemonFixture daemon(daemon_args());
+    REQUIRE(daemon.ready());
+    const auto submitted =
+        daemon.hostctl({"sweep", "submit",
+                        test::write_temp_file("iothread-cpu.toml", kIothreadPairSpec), "--wait"},
+                       std::chrono::seconds(300));
+    INFO(submitted.out << submitted.err);
+    const std::vector<RunRow> runs = test::runs_of_sweep(daemon.database(), 1);
+    REQUIRE(runs.size() == 2);
+    for (const RunRow& run : runs) {
+        INFO(run.failure_reason << "\n" << run.applied.dump(1));
+        REQUIRE(run.status == "succeeded");
+        const Json& cost = run.applied.at("cpu_cost");
+        CHECK(cost.at("window") == "job");
+        CHECK(cost.at("ios").get<double>() > 1000);  // 3 s of 4k writes, even under TCG
+        CHECK(cost.at("qemu").at("vcpu_threads") == 2);
+        // The guest's busy time and QEMU's whole are there, per I/O too.
+        CHECK(cost.at("guest").at("system_s").get<double>() > 0);
+        for (const char* metric : {"host_cpu_us_per_io", "guest_cpu_us_per_io",
+                                   "host_vcpu_cpu_us_per_io", "host_main_loop_cpu_us_per_io"})
+            CHECK(run.metrics.at(metric) > 0);
+        if (std::filesystem::exists("/proc/pressure/io"))
+            CHECK(cost.at("host_counters").contains("psi_io_some_us"));
+        WARN("iothread=" << run.config.at("iothread") << ": " << cost.at("qemu").dump() << " ios "
+                         << cost.at("ios") << " guest " << cost.at("guest").dump());
+    }
+    const RunRow& with = run_with_iothread(runs, true);
+    const RunRow& without = run_with_iothread(runs, false);
+    // With one, the IO thread exists and does a clear share of what QEMU
+    // spends besides emulating the guest (measured under TCG: 28 to 29% in
+    // three runs, e.g. 0.39 s of 1.33 s). The main loop keeps work of its own (the root disk, the
+    // agent's channel, the console, QMP): about as much as the IO thread
+    // here, so neither is asserted to exceed the other.
+    const double with_iothread_s = qemu_seconds(with, "iothread_s");
+    CHECK(with.applied.at("cpu_cost").at("qemu").at("iothreads") == 1);
+    CHECK(with_iothread_s > 0.15 * (qemu_seconds(with, "total_s") - qemu_seconds(with, "vcpu_s")));
+    CHECK(with.metrics.at("host_iothread_cpu_us_per_io") > 0);
+    // Without one, no IO thread, and the main loop does the disk's work: it
+    // spends more over the same job (measured in four pairs: 0.59, 0.54,
+    // 0.72, 0.86 s against 0.40, 0.41, 0.47, 0.42 s). Per I/O it did too
+    // (1.4 to 3.5 times), but the guest's I/O rate under TCG on a busy
+    // 2-core host swings too much (1852 to 5092 I/Os in the same 4 s of fio) for a
+    // per-I/O bound to hold every time.
+    CHECK(without.applied.at("cpu_cost").at("qemu").at("iothreads") == 0);
+    CHECK(qemu_seconds(without, "iothread_s") == 0);
+    CHECK(without.metrics.at("host_iothread_cpu_us_per_io") == 0);
+    CHECK(qemu_seconds(without, "main_loop_s") > qemu_seconds(with, "main_loop_s"));
+    // What a user reads: the columns of the comparison, ranked lowest first.
+    const auto csv = daemon.hostctl({"results", "compare", "1", "--csv"});
+    CHECK(csv.exit_code == 0);
+    for (const char* metric : {"host_cpu_us_per_io", "guest_cpu_us_per_io",
+                               "host_iothread_cpu_us_per_io", "host_main_loop_cpu_us_per_io"})
+        CHECK_THAT(csv.out, Catch::Contains(std::string(metric) + "_median"));
+    const auto ranked =
+        daemon.hostctl({"results", "compare", "1", "--metric", "host_main_loop_cpu_us_per_io"});
+    CHECK(ranked.exit_code == 0);
+    CHECK_THAT(ranked.out, Catch::Contains("host_main_loop_cpu_us_per_io (lower is better)"));
+    WARN(ranked.out);
+    CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
 }
 
 }  // namespace ds

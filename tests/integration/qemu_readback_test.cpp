@@ -68,7 +68,18 @@ TEST_CASE("embedded QEMU driver: QEMU's own view of the data disk equals the req
     const Result<Json> applied = hypervisor.applied_settings(request.name);
     const Result<Json> counters = hypervisor.disk_counters(request.name);
     const Result<RunningGuest> running = hypervisor.running_guest(request.name, Accel::kTcg);
+    const Result<Json> cpu = hypervisor.emulator_cpu_times(request.name);
     REQUIRE(hypervisor.destroy_vm(request.name).ok());
+
+    // QEMU's threads by role, from its /proc here: two vCPU threads that
+    // have been booting the guest, one IO thread.
+    INFO((cpu.ok() ? cpu->dump() : cpu.error().message));
+    REQUIRE(cpu.ok());
+    CHECK(cpu->at("vcpu_threads") == 2);
+    CHECK(cpu->at("iothreads") == 1);
+    CHECK(cpu->at("vcpu_s").get<double>() >= 0);
+    CHECK(cpu->at("total_s").get<double>() >=
+          cpu->at("vcpu_s").get<double>() + cpu->at("main_loop_s").get<double>());
 
     INFO((applied.ok() ? applied->dump(2) : applied.error().message));
     REQUIRE(applied.ok());

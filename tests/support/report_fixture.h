@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,9 @@ struct ReportFixtureOptions {
     // The raw output of a succeeded run that is `speed` times as fast as the
     // baseline; empty: fixture_fio_output.
     std::function<Json(const RunRecord&, double speed)> output;
+    // Metrics a succeeded run has besides those of its output (e.g. the
+    // executor's host_cpu_us_per_io); empty: none.
+    std::function<std::map<std::string, double>(const RunRecord&, double speed)> extra_metrics;
 };
 
 // The configuration's speed relative to the baseline: btrfs a third
@@ -175,6 +179,10 @@ inline std::int64_t store_report_fixture(Store& store, const ReportFixtureOption
             if (!metrics.ok()) throw std::runtime_error(metrics.error().message);
             run.status = RunStatus::kSucceeded;
             run.metrics = metrics.value();
+            if (options.extra_metrics) {
+                for (const auto& [name, value] : options.extra_metrics(run, speed))
+                    run.metrics[name] = value;
+            }
             run.raw_output = output.dump();
             run.applied_settings = fixture_readback(run.config);
         }

@@ -117,6 +117,17 @@ class Hypervisor {
         return make_error(errc::kUnsupported,
                           name() + " does not report disk counters for " + vm_name);
     }
+    // The CPU time the guest's emulator process has spent so far, by what
+    // its threads do (docs/host-cpu.md): {"vcpu_s", "iothread_s",
+    // "main_loop_s", "other_s", "total_s", "vcpu_threads", "iothreads"}.
+    // Monotonic while the guest runs: the executor stores the change over
+    // the job. errc::kUnsupported where the emulator runs on another machine
+    // (its /proc is not here) or the backend cannot see its threads
+    // (Proxmox's API); the run then has no host CPU figures.
+    virtual Result<Json> emulator_cpu_times(const std::string& vm_name) {
+        return make_error(errc::kUnsupported,
+                          name() + " does not report its emulator's CPU time for " + vm_name);
+    }
     // Stops (hard) and removes the guest. Succeeds if it is already gone.
     virtual Status destroy_vm(const std::string& vm_name) = 0;
     // The same for the guest whose handle start_vm gave to

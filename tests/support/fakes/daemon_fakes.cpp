@@ -432,6 +432,34 @@ Status FakeHypervisor::destroy_recorded_vm(const std::string& vm_name, const Jso
     return destroy_vm(vm_name);
 }
 
+void FakeHypervisor::set_meter_readings(std::vector<Json> disk_counters,
+                                        std::vector<Json> emulator_cpu) {
+    std::lock_guard lock(mutex_);
+    disk_readings_ = std::move(disk_counters);
+    cpu_readings_ = std::move(emulator_cpu);
+}
+
+namespace {
+
+Result<Json> next_reading(std::vector<Json>& readings, const std::string& what) {
+    if (readings.empty()) return make_error(errc::kUnsupported, "fake: no " + what + " left");
+    Json reading = std::move(readings.front());
+    readings.erase(readings.begin());
+    return reading;
+}
+
+}  // namespace
+
+Result<Json> FakeHypervisor::disk_counters(const std::string&) {
+    std::lock_guard lock(mutex_);
+    return next_reading(disk_readings_, "disk counters");
+}
+
+Result<Json> FakeHypervisor::emulator_cpu_times(const std::string&) {
+    std::lock_guard lock(mutex_);
+    return next_reading(cpu_readings_, "emulator CPU times");
+}
+
 Result<RunningGuest> FakeHypervisor::running_guest(const std::string&, Accel requested) {
     std::lock_guard lock(mutex_);
     if (!running_accel_) return RunningGuest{requested, "as requested", Json::object()};

@@ -159,6 +159,10 @@ class FakeHypervisor : public Hypervisor {
     // What running_guest() reports, with the guest's own QEMU version
     // "7.2.0-vm" (default: as requested, no versions of its own).
     void set_running_accel(Accel accel);
+    // disk_counters() and emulator_cpu_times() answer these readings in
+    // turn, one per call; once they are used up, errc::kUnsupported (as a
+    // backend without them, the default).
+    void set_meter_readings(std::vector<Json> disk_counters, std::vector<Json> emulator_cpu);
 
     // --- recorded ---
     std::vector<std::string> started() const;
@@ -187,6 +191,8 @@ class FakeHypervisor : public Hypervisor {
     Status destroy_vm(const std::string& vm_name) override;
     Status destroy_recorded_vm(const std::string& vm_name, const Json& handle) override;
     Result<RunningGuest> running_guest(const std::string& vm_name, Accel requested) override;
+    Result<Json> disk_counters(const std::string& vm_name) override;
+    Result<Json> emulator_cpu_times(const std::string& vm_name) override;
     Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
     Json versions() override { return Json{{"qemu", "7.2.0-fake"}, {"libvirt", "9.0.0-fake"}}; }
 
@@ -214,6 +220,8 @@ class FakeHypervisor : public Hypervisor {
     bool no_socket_ = false;
     bool record_handles_ = false;
     std::optional<Accel> running_accel_;
+    std::vector<Json> disk_readings_;  // guarded; answered front first
+    std::vector<Json> cpu_readings_;   // guarded; answered front first
     std::vector<Json> destroyed_by_handle_;
     std::optional<std::string> start_failure_;
     std::optional<std::string> applied_failure_;

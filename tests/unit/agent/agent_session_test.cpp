@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -285,6 +286,9 @@ TEST_CASE("agent: a job.trim that is not a boolean is refused", "[agent]") {
 TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     AgentUnderTest t;
     t.runner.fio_delay = 300ms;
+    // The guest's CPU counters (a file that does not change: zero seconds).
+    std::filesystem::create_directories(t.tree.proc());
+    std::ofstream(t.tree.proc() / "stat") << "cpu  10 0 20 300 4 0 1 0 0 0\n";
     t.start();
 
     Json hello = t.host.next();
@@ -365,6 +369,14 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
         CHECK(result["timings"][key].is_number());
     }
     CHECK(result["timings"]["bench_s"].get<double>() >= 0.3);
+    CHECK(result["guest_cpu"] == Json{{"user_s", 0.0},
+                                      {"nice_s", 0.0},
+                                      {"system_s", 0.0},
+                                      {"idle_s", 0.0},
+                                      {"iowait_s", 0.0},
+                                      {"irq_s", 0.0},
+                                      {"softirq_s", 0.0},
+                                      {"steal_s", 0.0}});
     CHECK(result["versions"] == Json{{"kernel", "6.1.0-test-amd64"},
                                      {"fio", "fio-3.33"},
                                      {"agent", result["versions"]["agent"]}});

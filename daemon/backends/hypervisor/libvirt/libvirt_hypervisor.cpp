@@ -22,6 +22,7 @@
 #include "daemon/backends/hypervisor/libvirt/libvirt_secret.h"
 #include "daemon/backends/hypervisor/libvirt/qemu_monitor.h"
 #include "daemon/backends/hypervisor/libvirt/qemu_process.h"
+#include "daemon/backends/hypervisor/libvirt/qemu_threads.h"
 #include "daemon/backends/hypervisor/libvirt/write_log_disk.h"
 
 namespace ds {
@@ -601,6 +602,20 @@ Result<Json> LibvirtHypervisor::disk_counters(const std::string& vm_name) {
                           "libvirt's test driver has no disk counters (" + uri_ + ")");
     }
     return read_qemu_disk_counters(libvirt_qmp_transport(domain.get()));
+}
+
+Result<Json> LibvirtHypervisor::emulator_cpu_times(const std::string& vm_name) {
+    DS_ASSIGN_OR_RETURN(DomainHandle domain, lookup_domain(vm_name));
+    // As applied_settings: only a local driver's QEMU has its /proc here.
+    if (dialect_ != DomainXmlDialect::kQemu || !uri_.starts_with("qemu:///")) {
+        return make_error(errc::kUnsupported, "the QEMU of " + vm_name +
+                                                  " does not run on this machine (" + uri_ + ")");
+    }
+    DS_ASSIGN_OR_RETURN(const QemuThreadRoles roles,
+                        read_qemu_thread_roles(libvirt_qmp_transport(domain.get())));
+    DS_ASSIGN_OR_RETURN(const int pid, find_qemu_pid(vm_name));
+    DS_ASSIGN_OR_RETURN(const QemuCpuReading reading, read_qemu_cpu(pid));
+    return cpu_times_by_role(reading, roles, ::sysconf(_SC_CLK_TCK));
 }
 
 Result<LibvirtHypervisor::DomainHandle> LibvirtHypervisor::lookup_domain(

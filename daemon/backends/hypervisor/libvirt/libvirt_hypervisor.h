@@ -108,6 +108,10 @@ class LibvirtHypervisor : public Hypervisor {
     // read_qemu_disk_counters through the QEMU monitor; errc::kUnsupported on
     // libvirt's test driver.
     Result<Json> disk_counters(const std::string& vm_name) override;
+    // The guest's QEMU process on this machine (local URIs, qemu:///...):
+    // its threads' roles from QMP, their times from /proc (qemu_threads.h).
+    // errc::kUnsupported on a remote host and on libvirt's test driver.
+    Result<Json> emulator_cpu_times(const std::string& vm_name) override;
     Result<bool> is_running(const std::string& vm_name) override;
     // The virtio-serial channel: QEMU's socket on this machine
     // (kLocalSockets) or a stream over the connection (kLibvirtStreams),

@@ -86,31 +86,39 @@ bool discards(const Json& node) {
 
 }  // namespace
 
-Result<QemuProcessView> read_qemu_process(const std::string& vm_name) {
+Result<int> find_qemu_pid(const std::string& vm_name) {
     std::error_code ec;
     for (fs::directory_iterator entry("/proc", ec), end; !ec && entry != end; entry.increment(ec)) {
         const std::string pid = entry->path().filename();
         if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
         const std::optional<std::string> cmdline = file_text(entry->path() / "cmdline");
         if (!cmdline) continue;  // gone meanwhile
-        QemuProcessView view;
-        view.argv = split_at_nul(*cmdline);
-        if (!runs_guest(view.argv, vm_name)) continue;
-        view.pid = std::stoi(pid);
-        const std::optional<std::string> maps = file_text(entry->path() / "maps");
-        if (!maps) return make_error(errc::kIo, "cannot read /proc/" + pid + "/maps");
-        view.maps = *maps;
-        for (fs::directory_iterator fd(entry->path() / "fd", ec), fd_end; !ec && fd != fd_end;
-             fd.increment(ec)) {
-            std::error_code link_error;
-            const fs::path target = fs::read_symlink(fd->path(), link_error);
-            if (!link_error) view.fd_targets.push_back(target.string());
-        }
-        if (ec) return make_error(errc::kIo, "cannot list /proc/" + pid + "/fd: " + ec.message());
-        return view;
+        if (runs_guest(split_at_nul(*cmdline), vm_name)) return std::stoi(pid);
     }
     return make_error(errc::kNotFound,
                       "QEMU process: no QEMU of guest " + vm_name + " runs on this machine");
+}
+
+Result<QemuProcessView> read_qemu_process(const std::string& vm_name) {
+    DS_ASSIGN_OR_RETURN(const int found, find_qemu_pid(vm_name));
+    const fs::path process = fs::path("/proc") / std::to_string(found);
+    const std::string pid = std::to_string(found);
+    QemuProcessView view;
+    view.pid = found;
+    const std::optional<std::string> cmdline = file_text(process / "cmdline");
+    const std::optional<std::string> maps = file_text(process / "maps");
+    if (!cmdline || !maps) return make_error(errc::kIo, "cannot read /proc/" + pid + "/maps");
+    view.argv = split_at_nul(*cmdline);
+    view.maps = *maps;
+    std::error_code ec;
+    for (fs::directory_iterator fd(process / "fd", ec), fd_end; !ec && fd != fd_end;
+         fd.increment(ec)) {
+        std::error_code link_error;
+        const fs::path target = fs::read_symlink(fd->path(), link_error);
+        if (!link_error) view.fd_targets.push_back(target.string());
+    }
+    if (ec) return make_error(errc::kIo, "cannot list /proc/" + pid + "/fd: " + ec.message());
+    return view;
 }
 
 Result<Json> qemu_process_disk_settings(const QemuProcessView& process,

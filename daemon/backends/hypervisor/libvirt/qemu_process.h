@@ -38,6 +38,8 @@ struct QemuProcessView {
 // whose arguments have "-name" "guest=VM_NAME[,...]" (how libvirt names
 // it). errc::kNotFound when none runs here; errc::kIo when it cannot be read.
 Result<QemuProcessView> read_qemu_process(const std::string& vm_name);
+// Only its process id (the same search, reading nothing else).
+Result<int> find_qemu_pid(const std::string& vm_name);
 
 // The data disk's settings in our names, from the process and the name of
 // the disk's top block node (query-block's node-name), followed down its

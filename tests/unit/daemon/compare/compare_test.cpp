@@ -445,6 +445,10 @@ TEST_CASE("compare: which way each metric counts as better", "[compare]") {
     CHECK_FALSE(metric_lower_is_better("read_iops", {"fio"}));
     CHECK_FALSE(metric_lower_is_better("read_bw_mib_s", {"fio"}));  // a rate, not a time
     CHECK(metric_lower_is_better("read_clat_p99_us", {"fio"}));
+    // CPU cost per I/O (docs/host-cpu.md), though it does not end like a time.
+    CHECK(metric_lower_is_better("host_cpu_us_per_io", {"fio"}));
+    CHECK(metric_lower_is_better("host_iothread_cpu_us_per_io", {"fio"}));
+    CHECK(metric_lower_is_better("guest_cpu_us_per_io", {"sysbench-oltp"}));
     CHECK(metric_lower_is_better("total_s", {"mariadb-atis"}));
     CHECK(metric_lower_is_better("phase_select_s", {"mariadb-atis"}));
     CHECK_FALSE(metric_lower_is_better("tps", {"sysbench-oltp"}));

@@ -72,8 +72,8 @@ TEST_CASE("the report of a sweep holds every section, in order", "[report][html]
     CHECK(html.rfind("<!DOCTYPE html>\n<html lang=\"en\">", 0) == 0);
     std::size_t previous = html.find("<header>");
     REQUIRE(previous != std::string::npos);
-    for (const char* id : {"verdicts", "primary", "latency", "throughput", "heatmap", "settings",
-                           "risks", "environment"}) {
+    for (const char* id : {"verdicts", "primary", "latency", "throughput", "cpu", "heatmap",
+                           "settings", "risks", "environment"}) {
         INFO(id);
         const std::size_t at = html.find(std::string("<section id=\"") + id + "\"");
         CHECK(at != std::string::npos);
@@ -82,6 +82,38 @@ TEST_CASE("the report of a sweep holds every section, in order", "[report][html]
     }
     check_well_formed_charts(html);
     check_self_contained(html);
+}
+
+TEST_CASE("the report shows each configuration's CPU per I/O by thread role", "[report][html]") {
+    // Without CPU figures the section says why.
+    CHECK(section(render_fixture().html, "cpu").find("No CPU figures") != std::string::npos);
+
+    ReportFixtureOptions options;
+    // Faster configurations cost less per I/O; cache=unsafe skips the IO thread.
+    options.extra_metrics = [](const RunRecord& run, double speed) {
+        const bool unsafe = run.config.value("cache", "") == "unsafe";
+        std::map<std::string, double> metrics = {{"host_vcpu_cpu_us_per_io", 400 / speed},
+                                                 {"host_iothread_cpu_us_per_io", unsafe ? 0 : 30},
+                                                 {"host_main_loop_cpu_us_per_io", unsafe ? 25 : 5},
+                                                 {"host_other_cpu_us_per_io", 1},
+                                                 {"guest_cpu_us_per_io", 120}};
+        metrics["host_cpu_us_per_io"] = 400 / speed + 36;
+        if (run.sequence == 1) metrics.erase("guest_cpu_us_per_io");  // an older agent's run
+        return metrics;
+    };
+    const std::string cpu = section(render_fixture(options).html, "cpu");
+    CHECK(cpu.find("No CPU figures") == std::string::npos);
+    for (const char* heading :
+         {"vCPU threads", "IO threads", "main loop", "other threads", "QEMU total", "guest"}) {
+        INFO(heading);
+        CHECK(cpu.find(std::string(">") + heading + "<") != std::string::npos);
+    }
+    // The baseline (none · ext4, speed ~1): its medians, IO thread 30 µs.
+    CHECK(cpu.find(">none · ext4</td><td class=\"num\">") != std::string::npos);
+    CHECK(cpu.find(">30.0<") != std::string::npos);
+    CHECK(cpu.find(">25.0<") != std::string::npos);
+    CHECK(cpu.find("<svg") != std::string::npos);
+    check_well_formed_charts(cpu);
 }
 
 TEST_CASE("the report names the sweep and shows every configuration", "[report][html]") {

@@ -311,6 +311,30 @@ TEST_CASE("agent session: trim_ready, the host's trim, then the result", "[agent
           "trim_ready.run_id: expected a string, got number");
 }
 
+TEST_CASE("guest messages: the guest's CPU times are kept when in range, refused when not",
+          "[agent_session]") {
+    Json result = complete_result();
+    result["guest_cpu"] = {{"user_s", 1.5}, {"system_s", 0.25}, {"idle_s", 3}, {"bogus_s", 9}};
+    auto parsed = guest::parse_result(result);
+    REQUIRE(parsed.ok());
+    // Unknown keys are dropped, like everywhere else in a result.
+    CHECK(parsed->guest_cpu == Json{{"user_s", 1.5}, {"system_s", 0.25}, {"idle_s", 3}});
+    // Older agents send none.
+    CHECK(guest::parse_result(complete_result())->guest_cpu == Json::object());
+
+    // A lying guest: negative time, a time of years, a string.
+    for (const auto& [value, message] :
+         {std::pair{Json(-1), "result.guest_cpu.system_s: -1 is out of range (0..2592000.0)"},
+          {Json(1e9), "result.guest_cpu.system_s: 1000000000.0 is out of range (0..2592000.0)"},
+          {Json("0.5"), "result.guest_cpu.system_s: expected a number, got string"}}) {
+        Json lying = complete_result();
+        lying["guest_cpu"] = {{"user_s", 1}, {"system_s", value}};
+        auto refused = guest::parse_result(lying);
+        REQUIRE_FALSE(refused.ok());
+        CHECK(refused.error().message == message);
+    }
+}
+
 TEST_CASE("agent session: job out, progress in order, then the result", "[agent_session]") {
     Peer peer;
     AgentSession session = connected(peer);

@@ -220,6 +220,66 @@ TEST_CASE("executor: a well-behaved guest gives a succeeded run with re-derived 
     CHECK(other_sweep_events.all().empty());
 }
 
+TEST_CASE("executor: a run records its CPU cost over the job and derives the per-I/O metrics",
+          "[run_executor]") {
+    ExecutorFixture fixture;
+    // Two readings each: as the job is sent, and as its result arrives.
+    const Json ops = {{"rd_operations", 0}, {"wr_operations", 0}, {"flush_operations", 0}};
+    Json ops_after = {{"rd_operations", 400}, {"wr_operations", 500}, {"flush_operations", 100}};
+    const Json cpu = {{"vcpu_s", 10.0}, {"iothread_s", 1.0}, {"main_loop_s", 2.0},
+                      {"other_s", 0.5}, {"total_s", 13.5},   {"vcpu_threads", 2},
+                      {"iothreads", 1}};
+    const Json cpu_after = {{"vcpu_s", 10.5}, {"iothread_s", 1.2}, {"main_loop_s", 2.05},
+                            {"other_s", 0.5}, {"total_s", 14.25},  {"vcpu_threads", 2},
+                            {"iothreads", 1}};
+    fixture.hypervisor.set_meter_readings({ops, ops_after}, {cpu, cpu_after});
+    GuestBehaviour behaviour;
+    behaviour.result_patch = {{"guest_cpu",
+                               {{"user_s", 0.1},
+                                {"nice_s", 0},
+                                {"system_s", 0.2},
+                                {"idle_s", 3},
+                                {"iowait_s", 1},
+                                {"irq_s", 0},
+                                {"softirq_s", 0.1},
+                                {"steal_s", 0.5}}}};
+    fixture.hypervisor.set_guest_script(well_behaved_guest(behaviour));
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    INFO(finished.failure_reason);
+    REQUIRE(finished.status == RunStatus::kSucceeded);
+    const RunRecord stored = fixture.stored(finished.id);
+    const Json& cost = stored.applied_settings.at("cpu_cost");
+    CHECK(cost.at("ios") == 1000);
+    CHECK(cost.at("qemu").at("iothread_s").get<double>() == Approx(0.2));
+    CHECK(cost.at("qemu").at("iothreads") == 1);
+    CHECK(cost.at("guest").at("steal_s") == 0.5);
+    CHECK_FALSE(cost.contains("not_measured"));
+    // 1000 I/Os: QEMU's 0.75 s and the guest's busy 0.4 s.
+    CHECK(stored.metrics.at("host_cpu_us_per_io") == Approx(750));
+    CHECK(stored.metrics.at("host_vcpu_cpu_us_per_io") == Approx(500));
+    CHECK(stored.metrics.at("host_iothread_cpu_us_per_io") == Approx(200));
+    CHECK(stored.metrics.at("host_main_loop_cpu_us_per_io") == Approx(50));
+    CHECK(stored.metrics.at("host_other_cpu_us_per_io") == Approx(0));
+    CHECK(stored.metrics.at("guest_cpu_us_per_io") == Approx(400));
+    CHECK(stored.metrics.at("read_iops") == Approx(12480.759620));
+}
+
+TEST_CASE("executor: without QEMU's CPU times the run says why and has no host metrics",
+          "[run_executor]") {
+    ExecutorFixture fixture;  // the fake, like Proxmox, has no emulator CPU times
+    fixture.hypervisor.set_meter_readings({{{"wr_operations", 0}}, {{"wr_operations", 10}}}, {});
+    fixture.hypervisor.set_guest_script(well_behaved_guest());
+    const RunRecord finished = fixture.execute(fixture.pending_run());
+    INFO(finished.failure_reason);
+    REQUIRE(finished.status == RunStatus::kSucceeded);
+    const RunRecord stored = fixture.stored(finished.id);
+    CHECK_THAT(stored.applied_settings.at("cpu_cost").at("not_measured").get<std::string>(),
+               Contains("no emulator CPU times"));
+    CHECK_FALSE(stored.applied_settings.at("cpu_cost").contains("qemu"));
+    CHECK(stored.metrics.count("host_cpu_us_per_io") == 0);
+    CHECK(stored.metrics.count("guest_cpu_us_per_io") == 0);  // the fake guest sends none
+}
+
 TEST_CASE("executor: no agent within the boot timeout fails with the console log",
           "[run_executor]") {
     ExecutorFixture fixture;
