@@ -1069,12 +1069,12 @@ bool SweepProgress::all_succeeded() const {
     if (!finished_) return false;
     if (!final_status_.empty()) return parse_sweep_status(final_status_) == SweepStatus::kSucceeded;
     return counts_.failed == 0 && counts_.timed_out == 0 && counts_.cancelled == 0 &&
-           counts_.succeeded == total_runs_;
+           counts_.succeeded == total_runs();
 }
 
 std::string format_progress_bar(const SweepProgress& progress, int bar_width) {
     const RunCounts& counts = progress.counts();
-    long total = std::max(progress.total_runs(), counts.done());
+    long total = progress.total_runs();
     int filled = total > 0 ? static_cast<int>(bar_width * counts.done() / total) : 0;
     std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
                       std::string(static_cast<std::size_t>(bar_width - filled), '-') + "]";

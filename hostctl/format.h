@@ -4,6 +4,7 @@
 // or extra fields (older or newer daemons) and print "-" for what is absent.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -128,7 +129,9 @@ class SweepProgress {
     // used to estimate the time left when the daemon sends no eta_s.
     void apply(const Json& event, double seconds_since_start);
 
-    long total_runs() const { return total_runs_; }
+    // The sweep's runs as last announced, or the runs done if more: adaptive
+    // repetitions add rounds after the announcement.
+    long total_runs() const { return std::max(total_runs_, counts_.done()); }
     const RunCounts& counts() const { return counts_; }
     // Time left; unknown before any estimate and once no run is left.
     std::optional<double> eta_seconds() const { return eta_seconds_; }

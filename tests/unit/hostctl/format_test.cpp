@@ -321,6 +321,17 @@ TEST_CASE("progress follows the event stream", "[hostctl][format]") {
           "[########]  8/8 runs  7 ok  1 failed  0 running");
 }
 
+TEST_CASE("watch summary: adaptive repetitions' extra rounds count in the total", "[format]") {
+    ds::hostctl::SweepProgress progress;
+    progress.apply(Json::parse(R"({"type":"snapshot","status":"running","total_runs":12})"), 0);
+    progress.apply(Json::parse(R"({"type":"sweep_finished","status":"succeeded","counts":{
+        "pending":0,"running":0,"succeeded":16,"failed":0,"cancelled":0}})"),
+                   180);
+    CHECK(ds::hostctl::format_watch_summary(1, progress) ==
+          "sweep 1 succeeded: 16 succeeded, 0 failed, 0 cancelled of 16 runs");
+    CHECK(progress.all_succeeded());
+}
+
 namespace {
 
 // A compare reply for a mariadb-atis sweep, as daemon/compare/compare.cpp builds it.
