@@ -45,17 +45,25 @@ guest_safe_rm() {
     done
 }
 
-usage() { echo "usage: $0 [--variant mariadb] OUTDIR AGENT_BINARY" >&2; exit 2; }
-VARIANT=
+# --rootfs-only: build (or find) the root fs and kernel in the cache and stop:
+# no agent needed, so it can run while the agent compiles (scripts/quickstart.sh).
+usage() { echo "usage: $0 [--variant mariadb] OUTDIR AGENT_BINARY | [--variant mariadb] --rootfs-only OUTDIR" >&2; exit 2; }
+VARIANT='' ROOTFS_ONLY=0
 if [[ ${1:-} == --variant ]]; then
     [[ $# -ge 2 ]] || usage
     VARIANT=$2
     shift 2
 fi
+if [[ ${1:-} == --rootfs-only ]]; then
+    ROOTFS_ONLY=1
+    shift
+    [[ $# == 1 ]] || usage
+    set -- "$1" /dev/null
+fi
 [[ -z $VARIANT || $VARIANT == mariadb ]] || guest_die "unknown image variant '$VARIANT' (known: mariadb)"
 [[ $# == 2 ]] || usage
 [[ $EUID == 0 ]] || guest_die "must run as root (mmdebstrap --mode=root, mknod)"
-[[ -f $2 ]] || guest_die "agent binary not found: $2"
+[[ $ROOTFS_ONLY == 1 || -f $2 ]] || guest_die "agent binary not found: $2"
 for tool in mmdebstrap mkfs.ext4 debugfs dpkg-deb dpkg-query cpio zstd sha256sum flock; do
     command -v "$tool" >/dev/null || guest_die "missing tool: $tool"
 done
@@ -170,6 +178,10 @@ else
 fi
 rm -f "$SOURCES"
 touch "$ROOTFS_DIR"
+if [[ $ROOTFS_ONLY == 1 ]]; then
+    guest_log "root fs + kernel ready ($ROOTFS_CACHE): ${ROOTFS_DIR#"$OUTDIR"/} (--rootfs-only: no initramfs, nothing published)"
+    exit 0
+fi
 
 # ---- initramfs ---------------------------------------------------------------
 AGENT_SHA=$(sha256sum "$AGENT" | cut -c1-64)

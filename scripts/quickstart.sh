@@ -7,11 +7,21 @@ cd "$(dirname "$0")/.."
 
 # Only the packages the quick start runs; scripts/test.sh installs the rest.
 scripts/install-deps.sh --for quickstart
-# Only the binaries it runs; scripts/test.sh builds the tests.
-scripts/build.sh disksweepd hostctl disksweep-agent
 # The quick start sweep runs fio only: the base image is enough (the MariaDB
 # variant is built by scripts/build-guest-image.sh without this variable).
-DISKSWEEP_IMAGE_VARIANTS=base scripts/build-guest-image.sh /var/lib/disksweep/images
+export DISKSWEEP_IMAGE_VARIANTS=base
+# The guest's root fs (mmdebstrap: minutes of downloads and dpkg, mostly one
+# core) builds while the binaries compile; the image is finished once the
+# agent is there. Its output goes to a log, so the two do not interleave.
+rootfs_log=$(mktemp /tmp/disksweep-rootfs.XXXXXX.log)
+scripts/build-guest-image.sh --rootfs-only /var/lib/disksweep/images >"$rootfs_log" 2>&1 &
+rootfs_pid=$!
+# Only the binaries it runs; scripts/test.sh builds the tests.
+scripts/build.sh disksweepd hostctl disksweep-agent
+echo "[quickstart] waiting for the guest's root fs (log: $rootfs_log)"
+wait "$rootfs_pid" || { cat "$rootfs_log" >&2; exit 1; }
+rm -f "$rootfs_log"
+scripts/build-guest-image.sh /var/lib/disksweep/images
 
 socket=/run/disksweep/disksweepd.sock
 state_dir=/var/lib/disksweep  # config/disksweepd.conf's state-dir
