@@ -16,7 +16,13 @@ export DISKSWEEP_IMAGE_VARIANTS=base
 rootfs_log=$(mktemp /tmp/disksweep-rootfs.XXXXXX.log)
 scripts/build-guest-image.sh --rootfs-only /var/lib/disksweep/images >"$rootfs_log" 2>&1 &
 rootfs_pid=$!
-# Only the binaries it runs; scripts/test.sh builds the tests.
+# Only the binaries it runs; scripts/test.sh builds the tests. A fresh
+# clone's build finds nothing in ccache: it builds for speed of compiling
+# (scripts/build.sh, DISKSWEEP_COLD_BUILD); a build dir scripts/test.sh made
+# keeps its own flags, and its objects.
+if [ ! -f build/CMakeCache.txt ] || grep -q '^DISKSWEEP_PRECOMPILE_JSON:BOOL=ON' build/CMakeCache.txt; then
+  export DISKSWEEP_COLD_BUILD=1
+fi
 scripts/build.sh disksweepd hostctl disksweep-agent
 echo "[quickstart] waiting for the guest's root fs (log: $rootfs_log)"
 wait "$rootfs_pid" || { cat "$rootfs_log" >&2; exit 1; }
