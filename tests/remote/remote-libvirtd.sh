@@ -141,7 +141,7 @@ namespace_pids() {
     ns=$(namespace_id)
     [[ -n $ns ]] || return 0
     while read -r pid; do
-        comm=$(<"/proc/$pid/comm") 2>/dev/null || continue
+        proc_line "$pid" comm comm || continue
         [[ $comm == "$prefix"* ]] && is_alive "$pid" && echo "$pid"
     done < <(find /proc/[0-9]*/ns/mnt -maxdepth 0 -printf '%l %p\n' 2>/dev/null |
         awk -v ns="$ns" '$1 == ns { split($2, part, "/"); print part[3] }')
@@ -154,7 +154,7 @@ libvirtd_pid() {
     local pid comm holder
     pid=$(cat "$dir/libvirtd.pid" 2>/dev/null) || return 0
     [[ $pid =~ ^[0-9]+$ ]] && is_alive "$pid" || return 0
-    comm=$(<"/proc/$pid/comm") 2>/dev/null || return 0
+    proc_line "$pid" comm comm || return 0
     holder=$(holder_pid)
     if [[ -n $holder ]]; then
         [[ $comm == libvirtd && /proc/$pid/ns/mnt -ef /proc/$holder/ns/mnt ]] && echo "$pid"
@@ -164,11 +164,20 @@ libvirtd_pid() {
     return 0
 }
 
+# proc_line PID FILE VAR: the first line of /proc/PID/FILE into VAR; fails,
+# quietly, when the process is gone. A process that ended may vanish from
+# /proc at any moment (at once under a subreaper, scripts/lib/reaper.sh), and
+# a failed redirection of `$(<file)` ends this script instead of failing.
+proc_line() {
+    local -n proc_line_into=$3
+    { read -r proc_line_into <"/proc/$1/$2"; } 2>/dev/null
+}
+
 # Whether pid $1 runs (a zombie does not: state Z in /proc/PID/stat, the
 # field after the command's parenthesis).
 is_alive() {
     local stat
-    stat=$(<"/proc/$1/stat") 2>/dev/null || return 1
+    proc_line "$1" stat stat || return 1
     stat=${stat##*) }
     [[ ${stat%% *} != Z ]]
 }
