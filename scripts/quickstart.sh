@@ -16,6 +16,8 @@ export DISKSWEEP_IMAGE_VARIANTS=base
 rootfs_log=$(mktemp /tmp/disksweep-rootfs.XXXXXX.log)
 scripts/build-guest-image.sh --rootfs-only /var/lib/disksweep/images >"$rootfs_log" 2>&1 &
 rootfs_pid=$!
+# A failed build does not leave it running.
+trap 'kill "$rootfs_pid" 2>/dev/null || true' EXIT
 # Only the binaries it runs; scripts/test.sh builds the tests. A fresh
 # clone's build finds nothing in ccache: it builds for speed of compiling
 # (scripts/build.sh, DISKSWEEP_COLD_BUILD); a build dir scripts/test.sh made
@@ -26,6 +28,7 @@ fi
 scripts/build.sh disksweepd hostctl disksweep-agent
 echo "[quickstart] waiting for the guest's root fs (log: $rootfs_log)"
 wait "$rootfs_pid" || { cat "$rootfs_log" >&2; exit 1; }
+trap - EXIT
 rm -f "$rootfs_log"
 scripts/build-guest-image.sh /var/lib/disksweep/images
 
