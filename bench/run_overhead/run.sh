@@ -48,8 +48,10 @@ socket=$work/api.sock
 # --no-reaper measures what this machine's PID 1 costs each teardown.
 # shellcheck source=../../scripts/lib/reaper.sh
 source "$repo/scripts/lib/reaper.sh"
-[ "$reaper" = 1 ] || with_reaper() { "$@"; }
-with_reaper "$daemon" --state-dir "$work/state" --socket "$socket" --image-dir "$image_dir" \
+[ "$reaper" = 1 ] || REAPER=()
+# A simple command, so that $! is tini's pid (or the daemon's) and the
+# cleanup's SIGTERM reaches the daemon.
+"${REAPER[@]}" "$daemon" --state-dir "$work/state" --socket "$socket" --image-dir "$image_dir" \
   --accel "$accel" --boot-timeout 300 >"$work/disksweepd.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 1 100); do

@@ -9,10 +9,11 @@
 # it (libvirt 9.0, virProcessKillPainfullyDelay). systemd reaps at once; a
 # container's or VM sandbox's PID 1 may not: on the CI machine every
 # teardown waited 1.3-2 s for it, under tini 0.28 s (bench/run_overhead).
+# REAPER: the command prefix, for a caller that needs the started process's
+# own pid (`"${REAPER[@]}" daemon ... &` then $!, to which tini forwards
+# signals); empty when tini is missing.
+REAPER=()
+if command -v tini >/dev/null 2>&1; then REAPER=(tini -s --); fi
 with_reaper() {
-    if command -v tini >/dev/null 2>&1; then
-        tini -s -- "$@"
-    else
-        "$@"
-    fi
+    "${REAPER[@]}" "$@"
 }
