@@ -53,7 +53,8 @@ struct WorkloadOptionDef {
     std::string_view help;
     // For a kind with a `variant` option: the variant this option belongs
     // to ("" = every variant). check_variant_options refuses it elsewhere.
-    std::string_view variant;
+    // Defaulted, so the rows of every other option leave it out.
+    std::string_view variant = {};
 };
 
 // What the spec parser checks of a kind's options beyond each row.
