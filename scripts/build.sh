@@ -22,4 +22,5 @@ if [ "${DISKSWEEP_COLD_BUILD:-0}" = 1 ]; then
               -DDISKSWEEP_PRECOMPILE_JSON=ON)
 fi
 cmake -S . -B build -G Ninja "${cmake_args[@]}" "${CCACHE_CMAKE_ARGS[@]}" >/dev/null
-ninja -C build -j"$(nproc)" "$@"
+# DISKSWEEP_BUILD_JOBS: ninja's -j (default: one job per core).
+ninja -C build -j"${DISKSWEEP_BUILD_JOBS:-$(nproc)}" "$@"
