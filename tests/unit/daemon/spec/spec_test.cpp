@@ -105,7 +105,7 @@ TEST_CASE("the quickstart sweep parses and expands to 4 configs and 12 runs", "[
                                            {"direct", true},
                                            {"options", {{"sync", 1}}},
                                            {"size", "16m"},
-                                           {"runtime", "4s"},
+                                           {"runtime", "3s"},
                                            {"time_based", true}});
 
     const SweepPlan plan = expand_ok(spec);
