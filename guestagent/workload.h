@@ -47,7 +47,7 @@ struct WorkloadContext {
     // For kinds that acknowledge records (ledger): called with each id the
     // moment it is acknowledged, on the runner's thread; the agent sends it
     // to the host at once. Unset: nobody listens.
-    std::function<void(long long id)> acknowledge;
+    std::function<void(long long id)> acknowledge = {};
     DatasetMode dataset = DatasetMode::kFresh;
 };
 

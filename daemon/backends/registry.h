@@ -95,7 +95,7 @@ struct HostContext {
     std::string run_dir;        // <state_dir>/runs: guests' sockets and console logs
     // The daemon's ResourceNames::prefix(): what a host keeps of the daemon's
     // beyond a run (a remote host's guest image volumes) is named from it.
-    std::string resource_prefix;
+    std::string resource_prefix = {};
     // The fault-injection seam of libvirt hosts (DaemonSeams): empty but in
     // test binaries.
     DomainXmlFilter domain_xml_filter{};
