@@ -58,12 +58,19 @@ run_quickstart() {
     fi
     local i
     for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -R "${mounted[i]}" 2>/dev/null || umount -lR "${mounted[i]}" || true; done
-    [ -n "$keep" ] || rm -rf "$work"
+    [ -n "$keep" ] && return
+    # Never remove through a mount that is still there (the root's /dev and
+    # /sys are the host's own).
+    if awk -v p="$root/" 'index($5, p) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+      echo "quickstart_fresh: mounts left under $root: not removing $work" >&2
+      return
+    fi
+    rm -rf --one-file-system "$work"
   }
   trap cleanup EXIT
 
   # ---- a fresh Debian 12 root ---------------------------------------------------
-  rm -rf "$root"
+  rm -rf --one-file-system "$root"
   if [ -n "$root_tar" ] && [ -f "$root_tar" ]; then
     note "fresh root from $root_tar"
     mkdir -p "$root" && tar -C "$root" -xf "$root_tar"
