@@ -12,20 +12,37 @@ Messages of errors are PVE's where a client may meet them.
 import base64
 import binascii
 import contextlib
+import inspect
 import json
 import re
 import time
 from dataclasses import dataclass
 from typing import Optional
 
-from cluster import (DRIVE_KEY, GIB, ApiError, Vm, param_error, parse_size, print_drive, split_drive,
-                     start_warnings)
-from guest import HARDWARE_FILE, AgentError, Guests
-from machines import SIMULATED_MACHINE, SIMULATED_QEMU_VERSION, SimulatedMachines
+import access
+from cluster import (CONFIG_CALL_PARAMETERS, DRIVE_KEY, GIB, ApiError, Vm, _listed, param_error, parse_size,
+                     print_drive, split_drive, start_warnings)
+from guest import FILE_READ_CAP, HARDWARE_FILE, AgentError, Guests
+from machines import SIMULATED_MACHINE, SIMULATED_QEMU, SIMULATED_QEMU_VERSION, SimulatedMachines
 from schema import ApiMethod
 from tasks import UPID_RE, ForcedOutcome, TaskFailed
 
-PVE_VERSION = {"version": "8.4.1", "release": "8.4", "repoid": "2a5fa54a8503f96d"}
+# What differs per simulated release besides privileges (access.py), the
+# schema (agent/file-read's offset and count are 9.1's) and the monitor's
+# rule (_MONITOR_PERMISSION): pve-manager's version (GET /version:
+# PVE/API2/Version.pm; `repoid` the pve-manager commit, 16 hex digits) and
+# the kernel.
+PVE_RELEASES = {
+    "8.4": {"version": "8.4.1", "release": "8.4", "repoid": "2a5fa54a8503f96d", "kernel": "6.8.12-9-pve"},
+    # pve-manager "bump version to 9.1.19" (commit 076d7c3c108f0346...).
+    "9.1": {"version": "9.1.19", "release": "9.1", "repoid": "076d7c3c108f0346", "kernel": "6.17.2-1-pve"},
+}
+
+
+def release(version: str) -> dict:
+    if version not in PVE_RELEASES:
+        raise ValueError(f"PVE {version} is not simulated; one of " + ", ".join(PVE_RELEASES))
+    return PVE_RELEASES[version]
 
 
 @dataclass
@@ -58,27 +75,54 @@ def start_task(state, request: Request, node: str, kind: str, object_id, work, o
 
 
 def get_version(state, request):
-    return dict(PVE_VERSION)
+    return {key: state.release[key] for key in ("version", "release", "repoid")}
+
+
+# pve-manager API2Tools.pm extract_node_stats: what a user without
+# Sys.Audit on /nodes/NODE does not see.
+_NODE_STATS = ("cpu", "maxcpu", "mem", "maxmem", "uptime", "disk", "maxdisk")
+
+
+def _node_entry(state, request, entry: dict) -> dict:
+    """pve-manager API2/Nodes.pm index and API2/Cluster.pm resources: the
+    node's stats only with Sys.Audit on /nodes/NODE."""
+    if state.access.check(request.user, f"/nodes/{entry['node']}", ["Sys.Audit"], True):
+        return entry
+    return {key: value for key, value in entry.items() if key not in _NODE_STATS}
 
 
 def get_nodes(state, request):
-    return [{"node": node, "status": "online", "cpu": 0.02, "maxcpu": 2, "mem": 2 * GIB, "maxmem": 24 * GIB,
-             "uptime": 86400, "level": "", "ssl_fingerprint": state.fingerprint} for node in state.cluster.nodes]
+    return [_node_entry(state, request, {
+        "node": node, "status": "online", "cpu": 0.02, "maxcpu": 2, "mem": 2 * GIB, "maxmem": 24 * GIB,
+        "uptime": 86400, "level": "", "ssl_fingerprint": state.fingerprint}) for node in state.cluster.nodes]
 
 
 def get_node_status(state, request):
     state.cluster.check_node(request.params["node"])
-    return {"cpu": 0.02, "loadavg": ["0.10", "0.05", "0.01"], "pveversion": "pve-manager/8.4.1/2a5fa54a8503f96d",
+    return {"cpu": 0.02, "loadavg": ["0.10", "0.05", "0.01"],
+            "pveversion": f"pve-manager/{state.release['version']}/{state.release['repoid']}",
             "boot-info": {"mode": "efi", "secureboot": 0},
             "cpuinfo": {"cores": 2, "cpus": 2, "model": "pve_fake CPU", "sockets": 1},
-            "current-kernel": {"machine": "x86_64", "release": "6.8.12-9-pve", "sysname": "Linux",
-                               "version": "#1 SMP PREEMPT_DYNAMIC PMX 6.8.12-9"},
+            "current-kernel": {"machine": "x86_64", "release": state.release["kernel"], "sysname": "Linux",
+                               "version": "#1 SMP PREEMPT_DYNAMIC PMX " + state.release["kernel"][:-4]},
             "memory": {"free": 22 * GIB, "total": 24 * GIB, "used": 2 * GIB},
             "rootfs": {"avail": 50 * GIB, "free": 50 * GIB, "total": 100 * GIB, "used": 50 * GIB}}
 
 
 def get_resources(state, request):
-    return state.cluster.resources(request.params.get("type"))
+    """pve-manager API2/Cluster.pm resources: VMs with VM.Audit on
+    /vms/VMID, storages with Datastore.Audit on /storage/ID, nodes always
+    (their stats with Sys.Audit)."""
+    rpc, user = state.access, request.user
+    entries = []
+    for entry in state.cluster.resources(request.params.get("type")):
+        kind = entry["type"]
+        if kind == "qemu" and not rpc.check(user, f"/vms/{entry['vmid']}", ["VM.Audit"], True):
+            continue
+        if kind == "storage" and not rpc.check(user, f"/storage/{entry['storage']}", ["Datastore.Audit"], True):
+            continue
+        entries.append(_node_entry(state, request, entry) if kind == "node" else entry)
+    return entries
 
 
 def get_nextid(state, request):
@@ -89,8 +133,12 @@ def get_storages(state, request):
     node = request.params["node"]
     state.cluster.check_node(node)
     wanted = request.params.get("content")
+    # pve-storage API2/Storage/Status.pm index: only storages with
+    # Datastore.Audit or Datastore.AllocateSpace.
+    privileges = ["Datastore.Audit", "Datastore.AllocateSpace"]
     return [state.cluster.storage_summary(node, s) for s in state.cluster.storages.values()
             if s.on(node) and request.params.get("storage", s.id) == s.id
+            and state.access.check_any(request.user, f"/storage/{s.id}", privileges, True)
             and (wanted is None or set(wanted.replace(";", ",").split(",")) & set(s.content))]
 
 
@@ -104,7 +152,16 @@ def get_storage_content(state, request):
         raise ApiError(500, f"storage '{storage}' does not exist")
     vmid = request.integer("vmid")
     return [_volume_entry(state.cluster, v) for v in sorted(state.cluster.volumes.values(), key=lambda v: v.volid)
-            if v.storage == storage and (vmid is None or v.vmid == vmid)]
+            if v.storage == storage and (vmid is None or v.vmid == vmid) and _may_read(state, request, v.volid)]
+
+
+def _may_read(state, request, volid: str) -> bool:
+    """Content.pm index: a volume check_volume_access refuses is left out."""
+    try:
+        access.check_volume_access(state.access, request.user, None, volid)
+    except ApiError:
+        return False
+    return True
 
 
 def _volume_entry(cluster, volume):
@@ -119,8 +176,12 @@ def _volume_entry(cluster, volume):
 
 
 def get_volume_attributes(state, request):
-    """GET /nodes/{node}/storage/{storage}/content/{volume} (Content.pm info)."""
+    """GET /nodes/{node}/storage/{storage}/content/{volume} (Content.pm
+    info): "read access for the volume" is check_volume_access."""
     state.cluster.check_node(request.params["node"])
+    volume = request.params["volume"]
+    volid = volume if ":" in volume else f"{request.params.get('storage')}:{volume}"
+    access.check_volume_access(state.access, request.user, None, volid)
     return state.cluster.volume_attributes(request.params.get("storage"), request.params["volume"])
 
 
@@ -147,11 +208,48 @@ def _unlocked(state, request) -> Vm:
     return vm
 
 
-def _refuse_root_only_keys(request: Request) -> None:
-    """An API token is never root@pam: PVE refuses the keys only root may set."""
-    for key in ("args", "lock"):
-        if key in request.params:
-            raise ApiError(500, f"only root can set '{key}' config")
+def _check_config_permissions(state, request, vmid: int, deletions: list) -> None:
+    """The permission checks qemu-server API2/Qemu.pm $update_vm_api (and
+    create_vm) make before any change: $check_vm_modify_config_perm on the
+    keys deleted and set, serial ports ($check_vm_create_serial_perm),
+    $check_storage_access on the drives, check_bridge_access on the NICs."""
+    rpc, user = state.access, request.user
+    settings = {k: v for k, v in request.params.items() if k not in CONFIG_CALL_PARAMETERS and v is not None}
+    access.check_vm_modify_config_perm(rpc, user, vmid, deletions)
+    access.check_vm_modify_config_perm(rpc, user, vmid, settings)
+    for key, value in sorted(settings.items()):
+        if re.fullmatch(r"serial\d+", key):
+            access.check_serial_perm(rpc, user, vmid, key, str(value))
+    access.check_storage_access(rpc, user, vmid, {k: str(v) for k, v in settings.items()})
+    access.check_bridge_access(rpc, user, {k: str(v) for k, v in settings.items()})
+
+
+def _worker_permission_failure(state, request, vm: Vm, settings: dict, deletions: list) -> Optional[ApiError]:
+    """$update_vm_api's $updatefn: each drive deleted, replaced or set needs
+    $check_drive_perms on its old and new value; a NIC deleted, SDN.Use on
+    its bridge; tags changed, VM.Config.Options (pve-guest-common
+    GuestHelpers.pm assert_tag_permissions; free-form tags, PVE's default).
+    In PVE the worker makes these checks (POST: the task fails)."""
+    rpc, user = state.access, request.user
+    try:
+        for key in deletions:
+            old = vm.config.get(key, vm.pending.get(key))
+            if old is not None and DRIVE_KEY.fullmatch(key) and not key.startswith("unused"):
+                access.check_drive_perms(rpc, user, vm.vmid, key, old)
+            elif old is not None and re.fullmatch(r"net\d+", key):
+                access.check_bridge_access(rpc, user, {key: old})
+            elif key == "tags":
+                rpc.check(user, f"/vms/{vm.vmid}", ["VM.Config.Options"])
+        for key, value in sorted(settings.items()):
+            if DRIVE_KEY.fullmatch(key) and not key.startswith("unused"):
+                if vm.config.get(key):
+                    access.check_drive_perms(rpc, user, vm.vmid, key, vm.config[key])
+                access.check_drive_perms(rpc, user, vm.vmid, key, value)
+            elif key == "tags":
+                rpc.check(user, f"/vms/{vm.vmid}", ["VM.Config.Options"])
+    except ApiError as error:
+        return error
+    return None
 
 
 def _running(state, vm: Vm) -> bool:
@@ -160,10 +258,11 @@ def _running(state, vm: Vm) -> bool:
 
 
 def get_vms(state, request):
+    """qemu-server API2/Qemu.pm vmlist: only VMs with VM.Audit on /vms/VMID."""
     node = request.params["node"]
     state.cluster.check_node(node)
     return [state.cluster.vm_summary(vm) for vm in sorted(state.cluster.vms.values(), key=lambda v: v.vmid)
-            if vm.node == node]
+            if vm.node == node and state.access.check(request.user, f"/vms/{vm.vmid}", ["VM.Audit"], True)]
 
 
 def get_vm_index(state, request):
@@ -177,8 +276,8 @@ def create_vm(state, request):
     `create`, disks made by create_disks, then the lock removed."""
     node, vmid = request.params["node"], int(request.params["vmid"])
     state.cluster.check_node(node)
-    _refuse_root_only_keys(request)
-    config = {"meta": f"creation-qemu={SIMULATED_QEMU_VERSION},ctime={int(time.time())}"}
+    _check_config_permissions(state, request, vmid, [])
+    config = {"meta": f"creation-qemu={SIMULATED_QEMU[state.version]['version']},ctime={int(time.time())}"}
     vm = state.cluster.add_vm(vmid, node, config, lock="create")
     settings, _ = state.cluster.check_update(vm, {**request.params, "delete": ""})
 
@@ -290,7 +389,7 @@ def _begin_update(state, request) -> tuple:
     """The synchronous part of $update_vm_api (errors answer the call)."""
     _check_skiplock(request)
     vm = _vm(state, request)
-    _refuse_root_only_keys(request)
+    _check_config_permissions(state, request, vm.vmid, _listed(request.params.get("delete") or ""))
     settings, deletions = state.cluster.check_update(vm, request.params)
     _check_digest(state, request, vm)
     if vm.lock:
@@ -304,11 +403,16 @@ def _update_worker(state, request, vm: Vm, settings: dict, deletions: list):
     takes the task's time (disks) and applying the pending section:
     vmconfig_apply_pending for a stopped VM, vmconfig_hotplug_pending for a
     running one."""
+    refused = _worker_permission_failure(state, request, vm, settings, deletions)
+
     def first_step(log):
         log.info(_update_log_line(vm, request.params))
-        state.cluster.write_pending(vm, settings, deletions, request.flag("force"), log)
+        if not refused:
+            state.cluster.write_pending(vm, settings, deletions, request.flag("force"), log)
 
     def rest(log):
+        if refused:
+            raise TaskFailed(refused.message)
         state.cluster.create_pending_disks(vm, settings, log)
         state.cluster.cleanup_pending(vm)
         if _running(state, vm):
@@ -328,6 +432,9 @@ def post_config(state, request):
 def put_config(state, request):
     """update_vm (PUT): the same worker, run before the answer."""
     vm, settings, deletions = _begin_update(state, request)
+    refused = _worker_permission_failure(state, request, vm, settings, deletions)
+    if refused:
+        raise refused
     first_step, rest = _update_worker(state, request, vm, settings, deletions)
     log = state.discard_log()
     try:
@@ -454,6 +561,10 @@ def clone_vm(state, request):
         if name in params and not full:
             raise ApiError(500, f"parameter '{name}' not allowed for linked clones")
     config, drives = state.cluster.clone_plan(source, full, _running(state, source))
+    # $load_and_check: $check_storage_access_clone, then check_bridge_access
+    # on the source's config (SDN.Use on each NIC's bridge).
+    access.check_storage_access_clone(state.access, request.user, source.config, storage)
+    access.check_bridge_access(state.access, request.user, source.config)
     if target and not _all_disks_shared(state, source):
         raise ApiError(500, f"can't clone VM to node '{target}' (VM uses local storage)")
     newid = int(params["newid"])
@@ -537,6 +648,9 @@ def resize_disk(state, request):
         if volume is None:
             raise TaskFailed(f"disk '{disk}' has no volume to resize")
         wanted = parse_size(size.lstrip("+")) + (volume.size if size.startswith("+") else 0)
+        # resize_vm's $updatefn (in the worker): Datastore.AllocateSpace on the volume's storage.
+        if not state.access.check(request.user, f"/storage/{volume.storage}", ["Datastore.AllocateSpace"], True):
+            raise TaskFailed(f"Permission check failed (/storage/{volume.storage}, Datastore.AllocateSpace)")
         if wanted < volume.size:
             raise TaskFailed("shrinking disks is not supported")
         volume.size = wanted
@@ -548,16 +662,69 @@ def resize_disk(state, request):
 # ---- the QEMU monitor --------------------------------------------------------------------
 
 
+def _monitor_permission_8(state, request, command: str) -> None:
+    """qemu-server 8.3 API2/Qemu.pm monitor ($is_ro): commands other than
+    `info ...` and `help` need Sys.Modify on / (the schema's check,
+    VM.Monitor on /vms/VMID, came first)."""
+    if not (re.match(r"\s*info(\s+|$)", command) or re.fullmatch(r"\s*help\s*", command)):
+        state.access.check(request.user, "/", ["Sys.Modify"])
+
+
+# qemu-server 9 src/PVE/API2/Qemu/HMPPerms.pm $hmp_command_perms, the
+# commands a benchmark might send: none (help, ?, info), Sys.Modify (on /) or
+# root (root@pam alone). The 9.1 schema's monitor description lists them
+# all; hmp_command_class reads the rest from it.
+_HMP_NONE = frozenset({"help", "?", "info"})
+
+
+def hmp_command_class(schema_description: str, name: str) -> Optional[str]:
+    """'none', 'Sys.Modify', 'root' or None (not listed) for an HMP command,
+    from the 9.1 schema's monitor description (HMPPerms.pm generate_description)."""
+    if name in _HMP_NONE:
+        return "none"
+    for label, wanted in (("require 'Sys.Modify'", "Sys.Modify"), ("are root-only", "root")):
+        match = re.search(r"The following commands " + re.escape(label) + r": ([^\n]*)", schema_description)
+        if match and name in [word.strip() for word in match.group(1).split(",")]:
+            return wanted
+    return None
+
+
+def _monitor_permission_9(state, request, command: str) -> None:
+    """qemu-server 9.2 API2/Qemu.pm monitor: the command's first word
+    decides: none, Sys.Modify on /, or root@pam alone ("root-only command
+    'X'"); a command HMPPerms.pm does not list is root@pam's too."""
+    match = re.match(r"\s*(\S+)", command)
+    if not match:
+        raise ApiError(500, f"unexpected command '{command}'")
+    name = match.group(1)
+    method = state.schema.method(request.template, "POST")
+    required = hmp_command_class((method.info.get("permissions") or {}).get("description", ""), name)
+    if required is None:
+        if request.user != access.ROOT:
+            raise ApiError(500, f"command '{name}' non-existent or not assigned a required permission yet, "
+                                "limiting to root user")
+    elif required == "root":
+        if request.user != access.ROOT:
+            raise ApiError(500, f"root-only command '{name}'")
+    elif required == "Sys.Modify":
+        state.access.check(request.user, "/", ["Sys.Modify"])
+
+
+# The monitor's per-command rule of each release's qemu-server.
+_MONITOR_PERMISSION = {"8.4": _monitor_permission_8, "9.1": _monitor_permission_9}
+
+
 def monitor(state, request):
-    """qemu-server PVE/API2/Qemu.pm monitor: commands other than `info ...`
-    and `help` need Sys.Modify on / (a token of ours lacks it: 403); the
-    answer is hmp_cmd's output, and a failure (QemuServer/Monitor.pm
-    qmp_cmd: "VM ID not running") is answered 200 as "ERROR: MESSAGE"."""
+    """qemu-server PVE/API2/Qemu.pm monitor: the command's own privilege
+    (per release, above); the answer is hmp_cmd's output, and a failure
+    (QemuServer/Monitor.pm qmp_cmd: "VM ID not running") is answered 200 as
+    "ERROR: MESSAGE"."""
     command = request.params["command"]
+    if not command:
+        raise ApiError(500, "no command specified")
+    _MONITOR_PERMISSION[state.version](state, request, command)
     with state.lock:
         vm = _vm(state, request)
-        if not (re.match(r"\s*info(\s+|$)", command) or re.fullmatch(r"\s*help\s*", command)):
-            raise ApiError(403, "Permission check failed (/, Sys.Modify)")
         if not _running(state, vm):
             return f"ERROR: VM {vm.vmid} not running\n"
     # The simulation reads the cluster's state: under the lock; a real machine's HMP: not.
@@ -634,9 +801,14 @@ def agent_exec_status(state, request):
 
 def agent_file_read(state, request):
     """API2/Qemu/Agent.pm file-read: 1 MiB reads until EOF or 16 MiB;
-    `bytes-read`, and `truncated: 1` when no EOF was seen."""
+    `bytes-read`, and `truncated: 1` when no EOF was seen. qemu-server 9
+    (PVE 9.1's schema) adds `offset` (a guest-file-seek first, default 0)
+    and `count` (bytes to read, 1..16 MiB, default 16 MiB): the reads stop
+    at `count`, and `truncated` is set when they saw no EOF (so also when
+    exactly `count` bytes were left; QGA's eof is feof after a short read)."""
     vm = _agent_vm(state, request)
-    content, truncated = _agent_call(lambda: state.guests.read_file(vm.vmid, request.params["file"]))
+    offset, count = request.integer("offset", 0), request.integer("count")
+    content, truncated = _agent_call(lambda: _read_window(state, vm.vmid, request.params["file"], offset, count))
     # PVE hands the bytes to its JSON encoder as they are: each byte one character.
     answer = {"content": content.decode("latin-1"), "bytes-read": len(content)}
     if truncated:
@@ -662,6 +834,19 @@ def agent_file_write(state, request):
     return None
 
 
+def _read_window(state, vmid: int, path: str, offset: int, count: Optional[int]) -> tuple:
+    """(content, truncated) of COUNT bytes from OFFSET. A backend whose
+    read_file takes offset and count (guest.py) reads the window itself;
+    for another the window is cut from its whole read (up to 16 MiB)."""
+    read_file = state.guests.read_file
+    if "offset" in inspect.signature(read_file).parameters:
+        return read_file(vmid, path, offset=offset, count=count)
+    whole, capped = read_file(vmid, path)
+    limit = count if count is not None else FILE_READ_CAP
+    window = whole[offset:offset + limit]
+    return window, capped or len(whole) - offset >= limit
+
+
 # ---- tasks ---------------------------------------------------------------------------------
 
 
@@ -675,7 +860,19 @@ def _task(state, request):
     task = state.tasks.find(request.params["node"], upid)
     if task is None:
         raise param_error("upid", "no such task")
+    _check_task_user(state, request, task.user)
     return task
+
+
+def _check_task_user(state, request, owner: str) -> None:
+    """pve-manager API2/Tasks.pm $check_task_user: a token sees its own
+    tasks, a user its own and its tokens'; anyone else needs Sys.Audit on
+    /nodes/NODE."""
+    user = request.user
+    owner_user, owner_token = access.split_tokenid(owner)
+    if user == owner or (owner_token is not None and user == owner_user):
+        return
+    state.access.check(user, f"/nodes/{request.params['node']}", ["Sys.Audit"])
 
 
 def get_task_status(state, request):
@@ -698,8 +895,28 @@ def get_task_log(state, request):
     return [{"n": start + i + 1, "t": text} for i, text in enumerate(chosen)]
 
 
+# ---- access ---------------------------------------------------------------------------------
+
+
+def get_permissions(state, request):
+    """pve-access-control API2/AccessControl.pm permissions: one's own (or
+    one's own tokens') privileges, anyone else's with Sys.Audit on /access;
+    with `path` that path alone (even when empty), else every path
+    get_effective_permissions lists."""
+    authid = request.user
+    userid = request.params.get("userid") or authid
+    owner, _ = access.split_tokenid(userid)
+    if userid != authid and owner != authid:
+        state.access.check(authid, "/access", ["Sys.Audit"])
+    path = request.params.get("path")
+    if path:
+        return {path: state.access.permissions(userid, path)}
+    return state.access.effective_permissions(userid)
+
+
 ROUTES = {
     ("GET", "/version"): get_version,
+    ("GET", "/access/permissions"): get_permissions,
     ("GET", "/nodes"): get_nodes,
     ("GET", "/nodes/{node}/status"): get_node_status,
     ("GET", "/cluster/resources"): get_resources,

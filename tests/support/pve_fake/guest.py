@@ -91,18 +91,21 @@ class Guests:
         except OSError as error:
             raise AgentError(_open_failure(guest_path, "wb", error)) from None
 
-    def read_file(self, vmid: int, guest_path: str) -> tuple:
+    def read_file(self, vmid: int, guest_path: str, offset: int = 0, count: Optional[int] = None) -> tuple:
         """(content, truncated) of a guest file as qemu-server API2/Qemu/Agent.pm
-        file-read gets it: 1 MiB guest-file-reads until one reports EOF or 16
-        MiB were read. QGA reports EOF only after a read that hit the end
-        (feof), so a file of exactly 16 MiB or more reads as truncated."""
+        file-read gets it: after a guest-file-seek to `offset` (qemu-server 9),
+        1 MiB guest-file-reads until one reports EOF or `count` (default 16
+        MiB) bytes were read. QGA reports EOF only after a read that hit the
+        end (feof), so exactly `count` bytes left or more read as truncated."""
         path = map_guest_path(self.root_of(vmid), guest_path)
+        limit = FILE_READ_CAP if count is None else count
         try:
             with open(path, "rb") as handle:
-                content = handle.read(FILE_READ_CAP)
+                handle.seek(offset)
+                content = handle.read(limit)
         except OSError as error:
             raise AgentError(_open_failure(guest_path, "r", error)) from None
-        return content, len(content) >= FILE_READ_CAP
+        return content, len(content) >= limit
 
     # ---- commands -----------------------------------------------------------------
 

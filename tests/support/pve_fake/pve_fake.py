@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """A fake Proxmox VE API server for disksweep's contract tests.
 
-It validates every request against PVE 8.4's own API schema
-(pve-api-schema.json) and simulates what a benchmark orchestrator uses:
+It simulates PVE 8.4 or 9.1 (--pve-version), validates every request
+against that release's own API schema (--schema: pve-api-schema.json for
+8.4, pve9-api-schema.json for 9.1; a mismatch is refused at start), checks
+its permissions as that release's code does (access.py; --access FILE: users,
+tokens, roles, ACLs) and simulates what a benchmark orchestrator uses:
 nodes, storages, VMs and their configs, a template to clone, /cluster/nextid
 and /cluster/resources, worker tasks with real UPIDs, and the guest agent
 (ping, exec/exec-status, file-read/file-write). See docs/proxmox.md and the
@@ -28,7 +31,8 @@ import sys
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from server import FakePve, Options  # noqa: E402 (after the path set-up)
+from access import VERSIONS  # noqa: E402 (after the path set-up)
+from server import FakePve, Options  # noqa: E402
 
 
 def parse_arguments(argv: list) -> argparse.Namespace:
@@ -36,7 +40,14 @@ def parse_arguments(argv: list) -> argparse.Namespace:
     parser.add_argument("--schema", required=True, help="pve-api-schema.json")
     parser.add_argument("--cert-dir", required=True,
                         help="server.pem/key, other.pem/key, ca.pem; missing ones are generated (certs.py)")
-    parser.add_argument("--token", required=True, help="the one valid API token: USER@REALM!TOKENID=SECRET")
+    parser.add_argument("--token", required=True, help="the API token: USER@REALM!TOKENID=SECRET")
+    parser.add_argument("--pve-version", default="8.4",
+                        help="the PVE release simulated: " + " or ".join(VERSIONS) + " (default 8.4)")
+    parser.add_argument("--access", help="users, tokens, roles and ACLs as JSON (access.py); default: the "
+                                         "token may do everything")
+    parser.add_argument("--version-override", metavar="X.Y.Z",
+                        help="GET /version answers this version (a release a client must refuse); "
+                             "everything else follows --pve-version")
     parser.add_argument("--port-file", help="written with the bound port once the server listens")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0: any free port (default)")
@@ -64,13 +75,18 @@ def parse_arguments(argv: list) -> argparse.Namespace:
     parser.add_argument("--inject-qemu", metavar="JSON",
                         help="real guests: start QEMU with these -drive options instead of the config's, "
                              "e.g. '{\"cache\": \"writeback\"}' (optionally \"vmid\", \"drive\")")
-    return parser.parse_args(argv)
+    arguments = parser.parse_args(argv)
+    if arguments.pve_version not in VERSIONS:
+        parser.error(f"--pve-version {arguments.pve_version}: not simulated; give one of " + ", ".join(VERSIONS))
+    return arguments
 
 
 def options_from(arguments: argparse.Namespace) -> Options:
     low, _, high = arguments.nextid_range.partition(":")
     return Options(
         schema_path=arguments.schema, cert_dir=arguments.cert_dir, token=arguments.token,
+        pve_version=arguments.pve_version, version_override=arguments.version_override,
+        access_file=arguments.access,
         nodes=arguments.nodes or ["pve1"], state_file=arguments.state,
         template_vmid=arguments.template_vmid or None, task_seconds=arguments.task_seconds,
         agent_delay=arguments.agent_delay, nextid_range=(int(low), int(high)), guest_root=arguments.guest_root,
@@ -95,7 +111,11 @@ def _stop_serving(signum, frame):
 
 def main(argv: list) -> int:
     arguments = parse_arguments(argv)
-    fake = FakePve(options_from(arguments))
+    try:
+        fake = FakePve(options_from(arguments))
+    except ValueError as error:   # a schema of another release, a bad --access file
+        print(f"pve_fake: {error}", file=sys.stderr)
+        return 2
     signal.signal(signal.SIGTERM, _stop_serving)
     if arguments.port_file:
         write_port_file(arguments.port_file, fake.port)

@@ -33,6 +33,7 @@ PATIENCE_SECONDS = 60
 TOKEN_USER = "root@pam!disksweep"
 SECRET = "8d1f1c0e-0000-4000-8000-selftest0001"
 SCHEMA = None     # set by main()
+PVE_VERSION = None  # the schema's release (server.schema_release), set by main()
 CERT_DIR = None   # one set of test certificates for every case, made by main()
 
 
@@ -106,7 +107,7 @@ class FakeProcess(ApiClient):
             [sys.executable, os.path.join(HERE, "pve_fake.py"), "--schema", SCHEMA, "--cert-dir", CERT_DIR,
              "--guest-root", os.path.join(self.directory, "guests"), "--port-file", port_file,
              "--token", f"{TOKEN_USER}={SECRET}", "--task-seconds", "0.1", "--agent-delay", "0.1", "--quiet",
-             *extra],
+             "--pve-version", PVE_VERSION, *extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         super().__init__(self._wait_for_port(port_file))
 
@@ -137,7 +138,7 @@ class FakeInProcess(ApiClient):
         self.directory = tempfile.mkdtemp(prefix="pve-fake-selftest-")
         options = Options(schema_path=SCHEMA, cert_dir=CERT_DIR, token=f"{TOKEN_USER}={SECRET}",
                           guest_root=os.path.join(self.directory, "guests"), task_seconds=0.1, agent_delay=0.1,
-                          quiet=True)
+                          quiet=True, pve_version=PVE_VERSION)
         self.fake = FakePve(options, guest_command_handler=guest_command_handler, machines=machines)
         super().__init__(self.fake.start())
 
@@ -688,9 +689,10 @@ class TaskLogs(FakeTestCase):
 
     def test_a_plain_warn_is_no_warning(self):
         self.fake.wait_task(self.clone())
-        upid = self.fake.data("POST", "/nodes/pve1/qemu/101/config", {"delete": "hookscript"})
+        # (Not `hookscript`: deleting it is root@pam's alone, $check_vm_modify_config_perm.)
+        upid = self.fake.data("POST", "/nodes/pve1/qemu/101/config", {"delete": "description"})
         self.assertEqual(self.fake.wait_task(upid)["exitstatus"], "OK")
-        self.assertIn("cannot delete 'hookscript' - not set in current configuration!", self.fake.task_log(upid))
+        self.assertIn("cannot delete 'description' - not set in current configuration!", self.fake.task_log(upid))
 
 
 class AgentErrors(FakeTestCase):
@@ -745,8 +747,10 @@ class MonitorAndStatus(FakeTestCase):
         start_vm_101(self.fake)
         self.assertEqual(self.fake.data("POST", "/nodes/pve1/qemu/101/monitor", {"command": "info kvm"}),
                          "kvm support: enabled\r\n")
+        from machines import SIMULATED_QEMU
+        qemu = SIMULATED_QEMU[PVE_VERSION]
         self.assertEqual(self.fake.data("POST", "/nodes/pve1/qemu/101/monitor", {"command": "info version"}),
-                         "9.2.0pve-qemu-kvm_9.2.0-5\r\n")
+                         f"{qemu['version']}{qemu['package']}\r\n")
 
     def test_kvm_0_is_disabled(self):
         self.fake.wait_task(self.clone())
@@ -761,10 +765,11 @@ class MonitorAndStatus(FakeTestCase):
                          "ERROR: VM 101 not running\n")
 
     def test_status_of_a_running_vm(self):
+        from machines import SIMULATED_QEMU
         start_vm_101(self.fake)
         status = self.fake.data("GET", "/nodes/pve1/qemu/101/status/current")
         self.assertEqual((status["qmpstatus"], status["running-qemu"], status["running-machine"], status["agent"]),
-                         ("running", "9.2.0", "pc-i440fx-9.2+pve1", 1))
+                         ("running", SIMULATED_QEMU[PVE_VERSION]["version"], SIMULATED_QEMU[PVE_VERSION]["machine"], 1))
 
 
 class TemplateFromScript(unittest.TestCase):
@@ -865,7 +870,7 @@ class MachinesSeam(unittest.TestCase):
 
 
 def main() -> int:
-    global SCHEMA, CERT_DIR
+    global SCHEMA, CERT_DIR, PVE_VERSION
     if len(sys.argv) < 2:
         print("usage: selftest.py SCHEMA_JSON [unittest options]", file=sys.stderr)
         return 2
@@ -878,6 +883,12 @@ def main() -> int:
         return SKIP_EXIT_CODE
     sys.path.insert(0, HERE)
     import certs
+    from schema import ApiSchema
+    from server import schema_release
+    PVE_VERSION = schema_release(ApiSchema.load(SCHEMA))
+    if PVE_VERSION is None:
+        print(f"selftest.py: {SCHEMA} is no schema of a simulated PVE release", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory(prefix="pve-fake-certs-") as CERT_DIR:
         certs.ensure_certificates(CERT_DIR)
         result = unittest.main(exit=False, verbosity=2).result

@@ -9,7 +9,10 @@ Every request below /api2/json goes through the same steps as on pveproxy:
      at most max_post bytes (501 "for data too large"), form-urlencoded or
      JSON;
   5. the path and method must exist in the schema (501 "Method 'M /path' not
-     implemented"), the method must allow API tokens;
+     implemented"), the method must allow API tokens, and the token must
+     pass the method's `permissions` (access.py: PVE's privileges, roles,
+     ACLs and privilege-separated tokens of the release given by
+     --pve-version; 403 "Permission check failed (PATH, PRIV)");
   6. parameters (path, query, body; a repeated key is an array parameter's
      items, or NUL-joined for a scalar as PVE does) verified against the
      schema: 400 {"data": null, "errors": {param: message}, "message":
@@ -36,6 +39,7 @@ Control endpoints (no authentication, for tests), below /_fake/:
 """
 
 import hmac
+import inspect
 import json
 import os
 import re
@@ -49,6 +53,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Optional
 from urllib.parse import unquote, urlsplit
 
+import access
 import api
 import certs
 import template_script
@@ -75,6 +80,15 @@ class Options:
     schema_path: str
     cert_dir: str
     token: str                                  # USER@REALM!TOKENID=SECRET
+    # The PVE release simulated (api.PVE_RELEASES): its privileges, its
+    # /version; the schema must be that release's.
+    pve_version: str = "8.4"
+    # What GET /version answers instead of the release's own "X.Y.Z" (a
+    # release clients must refuse); the rules stay pve_version's.
+    version_override: Optional[str] = None
+    # Users, tokens, roles and ACLs (access.py); None: the token may do
+    # everything its user may, and its user is root@pam or an Administrator.
+    access_file: Optional[str] = None
     nodes: list = field(default_factory=lambda: ["pve1"])
     state_file: Optional[str] = None            # initial nodes/storages/VMs (JSON), replaces the defaults
     template_vmid: Optional[int] = 9000         # None: no template VM
@@ -107,7 +121,13 @@ class FakeState:
 
     def __init__(self, options: Options, guest_handler: Optional[Callable], machines=None):
         self.lock = threading.RLock()
+        self.version = options.pve_version
+        self.release = api.release(options.pve_version)
+        if options.version_override:
+            self.release = {**self.release, "version": options.version_override,
+                            "release": options.version_override.rpartition(".")[0] or options.version_override}
         self.schema = ApiSchema.load(options.schema_path)
+        _check_schema_release(self.schema, options.pve_version)
         self.unchecked_formats = set()
         self.validator = Validator(self.schema, self._note_unchecked)
         self.cluster = _initial_cluster(options)
@@ -117,8 +137,7 @@ class FakeState:
         handler = guest_handler or (subprocess_handler(options.guest_exec) if options.guest_exec else None)
         guests = Guests(root, handler)
         # `machines`: a factory (cluster, guests) -> Machines, for tests of the seam.
-        self.machines = machines(self.cluster, guests) if machines else \
-            load_machines(options.real_guests, self.cluster, guests, options.real_work_dir, options.inject_qemu)
+        self.machines = machines(self.cluster, guests) if machines else _load_machines(options, self.cluster, guests)
         self.guests = self.machines.guests
         self.cluster.machines = self.machines
         map_node_file = getattr(self.machines, "map_node_file", None)
@@ -130,6 +149,8 @@ class FakeState:
         for rule in options.faults:
             self.faults.add(FaultRule.from_json(rule))
         self.token_user, _, self.token_secret = options.token.partition("=")
+        self.access = access.Rpc(access.load(options.access_file, options.pve_version, self.token_user)
+                                 if options.access_file else access.default_config(options.pve_version, self.token_user))
         self.fingerprint = certs.fingerprint(os.path.join(options.cert_dir, "server.pem"))
         self.requests = []
         self.quiet = options.quiet
@@ -143,6 +164,45 @@ class FakeState:
     @staticmethod
     def discard_log() -> TaskLog:
         return TaskLog()
+
+    def secret_of(self, tokenid: str) -> Optional[str]:
+        """The secret a token authenticates with: the --token's, or one the
+        access file gives."""
+        return self.token_secret if tokenid == self.token_user else self.access.authenticate(tokenid)
+
+
+# How each release's schema shows itself: the privilege agent/exec checks
+# (8.4: VM.Monitor; 9.x: VM.GuestAgent.Unrestricted, qemu-server "api: agent:
+# use more specific guest agent privileges").
+_RELEASE_MARKERS = {"8.4": "VM.Monitor", "9.1": "VM.GuestAgent.Unrestricted"}
+_MARKER_METHOD = ("/nodes/{node}/qemu/{vmid}/agent/exec", "POST")
+
+
+def _marker_check(schema: ApiSchema) -> str:
+    method = schema.method(*_MARKER_METHOD)
+    return json.dumps((method.info.get("permissions") or {}).get("check")) if method else ""
+
+
+def schema_release(schema: ApiSchema) -> Optional[str]:
+    """The release whose schema this is (by _RELEASE_MARKERS), or None."""
+    check = _marker_check(schema)
+    return next((version for version, marker in _RELEASE_MARKERS.items() if marker in check), None)
+
+
+def _check_schema_release(schema: ApiSchema, version: str) -> None:
+    """A schema of another release than --pve-version is refused: its
+    permissions would name privileges the release does not have."""
+    if schema_release(schema) != version:
+        raise ValueError(f"the schema is not PVE {version}'s: agent/exec's permissions "
+                         f"{_marker_check(schema) or 'missing'} do not name {_RELEASE_MARKERS[version]}")
+
+
+def _load_machines(options: Options, cluster: Cluster, guests: Guests):
+    """machines.load_machines, told the release where it takes `pve_version`
+    (the drive -> QEMU rules differ: qemu-server 8.3's -drive, 9.2's -blockdev)."""
+    extra = {"pve_version": options.pve_version} \
+        if "pve_version" in inspect.signature(load_machines).parameters else {}
+    return load_machines(options.real_guests, cluster, guests, options.real_work_dir, options.inject_qemu, **extra)
 
 
 def _initial_cluster(options: Options) -> Cluster:
@@ -307,8 +367,8 @@ class RequestHandler(BaseHTTPRequestHandler):
             raise ApiError(401, "No ticket")
         scheme, _, value = header.partition("=")
         user, _, secret = value.partition("=")
-        if scheme != "PVEAPIToken" or user != state.token_user \
-                or not hmac.compare_digest(secret.encode(), state.token_secret.encode()):
+        expected = state.secret_of(user) if scheme == "PVEAPIToken" else None
+        if expected is None or not hmac.compare_digest(secret.encode(), expected.encode()):
             self._unauthorized_pause()
             raise ApiError(401, "authentication failure")
         return user
@@ -357,6 +417,9 @@ class RequestHandler(BaseHTTPRequestHandler):
         if not method.info.get("allowtoken"):
             raise ApiError(403, f"Permission check failed (URI '{path}' not available with API token, "
                                 "need proper ticket.)")
+        # ... then RPCEnvironment.pm check_api2_permissions, on the parameters
+        # as sent (before they are verified).
+        state.access.check_api2_permissions(method.info.get("permissions"), user, params)
         params = normalize_legacy_param_formats(method, params)
         errors = state.validator.validate(method, params)
         if errors:
