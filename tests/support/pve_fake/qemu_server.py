@@ -1,7 +1,7 @@
-"""A VM config -> the QEMU command line qemu-server 8.3 (PVE 8.4) builds for it.
+"""A VM config -> the QEMU command line qemu-server 8.3 (PVE 8.4) or 9.2 (PVE 9.1) builds for it.
 
-This is a re-implementation, from reading qemu-server at c2287c17 (8.3.13),
-of the part of PVE/QemuServer.pm `config_to_command` that a disk benchmark's
+This is a re-implementation, from reading qemu-server at c2287c17 (8.3.13)
+and at e6352be6 (9.2.6), of the part of `config_to_command` that a disk benchmark's
 VMs reach: i440fx (`pc`) machines with SeaBIOS, disks on ide/scsi/virtio/sata,
 the guest agent, serial sockets, vga, virtio/e1000 NICs and `args`. Anything
 else it is given (q35, OVMF, hostpci, usbN, numa, hotplug of cpu/memory, a
@@ -17,9 +17,19 @@ cfg2cmd expectations (tests/data/pve/cfg2cmd, cfg2cmd_test.py).
 
 Each rule names the qemu-server function it follows, e.g.
 `# QemuServer.pm print_drive_commandline_full`; file names are relative to
-qemu-server's PVE/ directory unless another repository is named.
+qemu-server's PVE/ directory (8.3) or src/PVE/QemuServer/ (9.2: Blockdev.pm,
+DriveDevice.pm, Drive.pm, Cfg2Cmd/Timer.pm) unless another repository is named.
+
+The version: `environment.qemu_server_version` and `qemu_version`
+(PVE_VERSIONS, environment_for). qemu-server 9.2 keeps 8.3's output for
+machine versions below 10.0, with few exceptions (host_mtu, marked where they
+are); from 10.0 on every drive is a throttle-group object plus a -blockdev
+chain (throttle node `drive-<id>` > format node > file node) and its device
+line gains device_id= and write-cache= (the "9.2:" section below).
 """
 
+import hashlib
+import json
 import os
 import re
 import shlex
@@ -54,8 +64,12 @@ DEFAULT_STORAGES = {
 
 @dataclass
 class HostEnvironment:
-    """What config_to_command reads from the host rather than the config."""
+    """What config_to_command reads from the host rather than the config.
+    `qemu_server_version` selects the rules where qemu-server 8.3 and 9.2
+    differ for the same machine version (most 9.2 rules are gated by the
+    machine version instead, which 8.3's QEMU 9.2 never reaches)."""
     qemu_version: str = "9.2.0"          # PVE 8.4 ships pve-qemu-kvm 9.2
+    qemu_server_version: str = "8.3.13"
     kvm_available: bool = True           # QemuServer.pm kvm_version()
     initiator_name: Optional[str] = None  # QemuServer.pm get_initiator_name (/etc/iscsi/initiatorname.iscsi)
     host_cpus: int = 1024                # $cpuinfo->{cpus}
@@ -68,10 +82,30 @@ class HostEnvironment:
     serial_socket: Callable[[int, int], str] = lambda vmid, i: f"/var/run/qemu-server/{vmid}.serial{i}"
 
 
+# What each simulated PVE version runs (environment_for):
+# * 8.4: qemu-server 8.3.13 (its commit c2287c17 "bump version to 8.3.13") with
+#   pve-qemu-kvm 9.2.0 (PVE 8.4's release notes: QEMU 9.2.0);
+# * 9.1: qemu-server 9.2.6 (commit e6352be6 "bump version to 9.2.6", the newest
+#   of PVE 9.1's repository; its debian/control requires pve-qemu-kvm >= 10.1~)
+#   with pve-qemu-kvm 10.1.2 (PVE 9.1's release notes: QEMU 10.1.2).
+PVE_VERSIONS = {
+    "8.4": {"qemu_server_version": "8.3.13", "qemu_version": "9.2.0"},
+    "9.1": {"qemu_server_version": "9.2.6", "qemu_version": "10.1.2"},
+}
+
+
+def environment_for(pve_version: str, **overrides) -> "HostEnvironment":
+    """The HostEnvironment of a PVE version of PVE_VERSIONS; other fields as given."""
+    if pve_version not in PVE_VERSIONS:
+        raise ValueError(f"PVE version {pve_version} is not simulated (known: {', '.join(PVE_VERSIONS)})")
+    return HostEnvironment(**PVE_VERSIONS[pve_version], **overrides)
+
+
 # ---- versions (QemuServer/Helpers.pm min_version, QemuServer/Machine.pm) ----------------
 
 # Machine.pm $PVE_MACHINE_VERSION: the highest +pveN per QEMU machine version.
-PVE_MACHINE_REVISIONS = {"4.1": 2, "9.2": 1}
+# (qemu-server 9.2.6 adds 10.0+pve1, host_mtu always set, and 11.0.)
+PVE_MACHINE_REVISIONS = {"4.1": 2, "9.2": 1, "10.0": 1, "11.0": 2}
 
 
 def _version_tuple(text: str) -> tuple:
@@ -305,6 +339,167 @@ def print_drive_commandline(drive: Drive, storages: dict, qemu_version: str) -> 
     return f"{path_info}if=none,id=drive-{drive.id}{options}"
 
 
+# ---- qemu-server 9.2: drives as -blockdev chains (machine version >= 10.0) ------------------
+# QemuServer.pm config_to_command ("for the switch to -blockdev"): per drive an
+# `-object` throttle group (on the command line before the devices) and a
+# `-blockdev` throttle filter node `drive-<id>` over a format node over a file
+# node. File names below are qemu-server 9.2.6's src/PVE/QemuServer/.
+
+
+def blockdev_json(value: dict) -> str:
+    """QemuServer.pm to_json($obj, { canonical => 1 }): sorted keys, no spaces."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def node_name(kind: str, drive_id: str, volid: str) -> str:
+    """Blockdev.pm get_node_name (no snapshot, fleecing or TPM backup): a prefix
+    letter for the node type, then the first 30 hex digits of
+    sha256("drive=<id>,volid=<volid>") (node names must start with a letter
+    and have at most 31 characters)."""
+    prefix = {"alloc-track": "a", "file": "e", "fmt": "f", "zeroinit": "z"}[kind]
+    return prefix + hashlib.sha256(f"drive={drive_id},volid={volid}".encode()).hexdigest()[:30]
+
+
+def top_node_name(drive_id: str) -> str:
+    """Blockdev.pm top_node_name: the throttle node keeps the -drive era's id."""
+    return f"drive-{drive_id}"
+
+
+def throttle_group_id(drive_id: str) -> str:
+    """Blockdev.pm throttle_group_id."""
+    return f"throttle-drive-{drive_id}"
+
+
+# Blockdev.pm generate_throttle_group: (config key suffix, QOM name) per direction;
+# per direction mbps, mbps_max, bps_max_length, iops, iops_max, iops_max_length.
+THROTTLE_DIRECTIONS = (("", "-total"), ("_rd", "-read"), ("_wr", "-write"))
+
+
+def generate_throttle_group(drive: Drive) -> dict:
+    """Blockdev.pm generate_throttle_group: mbps* -> bps* as int(v*1024*1024),
+    iops* and *_max_length as int; a 0 or missing value is left out (Perl truth)."""
+    limits, options = {}, drive.options
+
+    def set_limit(key: str, name: str, scale: int = 1) -> None:
+        value = options.get(key)
+        if value and float(value):
+            limits[name] = int(float(value) * scale)
+
+    for suffix, qom in THROTTLE_DIRECTIONS:
+        set_limit(f"mbps{suffix}", f"bps{qom}", 1024 * 1024)
+        set_limit(f"mbps{suffix}_max", f"bps{qom}-max", 1024 * 1024)
+        set_limit(f"bps{suffix}_max_length", f"bps{qom}-max-length")
+        set_limit(f"iops{suffix}", f"iops{qom}")
+        set_limit(f"iops{suffix}_max", f"iops{qom}-max")
+        set_limit(f"iops{suffix}_max_length", f"iops{qom}-max-length")
+    return {"id": throttle_group_id(drive.id), "limits": limits, "qom-type": "throttle-group"}
+
+
+def _add_common_options(blockdev: dict, drive: Drive, read_only: bool) -> None:
+    """Blockdev.pm add_common_options: set on all three nodes of the chain."""
+    if not drive.is_cdrom():
+        blockdev["discard"] = "unmap" if drive.options.get("discard") == "on" else "ignore"
+        blockdev["detect-zeroes"] = detect_zeroes_option(drive)
+    # read_only_json_option: ro, a cdrom, or the caller's read-only (a template)
+    blockdev["read-only"] = drive.flag("ro") or drive.is_cdrom() or read_only
+
+
+def detect_zeroes_option(drive: Drive) -> str:
+    """Drive.pm detect_zeroes_cmdline_option (the same rule as 8.3's -drive)."""
+    if "detect_zeroes" in drive.options and not drive.flag("detect_zeroes"):
+        return "off"
+    if drive.options.get("discard"):
+        return "unmap" if drive.options["discard"] == "on" else "on"
+    return "on"     # "This used to be our default with discard not being specified"
+
+
+def aio_option(drive: Drive, storage_type: Optional[str], cache_direct: bool) -> str:
+    """Drive.pm aio_cmdline_option with storage_allows_io_uring_default
+    (krbd not modelled)."""
+    if drive.options.get("aio"):
+        return drive.options["aio"]
+    if _io_uring_allowed(storage_type):
+        return "io_uring"
+    return "native" if cache_direct else "threads"      # "aio native works only with O_DIRECT"
+
+
+def file_driver(path: str, storage_type: Optional[str]) -> str:
+    """pve-storage Plugin.pm qemu_blockdev_options: `host_device` for a block or
+    character device (PVE stats the path; lvm and lvmthin volumes are block
+    devices), `file` otherwise."""
+    return "host_device" if storage_type in ("lvm", "lvmthin") or path.startswith("/dev/") else "file"
+
+
+def blockdev_cache(drive: Drive, storage_type: Optional[str]) -> dict:
+    """Blockdev.pm generate_blockdev_drive_cache: the format and file nodes'
+    cache options (the throttle node has none)."""
+    return {"direct": _uses_cache_direct(drive, storage_type), "no-flush": drive.options.get("cache") == "unsafe"}
+
+
+def device_write_cache(drive: Drive) -> bool:
+    """DriveDevice.pm print_drivedevice_full (machine >= 10.0): the guest-visible
+    write cache, off for writethrough and directsync."""
+    return drive.options.get("cache") not in ("writethrough", "directsync")
+
+
+def generate_file_blockdev(drive: Drive, storages: dict, read_only: bool) -> dict:
+    """Blockdev.pm generate_file_blockdev for a path or a storage volume."""
+    storage_type = _storage_type(drive.file, storages)
+    if drive.file == "cdrom":
+        raise UnsupportedConfig("a host CD-ROM drive")
+    path, _ = volume_path_and_format(drive.file, storages)
+    blockdev = {"driver": file_driver(path, storage_type), "filename": path}
+    blockdev["cache"] = blockdev_cache(drive, storage_type)
+    blockdev["aio"] = aio_option(drive, storage_type, blockdev["cache"]["direct"])  # file/host_device have aio
+    blockdev["node-name"] = node_name("file", drive.id, drive.file)
+    _add_common_options(blockdev, drive, read_only)
+    return blockdev
+
+
+def generate_format_blockdev(drive: Drive, storages: dict, child: dict, read_only: bool) -> dict:
+    """Blockdev.pm generate_format_blockdev: the storage's format (a differing
+    `format=` option is an error), `raw` for an unmanaged path; the cache
+    options repeated from the file node ("like libvirt")."""
+    _, volume_format = volume_path_and_format(drive.file, storages)
+    if ":" in drive.file and drive.options.get("format", volume_format) != volume_format:
+        raise StartError(f"drive '{drive.id}' - volume '{drive.file}' - 'format={drive.options['format']}'"
+                         f" option different from storage format '{volume_format}'")
+    if ":" not in drive.file:
+        volume_format = drive.options.get("format", "raw")
+    blockdev = {"node-name": node_name("fmt", drive.id, drive.file), "driver": volume_format,
+                "file": child, "cache": child["cache"]}
+    _add_common_options(blockdev, drive, read_only)
+    return blockdev
+
+
+def generate_drive_blockdev(drive: Drive, storages: dict, read_only: bool = False) -> dict:
+    """Blockdev.pm generate_drive_blockdev + generate_throttle_blockdev, without
+    live restore, NBD, zeroinit and scsiblock (not modelled)."""
+    if drive.flag("snapshot"):
+        raise StartError("'snapshot' option is not yet supported for '-blockdev'")
+    if drive.flag("scsiblock"):
+        raise UnsupportedConfig("scsiblock")
+    child = generate_format_blockdev(drive, storages, generate_file_blockdev(drive, storages, read_only),
+                                     read_only)
+    blockdev = {"driver": "throttle", "node-name": top_node_name(drive.id),
+                "throttle-group": throttle_group_id(drive.id), "file": child}
+    _add_common_options(blockdev, drive, read_only)
+    return blockdev
+
+
+def blockdev_device_options(drive: Drive) -> str:
+    """DriveDevice.pm print_drivedevice_full, the machine >= 10.0 tail: the
+    guest-visible write cache (off for writethrough and directsync: the
+    -blockdev nodes carry no cache= mode), then rerror/werror."""
+    text = ""
+    if not drive.is_cdrom():                    # hd: has_write_cache (no scsi-block modelled)
+        text += ",write-cache=" + ("on" if device_write_cache(drive) else "off")
+    for key in ("rerror", "werror"):
+        if key in drive.options:
+            text += f",{key}={drive.options[key]}"
+    return text
+
+
 def scsihw_infos(conf: dict, drive: Drive) -> tuple:
     """QemuServer.pm scsihw_infos: (devices per controller, controller number, id prefix)."""
     scsihw = conf.get("scsihw")
@@ -318,10 +513,14 @@ def scsihw_infos(conf: dict, drive: Drive) -> tuple:
     return per_controller, drive.index // per_controller, prefix
 
 
-def print_drivedevice(conf: dict, drive: Drive, bridges: set) -> str:
-    """QemuServer.pm print_drivedevice_full."""
+def print_drivedevice(conf: dict, drive: Drive, bridges: set, blockdev: bool = False) -> str:
+    """QemuServer.pm print_drivedevice_full (8.3), DriveDevice.pm print_drivedevice_full
+    (9.2; `blockdev`: machine version >= 10.0): then an empty drive (`none`)
+    gets no drive=, a SCSI hd/cd gets device_id=drive-<id>, and the tail of
+    blockdev_device_options follows."""
+    drive_option = "" if blockdev and drive.file == "none" else f",drive=drive-{drive.id}"
     if drive.interface == "virtio":
-        device = f"virtio-blk-pci,drive=drive-{drive.id},id={drive.id}{print_pci_addr(drive.id, bridges)}"
+        device = f"virtio-blk-pci{drive_option},id={drive.id}{print_pci_addr(drive.id, bridges)}"
         if drive.flag("iothread"):
             device += f",iothread=iothread-{drive.id}"
     elif drive.interface == "scsi":
@@ -333,7 +532,9 @@ def print_drivedevice(conf: dict, drive: Drive, bridges: set) -> str:
             device = f"scsi-{device_type},bus={prefix}{controller}.0,scsi-id={drive.index % per_controller}"
         else:
             device = f"scsi-{device_type},bus={prefix}{controller}.0,channel=0,scsi-id=0,lun={drive.index}"
-        device += f",drive=drive-{drive.id},id={drive.id}"
+        device += f"{drive_option},id={drive.id}"
+        if blockdev:
+            device += f",device_id=drive-{drive.id}"
         if drive.flag("ssd") and device_type == "hd":
             device += ",rotation_rate=1"
         device += _optional(drive, "wwn")
@@ -343,8 +544,12 @@ def print_drivedevice(conf: dict, drive: Drive, bridges: set) -> str:
         per_controller = BUS_MAX["sata"] if drive.interface == "sata" else 2
         controller, unit = drive.index // per_controller, drive.index % per_controller
         device_type = "cd" if drive.is_cdrom() else "hd"
+        # 9.2 DriveDevice.pm: "$device_type = 'cd' if $conf->{template};" (not in 8.3; a
+        # 9.2 template always starts with the newest machine, so `blockdev` marks 9.2 here).
+        if blockdev and _flag(conf, "template", False):
+            device_type = "cd"
         bus = f"ide.{controller},unit={unit}" if drive.interface == "ide" else f"ahci{controller}.{unit}"
-        device = f"ide-{device_type},bus={bus},drive=drive-{drive.id},id={drive.id}"
+        device = f"ide-{device_type},bus={bus}{drive_option},id={drive.id}"
         if device_type == "hd":
             device += _optional(drive, "model")
             if drive.flag("ssd"):
@@ -353,6 +558,8 @@ def print_drivedevice(conf: dict, drive: Drive, bridges: set) -> str:
     if drive.bootindex:
         device += f",bootindex={drive.bootindex}"
     device += _optional(drive, "serial")          # uri_unescape'd; our serials are plain
+    if blockdev:
+        device += blockdev_device_options(drive)
     return device
 
 
@@ -453,7 +660,8 @@ def _cpu_option(kvm: bool, machine: str) -> str:
 NET_MODELS = ("virtio", "e1000", "e1000e", "rtl8139", "vmxnet3")
 
 
-def _net_devices(vmid: int, conf: dict, bootorder: dict, bridges: set, machine: str) -> list:
+def _net_devices(vmid: int, conf: dict, bootorder: dict, bridges: set, machine: str,
+                 qemu_server_version: str = "8.3.13") -> list:
     """QemuServer.pm parse_net, print_netdev_full, print_netdevice_full."""
     args = []
     for i in range(32):
@@ -482,11 +690,32 @@ def _net_devices(vmid: int, conf: dict, bootorder: dict, bridges: set, machine: 
             device += ",rx_queue_size=1024,tx_queue_size=256"
         if bootorder.get(netid):
             device += f",bootindex={bootorder[netid]}"
-        if net.get("mtu") and model == "virtio" and net.get("bridge"):
-            # mtu=1 means the bridge's MTU (PVE::Network::read_bridge_mtu; 1500 assumed here).
-            device += f",host_mtu={1500 if net['mtu'] == '1' else net['mtu']}"
+        device += _host_mtu(net, model, machine, qemu_server_version)
+        # 9.2 print_netdevice_full: host_tunnel=off by default from 11.0+pve1 on; from
+        # 10.2 on only when `host-tunnel=0` is set.
+        if model == "virtio" and min_version(machine, 11, 0, 1) and not _flag(net, "host-tunnel", False):
+            device += ",host_tunnel=off"
+        elif model == "virtio" and min_version(machine, 10, 2) and not _flag(net, "host-tunnel", True):
+            device += ",host_tunnel=off"
         args += ["-netdev", netdev, "-device", device]
     return args
+
+
+BRIDGE_MTU = 1500      # PVE::Network::read_bridge_mtu: the bridges here are assumed at 1500
+
+
+def _host_mtu(net: dict, model: str, machine: str, qemu_server_version: str) -> str:
+    """print_netdevice_full, host_mtu of a virtio NIC on a bridge (mtu=1: the
+    bridge's MTU). 8.3: only when `mtu` is set. 9.2: always from machine
+    10.0+pve1 on ("for migration compatibility"), else when it is not 1500."""
+    if model != "virtio" or not net.get("bridge"):
+        return ""
+    mtu = BRIDGE_MTU if net.get("mtu") in (None, "1") else int(net["mtu"])
+    if not min_version(qemu_server_version, 9, 0):
+        return f",host_mtu={mtu}" if net.get("mtu") else ""
+    if min_version(machine, 10, 0, 1) or mtu != BRIDGE_MTU:
+        return f",host_mtu={mtu}"
+    return ""
 
 
 def _serial_devices(vmid: int, conf: dict, environment: HostEnvironment) -> list:
@@ -503,9 +732,27 @@ def _serial_devices(vmid: int, conf: dict, environment: HostEnvironment) -> list
     return args
 
 
+def disk_arguments(conf: dict, environment: HostEnvironment, blockdev: bool) -> tuple:
+    """(objects, devices, bridges): the disk part of config_to_command alone, for
+    tools that start a minimal machine with a config's disks (record_hmp.py):
+    the -object arguments (iothreads, throttle groups), the controller, drive
+    and device arguments, and the PCI bridge numbers they need."""
+    objects, bridges = [], set()
+    drives = config_drives(conf)
+    bootorder = device_bootorder(conf, drives)
+    for drive in drives:
+        drive.bootindex = bootorder.get(drive.id)
+    devices = _disk_devices(conf, drives, bridges, objects, environment, [], blockdev)
+    if (conf.get("scsihw") or "").startswith("virtio-scsi-single"):
+        bridges.add(3)
+    return objects, devices, bridges
+
+
 def _disk_devices(conf: dict, drives: list, bridges: set, cmd: list, environment: HostEnvironment,
-                  warnings: list) -> list:
-    """config_to_command's foreach_volume: controllers, iothread objects, -drive, -device."""
+                  warnings: list, blockdev: bool = False) -> list:
+    """config_to_command's foreach_volume: controllers, iothread objects, -drive
+    (or, `blockdev` for machine versions >= 10.0, throttle-group objects appended
+    to `cmd` and -blockdev chains), -device. Returns the device arguments."""
     args, scsi_controllers, ahci_controllers = [], set(), set()
     scsihw = conf.get("scsihw") or "lsi"          # $defaults->{scsihw}
     template = _flag(conf, "template", False)
@@ -535,11 +782,19 @@ def _disk_devices(conf: dict, drives: list, bridges: set, cmd: list, environment
             if controller not in ahci_controllers:
                 args += ["-device", f"ahci,id=ahci{controller},multifunction=on{print_pci_addr(f'ahci{controller}', bridges)}"]
             ahci_controllers.add(controller)
-        drive_text = print_drive_commandline(drive, environment.storages, environment.qemu_version)
-        # Drive.pm drive_is_read_only: "extra protection for templates, but SATA and IDE don't support it"
-        if template and drive.interface not in ("sata", "ide"):
-            drive_text += ",readonly=on"
-        args += ["-drive", drive_text, "-device", print_drivedevice(conf, drive, bridges)]
+        if blockdev:
+            # "for the switch to -blockdev": no backend at all for an empty drive;
+            # a template's nodes are read-only ($extra_blockdev_options).
+            if drive.file != "none":
+                cmd += ["-object", blockdev_json(generate_throttle_group(drive))]
+                args += ["-blockdev", blockdev_json(generate_drive_blockdev(drive, environment.storages, template))]
+        else:
+            drive_text = print_drive_commandline(drive, environment.storages, environment.qemu_version)
+            # Drive.pm drive_is_read_only: "extra protection for templates, but SATA and IDE don't support it"
+            if template and drive.interface not in ("sata", "ide"):
+                drive_text += ",readonly=on"
+            args += ["-drive", drive_text]
+        args += ["-device", print_drivedevice(conf, drive, bridges, blockdev)]
     return args
 
 
@@ -565,7 +820,10 @@ def config_to_command(conf: dict, vmid: int, environment: HostEnvironment, warni
     for drive in drives:
         drive.bootindex = bootorder.get(drive.id)
     name = conf.get("name") or f"vm{vmid}"
-    cmd = [environment.kvm_binary, "-id", str(vmid), "-name", f"{name},debug-threads=on", "-no-shutdown",
+    # 9.2: "'debug-threads' is unconditionally enabled since QEMU 11 and the option is deprecated."
+    if not min_version(environment.qemu_version, 11, 0):
+        name += ",debug-threads=on"
+    cmd = [environment.kvm_binary, "-id", str(vmid), "-name", name, "-no-shutdown",
            "-chardev", f"socket,id=qmp,path={environment.qmp_socket(vmid)},server=on,wait=off",
            "-mon", "chardev=qmp,mode=control"]
     if min_version(machine, 2, 12):
@@ -599,6 +857,10 @@ def config_to_command(conf: dict, vmid: int, environment: HostEnvironment, warni
     cmd += ["-smp", f"{vcpus},sockets={sockets},cores={cores},maxcpus={sockets * cores}", "-nodefaults",
             "-boot", "menu=on,strict=on,reboot-timeout=1000,splash=/usr/share/qemu-server/bootsplash.jpg"]
     machine_flags = ["acpi=off"] if conf.get("acpi") == "0" else []
+    # 9.2 Cfg2Cmd/Timer.pm generate: a Linux guest on machine >= 10.1 gets hpet=off
+    # (machine_supports_flag: i440fx has it); not reachable with 8.3's QEMU 9.2.
+    if conf.get("ostype") == "l26" and min_version(machine, 10, 1):
+        machine_flags.append("hpet=off")
     if conf.get("reboot") == "0":
         cmd += ["-no-reboot"]
     if vga != "none" and not vga.startswith("serial"):
@@ -621,8 +883,9 @@ def config_to_command(conf: dict, vmid: int, environment: HostEnvironment, warni
         devices += ["-device", balloon + (",free-page-reporting=on" if min_version(machine, 6, 2) else "")]
     if environment.initiator_name:
         devices += ["-iscsi", f"initiator-name={environment.initiator_name}"]
-    devices += _disk_devices(conf, drives, bridges, cmd, environment, warnings)
-    devices += _net_devices(vmid, conf, bootorder, bridges, machine)
+    # 9.2 config_to_command: "if (min_version($machine_version, 10, 0)) { # for the switch to -blockdev"
+    devices += _disk_devices(conf, drives, bridges, cmd, environment, warnings, min_version(machine, 10, 0))
+    devices += _net_devices(vmid, conf, bootorder, bridges, machine, environment.qemu_server_version)
     # "add pci bridges": pci.1 and pci.2 from machine 2.3 on, pci.3 for virtio-scsi-single;
     # unshifted in descending order, so they end up ascending at the front.
     if min_version(machine, 2, 3):
@@ -731,7 +994,11 @@ def adapt_for_this_machine(argv: list, vmid: int, adaptation: Adaptation) -> tup
     notes.append("boot splash dropped")
     # 9. Volumes: the PVE path of each volume -> its file here.
     argv = _map_option(argv, "-drive", lambda v: _host_drive(v, adaptation.host_paths))
-    notes.append("volume paths mapped to this machine's files")
+    #    In a -blockdev chain the file node names the path; a volume that is a block
+    #    device on PVE (host_device) is a regular file here, which QEMU's
+    #    host_device driver refuses: the file driver, all other options kept.
+    argv = _map_option(argv, "-blockdev", lambda v: _host_blockdev(v, adaptation.host_paths))
+    notes.append("volume paths mapped to this machine's files (-blockdev: host_device -> file)")
     # 10. QEMU < 9.2 knows `reconnect=` only (qemu-server itself switches on the binary version).
     if not min_version(adaptation.qemu_version, 9, 2):
         argv = [a.replace("reconnect-ms=5000", "reconnect=5") for a in argv]
@@ -753,6 +1020,20 @@ def _drop_option_pairs(argv: list, drop) -> list:
 
 def _map_option(argv: list, option: str, change) -> list:
     return [change(a) if i > 0 and argv[i - 1] == option else a for i, a in enumerate(argv)]
+
+
+def _host_blockdev(value: str, host_paths: dict) -> str:
+    blockdev = json.loads(value)
+    node = blockdev
+    while isinstance(node, dict):
+        if "filename" in node:
+            if node["filename"] not in host_paths:
+                raise StartError(f"volume at '{node['filename']}' does not exist")
+            node["filename"] = host_paths[node["filename"]]
+            if node.get("driver") == "host_device":
+                node["driver"] = "file"
+        node = node.get("file")
+    return blockdev_json(blockdev)
 
 
 def _host_drive(value: str, host_paths: dict) -> str:

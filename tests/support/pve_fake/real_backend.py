@@ -26,13 +26,28 @@ guest mounts read-only; the run's data disk is allocated by create_disks
 data disk's drive is read back and verified, so nothing a run checks or
 measures goes through an overlay.
 
+PVE versions (`pve_version`): "8.4" runs qemu-server 8.3.13's -drive argv
+on the host's QEMU (7.2 here); "9.1" runs qemu-server 9.2.6's -blockdev argv
+on QEMU 10 from the Debian 13 root (tests/support/build-debian13-root.sh;
+PVE_FAKE_QEMU10 names another binary). Without that root, constructing a 9.1
+backend raises QemuUnavailable, saying how to build it.
+
 Injection (tests): `inject={"cache": "writeback"}` (or PVE_FAKE_INJECT, JSON;
 the fake's --inject-qemu and POST /_fake/inject set the `inject` attribute)
-makes start() run QEMU with those -drive options in place of the config's,
-on every disk or only those selected by "vmid" and/or "drive" (e.g.
-{"cache": "writeback", "vmid": 105, "drive": "scsi1"}); keys are QEMU -drive
-options (cache, discard, detect-zeroes, aio). PVE's config keeps saying what
-was asked, so a run's QEMU- or guest-level check must fail.
+makes start() run QEMU with other disk options than the config's, on every
+disk or only those selected by "vmid" and/or "drive" (e.g.
+{"cache": "writeback", "vmid": 105, "drive": "scsi1"}). Keys, for both
+versions (inject_drive_options):
+  * cache: a cache mode (none, writeback, writethrough, directsync, unsafe);
+    8.4: -drive cache=; 9.1: the format and file nodes' cache options and the
+    device's write-cache, as qemu-server 9.2 writes them for that mode;
+  * discard (unmap|ignore), detect-zeroes (on|off|unmap), aio: 8.4: -drive
+    options; 9.1: on the chain's nodes where qemu-server puts them;
+  * throttle: QEMU throttle limits, e.g. {"throttle": {"iops-total": 250}};
+    9.1: they replace the drive's throttle-group limits (the -object),
+    8.4: -drive throttling.KEY=VALUE.
+PVE's config keeps saying what was asked, so a run's QEMU-, guest- or
+effect-level check must fail.
 
 Cleanup: stop() kills and reaps; close() stops every VM (call it on the
 fake's SIGTERM; it is also registered with atexit), and each QEMU has
@@ -57,6 +72,33 @@ from guest import AgentError, FILE_READ_CAP
 from machine import AgentReply, AgentTimeout, Machine, MachineError
 
 
+class QemuUnavailable(Exception):
+    """The QEMU a simulated PVE version runs on is not on this machine."""
+
+
+ROOT_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build-debian13-root.sh")
+# The QEMU each PVE version's guests run on here (qemu_for): PVE's own is
+# pve-qemu-kvm (qemu_server.PVE_VERSIONS); these are the nearest Debian builds.
+MIN_QEMU = {"8.4": (7, 2), "9.1": (10, 0)}
+
+
+def qemu_for(pve_version: str) -> str:
+    """8.4: the host's qemu-system-x86_64; 9.1: PVE_FAKE_QEMU10, else the
+    Debian 13 root's wrapper (build-debian13-root.sh --find, which builds
+    nothing). Raises QemuUnavailable."""
+    if pve_version == "8.4":
+        return "qemu-system-x86_64"
+    if pve_version != "9.1":
+        raise QemuUnavailable(f"PVE {pve_version} is not simulated")
+    if os.environ.get("PVE_FAKE_QEMU10"):
+        return os.environ["PVE_FAKE_QEMU10"]
+    found = subprocess.run(["bash", ROOT_SCRIPT, "--find"], capture_output=True, text=True, check=False)
+    if found.returncode != 0 or not found.stdout.strip():
+        raise QemuUnavailable("PVE 9.1's guests need QEMU 10 from the Debian 13 root, which is not built: run "
+                              "tests/support/build-debian13-root.sh (about 70 s) or set PVE_FAKE_QEMU10")
+    return found.stdout.strip()
+
+
 class AgentFailure(Exception):
     """A guest-agent failure PVE reports with its own message, not as
     "Agent error: ..." (the API answers 500 with str(self))."""
@@ -69,10 +111,17 @@ READ_CHUNK = 1024 * 1024
 class RealBackend:
     def __init__(self, image_dir: str, work_dir: Optional[str] = None, storages: Optional[dict] = None,
                  inject: Optional[dict] = None, kvm_works: Optional[bool] = None,
-                 qemu_binary: str = "qemu-system-x86_64", start_timeout: float = 60.0):
+                 qemu_binary: Optional[str] = None, start_timeout: float = 60.0, pve_version: str = "8.4"):
         """storages: {storage id: type} or {id: object with .type} (the fake's Storage);
         default local-lvm (lvmthin) and local (dir). kvm_works: None reads
-        PVE_FAKE_KVM=1 (default: TCG, as /dev/kvm on this host runs no guest)."""
+        PVE_FAKE_KVM=1 (default: TCG, as /dev/kvm on this host runs no guest).
+        qemu_binary: default qemu_for(pve_version). Raises QemuUnavailable."""
+        qemu_binary = qemu_binary or qemu_for(pve_version)
+        qemu_version = _qemu_version(qemu_binary)
+        if qemu_server._version_tuple(qemu_version)[:2] < MIN_QEMU.get(pve_version, (99, 0)):
+            raise QemuUnavailable(f"PVE {pve_version} needs QEMU {'.'.join(map(str, MIN_QEMU[pve_version]))} or "
+                                  f"newer; {qemu_binary} is {qemu_version}")
+        self.pve_version = pve_version
         self.image_dir = image_dir
         self._own_work_dir = work_dir is None
         self.work_dir = work_dir or tempfile.mkdtemp(prefix="pve-fake-real-")
@@ -82,7 +131,7 @@ class RealBackend:
         self.inject = inject if inject is not None else json.loads(os.environ.get("PVE_FAKE_INJECT", "null"))
         self.kvm_works = kvm_works if kvm_works is not None else os.environ.get("PVE_FAKE_KVM") == "1"
         self.qemu_binary = qemu_binary
-        self.qemu_version = _qemu_version(qemu_binary)
+        self.qemu_version = qemu_version
         self.start_timeout = start_timeout
         self._volumes = {}                          # volid -> host path
         self._external = set()                      # volids whose file is not ours (never written, never removed)
@@ -199,8 +248,7 @@ class RealBackend:
 
     def build_argv(self, vmid: int, config: dict) -> tuple:
         """(PVE argv, adapted argv, adaptation notes, PVE warnings)."""
-        environment = qemu_server.HostEnvironment(qemu_version="9.2.0", kvm_available=True,
-                                                  storages=self.storages)
+        environment = qemu_server.environment_for(self.pve_version, kvm_available=True, storages=self.storages)
         warnings = []
         pve_argv = qemu_server.config_to_command(config, vmid, environment, warnings)
         host_paths, overlays = {}, set()
@@ -298,37 +346,116 @@ class RealBackend:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
 
+def _chain_nodes(blockdev: dict) -> list:
+    """The nodes of a -blockdev chain, top first (throttle, format, file)."""
+    nodes, node = [], blockdev
+    while isinstance(node, dict):
+        nodes.append(node)
+        node = node.get("file")
+    return nodes
+
+
 def open_overlays_as_qcow2(argv: list, overlays: set) -> tuple:
     """(argv, notes): a -drive whose file is a linked clone's overlay says
-    format=qcow2 instead of qemu-server's format=raw (module doc)."""
+    format=qcow2 instead of qemu-server's format=raw (module doc); in a
+    -blockdev chain, the format node over that file says driver qcow2."""
     result, notes = list(argv), []
     for i in range(1, len(result)):
-        if result[i - 1] != "-drive" or not result[i].startswith("file="):
-            continue
-        path = result[i][len("file="):].split(",", 1)[0]
-        if path in overlays:
-            result[i] = result[i].replace(",format=raw", ",format=qcow2")
-            notes.append(f"linked clone {os.path.basename(path)}: a qcow2 overlay, format=qcow2")
+        if result[i - 1] == "-drive" and result[i].startswith("file="):
+            path = result[i][len("file="):].split(",", 1)[0]
+            if path in overlays:
+                result[i] = result[i].replace(",format=raw", ",format=qcow2")
+                notes.append(f"linked clone {os.path.basename(path)}: a qcow2 overlay, format=qcow2")
+        elif result[i - 1] == "-blockdev":
+            nodes = _chain_nodes(json.loads(result[i]))
+            if len(nodes) >= 2 and nodes[-1].get("filename") in overlays and nodes[-2]["driver"] == "raw":
+                nodes[-2]["driver"] = "qcow2"
+                result[i] = qemu_server.blockdev_json(nodes[0])
+                notes.append(f"linked clone {os.path.basename(nodes[-1]['filename'])}: a qcow2 overlay, "
+                             "format node driver qcow2")
     return result, notes
+
+
+# inject keys that are not disk options.
+INJECT_SELECTORS = ("vmid", "drive")
 
 
 def inject_drive_options(argv: list, vmid: int, inject: Optional[dict]) -> tuple:
     """(argv, notes): the injection hook (module doc); not part of the adaptation."""
     if not inject or ("vmid" in inject and int(inject["vmid"]) != vmid):
         return argv, []
-    options = {k: str(v) for k, v in inject.items() if k not in ("vmid", "drive")}
+    options = {k: v for k, v in inject.items() if k not in INJECT_SELECTORS}
     result, notes = list(argv), []
     for i in range(1, len(result)):
-        if result[i - 1] != "-drive" or "media=cdrom" in result[i]:
+        change = INJECTORS.get(result[i - 1])
+        drive_id = _injected_drive(result[i - 1], result[i]) if change else None
+        if not drive_id or (inject.get("drive") and inject["drive"] != drive_id):
             continue
-        parts = result[i].split(",")
-        drive_id = next((p[len("id=drive-"):] for p in parts if p.startswith("id=drive-")), "")
-        if inject.get("drive") and inject["drive"] != drive_id:
-            continue
-        kept = [p for p in parts if p.split("=", 1)[0] not in options]
-        result[i] = ",".join(kept + [f"{k}={v}" for k, v in options.items()])
-        notes.append(f"INJECTED on {drive_id}: {options}")
+        changed = change(result[i], options)
+        if changed != result[i]:
+            result[i] = changed
+            notes.append(f"INJECTED on {drive_id} ({result[i - 1]}): {options}")
     return result, notes
+
+
+def _injected_drive(option: str, value: str) -> Optional[str]:
+    """The drive an -drive, -blockdev, -device or throttle-group -object belongs to."""
+    if option == "-drive" and "media=cdrom" not in value:
+        return next((p[len("id=drive-"):] for p in value.split(",") if p.startswith("id=drive-")), None)
+    if option == "-blockdev":
+        return json.loads(value).get("node-name", "")[len("drive-"):] or None
+    if option == "-object" and value.startswith('{"id":"throttle-drive-'):
+        return json.loads(value)["id"][len("throttle-drive-"):]
+    if option == "-device" and ",write-cache=" in value:
+        return next((p[len("drive=drive-"):] for p in value.split(",") if p.startswith("drive=drive-")), None)
+    return None
+
+
+def _inject_drive(value: str, options: dict) -> str:
+    """8.4: -drive options replaced; throttle limits as throttling.KEY=VALUE."""
+    flat = {k: str(v) for k, v in options.items() if k != "throttle"}
+    flat.update({f"throttling.{k}": str(v) for k, v in options.get("throttle", {}).items()})
+    kept = [p for p in value.split(",") if p.split("=", 1)[0] not in flat]
+    return ",".join(kept + [f"{k}={v}" for k, v in flat.items()])
+
+
+def _inject_blockdev(value: str, options: dict) -> str:
+    """9.1: the chain's nodes get what qemu-server 9.2 would write for the
+    injected values (Blockdev.pm generate_blockdev_drive_cache, add_common_options)."""
+    nodes = _chain_nodes(json.loads(value))
+    if "cache" in options:
+        cache = qemu_server.blockdev_cache(qemu_server.Drive("scsi", 0, "", {"cache": options["cache"]}), None)
+        for node in nodes[1:]:
+            node["cache"] = dict(cache)
+    for key in ("discard", "detect-zeroes"):
+        if key in options:
+            for node in nodes:
+                node[key] = str(options[key])
+    if "aio" in options:
+        nodes[-1]["aio"] = str(options["aio"])
+    return qemu_server.blockdev_json(nodes[0])
+
+
+def _inject_throttle_group(value: str, options: dict) -> str:
+    """9.1: the throttle group's limits replaced by options["throttle"]."""
+    if "throttle" not in options:
+        return value
+    group = json.loads(value)
+    group["limits"] = {k: int(v) for k, v in options["throttle"].items()}
+    return qemu_server.blockdev_json(group)
+
+
+def _inject_device(value: str, options: dict) -> str:
+    """9.1: the device's write-cache as qemu-server 9.2 writes it for the injected cache mode."""
+    if "cache" not in options:
+        return value
+    drive = qemu_server.Drive("scsi", 0, "", {"cache": options["cache"]})
+    wanted = "on" if qemu_server.device_write_cache(drive) else "off"
+    return ",".join(f"write-cache={wanted}" if p.startswith("write-cache=") else p for p in value.split(","))
+
+
+INJECTORS = {"-drive": _inject_drive, "-blockdev": _inject_blockdev, "-object": _inject_throttle_group,
+             "-device": _inject_device}
 
 
 def _qemu_version(binary: str) -> str:
