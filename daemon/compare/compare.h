@@ -139,6 +139,9 @@ Json partition_from_key(const std::string& partition_key);
 //    indexes "rows".
 //  * "golden_datasets" is ds::golden_savings of the runs'
 //    applied_settings.dataset: null unless runs cloned golden volumes.
+//  * "not_checked" (every row): the distinct entries of its runs'
+//    applied_settings.verification.not_checked (docs/verification.md), each
+//    with "runs": how many of the row's runs listed it; [] when none did.
 // Cost: independent of the number of runs (the store's aggregates) except
 // for the analysed metric's values, one per succeeded run, and the runs'
 // applied settings for "golden_datasets" and "durability".

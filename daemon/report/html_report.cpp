@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/text.h"
+#include "common/verification_text.h"
 #include "daemon/report/report_view.h"
 #include "daemon/spec/spec.h"
 
@@ -291,8 +292,9 @@ Element verdict_section(const ReportView& view) {
 // Read-back entries left out: where each value was read, and what changes
 // from run to run (volume names, pool fill before and after).
 bool skipped_readback(const std::string& key) {
-    static const std::set<std::string> kSkipped = {"hypervisor.qemu.sources", "storage.source",
-                                                   "storage.before", "storage.after", "verified"};
+    static const std::set<std::string> kSkipped = {
+        "hypervisor.qemu.sources", "storage.source", "storage.before",
+        "storage.after",           "verified",       "verification"};
     return kSkipped.count(key) > 0;
 }
 
@@ -347,9 +349,32 @@ std::string verified_text(const RowReadback& readback) {
            ")";
 }
 
+// The levels and settings the runs of each configuration could not check
+// (compare rows' "not_checked", docs/verification.md), one "not checked:
+// REASON" line each, added to `section`; nothing when every run checked
+// everything.
+void add_not_checked(const ReportView& view, Element& section) {
+    std::vector<std::vector<std::string>> cells;
+    for (std::size_t r : view.order) {
+        for (const std::string& line : not_checked_lines(field(view.rows[r], "not_checked")))
+            cells.push_back({view.labels[r], line});
+    }
+    if (cells.empty()) return;
+    section.add(html_text("h3", "Not checked"));
+    section.add(html_paragraph(
+        "Levels of the stack, or settings at one level, that these runs could not read back, "
+        "with the reason. Whether a level not checked fails a run is the spec's "
+        "unchecked_levels (docs/verification.md, \"Levels not checked\").",
+        "note"));
+    section.add(html_element("div")
+                    .set("class", "wide")
+                    .add(html_table({"configuration", "not checked"}, cells)));
+}
+
 Element settings_section(const ReportView& view) {
     Element section = html_section("settings", "Verified settings");
     const ReadbackTable table = readback_table(view);
+    add_not_checked(view, section);
     if (table.rows.empty()) {
         section.add(html_paragraph("Nothing read back yet: no run of this sweep has succeeded."));
         return section;
@@ -475,18 +500,19 @@ Element environment_section(const ReportView& view) {
     std::vector<std::vector<std::string>> cells;
     for (std::size_t p = 0; p < (partitions.is_array() ? partitions.size() : 0); ++p) {
         std::vector<std::string> line = {std::to_string(p + 1)};
-        for (const char* key : {"accel", "host", "qemu", "libvirt", "kernel"})
+        for (const char* key : {"accel", "host", "qemu", "libvirt", "kernel", "proxmox"})
             line.push_back(text_field(partitions[p], key));
         line.push_back(std::to_string(view.rows_of(static_cast<long>(p)).size()));
         cells.push_back(std::move(line));
     }
     section.add(html_paragraph(
         "Runs are only pooled and compared within a partition: the same acceleration, host and "
-        "QEMU, libvirt and kernel versions.",
+        "QEMU, libvirt, kernel and Proxmox VE versions.",
         "note"));
     section.add(
-        html_table({"partition", "acceleration", "host", "QEMU", "libvirt", "kernel", "rows"},
-                   cells, {true, false, false, false, false, false, true}));
+        html_table({"partition", "acceleration", "host", "QEMU", "libvirt", "kernel", "Proxmox VE",
+                    "rows"},
+                   cells, {true, false, false, false, false, false, false, true}));
     std::vector<std::vector<std::string>> versions;
     for (const auto& [key, values] : view.data.versions) {
         std::vector<std::string> seen;

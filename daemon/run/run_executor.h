@@ -21,6 +21,7 @@
 #include "daemon/run/events.h"
 #include "daemon/run/golden_volumes.h"
 #include "daemon/run/resource_names.h"
+#include "daemon/spec/unchecked_levels.h"
 #include "daemon/store/store.h"
 
 namespace ds {
@@ -57,6 +58,9 @@ struct RunEnvironment {
     HostPool* hosts = nullptr;
     // Where a sweep's runs may go; unset = anywhere, hosts apart.
     std::function<SweepPlacement(std::int64_t sweep_id)> placement;
+    // A sweep's `unchecked_levels` (its spec); unset = the default,
+    // kFailUnlessForbidden.
+    std::function<UncheckedLevelPolicy(std::int64_t sweep_id)> unchecked_levels;
     Hypervisor* hypervisor = nullptr;
     // Each run's storage is looked up here by the configuration's name.
     const BackendCatalog* backends = nullptr;

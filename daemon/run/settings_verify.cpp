@@ -10,6 +10,7 @@
 
 #include "common/protocol.h"
 #include "common/text.h"
+#include "common/verification_text.h"
 #include "common/workload_output.h"
 
 namespace ds {
@@ -136,6 +137,36 @@ constexpr std::array kHypervisorKeys = {
     HypervisorKey{"iops_limit",      kWhenSet,       kWhenSet,       kNotShown,    kWhenSet},
     HypervisorKey{"bandwidth_limit", kWhenSet,       kWhenSet,       kNotShown,    kWhenSet},
     HypervisorKey{"queues",          kWhenRequested, kWhenRequested, kNotShown,    kNotShown},
+    // Never requested (StorageConfig has no such setting), so any value a
+    // QEMU reader shows is a limit nobody asked for: a mismatch.
+    HypervisorKey{"iops_read_limit",       kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"iops_write_limit",      kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"bandwidth_read_limit",  kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"bandwidth_write_limit", kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"iops_burst_limit",      kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"bandwidth_burst_limit", kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"iops_read_burst_limit",       kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"iops_write_burst_limit",      kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"bandwidth_read_burst_limit",  kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"bandwidth_write_burst_limit", kNotShown, kWhenSet, kNotShown, kWhenSet},
+    HypervisorKey{"iops_op_size",                kNotShown, kWhenSet, kNotShown, kWhenSet},
+};
+
+// The levels of the hypervisor, in the order they are checked and listed:
+// the id a backend reports them under in applied["levels"], the key of
+// their readback (empty: the flat keys), the name lines give them, and
+// their column of kHypervisorKeys.
+struct HypervisorLevel {
+    std::string_view id;
+    std::string_view readback_key;
+    std::string_view name;
+    Reported HypervisorKey::*rule;
+};
+constexpr std::array kHypervisorLevels = {
+    HypervisorLevel{"domain_xml",      "",                "domain XML",        &HypervisorKey::domain_xml},
+    HypervisorLevel{"qemu",            "qemu",            "QEMU",              &HypervisorKey::qemu},
+    HypervisorLevel{"qemu_process",    "qemu_process",    "QEMU process",      &HypervisorKey::qemu_process},
+    HypervisorLevel{"qemu_info_block", "qemu_info_block", "QEMU (info block)", &HypervisorKey::qemu_info_block},
 };
 // clang-format on
 
@@ -144,16 +175,39 @@ std::string display_or_none(const Json& value) {
     return value.is_null() ? std::string("none") : display(value);
 }
 
+// Whether a configuration can request `key`: the flat level (the domain
+// XML, PVE's config) shows what was asked, and only what can be asked.
+bool requestable(std::string_view key) {
+    return std::any_of(kHypervisorKeys.begin(), kHypervisorKeys.end(), [key](const auto& entry) {
+        return entry.key == key && entry.domain_xml != Reported::kNotShown;
+    });
+}
+
+// The keys a level's readback says it cannot show ("unseen": {"KEY":
+// "reason"}), each skipped there. Those a configuration can request are
+// listed as not checked there; the per-direction and burst limits no
+// configuration requests are not (a QEMU 10 throttle group would list all
+// eleven on every run, unthrottled ones included).
+std::map<std::string, std::string> unseen_keys(const Json& readback, std::string_view level,
+                                               std::vector<NotChecked>& not_checked) {
+    std::map<std::string, std::string> unseen;
+    const auto found = readback.find("unseen");
+    if (found == readback.end() || !found->is_object()) return unseen;
+    for (const auto& [key, reason] : found->items()) {
+        const std::string why = reason.is_string() ? reason.get<std::string>() : json_text(reason);
+        unseen.emplace(key, why);
+        if (requestable(key)) not_checked.push_back({std::string(level), key, why, false});
+    }
+    return unseen;
+}
+
 // One level's readback against the request. `level` names it in every line
 // ("domain XML", "QEMU"); `sources`, when an object, names per key where the
-// level read it, appended in parentheses.
+// level read it, appended in parentheses. Keys in `unseen` are skipped.
 void verify_hypervisor_level(const Json& requested, const Json& applied, std::string_view level,
-                             Reported HypervisorKey::*rule, std::vector<std::string>& mismatches) {
-    if (!applied.is_object()) {
-        mismatches.push_back(std::string(level) + " settings: expected an object, got " +
-                             json_text(applied));
-        return;
-    }
+                             Reported HypervisorKey::*rule,
+                             const std::map<std::string, std::string>& unseen,
+                             std::vector<std::string>& mismatches) {
     const Json sources = applied.contains("sources") ? applied.at("sources") : Json();
     for (const HypervisorKey& entry : kHypervisorKeys) {
         const std::string key(entry.key);
@@ -161,7 +215,7 @@ void verify_hypervisor_level(const Json& requested, const Json& applied, std::st
         const Json want = requested.contains(key) ? requested.at(key) : Json();
         const bool shown = applied.contains(key) && !applied.at(key).is_null();
         if (how == Reported::kNotShown || (how == Reported::kWhenRequested && want.is_null()) ||
-            (how == Reported::kWhenShown && !shown)) {
+            (how == Reported::kWhenShown && !shown) || unseen.contains(key)) {
             continue;
         }
         if (!shown && how == Reported::kAlways) {
@@ -179,26 +233,81 @@ void verify_hypervisor_level(const Json& requested, const Json& applied, std::st
     }
 }
 
+// A level the backend reports as not read: why, from its report.
+NotChecked unchecked_level(std::string_view name, const Json& report) {
+    if (!report.is_object())
+        return {std::string(name), "", "the backend's report of it is " + json_text(report), false};
+    const std::string reason = shown_text(report, "reason");
+    const Json forbidden = report.value("forbidden", Json());
+    return {std::string(name), "", reason.empty() ? "no reason given" : reason,
+            forbidden.is_boolean() && forbidden.get<bool>()};
+}
+
+// Whether the backend's report says the level was not read (anything but
+// an object with "checked": true).
+bool reported_unchecked(const Json& report) {
+    const Json checked = report.is_object() ? report.value("checked", Json()) : Json();
+    return !(checked.is_boolean() && checked.get<bool>());
+}
+
+// Each level of kHypervisorLevels: compared when read back, else listed
+// not checked when the backend reports it (see verify_applied_settings).
+void verify_hypervisor_levels(const Json& wanted, const Json& applied, const Json& levels,
+                              SettingsVerification& out) {
+    for (const HypervisorLevel& level : kHypervisorLevels) {
+        const Json* report =
+            levels.is_object() && levels.contains(level.id) ? &levels.at(level.id) : nullptr;
+        if (report != nullptr && reported_unchecked(*report)) {
+            out.not_checked.push_back(unchecked_level(level.name, *report));
+            continue;
+        }
+        const Json* readback = level.readback_key.empty() ? &applied : nullptr;
+        if (readback == nullptr && applied.contains(level.readback_key))
+            readback = &applied.at(level.readback_key);
+        if (readback == nullptr) {
+            if (report != nullptr)
+                out.not_checked.push_back({std::string(level.name), "",
+                                           "reported as read, but its readback is missing", false});
+            continue;
+        }
+        if (!readback->is_object()) {
+            out.mismatches.push_back(std::string(level.name) +
+                                     " settings: expected an object, got " + json_text(*readback));
+            continue;
+        }
+        const auto unseen = unseen_keys(*readback, level.name, out.not_checked);
+        verify_hypervisor_level(wanted, *readback, level.name, level.rule, unseen, out.mismatches);
+    }
+}
+
+// Levels a backend reports that kHypervisorLevels does not know: listed
+// when not checked, so no level goes unmentioned.
+void list_unknown_levels(const Json& levels, std::vector<NotChecked>& not_checked) {
+    if (!levels.is_object()) return;
+    for (const auto& [id, report] : levels.items()) {
+        const bool known =
+            std::any_of(kHypervisorLevels.begin(), kHypervisorLevels.end(),
+                        [&](const HypervisorLevel& level) { return level.id == id; });
+        if (!known && reported_unchecked(report))
+            not_checked.push_back(unchecked_level(id, report));
+    }
+}
+
 // The flat keys are the live domain XML's (PVE's VM config on Proxmox);
 // "qemu" (QMP), "qemu_process" (the process) and "qemu_info_block" (HMP),
-// when present, QEMU's own.
+// when present, QEMU's own; "levels" the backend's word on each.
 void verify_hypervisor(const StorageConfig& requested, const Json& applied,
-                       std::vector<std::string>& mismatches) {
+                       SettingsVerification& out) {
     if (!applied.is_object()) {
-        mismatches.push_back("hypervisor settings: expected an object, got " + json_text(applied));
+        out.mismatches.push_back("hypervisor settings: expected an object, got " +
+                                 json_text(applied));
         return;
     }
-    const Json wanted = to_json(requested);
-    verify_hypervisor_level(wanted, applied, "domain XML", &HypervisorKey::domain_xml, mismatches);
-    if (applied.contains("qemu"))
-        verify_hypervisor_level(wanted, applied.at("qemu"), "QEMU", &HypervisorKey::qemu,
-                                mismatches);
-    if (applied.contains("qemu_process"))
-        verify_hypervisor_level(wanted, applied.at("qemu_process"), "QEMU process",
-                                &HypervisorKey::qemu_process, mismatches);
-    if (applied.contains("qemu_info_block"))
-        verify_hypervisor_level(wanted, applied.at("qemu_info_block"), "QEMU (info block)",
-                                &HypervisorKey::qemu_info_block, mismatches);
+    const Json levels = applied.value("levels", Json());
+    if (!levels.is_null() && !levels.is_object())
+        out.mismatches.push_back("hypervisor levels: expected an object, got " + json_text(levels));
+    verify_hypervisor_levels(to_json(requested), applied, levels, out);
+    list_unknown_levels(levels, out.not_checked);
 }
 
 // A guest-reported number (the agent may send 0/1 or false/true).
@@ -494,11 +603,13 @@ bool mount_option_in_force(std::string_view requested,
                        [&](const std::string& shown) { return shown.rfind(with_level, 0) == 0; });
 }
 
-std::vector<std::string> verify_settings(const StorageConfig& requested, const Workload& workload,
-                                         const Json& applied_hypervisor,
-                                         const Json& guest_readback) {
-    std::vector<std::string> mismatches;
-    if (!applied_hypervisor.is_null()) verify_hypervisor(requested, applied_hypervisor, mismatches);
+SettingsVerification verify_applied_settings(const StorageConfig& requested,
+                                             const Workload& workload,
+                                             const Json& applied_hypervisor,
+                                             const Json& guest_readback) {
+    SettingsVerification out;
+    if (!applied_hypervisor.is_null()) verify_hypervisor(requested, applied_hypervisor, out);
+    std::vector<std::string>& mismatches = out.mismatches;
     if (!guest_readback.is_null()) {
         verify_guest(requested, guest_readback, mismatches);
         if (guest_readback.is_object()) {
@@ -508,7 +619,51 @@ std::vector<std::string> verify_settings(const StorageConfig& requested, const W
             verify_server_variables(workload, guest_readback, mismatches);
         }
     }
-    return mismatches;
+    return out;
+}
+
+std::vector<std::string> verify_settings(const StorageConfig& requested, const Workload& workload,
+                                         const Json& applied_hypervisor,
+                                         const Json& guest_readback) {
+    return verify_applied_settings(requested, workload, applied_hypervisor, guest_readback)
+        .mismatches;
+}
+
+bool fails_run(const NotChecked& entry, UncheckedLevelPolicy policy) {
+    if (!entry.setting.empty()) return false;
+    switch (policy) {
+        case UncheckedLevelPolicy::kFail:
+            return true;
+        case UncheckedLevelPolicy::kFailUnlessForbidden:
+            return !entry.forbidden;
+        case UncheckedLevelPolicy::kReport:
+            return false;
+    }
+    return true;
+}
+
+namespace {
+
+// One entry of verification_record; what not_checked_text reads.
+Json not_checked_json(const NotChecked& entry, UncheckedLevelPolicy policy) {
+    Json item = {{"level", entry.level}};
+    if (!entry.setting.empty()) item["setting"] = entry.setting;
+    item["reason"] = entry.reason;
+    item["forbidden"] = entry.forbidden;
+    item["fails_run"] = fails_run(entry, policy);
+    return item;
+}
+
+}  // namespace
+
+std::string not_checked_line(const NotChecked& entry) {
+    return not_checked_text(not_checked_json(entry, UncheckedLevelPolicy::kReport));
+}
+
+Json verification_record(const std::vector<NotChecked>& not_checked, UncheckedLevelPolicy policy) {
+    Json entries = Json::array();
+    for (const NotChecked& entry : not_checked) entries.push_back(not_checked_json(entry, policy));
+    return {{"policy", std::string(to_string(policy))}, {"not_checked", std::move(entries)}};
 }
 
 std::vector<std::string> verify_settings(const StorageConfig& requested,

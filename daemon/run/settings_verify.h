@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/settings.h"
+#include "daemon/spec/unchecked_levels.h"
 
 namespace ds {
 
@@ -63,6 +64,56 @@ namespace ds {
 std::vector<std::string> verify_settings(const StorageConfig& requested, const Workload& workload,
                                          const Json& applied_hypervisor,
                                          const Json& guest_readback);
+// A level, or one setting at a level, that the verify phase could not check.
+struct NotChecked {
+    std::string level;    // as mismatch lines name it: "QEMU (info block)"
+    std::string setting;  // a key of to_json(StorageConfig); "" = the whole level
+    std::string reason;
+    // The host does not let disksweep read the level (its privileges, or a
+    // QEMU process on another machine): the backend's "forbidden".
+    bool forbidden = false;
+};
+
+struct SettingsVerification {
+    std::vector<std::string> mismatches;  // as verify_settings returns them
+    std::vector<NotChecked> not_checked;  // in level order, levels before their keys
+};
+
+// verify_settings, and what it could not check. `applied_hypervisor` may
+// say, per level, whether the backend read it:
+//   "levels": {"domain_xml"|"qemu"|"qemu_process"|"qemu_info_block":
+//              {"checked": bool, "source": "how it was read",
+//               "reason": "why not", "forbidden": bool}}
+// A level with "checked": false is not compared and is listed not checked
+// (an object that says no reason lists "no reason given"); a level reported
+// but without its readback (the level's object; the flat keys for
+// domain_xml) is listed not checked, never forbidden; a level the backend
+// neither reports nor reads back is neither (a backend without that level,
+// e.g. libvirt's test driver, which runs no QEMU). A level's object may
+// carry "unseen": {"KEY": "reason"}: settings that level cannot show, not
+// compared there and listed not checked per key. "levels" that is not an
+// object is a mismatch.
+SettingsVerification verify_applied_settings(const StorageConfig& requested,
+                                             const Workload& workload,
+                                             const Json& applied_hypervisor,
+                                             const Json& guest_readback);
+
+// Whether `entry` fails its run under `policy`: a setting merely unseen at
+// one level never does (that is the level's nature); a whole level does
+// under kFail, and under kFailUnlessForbidden unless forbidden.
+bool fails_run(const NotChecked& entry, UncheckedLevelPolicy policy);
+
+// "QEMU (info block): not checked: REASON", or with a setting
+// "QEMU (info block), iops_limit: not checked: REASON".
+std::string not_checked_line(const NotChecked& entry);
+
+// What a run stores as applied_settings.verification (docs/schema.md):
+//   {"policy": "fail-unless-forbidden",
+//    "not_checked": [{"level": "QEMU (info block)", "setting": "iops_limit"
+//                     (only per key), "reason": "...", "forbidden": false,
+//                     "fails_run": false}]}
+Json verification_record(const std::vector<NotChecked>& not_checked, UncheckedLevelPolicy policy);
+
 // The same without a workload (no server variables to check).
 std::vector<std::string> verify_settings(const StorageConfig& requested,
                                          const Json& applied_hypervisor,

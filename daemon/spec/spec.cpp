@@ -18,6 +18,7 @@
 #include "common/units.h"
 #include "common/workload_kind.h"
 #include "daemon/backends/registry.h"
+#include "daemon/spec/unchecked_levels.h"
 
 namespace ds {
 namespace {
@@ -28,7 +29,7 @@ constexpr std::uint64_t kMaxRuns = 10000;
 
 // The keys of a spec's top level, as docs/spec.md's "Top-level keys" table
 // lists them (a test holds the two together).
-constexpr std::array<std::string_view, 15> kTopLevelKeys = {"name",
+constexpr std::array<std::string_view, 16> kTopLevelKeys = {"name",
                                                             "repetitions",
                                                             "seed",
                                                             "boot_timeout",
@@ -42,7 +43,8 @@ constexpr std::array<std::string_view, 15> kTopLevelKeys = {"name",
                                                             "baseline",
                                                             "practical_difference",
                                                             "min_runs_for_verdict",
-                                                            "durability"};
+                                                            "durability",
+                                                            kUncheckedLevelsKey};
 
 // The ledger a `durability` table adds when the spec has none
 // (docs/durability.md): long enough under TCG for a few hundred commits,
@@ -396,6 +398,8 @@ class SpecParser {
     std::string storage_without_clone() const;
     // The matrix's storage values as written ("file" when it lists none).
     std::vector<std::string> matrix_storages() const;
+    // `unchecked_levels = "NAME"`, one of unchecked_level_policies().
+    Status parse_unchecked_levels(const toml::node& node);
     // `durability = { crash_points, volatile_cache, workload }`, after the
     // workloads: marks the ledger workloads, adding one when there is none.
     Status parse_durability(const toml::node& node);
@@ -534,6 +538,8 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
         if (flag == nullptr) return type_error("host_baseline", *node, "a boolean");
         spec_.host_baseline = flag->get();
     }
+    if (const toml::node* node = root.get(kUncheckedLevelsKey))
+        DS_TRY(parse_unchecked_levels(*node));
     if (const toml::node* node = root.get("hypervisor")) DS_TRY(parse_hypervisor(*node));
     // Named filesystems first: matrix.filesystem values may refer to them.
     if (const toml::node* node = root.get("filesystems")) DS_TRY(parse_filesystems(*node));
@@ -551,6 +557,22 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
     DS_TRY(parse_workloads(*workloads));
     if (const toml::node* node = root.get("durability")) DS_TRY(parse_durability(*node));
     return std::move(spec_);
+}
+
+Status SpecParser::parse_unchecked_levels(const toml::node& node) {
+    const auto* text = node.as_string();
+    std::vector<std::string> names;
+    for (const UncheckedLevelPolicyDef& def : unchecked_level_policies())
+        names.push_back(in_quotes(def.name));
+    const std::string choices = join(names, ", ");
+    if (text == nullptr) return type_error(kUncheckedLevelsKey, node, "one of " + choices);
+    const auto policy = find_unchecked_level_policy(text->get());
+    if (!policy) {
+        return error_at(node.source(), in_quotes(kUncheckedLevelsKey) + " " +
+                                           in_quotes(text->get()) + " is not one of " + choices);
+    }
+    spec_.unchecked_levels = *policy;
+    return ok_status();
 }
 
 Status SpecParser::parse_durability(const toml::node& node) {

@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "common/settings.h"
 #include "daemon/compare/comparison.h"
+#include "daemon/spec/unchecked_levels.h"
 
 namespace ds {
 
@@ -75,6 +76,9 @@ struct SweepSpec {
     // storage in the matrix, with no guest (ds::is_host_baseline), so reports
     // show what the hypervisor settings cost against bare storage.
     bool host_baseline = false;
+    // `unchecked_levels`: whether a verification level that could not be
+    // checked fails the sweep's runs (docs/verification.md).
+    UncheckedLevelPolicy unchecked_levels = UncheckedLevelPolicy::kFailUnlessForbidden;
 };
 
 // Parses a spec. Errors name the source, line and column (malformed TOML),

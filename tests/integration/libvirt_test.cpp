@@ -440,7 +440,11 @@ TEST_CASE("embedded QEMU driver: the guest image boots with our XML",
     const Json process = settings["qemu_process"];
     settings.erase("qemu");
     settings.erase("qemu_process");
+    // Every level of a local QEMU guest is read (settings_verify.h).
+    const Json levels = settings["levels"];
+    settings.erase("levels");
     CHECK(settings == expected_applied(config));
+    CHECK(levels.at("qemu_process").at("checked") == true);
     CHECK(qemu.value("cache", "") == "unsafe");
     CHECK(qemu.value("iothread", false) == true);
     CHECK(process.value("aio", "") == "io_uring");

@@ -56,6 +56,9 @@ struct ReportFixtureOptions {
     // Metrics a succeeded run has besides those of its output (e.g. the
     // executor's host_cpu_us_per_io); empty: none.
     std::function<std::map<std::string, double>(const RunRecord&, double speed)> extra_metrics;
+    // A succeeded run's applied_settings.verification (docs/verification.md);
+    // empty or null: none.
+    std::function<Json(const RunRecord&)> verification;
 };
 
 // The configuration's speed relative to the baseline: btrfs a third
@@ -185,6 +188,10 @@ inline std::int64_t store_report_fixture(Store& store, const ReportFixtureOption
             }
             run.raw_output = output.dump();
             run.applied_settings = fixture_readback(run.config);
+            if (options.verification) {
+                Json record = options.verification(run);
+                if (!record.is_null()) run.applied_settings["verification"] = std::move(record);
+            }
         }
         if (!store.finish_run(run).ok()) throw std::runtime_error("cannot finish run");
     }

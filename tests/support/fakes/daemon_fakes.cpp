@@ -880,6 +880,7 @@ RunEnvironment ExecutorFixture::environment() {
     env.host_processes = host_processes;
     if (clock) env.clock = clock;
     env.goldens = goldens;
+    env.unchecked_levels = unchecked_levels;
     return env;
 }
 

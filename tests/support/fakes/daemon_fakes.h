@@ -343,6 +343,8 @@ struct ExecutorFixture {
     ProcessRunner* host_processes = nullptr;  // handed to RunEnvironment::host_processes
     const Clock* clock = nullptr;             // handed to RunEnvironment::clock (unset: real)
     GoldenVolumes* goldens = nullptr;         // handed to RunEnvironment::goldens
+    // Handed to RunEnvironment::unchecked_levels (unset: the default).
+    std::function<UncheckedLevelPolicy(std::int64_t sweep_id)> unchecked_levels;
 
     RunEnvironment environment();
     // A new one-run sweep (of fio_workload() unless given); returns the

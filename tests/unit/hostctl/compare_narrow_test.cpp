@@ -279,4 +279,42 @@ TEST_CASE("the wide compare table and the CSV carry durability too",
     CHECK_THAT(csv, Catch::Contains(",cache=unsafe,(the daemon's),false,50,7,12,1.5,0,0,0\n"));
 }
 
+TEST_CASE("compare tables list the levels their runs did not check, per configuration",
+          "[hostctl][format][compare][not_checked]") {
+    Json compare = twelve_configurations();
+    const std::string plain = ds::hostctl::format_compare_table(compare);
+    CHECK_THAT(plain, !Catch::Contains("not checked"));
+    for (Json& row : compare["rows"]) row["not_checked"] = Json::array();
+    CHECK(ds::hostctl::format_compare_table(compare) == plain);
+
+    compare["rows"][0]["not_checked"] = {{{"level", "QEMU (info block)"},
+                                          {"reason", "the monitor answered 403"},
+                                          {"forbidden", true},
+                                          {"fails_run", false},
+                                          {"runs", 5}}};
+    compare["rows"][3]["not_checked"] = {{{"level", "QEMU (info block)"},
+                                          {"setting", "iops_limit"},
+                                          {"reason", "in a throttle group"},
+                                          {"forbidden", false},
+                                          {"fails_run", false},
+                                          {"runs", 1}}};
+    // Each row named by its varying settings, in row order.
+    const auto label = [&](int row) {
+        const Json& settings = compare["rows"][row]["settings"];
+        return "cache=" + ds::setting_text(settings, "cache") +
+               " filesystem=" + ds::setting_text(settings, "filesystem");
+    };
+    const std::string expected =
+        "not checked in these runs' settings:\n  " + label(0) +
+        ": QEMU (info block): not checked: the monitor answered 403 (not allowed by the host) "
+        "(5 runs)\n  " +
+        label(3) + ": QEMU (info block), iops_limit: not checked: in a throttle group (1 run)\n";
+    CHECK(label(0) == "cache=none filesystem=ext4");
+    const std::string narrow = ds::hostctl::format_compare_table(compare);
+    INFO(narrow);
+    CHECK_THAT(narrow, Catch::Contains("\n" + expected + "(--all"));
+    compare["metrics"] = {"read_iops"};
+    CHECK_THAT(ds::hostctl::format_compare_wide(compare), Catch::EndsWith(expected));
+}
+
 }  // namespace

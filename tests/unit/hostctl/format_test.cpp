@@ -277,6 +277,34 @@ TEST_CASE("run details: scalars, sections, bulky fields by size", "[hostctl][for
           "raw_output: 27 bytes (hostctl --json results show 41 prints it)\n");
 }
 
+TEST_CASE("run details: what verification did not check, as lines", "[hostctl][format]") {
+    Json reply = Json::parse(R"J({"run": {
+      "id": 41, "sweep_id": 12, "status": "failed",
+      "applied_settings": {"hypervisor": {"cache": "unsafe"}, "verified": false,
+        "verification": {"policy": "fail-unless-forbidden", "not_checked": [
+          {"level": "QEMU (info block)", "reason": "the monitor answered 403 (Sys.Audit)",
+           "forbidden": true, "fails_run": false},
+          {"level": "QEMU", "reason": "query-block: no answer", "forbidden": false,
+           "fails_run": true},
+          {"level": "QEMU (info block)", "setting": "iops_limit",
+           "reason": "in a throttle group", "forbidden": false, "fails_run": false}]}}}})J");
+    CHECK(ds::hostctl::format_run(reply) ==
+          "run 41 of sweep 12: failed\n"
+          "  status: failed\n"
+          "verification (unchecked_levels = fail-unless-forbidden):\n"
+          "  QEMU (info block): not checked: the monitor answered 403 (Sys.Audit) (not allowed by "
+          "the host)\n"
+          "  QEMU: not checked: query-block: no answer (failed the run)\n"
+          "  QEMU (info block), iops_limit: not checked: in a throttle group\n"
+          "applied_settings:\n"
+          "  hypervisor.cache  unsafe\n"
+          "  verified          false\n");
+    reply["run"]["applied_settings"]["verification"]["not_checked"] = Json::array();
+    CHECK_THAT(ds::hostctl::format_run(reply),
+               Catch::Contains("verification (unchecked_levels = fail-unless-forbidden): nothing "
+                               "left unchecked\n"));
+}
+
 TEST_CASE("progress follows the event stream", "[hostctl][format]") {
     ds::hostctl::SweepProgress progress;
     progress.apply(Json::parse(R"({"type":"snapshot","sweep_id":12,"status":"running",

@@ -546,15 +546,34 @@ Result<Json> LibvirtHypervisor::applied_settings(const std::string& vm_name) {
     if (!qemu.ok()) return qemu.error();
     // The process is read where it runs here: the local drivers' URIs
     // (qemu:///embed, qemu:///system, qemu:///session). A remote host's QEMU
-    // is out of reach; its runs have no "QEMU process" level.
-    if (uri_.starts_with("qemu:///")) {
+    // is out of reach: its "QEMU process" level is reported not checked.
+    const bool local = uri_.starts_with("qemu:///");
+    if (local) {
         DS_ASSIGN_OR_RETURN(const QemuProcessView process, read_qemu_process(vm_name));
         DS_ASSIGN_OR_RETURN(Json from_process,
                             qemu_process_disk_settings(process, qemu->value("node_name", "")));
         (*applied)["qemu_process"] = std::move(from_process);
     }
     (*applied)["qemu"] = std::move(*qemu);
+    (*applied)["levels"] = qemu_levels("libvirt's live domain XML (virDomainGetXMLDesc)", local);
     return applied;
+}
+
+// The levels a QEMU guest's readback has (settings_verify.h,
+// verify_applied_settings): the flat level, QMP, and the process when it
+// runs on this machine. A remote process is "forbidden": the host does not
+// let disksweep reach it, so by default it is reported, not failed.
+Json LibvirtHypervisor::qemu_levels(std::string_view flat_source, bool local_process) const {
+    Json process = {{"checked", true}, {"source", "/proc/PID of the guest's QEMU on this machine"}};
+    if (!local_process) {
+        process = {
+            {"checked", false},
+            {"reason", "QEMU runs on the remote host: its process is out of reach (" + uri_ + ")"},
+            {"forbidden", true}};
+    }
+    return {{"domain_xml", {{"checked", true}, {"source", flat_source}}},
+            {"qemu", {{"checked", true}, {"source", "QMP (virDomainQemuMonitorCommand)"}}},
+            {"qemu_process", std::move(process)}};
 }
 
 Result<Json> LibvirtHypervisor::logged_disk_settings(_virDomain* domain,
@@ -586,6 +605,7 @@ Result<Json> LibvirtHypervisor::logged_disk_settings(_virDomain* domain,
          "so its settings are read from QEMU (query-block) and its process"}};
     applied["qemu_process"] = std::move(from_process);
     applied["qemu"] = std::move(qemu);
+    applied["levels"] = qemu_levels("QEMU (no <disk>: query-block and the process)", true);
     return applied;
 }
 

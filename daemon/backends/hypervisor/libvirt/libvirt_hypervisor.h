@@ -98,7 +98,10 @@ class LibvirtHypervisor : public Hypervisor {
     // parse_applied_disk_settings of the live XML, plus (QEMU drivers) "qemu":
     // read_qemu_disk_settings through the QEMU monitor, and (a local URI,
     // qemu:///...) "qemu_process": qemu_process_disk_settings of the guest's
-    // QEMU on this machine. errc::kNotFound if no such domain.
+    // QEMU on this machine, and "levels" (settings_verify.h) saying so: on a
+    // remote URI, qemu_process not checked, forbidden (out of reach).
+    // errc::kNotFound if no such domain. The test driver runs no QEMU: its
+    // readback is the domain XML alone, without "levels".
     // A durability run's logged data disk has no <disk> in the XML: its flat
     // keys come from QEMU (logged_disk_settings), with "write_log" saying so.
     Result<Json> applied_settings(const std::string& vm_name) override;
@@ -193,6 +196,9 @@ class LibvirtHypervisor : public Hypervisor {
                                                               const std::atomic<bool>* cancelled);
     // applied_settings of a guest whose data disk is logged (write_log_disk.h).
     Result<Json> logged_disk_settings(_virDomain* domain, const std::string& vm_name);
+    // applied["levels"] of a QEMU guest: the flat level read from
+    // `flat_source`, QMP, and the process (not checked unless local).
+    Json qemu_levels(std::string_view flat_source, bool local_process) const;
     // Removes the guest's console capture from the map (empty if none).
     GuestConsole take_console(const std::string& vm_name);
     // The UUID of the secret defined for the request's RBD disk, or "" when

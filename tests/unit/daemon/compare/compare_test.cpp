@@ -9,6 +9,7 @@
 #include "daemon/store/store.h"
 #include "support/disk_settings.h"
 #include "support/fakes/daemon_fakes.h"
+#include "support/report_fixture.h"
 #include "support/temp_dir.h"
 
 namespace ds {
@@ -454,6 +455,50 @@ TEST_CASE("compare: which way each metric counts as better", "[compare]") {
     CHECK_FALSE(metric_lower_is_better("tps", {"sysbench-oltp"}));
     CHECK(metric_lower_is_better("latency_p95_ms", {"sysbench-oltp"}));
     CHECK(metric_lower_is_better("errors_per_s", {"sysbench-oltp"}));
+}
+
+TEST_CASE("compare: each row lists what its runs did not check, counted",
+          "[compare][not_checked]") {
+    TempDir dir;
+    auto store = Store::open(dir.file("results.db"));
+    REQUIRE(store.ok());
+    test::ReportFixtureOptions options;
+    const Json remote = {{"level", "QEMU process"},
+                         {"reason", "out of reach"},
+                         {"forbidden", true},
+                         {"fails_run", false}};
+    // Every unsafe run misses the process level; one of them also a key.
+    options.verification = [&](const RunRecord& run) {
+        Json record = {{"policy", "fail-unless-forbidden"}, {"not_checked", Json::array()}};
+        if (run.config.value("cache", "") != "unsafe") return record;
+        record["not_checked"].push_back(remote);
+        if (run.repetition == 0) {
+            record["not_checked"].push_back({{"level", "QEMU"},
+                                             {"setting", "iops_limit"},
+                                             {"reason", "unseen"},
+                                             {"forbidden", false},
+                                             {"fails_run", false}});
+        }
+        return record;
+    };
+    const std::int64_t id = test::store_report_fixture(*store.value(), options);
+    Result<Json> compare = compare_sweep(*store.value(), id);
+    REQUIRE(compare.ok());
+    int unsafe_rows = 0;
+    for (const Json& row : compare->at("rows")) {
+        INFO(row.dump());
+        if (row.at("settings").value("cache", "") != "unsafe") {
+            CHECK(row.at("not_checked") == Json::array());
+            continue;
+        }
+        ++unsafe_rows;
+        Json counted = remote;
+        counted["runs"] = row.at("runs").at("succeeded");
+        REQUIRE(row.at("not_checked").size() == 2);
+        CHECK(row.at("not_checked")[0] == counted);
+        CHECK(row.at("not_checked")[1].at("runs") == 1);
+    }
+    CHECK(unsafe_rows > 0);
 }
 
 }  // namespace ds

@@ -189,6 +189,32 @@ TEST_CASE("the report lists the risks, the settings read back and the environmen
     }
 }
 
+TEST_CASE("the report lists what its runs did not check, as not-checked lines",
+          "[report][html][not_checked]") {
+    const std::string plain = section(render_fixture().html, "settings");
+    CHECK(plain.find("Not checked") == std::string::npos);
+    ReportFixtureOptions options;
+    options.verification = [](const RunRecord& run) {
+        if (run.config.value("cache", "") != "unsafe") return Json();
+        return Json{{"policy", "fail-unless-forbidden"},
+                    {"not_checked",
+                     {{{"level", "QEMU process"},
+                       {"reason", "QEMU runs on the remote host: its process is out of reach"},
+                       {"forbidden", true},
+                       {"fails_run", false}}}}};
+    };
+    const std::string settings = section(render_fixture(options).html, "settings");
+    INFO(settings);
+    CHECK(settings.find("<h3>Not checked</h3>") != std::string::npos);
+    CHECK(settings.find("QEMU process: not checked: QEMU runs on the remote host: its process "
+                        "is out of reach (not allowed by the host) (3 runs)") != std::string::npos);
+    CHECK(settings.find("unsafe · btrfs") != std::string::npos);
+    // The record is not a column of the readback table (its keys would
+    // head one: "verification.policy", "verification.not_checked").
+    CHECK(settings.find("verification.policy") == std::string::npos);
+    CHECK(settings.find("fails_run") == std::string::npos);
+}
+
 TEST_CASE("the report renders a sweep in which nothing has finished", "[report][html]") {
     ReportFixtureOptions options;
     options.finished_runs = 0;

@@ -1,5 +1,6 @@
 #include "daemon/run/settings_verify.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <limits>
@@ -732,6 +733,216 @@ TEST_CASE("verify_settings: a throttled multi-queue Proxmox disk verifies, each 
     REQUIRE(format_lines.size() == 2);  // the config level and info block
     CHECK_THAT(format_lines[0], Catch::Contains("image_format: requested qcow2") &&
                                     Catch::Contains("PVE storage type lvmthin"));
+}
+
+}  // namespace ds
+
+// ---------------------------------------------------------------------------
+// Levels not checked (issue 32): each is listed, and the sweep's
+// unchecked_levels decides whether it fails the run.
+
+namespace ds {
+namespace {
+
+// The HMP level of reference_config() as parse_info_block gives it.
+Json matching_info_block() {
+    return Json{{"cache", "unsafe"},
+                {"detect_zeroes", "unmap"},
+                {"image_format", "raw"},
+                {"sources", {{"cache", "info block -n: Cache mode"}}}};
+}
+
+// A Proxmox-shaped readback: the VM config's flat keys, and `info_block`
+// reported as `report` in "levels".
+Json with_info_block_level(Json report) {
+    Json applied = matching_hypervisor();
+    applied["levels"] = {{"domain_xml", {{"checked", true}, {"source", "GET config"}}},
+                         {"qemu_info_block", std::move(report)}};
+    return applied;
+}
+
+SettingsVerification verify(const Json& applied) {
+    return verify_applied_settings(reference_config(), Workload{}, applied, matching_guest());
+}
+
+// Whether any entry of `entries` fails its run under `policy`.
+bool any_fails(const std::vector<NotChecked>& entries, UncheckedLevelPolicy policy) {
+    return std::any_of(entries.begin(), entries.end(),
+                       [&](const NotChecked& entry) { return fails_run(entry, policy); });
+}
+
+const Json kForbidden = {{"checked", false},
+                         {"reason", "the monitor answered 403 (Sys.Audit on /)"},
+                         {"forbidden", true}};
+const Json kReaderError = {{"checked", false},
+                           {"reason", "info block: no device drive-scsi1 in the answer"},
+                           {"forbidden", false}};
+
+}  // namespace
+
+TEST_CASE("unchecked levels: a level the host forbids is listed and passes by default",
+          "[settings_verify][not_checked]") {
+    const SettingsVerification result = verify(with_info_block_level(kForbidden));
+    CHECK(result.mismatches.empty());
+    REQUIRE(result.not_checked.size() == 1);
+    const NotChecked& entry = result.not_checked.front();
+    CHECK(entry.level == "QEMU (info block)");
+    CHECK(entry.setting.empty());
+    CHECK(entry.forbidden);
+    CHECK(not_checked_line(entry) ==
+          "QEMU (info block): not checked: the monitor answered 403 (Sys.Audit on /)");
+    CHECK_FALSE(any_fails(result.not_checked, UncheckedLevelPolicy::kFailUnlessForbidden));
+    CHECK(any_fails(result.not_checked, UncheckedLevelPolicy::kFail));
+    CHECK_FALSE(any_fails(result.not_checked, UncheckedLevelPolicy::kReport));
+}
+
+TEST_CASE("unchecked levels: a level not checked for another reason fails by default",
+          "[settings_verify][not_checked]") {
+    const SettingsVerification result = verify(with_info_block_level(kReaderError));
+    CHECK(result.mismatches.empty());
+    REQUIRE(result.not_checked.size() == 1);
+    CHECK_FALSE(result.not_checked.front().forbidden);
+    CHECK(any_fails(result.not_checked, UncheckedLevelPolicy::kFailUnlessForbidden));
+    CHECK(any_fails(result.not_checked, UncheckedLevelPolicy::kFail));
+    CHECK_FALSE(any_fails(result.not_checked, UncheckedLevelPolicy::kReport));
+    // A report without a reason or "forbidden" is still listed, and fails.
+    const SettingsVerification bare = verify(with_info_block_level({{"checked", false}}));
+    REQUIRE(bare.not_checked.size() == 1);
+    CHECK(bare.not_checked.front().reason == "no reason given");
+    CHECK(fails_run(bare.not_checked.front(), UncheckedLevelPolicy::kFailUnlessForbidden));
+}
+
+TEST_CASE("unchecked levels: a level not checked is not compared, even if a readback is there",
+          "[settings_verify][not_checked]") {
+    Json applied = with_info_block_level(kForbidden);
+    applied["qemu_info_block"] = matching_info_block();
+    applied["qemu_info_block"]["cache"] = "writeback";  // half-read: not to be trusted
+    CHECK(verify(applied).mismatches.empty());
+}
+
+TEST_CASE("unchecked levels: a level reported read but without its readback is listed",
+          "[settings_verify][not_checked]") {
+    const SettingsVerification result =
+        verify(with_info_block_level({{"checked", true}, {"source", "info block"}}));
+    REQUIRE(result.not_checked.size() == 1);
+    CHECK(result.not_checked.front().reason == "reported as read, but its readback is missing");
+    CHECK(fails_run(result.not_checked.front(), UncheckedLevelPolicy::kFailUnlessForbidden));
+    // Read and back: compared, nothing listed.
+    Json applied = with_info_block_level({{"checked", true}, {"source", "info block"}});
+    applied["qemu_info_block"] = matching_info_block();
+    const SettingsVerification read = verify(applied);
+    CHECK(read.not_checked.empty());
+    CHECK(read.mismatches.empty());
+    applied["qemu_info_block"]["cache"] = "none";
+    CHECK(verify(applied).mismatches.size() == 1);
+}
+
+TEST_CASE("unchecked levels: libvirt's remote process level is listed, forbidden",
+          "[settings_verify][not_checked]") {
+    Json applied = matching_hypervisor();
+    applied["qemu"] = matching_qemu();
+    applied["levels"] = {{"domain_xml", {{"checked", true}}},
+                         {"qemu", {{"checked", true}}},
+                         {"qemu_process",
+                          {{"checked", false},
+                           {"reason", "QEMU runs on the remote host: its process is out of reach"},
+                           {"forbidden", true}}}};
+    const SettingsVerification result = verify(applied);
+    CHECK(result.mismatches.empty());
+    REQUIRE(result.not_checked.size() == 1);
+    CHECK(not_checked_line(result.not_checked.front()) ==
+          "QEMU process: not checked: QEMU runs on the remote host: its process is out of reach");
+    CHECK_FALSE(any_fails(result.not_checked, UncheckedLevelPolicy::kFailUnlessForbidden));
+}
+
+TEST_CASE("unchecked levels: unseen keys are skipped at their level, listed, never failing",
+          "[settings_verify][not_checked]") {
+    StorageConfig throttled = reference_config();
+    throttled.iops_limit = 500;
+    Json applied = matching_hypervisor();
+    applied["iops_limit"] = 500;
+    applied["qemu_info_block"] = matching_info_block();  // shows no iops_limit
+    const auto mismatches = [&](const Json& hypervisor) {
+        return verify_applied_settings(throttled, Workload{}, hypervisor, matching_guest())
+            .mismatches;
+    };
+    REQUIRE(mismatches(applied).size() == 1);  // "iops_limit: requested 500, ... has none"
+    applied["qemu_info_block"]["unseen"] = {
+        {"iops_limit", "QEMU 10 keeps it in a throttle group: qom-get needs Sys.Modify"}};
+    const SettingsVerification result =
+        verify_applied_settings(throttled, Workload{}, applied, matching_guest());
+    CHECK(result.mismatches.empty());
+    REQUIRE(result.not_checked.size() == 1);
+    const NotChecked& entry = result.not_checked.front();
+    CHECK(entry.setting == "iops_limit");
+    CHECK(not_checked_line(entry) ==
+          "QEMU (info block), iops_limit: not checked: QEMU 10 keeps it in a throttle group: "
+          "qom-get needs Sys.Modify");
+    for (const auto policy : {UncheckedLevelPolicy::kFailUnlessForbidden,
+                              UncheckedLevelPolicy::kFail, UncheckedLevelPolicy::kReport})
+        CHECK_FALSE(fails_run(entry, policy));
+    // Still compared at the other levels: the VM config's 400 is a mismatch.
+    applied["iops_limit"] = 400;
+    CHECK(mismatches(applied).size() == 1);
+}
+
+TEST_CASE("unchecked levels: per-direction and burst limits nobody requested are mismatches",
+          "[settings_verify][not_checked]") {
+    for (const char* key : {"iops_read_limit", "iops_write_limit", "bandwidth_read_limit",
+                            "bandwidth_write_limit", "iops_burst_limit", "bandwidth_burst_limit"}) {
+        INFO(key);
+        Json applied = matching_hypervisor();
+        applied["qemu_info_block"] = matching_info_block();
+        applied["qemu_info_block"][key] = 500;
+        const auto at_info_block = verify(applied).mismatches;
+        REQUIRE(at_info_block.size() == 1);
+        CHECK(at_info_block.front() ==
+              std::string(key) + ": requested none, QEMU (info block) has 500");
+        CHECK(verify(with_qemu([&] {
+                  Json qemu = matching_qemu();
+                  qemu[key] = 1048576;
+                  return qemu;
+              }()))
+                  .mismatches.size() == 1);
+        // The flat level (domain XML, PVE config) does not show them.
+        Json flat = matching_hypervisor();
+        flat[key] = 500;
+        CHECK(verify(flat).mismatches.empty());
+    }
+}
+
+TEST_CASE("unchecked levels: the stored record and unknown or malformed reports",
+          "[settings_verify][not_checked]") {
+    Json applied = with_info_block_level(kForbidden);
+    applied["levels"]["qemu_future"] = {{"checked", false}, {"reason", "new level"}};
+    const SettingsVerification result = verify(applied);
+    REQUIRE(result.not_checked.size() == 2);
+    CHECK(result.not_checked[1].level == "qemu_future");
+    const Json record =
+        verification_record(result.not_checked, UncheckedLevelPolicy::kFailUnlessForbidden);
+    CHECK(record.at("policy") == "fail-unless-forbidden");
+    REQUIRE(record.at("not_checked").size() == 2);
+    CHECK(record.at("not_checked")[0] ==
+          Json{{"level", "QEMU (info block)"},
+               {"reason", "the monitor answered 403 (Sys.Audit on /)"},
+               {"forbidden", true},
+               {"fails_run", false}});
+    CHECK(record.at("not_checked")[1].at("fails_run") == true);
+    // "levels" that is not an object is a mismatch; a level's report that is
+    // not an object is a level not checked.
+    Json broken = matching_hypervisor();
+    broken["levels"] = "all fine";
+    CHECK(verify(broken).mismatches.size() == 1);
+    const SettingsVerification odd = verify(with_info_block_level("yes"));
+    REQUIRE(odd.not_checked.size() == 1);
+    CHECK(fails_run(odd.not_checked.front(), UncheckedLevelPolicy::kFailUnlessForbidden));
+}
+
+TEST_CASE("unchecked levels: the spec's unchecked_levels values", "[settings_verify][spec]") {
+    CHECK(unchecked_level_policies().front().policy == UncheckedLevelPolicy::kFailUnlessForbidden);
+    for (const UncheckedLevelPolicyDef& def : unchecked_level_policies())
+        CHECK(find_unchecked_level_policy(def.name) == def.policy);
+    CHECK_FALSE(find_unchecked_level_policy("allowed"));
 }
 
 }  // namespace ds

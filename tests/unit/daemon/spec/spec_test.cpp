@@ -279,12 +279,11 @@ TEST_CASE("malformed TOML reports toml++'s description at its position", "[spec]
 
 TEST_CASE("unknown keys, axes and values name their position and the valid choices",
           "[spec][errors]") {
-    CHECK(
-        parse_error("name = \"t\"\nrepetition = 2\n") ==
-        "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
-        "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, tunings, workload, "
-        "host_baseline, baseline, practical_difference, min_runs_for_verdict, durability. Did you "
-        "mean 'repetitions'?");
+    CHECK(parse_error("name = \"t\"\nrepetition = 2\n") ==
+          "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
+          "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, tunings, workload, "
+          "host_baseline, baseline, practical_difference, min_runs_for_verdict, durability, "
+          "unchecked_levels. Did you mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
           "disk_size, bus, cache, aio, discard, detect_zeroes, ssd, iothread, iops_limit, "
@@ -1040,4 +1039,19 @@ TEST_CASE("[hypervisor] hosts pins runs to named hosts", "[spec][hosts]") {
                       "\"fio\"\n") == "t.toml:3:15: host 'a' is listed twice");
     CHECK(parse_error("name = \"t\"\n[hypervisor]\nhosts = []\n[[workload]]\nkind = \"fio\"\n") ==
           "t.toml:3:9: 'hosts' is empty; leave it out to let the daemon place runs");
+}
+
+TEST_CASE("spec: unchecked_levels takes one of its values, the default first", "[spec]") {
+    const std::string workload = "\n[[workload]]\nkind = \"fio\"\n";
+    CHECK(parse_ok("name = \"t\"" + workload).unchecked_levels ==
+          UncheckedLevelPolicy::kFailUnlessForbidden);
+    CHECK(parse_ok("name = \"t\"\nunchecked_levels = \"report\"" + workload).unchecked_levels ==
+          UncheckedLevelPolicy::kReport);
+    CHECK(parse_ok("name = \"t\"\nunchecked_levels = \"fail\"" + workload).unchecked_levels ==
+          UncheckedLevelPolicy::kFail);
+    CHECK(parse_error("name = \"t\"\nunchecked_levels = \"allowed\"" + workload) ==
+          "t.toml:2:20: 'unchecked_levels' 'allowed' is not one of 'fail-unless-forbidden', "
+          "'fail', 'report'");
+    CHECK_THAT(parse_error("name = \"t\"\nunchecked_levels = true" + workload),
+               Catch::Matchers::StartsWith("t.toml:2:20: 'unchecked_levels'"));
 }
