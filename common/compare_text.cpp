@@ -141,7 +141,8 @@ std::string partition_text(const Json& partition) {
                                                                             {"host", "host "},
                                                                             {"qemu", "QEMU "},
                                                                             {"libvirt", "libvirt "},
-                                                                            {"kernel", "kernel "}};
+                                                                            {"kernel", "kernel "},
+                                                                            {"proxmox", "Proxmox VE "}};
     std::vector<std::string> parts;
     for (const auto& [key, label] : kParts) {
         const std::string value = text_field(partition, key, "");

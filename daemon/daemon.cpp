@@ -202,26 +202,36 @@ void decide_host_acceleration(const DaemonConfig& config, const ResourceNames& n
 }
 
 // Where each sweep's runs may go (its spec's [hypervisor] hosts and
-// identical_hosts), read from the stored spec once per sweep.
+// identical_hosts) and what a level not checked does to them (its
+// unchecked_levels), read from the stored spec once per sweep.
 class Placements {
   public:
     explicit Placements(Store& store) : store_(store) {}
-    SweepPlacement operator()(std::int64_t sweep_id) {
-        std::lock_guard lock(mutex_);
-        auto known = by_sweep_.find(sweep_id);
-        if (known != by_sweep_.end()) return known->second;
-        SweepPlacement placement;
-        if (auto sweep = store_.get_sweep(sweep_id); sweep.ok()) {
-            auto spec = parse_sweep_spec(sweep->spec_toml, sweep->spec_source);
-            if (spec.ok()) placement = {spec->hosts, spec->identical_hosts};
-        }
-        return by_sweep_[sweep_id] = placement;
+    SweepPlacement operator()(std::int64_t sweep_id) { return rules(sweep_id).placement; }
+    UncheckedLevelPolicy unchecked_levels(std::int64_t sweep_id) {
+        return rules(sweep_id).unchecked_levels;
     }
 
   private:
+    struct SweepRules {
+        SweepPlacement placement;
+        UncheckedLevelPolicy unchecked_levels = UncheckedLevelPolicy::kFailUnlessForbidden;
+    };
+    SweepRules rules(std::int64_t sweep_id) {
+        std::lock_guard lock(mutex_);
+        auto known = by_sweep_.find(sweep_id);
+        if (known != by_sweep_.end()) return known->second;
+        SweepRules rules;
+        if (auto sweep = store_.get_sweep(sweep_id); sweep.ok()) {
+            auto spec = parse_sweep_spec(sweep->spec_toml, sweep->spec_source);
+            if (spec.ok()) rules = {{spec->hosts, spec->identical_hosts}, spec->unchecked_levels};
+        }
+        return by_sweep_[sweep_id] = rules;
+    }
+
     Store& store_;
     std::mutex mutex_;
-    std::map<std::int64_t, SweepPlacement> by_sweep_;
+    std::map<std::int64_t, SweepRules> by_sweep_;
 };
 
 Json hosts_status(HostPool& hosts) {
@@ -492,6 +502,9 @@ RunEnvironment Daemon::run_environment() {
     environment.hosts = &hosts_;
     auto placements = std::make_shared<Placements>(*store_);
     environment.placement = [placements](std::int64_t sweep_id) { return (*placements)(sweep_id); };
+    environment.unchecked_levels = [placements](std::int64_t sweep_id) {
+        return placements->unchecked_levels(sweep_id);
+    };
     environment.hypervisor = local_host_->hypervisor.get();
     environment.backends = &backends_;
     environment.store = store_.get();
@@ -579,6 +592,13 @@ ApiContext Daemon::api_context(std::optional<gid_t> api_gid) {
             {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
             {"config", config.to_json()}};
         return status;
+    };
+    context.check_host = [&hosts = hosts_](const std::string& name) -> Result<Json> {
+        for (Host* host : hosts.hosts()) {
+            if (host->description.name == name) return host->hypervisor->check_host();
+        }
+        return make_error(errc::kNotFound,
+                          "no host '" + name + "' in this daemon (hostctl status lists them)");
     };
     context.peer_allowed = [api_gid](uid_t uid, gid_t gid) {
         return peer_may_use_api(uid, gid, api_gid);

@@ -491,6 +491,23 @@ ExitCode status(Invocation& invocation) {
     return print_get(invocation, "/v1/status", format_status);
 }
 
+// Exit 1 when the host cannot run sweeps (a Proxmox token lacking a
+// required privilege), so a script can gate on it.
+ExitCode hosts_check(Invocation& invocation) {
+    ApiReply reply = invocation.client.get("/v1/hosts/check?name=" +
+                                           query_component(invocation.argument("NAME")));
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+    } else {
+        invocation.out << format_host_check(reply.body);
+    }
+    const Json& check = reply.body.value("check", Json::object());
+    const bool ready = check.contains("ready") ? check.value("ready", false)
+                                               : check.value("state", "") == "connected";
+    return ready ? ExitCode::kOk : ExitCode::kFailed;
+}
+
 ExitCode version(Invocation& invocation) {
     ApiReply reply = invocation.client.get("/v1/version");
     if (!reply.ok()) return invocation.fail(reply);
@@ -577,6 +594,13 @@ const std::vector<CommandSpec>& command_table() {
          {},
          "show the daemon: its instance, acceleration and why, hypervisor, guest image, config",
          status},
+        {"hosts check",
+         {"NAME"},
+         {},
+         "ask host NAME (as 'status' lists it) now whether it can run sweeps: a Proxmox host's "
+         "release and the token's privileges on every path a sweep touches, what is missing "
+         "and the pveum lines that grant it; exit 1 when it cannot",
+         hosts_check},
         {"version", {}, {}, "print the versions of hostctl and disksweepd", version},
     };
     return kCommands;

@@ -12,6 +12,7 @@
 #include "common/settings.h"
 #include "common/status.h"
 #include "common/text.h"
+#include "common/verification_text.h"
 #include "common/workload_kind.h"
 
 namespace ds::hostctl {
@@ -311,6 +312,15 @@ struct CompareColumns {
     std::vector<std::string> metrics;
 };
 
+// A comparison's levels and settings not checked, under its table; "" when
+// its runs checked everything.
+std::string not_checked_legend(const Json& compare) {
+    std::string text;
+    for (const std::string& line : compare_not_checked_lines(compare))
+        text += "  " + single_line(line) + "\n";
+    return text.empty() ? "" : "not checked in these runs' settings:\n" + text;
+}
+
 CompareColumns compare_columns(const Json& compare) {
     CompareColumns columns;
     columns.axes = string_list(field(compare, "varying_axes"));
@@ -452,7 +462,7 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     text += table.render();
     if (durability) text += std::string(kDurabilityLegend) + "\n";
     if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
-    return text;
+    return text + not_checked_legend(compare);
 }
 
 // Each row's metric cells, "mean ± sd", built before the table so that
@@ -561,7 +571,7 @@ std::string format_compare_wide(const Json& compare) {
     if (!overhead_metric.empty()) text += vs_host_legend(overhead_metric);
     if (durability) text += std::string(kDurabilityLegend) + "\n";
     if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
-    return text;
+    return text + not_checked_legend(compare);
 }
 
 namespace {
@@ -711,6 +721,7 @@ std::string format_compare_table(const Json& compare) {
     if (layout.columns.options && !layout.options_column) text += workload_options_legend(rows);
     for (const auto& risks : risk_notes)
         text += "! " + risks + ": can lose data on a power failure or crash\n";
+    text += not_checked_legend(compare);
     text +=
         "(--all: every metric; --metric NAME: rank and compare by another; --json, --csv: "
         "all numbers)\n";
@@ -856,6 +867,21 @@ std::string run_section(const std::string& title, const Json& value) {
     return text;
 }
 
+// A run's applied_settings.verification (docs/verification.md): each level
+// or setting not checked as a "not checked: REASON" line, under the policy
+// that judged them; "" for a run without the record (not verified, or an
+// older daemon).
+std::string not_checked_section(const Json& verification) {
+    if (!verification.is_object()) return "";
+    const std::string policy = text_field(verification, "policy");
+    const std::vector<std::string> lines = not_checked_lines(field(verification, "not_checked"));
+    std::string text = "verification (unchecked_levels = " + policy + "):";
+    if (lines.empty()) return text + " nothing left unchecked\n";
+    text += "\n";
+    for (const std::string& line : lines) text += "  " + single_line(line) + "\n";
+    return text;
+}
+
 }  // namespace
 
 std::string format_run(const Json& reply) {
@@ -883,11 +909,15 @@ std::string format_run(const Json& reply) {
         text += "  " + pad_right(key + ":", key_width) + " " + value + "\n";
     }
 
-    // Objects as sections, nested objects flattened to dotted keys.
+    text += not_checked_section(field(field(run, "applied_settings"), "verification"));
+    // Objects as sections, nested objects flattened to dotted keys (the
+    // verification record is the section above).
     for (const auto& item : run.items()) {
         if (shown.count(item.key())) continue;
         if (!item.value().is_object() && !item.value().is_array()) continue;
-        text += run_section(item.key(), item.value());
+        Json value = item.value();
+        if (item.key() == "applied_settings" && value.is_object()) value.erase("verification");
+        text += run_section(item.key(), value);
     }
     for (const char* bulky : {"console_log", "raw_output"}) {
         const Json& value = field(run, bulky);
@@ -1197,8 +1227,17 @@ std::string format_hosts(const Json& hosts) {
     std::vector<std::string> described;
     for (const Json& host : hosts) {
         if (!host.is_object()) continue;
+        // A Proxmox host's release and the rules that apply to it.
+        const Json& versions = field(host, "versions");
+        const std::string release =
+            versions.contains("proxmox")
+                ? " " + text_field(versions, "proxmox", "?") +
+                      (versions.contains("proxmox_rules")
+                           ? " (rules " + text_field(versions, "proxmox_rules", "?") + ")"
+                           : "")
+                : "";
         described.push_back(format_setting_value(host.value("name", Json("?"))) + " (" +
-                            format_setting_value(host.value("kind", Json("?"))) + ", " +
+                            format_setting_value(host.value("kind", Json("?"))) + release + ", " +
                             format_setting_value(host.value("parallel", Json("?"))) + " at once, " +
                             format_setting_value(host.value("accel", Json("?"))) + ")");
     }
@@ -1255,6 +1294,27 @@ std::string format_status(const Json& reply) {
            (ready ? text(config, "image_dir") : "NOT READY: " + text(image, "problem")) + "\n";
     out += "database:     " + text(config, "database") + "\n";
     out += "parallel:     " + text(config, "max_parallel_runs") + " run(s) at once\n";
+    return out;
+}
+
+std::string format_host_check(const Json& reply) {
+    const Json& check = field(reply, "check");
+    const std::string name = text_field(reply, "host", "?");
+    if (!check.is_object() || !check.contains("ready")) {
+        // A host with nothing to check but its connection (libvirt).
+        const std::string state = text_field(check, "state", "?");
+        std::string out = name + ": " + state;
+        if (const std::string error = text_field(check, "error", ""); !error.empty())
+            out += ": " + single_line(error);
+        return out + "\n";
+    }
+    std::string out = name + ": Proxmox VE " + text_field(check, "proxmox", "?") + " (rules of " +
+                      text_field(check, "rules", "?") +
+                      "): " + (check.value("ready", false) ? "ready to sweep" : "CANNOT SWEEP") +
+                      "\n";
+    out += "QEMU monitor: " + text_field(check, "monitor", "?") + "\n";
+    const std::string report = text_field(check, "report", "");
+    if (!report.empty()) out += report;
     return out;
 }
 

@@ -180,5 +180,9 @@ RunIdentity run_identity(const Json& run_reply);
 std::optional<long long> parse_utc_seconds(std::string_view text);
 // Closing line after sweep_finished: status and final counts.
 std::string format_watch_summary(long sweep_id, const SweepProgress& progress);
+// `hosts check NAME` (GET /v1/hosts/check): the host's answer; for a
+// Proxmox host its release, whether the token can sweep, what it lacks and
+// the pveum lines that grant it.
+std::string format_host_check(const Json& reply);
 
 }  // namespace ds::hostctl

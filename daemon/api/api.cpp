@@ -128,6 +128,7 @@ class Api {
     explicit Api(ApiContext context) : ctx_(std::move(context)) {
         add("GET", "/v1/version", [this](auto& r, auto& p) { return version(r, p); });
         add("GET", "/v1/status", [this](auto& r, auto& p) { return status(r, p); });
+        add("GET", "/v1/hosts/check", [this](auto& r, auto& p) { return check_host(r, p); });
         add("GET", "/v1/sweeps", [this](auto& r, auto& p) { return list_sweeps(r, p); });
         add("POST", "/v1/sweeps", [this](auto& r, auto& p) { return submit_sweep(r, p); });
         add("POST", "/v1/sweeps/plan", [this](auto& r, auto& p) { return plan_sweep(r, p); });
@@ -219,6 +220,21 @@ class Api {
         body["api"] = kApiVersion;
         body["version"] = std::string(disksweep_version());
         return json_response(body);
+    }
+
+    // The host by a query parameter: a cluster's hosts are named
+    // "LINE/NODE", which a path segment could not hold.
+    Result<http::Response> check_host(const http::Request& request, const Params&) {
+        const auto given = request.query.find("name");
+        if (given == request.query.end() || given->second.empty()) {
+            return make_error(errc::kInvalidArgument,
+                              "query parameter 'name' (the host, as hostctl status lists it) is "
+                              "required");
+        }
+        const std::string& host = given->second;
+        if (!ctx_.check_host) return make_error(errc::kNotFound, "no host '" + host + "'");
+        DS_ASSIGN_OR_RETURN(auto answer, ctx_.check_host(host));
+        return json_response({{"host", host}, {"check", answer}});
     }
 
     Result<http::Response> list_sweeps(const http::Request&, const Params&) {

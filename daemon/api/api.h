@@ -38,6 +38,9 @@ struct ApiContext {
     std::function<void(const std::string&)> log;
     // Facts about this daemon for GET /v1/status (accel, URIs, versions).
     std::function<Json()> status;
+    // GET /v1/hosts/check?name=NAME: the host's Hypervisor::check_host(), asked
+    // now; errc::kNotFound for a host this daemon does not have. Unset: 404.
+    std::function<Result<Json>(const std::string& host)> check_host;
 };
 
 // Error code -> HTTP status, and the JSON error body. Used by every handler.

@@ -202,6 +202,24 @@ Result<std::unique_ptr<Hypervisor>> make_proxmox_host(const BackendLine& line, c
     return std::unique_ptr<Hypervisor>(std::move(hypervisor));
 }
 
+// The preflight at start (ProxmoxHypervisor::check_access): the PVE release
+// and the token's privileges on the storages of `storages=` (the pve:
+// ones), the template's, the id range and the bridges. A release or a
+// token that cannot sweep refuses the host, saying what to grant; a PVE
+// that does not answer now is checked before its first run.
+Result<HostStorages> proxmox_host_storages(const BackendLine& line, Hypervisor& hypervisor,
+                                           const HostContext&) {
+    std::vector<std::string> storages;
+    if (const auto listed = line.options.find("storages"); listed != line.options.end()) {
+        for (const std::string& name : split_list(listed->second, '|')) {
+            if (name.starts_with("pve:")) storages.push_back(name.substr(4));
+        }
+    }
+    auto* proxmox = dynamic_cast<ProxmoxHypervisor*>(&hypervisor);
+    if (proxmox != nullptr) DS_TRY(proxmox->check_access(storages));
+    return HostStorages{};
+}
+
 // `nodes=`: one line per cluster node, NAME/NODE, with run_node set.
 Result<std::vector<BackendLine>> expand_proxmox_host_line(const BackendLine& line) {
     DS_ASSIGN_OR_RETURN(auto nodes, proxmox_host_nodes(line.options));
@@ -258,7 +276,8 @@ const std::vector<HypervisorKindDef>& hypervisor_kind_table() {
          // and the log would be a file on the node, out of the API's reach.
          "Proxmox VE cannot put a VM's disk on QEMU's blklogwrites filter through its API "
          "(qemu-server writes the drive's -blockdev itself; 'args' is root@pam's only), and the "
-         "log would stay on the node"},
+         "log would stay on the node",
+         proxmox_host_storages},
         // Not a hypervisor: the host baselines (spec host_baseline) run fio
         // from the host on the raw volume, which fio reaches as a file, a
         // block device or, through librbd, an RBD image.

@@ -165,8 +165,8 @@ void add_host_overhead(Json& rows) {
 // ---------------------------------------------------------------------------
 // The comparison of a sweep, phase by phase.
 
-constexpr std::array<const char*, 5> kPartitionKeys = {"accel", "host", "qemu", "libvirt",
-                                                       "kernel"};
+constexpr std::array<const char*, 6> kPartitionKeys = {"accel", "host",   "qemu",
+                                                       "libvirt", "kernel", "proxmox"};
 
 Json number_or_null(double value) {
     return std::isfinite(value) ? Json(value) : Json(nullptr);
@@ -612,6 +612,36 @@ void add_durability(const std::vector<CompareRow>& rows, const std::vector<RunRe
     }
 }
 
+// Sets every row's "not_checked": the distinct entries of its runs'
+// applied_settings.verification.not_checked (docs/verification.md), each
+// with "runs", how many of the row's runs listed it, in first-seen order.
+void add_not_checked(const std::vector<CompareRow>& rows, const std::vector<RunRecord>& runs,
+                     Json& rows_json) {
+    std::vector<Json> lists(rows.size(), Json::array());
+    for (const RunRecord& run : runs) {
+        const std::size_t r = find_row(rows, run.config_id, run.workload_name, run.partition_key);
+        const Json& entries =
+            json_read::field(json_read::field(run.applied_settings, "verification"), "not_checked");
+        if (r >= rows.size() || !entries.is_array()) continue;
+        for (const Json& entry : entries) {
+            if (!entry.is_object()) continue;
+            Json& list = lists[r];
+            auto same = std::find_if(list.begin(), list.end(), [&](const Json& known) {
+                Json bare = known;
+                bare.erase("runs");
+                return bare == entry;
+            });
+            if (same == list.end()) {
+                list.push_back(entry);
+                list.back()["runs"] = 1;
+            } else {
+                (*same)["runs"] = same->value("runs", 0) + 1;
+            }
+        }
+    }
+    for (std::size_t r = 0; r < rows.size(); ++r) rows_json[r]["not_checked"] = std::move(lists[r]);
+}
+
 }  // namespace
 
 Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOptions& options) {
@@ -643,6 +673,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
         partitions_json.push_back(partition_from_key(key));
     DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep_id, RawOutput::kOmit));
     add_durability(rows, runs, rows_out.rows);
+    add_not_checked(rows, runs, rows_out.rows);
     Json ranking = ranking_json(rows, rows_out.rows);
     Json golden_datasets = sweep_golden_savings(runs);
 

@@ -16,6 +16,7 @@
 #include "daemon/run/ack_ledger.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/discard_effect.h"
+#include "daemon/run/throttle_effect.h"
 #include "daemon/run/durability_trial.h"
 #include "daemon/run/guest_messages.h"
 #include "daemon/run/host_cpu.h"
@@ -214,6 +215,16 @@ class RunAttempt {
                                int wait_s);
     // After the result: applied_settings.discard_effect, discard_mismatch_.
     void judge_trim();
+    // applied_settings.throttle_effect (throttle_effect.h); the limits its
+    // measurement does not bear out are appended to `mismatches`.
+    void judge_throttle(std::vector<std::string>& mismatches);
+    // The means of this run's unthrottled twin (same sweep, workload and
+    // host), when one has succeeded.
+    std::optional<ThrottleRates> unthrottled_reference();
+    // The checks by effect that could not be made (discard's trim, a
+    // throttle limit's rate), as settings not checked: reported, never
+    // hidden (docs/verification.md).
+    void add_effects_not_checked(std::vector<NotChecked>& not_checked) const;
     // The job of a host baseline: fio on the raw volume, from the host.
     Status host_job();
     // For a kind that acknowledges records: the ledger its acks go to.
@@ -984,17 +995,86 @@ Error RunAttempt::job_failure(const Error& error, int wait_s) {
     return make_error(error.code, what + "; console log: " + run_.console_log);
 }
 
+// Mismatches fail the run; so do the levels not checked that the sweep's
+// `unchecked_levels` does not allow (settings_verify.h fails_run). Every
+// level and setting not checked is recorded as applied_["verification"].
 Status RunAttempt::verify() {
     applied_["guest"] = result_.readback;
-    auto mismatches =
-        verify_settings(*config_, *workload_, applied_["hypervisor"], result_.readback);
+    auto [mismatches, not_checked] =
+        verify_applied_settings(*config_, *workload_, applied_["hypervisor"], result_.readback);
     if (!discard_mismatch_.empty()) mismatches.push_back(discard_mismatch_);
-    applied_["verified"] = mismatches.empty();
-    if (!mismatches.empty()) {
-        return make_error(errc::kSettingsMismatch,
-                          "settings not in force: " + join(mismatches, "; "));
+    judge_throttle(mismatches);
+    add_effects_not_checked(not_checked);
+    const UncheckedLevelPolicy policy = env_.unchecked_levels
+                                            ? env_.unchecked_levels(run_.sweep_id)
+                                            : UncheckedLevelPolicy::kFailUnlessForbidden;
+    applied_["verification"] = verification_record(not_checked, policy);
+    std::vector<std::string> unchecked;
+    for (const NotChecked& entry : not_checked)
+        if (fails_run(entry, policy)) unchecked.push_back(not_checked_line(entry));
+    applied_["verified"] = mismatches.empty() && unchecked.empty();
+    std::vector<std::string> parts;
+    if (!mismatches.empty()) parts.push_back("settings not in force: " + join(mismatches, "; "));
+    if (!unchecked.empty()) {
+        parts.push_back("settings not verified (unchecked_levels = \"" +
+                        std::string(to_string(policy)) + "\"): " + join(unchecked, "; "));
     }
+    if (!parts.empty()) return make_error(errc::kSettingsMismatch, join(parts, "; "));
     return ok_status();
+}
+
+void RunAttempt::judge_throttle(std::vector<std::string>& mismatches) {
+    if (!config_->iops_limit && !config_->bandwidth_limit) return;
+    // fio's and the agent's engine's `direct` (a flag: true or 1).
+    const Json direct = workload_->params.is_object() ? workload_->params.value("direct", Json(false))
+                                                      : Json(false);
+    const WorkloadIo io =
+        direct == true || direct == 1 ? WorkloadIo::kDirect : WorkloadIo::kBuffered;
+    ThrottleVerdict verdict = judge_throttle_effect(*config_, io, throttle_rates_of(run_.metrics),
+                                                    unthrottled_reference());
+    applied_["throttle_effect"] = std::move(verdict.record);
+    for (std::string& line : verdict.mismatches) mismatches.push_back(std::move(line));
+}
+
+void RunAttempt::add_effects_not_checked(std::vector<NotChecked>& not_checked) const {
+    constexpr const char* kLevel = "effect on the run";
+    const Json& discard = applied_.value("discard_effect", Json());
+    if (discard.is_object() && discard.value("checked", true) == false) {
+        not_checked.push_back(
+            {"effect on the storage (the guest's trim)", "discard", discard.value("reason", "")});
+    }
+    const Json& throttle = applied_.value("throttle_effect", Json());
+    if (!throttle.is_object()) return;
+    for (const auto& [setting, record] : throttle.items()) {
+        if (!record.is_object()) continue;
+        if (record.value("checked", true) == false) {
+            not_checked.push_back({kLevel, setting, record.value("reason", "")});
+            continue;
+        }
+        const Json& lower = record.value("lower", Json());
+        if (lower.is_object() && lower.value("checked", true) == false) {
+            not_checked.push_back(
+                {kLevel, setting, "a lower limit than asked: " + lower.value("reason", "")});
+        }
+    }
+}
+
+std::optional<ThrottleRates> RunAttempt::unthrottled_reference() {
+    if (env_.store == nullptr || run_.sweep_id == 0) return std::nullopt;
+    auto aggregates = env_.store->metric_aggregates(run_.sweep_id);
+    if (!aggregates.ok()) return std::nullopt;
+    const std::string twin = config_id(unthrottled_twin(*config_));
+    std::map<std::string, double> means;
+    for (const MetricAggregate& aggregate : *aggregates) {
+        if (aggregate.config_id != twin || aggregate.workload_name != run_.workload_name) continue;
+        // The partition key is [accel, host, qemu, libvirt, kernel, proxmox] (store.h):
+        // a twin measured on another host says nothing of this one's disk.
+        const Json partition = Json::parse(aggregate.partition_key, nullptr, false);
+        if (!partition.is_array() || partition.size() < 2 || partition[1] != host_name_) continue;
+        means[aggregate.metric] = aggregate.moments.mean;
+    }
+    if (means.empty()) return std::nullopt;
+    return throttle_rates_of(means);
 }
 
 // Always runs, whatever failed before; an Error lists every step that failed.

@@ -31,16 +31,19 @@ constexpr std::int64_t kMmapBytes = std::int64_t{1} << 30;
 // is a new migration (see docs/schema.md).
 // The comparison partition of a run (docs/schema.md): a JSON array of its
 // acceleration, host (versions.partition_host in its place when the sweep
-// says its hosts are identical), QEMU, libvirt and kernel versions, "" for
-// each one not recorded. Runs of different partitions are never pooled. The
-// live rule, used by finish_run; migration 4 keeps its own frozen copy.
+// says its hosts are identical), QEMU, libvirt and kernel versions and the
+// Proxmox VE release, "" for each one not recorded. Runs of different
+// partitions are never pooled. The live rule, used by finish_run; migration
+// 4 keeps its own frozen copy (of five members: a run finished before the
+// sixth was added reads it as not recorded).
 #define DS_RUN_PARTITION_SQL                                                   \
     "json_array(coalesce(accel, json_extract(versions_json, '$.accel'), ''), " \
     "coalesce(json_extract(versions_json, '$.partition_host'), "               \
     "json_extract(versions_json, '$.host'), ''), "                             \
     "coalesce(json_extract(versions_json, '$.qemu'), ''), "                    \
     "coalesce(json_extract(versions_json, '$.libvirt'), ''), "                 \
-    "coalesce(json_extract(versions_json, '$.kernel'), ''))"
+    "coalesce(json_extract(versions_json, '$.kernel'), ''), "                  \
+    "coalesce(json_extract(versions_json, '$.proxmox'), ''))"
 
 constexpr std::array<Migration, 7> kMigrations = {{
     {1, "initial schema: sweeps, configurations, runs, metrics",

@@ -95,7 +95,7 @@ struct RunGroup {
     std::string config_id;
     std::string workload_name;
     // The comparison partition: a JSON array [accel, host, qemu, libvirt,
-    // kernel] as text ("" for a value not recorded), set when a run
+    // kernel, proxmox] as text ("" for a value not recorded), set when a run
     // finishes; "" for runs that never finished (pending).
     std::string partition_key;
     std::map<std::string, int> counts;

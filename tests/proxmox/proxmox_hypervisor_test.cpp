@@ -300,7 +300,8 @@ TEST_CASE("proxmox: a run's VM is a tagged clone in the range with the data disk
     CHECK((*applied)["pve"]["scsihw"] == "virtio-scsi-single");
     CHECK((*applied)["pve"]["options"]["mbps"] == "100");
     // QEMU's own view, through PVE's monitor endpoint (`info block`).
-    CHECK((*applied)["qemu_check"] == "info block through PVE's monitor");
+    CHECK((*applied)["levels"]["qemu_info_block"]["checked"] == true);
+    CHECK((*applied)["levels"]["qemu_info_block"]["source"] == "info block through PVE's monitor");
     const Json& qemu = (*applied)["qemu_info_block"];
     CHECK(qemu["cache"] == "unsafe");
     CHECK(qemu["detect_zeroes"] == "unmap");
@@ -478,7 +479,7 @@ TEST_CASE("proxmox: a recorded id is destroyed tagged or not, only under the run
     CHECK_FALSE(backend.hypervisor->destroy_recorded_vm("x", Json{{"vmid", "5001"}}).ok());
 }
 
-TEST_CASE("proxmox: a token without VM.Monitor skips the QEMU level and says so",
+TEST_CASE("proxmox: a monitor that refuses leaves the QEMU level not checked, saying why",
           "[proxmox][fake]") {
     Backend backend("", {"--fault", R"json({"method": "POST", "path": "/nodes/*/qemu/*/monitor",
         "status": 403, "message": "Permission check failed (/vms/5000, VM.Monitor)"})json"});
@@ -487,8 +488,11 @@ TEST_CASE("proxmox: a token without VM.Monitor skips the QEMU level and says so"
     REQUIRE(applied.ok());
     CHECK((*applied)["cache"] == "unsafe");
     CHECK_FALSE(applied->contains("qemu_info_block"));
-    CHECK_THAT((*applied)["qemu_check"].get<std::string>(),
-               Catch::Contains("may not use the QEMU monitor"));
+    const Json& level = (*applied)["levels"]["qemu_info_block"];
+    CHECK(level["checked"] == false);
+    CHECK(level["forbidden"] == true);
+    CHECK_THAT(level["reason"].get<std::string>(), Catch::Contains("(/vms/5000, VM.Monitor)"));
+    CHECK((*applied)["levels"]["domain_xml"]["checked"] == true);
 }
 
 TEST_CASE("proxmox: ids outside the range are never used", "[proxmox][fake]") {

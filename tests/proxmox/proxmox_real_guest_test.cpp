@@ -345,7 +345,7 @@ void check_succeeded_run(const test::RunRow& run) {
     CHECK_THAT(drive, Catch::Contains("iothread=1"));
     CHECK_THAT(drive, Catch::Contains("ssd=1"));
     // QEMU level: the real QEMU's `info block` through the monitor relay.
-    CHECK(hypervisor["qemu_check"] == "info block through PVE's monitor");
+    CHECK(hypervisor["levels"]["qemu_info_block"]["checked"] == true);
     CHECK(hypervisor["qemu_info_block"]["cache"] == config["cache"]);
     CHECK(hypervisor["qemu_info_block"]["detect_zeroes"] == config["detect_zeroes"]);
     // Guest level: what the real guest's kernel reports of its disk.

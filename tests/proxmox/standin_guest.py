@@ -13,7 +13,8 @@ temporary file and renamed over its name.
 
 What is real and what is simulated:
   * the measurement is real: fio runs on this machine, in the guest root
-    (a short fixed job: randrw, 4 KiB, psync, 1 s), and its JSON output is
+    (a short fixed job: randrw, 4 KiB, psync, 1 s; capped at the data disk's
+    iops= and mbps= as QEMU's throttle would cap it), and its JSON output is
     the result's output, from which the host derives the metrics;
   * the guest's view of its data disk is simulated from the VM's config as
     PVE holds it (guest.py's HARDWARE_FILE), the way Linux shows the devices
@@ -119,13 +120,34 @@ def filesystem_view(job: dict) -> dict:
     return view
 
 
-def run_fio(directory: str) -> tuple:
-    """(fio's JSON output, fio's version, seconds) of a short real job."""
+BLOCK_SIZE = 4096  # the fio job's bs
+
+
+def rate_options(config: dict) -> list:
+    """fio's cap for the data disk's iops= and mbps= (totals, reads and
+    writes together, as QEMU's throttle group enforces them), as one byte
+    rate (fio takes rate or rate_iops, not both; the job's block size is
+    fixed), half to each direction of the even randrw mix."""
+    _, drive = data_drive(config)
+    limits = []
+    if drive.get("iops"):
+        limits.append(int(drive["iops"]) * BLOCK_SIZE)
+    if drive.get("mbps"):
+        limits.append(int(float(drive["mbps"]) * 1024 * 1024))
+    if not limits:
+        return []
+    half = max(BLOCK_SIZE, min(limits) // 2)
+    return [f"--rate={half},{half}"]
+
+
+def run_fio(directory: str, config: dict) -> tuple:
+    """(fio's JSON output, fio's version, seconds) of a short real job,
+    throttled as the VM's config throttles its data disk."""
     os.makedirs(directory, exist_ok=True)
     started = time.monotonic()
     completed = subprocess.run(
         ["fio", "--name=standin", "--directory=" + directory, "--size=8M", "--rw=randrw", "--bs=4k",
-         "--ioengine=psync", "--runtime=1", "--time_based", "--output-format=json"],
+         "--ioengine=psync", "--runtime=1", "--time_based", "--output-format=json"] + rate_options(config),
         capture_output=True, text=True, check=True)
     seconds = time.monotonic() - started
     version = subprocess.run(["fio", "--version"], capture_output=True, text=True, check=True).stdout.strip()
@@ -152,7 +174,7 @@ def main(argv: list) -> int:
         hardware = json.load(handle)
     replace_file(progress, hello + line("progress", {"phase": "bench", "message": "fio (stand-in guest)",
                                                      "elapsed_s": 0.0}))
-    fio_output, fio_version, bench_s = run_fio(guest_path("/mnt/disksweep/work"))
+    fio_output, fio_version, bench_s = run_fio(guest_path("/mnt/disksweep/work"), hardware)
     replace_file(result, line("result", {
         "run_id": job.get("run_id", ""),
         "output": fio_output,

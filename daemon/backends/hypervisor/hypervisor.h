@@ -156,6 +156,10 @@ class Hypervisor {
     // {"state": "connected"|"unreachable", "error": "..."}; a backend that
     // connects per call says {"state": "connected"}.
     virtual Json reachability() { return Json{{"state", "connected"}}; }
+    // `hostctl hosts check NAME`: whether this host can run sweeps, asked of
+    // the hypervisor now (Proxmox: its release and the token's privileges on
+    // every path a sweep touches, with what to grant). Default: reachability().
+    virtual Result<Json> check_host() { return reachability(); }
     // True once after the connection was lost and made again (or made for
     // the first time after the daemon started without it): what the daemon
     // had there may be left half done, so it cleans the host up

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <regex>
 
 #include "common/text.h"
 #include "daemon/backends/option_rules.h"
@@ -158,25 +157,6 @@ Result<std::vector<std::string>> online_nodes(const std::map<std::string, std::s
 // '$storage'\n"). So the line is checked when the daemon starts, not when the
 // first run fails.
 
-// The template's volumes, drive key -> volume id (qemu-server Drive.pm,
-// valid_drive_names: ideN, scsiN, virtioN, sataN, efidisk0, tpmstate0;
-// unusedN are not cloned), without "none" and "cdrom".
-std::vector<std::pair<std::string, std::string>> template_volumes(const Json& config) {
-    static const std::regex drive_key("(ide|scsi|virtio|sata)[0-9]+|efidisk0|tpmstate0");
-    std::vector<std::pair<std::string, std::string>> volumes;
-    if (!config.is_object()) return volumes;
-    for (const auto& item : config.items()) {
-        const std::string& key = item.key();
-        if (!std::regex_match(key, drive_key) || !item.value().is_string()) continue;
-        auto drive = PvePropertyString::parse(item.value().get<std::string>());
-        if (!drive) continue;
-        const std::string& volume = drive->default_value();
-        if (volume.empty() || volume == "none" || volume == "cdrom") continue;
-        volumes.emplace_back(key, volume);
-    }
-    return volumes;
-}
-
 // The storages /cluster/resources lists as shared (type storage, `shared`
 // as pve-manager PVE/API2Tools.pm extract_storage_stats reports it: 0 or 1).
 Result<std::vector<std::string>> shared_storages(PveApi& api) {
@@ -195,11 +175,6 @@ Result<std::vector<std::string>> shared_storages(PveApi& api) {
     return shared;
 }
 
-std::string storage_of(const std::string& volume) {
-    const auto colon = volume.find(':');
-    return colon == std::string::npos || volume.starts_with('/') ? "" : volume.substr(0, colon);
-}
-
 bool contains(const std::vector<std::string>& list, const std::string& item) {
     return std::find(list.begin(), list.end(), item) != list.end();
 }
@@ -208,7 +183,7 @@ bool contains(const std::vector<std::string>& list, const std::string& item) {
 Error local_template_error(const ProxmoxHypervisorOptions& template_options,
                            const std::vector<std::string>& other_nodes, const std::string& key,
                            const std::string& volume) {
-    const std::string storage = storage_of(volume);
+    const std::string storage = pve_storage_of(volume);
     return pve_option_error(
         kProxmoxNodesKey,
         "runs on " + join(other_nodes, ", ") + " would be clones of template " +
@@ -255,8 +230,8 @@ Status check_clones_to_other_nodes(const std::map<std::string, std::string>& opt
         return pve_option_error(kProxmoxNodesKey,
                                 "cannot read the template's config: " + config.error().message);
     }
-    for (const auto& [key, volume] : template_volumes(*config)) {
-        if (!contains(*shared, storage_of(volume))) {
+    for (const auto& [key, volume] : pve_template_volumes(*config)) {
+        if (!contains(*shared, pve_storage_of(volume))) {
             return local_template_error(*template_options, other_nodes, key, volume);
         }
     }

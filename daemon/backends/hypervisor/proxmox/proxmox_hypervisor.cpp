@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <regex>
+#include <set>
 #include <thread>
 #include <variant>
 
@@ -177,6 +179,40 @@ bool has_tag(const Json& resource) {
 
 // ---------------------------------------------------------------------------
 
+std::vector<std::pair<std::string, std::string>> pve_template_volumes(const Json& config) {
+    static const std::regex drive_key("(ide|scsi|virtio|sata)[0-9]+|efidisk0|tpmstate0");
+    std::vector<std::pair<std::string, std::string>> volumes;
+    if (!config.is_object()) return volumes;
+    for (const auto& item : config.items()) {
+        const std::string& key = item.key();
+        if (!std::regex_match(key, drive_key) || !item.value().is_string()) continue;
+        auto drive = PvePropertyString::parse(item.value().get<std::string>());
+        if (!drive) continue;
+        const std::string& volume = drive->default_value();
+        if (volume.empty() || volume == "none" || volume == "cdrom") continue;
+        volumes.emplace_back(key, volume);
+    }
+    return volumes;
+}
+
+std::vector<std::string> pve_template_bridges(const Json& config) {
+    static const std::regex net_key("net[0-9]+");
+    std::set<std::string> bridges;
+    if (!config.is_object()) return {};
+    for (const auto& item : config.items()) {
+        if (!std::regex_match(item.key(), net_key) || !item.value().is_string()) continue;
+        auto nic = PvePropertyString::parse(item.value().get<std::string>());
+        if (!nic) continue;
+        if (auto bridge = nic->get("bridge"); bridge && !bridge->empty()) bridges.insert(*bridge);
+    }
+    return {bridges.begin(), bridges.end()};
+}
+
+std::string pve_storage_of(const std::string& volume) {
+    const auto colon = volume.find(':');
+    return colon == std::string::npos || volume.starts_with('/') ? "" : volume.substr(0, colon);
+}
+
 Status check_proxmox_options(const ProxmoxHypervisorOptions& options) {
     const auto invalid = [](const std::string& message) {
         return make_error(errc::kInvalidArgument, "proxmox: " + message);
@@ -261,6 +297,98 @@ Result<PveTaskEnd> ProxmoxHypervisor::task(PveMethod method, const std::string& 
     return client_->run_task(method, path, params, options_.task_timeout);
 }
 
+// ---- the preflight (pve_version.h) -------------------------------------------------------------
+
+Result<PvePreflight> ProxmoxHypervisor::run_preflight() {
+    PvePreflightTargets targets{options_.node, options_.template_vmid, options_.vmid_min,
+                                options_.vmid_max, {}, {}};
+    std::set<std::string> storages;
+    {
+        std::lock_guard lock(preflight_mutex_);
+        storages.insert(storages_.begin(), storages_.end());
+    }
+    if (!options_.clone_storage.empty()) storages.insert(options_.clone_storage);
+    // The template's own storages (a clone allocates on them) and bridges
+    // (SDN.Use); a token that may not read its config lacks VM.Audit there,
+    // which the table names too.
+    const VmRef template_vm{options_.template_vmid, options_.node};
+    auto config = client_->get(vm_path(template_vm, "/config"));
+    if (config.ok()) {
+        for (const auto& [key, volume] : pve_template_volumes(*config)) {
+            if (const std::string storage = pve_storage_of(volume); !storage.empty())
+                storages.insert(storage);
+        }
+        targets.bridges = pve_template_bridges(*config);
+    } else if (config.error().code != errc::kForbidden) {
+        return config.error();
+    }
+    targets.storages.assign(storages.begin(), storages.end());
+    return pve_preflight(*client_, targets);
+}
+
+Status ProxmoxHypervisor::check_access(const std::vector<std::string>& storages) {
+    {
+        std::lock_guard lock(preflight_mutex_);
+        storages_ = storages;
+    }
+    auto found = preflight();
+    if (!found.ok() && found.error().code != errc::kUnavailable &&
+        found.error().code != errc::kTimeout) {
+        return found.error();
+    }
+    return ok_status();
+}
+
+Result<PvePreflight> ProxmoxHypervisor::preflight() {
+    {
+        std::lock_guard lock(preflight_mutex_);
+        if (preflight_) return *preflight_;
+    }
+    DS_ASSIGN_OR_RETURN(auto found, run_preflight());
+    if (!found.ready()) {
+        return make_error(errc::kForbidden,
+                          "proxmox: the token cannot run sweeps here.\n" +
+                              pve_preflight_report(found, client_->options().token_id));
+    }
+    std::lock_guard lock(preflight_mutex_);
+    preflight_ = found;
+    return found;
+}
+
+Result<Json> ProxmoxHypervisor::check_host() {
+    DS_ASSIGN_OR_RETURN(auto found, run_preflight());
+    Json missing = Json::array();
+    for (const PveMissingPrivilege& entry : found.missing) {
+        missing.push_back({{"path", entry.path},
+                           {"privileges", entry.privileges},
+                           {"need", entry.need == PveNeed::kRequired ? "required" : "verification"},
+                           {"used_by", entry.used_by}});
+    }
+    if (found.ready()) {
+        std::lock_guard lock(preflight_mutex_);
+        preflight_ = found;
+    }
+    return Json{{"proxmox", found.version},
+                {"rules", found.release->name},
+                {"ready", found.ready()},
+                {"missing", missing},
+                {"monitor", found.monitor_allowed ? "allowed" : "not allowed: " + found.monitor_reason},
+                {"report", pve_preflight_report(found, client_->options().token_id)}};
+}
+
+Json ProxmoxHypervisor::reachability() {
+    auto found = preflight();
+    if (!found.ok()) {
+        const bool down = found.error().code == errc::kUnavailable ||
+                          found.error().code == errc::kTimeout;
+        return {{"state", down ? "unreachable" : "refused"}, {"error", found.error().message}};
+    }
+    return {{"state", "connected"},
+            {"proxmox", found->version},
+            {"rules", found->release->name},
+            {"monitor", found->monitor_allowed ? "allowed" : "not allowed: " + found->monitor_reason}};
+}
+
 Result<std::optional<ProxmoxHypervisor::VmRef>> ProxmoxHypervisor::find_vm(
     const std::string& vm_name) {
     DS_ASSIGN_OR_RETURN(auto resources,
@@ -322,6 +450,8 @@ Status ProxmoxHypervisor::start_vm(const VmRequest& request) {
                           "proxmox cannot attach extra disks (a checker guest's crash images are "
                           "files on the daemon's host; durability runs need the libvirt backend)");
     }
+    // A host PVE did not answer at start is checked before its first run.
+    DS_TRY(preflight());
     const auto* disk = std::get_if<HypervisorAllocatedDisk>(&request.data_disk);
     if (disk == nullptr) {
         return make_error(errc::kInvalidArgument,
@@ -374,27 +504,55 @@ Status ProxmoxHypervisor::clone_and_start(const VmRequest& request, const PveDat
     return ok_status();
 }
 
-// QEMU's own view of the drive (`info block` through PVE's monitor
-// endpoint) as applied["qemu_info_block"]; a token without VM.Monitor gets
-// PVE's 403, which leaves that level out with the reason in
-// applied["qemu_check"] (the PVE config level is still verified).
+// QEMU's own view of the drive through PVE's monitor endpoint, as
+// applied["qemu_info_block"], and whether that level was checked as
+// applied["levels"]["qemu_info_block"] (docs/verification.md, "Levels not
+// checked"). A token the preflight found without the release's monitor
+// privilege is not sent to the monitor at all (PVE would refuse it): the
+// level is reported forbidden. PVE 9 builds a drive as a -blockdev chain,
+// whose format and cache flags only `info block -n` shows (qemu_block.h).
 void ProxmoxHypervisor::add_qemu_level(const VmRef& vm, std::string_view drive_key, Json& applied) {
-    auto text = client_->post(vm_path(vm, "/monitor"), PveParams().set("command", "info block"));
-    if (!text.ok() || !text->is_string()) {
-        applied["qemu_check"] =
-            text.ok() ? "not done: PVE's monitor answered no text"
-            : text.error().code == errc::kForbidden
-                ? "not done: the token may not use the QEMU monitor (VM.Monitor on /vms)"
-                : "not done: " + text.error().message;
+    Json& level = applied["levels"]["qemu_info_block"];
+    auto access = preflight();
+    if (access.ok() && !access->monitor_allowed) {
+        level = {{"checked", false}, {"forbidden", true}, {"reason", access->monitor_reason}};
         return;
     }
-    auto settings = parse_info_block(text->get<std::string>(), "drive-" + std::string(drive_key));
-    if (!settings.ok()) {
-        applied["qemu_check"] = "not done: " + settings.error().message;
-        return;
+    const auto not_checked = [&level](const Error& error) {
+        level = {{"checked", false},
+                 {"forbidden", error.code == errc::kForbidden},
+                 {"reason", error.message}};
+    };
+    const auto monitor = [&](const char* command) -> Result<std::string> {
+        auto text = client_->post(vm_path(vm, "/monitor"), PveParams().set("command", command));
+        if (!text) return text.error();
+        if (!text->is_string()) {
+            return make_error(errc::kProtocol,
+                              std::string("PVE's monitor answered `") + command + "` with no text");
+        }
+        return text->get<std::string>();
+    };
+    auto block = monitor("info block");
+    if (!block) return not_checked(block.error());
+    const std::string block_text = std::move(block).value();
+    HmpDriveTexts texts;
+    texts.info_block = block_text;
+    std::string source = "info block";
+    // QEMU 10's `info qtree` prints no link properties, so nothing an
+    // `info` command shows names the IO thread: not asked (the reader lists
+    // iothread as unseen).
+    std::string nodes_text;  // kept alive for `texts`, which views it
+    if (access.ok() && access->release->drive_model == PveDriveModel::kBlockdev) {
+        auto nodes = monitor("info block -n");
+        if (!nodes) return not_checked(nodes.error());
+        nodes_text = std::move(nodes).value();
+        texts.info_block_nodes = nodes_text;
+        source += ", info block -n";
     }
+    auto settings = parse_qemu_drive_view(texts, "drive-" + std::string(drive_key));
+    if (!settings.ok()) return not_checked(settings.error());
     applied["qemu_info_block"] = std::move(settings).value();
-    applied["qemu_check"] = "info block through PVE's monitor";
+    level = {{"checked", true}, {"source", source + " through PVE's monitor"}};
 }
 
 Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
@@ -427,6 +585,8 @@ Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
                           {"volume", drive->default_value()},
                           {"options", options},
                           {"scsihw", scsihw.value_or("lsi")}}}};
+        applied["levels"] = {
+            {"domain_xml", {{"checked", true}, {"source", "PVE config (GET .../config)"}}}};
         add_drive_limits(*drive, applied);
         const VolumeFormat format = volume_format(vm, drive->default_value(), *drive);
         if (format.format) applied["image_format"] = *format.format;
@@ -447,14 +607,27 @@ ProxmoxHypervisor::VolumeFormat ProxmoxHypervisor::volume_format(const VmRef& vm
                                                                  const PvePropertyString& drive) {
     const std::string storage = volid.substr(0, volid.find(':'));
     // pve-storage src/PVE/API2/Storage/Content.pm `info`: the format
-    // volume_size_info reads from the volume itself.
-    auto content = client_->get(pve_path({"nodes", vm.node, "storage", storage, "content", volid}));
-    if (content.ok() && content->is_object() && (*content)["format"].is_string() &&
-        !(*content)["format"].get<std::string>().empty()) {
-        return {(*content)["format"].get<std::string>(), "PVE storage content of " + volid};
+    // volume_size_info reads from the volume itself. It checks
+    // Datastore.Audit (check_volume_access): a token the preflight found
+    // without it is not sent there, PVE would refuse it.
+    const std::string storage_path = "/storage/" + storage;
+    auto access = preflight();
+    const bool may_read = !access.ok() || std::none_of(access->missing.begin(), access->missing.end(),
+                                                       [&](const PveMissingPrivilege& missing) {
+                                                           return missing.path == storage_path &&
+                                                                  missing.privileges == "Datastore.Audit";
+                                                       });
+    std::string content_problem = "the token lacks Datastore.Audit on " + storage_path;
+    if (may_read) {
+        auto content =
+            client_->get(pve_path({"nodes", vm.node, "storage", storage, "content", volid}));
+        if (content.ok() && content->is_object() && (*content)["format"].is_string() &&
+            !(*content)["format"].get<std::string>().empty()) {
+            return {(*content)["format"].get<std::string>(), "PVE storage content of " + volid};
+        }
+        content_problem =
+            content.ok() ? "its content entry names no format" : content.error().message;
     }
-    const std::string content_problem =
-        content.ok() ? "its content entry names no format" : content.error().message;
     if (auto format = drive.get("format")) return {*format, "PVE config format="};
     auto storages =
         client_->get(pve_path({"nodes", vm.node, "storage"}), PveParams().set("storage", storage));
@@ -582,6 +755,11 @@ Result<RunningGuest> ProxmoxHypervisor::running_guest(const std::string& vm_name
     const bool config_kvm = !kvm_option || (*kvm_option != "0" && *kvm_option != "false");
     const std::string config_says = "PVE config kvm=" + kvm_option.value_or("1 (default)");
     RunningGuest guest{config_kvm ? Accel::kKvm : Accel::kTcg, config_says, Json::object()};
+    auto access = preflight();
+    if (access.ok() && !access->monitor_allowed) {
+        guest.accel_source += "; QEMU not asked: " + access->monitor_reason;
+        return add_running_versions(*vm, guest);
+    }
     auto answer = client_->post(vm_path(*vm, "/monitor"), PveParams().set("command", "info kvm"));
     const auto qemu_kvm = answer.ok() && answer->is_string()
                               ? kvm_enabled_in(answer->get<std::string>())
@@ -595,7 +773,12 @@ Result<RunningGuest> ProxmoxHypervisor::running_guest(const std::string& vm_name
             "; QEMU not asked: " + (answer.ok() ? std::string("no kvm support line in its answer")
                                                 : answer.error().message);
     }
-    DS_ASSIGN_OR_RETURN(auto status, client_->get(vm_path(*vm, "/status/current")));
+    return add_running_versions(*vm, guest);
+}
+
+// The QEMU binary and machine the VM runs, from status/current.
+Result<RunningGuest> ProxmoxHypervisor::add_running_versions(const VmRef& vm, RunningGuest guest) {
+    DS_ASSIGN_OR_RETURN(auto status, client_->get(vm_path(vm, "/status/current")));
     for (const auto& [from, to] :
          {std::pair{"running-qemu", "qemu"}, std::pair{"running-machine", "qemu_machine"}}) {
         if (status.contains(from) && (status)[from].is_string())
@@ -623,9 +806,12 @@ Result<std::vector<std::string>> ProxmoxHypervisor::list_vms(const std::string& 
 Json ProxmoxHypervisor::versions() {
     auto version = client_->get("/version");
     if (!version) return {{"proxmox", "unknown: " + version.error().message}};
-    return {{"proxmox", version->value("version", "")},
-            {"proxmox_release", version->value("release", "")},
-            {"proxmox_repoid", version->value("repoid", "")}};
+    Json versions = {{"proxmox", version->value("version", "")},
+                     {"proxmox_release", version->value("release", "")},
+                     {"proxmox_repoid", version->value("repoid", "")}};
+    if (auto release = pve_release_of(*version); release.ok())
+        versions["proxmox_rules"] = std::string((*release)->name);
+    return versions;
 }
 
 }  // namespace ds

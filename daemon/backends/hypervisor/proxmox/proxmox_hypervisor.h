@@ -37,6 +37,7 @@
 #include "daemon/backends/hypervisor/proxmox/pve_agent_channel.h"
 #include "daemon/backends/hypervisor/proxmox/pve_client.h"
 #include "daemon/backends/hypervisor/proxmox/pve_encoding.h"
+#include "daemon/backends/hypervisor/proxmox/pve_version.h"
 
 namespace ds {
 
@@ -85,6 +86,15 @@ struct PveDataDisk {
 // whole number of MiB.
 Result<PveDataDisk> pve_data_disk(const StorageConfig& config, const HypervisorAllocatedDisk& disk);
 
+// A template's volumes, drive key -> volume id (qemu-server Drive.pm,
+// valid_drive_names: ideN, scsiN, virtioN, sataN, efidisk0, tpmstate0;
+// unusedN are not cloned), without "none" and "cdrom".
+std::vector<std::pair<std::string, std::string>> pve_template_volumes(const Json& config);
+// The bridges of a config's NICs (netN's `bridge=`), sorted, once each.
+std::vector<std::string> pve_template_bridges(const Json& config);
+// "local-lvm" of "local-lvm:vm-100-disk-0"; "" for a path or a bare name.
+std::string pve_storage_of(const std::string& volume);
+
 class ProxmoxHypervisor : public Hypervisor {
   public:
     // Checks the options (check_proxmox_options); does not contact PVE.
@@ -108,10 +118,12 @@ class ProxmoxHypervisor : public Hypervisor {
     // "value": the drive's property string, "options": its keys, "scsihw":
     // ...}}; "image_format" from what PVE says of the volume, since its config
     // names no format for a disk it allocated (volume_format), with
-    // "sources": {"image_format": where}; and QEMU's own view from `info
-    // block` through PVE's monitor endpoint, "qemu_info_block" (see
-    // parse_info_block), with "qemu_check" saying whether it was read and
-    // why not (a token without VM.Monitor). errc::kNotFound if no such VM.
+    // "sources": {"image_format": where}; QEMU's own view from `info block`
+    // (and on PVE 9 `info block -n`) through PVE's monitor endpoint,
+    // "qemu_info_block" (parse_qemu_drive_view); and "levels": {"domain_xml":
+    // the config, "qemu_info_block": {"checked", "source" | "reason",
+    // "forbidden"}} (a token the preflight found without the monitor
+    // privilege is not sent there). errc::kNotFound if no such VM.
     Result<Json> applied_settings(const std::string& vm_name) override;
     Result<bool> is_running(const std::string& vm_name) override;
     // The one-shot agent through the QEMU guest agent (open_pve_agent_channel).
@@ -140,9 +152,31 @@ class ProxmoxHypervisor : public Hypervisor {
     // Sorted names of the VMs of /cluster/resources whose name starts with
     // prefix, that carry kProxmoxTag and whose id is in the range.
     Result<std::vector<std::string>> list_vms(const std::string& prefix) override;
-    // {"proxmox": "8.4.1", "proxmox_release": "8.4", "proxmox_repoid": ...}
+    // {"proxmox": "8.4.1", "proxmox_release": "8.4", "proxmox_repoid": ...,
+    // "proxmox_rules": "8.4" | "9.x" (the row of pve_version.h that applies)}
     // from GET /version; {"proxmox": "unknown: REASON"} when it fails.
     Json versions() override;
+    // {"state": "connected", "proxmox": VERSION, "rules": "9.x", "monitor":
+    // "allowed" | "not allowed: REASON"} once the preflight has run;
+    // {"state": "unreachable", "error": ...} when PVE does not answer it.
+    Json reachability() override;
+
+    // The preflight (pve_version.h): the release's rules and the token's
+    // privileges on every path a sweep touches: the template, both ends of
+    // the id range, `storages` (with the template's own and clone_storage)
+    // and the bridges of the template's NICs. Refuses (errc::kUnsupported)
+    // an unsupported release and (errc::kForbidden) a token that lacks a
+    // required privilege, with what is missing and the pveum lines that
+    // grant it. PVE unreachable: errc::kUnavailable, and the preflight runs
+    // again before the first run (start_vm). A privilege that only a
+    // verification level needs (the monitor) is remembered: that level is
+    // then reported as not checked, forbidden, without asking PVE.
+    Status check_access(const std::vector<std::string>& storages);
+    // The preflight again, now: its findings as JSON for `hostctl hosts
+    // check` ({"proxmox", "rules", "ready", "missing": [{path, privileges,
+    // need, used_by}], "monitor", "report": the text check_access refuses
+    // with}); PVE's error when it cannot be asked.
+    Result<Json> check_host() override;
 
     const ProxmoxHypervisorOptions& options() const { return options_; }
     // The node runs' VMs go to: run_node, else node.
@@ -177,12 +211,20 @@ class ProxmoxHypervisor : public Hypervisor {
     VolumeFormat volume_format(const VmRef& vm, const std::string& volid,
                                const PvePropertyString& drive);
     Status clone_and_start(const VmRequest& request, const PveDataDisk& disk, const VmRef& vm);
+    Result<PvePreflight> run_preflight();
+    Result<RunningGuest> add_running_versions(const VmRef& vm, RunningGuest guest);
+    // The preflight's findings, running it first when it has not run (PVE
+    // was unreachable at start); its Error when the token cannot sweep.
+    Result<PvePreflight> preflight();
     void add_qemu_level(const VmRef& vm, std::string_view drive_key, Json& applied);
     std::string vm_path(const VmRef& vm, std::string_view tail = "") const;
     Result<PveTaskEnd> task(PveMethod method, const std::string& path, const PveParams& params);
 
     std::shared_ptr<PveClient> client_;
     ProxmoxHypervisorOptions options_;
+    std::mutex preflight_mutex_;
+    std::vector<std::string> storages_;       // GUARDED_BY(preflight_mutex_)
+    std::optional<PvePreflight> preflight_;   // GUARDED_BY(preflight_mutex_): passed
 };
 
 }  // namespace ds

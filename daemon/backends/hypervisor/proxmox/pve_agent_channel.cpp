@@ -380,6 +380,13 @@ Status wait_for_ping(GuestAgent& agent, const std::string& vm_name, Deadline dea
     for (;;) {
         auto ping = agent.api->post(agent.vm_path + "/agent/ping");
         if (ping) return ok_status();
+        // PVE's 403 names the privilege and the path ("Permission check
+        // failed (/vms/N, VM.GuestAgent.Audit|VM.GuestAgent.Unrestricted)"):
+        // no guest that boots later changes it, so it ends the wait at once.
+        if (ping.error().code == errc::kForbidden) {
+            return make_error(errc::kForbidden, "proxmox: agent/ping of " + vm_name +
+                                                    " refused: " + ping.error().message);
+        }
         if (cancelled && cancelled->load()) return make_error(errc::kCancelled, "cancelled");
         if (Steady::now() >= deadline) {
             return make_error(errc::kTimeout,

@@ -229,8 +229,12 @@ TEST_CASE("compare: partitions are never pooled, each has its own baseline",
     REQUIRE(report["partitions"].size() == 2);
     CHECK(
         report["partitions"][0] ==
-        Json{
-            {"accel", "kvm"}, {"host", ""}, {"qemu", "7.2.0"}, {"libvirt", ""}, {"kernel", "6.1"}});
+        Json{{"accel", "kvm"},
+             {"host", ""},
+             {"qemu", "7.2.0"},
+             {"libvirt", ""},
+             {"kernel", "6.1"},
+             {"proxmox", ""}});
     CHECK(report["partitions"][1]["accel"] == "tcg");
     int kvm_rows = 0;
     for (const Json& row : report["rows"]) {
@@ -245,6 +249,24 @@ TEST_CASE("compare: partitions are never pooled, each has its own baseline",
         CHECK(row["vs_baseline"]["ratio"].get<double>() == Approx(expected));
     }
     CHECK(kvm_rows == 2);
+}
+
+TEST_CASE("compare: runs on two Proxmox VE releases are never pooled", "[compare][baseline]") {
+    TempDir dir;
+    auto store = testing::open_store(dir.file("r.db"));
+    Sweep sweep = create_from_spec(*store, kSpec);
+    const int baseline = config_index(sweep.plan, CacheMode::kNone, "ext4");
+    // The same QEMU and kernel: only the release differs (a node upgraded
+    // from 8.4 to 9.1 between rounds).
+    for (const char* release : {"8.4.1", "9.1.2"}) {
+        const Json versions = {{"qemu", "9.2.0"}, {"kernel", "6.1"}, {"proxmox", release}};
+        finish(*store, sweep, baseline, release[0] == '8' ? 0 : 1, RunStatus::kSucceeded,
+               {{"read_iops", 100}}, versions, "kvm");
+    }
+    const Json report = compare_sweep(*store, sweep.id).value();
+    REQUIRE(report["partitions"].size() == 2);
+    CHECK(report["partitions"][0]["proxmox"] == "8.4.1");
+    CHECK(report["partitions"][1]["proxmox"] == "9.1.2");
 }
 
 TEST_CASE("compare: the first configuration is the baseline when the spec names none",

@@ -496,6 +496,42 @@ TEST_CASE("executor: settings not in force fail the run with the difference", "[
     CHECK(stored.applied_settings.contains("guest"));
 }
 
+TEST_CASE(
+    "executor: a level not checked fails the run unless the host forbids it or the spec "
+    "says report",
+    "[run_executor][not_checked]") {
+    ExecutorFixture fixture;
+    Json level = {{"checked", false}, {"reason", "info block: no answer"}, {"forbidden", false}};
+    bool fails = true;
+    SECTION("not forbidden, the default policy: fails") {}
+    SECTION("forbidden, the default policy: reported") {
+        level["forbidden"] = true;
+        fails = false;
+    }
+    SECTION("not forbidden, unchecked_levels = report: reported") {
+        fixture.unchecked_levels = [](std::int64_t) { return UncheckedLevelPolicy::kReport; };
+        fails = false;
+    }
+    fixture.hypervisor.set_applied_patch(Json{{"levels", {{"qemu_info_block", level}}}});
+    const RunRecord finished = run_with_guest(fixture, well_behaved_guest(GuestBehaviour{}));
+    INFO(finished.failure_reason);
+    CHECK(finished.status == (fails ? RunStatus::kFailed : RunStatus::kSucceeded));
+    const Json applied = fixture.stored(finished.id).applied_settings;
+    CHECK(applied.at("verified") == !fails);
+    const Json& entries = applied.at("verification").at("not_checked");
+    // The level, then the discard effect this guest (no "trim") could not show.
+    REQUIRE(entries.size() == 2);
+    CHECK(entries[0].at("level") == "QEMU (info block)");
+    CHECK(entries[0].at("fails_run") == fails);
+    CHECK(entries[1].at("setting") == "discard");
+    CHECK(entries[1].at("fails_run") == false);
+    if (fails) {
+        CHECK_THAT(finished.failure_reason,
+                   Contains("settings not verified (unchecked_levels = \"fail-unless-forbidden\"): "
+                            "QEMU (info block): not checked: info block: no answer"));
+    }
+}
+
 // One run of a guest that trims (announces "trim"), on a storage whose
 // allocation reads `before` at trim_ready and `after` once the result came.
 RunRecord run_with_trim(ExecutorFixture& fixture, bool discard, std::uint64_t before,

@@ -1014,7 +1014,7 @@ TEST_CASE("store: a metric's series per group, in round order, of this sweep's c
     for (const MetricSeries& one : series.value()) {
         CHECK(one.metric == "read_iops");
         CHECK(one.workload_name == "randrw");
-        CHECK(one.partition_key == "[\"tcg\",\"\",\"7.2.0\",\"\",\"6.1.0-21-amd64\"]");
+        CHECK(one.partition_key == "[\"tcg\",\"\",\"7.2.0\",\"\",\"6.1.0-21-amd64\",\"\"]");
         for (const RoundValue& value : one.values)
             by_config[one.config_id].push_back({value.round, value.value});
     }
