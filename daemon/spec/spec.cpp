@@ -46,6 +46,19 @@ constexpr std::array<std::string_view, 16> kTopLevelKeys = {"name",
                                                             "durability",
                                                             kUncheckedLevelsKey};
 
+// PVE's and QEMU's per-direction and burst limits (qemu-server's drive keys
+// iops_rd, mbps_wr_max, ...; QEMU's bps_rd, iops_size): refused as axes with
+// the reason, not as unknown words, since Proxmox users write them.
+constexpr std::string_view kDirectionLimitsRefused =
+    "per-direction and burst limits are not swept: sweep the totals iops_limit and "
+    "bandwidth_limit, which every level verifies; a run whose QEMU shows any other limit fails "
+    "(docs/verification.md)";
+bool is_direction_or_burst_limit(std::string_view key) {
+    const bool limit =
+        key.starts_with("iops_") || key.starts_with("mbps_") || key.starts_with("bps_");
+    return limit && key != "iops_limit";
+}
+
 // The ledger a `durability` table adds when the spec has none
 // (docs/durability.md): long enough under TCG for a few hundred commits,
 // short enough that its log and crash images stay small.
@@ -831,6 +844,10 @@ Status SpecParser::parse_matrix(const toml::node& node) {
             continue;
         }
         const AxisDef* axis = find_axis(key.str());
+        if (axis == nullptr && is_direction_or_burst_limit(key.str())) {
+            return error_at(key.source(), in_quotes(key.str()) + " in [matrix]: " +
+                                              std::string(kDirectionLimitsRefused));
+        }
         if (axis == nullptr) {
             return error_at(key.source(), unknown_choice("axis", key.str(), "in [matrix]",
                                                          "valid axes", axis_names()));

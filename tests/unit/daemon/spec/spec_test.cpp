@@ -309,6 +309,18 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "identical_hosts.");
 }
 
+TEST_CASE("spec: PVE's per-direction and burst limits are refused with the reason", "[spec]") {
+    for (const char* key : {"iops_rd", "mbps_wr", "iops_max", "mbps_rd_max", "bps_wr"}) {
+        const std::string text = std::string("name = \"t\"\n[matrix]\n") + key +
+                                 " = 500\n[[workload]]\nkind = \"fio\"\n";
+        auto parsed = parse_sweep_spec(text, "t.toml");
+        REQUIRE_FALSE(parsed.ok());
+        CHECK_THAT(parsed.error().message,
+                   Catch::Contains(std::string("'") + key + "' in [matrix]: per-direction and "
+                                                            "burst limits are not swept"));
+    }
+}
+
 TEST_CASE("wrong types name the key and the expected type", "[spec][errors]") {
     CHECK(parse_error("name = \"t\"\nrepetitions = \"2\"\n") ==
           "t.toml:2:15: 'repetitions' must be an integer or a table like { min = 3, max = 10, ci = "
