@@ -36,7 +36,9 @@ Injection (tests): `inject={"cache": "writeback"}` (or PVE_FAKE_INJECT, JSON;
 the fake's --inject-qemu and POST /_fake/inject set the `inject` attribute)
 makes start() run QEMU with other disk options than the config's, on every
 disk or only those selected by "vmid" and/or "drive" (e.g.
-{"cache": "writeback", "vmid": 105, "drive": "scsi1"}). Keys, for both
+{"cache": "writeback", "vmid": 105, "drive": "scsi1"}), and with
+"throttled_only": true only on drives whose config has limits (their
+throttle group or -drive throttling, the others left as configured). Keys, for both
 versions (inject_drive_options):
   * cache: a cache mode (none, writeback, writethrough, directsync, unsafe);
     8.4: -drive cache=; 9.1: the format and file nodes' cache options and the
@@ -377,7 +379,16 @@ def open_overlays_as_qcow2(argv: list, overlays: set) -> tuple:
 
 
 # inject keys that are not disk options.
-INJECT_SELECTORS = ("vmid", "drive")
+INJECT_SELECTORS = ("vmid", "drive", "throttled_only")
+
+
+def _throttled(option: str, value: str) -> bool:
+    """Whether qemu-server gave this drive limits: 9.1's throttle-group
+    -object has non-empty limits (Blockdev.pm generate_throttle_group), 8.4's
+    -drive has throttling.* options (QemuServer.pm print_drive_commandline_full)."""
+    if option == "-object":
+        return bool(json.loads(value).get("limits"))
+    return option == "-drive" and ",throttling." in value
 
 
 def inject_drive_options(argv: list, vmid: int, inject: Optional[dict]) -> tuple:
@@ -390,6 +401,11 @@ def inject_drive_options(argv: list, vmid: int, inject: Optional[dict]) -> tuple
         change = INJECTORS.get(result[i - 1])
         drive_id = _injected_drive(result[i - 1], result[i]) if change else None
         if not drive_id or (inject.get("drive") and inject["drive"] != drive_id):
+            continue
+        # "throttled_only": only drives the config throttles (a wrong limit
+        # in force, while the unthrottled twin of the same sweep runs free).
+        if inject.get("throttled_only") and result[i - 1] in ("-object", "-drive") \
+                and not _throttled(result[i - 1], result[i]):
             continue
         changed = change(result[i], options)
         if changed != result[i]:
