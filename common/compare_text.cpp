@@ -137,12 +137,9 @@ bool any_durability_measured(const Json& compare) {
 }
 
 std::string partition_text(const Json& partition) {
-    static const std::vector<std::pair<const char*, const char*>> kParts = {{"accel", ""},
-                                                                            {"host", "host "},
-                                                                            {"qemu", "QEMU "},
-                                                                            {"libvirt", "libvirt "},
-                                                                            {"kernel", "kernel "},
-                                                                            {"proxmox", "Proxmox VE "}};
+    static const std::vector<std::pair<const char*, const char*>> kParts = {
+        {"accel", ""},           {"host", "host "},     {"qemu", "QEMU "},
+        {"libvirt", "libvirt "}, {"kernel", "kernel "}, {"proxmox", "Proxmox VE "}};
     std::vector<std::string> parts;
     for (const auto& [key, label] : kParts) {
         const std::string value = text_field(partition, key, "");

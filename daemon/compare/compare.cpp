@@ -165,7 +165,7 @@ void add_host_overhead(Json& rows) {
 // ---------------------------------------------------------------------------
 // The comparison of a sweep, phase by phase.
 
-constexpr std::array<const char*, 6> kPartitionKeys = {"accel", "host",   "qemu",
+constexpr std::array<const char*, 6> kPartitionKeys = {"accel",   "host",   "qemu",
                                                        "libvirt", "kernel", "proxmox"};
 
 Json number_or_null(double value) {

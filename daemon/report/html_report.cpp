@@ -509,10 +509,9 @@ Element environment_section(const ReportView& view) {
         "Runs are only pooled and compared within a partition: the same acceleration, host and "
         "QEMU, libvirt, kernel and Proxmox VE versions.",
         "note"));
-    section.add(
-        html_table({"partition", "acceleration", "host", "QEMU", "libvirt", "kernel", "Proxmox VE",
-                    "rows"},
-                   cells, {true, false, false, false, false, false, false, true}));
+    section.add(html_table(
+        {"partition", "acceleration", "host", "QEMU", "libvirt", "kernel", "Proxmox VE", "rows"},
+        cells, {true, false, false, false, false, false, false, true}));
     std::vector<std::vector<std::string>> versions;
     for (const auto& [key, values] : view.data.versions) {
         std::vector<std::string> seen;

@@ -16,12 +16,12 @@
 #include "daemon/run/ack_ledger.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/discard_effect.h"
-#include "daemon/run/throttle_effect.h"
 #include "daemon/run/durability_trial.h"
 #include "daemon/run/guest_messages.h"
 #include "daemon/run/host_cpu.h"
 #include "daemon/run/host_fio.h"
 #include "daemon/run/settings_verify.h"
+#include "daemon/run/throttle_effect.h"
 
 namespace ds {
 
@@ -1026,8 +1026,9 @@ Status RunAttempt::verify() {
 void RunAttempt::judge_throttle(std::vector<std::string>& mismatches) {
     if (!config_->iops_limit && !config_->bandwidth_limit) return;
     // fio's and the agent's engine's `direct` (a flag: true or 1).
-    const Json direct = workload_->params.is_object() ? workload_->params.value("direct", Json(false))
-                                                      : Json(false);
+    const Json direct = workload_->params.is_object()
+                            ? workload_->params.value("direct", Json(false))
+                            : Json(false);
     const WorkloadIo io =
         direct == true || direct == 1 ? WorkloadIo::kDirect : WorkloadIo::kBuffered;
     ThrottleVerdict verdict = judge_throttle_effect(*config_, io, throttle_rates_of(run_.metrics),

@@ -112,10 +112,10 @@ ThrottleVerdict judge_throttle_effect(const StorageConfig& config, WorkloadIo io
     if (!config.iops_limit && !config.bandwidth_limit) return verdict;
     verdict.record = Json::object();
     if (config.iops_limit) {
-        verdict.record["iops_limit"] = judge_limit(
-            {io, "iops_limit", "IOPS", static_cast<double>(*config.iops_limit), measured.iops,
-             reference ? reference->iops : std::nullopt},
-            verdict.mismatches);
+        verdict.record["iops_limit"] =
+            judge_limit({io, "iops_limit", "IOPS", static_cast<double>(*config.iops_limit),
+                         measured.iops, reference ? reference->iops : std::nullopt},
+                        verdict.mismatches);
     }
     if (config.bandwidth_limit) {
         verdict.record["bandwidth_limit"] = judge_limit(

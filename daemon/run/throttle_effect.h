@@ -33,7 +33,7 @@ inline constexpr double kThrottleShortfall = 0.75;
 
 // A run's (or its reference's) measured totals.
 struct ThrottleRates {
-    std::optional<double> iops;            // read_iops + write_iops
+    std::optional<double> iops;              // read_iops + write_iops
     std::optional<double> bytes_per_second;  // (read + write bandwidth) in bytes/s
 };
 

@@ -31,7 +31,9 @@ using namespace std::chrono_literals;
 constexpr int kVmidMin = 5000;
 constexpr const char* kFullToken = "full";
 
-std::string without_token(const std::string& privilege) { return "without-" + privilege; }
+std::string without_token(const std::string& privilege) {
+    return "without-" + privilege;
+}
 
 // The release's whole role for kFullToken, and one token per privilege of
 // it that lacks just that one.
@@ -154,8 +156,8 @@ void check_refused(const Status& access, const PvePrivilege& row, const std::str
 }
 
 // A token lacking a privilege only verification needs: admitted, and a VM
-// of it runs without a request PVE refuses; without the monitor's privilege the QEMU level is reported
-// forbidden and the monitor is never asked.
+// of it runs without a request PVE refuses; without the monitor's privilege the QEMU level is
+// reported forbidden and the monitor is never asked.
 void check_admitted(const PveFake& fake, ProxmoxHypervisor& hypervisor, const PveRelease& rules,
                     const std::string& privilege) {
     const std::size_t monitor_calls = fake.requests_to("/monitor").size();
@@ -224,8 +226,8 @@ TEST_CASE("proxmox on PVE 9.1: the 8.4 role cannot be created (VM.Monitor is gon
     const PveRelease& rules_84 = test::release_rules(FakeRelease::k8_4);
     test::PveFakeOptions options =
         test::least_privilege_fake(FakeRelease::k9_1, {{kFullToken, {}}});
-    options.access = test::least_privilege_access(test::least_privilege_role(rules_84),
-                                                  {{kFullToken, {}}});
+    options.access =
+        test::least_privilege_access(test::least_privilege_role(rules_84), {{kFullToken, {}}});
     CHECK_THAT(PveFake::refusal(options),
                Catch::Contains("create role failed: invalid privilege 'VM.Monitor'"));
 }
@@ -255,8 +257,8 @@ TEST_CASE("proxmox: a 403 on agent/ping ends the wait for the agent at once, nam
     auto hypervisor = hypervisor_as(fake, PveFake::kTokenId);
     REQUIRE(hypervisor->start_vm(throttled_request("disksweep-t-ping")).ok());
     const auto started = std::chrono::steady_clock::now();
-    auto channel = hypervisor->open_agent_channel(
-        "disksweep-t-ping", std::chrono::steady_clock::now() + 60s, nullptr);
+    auto channel = hypervisor->open_agent_channel("disksweep-t-ping",
+                                                  std::chrono::steady_clock::now() + 60s, nullptr);
     const auto waited = std::chrono::steady_clock::now() - started;
     REQUIRE_FALSE(channel.ok());
     CHECK(channel.error().code == errc::kForbidden);

@@ -130,9 +130,9 @@ PveFakeOptions fake_options(FakeRelease release, const RealFakeDirs& dirs,
     options.access = test::least_privilege_access(
         test::least_privilege_role(test::release_rules(release)), {token});
     options.state = kClusterState;
-    options.extra_args = {"--real-guests",  image_dir(),          "--real-work-dir",
-                          dirs.work,        "--template-from-script", template_commands(),
-                          "--quiet"};
+    options.extra_args = {
+        "--real-guests",          image_dir(),         "--real-work-dir", dirs.work,
+        "--template-from-script", template_commands(), "--quiet"};
     options.extra_args.insert(options.extra_args.end(), extra.begin(), extra.end());
     return options;
 }
@@ -175,8 +175,8 @@ iodepth = 4
 
 // The first reference study's shape, shortened: scsi-single, ssd, discard,
 // iothread; `matrix` gives the cache and filesystem axes (and any other).
-std::string spec(const std::string& name, const std::string& matrix,
-                 const char* job = kBufferedJob, int repetitions = 1) {
+std::string spec(const std::string& name, const std::string& matrix, const char* job = kBufferedJob,
+                 int repetitions = 1) {
     return "name = \"" + name + "\"\nrepetitions = " + std::to_string(repetitions) + R"(
 boot_timeout = "300s"
 run_timeout = "10m"
@@ -188,7 +188,8 @@ bus = "scsi-single"
 iothread = true
 ssd = true
 discard = true
-)" + matrix + job;
+)" + matrix +
+           job;
 }
 
 std::string submit(const DaemonFixture& daemon, const std::string& file_name,
@@ -452,8 +453,8 @@ void run_three_sweeps(FakeRelease release, const std::string& filesystem) {
         REQUIRE(daemon.ready());
 
         submit(daemon, "study.toml",
-               spec("pve-real-study", "cache = [\"none\", \"unsafe\"]\nfilesystem = \"" +
-                                          filesystem + "\""));
+               spec("pve-real-study",
+                    "cache = [\"none\", \"unsafe\"]\nfilesystem = \"" + filesystem + "\""));
         // 8.4 shows the limits in `info block`; 9.1 hides them in a throttle
         // group, so its throttled run has an unthrottled twin and direct I/O
         // for the effect check (docs/verification.md).
@@ -564,8 +565,9 @@ TEST_CASE("Proxmox VE 9.1 with real guests on QEMU 10: three sweeps succeed and 
     run_three_sweeps(FakeRelease::k9_1, "btrfs");
 }
 
-TEST_CASE("Proxmox with real guests: a wrong cache mode, and on 9.1 a wrong throttle, fail their runs",
-          "[proxmox][real-guest]") {
+TEST_CASE(
+    "Proxmox with real guests: a wrong cache mode, and on 9.1 a wrong throttle, fail their runs",
+    "[proxmox][real-guest]") {
     skip_without_real_guests();
     skip_without_qemu10();
     for (FakeRelease release : test::kFakeReleases) {
@@ -593,12 +595,13 @@ TEST_CASE("Proxmox with real guests: a wrong cache mode, and on 9.1 a wrong thro
                 watch);
             REQUIRE(cache.size() == 1);
             {
-                INFO("failure: " << cache[0].failure_reason << "\napplied: "
-                                 << cache[0].applied.dump());
+                INFO("failure: " << cache[0].failure_reason
+                                 << "\napplied: " << cache[0].applied.dump());
                 CHECK(cache[0].status == "failed");
                 CHECK_THAT(cache[0].failure_reason, Catch::Contains("settings not in force"));
-                CHECK_THAT(cache[0].failure_reason,
-                           Catch::Contains("cache: requested unsafe, QEMU (info block) has writeback"));
+                CHECK_THAT(
+                    cache[0].failure_reason,
+                    Catch::Contains("cache: requested unsafe, QEMU (info block) has writeback"));
                 Json applied = cache[0].applied;
                 CHECK(applied["hypervisor"]["qemu_info_block"]["cache"] == "writeback");
                 CHECK_THAT(applied["hypervisor"]["pve"]["value"].get<std::string>(),

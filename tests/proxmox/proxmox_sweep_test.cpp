@@ -36,8 +36,7 @@ std::string proxmox_host_line(const PveFake& fake, const std::string& extra = ""
                               const std::string& token_id = "") {
     return "proxmox:" + name + ",host=127.0.0.1,port=" + std::to_string(fake.port()) +
            ",token=" + (token_id.empty() ? fake.token_id() : token_id) +
-           ",token_file=" + fake.secret_file() +
-           ",fingerprint=" + fake.fingerprint() +
+           ",token_file=" + fake.secret_file() + ",fingerprint=" + fake.fingerprint() +
            ",node=pve1,template_vmid=9000,vmid_min=5000,vmid_max=5099,parallel=2" + extra;
 }
 
@@ -511,8 +510,7 @@ TEST_CASE("PVE 9.1 with least-privilege tokens: a sweep verifies, hosts check na
     // Without VM.PowerMgmt no run could start: the daemon refuses to.
     {
         DaemonFixture refused({"--accel", "tcg", "--host",
-                               proxmox_host_line(fake, "", "pve-nopower",
-                                                 kNoPowerToken.token_id()),
+                               proxmox_host_line(fake, "", "pve-nopower", kNoPowerToken.token_id()),
                                "--storage", "pve:local-lvm", "--image-dir",
                                test::test_temp_dir() + "/no-images"});
         INFO("daemon log: " << refused.log());

@@ -126,22 +126,15 @@ PveFake::PveFake(PveFakeOptions options, Start start) : options_(std::move(optio
 
 // pve_fake.py's command line; the access and state files are written first.
 std::vector<std::string> PveFake::argv() const {
-    std::vector<std::string> argv = {PYTHON3_EXECUTABLE,
-                                     PVE_FAKE_SCRIPT,
-                                     "--schema",
-                                     pve_schema_path(options_.release),
-                                     "--pve-version",
-                                     std::string(fake_version(options_.release)),
-                                     "--cert-dir",
-                                     dir_ + "/certs",
-                                     "--port-file",
-                                     dir_ + "/port",
-                                     "--token",
-                                     options_.token_id + "=" + options_.secret,
-                                     "--task-seconds",
-                                     "0.1",
-                                     "--agent-delay",
-                                     "0.1"};
+    std::vector<std::string> argv = {
+        PYTHON3_EXECUTABLE, PVE_FAKE_SCRIPT,
+        "--schema",         pve_schema_path(options_.release),
+        "--pve-version",    std::string(fake_version(options_.release)),
+        "--cert-dir",       dir_ + "/certs",
+        "--port-file",      dir_ + "/port",
+        "--token",          options_.token_id + "=" + options_.secret,
+        "--task-seconds",   "0.1",
+        "--agent-delay",    "0.1"};
     const std::pair<const std::string*, const char*> files[] = {{&options_.access, "access"},
                                                                 {&options_.state, "state"}};
     for (const auto& [text, name] : files) {
@@ -174,7 +167,9 @@ std::string PveFake::other_fingerprint() const {
     return trim_trailing(read_file(dir_ + "/certs/other.sha256"));
 }
 
-std::string PveFake::secret_file() const { return secret_file(options_.secret); }
+std::string PveFake::secret_file() const {
+    return secret_file(options_.secret);
+}
 
 std::string PveFake::secret_file(const std::string& secret, mode_t mode) const {
     static int counter = 0;
@@ -184,7 +179,9 @@ std::string PveFake::secret_file(const std::string& secret, mode_t mode) const {
     return path;
 }
 
-PveClientOptions PveFake::pinned_options() const { return pinned_options(options_.token_id); }
+PveClientOptions PveFake::pinned_options() const {
+    return pinned_options(options_.token_id);
+}
 
 PveClientOptions PveFake::pinned_options(const std::string& token_id) const {
     PveClientOptions options;

@@ -300,8 +300,8 @@ Result<PveTaskEnd> ProxmoxHypervisor::task(PveMethod method, const std::string& 
 // ---- the preflight (pve_version.h) -------------------------------------------------------------
 
 Result<PvePreflight> ProxmoxHypervisor::run_preflight() {
-    PvePreflightTargets targets{options_.node, options_.template_vmid, options_.vmid_min,
-                                options_.vmid_max, {}, {}};
+    PvePreflightTargets targets{
+        options_.node, options_.template_vmid, options_.vmid_min, options_.vmid_max, {}, {}};
     std::set<std::string> storages;
     {
         std::lock_guard lock(preflight_mutex_);
@@ -368,25 +368,27 @@ Result<Json> ProxmoxHypervisor::check_host() {
         std::lock_guard lock(preflight_mutex_);
         preflight_ = found;
     }
-    return Json{{"proxmox", found.version},
-                {"rules", found.release->name},
-                {"ready", found.ready()},
-                {"missing", missing},
-                {"monitor", found.monitor_allowed ? "allowed" : "not allowed: " + found.monitor_reason},
-                {"report", pve_preflight_report(found, client_->options().token_id)}};
+    return Json{
+        {"proxmox", found.version},
+        {"rules", found.release->name},
+        {"ready", found.ready()},
+        {"missing", missing},
+        {"monitor", found.monitor_allowed ? "allowed" : "not allowed: " + found.monitor_reason},
+        {"report", pve_preflight_report(found, client_->options().token_id)}};
 }
 
 Json ProxmoxHypervisor::reachability() {
     auto found = preflight();
     if (!found.ok()) {
-        const bool down = found.error().code == errc::kUnavailable ||
-                          found.error().code == errc::kTimeout;
+        const bool down =
+            found.error().code == errc::kUnavailable || found.error().code == errc::kTimeout;
         return {{"state", down ? "unreachable" : "refused"}, {"error", found.error().message}};
     }
-    return {{"state", "connected"},
-            {"proxmox", found->version},
-            {"rules", found->release->name},
-            {"monitor", found->monitor_allowed ? "allowed" : "not allowed: " + found->monitor_reason}};
+    return {
+        {"state", "connected"},
+        {"proxmox", found->version},
+        {"rules", found->release->name},
+        {"monitor", found->monitor_allowed ? "allowed" : "not allowed: " + found->monitor_reason}};
 }
 
 Result<std::optional<ProxmoxHypervisor::VmRef>> ProxmoxHypervisor::find_vm(
@@ -612,11 +614,12 @@ ProxmoxHypervisor::VolumeFormat ProxmoxHypervisor::volume_format(const VmRef& vm
     // without it is not sent there, PVE would refuse it.
     const std::string storage_path = "/storage/" + storage;
     auto access = preflight();
-    const bool may_read = !access.ok() || std::none_of(access->missing.begin(), access->missing.end(),
-                                                       [&](const PveMissingPrivilege& missing) {
-                                                           return missing.path == storage_path &&
-                                                                  missing.privileges == "Datastore.Audit";
-                                                       });
+    const bool may_read =
+        !access.ok() || std::none_of(access->missing.begin(), access->missing.end(),
+                                     [&](const PveMissingPrivilege& missing) {
+                                         return missing.path == storage_path &&
+                                                missing.privileges == "Datastore.Audit";
+                                     });
     std::string content_problem = "the token lacks Datastore.Audit on " + storage_path;
     if (may_read) {
         auto content =

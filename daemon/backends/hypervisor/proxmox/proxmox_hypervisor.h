@@ -223,8 +223,8 @@ class ProxmoxHypervisor : public Hypervisor {
     std::shared_ptr<PveClient> client_;
     ProxmoxHypervisorOptions options_;
     std::mutex preflight_mutex_;
-    std::vector<std::string> storages_;       // GUARDED_BY(preflight_mutex_)
-    std::optional<PvePreflight> preflight_;   // GUARDED_BY(preflight_mutex_): passed
+    std::vector<std::string> storages_;      // GUARDED_BY(preflight_mutex_)
+    std::optional<PvePreflight> preflight_;  // GUARDED_BY(preflight_mutex_): passed
 };
 
 }  // namespace ds

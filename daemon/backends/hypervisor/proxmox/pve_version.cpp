@@ -74,7 +74,8 @@ std::optional<std::pair<int, int>> major_minor(std::string_view text) {
     int minor = 0;
     const char* end = text.data() + text.size();
     auto [after_major, major_error] = std::from_chars(text.data(), end, major);
-    if (major_error != std::errc() || after_major == end || *after_major != '.') return std::nullopt;
+    if (major_error != std::errc() || after_major == end || *after_major != '.')
+        return std::nullopt;
     auto [after_minor, minor_error] = std::from_chars(after_major + 1, end, minor);
     if (minor_error != std::errc()) return std::nullopt;
     return std::pair{major, minor};
@@ -98,7 +99,8 @@ std::vector<std::string> paths_of(PvePathRole role, const PvePreflightTargets& t
         }
         case kStorage: {
             std::vector<std::string> paths;
-            for (const std::string& storage : targets.storages) paths.push_back("/storage/" + storage);
+            for (const std::string& storage : targets.storages)
+                paths.push_back("/storage/" + storage);
             return paths;
         }
         case kBridge: {
@@ -158,7 +160,9 @@ std::string user_of(std::string_view token_id) {
 
 }  // namespace
 
-std::span<const PveRelease> pve_releases() { return kPveReleases; }
+std::span<const PveRelease> pve_releases() {
+    return kPveReleases;
+}
 
 std::vector<PvePrivilege> pve_privileges(const PveRelease& release) {
     std::vector<PvePrivilege> all(std::begin(kCommonPrivileges), std::end(kCommonPrivileges));
@@ -207,17 +211,17 @@ Result<PvePreflight> pve_preflight(PveApi& api, const PvePreflightTargets& targe
                 held[path] = std::move(privileges);
             }
             if (holds_any(held[path], need.privileges)) continue;
-            preflight.missing.push_back({path, std::string(need.privileges), need.need,
-                                         std::string(need.used_by)});
+            preflight.missing.push_back(
+                {path, std::string(need.privileges), need.need, std::string(need.used_by)});
         }
     }
     preflight.monitor_allowed = true;
     for (const std::string& path : paths_of(kRunVms, targets)) {
         if (!holds_any(held[path], release->monitor_privilege)) {
             preflight.monitor_allowed = false;
-            preflight.monitor_reason = "the token lacks " + std::string(release->monitor_privilege) +
-                                       " on " + path + " (PVE " + std::string(release->name) +
-                                       "'s monitor `info` commands)";
+            preflight.monitor_reason =
+                "the token lacks " + std::string(release->monitor_privilege) + " on " + path +
+                " (PVE " + std::string(release->name) + "'s monitor `info` commands)";
         }
     }
     return preflight;

@@ -57,11 +57,11 @@ enum class PveDriveModel {
 
 struct PveRelease {
     int major = 0;
-    int min_minor = 0;               // the oldest minor supported of that major
-    std::string_view name;           // "8.4", "9.x"
-    std::string_view qemu_server;    // the qemu-server it ships, for messages
+    int min_minor = 0;                             // the oldest minor supported of that major
+    std::string_view name;                         // "8.4", "9.x"
+    std::string_view qemu_server;                  // the qemu-server it ships, for messages
     std::span<const PvePrivilege> own_privileges;  // besides those every release needs
-    std::string_view monitor_privilege;  // for HMP `info` commands, on /vms/ID
+    std::string_view monitor_privilege;            // for HMP `info` commands, on /vms/ID
     PveDriveModel drive_model;
     bool file_read_has_offset = false;  // agent/file-read takes offset and count
 };

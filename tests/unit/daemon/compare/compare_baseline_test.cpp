@@ -227,14 +227,12 @@ TEST_CASE("compare: partitions are never pooled, each has its own baseline",
     }
     const Json report = compare_sweep(*store, sweep.id).value();
     REQUIRE(report["partitions"].size() == 2);
-    CHECK(
-        report["partitions"][0] ==
-        Json{{"accel", "kvm"},
-             {"host", ""},
-             {"qemu", "7.2.0"},
-             {"libvirt", ""},
-             {"kernel", "6.1"},
-             {"proxmox", ""}});
+    CHECK(report["partitions"][0] == Json{{"accel", "kvm"},
+                                          {"host", ""},
+                                          {"qemu", "7.2.0"},
+                                          {"libvirt", ""},
+                                          {"kernel", "6.1"},
+                                          {"proxmox", ""}});
     CHECK(report["partitions"][1]["accel"] == "tcg");
     int kvm_rows = 0;
     for (const Json& row : report["rows"]) {

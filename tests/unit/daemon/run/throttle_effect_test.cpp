@@ -17,11 +17,11 @@ constexpr WorkloadIo kDirect = WorkloadIo::kDirect;
 
 }  // namespace
 
-TEST_CASE("throttle effect: the rates are the sum of both directions",
-          "[throttle_effect]") {
-    const ThrottleRates rates = throttle_rates_of(
-        {{"read_iops", 240.0}, {"write_iops", 250.0}, {"read_bw_mib_s", 1.0},
-         {"write_bw_mib_s", 2.0}});
+TEST_CASE("throttle effect: the rates are the sum of both directions", "[throttle_effect]") {
+    const ThrottleRates rates = throttle_rates_of({{"read_iops", 240.0},
+                                                   {"write_iops", 250.0},
+                                                   {"read_bw_mib_s", 1.0},
+                                                   {"write_bw_mib_s", 2.0}});
     CHECK(rates.iops == 490.0);
     CHECK(rates.bytes_per_second == 3.0 * kMiB);
     CHECK(throttle_rates_of({{"write_iops", 12.0}}).iops == 12.0);
@@ -39,38 +39,35 @@ TEST_CASE("throttle effect: within its limits, and near them against the unthrot
     CHECK(verdict.record["bandwidth_limit"]["reference"] == 20.0 * kMiB);
 }
 
-TEST_CASE("throttle effect: a limit not in force shows as a rate above it",
-          "[throttle_effect]") {
-    const ThrottleVerdict verdict =
-        judge_throttle_effect(throttled(500, 8 * kMiB), kDirect, {1300.0, 7.0 * kMiB}, std::nullopt);
+TEST_CASE("throttle effect: a limit not in force shows as a rate above it", "[throttle_effect]") {
+    const ThrottleVerdict verdict = judge_throttle_effect(throttled(500, 8 * kMiB), kDirect,
+                                                          {1300.0, 7.0 * kMiB}, std::nullopt);
     REQUIRE(verdict.mismatches.size() == 1);
-    CHECK_THAT(verdict.mismatches[0], Catch::StartsWith("iops_limit: requested 500") &&
-                                          Catch::Contains("1300"));
+    CHECK_THAT(verdict.mismatches[0],
+               Catch::StartsWith("iops_limit: requested 500") && Catch::Contains("1300"));
     CHECK(verdict.record["iops_limit"]["lower"]["checked"] == false);
 }
 
 TEST_CASE("throttle effect: a lower limit in force is caught against the unthrottled twin",
           "[throttle_effect]") {
     // The injected fault: QEMU's group holds 250 where the config says 500.
-    const ThrottleVerdict verdict =
-        judge_throttle_effect(throttled(500, 8 * kMiB), kDirect, {250.0, 4.0 * kMiB},
-                              ThrottleRates{1400.0, 20.0 * kMiB});
+    const ThrottleVerdict verdict = judge_throttle_effect(
+        throttled(500, 8 * kMiB), kDirect, {250.0, 4.0 * kMiB}, ThrottleRates{1400.0, 20.0 * kMiB});
     REQUIRE(verdict.mismatches.size() == 2);
     CHECK_THAT(verdict.mismatches[0], Catch::Contains("a lower limit is in force"));
     // A slow disk is not a lower limit: the twin reached no more, so the
     // limit does not bind and that half is not checked.
-    const ThrottleVerdict slow =
-        judge_throttle_effect(throttled(500, 8 * kMiB), kDirect, {250.0, 4.0 * kMiB},
-                              ThrottleRates{600.0, 4.2 * kMiB});
+    const ThrottleVerdict slow = judge_throttle_effect(
+        throttled(500, 8 * kMiB), kDirect, {250.0, 4.0 * kMiB}, ThrottleRates{600.0, 4.2 * kMiB});
     CHECK(slow.mismatches.empty());
     CHECK(slow.record["iops_limit"]["lower"]["checked"] == false);
     CHECK_THAT(slow.record["iops_limit"]["lower"]["reason"].get<std::string>(),
                Catch::Contains("does not bind"));
 }
 
-TEST_CASE("throttle effect: no limits, no verdict, and no rate, not checked",
-          "[throttle_effect]") {
-    CHECK(judge_throttle_effect(StorageConfig{}, kDirect, {100.0, 1.0}, std::nullopt).record.is_null());
+TEST_CASE("throttle effect: no limits, no verdict, and no rate, not checked", "[throttle_effect]") {
+    CHECK(judge_throttle_effect(StorageConfig{}, kDirect, {100.0, 1.0}, std::nullopt)
+              .record.is_null());
     const ThrottleVerdict no_rate =
         judge_throttle_effect(throttled(500, 8 * kMiB), kDirect, {}, std::nullopt);
     CHECK(no_rate.mismatches.empty());

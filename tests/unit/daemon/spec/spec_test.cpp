@@ -315,9 +315,9 @@ TEST_CASE("spec: PVE's per-direction and burst limits are refused with the reaso
                                  " = 500\n[[workload]]\nkind = \"fio\"\n";
         auto parsed = parse_sweep_spec(text, "t.toml");
         REQUIRE_FALSE(parsed.ok());
-        CHECK_THAT(parsed.error().message,
-                   Catch::Contains(std::string("'") + key + "' in [matrix]: per-direction and "
-                                                            "burst limits are not swept"));
+        CHECK_THAT(parsed.error().message, Catch::Contains(std::string("'") + key +
+                                                           "' in [matrix]: per-direction and "
+                                                           "burst limits are not swept"));
     }
 }
 

@@ -19,8 +19,8 @@ class ScriptedPve : public PveApi {
     Result<Json> call(PveMethod method, std::string_view path, const PveParams& params) override {
         if (method != PveMethod::kGet) return make_error(errc::kUnsupported, "not scripted");
         if (path == "/version") {
-            return Json{{"version", version_}, {"release", version_.substr(0, 3)},
-                        {"repoid", "0123abcd"}};
+            return Json{
+                {"version", version_}, {"release", version_.substr(0, 3)}, {"repoid", "0123abcd"}};
         }
         if (path != "/access/permissions") return make_error(errc::kNotFound, std::string(path));
         auto body = params.encode_json();
@@ -75,8 +75,8 @@ TEST_CASE("pve_version: 8.4 and 9.x are supported, other releases refused with t
         auto refused = pve_release_of(Json{{"release", other}});
         REQUIRE_FALSE(refused.ok());
         CHECK(refused.error().code == errc::kUnsupported);
-        CHECK_THAT(refused.error().message, Catch::Contains(other) &&
-                                                Catch::Contains("8.4 and 9.x"));
+        CHECK_THAT(refused.error().message,
+                   Catch::Contains(other) && Catch::Contains("8.4 and 9.x"));
     }
 }
 
@@ -87,10 +87,9 @@ TEST_CASE("pve_version: the releases differ where PVE's code does", "[proxmox][p
     const std::string role9 = pve_role_command(pve9);
     CHECK_THAT(role8, Catch::Contains("VM.Monitor"));
     CHECK_THAT(role9, !Catch::Contains("VM.Monitor"));
-    CHECK_THAT(role9, Catch::Contains("VM.GuestAgent.Unrestricted") &&
-                          Catch::Contains("Sys.Audit"));
-    for (const std::string& role : {role8, role9})
-        CHECK_THAT(role, Catch::Contains("SDN.Use"));
+    CHECK_THAT(role9,
+               Catch::Contains("VM.GuestAgent.Unrestricted") && Catch::Contains("Sys.Audit"));
+    for (const std::string& role : {role8, role9}) CHECK_THAT(role, Catch::Contains("SDN.Use"));
     CHECK(pve8.drive_model == PveDriveModel::kDrive);
     CHECK(pve9.drive_model == PveDriveModel::kBlockdev);
     CHECK_FALSE(pve8.file_read_has_offset);
@@ -131,18 +130,18 @@ TEST_CASE("pve_version: each privilege taken away is named, with the pveum lines
             CHECK(preflight->ready() == (need.need == PveNeed::kForVerifying));
             const std::string report = pve_preflight_report(*preflight, "disksweep@pve!sweeps");
             CHECK_THAT(report, Catch::Contains(std::string(need.privileges)));
-            CHECK_THAT(report, Catch::Contains(
-                                   "pveum role modify DiskSweep --append 1 --privs \"" +
-                                   privilege));
-            CHECK_THAT(report, Catch::Contains(
-                                   "--tokens 'disksweep@pve!sweeps' --roles DiskSweep"));
+            CHECK_THAT(report, Catch::Contains("pveum role modify DiskSweep --append 1 --privs \"" +
+                                               privilege));
+            CHECK_THAT(report,
+                       Catch::Contains("--tokens 'disksweep@pve!sweeps' --roles DiskSweep"));
             CHECK_THAT(report, Catch::Contains("--users disksweep@pve"));
         }
     }
 }
 
-TEST_CASE("pve_version: without the monitor privilege the QEMU level is not allowed, but runs may go",
-          "[proxmox][pve_version]") {
+TEST_CASE(
+    "pve_version: without the monitor privilege the QEMU level is not allowed, but runs may go",
+    "[proxmox][pve_version]") {
     const PveRelease& pve9 = **pve_release_of(Json{{"version", "9.1.2"}});
     auto held = all_needed(pve9);
     held["/vms/5099"].erase("Sys.Audit");
@@ -151,8 +150,7 @@ TEST_CASE("pve_version: without the monitor privilege the QEMU level is not allo
     REQUIRE(preflight.ok());
     CHECK(preflight->ready());
     CHECK_FALSE(preflight->monitor_allowed);
-    CHECK_THAT(preflight->monitor_reason,
-               Catch::Contains("Sys.Audit|Sys.Modify on /vms/5099"));
+    CHECK_THAT(preflight->monitor_reason, Catch::Contains("Sys.Audit|Sys.Modify on /vms/5099"));
 }
 
 TEST_CASE("pve_version: an unsupported release is refused before any permission is asked",
