@@ -284,7 +284,10 @@ void verify_hypervisor_levels(const Json& wanted, const Json& applied, const Jso
 // when not checked, so no level goes unmentioned.
 void list_unknown_levels(const Json& levels, std::vector<NotChecked>& not_checked) {
     if (!levels.is_object()) return;
-    for (const auto& [id, report] : levels.items()) {
+    for (const auto& [key, report] : levels.items()) {
+        // A copy: a structured binding is not captured by lambdas (C++20
+        // allows it, clang 14 does not).
+        const std::string id = key;
         const bool known =
             std::any_of(kHypervisorLevels.begin(), kHypervisorLevels.end(),
                         [&](const HypervisorLevel& level) { return level.id == id; });
