@@ -15,12 +15,14 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "common/clock.h"
 #include "common/file_descriptor.h"
 #include "common/http.h"
 #include "common/process.h"
 #include "common/version.h"
+#include "common/workload_kind.h"
 #include "daemon/api/access.h"
 #include "daemon/api/api.h"
 #include "daemon/backends/hosts.h"
@@ -30,6 +32,7 @@
 #include "daemon/recovery.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/events.h"
+#include "daemon/run/image_manifest.h"
 #include "daemon/run/run_executor.h"
 #include "daemon/schedule/scheduler.h"
 #include "daemon/store/store.h"
@@ -202,8 +205,9 @@ void decide_host_acceleration(const DaemonConfig& config, const ResourceNames& n
 }
 
 // Where each sweep's runs may go (its spec's [hypervisor] hosts and
-// identical_hosts) and what a level not checked does to them (its
-// unchecked_levels), read from the stored spec once per sweep.
+// identical_hosts), what a level not checked does to them (its
+// unchecked_levels) and which guest they boot ([guest] suite), read from the
+// stored spec once per sweep.
 class Placements {
   public:
     explicit Placements(Store& store) : store_(store) {}
@@ -211,11 +215,13 @@ class Placements {
     UncheckedLevelPolicy unchecked_levels(std::int64_t sweep_id) {
         return rules(sweep_id).unchecked_levels;
     }
+    std::string guest_suite(std::int64_t sweep_id) { return rules(sweep_id).guest_suite; }
 
   private:
     struct SweepRules {
         SweepPlacement placement;
         UncheckedLevelPolicy unchecked_levels = UncheckedLevelPolicy::kFailUnlessForbidden;
+        std::string guest_suite{kDefaultGuestSuite};
     };
     SweepRules rules(std::int64_t sweep_id) {
         std::lock_guard lock(mutex_);
@@ -224,7 +230,11 @@ class Placements {
         SweepRules rules;
         if (auto sweep = store_.get_sweep(sweep_id); sweep.ok()) {
             auto spec = parse_sweep_spec(sweep->spec_toml, sweep->spec_source);
-            if (spec.ok()) rules = {{spec->hosts, spec->identical_hosts}, spec->unchecked_levels};
+            if (spec.ok()) {
+                rules = {{spec->hosts, spec->identical_hosts},
+                         spec->unchecked_levels,
+                         spec->guest_suite};
+            }
         }
         return by_sweep_[sweep_id] = rules;
     }
@@ -250,6 +260,32 @@ Json hosts_status(HostPool& hosts) {
     return list;
 }
 
+// GET /v1/status's "guest_images": every suite's base image and variants
+// (common/guest_suite.h, the workload kinds' image_variant), each ready with
+// its manifest's kernel or not with the command that builds it. Looked up on
+// each request, so an image built while the daemon runs shows at once.
+Json guest_images_status(const DaemonConfig& config) {
+    std::set<std::string> variants = {""};
+    for (const WorkloadKind& kind : workload_kinds()) variants.emplace(kind.image_variant);
+    Json images = Json::array();
+    for (const GuestSuiteDef& suite : kGuestSuites) {
+        for (const std::string& variant : variants) {
+            const ImageChoice choice{std::string(suite.name), variant};
+            Json entry = {{"suite", suite.name}, {"variant", variant}};
+            auto located = locate_guest_image(config, choice);
+            entry["ready"] = located.ok();
+            if (!located.ok()) {
+                entry["problem"] = located.error().message;
+            } else if (!located->manifest.empty()) {
+                if (auto manifest = read_image_manifest(located->manifest); manifest.ok())
+                    entry["kernel"] = manifest->kernel_release;
+            }
+            images.push_back(std::move(entry));
+        }
+    }
+    return images;
+}
+
 // GET /v1/status's "instance": the name, the prefix of what this daemon
 // creates, and whether the name was configured or generated.
 Json instance_status(const DaemonConfig& config, const ResourceNames& names) {
@@ -266,25 +302,22 @@ Result<ResourceNames> daemon_resource_names(const DaemonConfig& config, Store& s
     return ResourceNames::for_instance(std::move(stored));
 }
 
-Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant) {
+Result<GuestImage> locate_guest_image(const DaemonConfig& config, const ImageChoice& choice) {
     const std::string base_dir = config.effective_image_dir();
-    const std::string dir = variant.empty() ? base_dir : base_dir + "/" + std::string(variant);
+    const std::string subdir = image_subdir(choice);
+    const std::string dir = subdir.empty() ? base_dir : base_dir + "/" + subdir;
     GuestImage image{dir + "/vmlinuz", dir + "/initrd.img", dir + "/root.img"};
     // The uncompressed ELF kernel boots straight into the kernel (PVH entry),
     // skipping firmware setup and decompression: about 10 s less under TCG.
     if (fs::exists(dir + "/vmlinux")) image.kernel = dir + "/vmlinux";
+    // Written last by guest/build-image.sh; images made by hand may lack it,
+    // and their runs then say their tool versions were not checked.
+    if (fs::exists(dir + "/manifest.json")) image.manifest = dir + "/manifest.json";
     for (const auto& path : {image.kernel, image.initrd, image.root_disk}) {
         if (!fs::exists(path)) {
-            const std::string what = variant.empty()
-                                         ? "guest image"
-                                         : "guest image variant '" + std::string(variant) + "'";
-            const std::string build =
-                variant.empty()
-                    ? "guest/build-image.sh " + dir + " build/guestagent/disksweep-agent"
-                    : "scripts/build-guest-image.sh (or guest/build-image.sh --variant " +
-                          std::string(variant) + " " + dir + " build/guestagent/disksweep-agent)";
-            return make_error(errc::kUnavailable, what + " incomplete: " + path +
-                                                      " is missing; build it with: " + build);
+            return make_error(errc::kUnavailable, describe_image(choice) + " incomplete: " + path +
+                                                      " is missing; build it with: " +
+                                                      image_build_command(choice, base_dir));
         }
     }
     return image;
@@ -513,8 +546,11 @@ RunEnvironment Daemon::run_environment() {
     environment.memory_mib = config_.memory_mib;
     if (image_) environment.image = *image_;
     // Looked up per run, so a variant built while the daemon runs is used.
-    environment.image_for_variant = [&config = config_](std::string_view variant) {
-        return locate_guest_image(config, variant);
+    environment.image_for = [&config = config_](const ImageChoice& image) {
+        return locate_guest_image(config, image);
+    };
+    environment.guest_suite = [placements](std::int64_t sweep_id) {
+        return placements->guest_suite(sweep_id);
     };
     environment.accel = accel_.accel;
     environment.host_processes = &host_processes_;
@@ -573,8 +609,8 @@ ApiContext Daemon::api_context(std::optional<gid_t> api_gid) {
     context.default_timeouts = default_timeouts();
     context.backends = &backends_;
     context.image_problem = image_problem_;
-    context.variant_image_problem = [&config = config_](std::string_view variant) -> std::string {
-        auto located = locate_guest_image(config, variant);
+    context.variant_image_problem = [&config = config_](const ImageChoice& image) -> std::string {
+        auto located = locate_guest_image(config, image);
         return located.ok() ? "" : located.error().message;
     };
     context.status = [&config = config_, &backends = backends_, &hosts = hosts_,
@@ -590,6 +626,7 @@ ApiContext Daemon::api_context(std::optional<gid_t> api_gid) {
             {"hosts", hosts_status(hosts)},
             {"versions", hv->versions()},
             {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
+            {"guest_images", guest_images_status(config)},
             {"config", config.to_json()}};
         return status;
     };

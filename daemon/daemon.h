@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "common/guest_suite.h"
 #include "common/result.h"
 #include "daemon/backends/hypervisor/hypervisor.h"
 #include "daemon/backends/hypervisor/libvirt/domain_xml.h"
@@ -21,10 +22,11 @@
 
 namespace ds {
 
-// The guest image of `variant` (ds::image_variant_for_kind): "" = the base
-// image in config.effective_image_dir(), NAME = <image dir>/NAME. An Error
-// (errc::kUnavailable) names the missing file and the command that builds it.
-Result<GuestImage> locate_guest_image(const DaemonConfig& config, std::string_view variant = "");
+// The guest image `image` (a suite and a variant, common/guest_suite.h) in
+// config.effective_image_dir()/image_subdir(image), with its manifest when
+// it has one. An Error (errc::kUnavailable) names the missing file and the
+// command that builds it.
+Result<GuestImage> locate_guest_image(const DaemonConfig& config, const ImageChoice& image = {});
 
 // The names this daemon gives what it creates: those of its configured
 // `instance`, else of the id its database keeps (Store::instance_id).

@@ -394,11 +394,17 @@ void Agent::send_ack(const std::string& run_id, long long id) {
 Json Agent::hello_payload() {
     std::vector<std::string> capabilities = agent_capabilities();
     if (options_.host_answers_after_job) capabilities.emplace_back(protocol::kTrimCapability);
-    return {{"agent_version", std::string(disksweep_version())},
-            {"protocol", protocol::kVersion},
-            {"kernel", kernel_},
-            {"fio_version", fio_version_},
-            {"capabilities", std::move(capabilities)}};
+    Json hello{{"agent_version", std::string(disksweep_version())},
+               {"protocol", protocol::kVersion},
+               {"kernel", kernel_},
+               {"fio_version", fio_version_},
+               {"capabilities", std::move(capabilities)}};
+    // The image's release, which the host checks against the image's
+    // manifest (daemon/run/image_manifest.h). Left out when unreadable.
+    if (const std::optional<OsRelease> os = read_os_release(options_.roots.os_release)) {
+        hello["os"] = {{"id", os->id}, {"version_id", os->version_id}, {"codename", os->codename}};
+    }
+    return hello;
 }
 
 Result<SessionEnd> Agent::run_session() {

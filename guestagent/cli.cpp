@@ -86,6 +86,11 @@ const std::vector<OptionDef>& option_table() {
              c.agent.roots.dev = v;
              return ok_status();
          }},
+        {"--os-release", "FILE", "the guest's os-release file (default /etc/os-release)",
+         [](CommandLine& c, const std::string& v) {
+             c.agent.roots.os_release = v;
+             return ok_status();
+         }},
         {"--mount-point", "DIR", "where to mount the data disk (default /mnt/disksweep)",
          [](CommandLine& c, const std::string& v) {
              c.agent.mount_point = v;

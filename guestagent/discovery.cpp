@@ -135,6 +135,41 @@ std::string serial_from_vpd_page80(std::string_view page) {
     return trim(serial);
 }
 
+OsRelease parse_os_release(std::string_view text) {
+    OsRelease release;
+    const std::pair<std::string_view, std::string*> fields[] = {
+        {"ID", &release.id},
+        {"VERSION_ID", &release.version_id},
+        {"VERSION_CODENAME", &release.codename},
+    };
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string_view::npos) end = text.size();
+        const std::string_view line = text.substr(start, end - start);
+        start = end + 1;
+        const std::size_t equals = line.find('=');
+        if (equals == std::string_view::npos) continue;
+        std::string_view value = line.substr(equals + 1);
+        if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+            value.back() == value.front()) {
+            value = value.substr(1, value.size() - 2);
+        }
+        for (const auto& [key, target] : fields) {
+            if (line.substr(0, equals) == key) *target = std::string(value);
+        }
+    }
+    return release;
+}
+
+std::optional<OsRelease> read_os_release(const std::string& path) {
+    const std::optional<std::string> text = read_file(path);
+    if (!text) return std::nullopt;
+    OsRelease release = parse_os_release(*text);
+    if (release.id.empty()) return std::nullopt;
+    return release;
+}
+
 Result<std::string> find_virtio_port(const SystemRoots& roots, std::string_view channel_name) {
     const fs::path ports = fs::path(roots.sysfs) / "class" / "virtio-ports";
     std::string seen;

@@ -18,7 +18,20 @@ struct SystemRoots {
     std::string sysfs = "/sys";
     std::string proc = "/proc";
     std::string dev = "/dev";
+    std::string os_release = "/etc/os-release";
 };
+
+// The release the guest's root file system says it is (os-release(5)).
+struct OsRelease {
+    std::string id;          // ID: "debian"
+    std::string version_id;  // VERSION_ID: "13"
+    std::string codename;    // VERSION_CODENAME: "trixie"
+};
+// os-release's KEY=VALUE lines (values unquoted as the format allows);
+// fields left empty when absent.
+OsRelease parse_os_release(std::string_view text);
+// nullopt when `path` cannot be read or names no ID.
+std::optional<OsRelease> read_os_release(const std::string& path);
 
 // The name of the virtio-serial port whose sysfs "name" is `channel_name`
 // (e.g. "vport0p1"; the device node is roots.dev + "/vport0p1").

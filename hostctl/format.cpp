@@ -1267,6 +1267,49 @@ std::string host_failure_lines(const Json& hosts) {
 }
 }  // namespace
 
+namespace {
+// One line per suite: its images ready (with the kernel), or what builds
+// them. A daemon from before suites sends none: no lines.
+std::string format_guest_images(const Json& images) {
+    if (!images.is_array()) return "";
+    std::map<std::string, std::vector<const Json*>> by_suite;
+    std::vector<std::string> order;
+    for (const Json& image : images) {
+        if (!image.is_object()) continue;
+        const std::string suite = image.value("suite", std::string("?"));
+        if (!by_suite.contains(suite)) order.push_back(suite);
+        by_suite[suite].push_back(&image);
+    }
+    std::string out;
+    for (const std::string& suite : order) {
+        std::vector<std::string> ready, missing;
+        std::string kernel, problem;
+        for (const Json* image : by_suite[suite]) {
+            const std::string variant = image->value("variant", std::string());
+            const std::string name = variant.empty() ? "base" : variant;
+            if (image->value("ready", false)) {
+                ready.push_back(name);
+                if (kernel.empty()) kernel = image->value("kernel", std::string());
+            } else {
+                missing.push_back(name);
+                if (problem.empty()) problem = image->value("problem", std::string());
+            }
+        }
+        out += "  " + suite + ": ";
+        if (!ready.empty()) {
+            out += join(ready, ", ") + (kernel.empty() ? "" : " (kernel " + kernel + ")");
+        }
+        if (!missing.empty()) {
+            const auto build = problem.find("build it with: ");
+            out += std::string(ready.empty() ? "" : "; ") + "not built: " + join(missing, ", ") +
+                   (build == std::string::npos ? "" : " (" + problem.substr(build) + ")");
+        }
+        out += "\n";
+    }
+    return out.empty() ? "" : "guest suites:\n" + out;
+}
+}  // namespace
+
 std::string format_status(const Json& reply) {
     auto text = [](const Json& object, const char* key) {
         return object.is_object() && object.contains(key) ? format_setting_value(object[key])
@@ -1292,6 +1335,7 @@ std::string format_status(const Json& reply) {
     bool ready = image.is_object() && image.value("ready", false);
     out += "guest image:  " +
            (ready ? text(config, "image_dir") : "NOT READY: " + text(image, "problem")) + "\n";
+    out += format_guest_images(reply.value("guest_images", Json()));
     out += "database:     " + text(config, "database") + "\n";
     out += "parallel:     " + text(config, "max_parallel_runs") + " run(s) at once\n";
     return out;

@@ -257,9 +257,9 @@ class Api {
             return make_error(errc::kUnavailable, "cannot run sweeps: " + ctx_.image_problem);
         }
         if (ctx_.variant_image_problem) {
-            for (const std::string& variant : submission.image_variants) {
-                if (variant.empty()) continue;  // the base image: image_problem above
-                std::string problem = ctx_.variant_image_problem(variant);
+            for (const ImageChoice& image : submission.images) {
+                if (image == ImageChoice{}) continue;  // the default image: image_problem above
+                std::string problem = ctx_.variant_image_problem(image);
                 if (!problem.empty()) {
                     return make_error(errc::kUnavailable, "cannot run sweep '" +
                                                               submission.sweep.name +

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "common/guest_suite.h"
 #include "common/http.h"
 #include "daemon/backends/registry.h"
 #include "daemon/plan/submission.h"
@@ -24,10 +25,12 @@ struct ApiContext {
     // Non-empty when runs cannot work (e.g. no guest image): submissions are
     // refused with this message instead of failing every run.
     std::string image_problem;
-    // Why the image of a variant (ds::image_variant_for_kind) cannot be used,
-    // or "": a sweep needing a missing variant is refused at submission, not
-    // failed run by run. Unset: every variant is taken to be there.
-    std::function<std::string(std::string_view variant)> variant_image_problem;
+    // Why a guest image other than the default suite's base image (a
+    // variant, ds::image_variant_for_kind, or another [guest] suite) cannot
+    // be used, or "": a sweep needing a missing image is refused at
+    // submission, not failed run by run. Unset: every image is taken to be
+    // there.
+    std::function<std::string(const ImageChoice& image)> variant_image_problem;
     // The hypervisors and storages this daemon has configured: a sweep naming
     // anything else is refused at submission. Unset: nothing is checked (tests).
     const BackendCatalog* backends = nullptr;

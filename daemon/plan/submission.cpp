@@ -40,10 +40,10 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
     }
     sweep.varying_axes = plan->varying_axes;
     submission.skipped_pairs = plan->skipped_pairs;
-    std::set<std::string> variants;
+    std::set<ImageChoice> images;
     for (const auto& workload : plan->workloads)
-        variants.emplace(image_variant_for_kind(workload.kind));
-    submission.image_variants.assign(variants.begin(), variants.end());
+        images.insert({spec->guest_suite, std::string(image_variant_for_kind(workload.kind))});
+    submission.images.assign(images.begin(), images.end());
 
     for (const auto& planned : plan->runs) {
         submission.runs.push_back(planned_run_record(plan.value(), planned));

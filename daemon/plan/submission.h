@@ -20,8 +20,9 @@ struct SweepSubmission {
     SweepRecord sweep;
     std::vector<RunRecord> runs;
     SweepTimeouts timeouts;
-    // The guest image variants the runs need ("" = base), sorted, distinct.
-    std::vector<std::string> image_variants;
+    // The guest images the runs need (the spec's [guest] suite, each
+    // workload's variant), sorted, distinct.
+    std::vector<ImageChoice> images;
     // (configuration, workload) pairs left out by workloads' `filesystems`.
     int skipped_pairs = 0;
     // The spec's [hypervisor] hosts: where its runs may be placed.

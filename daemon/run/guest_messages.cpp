@@ -37,12 +37,19 @@ struct Field {
 
 // The schemas, one table per object (docs/agent-protocol.md, "Messages").
 // clang-format off
+constexpr std::array kOsFields = {
+    Field{"id", Shape::kString, Presence::kRequired},
+    Field{"version_id", Shape::kString},
+    Field{"codename", Shape::kString},
+};
+
 constexpr std::array kHelloFields = {
     Field{"agent_version", Shape::kString, Presence::kRequired},
     Field{"protocol", Shape::kCount, Presence::kRequired},
     Field{"kernel", Shape::kString, Presence::kRequired},
     Field{"fio_version", Shape::kString, Presence::kRequired},
     Field{"capabilities", Shape::kStringList, Presence::kRequired},
+    Field{"os", Shape::kRecord, Presence::kOptional, kOsFields},
 };
 
 constexpr std::array kProgressFields = {
@@ -327,6 +334,11 @@ Result<Hello> parse_hello(Json message) {
     hello.protocol = integer_at(record, "protocol");
     hello.kernel = json_read::string_or_empty(record, "kernel");
     hello.fio_version = json_read::string_or_empty(record, "fio_version");
+    if (const auto os = record.find("os"); os != record.end()) {
+        hello.os = GuestOs{json_read::string_or_empty(*os, "id"),
+                           json_read::string_or_empty(*os, "version_id"),
+                           json_read::string_or_empty(*os, "codename")};
+    }
     const auto capabilities = record.find("capabilities");
     if (capabilities != record.end() && capabilities->is_array()) {
         for (const Json& capability : *capabilities) {

@@ -46,12 +46,20 @@ inline constexpr std::int64_t kMaxSmallCount = 8192;
 inline constexpr double kMaxReportedSeconds = 30.0 * 24 * 3600;
 
 // hello: the agent introduces itself (all fields required).
+// The guest's os-release (each a kString; version_id and codename may be "").
+struct GuestOs {
+    std::string id;
+    std::string version_id;
+    std::string codename;
+};
+
 struct Hello {
     std::string agent_version;
     long long protocol = 0;  // an integer >= 0, informational ("v" is what counts)
     std::string kernel;
     std::string fio_version;  // "" when the guest has no fio
     std::vector<std::string> capabilities;
+    std::optional<GuestOs> os;  // absent: an agent that predates it
 };
 
 // progress: advisory; its text is cut, never refused for length.

@@ -20,6 +20,7 @@
 #include "daemon/run/guest_messages.h"
 #include "daemon/run/host_cpu.h"
 #include "daemon/run/host_fio.h"
+#include "daemon/run/image_manifest.h"
 #include "daemon/run/settings_verify.h"
 #include "daemon/run/throttle_effect.h"
 
@@ -262,6 +263,16 @@ class RunAttempt {
     Json sample_host_cpu();
     // applied_["cpu_cost"] and the *_cpu_us_per_io metrics of the job's window.
     void record_cpu_cost(const Json& cpu_after);
+    // The image's manifest (GuestImage::manifest), read by prepare().
+    Status load_manifest();
+    // The run's image: its sweep's [guest] suite and its workload's variant.
+    ImageChoice image_choice() const;
+    // What the guest reported about itself (the hello, then a MariaDB
+    // workload's server_version) against the manifest: errc::kProtocol
+    // naming each tool that differs. Records versions_["guest_os"] and what
+    // the manifest could not check.
+    Status check_guest_identity(const std::string& tool, const std::string& reported);
+    Status check_guest_identity();
 
     const RunEnvironment& env_;
     RunRecord run_;
@@ -274,6 +285,8 @@ class RunAttempt {
     std::optional<StorageConfig> config_;
     std::optional<Workload> workload_;
     GuestImage image_;
+    std::optional<ImageManifest> manifest_;  // image_'s, when it has one
+    GuestReport guest_report_;               // by tool, as the guest reported it
     // image_ as the leased host sees it (Hypervisor::stage_image) while a
     // guest of this attempt may use it; released by teardown.
     std::optional<GuestImage> staged_image_;
@@ -421,7 +434,7 @@ Status RunAttempt::prepare() {
     if (mode_ == AttemptMode::kHelloOnly) {
         image_ = env_.image;
         storage_ = env_.storage;
-        return ok_status();
+        return load_manifest();
     }
     auto workload = workload_from_json(run_.workload);
     if (!workload.ok()) {
@@ -431,11 +444,11 @@ Status RunAttempt::prepare() {
     image_ = env_.image;
     const HypervisorKindDef* kind = find_hypervisor_kind(config_->hypervisor);
     const bool boots_project_image = kind == nullptr || kind->boots_project_image;
-    if (env_.image_for_variant && boots_project_image) {
-        DS_ASSIGN_OR_RETURN(auto located,
-                            env_.image_for_variant(image_variant_for_kind(workload_->kind)));
+    if (env_.image_for && boots_project_image) {
+        DS_ASSIGN_OR_RETURN(auto located, env_.image_for(image_choice()));
         image_ = located;
     }
+    if (boots_project_image) DS_TRY(load_manifest());
     // The storage the configuration names, never a stand-in: a run can only
     // be recorded under a backend that really made its disk.
     DS_ASSIGN_OR_RETURN(auto found, env_.backends ? env_.backends->storage_for(*config_)
@@ -595,12 +608,60 @@ Status RunAttempt::boot() {
     versions_["agent_version"] = hello->agent_version;
     versions_["kernel"] = hello->kernel;
     versions_["fio_version"] = hello->fio_version;
+    guest_report_["kernel"] = hello->kernel;
+    guest_report_["fio"] = hello->fio_version;
+    if (hello->os) {
+        guest_report_["os"] = hello->os->version_id;
+        versions_["guest_os"] =
+            hello->os->id + " " + hello->os->version_id +
+            (hello->os->codename.empty() ? "" : " (" + hello->os->codename + ")");
+    }
+    DS_TRY(check_guest_identity());
     timings_["guest_boot_s"] = seconds_since(guest_start, *env_.clock);
     publish(Json{{"type", "run_progress"},
                  {"run_id", run_.id},
                  {"phase", "booted"},
                  {"message", "agent connected"}});
     return ok_status();
+}
+
+ImageChoice RunAttempt::image_choice() const {
+    ImageChoice choice;
+    if (env_.guest_suite) choice.suite = env_.guest_suite(run_.sweep_id);
+    if (workload_) choice.variant = std::string(image_variant_for_kind(workload_->kind));
+    return choice;
+}
+
+Status RunAttempt::load_manifest() {
+    if (image_.manifest.empty()) {
+        versions_["image_manifest"] = "none: the guest's tool versions were not checked";
+        return ok_status();
+    }
+    DS_ASSIGN_OR_RETURN(auto manifest, read_image_manifest(image_.manifest));
+    manifest_ = std::move(manifest);
+    versions_["image_manifest"] = image_.manifest;
+    return ok_status();
+}
+
+Status RunAttempt::check_guest_identity(const std::string& tool, const std::string& reported) {
+    guest_report_[tool] = reported;
+    return check_guest_identity();
+}
+
+Status RunAttempt::check_guest_identity() {
+    if (!manifest_) return ok_status();
+    const std::vector<std::string> unchecked = manifest_unchecked(*manifest_, guest_report_);
+    if (unchecked.empty()) {
+        versions_.erase("image_manifest_unchecked");
+    } else {
+        versions_["image_manifest_unchecked"] = join(unchecked, ", ");
+    }
+    const std::vector<std::string> mismatches = manifest_mismatches(*manifest_, guest_report_);
+    if (mismatches.empty()) return ok_status();
+    return make_error(errc::kProtocol,
+                      "the guest is not the build its image's manifest describes (rebuild the "
+                      "image: scripts/build-guest-image.sh): " +
+                          join(mismatches, "; "));
 }
 
 Status RunAttempt::record_vm_handle(const Json& handle) {
@@ -725,6 +786,10 @@ Status RunAttempt::job() {
     run_.raw_output = result_.output.dump(-1, ' ', false, Json::error_handler_t::replace);
     for (const auto& [key, seconds] : result_.timings) timings_[key] = seconds;
     for (const auto& [key, value] : result_.versions) versions_["guest_" + key] = value;
+    if (const auto server = result_.readback.find("server_version");
+        server != result_.readback.end() && server->is_string()) {
+        DS_TRY(check_guest_identity("mariadb", server->get<std::string>()));
+    }
     return ok_status();
 }
 

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/guest_suite.h"
 #include "common/process.h"
 #include "daemon/backends/hosts.h"
 #include "daemon/backends/hypervisor/hypervisor.h"
@@ -74,12 +75,15 @@ struct RunEnvironment {
     // The size of every run's guest (the daemon's vcpus and memory-mib).
     int vcpus = 1;
     int memory_mib = 1024;
-    // The base image (variant ""), used for every variant when
-    // image_for_variant is unset (tests).
+    // The default image (ImageChoice{}), used for every run when image_for
+    // is unset (tests).
     GuestImage image;
-    // The image of a variant (ds::image_variant_for_kind): "" = the base
-    // image, "mariadb" = <image dir>/mariadb. An Error says what is missing.
-    std::function<Result<GuestImage>(std::string_view variant)> image_for_variant;
+    // The image of a suite and variant (common/guest_suite.h): the run's
+    // sweep's suite and its workload's ds::image_variant_for_kind. An Error
+    // says what is missing.
+    std::function<Result<GuestImage>(const ImageChoice& image)> image_for;
+    // A sweep's `[guest] suite` (its spec); unset = kDefaultGuestSuite.
+    std::function<std::string(std::int64_t sweep_id)> guest_suite;
     Accel accel = Accel::kTcg;
     // Whether a run whose guest runs with another accelerator than `accel`
     // fails (as a host's Host::accel_enforced; used when `hosts` is null).

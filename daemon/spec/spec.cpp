@@ -29,12 +29,13 @@ constexpr std::uint64_t kMaxRuns = 10000;
 
 // The keys of a spec's top level, as docs/spec.md's "Top-level keys" table
 // lists them (a test holds the two together).
-constexpr std::array<std::string_view, 16> kTopLevelKeys = {"name",
+constexpr std::array<std::string_view, 17> kTopLevelKeys = {"name",
                                                             "repetitions",
                                                             "seed",
                                                             "boot_timeout",
                                                             "run_timeout",
                                                             "hypervisor",
+                                                            "guest",
                                                             "matrix",
                                                             "filesystems",
                                                             "tunings",
@@ -425,6 +426,9 @@ class SpecParser {
     // variant.
     Workload durability_ledger() const;
     Status parse_hypervisor(const toml::node& node);
+    // `[guest] suite = "trixie"`, after [hypervisor]: the guest image's
+    // Debian release (common/guest_suite.h).
+    Status parse_guest(const toml::node& node);
     Status parse_hosts(const toml::node& node);
     Status parse_filesystems(const toml::node& node);
     Status parse_matrix(const toml::node& node);
@@ -554,6 +558,7 @@ Result<SweepSpec> SpecParser::parse(const toml::table& root) {
     if (const toml::node* node = root.get(kUncheckedLevelsKey))
         DS_TRY(parse_unchecked_levels(*node));
     if (const toml::node* node = root.get("hypervisor")) DS_TRY(parse_hypervisor(*node));
+    if (const toml::node* node = root.get("guest")) DS_TRY(parse_guest(*node));
     // Named filesystems first: matrix.filesystem values may refer to them.
     if (const toml::node* node = root.get("filesystems")) DS_TRY(parse_filesystems(*node));
     if (const toml::node* node = root.get("matrix")) DS_TRY(parse_matrix(*node));
@@ -710,6 +715,31 @@ Status SpecParser::parse_hypervisor(const toml::node& node) {
         if (flag == nullptr) return type_error("identical_hosts", *identical, "true or false");
         spec_.identical_hosts = flag->get();
     }
+    return ok_status();
+}
+
+Status SpecParser::parse_guest(const toml::node& node) {
+    const auto* table = node.as_table();
+    if (table == nullptr) return type_error("guest", node, "a table ([guest])");
+    DS_TRY(check_keys(*table, {"suite"}, "key", "in [guest]"));
+    const toml::node* suite = table->get("suite");
+    if (suite == nullptr) return ok_status();
+    const auto* text = suite->as_string();
+    if (text == nullptr) return type_error("suite", *suite, "a string");
+    if (find_guest_suite(text->get()) == nullptr) {
+        return error_at(suite->source(), unknown_choice("guest suite", text->get(), "", "suites",
+                                                        guest_suite_names()));
+    }
+    // A backend that boots its own template runs whatever guest that holds.
+    const HypervisorKindDef* kind = find_hypervisor_kind(spec_.hypervisor);
+    if (kind != nullptr && !kind->boots_project_image) {
+        return error_at(suite->source(),
+                        "[guest] suite: the " + spec_.hypervisor +
+                            " backend boots its template's guest, not the project's image; "
+                            "build the template from the suite's image instead "
+                            "(scripts/pve-make-template.sh --from-image IMAGE_DIR/SUITE)");
+    }
+    spec_.guest_suite = text->get();
     return ok_status();
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/guest_suite.h"
 #include "common/result.h"
 #include "common/settings.h"
 #include "daemon/compare/comparison.h"
@@ -58,6 +59,9 @@ struct SweepSpec {
     // [hypervisor] identical_hosts: the user vouches that the hosts are the
     // same machine model, so comparisons pool runs across them.
     bool identical_hosts = false;
+    // `[guest] suite`: the Debian release of the project's guest image
+    // (common/guest_suite.h); the image is <image dir>/<its subdir>.
+    std::string guest_suite{kDefaultGuestSuite};
     // Axis name -> the values listed for it in [matrix] (as written). Axes not
     // listed take their default.
     std::map<std::string, std::vector<std::string>> matrix;

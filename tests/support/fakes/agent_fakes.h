@@ -61,6 +61,7 @@ class FakeGuestTree {
         write_text(proc() / "filesystems", "nodev\tsysfs\nnodev\ttmpfs\n\text4\n\tbtrfs\n");
         write_text(proc() / "mounts", "sysfs /sys sysfs rw,nosuid 0 0\n");
         write_text(dev() / "vda", "");
+        write_text(os_release(), "ID=debian\nVERSION_ID=\"12\"\nVERSION_CODENAME=bookworm\n");
     }
 
     // A SCSI disk whose VPD page 0x80 carries `serial` (space padded, as
@@ -85,7 +86,10 @@ class FakeGuestTree {
         write_text(dev() / name, "");
     }
 
-    SystemRoots roots() const { return {sys().string(), proc().string(), dev().string()}; }
+    SystemRoots roots() const {
+        return {sys().string(), proc().string(), dev().string(), os_release().string()};
+    }
+    fs::path os_release() const { return dir_.path() / "etc/os-release"; }
     fs::path sys() const { return dir_.path() / "sys"; }
     fs::path proc() const { return dir_.path() / "proc"; }
     fs::path dev() const { return dir_.path() / "dev"; }

@@ -257,7 +257,9 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
         metrics = honest.ok() ? Json(honest.value()) : Json::object();
     }
     return [behaviour, output, metrics](GuestChannel& channel) {
-        if (!channel.send(protocol::kHello, hello_payload(behaviour.trims))) return;
+        Json hello = hello_payload(behaviour.trims);
+        if (!behaviour.hello_patch.is_null()) hello.merge_patch(behaviour.hello_patch);
+        if (!channel.send(protocol::kHello, hello)) return;
         auto job = channel.receive(10s);
         if (!job || job->value("type", std::string()) != protocol::kJob) return;
         const bool trim = job->value("trim", false);
@@ -874,7 +876,8 @@ RunEnvironment ExecutorFixture::environment() {
     env.store = store.get();
     env.events = &events;
     env.image = GuestImage{"/fake/vmlinuz", "/fake/initrd.img", "/fake/root.img"};
-    env.image_for_variant = image_for_variant;
+    env.image_for = image_for;
+    env.guest_suite = guest_suite;
     env.accel = Accel::kTcg;
     env.observer = observer;
     env.host_processes = host_processes;

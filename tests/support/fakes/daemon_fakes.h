@@ -112,6 +112,7 @@ struct GuestBehaviour {
     std::string kind = "fio";   // the workload kind `output` is of (for honest metrics)
     Json readback_patch;        // JSON merge patch applied to matching_readback()
     Json result_patch;          // JSON merge patch applied to the whole result message
+    Json hello_patch;           // JSON merge patch applied to hello_payload()
     Json metrics;               // the guest's own (untrusted) metrics
     int progress_messages = 2;  // bench progress messages before the result
     // Called (on the guest thread) after the job arrived and before the
@@ -337,8 +338,10 @@ struct ExecutorFixture {
     FakeHypervisor hypervisor;
     FakeStorage storage;
 
-    // Handed to RunEnvironment::image_for_variant (unset: the base image).
-    std::function<Result<GuestImage>(std::string_view variant)> image_for_variant;
+    // Handed to RunEnvironment::image_for (unset: the base image) and
+    // RunEnvironment::guest_suite (unset: the default suite).
+    std::function<Result<GuestImage>(const ImageChoice& image)> image_for;
+    std::function<std::string(std::int64_t sweep_id)> guest_suite;
     RunObserver* observer = nullptr;          // handed to RunEnvironment::observer
     ProcessRunner* host_processes = nullptr;  // handed to RunEnvironment::host_processes
     const Clock* clock = nullptr;             // handed to RunEnvironment::clock (unset: real)

@@ -297,6 +297,8 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(hello["kernel"] == "6.1.0-test-amd64");
     CHECK(hello["fio_version"] == "fio-3.33");
     CHECK(hello["agent_version"].is_string());
+    // The fake tree's /etc/os-release, for the host's manifest check.
+    CHECK(hello["os"] == Json{{"id", "debian"}, {"version_id", "12"}, {"codename", "bookworm"}});
     CHECK(hello["capabilities"] ==
           Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger", "block", "check", "ext4",
                 "xfs", "btrfs", "dataset", "trim"}));

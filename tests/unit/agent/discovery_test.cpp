@@ -224,3 +224,22 @@ TEST_CASE("discovery: lsattr -d flags, from real output", "[discovery]") {
     CHECK(failed.error().message.find("printed no attribute flags") != std::string::npos);
     CHECK_FALSE(parse_lsattr_flags("").ok());
 }
+
+TEST_CASE("discovery: the guest's os-release, quoted or not", "[discovery]") {
+    const OsRelease trixie = parse_os_release(
+        "PRETTY_NAME=\"Debian GNU/Linux 13 (trixie)\"\nNAME=\"Debian GNU/Linux\"\n"
+        "VERSION_ID=\"13\"\nVERSION=\"13 (trixie)\"\nVERSION_CODENAME=trixie\nID=debian\n");
+    CHECK(trixie.id == "debian");
+    CHECK(trixie.version_id == "13");
+    CHECK(trixie.codename == "trixie");
+    // Debian testing has no VERSION_ID: left empty, not guessed.
+    const OsRelease testing = parse_os_release("ID='debian'\nVERSION_CODENAME=forky\n");
+    CHECK(testing.id == "debian");
+    CHECK(testing.version_id.empty());
+
+    FakeGuestTree tree;
+    const auto read = read_os_release(tree.roots().os_release);
+    REQUIRE(read);
+    CHECK(read->version_id == "12");
+    CHECK_FALSE(read_os_release((tree.sys().parent_path() / "missing").string()));
+}

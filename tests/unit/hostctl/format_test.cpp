@@ -554,6 +554,26 @@ TEST_CASE("status: the instance and its names' prefix come first", "[hostctl][fo
     CHECK_THAT(shown, !Catch::Contains("instance"));
 }
 
+TEST_CASE("status: each guest suite's images, ready with their kernel or what builds them",
+          "[hostctl][format]") {
+    Json status = realistic_status();
+    status["guest_images"] = Json::parse(R"([
+      {"suite": "bookworm", "variant": "", "ready": true, "kernel": "6.1.0-57-amd64"},
+      {"suite": "bookworm", "variant": "mariadb", "ready": true, "kernel": "6.1.0-57-amd64"},
+      {"suite": "trixie", "variant": "", "ready": true, "kernel": "6.12.57+deb13-amd64"},
+      {"suite": "trixie", "variant": "mariadb", "ready": false,
+       "problem": "guest image variant 'mariadb' (trixie) incomplete: /i/trixie/mariadb/vmlinuz is missing; build it with: scripts/build-guest-image.sh --suite trixie /i"}
+    ])");
+    const std::string shown = ds::hostctl::format_status(status);
+    CHECK_THAT(shown, Catch::Contains("guest image:  /var/lib/disksweep/images\n"
+                                      "guest suites:\n"
+                                      "  bookworm: base, mariadb (kernel 6.1.0-57-amd64)\n"
+                                      "  trixie: base (kernel 6.12.57+deb13-amd64); not built: "
+                                      "mariadb (build it with: scripts/build-guest-image.sh "
+                                      "--suite trixie /i)\n"
+                                      "database:"));
+}
+
 TEST_CASE("compare text: the golden datasets' time saved is one line, none without them",
           "[format][golden]") {
     const Json compare = {{"golden_datasets",

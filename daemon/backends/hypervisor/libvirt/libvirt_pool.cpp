@@ -354,7 +354,7 @@ Result<GuestImage> PoolImages::upload(const GuestImage& local, const std::string
         DS_ASSIGN_OR_RETURN(VolumeHandle marker, create_pool_volume(pool.get(), stem + "done", 0,
                                                                     ImageFormat::kRaw, uri));
     }
-    return GuestImage{paths[0], paths[1], paths[2]};
+    return GuestImage{paths[0], paths[1], paths[2], local.manifest};
 }
 
 void PoolImages::remove_stale(const std::string& slot) {

@@ -149,6 +149,20 @@ std::vector<HostileGuest> type_confusion_guests() {
                           channel.send(protocol::kHello, hello);
                       },
                       "hello.agent_version: expected a string, got number"});
+    guests.push_back({"sends a hello whose os is a string",
+                      [](GuestChannel& channel) {
+                          Json hello = hello_payload();
+                          hello["os"] = "debian 13";
+                          channel.send(protocol::kHello, hello);
+                      },
+                      "hello.os: expected an object, got string"});
+    guests.push_back({"sends a hello whose os.version_id is a number",
+                      [](GuestChannel& channel) {
+                          Json hello = hello_payload();
+                          hello["os"] = {{"id", "debian"}, {"version_id", 13}};
+                          channel.send(protocol::kHello, hello);
+                      },
+                      "hello.os.version_id: expected a string, got number"});
     guests.push_back(
         {"sends progress whose elapsed_s is a string", after_job([](GuestChannel& channel) {
              channel.send(protocol::kProgress,

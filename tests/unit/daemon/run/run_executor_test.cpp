@@ -821,9 +821,9 @@ TEST_CASE(
     "[run_executor][workloads]") {
     ExecutorFixture fixture;
     std::vector<std::string> asked;
-    fixture.image_for_variant = [&asked](std::string_view variant) -> Result<GuestImage> {
-        asked.emplace_back(variant);
-        const std::string dir = variant.empty() ? "/img" : "/img/" + std::string(variant);
+    fixture.image_for = [&asked](const ImageChoice& image) -> Result<GuestImage> {
+        asked.emplace_back(image_subdir(image));
+        const std::string dir = "/img/" + image_subdir(image);
         return GuestImage{dir + "/vmlinux", dir + "/initrd.img", dir + "/root.img"};
     };
     GuestBehaviour behaviour;
@@ -925,9 +925,9 @@ TEST_CASE("executor: the workload's timeout goes to the job and its expiry is ti
 TEST_CASE("executor: a missing image variant fails the run naming it",
           "[run_executor][workloads]") {
     ExecutorFixture fixture;
-    fixture.image_for_variant = [](std::string_view variant) -> Result<GuestImage> {
-        return make_error(errc::kUnavailable, "guest image variant '" + std::string(variant) +
-                                                  "' incomplete: /img/mariadb/root.img is missing");
+    fixture.image_for = [](const ImageChoice& image) -> Result<GuestImage> {
+        return make_error(errc::kUnavailable,
+                          describe_image(image) + " incomplete: /img/mariadb/root.img is missing");
     };
     fixture.hypervisor.set_guest_script(well_behaved_guest());
     const RunRecord finished =

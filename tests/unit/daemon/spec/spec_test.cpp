@@ -281,8 +281,9 @@ TEST_CASE("unknown keys, axes and values name their position and the valid choic
           "[spec][errors]") {
     CHECK(parse_error("name = \"t\"\nrepetition = 2\n") ==
           "t.toml:2:1: unknown key 'repetition' at the top level; valid keys: name, repetitions, "
-          "seed, boot_timeout, run_timeout, hypervisor, matrix, filesystems, tunings, workload, "
-          "host_baseline, baseline, practical_difference, min_runs_for_verdict, durability, "
+          "seed, boot_timeout, run_timeout, hypervisor, guest, matrix, filesystems, tunings, "
+          "workload, host_baseline, baseline, practical_difference, min_runs_for_verdict, "
+          "durability, "
           "unchecked_levels. Did you mean 'repetitions'?");
     CHECK(parse_error(with_matrix("cach = \"none\"")) ==
           "t.toml:3:1: unknown axis 'cach' in [matrix]; valid axes: storage, image_format, "
