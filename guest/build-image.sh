@@ -1,7 +1,13 @@
 #!/bin/bash
 # Builds the disksweep guest image. Run as root.
 #
-#   guest/build-image.sh [--variant mariadb] OUTDIR AGENT_BINARY
+#   guest/build-image.sh [--suite SUITE] [--variant mariadb]
+#                        [--sql-bench-fallback DIR] OUTDIR AGENT_BINARY
+#
+# --suite: a Debian suite of guest/suites.txt (default: its first, bookworm).
+# Packages are named as bookworm names them; suites.txt maps the names that
+# differ (trixie: libaio1t64). The suite's images go where the caller says:
+# scripts/build-guest-image.sh --suite puts them where the daemon looks.
 #
 # Produces OUTDIR/vmlinuz (Debian bzImage), OUTDIR/vmlinux (the same kernel as
 # an uncompressed PVH ELF: boots ~10 s faster under TCG), OUTDIR/initrd.img,
@@ -10,12 +16,19 @@
 # --variant mariadb adds packages-mariadb.txt (mariadb-server, Perl DBI,
 # sysbench) and MariaDB's sql-bench in /opt/sql-bench (lib/sqlbench.sh); the
 # daemon expects it in IMAGE_DIR/mariadb (scripts/build-guest-image.sh).
+# --sql-bench-fallback DIR: when no 'mariadb' source version of this suite
+# can be fetched, the most recent sqlbench-* of this image's own cache, else
+# of DIR (another suite's IMAGE_DIR/mariadb/cache), is used, with a warning;
+# the manifest's sql_bench.version says which version went in.
 # Caches under OUTDIR/cache/ (see guest/README.md):
-#   rootfs-KEY/  Debian root fs + kernel, KEY = sha256 of packages.txt,
-#                lib/rootfs.sh, lib/customize-rootfs.sh and the apt sources
+#   rootfs-KEY/  Debian root fs + kernel, KEY = sha256 of the suite, its
+#                package renames, packages.txt, lib/rootfs.sh,
+#                lib/customize-rootfs.sh, lib/suites.sh and the apt sources
 #                (variant: + packages-VARIANT.txt, lib/sqlbench.sh and the
 #                sql-bench source version)
 #   sqlbench-VERSION/  (variant mariadb) the prepared sql-bench files
+#   apt-SUITE/   (variant mariadb, a suite the host's apt lacks) a private
+#                apt state with the suite's deb-src entries (lib/sqlbench.sh)
 #   initrd-KEY/  initramfs, KEY = sha256 of the root fs KEY, the agent binary,
 #                initramfs/init, initramfs/qga-init, initramfs/modules.txt,
 #                lib/initramfs.sh
@@ -24,7 +37,8 @@
 set -euo pipefail
 
 GUEST_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-SUITE=bookworm
+# shellcheck source=lib/suites.sh
+source "$GUEST_DIR/lib/suites.sh"
 KEEP_ROOTFS=3 # cache entries kept (most recently used first)
 KEEP_INITRD=6
 
@@ -47,19 +61,29 @@ guest_safe_rm() {
 
 # --rootfs-only: build (or find) the root fs and kernel in the cache and stop:
 # no agent needed, so it can run while the agent compiles (scripts/quickstart.sh).
-usage() { echo "usage: $0 [--variant mariadb] OUTDIR AGENT_BINARY | [--variant mariadb] --rootfs-only OUTDIR" >&2; exit 2; }
-VARIANT='' ROOTFS_ONLY=0
-if [[ ${1:-} == --variant ]]; then
-    [[ $# -ge 2 ]] || usage
-    VARIANT=$2
+usage() {
+    echo "usage: $0 [--suite SUITE] [--variant mariadb] [--sql-bench-fallback DIR] OUTDIR AGENT_BINARY" >&2
+    echo "       $0 [--suite SUITE] [--variant mariadb] [--sql-bench-fallback DIR] --rootfs-only OUTDIR" >&2
+    exit 2
+}
+VARIANT='' ROOTFS_ONLY=0 SUITE='' SQLBENCH_FALLBACK=''
+while [[ ${1:-} == --* ]]; do
+    case $1 in
+    --suite | --variant | --sql-bench-fallback) [[ $# -ge 2 ]] || usage ;;&
+    --suite) SUITE=$2 ;;
+    --variant) VARIANT=$2 ;;
+    --sql-bench-fallback) SQLBENCH_FALLBACK=$2 ;;
+    --rootfs-only) ROOTFS_ONLY=1 && shift && continue ;;
+    *) echo "$0: unknown option $1" >&2 && usage ;;
+    esac
     shift 2
-fi
-if [[ ${1:-} == --rootfs-only ]]; then
-    ROOTFS_ONLY=1
-    shift
+done
+if [[ $ROOTFS_ONLY == 1 ]]; then
     [[ $# == 1 ]] || usage
     set -- "$1" /dev/null
 fi
+SUITE=${SUITE:-$(guest_default_suite)}
+guest_check_suite "$SUITE" || exit 2
 [[ -z $VARIANT || $VARIANT == mariadb ]] || guest_die "unknown image variant '$VARIANT' (known: mariadb)"
 [[ $# == 2 ]] || usage
 [[ $EUID == 0 ]] || guest_die "must run as root (mmdebstrap --mode=root, mknod)"
@@ -119,16 +143,27 @@ else
     guest_log "no $SUITE entries in the host's apt sources: using mmdebstrap's default mirror"
     SOURCES_ARG=
 fi
+# The suite and its renames: a rename rebuilds only its own suite.
+SUITE_LABEL="$SUITE amd64"
+[[ -z $(guest_suite_renames "$SUITE") ]] || SUITE_LABEL+=" $(guest_suite_renames "$SUITE")"
 if [[ -z $VARIANT ]]; then
-    ROOTFS_KEY=$(hash_inputs "disksweep-rootfs-v1 $SUITE amd64" \
-        "$GUEST_DIR/packages.txt" "$GUEST_DIR/lib/rootfs.sh" "$GUEST_DIR/lib/customize-rootfs.sh" "$SOURCES")
+    ROOTFS_KEY=$(hash_inputs "disksweep-rootfs-v1 $SUITE_LABEL" \
+        "$GUEST_DIR/packages.txt" "$GUEST_DIR/lib/rootfs.sh" "$GUEST_DIR/lib/customize-rootfs.sh" \
+        "$GUEST_DIR/lib/suites.sh" "$SOURCES")
 else
     # ---- sql-bench, cached by the source package's version --------------------
+    # Sources come from where the root fs comes from: the host's apt when it
+    # carries the suite, else a private apt state for mmdebstrap's default
+    # mirror (the host's /etc/apt is left alone).
+    [[ -n $SOURCES_ARG ]] || sqlbench_use_private_apt "$SUITE" "$CACHE/apt-$SUITE"
     # The newest source version that is cached or can be fetched (the
     # binaries' version when the mirror carries its sources).
     mapfile -t versions < <(sqlbench_source_versions)
-    ((${#versions[@]})) ||
-        guest_die "apt knows no 'mariadb' source package: add a deb-src entry (scripts/install-deps.sh writes one) and run apt-get update"
+    if ((${#versions[@]} == 0)) && [[ -n $SOURCES_ARG ]]; then
+        guest_log "warning: apt knows no 'mariadb' source package: add a deb-src entry (scripts/install-deps.sh writes one) and run apt-get update"
+    elif ((${#versions[@]} == 0)); then
+        guest_log "warning: the default mirror's $SUITE deb-src index has no 'mariadb' (log: $CACHE/apt-$SUITE/update.log)"
+    fi
     SQLBENCH_VERSION=
     for v in "${versions[@]}"; do
         SQLBENCH_CACHE=$CACHE/sqlbench-${v//:/_}
@@ -148,11 +183,12 @@ else
         rm -rf "$STAGE"
         STAGE=
     done
-    [[ -n $SQLBENCH_VERSION ]] || guest_die "no 'mariadb' source version could be fetched: ${versions[*]}"
+    [[ -n $SQLBENCH_VERSION || -z $SQLBENCH_FALLBACK ]] || sqlbench_reuse_fallback "$SQLBENCH_FALLBACK"
+    [[ -n $SQLBENCH_VERSION ]] || guest_die "no 'mariadb' source version of $SUITE could be fetched (tried: ${versions[*]:-none})${SQLBENCH_FALLBACK:+, and neither this cache nor $SQLBENCH_FALLBACK has a sqlbench-*: build the mariadb image of the default suite first (scripts/build-guest-image.sh): this one then reuses its sql-bench}"
     touch "$SQLBENCH_CACHE"
-    ROOTFS_KEY=$(hash_inputs "disksweep-rootfs-v1 $SUITE amd64 variant=$VARIANT sql-bench=$SQLBENCH_VERSION" \
+    ROOTFS_KEY=$(hash_inputs "disksweep-rootfs-v1 $SUITE_LABEL variant=$VARIANT sql-bench=$SQLBENCH_VERSION" \
         "$GUEST_DIR/packages.txt" "$GUEST_DIR/packages-$VARIANT.txt" "$GUEST_DIR/lib/rootfs.sh" \
-        "$GUEST_DIR/lib/customize-rootfs.sh" "$GUEST_DIR/lib/sqlbench.sh" "$SOURCES")
+        "$GUEST_DIR/lib/customize-rootfs.sh" "$GUEST_DIR/lib/suites.sh" "$GUEST_DIR/lib/sqlbench.sh" "$SOURCES")
     # build_rootfs (lib/rootfs.sh) is shared with the base image, whose cache
     # key covers its bytes: the variant adds its packages and its customize
     # hook by wrapping the mmdebstrap call instead of editing it (mmdebstrap
@@ -224,11 +260,14 @@ manifest() {
     echo "  \"rootfs_hash\": $(json_str "$ROOTFS_KEY"),"
     echo "  \"agent_sha256\": $(json_str "$AGENT_SHA"),"
     echo "  \"suite\": $(json_str "$SUITE"),"
+    echo "  \"os_release\": {\"id\": $(json_str "$OS_ID"), \"version_id\": $(json_str "$OS_VERSION_ID"), \"codename\": $(json_str "$OS_CODENAME"), \"debian_version\": $(json_str "$OS_DEBIAN_VERSION")},"
     echo "  \"kernel\": {\"release\": $(json_str "$KERNEL_RELEASE"), \"package\": $(json_str "$KERNEL_PACKAGE"), \"version\": $(json_str "$KERNEL_PACKAGE_VERSION"), \"pvh_elf\": $PVH},"
     echo "  \"packages\": {"
     # qemu-guest-agent: scripts/pve-make-template.sh --from-image checks it.
     local -a pkgs=(fio e2fsprogs xfsprogs btrfs-progs libaio1 util-linux kmod lvm2 thin-provisioning-tools libc6 busybox-static qemu-guest-agent)
     [[ $VARIANT == mariadb ]] && pkgs+=(mariadb-server mariadb-client sysbench perl libdbi-perl libdbd-mariadb-perl)
+    # Under the suite's names (trixie: libaio1t64).
+    mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | guest_package_names "$SUITE")
     for p in "${pkgs[@]}"; do
         [[ $first == 1 ]] || echo ","
         first=0

@@ -25,14 +25,17 @@ chroot "$root" sh -c "cd '/tmp/${work##*/}' && apt-get download -q '$meta'" >&2
 deb=$(ls "$work"/*.deb)
 pkg_version=$(dpkg-deb -f "$deb" Version)
 dpkg-deb -x "$deb" "$work/x"
-kver=$(ls "$work/x/lib/modules")
-[[ $(wc -w <<<"$kver") == 1 ]] || { echo "customize-rootfs: unexpected modules dirs: $kver" >&2; exit 1; }
+# bookworm's kernel package ships lib/modules, trixie's (6.12) usr/lib/modules.
+pkgmods=$work/x/usr/lib/modules
+[[ -d $pkgmods ]] || pkgmods=$work/x/lib/modules
+kver=$(ls "$pkgmods")
+[[ $(wc -w <<<"$kver") == 1 ]] || { echo "customize-rootfs: unexpected modules dirs in $deb: $kver" >&2; exit 1; }
 
-# Copy into the image's real directories (bookworm has merged /usr: /lib and
-# /boot handling must not replace the /lib -> usr/lib symlink).
+# Copy into the image's real directories (both suites have merged /usr: /lib
+# and /boot handling must not replace the /lib -> usr/lib symlink).
 moddir=$(readlink -f "$root/lib")/modules
 mkdir -p "$moddir" "$root/boot"
-cp -a "$work/x/lib/modules/$kver" "$moddir/"
+cp -a "$pkgmods/$kver" "$moddir/"
 cp -a "$work/x/boot/." "$root/boot/"
 rm -rf "$work"
 

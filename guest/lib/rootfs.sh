@@ -44,25 +44,69 @@ guest_apt_sources() {
     [[ -s $out ]]
 }
 
-# guest_read_packages FILE: prints the package names, comma separated.
+# guest_read_packages FILE: prints the package names, comma separated, as
+# $SUITE names them (guest/suites.txt; FILE spells them as bookworm does).
 guest_read_packages() {
-    sed -e 's/#.*//' -e 's/[[:space:]]//g' "$1" | awk 'NF' | paste -sd, -
+    sed -e 's/#.*//' -e 's/[[:space:]]//g' "$1" | awk 'NF' | guest_package_names "$SUITE" | paste -sd, -
 }
+
+# guest_read_os_release TREE: prints the OS_* lines of rootfs.env from
+# TREE/etc/os-release and TREE/etc/debian_version (the point release, e.g.
+# 13.8), and fails when VERSION_ID is not the one guest/suites.txt gives
+# $SUITE: the mirror served another release than the suite asked for.
+guest_read_os_release() {
+    local tree=$1 want
+    want=$(guest_suite_field "$SUITE" 2)
+    (
+        # shellcheck disable=SC1091
+        . "$tree/etc/os-release"
+        [[ ${VERSION_ID:-} == "$want" ]] || {
+            echo "[guest] ERROR: the $SUITE root fs is Debian '${VERSION_ID:-?}' (${PRETTY_NAME:-no os-release}), guest/suites.txt says $want" >&2
+            exit 1
+        }
+        printf 'OS_ID=%q\nOS_VERSION_ID=%q\nOS_CODENAME=%q\n' "$ID" "$VERSION_ID" "${VERSION_CODENAME:-}"
+        printf 'OS_DEBIAN_VERSION=%q\n' "$(cat "$tree/etc/debian_version" 2>/dev/null)"
+    )
+}
+
+# The bzImage compressions extract_pvh_vmlinux undoes: the kernel config
+# symbol and the command that decompresses the payload on stdin. bookworm's
+# 6.1 is xz, trixie's 6.12 zstd.
+PVH_DECOMPRESSORS=(
+    "CONFIG_KERNEL_XZ xz -dc --single-stream"
+    "CONFIG_KERNEL_ZSTD zstd -dc"
+)
+
+# _le32 FILE OFFSET: the little-endian 32-bit number at OFFSET of FILE.
+_le32() { od -An -tu4 -j "$2" -N 4 --endian=little "$1" | tr -d ' '; }
 
 # extract_pvh_vmlinux BZIMAGE KERNEL_CONFIG OUT: writes the uncompressed ELF
 # kernel inside Debian's bzImage to OUT. QEMU (and so libvirt direct kernel
 # boot) starts such an ELF through its PVH entry point, skipping the
-# firmware's bzImage setup and the xz decompressor, which take about 10 s
+# firmware's bzImage setup and the decompressor, which take about 10 s
 # under TCG. Same kernel, same bytes once decompressed. Returns 1 (OUT
-# removed) when the image is not xz-compressed or has no PVH entry note.
+# removed) when the compression is not in PVH_DECOMPRESSORS or the kernel
+# has no PVH entry note.
 extract_pvh_vmlinux() {
-    local bz=$1 config=$2 out=$3 off
-    grep -q '^CONFIG_KERNEL_XZ=y' "$config" && grep -q '^CONFIG_PVH=y' "$config" || return 1
-    # the xz stream magic FD 37 7A 58 5A 00 (bash strings stop at NUL)
-    off=$(LC_ALL=C grep -abo $'\xfd7zXZ' "$bz" | awk -F: 'NR == 1 { print $1 }')
-    [[ -n $off ]] || return 1
-    # xz stops reading at the end of its stream: tail may die of SIGPIPE.
-    if { tail -c +$((off + 1)) "$bz" || true; } | xz -dc --single-stream >"$out" 2>/dev/null &&
+    local bz=$1 config=$2 out=$3 row sym setup_sects off len
+    local -a cmd=()
+    grep -q '^CONFIG_PVH=y' "$config" || return 1
+    for row in "${PVH_DECOMPRESSORS[@]}"; do
+        read -r sym _ <<<"$row"
+        grep -q "^$sym=y" "$config" && read -r -a cmd <<<"${row#* }" && break
+    done
+    ((${#cmd[@]})) || return 1
+    # The payload, from the setup header (Documentation/arch/x86/boot.rst):
+    # setup_sects (0x1f1, 0 meaning 4) sectors after the boot sector, then
+    # payload_offset (0x248) into the protected-mode code, payload_length
+    # (0x24c) bytes long, the last 4 of which are the compressor's size
+    # suffix, not part of the stream.
+    setup_sects=$(od -An -tu1 -j $((0x1f1)) -N 1 "$bz" | tr -d ' ')
+    ((setup_sects > 0)) || setup_sects=4
+    off=$(( (setup_sects + 1) * 512 + $(_le32 "$bz" $((0x248))) ))
+    len=$(( $(_le32 "$bz" $((0x24c))) - 4 ))
+    # head stops reading after len bytes: tail may die of SIGPIPE.
+    if ((len > 0)) && { tail -c +$((off + 1)) "$bz" || true; } | head -c "$len" | "${cmd[@]}" >"$out" 2>/dev/null &&
         [[ $(head -c 4 "$out" | od -An -c | tr -d ' ') == '177ELF' ]]; then
         # XEN_ELFNOTE_PHYS32_ENTRY (18): the PVH entry QEMU looks for
         if ! command -v readelf >/dev/null || readelf -n "$out" | grep 'type: (0x00000012)' >/dev/null; then
@@ -95,7 +139,7 @@ build_rootfs() {
         --dpkgopt='path-include=/usr/share/doc/*/copyright' \
         --dpkgopt='path-exclude=/usr/share/info/*' \
         --customize-hook="$GUEST_DIR/lib/customize-rootfs.sh" \
-        bookworm "$tree" "${mirror[@]}" </dev/null >"$log" 2>&1; then
+        "$SUITE" "$tree" "${mirror[@]}" </dev/null >"$log" 2>&1; then
         tail -n 30 "$log" >&2
         cp "$log" "$CACHE/failed-mmdebstrap.log"
         guest_die "mmdebstrap failed (full log: $CACHE/failed-mmdebstrap.log)"
@@ -106,6 +150,8 @@ build_rootfs() {
         guest_die "mounts left under $tree after mmdebstrap"
     fi
     find "$tree/dev" -xdev -mindepth 1 -delete
+    local os_release
+    os_release=$(guest_read_os_release "$tree") || guest_die "wrong release in the root fs (log: $log)"
 
     # shellcheck disable=SC1091
     source "$tree/.disksweep-kernel"
@@ -148,6 +194,7 @@ build_rootfs() {
         echo "MODULES_DIR=${moddir#"$tree"}"
         echo "BUSYBOX_PATH=${busybox#"$tree"}"
         echo "ROOTFS_KEY=$key"
+        echo "$os_release"
         echo "ROOTFS_BUILT_AT=$(date -u -d "@$t1" +%Y-%m-%dT%H:%M:%SZ)"
         echo "ROOTFS_BUILD_SECONDS=$((t1 - t0))"
     } >"$stage/rootfs.env"
