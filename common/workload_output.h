@@ -5,8 +5,12 @@
 // is the value a workload asked for.
 #pragma once
 
+#include <array>
+#include <compare>
 #include <cstddef>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,10 +115,63 @@ PrimaryMetric primary_metric_for_kind(std::string_view kind);
 // K/M/G suffixes -> bytes, enum values case-insensitively.
 bool server_variable_matches(std::string_view name, const Json& requested, std::string_view shown);
 
+// ---- what a requested server variable does on the guest's MariaDB --------
+// MariaDB 11.0 deprecated innodb_flush_method (MDEV-30136): at start-up it
+// maps the value onto the Booleans innodb_{data,log}_file_{buffering,
+// write_through}; MDEV-33545 made innodb_doublewrite OFF | ON | fast. A
+// value can then be shown back as requested and still not do what it did on
+// 10.x. The table is measured (docs/spec.md, "MariaDB versions";
+// tests/data/mariadb/innodb_flush_settings_*.txt).
+
+// A server's MAJOR.MINOR, from SELECT VERSION(): "10.11.19-MariaDB-0+deb12u1"
+// -> {10, 11}, "11.8.9-MariaDB-0+deb13u1 from Debian" -> {11, 8}; nullopt
+// when the text does not start with two dot-separated numbers.
+struct MariadbVersion {
+    int major = 0;
+    int minor = 0;
+    auto operator<=>(const MariadbVersion&) const = default;
+};
+std::optional<MariadbVersion> parse_mariadb_version(std::string_view server_version);
+
+// A variable and the value SHOW VARIABLES shows for it.
+struct ShownServerVariable {
+    std::string_view name;
+    std::string_view shown;
+};
+
+// One requested (variable, value) whose meaning on servers in [since, until)
+// is more than "SHOW VARIABLES shows it back".
+struct VersionedServerVariable {
+    std::string_view variable;  // as SHOW VARIABLES spells it
+    std::string_view value;     // as requested, compared case-insensitively
+    MariadbVersion since;
+    MariadbVersion until;
+    // Non-empty: such a server takes the value (and may show it back) but
+    // does not do what 10.x did with it; why. It is never in force there.
+    std::string_view refused;
+    // What else SHOW VARIABLES shows when the value is in force there; a
+    // variable the workload requests itself is checked against that request
+    // instead. Unused entries have an empty name.
+    std::array<ShownServerVariable, 4> implies{};
+};
+std::span<const VersionedServerVariable> versioned_server_variables();
+
+// Every way the workload's `server` table (`requested`: name as the spec
+// spells it -> string | integer | boolean) is not in force on the server that
+// showed `shown` (SHOW VARIABLES name -> value, the guest's untrusted
+// readback) and reported `server_version`; one line each, "server variable
+// NAME: requested VALUE, ...": a variable not shown, or shown otherwise
+// (server_variable_matches); a refused row of the server's version, with its
+// reason; an implied variable not shown as the row says; a variable with
+// versioned rows on a server whose version cannot be read. Never throws.
+std::vector<std::string> server_variable_mismatches(const Json& requested, const Json& shown,
+                                                    std::string_view server_version);
+
 // Variables a workload's `server` table sets that trade durability for
-// speed: innodb_flush_method=nosync, innodb_flush_log_at_trx_commit=0|2,
-// innodb_doublewrite=0, sync_binlog=0 is NOT listed (default). Each as
-// "name=value".
+// speed: innodb_flush_method=nosync or O_DIRECT_NO_FSYNC (no sync of the data
+// files; 11.x spells it innodb_doublewrite=fast),
+// innodb_flush_log_at_trx_commit=0|2, innodb_doublewrite=0|fast;
+// sync_binlog=0 is NOT listed (default). Each as "name=value".
 std::vector<std::string> server_variable_risks(const Json& server_variables);
 
 }  // namespace ds

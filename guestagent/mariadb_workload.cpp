@@ -546,34 +546,22 @@ class Session {
 
     // Fills readback with the variables read back and the version;
     // errc::kSettingsMismatch when a requested server variable is not in
-    // force.
+    // force as the server's version reads it (ds::server_variable_mismatches,
+    // the same check the host repeats on this readback).
     Status check_variables_in_force(const Json& server,
                                     const std::map<std::string, std::string>& variables,
                                     const std::string& version, Json& readback) const {
         Json shown_variables = Json::object();
-        for (const auto name : kReadBackVariables) {
-            if (auto found = variables.find(std::string(name)); found != variables.end()) {
+        const auto read_back = [&](const std::string& name) {
+            if (auto found = variables.find(name); found != variables.end()) {
                 shown_variables[found->first] = found->second;
             }
-        }
-        std::vector<std::string> mismatches;
+        };
+        for (const auto name : kReadBackVariables) read_back(std::string(name));
         if (server.is_object()) {
-            for (const auto& [name, requested] : server.items()) {
-                const std::string canonical = variable_name(name);
-                const auto found = variables.find(canonical);
-                if (found == variables.end()) {
-                    mismatches.push_back(name + " = " + requested.dump() +
-                                         " requested, but SHOW VARIABLES has no " + canonical);
-                    continue;
-                }
-                shown_variables[canonical] = found->second;
-                if (!server_variable_matches(canonical, requested, found->second)) {
-                    mismatches.push_back(name + " = " + requested.dump() +
-                                         " requested, SHOW VARIABLES shows " + canonical + " = " +
-                                         found->second);
-                }
-            }
+            for (const auto& [name, requested] : server.items()) read_back(variable_name(name));
         }
+        const auto mismatches = server_variable_mismatches(server, shown_variables, version);
         readback["server_variables"] = std::move(shown_variables);
         readback["server_version"] = version;
         if (!mismatches.empty()) {

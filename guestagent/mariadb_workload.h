@@ -70,13 +70,20 @@ std::vector<std::string> error_lines(std::string_view text, std::size_t limit = 
 bool says_no_space(std::string_view text);
 
 // Variables read back besides the requested ones: those the durability
-// reports and the seed study talk about.
+// reports and the seed study talk about, and the Booleans MariaDB 11.x
+// derives innodb_flush_method into (ds::versioned_server_variables checks
+// them). A server that has no such variable (10.11 has none of the
+// innodb_*_write_through) just does not list it.
 inline constexpr std::string_view kReadBackVariables[] = {"innodb_flush_method",
                                                           "innodb_doublewrite",
                                                           "innodb_flush_log_at_trx_commit",
                                                           "innodb_buffer_pool_size",
                                                           "innodb_log_file_size",
                                                           "innodb_use_native_aio",
+                                                          "innodb_data_file_buffering",
+                                                          "innodb_data_file_write_through",
+                                                          "innodb_log_file_buffering",
+                                                          "innodb_log_file_write_through",
                                                           "sync_binlog",
                                                           "log_bin",
                                                           "default_storage_engine"};

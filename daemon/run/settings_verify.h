@@ -60,7 +60,8 @@ namespace ds {
 //    metadata X (the step wins over mkfs: it converts after mkfs);
 //  * the `nocow` step -> readback "nocow" is true;
 //  * each variable of the workload's params.server -> readback
-//    "server_variables"[name] matches (ds::server_variable_matches).
+//    "server_variables" as ds::server_variable_mismatches reads them for the
+//    readback's "server_version".
 std::vector<std::string> verify_settings(const StorageConfig& requested, const Workload& workload,
                                          const Json& applied_hypervisor,
                                          const Json& guest_readback);

@@ -50,6 +50,8 @@ class FakeMariaDb {
                                                     {"innodb_doublewrite", "ON"},
                                                     {"innodb_flush_log_at_trx_commit", "1"},
                                                     {"innodb_buffer_pool_size", "134217728"}};
+    // SELECT VERSION().
+    std::string version = "10.11.19-MariaDB-0+deb12u1";
     // The server exits at start with this error log instead.
     std::string start_error_log;
     std::string atis_stdout = recorded_mariadb("atis_host_hires_loop20.txt");
@@ -96,7 +98,7 @@ class FakeMariaDb {
             return out;
         }
         if (argv[0] == "mariadb") {
-            out.stdout_text = "10.11.19-MariaDB-0+deb12u1\n";
+            out.stdout_text = version + "\n";
             for (const auto& [name, value] : variables) {
                 out.stdout_text += name + "\t" + value + "\n";
             }
@@ -230,15 +232,71 @@ TEST_CASE("mariadb-atis: a variable the server does not show as requested fails,
     auto result = run_mariadb_atis(atis({{"server", {{"innodb_flush_method", "O_DSYNC"}}}}), f.ctx);
     REQUIRE_FALSE(result.ok());
     CHECK(result.error().code == errc::kSettingsMismatch);
-    CHECK_THAT(result.error().message, Catch::Contains("\"O_DSYNC\""));
-    CHECK_THAT(result.error().message, Catch::Contains("innodb_flush_method = fsync"));
+    CHECK_THAT(result.error().message,
+               Catch::Contains("server variable innodb_flush_method: requested O_DSYNC, server "
+                               "has fsync"));
     CHECK(f.db.shutdowns == 1);           // the server was stopped
     CHECK_FALSE(f.runner.command("sh"));  // no benchmark
 
     Fixture g;
     auto missing = run_mariadb_atis(atis({{"server", {{"innodb_bogus", 1}}}}), g.ctx);
     REQUIRE_FALSE(missing.ok());
-    CHECK_THAT(missing.error().message, Catch::Contains("SHOW VARIABLES has no innodb_bogus"));
+    CHECK_THAT(missing.error().message,
+               Catch::Contains("server variable innodb_bogus: requested 1, SHOW VARIABLES did "
+                               "not list it"));
+}
+
+// What MariaDB 11.8.9 showed for the seed study's tunings
+// (tests/data/mariadb/innodb_flush_settings_11.8.txt).
+std::map<std::string, std::string> mariadb_11_8_variables(const std::string& flush_method,
+                                                          bool data_buffered, bool write_through) {
+    return {{"innodb_flush_method", flush_method},
+            {"innodb_doublewrite", "OFF"},
+            {"innodb_flush_log_at_trx_commit", "1"},
+            {"innodb_data_file_buffering", data_buffered ? "ON" : "OFF"},
+            {"innodb_data_file_write_through", write_through ? "ON" : "OFF"},
+            {"innodb_log_file_buffering", "OFF"},
+            {"innodb_log_file_write_through", write_through ? "ON" : "OFF"}};
+}
+
+TEST_CASE("mariadb-atis on MariaDB 11.8: O_DSYNC's Booleans read back, nosync refused") {
+    Fixture f;
+    f.db.version = "11.8.9-MariaDB-0+deb13u1";
+    f.db.variables = mariadb_11_8_variables("O_DSYNC", false, true);
+    auto result = run_mariadb_atis(
+        atis({{"server", {{"innodb_doublewrite", 0}, {"innodb_flush_method", "O_DSYNC"}}}}), f.ctx);
+    INFO((result.ok() ? "" : result.error().message));
+    REQUIRE(result.ok());
+    const Json& shown = result->readback["server_variables"];
+    CHECK(shown["innodb_log_file_write_through"] == "ON");
+    CHECK(shown["innodb_data_file_write_through"] == "ON");
+    CHECK(shown["innodb_data_file_buffering"] == "OFF");
+    CHECK(result->readback["server_version"] == "11.8.9-MariaDB-0+deb13u1");
+
+    Fixture g;
+    g.db.version = "11.8.9-MariaDB-0+deb13u1";
+    g.db.variables = mariadb_11_8_variables("nosync", true, false);
+    auto nosync = run_mariadb_atis(
+        atis({{"server", {{"innodb_doublewrite", 0}, {"innodb_flush_method", "nosync"}}}}), g.ctx);
+    REQUIRE_FALSE(nosync.ok());
+    CHECK(nosync.error().code == errc::kSettingsMismatch);
+    CHECK_THAT(nosync.error().message,
+               Catch::Contains("server variable innodb_flush_method: requested nosync, refused on "
+                               "MariaDB 11.8: "));
+    CHECK(g.db.shutdowns == 1);
+    CHECK_FALSE(g.runner.command("sh"));  // no benchmark
+}
+
+TEST_CASE("kReadBackVariables holds every variable a versioned value implies") {
+    for (const VersionedServerVariable& row : versioned_server_variables()) {
+        for (const ShownServerVariable& implied : row.implies) {
+            if (implied.name.empty()) continue;
+            INFO(row.variable << "=" << row.value << " implies " << implied.name);
+            CHECK(std::find(std::begin(mariadb::kReadBackVariables),
+                            std::end(mariadb::kReadBackVariables),
+                            implied.name) != std::end(mariadb::kReadBackVariables));
+        }
+    }
 }
 
 TEST_CASE("mariadb-atis: a server that does not start fails with its own [ERROR] line") {

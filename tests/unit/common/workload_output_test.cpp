@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <sstream>
 
 #include "support/test_data.h"
 
@@ -218,7 +219,8 @@ TEST_CASE("an unknown kind's error lists the known kinds") {
     auto unknown = metrics_from_workload_output("pgbench", Json::object());
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.error().message ==
-          "no metrics for workload kind 'pgbench' (known: fio, io, mariadb-atis, sysbench-oltp, ledger)");
+          "no metrics for workload kind 'pgbench' (known: fio, io, mariadb-atis, sysbench-oltp, "
+          "ledger)");
     CHECK(per_second_series("pgbench", Json::object())->empty());
 }
 
@@ -282,6 +284,176 @@ TEST_CASE("server_variable_risks lists what trades durability for speed") {
                                      {"innodb_doublewrite", 1}})
               .empty());
     CHECK(server_variable_risks(Json::array()).empty());
+    // No sync of the data files: 10.x's O_DIRECT_NO_FSYNC, 11.x's "fast".
+    CHECK(server_variable_risks(
+              Json{{"innodb_doublewrite", "fast"}, {"innodb_flush_method", "O_DIRECT_NO_FSYNC"}}) ==
+          std::vector<std::string>{"innodb_doublewrite=fast",
+                                   "innodb_flush_method=O_DIRECT_NO_FSYNC"});
+}
+
+namespace {
+
+// One server start of tests/data/mariadb/innodb_flush_settings_*.txt: the
+// [mysqld] lines it was given, SELECT VERSION(), SHOW VARIABLES' rows.
+struct RecordedStart {
+    Json requested = Json::object();
+    std::string version;
+    Json shown = Json::object();
+};
+
+// "=== setting: a=1 b=2" starts a block; its next line is the version, then
+// "  name<TAB>value" rows until "  -- warnings:".
+std::vector<RecordedStart> recorded_starts(const std::string& file) {
+    std::vector<RecordedStart> starts;
+    std::istringstream in(recorded(file));
+    bool in_rows = false;
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("=== setting: ", 0) == 0) {
+            starts.emplace_back();
+            std::istringstream settings(line.substr(13));
+            for (std::string item; settings >> item;) {
+                const auto eq = item.find('=');
+                starts.back().requested[item.substr(0, eq)] = item.substr(eq + 1);
+            }
+            in_rows = false;
+        } else if (!starts.empty() && starts.back().version.empty() && line.size() > 2) {
+            starts.back().version = line.substr(2);
+            in_rows = true;
+        } else if (in_rows && line.find('\t') != std::string::npos) {
+            const auto tab = line.find('\t');
+            starts.back().shown[line.substr(2, tab - 2)] = line.substr(tab + 1);
+        } else if (line == "  -- warnings:") {
+            in_rows = false;
+        }
+    }
+    return starts;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+    std::string text;
+    for (const auto& line : lines) text += line + "\n";
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("parse_mariadb_version reads MAJOR.MINOR of SELECT VERSION()") {
+    CHECK(parse_mariadb_version("10.11.19-MariaDB-0+deb12u1") == MariadbVersion{10, 11});
+    CHECK(parse_mariadb_version("11.8.9-MariaDB-0+deb13u1 from Debian") == MariadbVersion{11, 8});
+    CHECK(parse_mariadb_version("11.0") == MariadbVersion{11, 0});
+    CHECK(MariadbVersion{10, 11} < MariadbVersion{11, 0});
+    CHECK_FALSE(parse_mariadb_version(""));
+    CHECK_FALSE(parse_mariadb_version("MariaDB"));
+    CHECK_FALSE(parse_mariadb_version("11"));
+    CHECK_FALSE(parse_mariadb_version("x.8.9"));
+}
+
+TEST_CASE("server_variable_mismatches: MariaDB 10.11 as recorded, every tuning in force but fast") {
+    const auto starts = recorded_starts("innodb_flush_settings_10.11.txt");
+    REQUIRE(starts.size() == 12);
+    for (const RecordedStart& start : starts) {
+        INFO(start.requested.dump() << " on " << start.version);
+        const auto lines = server_variable_mismatches(start.requested, start.shown, start.version);
+        if (start.requested == Json{{"innodb_doublewrite", "fast"}}) {
+            // 10.11 logs "ignoring option ... invalid value 'fast'" and keeps ON.
+            CHECK(joined(lines) ==
+                  "server variable innodb_doublewrite: requested fast, server has ON\n"
+                  "server variable innodb_doublewrite: requested fast, refused on MariaDB 10.11: "
+                  "MariaDB before 11.0 has no 'fast' (MDEV-33545): it logs \"ignoring option "
+                  "'--innodb-doublewrite' due to invalid value 'fast'\" and keeps ON\n");
+        } else {
+            CHECK(lines.empty());
+        }
+    }
+}
+
+TEST_CASE("server_variable_mismatches: MariaDB 11.8 as recorded, nosync refused, the rest mapped") {
+    const auto starts = recorded_starts("innodb_flush_settings_11.8.txt");
+    REQUIRE(starts.size() == 12);
+    for (const RecordedStart& start : starts) {
+        INFO(start.requested.dump() << " on " << start.version);
+        const auto lines = server_variable_mismatches(start.requested, start.shown, start.version);
+        if (start.requested == Json{{"innodb_flush_method", "nosync"}}) {
+            // Shown back as requested, and still not applied: refused.
+            REQUIRE(lines.size() == 1);
+            CHECK_THAT(lines[0], Catch::StartsWith("server variable innodb_flush_method: "
+                                                   "requested nosync, refused on MariaDB 11.8: "
+                                                   "MariaDB 11.0 and later show nosync but sync "
+                                                   "like fsync"));
+        } else {
+            CHECK(lines.empty());
+        }
+    }
+}
+
+TEST_CASE("server_variable_mismatches: 11.x's Booleans are checked for the flush method") {
+    const std::string v118 = "11.8.9-MariaDB-0+deb13u1";
+    const Json odsync = {{"innodb_flush_method", "O_DSYNC"}};
+    Json shown = {{"innodb_flush_method", "O_DSYNC"},
+                  {"innodb_data_file_buffering", "OFF"},
+                  {"innodb_data_file_write_through", "ON"},
+                  {"innodb_log_file_write_through", "ON"},
+                  {"innodb_doublewrite", "ON"}};
+    CHECK(server_variable_mismatches(odsync, shown, v118).empty());
+    // On 10.11 the Booleans are neither needed nor there.
+    CHECK(server_variable_mismatches(odsync, Json{{"innodb_flush_method", "O_DSYNC"}},
+                                     "10.11.19-MariaDB-0+deb12u1")
+              .empty());
+
+    shown["innodb_log_file_write_through"] = "OFF";
+    shown.erase("innodb_data_file_write_through");
+    CHECK(server_variable_mismatches(odsync, shown, v118) ==
+          std::vector<std::string>{
+              "server variable innodb_flush_method: requested O_DSYNC, which MariaDB 11.8 applies "
+              "as innodb_data_file_write_through = ON, but SHOW VARIABLES did not list "
+              "innodb_data_file_write_through",
+              "server variable innodb_flush_method: requested O_DSYNC, which MariaDB 11.8 applies "
+              "as innodb_log_file_write_through = ON, but the server has OFF"});
+
+    // A Boolean the workload sets itself is checked against its own request
+    // (11.8 lets innodb_flush_method=O_DSYNC win over it).
+    const Json both = {{"innodb_flush_method", "O_DSYNC"},
+                       {"innodb_log_file_write_through", false}};
+    CHECK(server_variable_mismatches(both, shown, v118) ==
+          std::vector<std::string>{
+              "server variable innodb_flush_method: requested O_DSYNC, which MariaDB 11.8 applies "
+              "as innodb_data_file_write_through = ON, but SHOW VARIABLES did not list "
+              "innodb_data_file_write_through"});
+
+    // O_DIRECT_NO_FSYNC: 11.x shows doublewrite "fast", unless it was asked OFF.
+    const Json nofsync_shown = {{"innodb_flush_method", "O_DIRECT_NO_FSYNC"},
+                                {"innodb_data_file_buffering", "OFF"},
+                                {"innodb_data_file_write_through", "OFF"},
+                                {"innodb_log_file_write_through", "OFF"},
+                                {"innodb_doublewrite", "OFF"}};
+    CHECK(server_variable_mismatches(
+              Json{{"innodb_flush_method", "O_DIRECT_NO_FSYNC"}, {"innodb_doublewrite", 0}},
+              nofsync_shown, v118)
+              .empty());
+    CHECK_THAT(joined(server_variable_mismatches(Json{{"innodb_flush_method", "O_DIRECT_NO_FSYNC"}},
+                                                 nofsync_shown, v118)),
+               Catch::Contains("applies as innodb_doublewrite = fast, but the server has OFF"));
+}
+
+TEST_CASE("server_variable_mismatches: a versioned value needs the server's version") {
+    const Json shown = {{"innodb_flush_method", "nosync"}, {"innodb_doublewrite", "OFF"}};
+    CHECK(server_variable_mismatches(Json{{"innodb_flush_method", "nosync"}}, shown, "") ==
+          std::vector<std::string>{
+              "server variable innodb_flush_method: requested nosync, whose effect depends on "
+              "the MariaDB version, but the guest's server_version \"\" does not say one"});
+    // A value no version treats differently is checked as shown.
+    CHECK(server_variable_mismatches(Json{{"innodb_doublewrite", false}}, shown, "").empty());
+    // Spellings: the spec's name as written, matched by SHOW VARIABLES' spelling.
+    CHECK(server_variable_mismatches(Json{{"innodb-doublewrite", true}}, shown, "10.11.6") ==
+          std::vector<std::string>{
+              "server variable innodb-doublewrite: requested on, server has OFF"});
+    // Untrusted readbacks: never a throw.
+    for (const Json& strange :
+         {Json(), Json(1), Json::array({1}), Json{{"innodb_flush_method", 5}}}) {
+        CHECK_NOTHROW(server_variable_mismatches(Json{{"innodb_flush_method", "O_DSYNC"}}, strange,
+                                                 "11.8.9"));
+    }
+    CHECK(server_variable_mismatches(Json::array(), shown, "11.8.9").empty());
 }
 
 TEST_CASE("per_second_series: sysbench's report-interval lines become tps and qps series") {

@@ -355,6 +355,7 @@ TEST_CASE("verify_settings: each requested server variable against SHOW VARIABLE
                                        {"innodb_flush_method", "O_DSYNC"},
                                        {"innodb_buffer_pool_size", "256M"}}}}};
     Json guest = matching_guest();
+    guest["server_version"] = "10.11.19-MariaDB-0+deb12u1";
     guest["server_variables"] = {{"innodb_doublewrite", "OFF"},
                                  {"innodb_flush_method", "O_DSYNC"},
                                  {"innodb_buffer_pool_size", "268435456"}};
@@ -372,6 +373,52 @@ TEST_CASE("verify_settings: each requested server variable against SHOW VARIABLE
                           Workload{.name = "w", .kind = "fio", .params = Json::object()}, nullptr,
                           guest)
               .empty());
+}
+
+TEST_CASE("verify_settings: a server variable as the guest's MariaDB version reads it",
+          "[settings_verify]") {
+    // 11.8.9's readback of the seed study's tunings (SHOW VARIABLES as
+    // recorded in tests/data/mariadb/innodb_flush_settings_11.8.txt).
+    const auto tuned = [](Json server) {
+        return Workload{.name = "atis", .kind = "mariadb-atis", .params = {{"server", server}}};
+    };
+    Json guest = matching_guest();
+    guest["server_version"] = "11.8.9-MariaDB-0+deb13u1";
+    guest["server_variables"] = {
+        {"innodb_doublewrite", "OFF"},         {"innodb_flush_method", "O_DSYNC"},
+        {"innodb_data_file_buffering", "OFF"}, {"innodb_data_file_write_through", "ON"},
+        {"innodb_log_file_buffering", "OFF"},  {"innodb_log_file_write_through", "ON"}};
+    const Workload odsync = tuned({{"innodb_doublewrite", 0}, {"innodb_flush_method", "O_DSYNC"}});
+    CHECK(verify_settings(reference_config(), odsync, nullptr, guest).empty());
+
+    // The same request on a guest whose Boolean says otherwise.
+    Json lying = guest;
+    lying["server_variables"]["innodb_log_file_write_through"] = "OFF";
+    CHECK(verify_settings(reference_config(), odsync, nullptr, lying) ==
+          std::vector<std::string>{
+              "server variable innodb_flush_method: requested O_DSYNC, which MariaDB 11.8 applies "
+              "as innodb_log_file_write_through = ON, but the server has OFF"});
+
+    // nosync: 11.8 shows it back and syncs anyway; never recorded as applied.
+    Json nosync = guest;
+    nosync["server_variables"]["innodb_flush_method"] = "nosync";
+    const auto refused = verify_settings(
+        reference_config(), tuned({{"innodb_doublewrite", 0}, {"innodb_flush_method", "nosync"}}),
+        nullptr, nosync);
+    REQUIRE(refused.size() == 1);
+    CHECK_THAT(refused[0], Catch::StartsWith("server variable innodb_flush_method: requested "
+                                             "nosync, refused on MariaDB 11.8: "));
+    // ... which 10.11 does apply.
+    nosync["server_version"] = "10.11.19-MariaDB-0+deb12u1";
+    CHECK(verify_settings(reference_config(), tuned({{"innodb_flush_method", "nosync"}}), nullptr,
+                          nosync)
+              .empty());
+    // A guest that does not say its version cannot vouch for a versioned value.
+    nosync.erase("server_version");
+    CHECK_THAT(verify_settings(reference_config(), tuned({{"innodb_flush_method", "nosync"}}),
+                               nullptr, nosync)
+                   .at(0),
+               Catch::Contains("whose effect depends on the MariaDB version"));
 }
 
 }  // namespace ds
