@@ -21,7 +21,7 @@ source guest/lib/suites.sh
 usage() { echo "usage: $0 [--suite SUITE] [--rootfs-only] [IMAGE_DIR]" >&2; exit 2; }
 agent_args=(build/guestagent/disksweep-agent)
 suite=$(guest_default_suite)
-while [ "${1:-}" != "${1#--}" ]; do
+while [ $# -gt 0 ] && [[ $1 == --* ]]; do
   case "$1" in
     --rootfs-only) agent_args=() && shift ;;
     --suite) [ $# -ge 2 ] || usage; suite=$2 && shift 2 ;;
