@@ -763,7 +763,7 @@ Status RunAttempt::job() {
     session_->send_shutdown();
     // Checked against its schema by the session (guest_messages.h).
     result_ = std::move(result.value());
-    if (result_.run_id != job.at("run_id")) {
+    if (result_.run_id != job.at("run_id").get<std::string>()) {
         return make_error(errc::kProtocol, "agent sent a result for run \"" +
                                                guest::cut_text(result_.run_id, 80) +
                                                "\", not for this run (\"" +

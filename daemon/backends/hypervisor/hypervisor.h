@@ -29,7 +29,9 @@ struct GuestImage {
     std::string root_disk;  // read-only ext4 root file system image (raw)
     // The build's manifest.json on this machine (daemon/run/image_manifest.h);
     // "" when the image has none. Never staged: only the daemon reads it.
-    std::string manifest;
+    // Initialized so that {kernel, initrd, root_disk} stays a complete
+    // initializer (no -Wmissing-field-initializers).
+    std::string manifest = {};
 };
 
 // A disk attached besides the data disk: a checker guest's crash images

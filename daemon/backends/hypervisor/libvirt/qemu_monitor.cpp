@@ -4,6 +4,7 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdlib>
@@ -225,6 +226,24 @@ Result<std::array<bool, 3>> cache_flags(const Json& node, const std::string& whe
     return flags;
 }
 
+// QEMU's protocol drivers: a device whose top node is one of these has no
+// format layer over its storage, so the guest reads the bytes as they are,
+// which is what image_format raw asks for. libvirt 9.0 always put a "raw"
+// format node on top; later libvirt leaves it out where it adds nothing
+// (libvirt commit 6eaf3614, "Stop using the 'raw' format driver in cases
+// when it's not needed": libvirt 11.3 with QEMU 10.0 shows drv "file"). No
+// libvirt version needs to be asked: either chain means raw, and any real
+// format (qcow2) is its own driver name.
+constexpr std::array<std::string_view, 5> kProtocolDrivers = {"file", "host_device", "rbd", "nbd",
+                                                              "iscsi"};
+
+// The image format a query-block "drv" stands for.
+std::string image_format_of_driver(const std::string& driver) {
+    const bool protocol = std::find(kProtocolDrivers.begin(), kProtocolDrivers.end(), driver) !=
+                          kProtocolDrivers.end();
+    return protocol ? "raw" : driver;
+}
+
 Result<Json> block_node_settings(const Json& inserted) {
     const std::string where = "query-block 'inserted'";
     DS_ASSIGN_OR_RETURN(const auto flags, cache_flags(inserted, where));
@@ -234,7 +253,7 @@ Result<Json> block_node_settings(const Json& inserted) {
     Json settings{
         {"cache", cache_mode_from_flags(flags[0], flags[1], flags[2])},
         {"detect_zeroes", *detect_zeroes},
-        {"image_format", driver},
+        {"image_format", image_format_of_driver(driver.get<std::string>())},
     };
     for (const auto& [ours, qemus] :
          {std::pair{"iops_limit", "iops"}, {"bandwidth_limit", "bps"}}) {
@@ -273,7 +292,9 @@ Result<Json> read_qemu_disk_settings(const QmpTransport& qmp) {
     result["node_name"] = json_read::string_or_empty(disk->inserted, "node-name");
     result["sources"] = Json{{"cache", "query-block cache.direct/writeback/no-flush"},
                              {"detect_zeroes", "query-block detect_zeroes"},
-                             {"image_format", "query-block drv"},
+                             {"image_format",
+                              "query-block drv (a protocol driver with no format node over it "
+                              "is raw)"},
                              {"iops_limit", "query-block iops"},
                              {"bandwidth_limit", "query-block bps"},
                              {"discard", "query-block detect_zeroes unmap"}};

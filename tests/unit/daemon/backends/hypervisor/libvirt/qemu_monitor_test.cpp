@@ -200,3 +200,35 @@ TEST_CASE("QEMU disk counters of the data disk", "[qemu_monitor]") {
 }
 
 }  // namespace ds
+
+namespace ds {
+
+TEST_CASE("QEMU read-back: a raw disk with no format node (libvirt 11) is raw, qcow2 stays qcow2",
+          "[qemu_monitor]") {
+    // libvirt 11.3 with QEMU 10.0 puts no "raw" node over the file: the
+    // device's top node is the protocol node itself (drv "file").
+    std::ifstream in(kRecordings / "virtio-blk-iothread-none-queues4.json");
+    const Json replies = Json::parse(in);
+    for (const auto& [driver, format] :
+         {std::pair{"file", "raw"}, {"host_device", "raw"}, {"qcow2", "qcow2"}}) {
+        Json edited = replies;
+        for (auto& [asked, reply] : edited.items()) {
+            if (asked.find("query-block") == std::string::npos) continue;
+            Json parsed = Json::parse(reply.get<std::string>());
+            for (Json& device : parsed["return"]) {
+                if (device.contains("inserted")) device["inserted"]["drv"] = driver;
+            }
+            reply = parsed.dump();
+        }
+        QmpTransport transport = [edited](const std::string& asked) -> Result<std::string> {
+            if (!edited.contains(asked)) return make_error(errc::kHypervisor, "not recorded");
+            return edited.at(asked).get<std::string>();
+        };
+        Result<Json> settings = read_qemu_disk_settings(transport);
+        INFO(driver);
+        REQUIRE(settings.ok());
+        CHECK(settings->at("image_format") == format);
+    }
+}
+
+}  // namespace ds
