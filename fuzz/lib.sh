@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Shell functions shared by scripts/fuzz-smoke.sh and bench/fuzz.sh: how the
 # fuzz targets are built and how one of them is run and summarised. Sourced,
-# not run. Needs: clang++-14 (scripts/install-deps.sh), cmake, ninja; ccache if present.
+# not run. Needs: clang++-14 or, on Debian 13, clang++-19 (scripts/install-deps.sh), cmake, ninja; ccache if present.
 
 FUZZ_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 FUZZ_BUILD_DIR=${DISKSWEEP_FUZZ_BUILD_DIR:-$FUZZ_REPO/build-fuzz}
@@ -29,20 +29,28 @@ declare -A FUZZ_TARGET_OPTIONS=([fuzz_http_request]="-max_len=65536"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-# Configures FUZZ_BUILD_DIR: clang++-14, the whole tree instrumented
+# Configures FUZZ_BUILD_DIR: the release's clang, the whole tree instrumented
 # (fuzz/Instrument.cmake: ASan + UBSan + libFuzzer coverage) at FUZZ_OPT, the tests
 # included, so that one instrumented build serves both the fuzz targets and
 # the sanitizer tier (scripts/test-sanitizers.sh builds its tests here). Run
 # every time (seconds): a directory configured otherwise is brought in line.
+# The clang scripts/install-deps.sh installs for the host's release:
+# clang-14 on Debian 12, clang-19 on Debian 13 (docs/platforms.md).
+FUZZ_CLANG_CANDIDATES=(clang++-14 clang++-19)
 fuzz_configure() {
-    command -v clang++-14 >/dev/null || {
-        echo "[fuzz] clang++-14 is missing (Debian package clang-14; scripts/install-deps.sh)" >&2
+    local candidate cxx=""
+    for candidate in "${FUZZ_CLANG_CANDIDATES[@]}"; do
+        if command -v "$candidate" >/dev/null; then cxx=$candidate && break; fi
+    done
+    [ -n "$cxx" ] || {
+        echo "[fuzz] none of ${FUZZ_CLANG_CANDIDATES[*]} is installed (Debian 12: clang-14," \
+            "Debian 13: clang-19; scripts/install-deps.sh)" >&2
         return 1
     }
     # shellcheck source=../scripts/ccache.sh
     source "$FUZZ_REPO/scripts/ccache.sh"
     cmake -S "$FUZZ_REPO" -B "$FUZZ_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$FUZZ_OPT -DNDEBUG" -DCMAKE_CXX_COMPILER=clang++-14 \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$FUZZ_OPT -DNDEBUG" -DCMAKE_CXX_COMPILER="$cxx" \
         "${CCACHE_CMAKE_ARGS[@]}" -DDISKSWEEP_FUZZ=ON -DBUILD_TESTING=ON >/dev/null
 }
 

@@ -147,10 +147,19 @@ std::vector<std::string> error_lines(std::string_view text, std::size_t limit) {
 }
 
 bool says_no_space(std::string_view text) {
-    for (const std::string_view needle :
-         {"No space left on device", "errno: 28", "errno 28", "Errcode: 28", "error number 28",
-          "Error number 28", "error 28 ", "Disk full"}) {
+    for (const std::string_view needle : {"No space left on device", "Disk full"}) {
         if (text.find(needle) != std::string_view::npos) return true;
+    }
+    // errno 28 as MariaDB spells it; 11.8's InnoDB ends a line with "failed
+    // with error 28". The number must end there (not "error 280").
+    for (const std::string_view needle : {"errno: 28", "errno 28", "Errcode: 28", "error number 28",
+                                          "Error number 28", "error 28"}) {
+        for (auto at = text.find(needle); at != std::string_view::npos;
+             at = text.find(needle, at + 1)) {
+            const std::size_t end = at + needle.size();
+            if (end == text.size() || !std::isdigit(static_cast<unsigned char>(text[end])))
+                return true;
+        }
     }
     const auto table = text.find("The table '");
     return table != std::string_view::npos &&

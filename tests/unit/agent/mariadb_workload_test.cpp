@@ -451,6 +451,11 @@ TEST_CASE("MariaDB helpers: SHOW VARIABLES, error lines, ENOSPC spellings") {
     CHECK(mariadb::says_no_space("[ERROR] mariadbd: Disk full (/mnt/x); waiting"));
     CHECK(mariadb::says_no_space("The table 'sbtest1' is full"));
     CHECK_FALSE(mariadb::says_no_space("[ERROR] unknown variable 'x=1'"));
+    // MariaDB 11.8's mariadb-install-db on a full disk (Debian 13), the line's end.
+    CHECK(
+        mariadb::says_no_space("[ERROR] InnoDB: preallocating 12582912 bytes for file "
+                               "./ibtmp1 failed with error 28\n[ERROR] InnoDB: Could not"));
+    CHECK_FALSE(mariadb::says_no_space("[ERROR] InnoDB: failed with error 280\n"));
 
     CHECK(mariadb::variable_name("Innodb-Flush-Method") == "innodb_flush_method");
     const auto paths = mariadb::server_paths("/mnt/disksweep", "/run/disksweep/w");
