@@ -1,5 +1,5 @@
 # Installation and the Debian package: `cpack` (in the build directory)
-# writes disksweep_VERSION_ARCH.deb. Included at the end of the top-level
+# writes disksweep_VERSION~debN_ARCH.deb, N the build host's Debian release. Included at the end of the top-level
 # CMakeLists.txt, after the targets exist.
 #
 # What goes where is the table of install() rules below; the package's
@@ -58,6 +58,26 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION share/doc/disksweep)
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME disksweep)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+# The .deb is built per Debian release: dpkg-shlibdeps takes its library
+# dependencies from the build host (Debian 13 renamed many libraries for
+# 64-bit time_t, e.g. libvirt0 -> libvirt0t64), so a package built on one
+# release does not install on the other. Its version says which release it
+# is for, as Debian's backports do: 0.1.0~deb12, 0.1.0~deb13 ('~' sorts
+# before the bare version). The release is /etc/os-release's VERSION_ID;
+# a host without one (testing, unstable, not Debian) builds the bare version.
+set(DISKSWEEP_DEB_RELEASE "")
+if(EXISTS /etc/os-release)
+  file(STRINGS /etc/os-release disksweep_os_id REGEX "^ID=")
+  file(STRINGS /etc/os-release disksweep_os_version REGEX "^VERSION_ID=")
+  string(REGEX REPLACE "^VERSION_ID=\"?([0-9]+)\"?$" "\\1" disksweep_os_version "${disksweep_os_version}")
+  if(disksweep_os_id STREQUAL "ID=debian" AND disksweep_os_version MATCHES "^[0-9]+$")
+    set(DISKSWEEP_DEB_RELEASE "~deb${disksweep_os_version}")
+  endif()
+endif()
+if(NOT DISKSWEEP_DEB_RELEASE)
+  message(STATUS "packaging: no Debian release in /etc/os-release: the .deb's version has no ~debN suffix")
+endif()
+set(CPACK_DEBIAN_PACKAGE_VERSION ${PROJECT_VERSION}${DISKSWEEP_DEB_RELEASE})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_PACKAGE_CONTACT "disksweep developers <disksweep@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY

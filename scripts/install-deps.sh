@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages disksweep needs. Idempotent; run as root.
-# Usage: scripts/install-deps.sh [--for quickstart|all]
+# Installs the Debian packages disksweep needs, on Debian 12 (bookworm) or
+# Debian 13 (trixie): the release is the host's (/etc/os-release
+# VERSION_CODENAME), any other is refused. Idempotent; run as root.
+# Usage: scripts/install-deps.sh [--for quickstart|all] [--print]
 #   all (the default): build, test and run everything (scripts/test.sh, CI);
 #   quickstart: only what scripts/quickstart.sh runs: build the daemon,
 #   hostctl and the agent, build the base guest image, run fio sweeps on the
 #   embedded libvirt QEMU driver with file storage.
+#   --print: print the packages' names on this release, one a line, and
+#   change nothing.
 set -euo pipefail
 
-# Each package is listed once, in the first purpose that needs it; `all`
-# installs both lists.
+# Each package is listed once, in the first purpose that needs it, by its
+# Debian 12 name; `all` installs both lists. What another release calls
+# differently is in release_names below.
 quickstart_packages=(
   # build (catch2 and zlib1g-dev too: cmake configures the tests with the rest)
   build-essential cmake ninja-build pkg-config ccache
@@ -30,7 +35,8 @@ test_packages=(
   # tests and tools: host-side mkfs/mount on loop devices, fio, curl over the socket
   xfsprogs btrfs-progs fio util-linux curl sqlite3
   systemd  # systemd-analyze: the unit's hardening score (tests/packaging)
-  clang-14 libclang-rt-14-dev  # fuzz/: libFuzzer and the ASan/UBSan runtimes
+  file  # cpack's dpkg-shlibdeps step needs it (tests/packaging)
+  clang-14 libclang-rt-14-dev  # fuzz/: libFuzzer and the ASan/UBSan runtimes (release_names)
   # the MariaDB workload runners' integration test: a real server, sql-bench's
   # Perl DBI driver, sysbench (the same packages as guest/packages-mariadb.txt)
   mariadb-server mariadb-client libdbi-perl libdbd-mariadb-perl sysbench
@@ -46,20 +52,69 @@ test_packages=(
   python3 openssl
 )
 
-purpose=all
-case "${1:-}" in
-  "") ;;
-  --for)
-    purpose=${2:-}
-    [[ $purpose == quickstart || $purpose == all ]] \
-      || { echo "install-deps.sh: --for takes quickstart or all, not '$purpose'" >&2; exit 2; }
-    ;;
-  *) echo "usage: scripts/install-deps.sh [--for quickstart|all]" >&2; exit 2 ;;
-esac
-packages=("${quickstart_packages[@]}")
-[[ $purpose == quickstart ]] || packages+=("${test_packages[@]}")
+# The releases this script installs for, and each one's names that differ
+# from the lists above: "RELEASE NAME_IN_THE_LISTS NAME_THERE", one per
+# line; a release with no line installs the lists' names. Every other name
+# was checked against each release's package index (apt-cache policy in a
+# fresh root of it). Same names with other contents: catch2 is Catch2 3.x on
+# trixie (tests/support/catch2_v3/ maps it to the v2 header the tests use);
+# the libraries that became t64 on trixie are pulled in by their -dev names.
+supported_releases=(bookworm trixie)
+release_names=(
+  "trixie clang-14 clang-19"                      # trixie has no clang 14; 19 is its default
+  "trixie libclang-rt-14-dev libclang-rt-19-dev"
+)
 
-# deb-src entries mirroring the host's enabled bookworm deb entries, so that
+# host_release: the host's Debian release codename, from /etc/os-release
+# (DISKSWEEP_OS_RELEASE names another file, for tests of this check).
+host_release() {
+  local file=${DISKSWEEP_OS_RELEASE:-/etc/os-release}
+  [ -r "$file" ] || { echo "install-deps.sh: cannot read $file: not a Debian host?" >&2; return 1; }
+  # shellcheck source=/dev/null
+  (. "$file" && echo "${VERSION_CODENAME:-}")
+}
+
+# release_name RELEASE PACKAGE: the package's name on RELEASE.
+release_name() {
+  local row fields
+  for row in "${release_names[@]}"; do
+    read -r -a fields <<<"$row"
+    [[ ${fields[0]} == "$1" && ${fields[1]} == "$2" ]] && { echo "${fields[2]}"; return; }
+  done
+  echo "$2"
+}
+
+release=$(host_release)
+if [[ " ${supported_releases[*]} " != *" $release "* ]]; then
+  echo "install-deps.sh: this host runs Debian release '${release:-unknown}' (VERSION_CODENAME in" \
+    "${DISKSWEEP_OS_RELEASE:-/etc/os-release}); disksweep supports ${supported_releases[*]} (Debian 12 and 13)." \
+    "Run it on one of those, or in a root of one: mmdebstrap trixie ROOT (bench/platforms/run.sh trixie does that)" >&2
+  exit 2
+fi
+
+purpose=all print=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --for)
+      purpose=${2:-}
+      [[ $purpose == quickstart || $purpose == all ]] \
+        || { echo "install-deps.sh: --for takes quickstart or all, not '$purpose'" >&2; exit 2; }
+      shift 2
+      ;;
+    --print) print=1; shift ;;
+    *) echo "usage: scripts/install-deps.sh [--for quickstart|all] [--print]" >&2; exit 2 ;;
+  esac
+done
+listed=("${quickstart_packages[@]}")
+[[ $purpose == quickstart ]] || listed+=("${test_packages[@]}")
+packages=()
+for package in "${listed[@]}"; do packages+=("$(release_name "$release" "$package")"); done
+if [ "$print" = 1 ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
+
+# deb-src entries mirroring the host's enabled deb entries of its release, so that
 # guest/build-image.sh --variant mariadb can `apt-get source mariadb` (no
 # binary package ships sql-bench). Written only when it differs; returns 0
 # when the file changed (the caller then runs apt-get update).
@@ -68,9 +123,9 @@ write_deb_src() {
   local tmp
   tmp=$(mktemp)
   # shellcheck source=../guest/lib/rootfs.sh
-  if ! (source "$(dirname "$0")/../guest/lib/rootfs.sh" && guest_apt_sources bookworm "$tmp.deb"); then
+  if ! (source "$(dirname "$0")/../guest/lib/rootfs.sh" && guest_apt_sources "$release" "$tmp.deb"); then
     rm -f "$tmp" "$tmp.deb"
-    echo "[deps] warning: no bookworm deb entries in the apt sources: no deb-src entry written" >&2
+    echo "[deps] warning: no $release deb entries in the apt sources: no deb-src entry written" >&2
     return 1
   fi
   # one-line entries become deb822 stanzas; deb822 stanzas get Types: deb-src
@@ -124,13 +179,13 @@ for package in "${packages[@]}"; do
     || missing+=("$package")
 done
 if [ "${#missing[@]}" -eq 0 ]; then
-  echo "[deps] all ${#packages[@]} packages for $purpose present"
+  echo "[deps] all ${#packages[@]} packages for $purpose on $release present"
   [ "$sources_changed" -eq 0 ] || apt-get update -qq
   ensure_libvirt_user
   ensure_api_group
   exit 0
 fi
-echo "[deps] installing: ${missing[*]}"
+echo "[deps] installing ($release): ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

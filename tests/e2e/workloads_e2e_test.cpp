@@ -191,7 +191,8 @@ TEST_CASE("seed study A, cut to four configurations, runs end to end and compare
     REQUIRE(nocow_defaults.is_object());
     std::vector<double> times;
     for (const auto& run : runs) {
-        if (run.config_id == nocow_defaults["config_id"] && run.workload == "atis")
+        if (run.config_id == nocow_defaults["config_id"].get<std::string>() &&
+            run.workload == "atis")
             times.push_back(run.metrics.at("total_s"));
     }
     REQUIRE(times.size() == 1);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Debian package installs into a fresh Debian root and works there:
 #  1. cpack builds the .deb in BUILD_DIR (or DEB is taken as it is);
-#  2. mmdebstrap makes a fresh bookworm root (--variant=apt: no systemd, so
+#  2. mmdebstrap makes a fresh root of the host's Debian release (the .deb
+#     is built per release; its version ends in ~debN, N that release's
+#     number, checked first) (--variant=apt: no systemd, so
 #     the postinst's fallback path creates the accounts and directories)
 #     and installs the .deb into it with apt, which resolves its Depends;
 #  3. in that root: `disksweepd --version` prints the project's version,
@@ -21,7 +23,11 @@ set -euo pipefail
 
 SOURCE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 SELF=$SOURCE_DIR/tests/packaging/deb_install_test.sh
-SUITE=bookworm
+# The host's release: the .deb's library dependencies are this release's.
+# shellcheck source=/dev/null
+SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+# shellcheck source=/dev/null
+SUITE_NUMBER=$(. /etc/os-release && echo "${VERSION_ID:-}")
 
 # What the package must put where (paths inside the installed root);
 # the sweeps come from config/sweeps/ below.
@@ -312,6 +318,12 @@ main() {
     fi
     echo "package: $(basename "$deb")"
     dpkg-deb --field "$deb" Depends | sed 's/^/Depends: /'
+    [[ -n $SUITE && -n $SUITE_NUMBER ]] || { echo "FAILED: no VERSION_CODENAME/VERSION_ID in /etc/os-release"; exit 1; }
+    local version
+    version=$(dpkg-deb --field "$deb" Version)
+    [[ $version == *"~deb$SUITE_NUMBER" ]] ||
+        { echo "FAILED: version '$version' does not name Debian $SUITE_NUMBER (~deb$SUITE_NUMBER; packaging/Packaging.cmake)"; exit 1; }
+    echo "ok: version $version is for Debian $SUITE_NUMBER ($SUITE)"
 
     local status=0
     bootstrap "$deb" "$WORK" || status=$?
