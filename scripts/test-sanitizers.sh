@@ -23,12 +23,14 @@ reports=$build/sanitizer-reports
 junit_base=$build/Testing/junit
 
 # The unit and integration binaries (tests/CMakeLists.txt: unit_DIR for each
-# tests/unit/DIR, skip_probe; tests/integration/CMakeLists.txt) and the
-# programs the integration tests exec (tests/support/daemon_fixture.cpp);
-# building integration_tests also builds disksweep-agent (a dependency of
-# the fixture, for the e2e tier).
+# tests/unit/DIR that holds C++ sources, skip_probe; tests/integration/
+# CMakeLists.txt) and the programs the integration tests exec (tests/support/
+# daemon_fixture.cpp); building integration_tests also builds disksweep-agent
+# (a dependency of the fixture, for the e2e tier). A directory of scripts
+# only (tests/unit/guest) has no binary, as CMake makes none for it.
 targets=(skip_probe integration_tests chaos_test disksweepd hostctl)
 for dir in "$root"/tests/unit/*/; do
+    [ -n "$(find "$dir" -name '*.cpp' -print -quit)" ] || continue
     targets+=("unit_$(basename "$dir")")
 done
 
