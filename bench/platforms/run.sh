@@ -19,6 +19,10 @@
 #                (base and MariaDB variant), as scripts/test.sh builds them
 #   unit         ctest -L unit, one test per core
 #   integration  ctest -L integration
+#   axes         ctest -L axes: every disk axis read back at every level
+#                (domain XML, QMP, the QEMU process, the guest) from that
+#                release's libvirt and QEMU, and the injected mismatches
+#                that must fail their runs (docs/verification.md)
 #   packaging    ctest -L packaging: the .deb built for that release,
 #                installed in a fresh root of it
 #
@@ -66,10 +70,11 @@ PHASES=(
   images "scripts/build-guest-image.sh $IMAGE_DIR"
   unit "$(ctest_phase unit "-j\$(nproc)")"
   integration "$(ctest_phase integration "")"
+  axes "$(ctest_phase axes "")"
   packaging "$(ctest_phase packaging "")"
 )
 # Phases that need the build: not run when it failed in this run.
-NEEDS_BUILD=" images unit integration packaging "
+NEEDS_BUILD=" images unit integration axes packaging "
 
 usage() { echo "usage: bench/platforms/run.sh ${SUITES[*]// /|} [--json] [--keep DIR] [--phases LIST] | [--json] --from-log FILE" >&2; exit 2; }
 suite="" json=0 keep="" from_log="" only=""
