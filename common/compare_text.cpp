@@ -100,6 +100,31 @@ std::string verdict_text(const Json& row) {
     return text_field(field(row, "vs_baseline"), "verdict");
 }
 
+namespace {
+
+// "H/N" of a summary: crash states with a loss / crash states.
+std::string lost_fraction(const Json& summary) {
+    return std::to_string(integer_field(summary, "states_with_losses")) + "/" +
+           std::to_string(integer_field(summary, "crash_states"));
+}
+
+// "lost 0/16 (host writeback 35 s) · worst ", or "" without that figure.
+std::string host_writeback_prefix(const Json& durability) {
+    const Json& writeback = field(durability, "host_writeback");
+    if (integer_field(writeback, "crash_states") <= 0) return "";
+    const auto window = number_field(writeback, "window_s");
+    std::string text =
+        "lost " + lost_fraction(writeback) + " (host writeback " +
+        (window ? format_fixed(*window, *window == std::floor(*window) ? 0 : 1) + " s"
+                : "windows differ") +
+        ")";
+    if (integer_field(writeback, "states_with_losses") > 0)
+        text.insert(text.size() - 1, ", ≤" + text_field(writeback, "max_lost"));
+    return text + " · worst ";
+}
+
+}  // namespace
+
 std::string durability_cell_text(const Json& durability) {
     const long runs = integer_field(durability, "runs");
     const long unreadable = integer_field(durability, "unreadable_runs");
@@ -108,7 +133,9 @@ std::string durability_cell_text(const Json& durability) {
     if (runs > 0) {
         const long states = integer_field(durability, "crash_states");
         const long with_losses = integer_field(durability, "states_with_losses");
-        std::string lost = std::to_string(with_losses) + "/" + std::to_string(states) + " lost";
+        const std::string writeback = host_writeback_prefix(durability);
+        std::string lost = writeback.empty() ? lost_fraction(durability) + " lost"
+                                             : writeback + lost_fraction(durability);
         if (with_losses > 0) lost += " (≤" + text_field(durability, "max_lost") + ")";
         parts.push_back(states > 0 ? lost : "no crash state");
     }

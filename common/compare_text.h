@@ -61,7 +61,10 @@ std::string verdict_text(const Json& row);
 // the most lost in one), then the failures ", 2 no mount", ", 3 fsck",
 // ", 1 no recovery", ", 1 unreadable" (runs whose record did not read);
 // "no crash state" when none was tried; "not measured" without durability
-// runs (or without the field: an older daemon).
+// runs (or without the field: an older daemon). With a host-writeback
+// figure (cache unsafe, writeback: its "host_writeback"), that one first and
+// the worst case beside it: "lost 0/16 (host writeback 35 s) · worst 13/16
+// (≤300), 7 no mount".
 std::string durability_cell_text(const Json& durability);
 // Whether the row's durability was measured and found safe (no loss, no
 // failure, every record read): the daemon's "safe", never inferred.
@@ -73,7 +76,8 @@ bool any_durability_measured(const Json& compare);
 inline constexpr const char* kDurabilityLegend =
     "durability = crash states that lost acknowledged commits / crash states tried (≤ the most "
     "lost in one), then failed mounts, fsck, recoveries: simulated power cuts "
-    "(docs/durability.md)";
+    "(docs/durability.md); host writeback W s: writes older than the host's writeback window "
+    "survive, worst: any write since the workload began may be lost";
 
 // "kvm, host pve1, QEMU 7.2.0, libvirt 9.0.0, kernel 6.1.0": what is recorded
 // of a partition; "versions not recorded" when nothing is.

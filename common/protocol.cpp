@@ -101,8 +101,9 @@ class BoundedBuilder {
 };
 
 bool is_known_type(std::string_view type) {
-    static constexpr std::array<std::string_view, 9> kKnownTypes = {
-        kHello, kJob, kProgress, kResult, kError, kShutdown, kTrimReady, kTrim, kAck};
+    static constexpr std::array<std::string_view, 11> kKnownTypes = {
+        kHello,     kJob,  kProgress, kResult,    kError, kShutdown,
+        kTrimReady, kTrim, kAck,      kMarkReady, kMark};
     return std::find(kKnownTypes.begin(), kKnownTypes.end(), type) != kKnownTypes.end();
 }
 

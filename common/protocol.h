@@ -43,11 +43,13 @@ std::string disk_serial_problem(std::string_view serial);
 // "disksweep-crash-INDEX", at most 18 bytes for INDEX < kMaxCheckDisks.
 std::string crash_disk_serial(std::size_t index);
 
-// Message types, guest -> host: hello, progress, ack, trim_ready, result, error.
-//                host -> guest: job, trim, shutdown.
+// Message types, guest -> host: hello, progress, ack, mark_ready, trim_ready,
+//                               result, error.
+//                host -> guest: job, mark, trim, shutdown.
 // trim_ready and trim are exchanged only when the job asked for them
 // (job.trim, which the host sets only for an agent whose hello announces the
-// "trim" capability), so a peer that does not know them never sees them.
+// "trim" capability), so a peer that does not know them never sees them;
+// mark_ready and mark likewise (job.mark, the "mark" capability).
 inline constexpr std::string_view kHello = "hello";
 inline constexpr std::string_view kJob = "job";
 inline constexpr std::string_view kProgress = "progress";
@@ -56,6 +58,11 @@ inline constexpr std::string_view kError = "error";
 inline constexpr std::string_view kShutdown = "shutdown";
 inline constexpr std::string_view kTrimReady = "trim_ready";
 inline constexpr std::string_view kTrim = "trim";
+// A durability run's measured window (docs/durability.md): the guest has
+// synced its setup and waits; the host makes it durable, marks the write
+// log, then answers `mark`.
+inline constexpr std::string_view kMarkReady = "mark_ready";
+inline constexpr std::string_view kMark = "mark";
 // One acknowledged record of a `ledger` workload, sent the moment the guest
 // saw it acknowledged (docs/agent-protocol.md). Only ledger jobs send it, and
 // only a host that knows the ledger kind sends those.
@@ -63,6 +70,9 @@ inline constexpr std::string_view kAck = "ack";
 // The hello capability of an agent that can stop before its trim and wait
 // for the host's `trim` (an agent on a stream; not the one-shot agent).
 inline constexpr std::string_view kTrimCapability = "trim";
+// The agent can stop before a ledger's first measured write and wait for the
+// host's `mark` (job.mark; an agent on a stream).
+inline constexpr std::string_view kMarkCapability = "mark";
 // The agent knows job.dataset ("prepare", "prepared": golden volumes). The
 // host sends it only to an agent that announces this: an older agent would
 // ignore it and format a golden volume's clone.

@@ -240,6 +240,21 @@ Result<bool> optional_flag(const Json& message, const char* key) {
     return flag->get<bool>();
 }
 
+// job.mark: only a kind that acknowledges records has a measured window to
+// mark (its runner calls WorkloadContext::begin_measurement).
+Result<bool> parse_mark(const Json& message, const std::string& kind_name) {
+    auto mark = optional_flag(message, "mark");
+    if (!mark) return mark.error();
+    const WorkloadKind* kind = find_workload_kind(kind_name);
+    if (*mark && (kind == nullptr || !kind->acknowledges)) {
+        return bad_field("job.mark",
+                         "marks the measured window of a kind that acknowledges "
+                         "records (ledger), not of '" +
+                             kind_name + "'");
+    }
+    return *mark;
+}
+
 // job.check_disks: the serials of the crash images a check job checks in
 // one boot, in order; empty when absent (the check is of the data disk).
 Result<std::vector<std::string>> parse_check_disks(const Json& message, bool check) {
@@ -333,6 +348,10 @@ Result<AgentJob> parse_job(const Json& message) {
     if (!trim) return trim.error();
     job.trim = *trim;
 
+    auto mark = parse_mark(message, job.workload.kind);
+    if (!mark) return mark.error();
+    job.mark = *mark;
+
     auto check = optional_flag(message, "check");
     if (!check) return check.error();
     job.check = *check;
@@ -393,7 +412,10 @@ void Agent::send_ack(const std::string& run_id, long long id) {
 
 Json Agent::hello_payload() {
     std::vector<std::string> capabilities = agent_capabilities();
-    if (options_.host_answers_after_job) capabilities.emplace_back(protocol::kTrimCapability);
+    if (options_.host_answers_after_job) {
+        capabilities.emplace_back(protocol::kTrimCapability);
+        capabilities.emplace_back(protocol::kMarkCapability);
+    }
     Json hello{{"agent_version", std::string(disksweep_version())},
                {"protocol", protocol::kVersion},
                {"kernel", kernel_},
@@ -671,16 +693,31 @@ Json Agent::preparation_result(const AgentJob& job, Json timings, WorkloadOutput
                   {"agent", std::string(disksweep_version())}}}};
 }
 
+Status Agent::await_host(std::string_view expected, std::string_view sent) {
+    DS_ASSIGN_OR_RETURN(auto line, channel_.read_line(clock_.now() + options_.job_wait));
+    DS_ASSIGN_OR_RETURN(auto message, protocol::decode(line));
+    const std::string type = message["type"];
+    if (type != expected) {
+        return make_error(errc::kProtocol, "expected '" + std::string(expected) + "' after " +
+                                               std::string(sent) + ", got '" + type + "'");
+    }
+    return ok_status();
+}
+
+Status Agent::mark_measured_window(const AgentJob& job) {
+    // Everything before the workload's first measured write (the file
+    // system, the post-format steps, the workload's setup) goes to the disk
+    // now, so the host can make it durable and mark the log after it.
+    system_.sync();
+    DS_TRY(send(protocol::kMarkReady, {{"run_id", job.run_id}}));
+    return await_host(protocol::kMark, protocol::kMarkReady);
+}
+
 Status Agent::trim_after_workload(const AgentJob& job, Json& readback) {
     // What the workload wrote must be on the disk before the host measures.
     system_.sync();
     DS_TRY(send(protocol::kTrimReady, {{"run_id", job.run_id}}));
-    DS_ASSIGN_OR_RETURN(auto line, channel_.read_line(clock_.now() + options_.job_wait));
-    DS_ASSIGN_OR_RETURN(auto message, protocol::decode(line));
-    const std::string type = message["type"];
-    if (type != protocol::kTrim) {
-        return make_error(errc::kProtocol, "expected 'trim' after trim_ready, got '" + type + "'");
-    }
+    DS_TRY(await_host(protocol::kTrim, protocol::kTrimReady));
     send_progress(kPhaseTrim, "removing the workload's files, then fstrim " + options_.mount_point,
                   0);
     DS_ASSIGN_OR_RETURN(auto removed, system_.remove_contents(options_.mount_point));
@@ -856,6 +893,7 @@ Result<WorkloadOutput> Agent::run_workload(const AgentJob& job) {
         &clock_,
         [&](long long id) { send_ack(job.run_id, id); },
         job.dataset};
+    if (job.mark) context.begin_measurement = [&] { return mark_measured_window(job); };
     log_line("running " + job.workload.kind + " workload " + job.workload.name + " in " +
              options_.mount_point + " (time limit " + std::to_string(job.timeout_s) + " s)");
     return entry->run(job.workload, context);

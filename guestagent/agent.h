@@ -69,6 +69,10 @@ struct AgentJob {
     // job.trim: after the workload, report trim_ready, wait for the host's
     // trim, remove the workload's files and fstrim (docs/agent-protocol.md).
     bool trim = false;
+    // job.mark (kinds that acknowledge records only): before its first
+    // measured write the runner syncs, reports mark_ready and waits for the
+    // host's mark (docs/agent-protocol.md, docs/durability.md).
+    bool mark = false;
     // job.check: the data disk is a crash image of a ledger run; check it
     // (guestagent/crash_check.h) instead of formatting and running the
     // workload. The result's output is the check's report.
@@ -143,6 +147,11 @@ class Agent {
     // files, fstrim; what it removed and trimmed (or the trim's error) goes
     // into `readback`.
     Status trim_after_workload(const AgentJob& job, Json& readback);
+    // job.mark: sync, mark_ready, then wait for the host's mark.
+    Status mark_measured_window(const AgentJob& job);
+    // Waits for the host's answer of type `expected` to `sent`; anything
+    // else is errc::kProtocol.
+    Status await_host(std::string_view expected, std::string_view sent);
     // A failed workload as a "bench" failure, with error.code "timeout" or
     // "no_space" when the error says so.
     static PhaseFailure bench_failure(const Error& error);

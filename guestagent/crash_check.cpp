@@ -20,6 +20,36 @@ const std::vector<ReadOnlyFsck>& read_only_fscks() {
     return table;
 }
 
+// What a user runs on a file system that no longer mounts after a crash.
+// The image is the host's throwaway copy (each crash image is built fresh
+// from the run's pre-run copy and deleted once checked), so repairing it in
+// place is repairing a copy, as the manuals advise.
+//  * ext4: e2fsck(8) -f -y. Its exit code is a sum: 1 "errors corrected",
+//    2 "corrected, reboot", 4 and up "errors left uncorrected" or worse;
+//    the image is mounted whatever it says, and the code is reported.
+//  * xfs: the mount that failed was the log replay xfs_repair(8) ("DIRTY
+//    LOGS") asks for first; xfs_repair then, and when it exits 2 ("unable to
+//    proceed due to a dirty log") xfs_repair -L, which zeroes the log: the
+//    report says so (log_zeroed).
+//  * btrfs: never `btrfs check --repair`. btrfs-check(8) of btrfs-progs 6.2
+//    (Debian 12's, the checker guest's) lists it under DANGEROUS OPTIONS:
+//    "Do not use --repair unless you are advised to do so by a developer or
+//    an experienced user"; an unattended checker is neither. btrfs-rescue(8)
+//    instead: `zero-log` ("may fix a specific set of problem when the
+//    filesystem mount fails due to the log replay"; it loses what was
+//    fsynced since the last transaction commit: log_zeroed), then
+//    `super-recover -y` ("recover bad superblocks from good copies").
+const std::vector<RepairSequence>& repair_sequences() {
+    static const std::vector<RepairSequence> table = {
+        {"ext4", {{{"e2fsck", "-f", "-y"}, std::nullopt, false}}},
+        {"xfs", {{{"xfs_repair"}, std::nullopt, false}, {{"xfs_repair", "-L"}, 2, true}}},
+        {"btrfs",
+         {{{"btrfs", "rescue", "zero-log"}, std::nullopt, true},
+          {{"btrfs", "rescue", "super-recover", "-y"}, std::nullopt, false}}},
+    };
+    return table;
+}
+
 // The last `lines` lines of `text`.
 std::string last_lines(const std::string& text, int lines) {
     std::size_t at = text.size();
@@ -43,7 +73,9 @@ Json scan_ledger_on_mount(const Workload& ledger, const LedgerPlan& plan, Worklo
 
 // The most values and strings a report holds besides its ranges (fsck
 // before and after with 3 values each, mounted, the errors, the ledger
-// section's own), with room to spare, and the most bytes one value other
+// section's own, the repair's kMaxRepairSteps steps with 3 values and 2
+// strings each and its own 3: at most 40 values and 10 strings), with room
+// to spare, and the most bytes one value other
 // than a string takes in JSON ("[-9223372036854775808," is 22).
 constexpr std::size_t kReportValuesBesideRanges = 64;
 constexpr std::size_t kReportStrings = 16;
@@ -65,6 +97,80 @@ void cut_strings(Json& value) {
     }
 }
 
+// Runs one repair step on `device`: {"command": .., "exit_code": N,
+// "output": last lines} or {"command": .., "error": ..}; the exit code, or
+// nothing when the tool did not run to its end.
+std::optional<int> run_repair_step(ProcessRunner& runner, const RepairStep& step,
+                                   const std::string& device, std::chrono::milliseconds timeout,
+                                   Json& steps) {
+    std::vector<std::string> argv(step.argv.begin(), step.argv.end());
+    argv.push_back(device);
+    Json record = {{"command", describe_command(argv)}};
+    auto output = runner.run(argv, timeout);
+    if (!output.ok()) {
+        record["error"] = output.error().message;
+    } else if (output->timed_out) {
+        record["error"] = describe_command(argv) + " timed out";
+    } else {
+        record["exit_code"] = output->exit_code;
+        record["output"] = last_lines(output->stdout_text + output->stderr_text, 8);
+    }
+    steps.push_back(std::move(record));
+    if (!output.ok() || output->timed_out) return std::nullopt;
+    return output->exit_code;
+}
+
+// Whether the step after `step` is one its exit code asks for (then the
+// image is not mounted in between).
+bool next_step_follows(const RepairSequence& sequence, std::size_t step, int exit_code) {
+    return step + 1 < sequence.steps.size() &&
+           sequence.steps[step + 1].only_after_exit == exit_code;
+}
+
+// Repairs the unmountable image as repair_sequences() says and mounts it
+// again: the report's "repair" section (check_crash_state).
+Json repair_and_mount(const CrashCheckRequest& request, GuestSystem& system, ProcessRunner& runner,
+                      std::chrono::milliseconds timeout) {
+    Json repair = {{"steps", Json::array()}, {"log_zeroed", false}, {"mounted", false}};
+    const RepairSequence* sequence = find_repair_sequence(request.fs_type);
+    if (sequence == nullptr) {
+        repair["problem"] = "no repair for " + request.fs_type;
+        return repair;
+    }
+    std::optional<int> last_exit;
+    for (std::size_t i = 0; i < sequence->steps.size(); ++i) {
+        const RepairStep& step = sequence->steps[i];
+        if (step.only_after_exit && step.only_after_exit != last_exit) continue;
+        last_exit = run_repair_step(runner, step, request.device, timeout, repair["steps"]);
+        if (!last_exit) {
+            repair["problem"] = repair["steps"].back()["error"];
+            return repair;
+        }
+        if (step.zeroes_log) repair["log_zeroed"] = true;
+        if (next_step_follows(*sequence, i, *last_exit)) continue;
+        const Status mounted =
+            system.mount(request.device, request.mount_point, request.fs_type, "");
+        repair["mounted"] = mounted.ok();
+        if (mounted.ok()) {
+            repair.erase("problem");
+            return repair;
+        }
+        repair["problem"] = mounted.error().message;
+    }
+    return repair;
+}
+
+// The ledger's records on the mounted image, then unmounted: into `report`.
+void count_and_unmount(const CrashCheckRequest& request, const LedgerPlan& plan,
+                       GuestSystem& system, WorkloadContext& ctx, Json& report) {
+    ctx.work_dir = request.mount_point;
+    report["ledger"] = scan_ledger_on_mount(request.ledger, plan, ctx);
+    system.sync();
+    if (auto unmounted = system.unmount(request.mount_point); !unmounted.ok()) {
+        report["unmount_error"] = unmounted.error().message;
+    }
+}
+
 }  // namespace
 
 void bound_report(Json& report) {
@@ -78,6 +184,13 @@ void bound_report(Json& report) {
     present->erase(present->begin() + static_cast<std::ptrdiff_t>(kMaxReportedRanges),
                    present->end());
     (*ledger)["present_truncated"] = true;
+}
+
+const RepairSequence* find_repair_sequence(std::string_view fs_type) {
+    for (const RepairSequence& row : repair_sequences()) {
+        if (row.fs_type == fs_type) return &row;
+    }
+    return nullptr;
 }
 
 const ReadOnlyFsck* find_read_only_fsck(std::string_view fs_type) {
@@ -159,13 +272,10 @@ Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& sy
     report["mounted"] = mounted.ok();
     if (!mounted.ok()) {
         report["mount_error"] = mounted.error().message;
-    } else {
-        ctx.work_dir = request.mount_point;
-        report["ledger"] = scan_ledger_on_mount(request.ledger, plan, ctx);
-        system.sync();
-        if (auto unmounted = system.unmount(request.mount_point); !unmounted.ok()) {
-            report["unmount_error"] = unmounted.error().message;
-        }
+        report["repair"] = repair_and_mount(request, system, ctx.runner, timeout);
+    }
+    if (mounted.ok() || report["repair"]["mounted"] == true) {
+        count_and_unmount(request, plan, system, ctx, report);
     }
     report["fsck_after"] = run_read_only_fsck(ctx.runner, request.fs_type, request.device, timeout);
     bound_report(report);

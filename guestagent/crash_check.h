@@ -3,7 +3,8 @@
 // cut at one point of the run), find out what survived:
 //   1. fsck, read only, as the image is (before any journal replay);
 //   2. mount it (ext4 and xfs replay their journals here; btrfs mounts its
-//      last committed tree);
+//      last committed tree); when that fails, repair it as a user would
+//      after a crash (find_repair_sequence) and mount again;
 //   3. the ledger's records: the file variant's ledger.dat scanned record by
 //      record, or, for the database variant, MariaDB started on the datadir
 //      (InnoDB's crash recovery) and `SELECT id FROM test.ledger`;
@@ -16,6 +17,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,6 +47,24 @@ const ReadOnlyFsck* find_read_only_fsck(std::string_view fs_type);
 // run at all is {"error": "..."}.
 Json run_read_only_fsck(ProcessRunner& runner, std::string_view fs_type, const std::string& device,
                         std::chrono::milliseconds timeout);
+
+// How a user repairs one file system type that no longer mounts after a
+// crash: steps run in order until the image mounts. A step runs only when
+// the image is still unmountable and, when only_after_exit is set, the step
+// before exited with that code (xfs_repair's 2: "unable to proceed due to a
+// dirty log"); no mount is tried between a step and a next one that its
+// exit code asks for. One row per type the agent formats.
+struct RepairStep {
+    std::vector<std::string_view> argv;  // the device path is appended
+    std::optional<int> only_after_exit;
+    bool zeroes_log = false;  // discards the journal/log: changes since its last commit are gone
+};
+struct RepairSequence {
+    std::string_view fs_type;
+    std::vector<RepairStep> steps;
+};
+// nullptr for a type without a row.
+const RepairSequence* find_repair_sequence(std::string_view fs_type);
 
 // Inclusive id ranges, ascending: [[1, 250], [252, 260]].
 using IdRanges = std::vector<std::pair<long long, long long>>;
@@ -77,13 +97,21 @@ struct CrashCheckRequest {
 // string is cut to kMaxReportTextBytes.
 inline constexpr std::size_t kMaxReportedRanges = 4096;
 inline constexpr std::size_t kMaxReportTextBytes = 2048;
+// The most steps a RepairSequence has (the report's budget counts them).
+inline constexpr std::size_t kMaxRepairSteps = 2;
 void bound_report(Json& report);
 
 // Steps 1-4 above; every step's outcome is in the report, a failed step is
 // no Error: {"fsck_before": .., "mounted": bool, "mount_error": "..",
-// "ledger": {"present": ranges, "torn": N} | {"recovered": bool,
-// "recovery_error": "..", "present": ranges}, "fsck_after": ..}, within the
-// bounds of bound_report.
+// "repair": .., "ledger": {"present": ranges, "torn": N} | {"recovered":
+// bool, "recovery_error": "..", "present": ranges}, "fsck_after": ..},
+// within the bounds of bound_report. "mounted" is the first mount, as the
+// crash left the image; only when it failed is there a "repair":
+// {"steps": [{"command": "e2fsck -f -y /dev/sdb", "exit_code": N, "output":
+// last lines} | {"command": .., "error": ".."}, ...], "log_zeroed": bool,
+// "mounted": bool, "problem": why it still does not mount}, and "ledger"
+// then holds what the repaired image kept (absent when it did not mount).
+// "fsck_after" is run on the image as it ends, repaired or not.
 // errc::kInvalidArgument when the request is not a ledger workload.
 Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& system,
                                WorkloadContext& ctx);

@@ -73,7 +73,7 @@ Result<WorkloadOutput> run_ledger_file(const LedgerPlan& plan, WorkloadContext& 
     FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
     if (!file.valid()) return errno_error(errno, "ledger: cannot create " + path);
     LedgerTally tally(ctx, plan);
-    tally.start();
+    DS_TRY(tally.start());
     for (long long id = 1; id <= plan.records && !tally.out_of_time(); ++id) {
         if (tally.past_time_limit()) {
             return make_error(errc::kTimeout, "ledger stopped at record " + std::to_string(id) +
@@ -139,8 +139,10 @@ std::string ledger_record(long long id, std::uint64_t size) {
 
 LedgerTally::LedgerTally(WorkloadContext& ctx, const LedgerPlan& plan) : ctx_(ctx), plan_(plan) {}
 
-void LedgerTally::start() {
+Status LedgerTally::start() {
+    if (ctx_.begin_measurement) DS_TRY(ctx_.begin_measurement());
     start_ = last_ = last_report_ = ctx_.clock->now();
+    return ok_status();
 }
 
 Status LedgerTally::acknowledge(long long id) {

@@ -42,7 +42,9 @@ std::string ledger_record(long long id, std::uint64_t size);
 class LedgerTally {
   public:
     LedgerTally(WorkloadContext& ctx, const LedgerPlan& plan);
-    void start();
+    // The measured window begins (WorkloadContext::begin_measurement), then
+    // the clock starts. Its error ends the run.
+    Status start();
     // errc::kAgent when `id` is not the next one (the tool lied or lost
     // one): the run must not report acknowledgements it cannot vouch for.
     Status acknowledge(long long id);

@@ -899,7 +899,7 @@ Result<WorkloadOutput> run_ledger_database(const Workload& workload, const Ledge
                                                                 "' where an id was expected"));
     };
     bool stopped = false;
-    tally.start();
+    DS_TRY(tally.start());
     DS_ASSIGN_OR_RETURN(auto ran,
                         session.stream({"mariadb", defaults, "--batch", "--skip-column-names",
                                         "--unbuffered", "-e", "source " + script},

@@ -49,6 +49,12 @@ struct WorkloadContext {
     // to the host at once. Unset: nobody listens.
     std::function<void(long long id)> acknowledge = {};
     DatasetMode dataset = DatasetMode::kFresh;
+    // For kinds that acknowledge records: called once by the runner after
+    // its own setup (a database's initialisation, the ledger's file), right
+    // before its first measured write. With job.mark the agent syncs and
+    // waits for the host to make everything written so far durable
+    // (docs/durability.md, "The measured window"). Unset: nothing to do.
+    std::function<Status()> begin_measurement = {};
 };
 
 struct WorkloadOutput {

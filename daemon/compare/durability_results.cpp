@@ -37,6 +37,35 @@ std::optional<bool> flag_at(const Json& object, const char* key) {
     return value.get<bool>();
 }
 
+// A summary stored before repairs were tried: after repair as before it.
+DurabilitySummary without_repairs(DurabilitySummary summary) {
+    summary.states_with_losses_after_repair = summary.states_with_losses;
+    summary.max_lost_after_repair = summary.max_lost;
+    summary.mean_lost_after_repair = summary.mean_lost;
+    return summary;
+}
+
+// The stored summary's repair counts, when all are there, in range and
+// agree with each other and with the counts before repair.
+bool read_repair_counts(const Json& stored, DurabilitySummary& summary) {
+    const auto repaired = count_at(stored, "states_repaired", summary.mount_failures);
+    if (!repaired) return false;
+    const auto remounted = count_at(stored, "mounted_after_repair", *repaired);
+    const auto with_losses =
+        count_at(stored, "states_with_losses_after_repair", summary.states_with_losses);
+    const auto max_lost = count_at(stored, "max_lost_after_repair", summary.max_lost);
+    const auto mean_lost = json_read::number_field(stored, "mean_lost_after_repair");
+    if (!remounted || !with_losses || !max_lost || !mean_lost || *mean_lost < 0 ||
+        *mean_lost > static_cast<double>(*max_lost) || (*with_losses == 0) != (*max_lost == 0))
+        return false;
+    summary.states_repaired = static_cast<int>(*repaired);
+    summary.mounted_after_repair = static_cast<int>(*remounted);
+    summary.states_with_losses_after_repair = static_cast<int>(*with_losses);
+    summary.max_lost_after_repair = *max_lost;
+    summary.mean_lost_after_repair = *mean_lost;
+    return true;
+}
+
 // The record's own "summary", when every count is there, in range, and the
 // counts agree with each other (a record that contradicts itself is not
 // believed).
@@ -63,7 +92,26 @@ std::optional<DurabilitySummary> stored_summary(const Json& record) {
     if ((summary.states_with_losses == 0) != (*max_lost == 0)) return std::nullopt;
     summary.max_lost = *max_lost;
     summary.mean_lost = *mean_lost;
+    if (!stored.contains("states_repaired")) return without_repairs(summary);
+    if (!read_repair_counts(stored, summary)) return std::nullopt;
     return summary;
+}
+
+// A stored state's "lost_after_repair" and "repair" (absent before repairs
+// were tried: then as lost); false when present but not readable.
+bool read_stored_repair(const Json& state, CrashStateResult& result) {
+    const Json& repair = field(state, "repair");
+    if (!state.contains("lost_after_repair") || repair.is_null()) {
+        result.lost_after_repair = result.lost;
+        return true;
+    }
+    const auto lost = count_at(state, "lost_after_repair", kMaxStoredCount);
+    const auto mounted = flag_at(repair, "mounted");
+    if (!lost || !mounted) return false;
+    result.lost_after_repair = *lost;
+    result.check.repair.tried = true;
+    result.check.repair.mounted = *mounted;
+    return true;
 }
 
 // The summary of the record's "states", when there are some and every one
@@ -85,6 +133,7 @@ std::optional<DurabilitySummary> summary_of_states(const Json& record) {
         result.check.mounted = *mounted;
         result.check.fsck_clean = *fsck_clean;
         result.check.recovered = *recovered;
+        if (!read_stored_repair(state, result)) return std::nullopt;
         results.push_back(result);
     }
     return summarize(results);
@@ -132,15 +181,26 @@ void DurabilityResult::add(const RunRecord& run) {
 }
 
 void DurabilityResult::add_summary(const DurabilitySummary& summary) {
+    // The mean after repair from the two means, each weighted by its states.
+    const double after_repair_total = summary_.mean_lost_after_repair * summary_.crash_states +
+                                      summary.mean_lost_after_repair * summary.crash_states;
     summary_.crash_states += summary.crash_states;
     summary_.mount_failures += summary.mount_failures;
     summary_.fsck_failures += summary.fsck_failures;
     summary_.recovery_failures += summary.recovery_failures;
     summary_.states_with_losses += summary.states_with_losses;
     summary_.max_lost = std::max(summary_.max_lost, summary.max_lost);
+    summary_.states_repaired += summary.states_repaired;
+    summary_.mounted_after_repair += summary.mounted_after_repair;
+    summary_.states_with_losses_after_repair += summary.states_with_losses_after_repair;
+    summary_.max_lost_after_repair =
+        std::max(summary_.max_lost_after_repair, summary.max_lost_after_repair);
     lost_total_ += summary.mean_lost * summary.crash_states;
     summary_.mean_lost =
         summary_.crash_states > 0 ? lost_total_ / static_cast<double>(summary_.crash_states) : 0;
+    summary_.mean_lost_after_repair =
+        summary_.crash_states > 0 ? after_repair_total / static_cast<double>(summary_.crash_states)
+                                  : 0;
 }
 
 void DurabilityResult::merge(const DurabilityResult& other) {
@@ -163,8 +223,9 @@ void DurabilityResult::merge(const DurabilityResult& other) {
 
 bool DurabilityResult::safe() const {
     return runs_ > 0 && unreadable_runs_ == 0 && summary_.crash_states > 0 &&
-           summary_.states_with_losses == 0 && summary_.mount_failures == 0 &&
-           summary_.fsck_failures == 0 && summary_.recovery_failures == 0;
+           summary_.states_with_losses == 0 && summary_.states_with_losses_after_repair == 0 &&
+           summary_.mount_failures == 0 && summary_.fsck_failures == 0 &&
+           summary_.recovery_failures == 0;
 }
 
 std::string DurabilityResult::verdict() const {

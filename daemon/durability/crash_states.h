@@ -16,6 +16,26 @@
 // the writes in between is kept too. FUA writes there are always kept:
 // their completion made them durable (QEMU logs none, see log_writes.h).
 // The same seed and log give the same states, on any host.
+//
+// The measured window (issue 34): everything the guest wrote before the
+// run's mark (its file system, post-format steps, the workload's own setup)
+// was made durable on the host before the workload began, as a user's VM's
+// file system was written long before a crash. No state drops an entry
+// before the mark, in any mode.
+//
+// Two host models for the modes whose host page cache holds the guest's
+// writes past their completion (host_cache_delays_writes: unsafe, and
+// writeback between flushes):
+//  * worst case: any write since the barrier (unsafe: since the mark) may
+//    be lost;
+//  * host writeback: the host's flusher threads write a dirty page back
+//    within its writeback window (vm.dirty_expire_centisecs +
+//    dirty_writeback_centisecs), so a write older than the window at the
+//    crash is kept; younger ones may be lost as in the worst case. The
+//    ages come from the log's clock (log_clock.h), bounded so that an
+//    entry counts as old only when it surely is. Both models draw the same
+//    coin per entry, so a host-writeback state holds its worst-case twin's
+//    writes and the old ones.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +45,7 @@
 #include <vector>
 
 #include "common/settings.h"
+#include "daemon/durability/log_clock.h"
 #include "daemon/durability/log_writes.h"
 
 namespace ds::durability {
@@ -44,10 +65,29 @@ struct CrashModelOptions {
     // workload's shutdown) has no records to lose; the log's last flush is
     // still tried.
     std::uint64_t to_log_offset = 0;
+    // The mark: entries that end at or before this log offset are durable
+    // (0: no mark, the log's first entry is the window's start).
+    std::uint64_t mark_log_offset = 0;
+    // The host-writeback model, for a mode that delays writes; absent: the
+    // worst case. The clock must outlive the call.
+    const LogClock* clock = nullptr;
+    double writeback_window_s = 0;
 };
+
+// The two host models (applied_settings.durability, docs/durability.md).
+inline constexpr std::string_view kWorstCaseModel = "worst-case";
+inline constexpr std::string_view kHostWritebackModel = "host-writeback";
 
 // Whether the host cache mode passes the guest's flushes to the disk.
 bool honours_guest_flushes(CacheMode cache);
+// Whether the host's page cache holds the guest's completed writes until
+// a flush or its own writeback (unsafe, writeback): the modes for which the
+// host-writeback model differs from the worst case.
+bool host_cache_delays_writes(CacheMode cache);
+
+// How many entries end at or before `mark_log_offset`: the durable prefix
+// every crash state keeps.
+std::size_t entries_before_mark(const LogIndex& log, std::uint64_t mark_log_offset);
 
 // The model's name (applied_settings.durability.model): the host power cut
 // for a mode that drops the guest's flushes (unsafe), else flush barriers.
@@ -69,6 +109,9 @@ struct CrashState {
     // What the replayer applies: [0, durable_prefix) and the chosen later
     // writes, ascending.
     std::vector<std::size_t> applied;
+    // Of those after the barrier, how many the host-writeback model kept
+    // for their age alone (0 in the worst case).
+    std::size_t written_back = 0;
 };
 
 // The crash states of `log` under `cache` and `options`, in log order.
@@ -87,7 +130,8 @@ std::vector<std::size_t> sample_flush_points(const LogIndex& log, std::size_t ma
                                              std::uint64_t to_log_offset = 0);
 
 // {"flush_entry", "log_offset", "durable_prefix", "applied_entries"
-// (a count), "extra_entries" (the positions chosen after the barrier)}.
+// (a count), "extra_entries" (the positions chosen after the barrier),
+// "written_back"}.
 Json to_json(const CrashState& state);
 
 }  // namespace ds::durability

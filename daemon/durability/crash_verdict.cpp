@@ -1,6 +1,7 @@
 #include "daemon/durability/crash_verdict.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace ds {
 namespace {
@@ -46,23 +47,102 @@ Result<IdRanges> parse_ranges(const Json& array, const std::string& where) {
     return ranges;
 }
 
-Result<CrashCheck> parse_ledger_section(const Json& ledger, CrashCheck check) {
+// What the report's "ledger" section says, of the first mount or of the
+// mount after repair.
+struct LedgerFindings {
+    bool recovered = false;
+    IdRanges present;
+    long long torn = 0;
+    std::string problem;
+};
+
+Result<LedgerFindings> parse_ledger_section(const Json& ledger) {
     if (!ledger.is_object()) return bad_report("ledger is not an object");
+    LedgerFindings found;
     const bool database = ledger.contains("recovered");
-    check.recovered = database ? flag(ledger, "recovered") : !ledger.contains("error");
-    if (!check.recovered) {
-        check.problem = text_or_empty(ledger, database ? "recovery_error" : "error");
-        return check;
+    found.recovered = database ? flag(ledger, "recovered") : !ledger.contains("error");
+    if (!found.recovered) {
+        found.problem = text_or_empty(ledger, database ? "recovery_error" : "error");
+        return found;
     }
-    DS_ASSIGN_OR_RETURN(check.present,
+    DS_ASSIGN_OR_RETURN(found.present,
                         parse_ranges(ledger.value("present", Json()), "ledger.present"));
     const auto torn = ledger.find("torn");
     if (torn != ledger.end()) {
         if (!torn->is_number_integer() || torn->get<long long>() < 0) {
             return bad_report("ledger.torn is not a count");
         }
-        check.torn = torn->get<long long>();
+        found.torn = torn->get<long long>();
     }
+    return found;
+}
+
+Result<LedgerFindings> parse_ledger_of(const Json& report, const char* when) {
+    const auto ledger = report.find("ledger");
+    if (ledger == report.end()) return bad_report(std::string(when) + ", but no ledger section");
+    return parse_ledger_section(*ledger);
+}
+
+// One of repair.steps: its command line, and its exit code (-1 when the
+// step has an "error" instead: it did not run to its end).
+Result<std::pair<std::string, int>> parse_repair_step(const Json& step, const std::string& at) {
+    if (!step.is_object()) return bad_report(at + " is not an object");
+    const auto command = step.find("command");
+    if (command == step.end() || !command->is_string())
+        return bad_report(at + ".command is not a string");
+    const auto exit_code = step.find("exit_code");
+    if (exit_code == step.end()) {
+        if (!step.contains("error")) return bad_report(at + " has neither exit_code nor error");
+        return std::pair{command->get<std::string>().substr(0, 500), -1};
+    }
+    if (!exit_code->is_number_integer() || exit_code->get<long long>() < -1 ||
+        exit_code->get<long long>() > 255) {
+        return bad_report(at + ".exit_code is not an integer in [-1, 255]");
+    }
+    return std::pair{command->get<std::string>().substr(0, 500), exit_code->get<int>()};
+}
+
+Result<RepairOutcome> parse_repair(const Json& repair) {
+    if (!repair.is_object()) return bad_report("repair is not an object");
+    RepairOutcome outcome;
+    outcome.tried = true;
+    const auto steps = repair.find("steps");
+    if (steps == repair.end() || !steps->is_array() || steps->size() > kMaxCheckRepairSteps) {
+        return bad_report("repair.steps is not an array of at most " +
+                          std::to_string(kMaxCheckRepairSteps) + " steps");
+    }
+    for (std::size_t i = 0; i < steps->size(); ++i) {
+        DS_ASSIGN_OR_RETURN(
+            const auto step,
+            parse_repair_step((*steps)[i], "repair.steps[" + std::to_string(i) + "]"));
+        outcome.commands += (i == 0 ? "" : "; ") + step.first;
+        outcome.exit_code = step.second;
+    }
+    const auto mounted = repair.find("mounted");
+    if (mounted == repair.end() || !mounted->is_boolean())
+        return bad_report("repair.mounted is not a boolean");
+    outcome.mounted = mounted->get<bool>();
+    outcome.log_zeroed = flag(repair, "log_zeroed");
+    outcome.problem = text_or_empty(repair, "problem");
+    return outcome;
+}
+
+// A report whose first mount failed: the repair, if any, and what the
+// repaired image kept.
+Result<CrashCheck> parse_unmounted(const Json& report, CrashCheck check) {
+    check.problem = text_or_empty(report, "mount_error");
+    const auto repair = report.find("repair");
+    if (repair == report.end()) return check;
+    DS_ASSIGN_OR_RETURN(check.repair, parse_repair(*repair));
+    // The fsck after a repair judges the repair's work, not the crash's.
+    check.fsck_clean = false;
+    if (!check.repair.mounted) return check;
+    DS_ASSIGN_OR_RETURN(const LedgerFindings found,
+                        parse_ledger_of(report, "mounted after repair"));
+    check.repair.recovered = found.recovered;
+    check.repair.present = found.present;
+    check.repair.torn = found.torn;
+    if (!found.recovered) check.repair.problem = found.problem;
     return check;
 }
 
@@ -74,13 +154,13 @@ Result<CrashCheck> parse_crash_check(const Json& report) {
     check.mounted = flag(report, "mounted");
     const auto after = report.find("fsck_after");
     check.fsck_clean = after != report.end() && after->is_object() && flag(*after, "clean");
-    if (!check.mounted) {
-        check.problem = text_or_empty(report, "mount_error");
-        return check;
-    }
-    const auto ledger = report.find("ledger");
-    if (ledger == report.end()) return bad_report("mounted, but no ledger section");
-    return parse_ledger_section(*ledger, check);
+    if (!check.mounted) return parse_unmounted(report, check);
+    DS_ASSIGN_OR_RETURN(const LedgerFindings found, parse_ledger_of(report, "mounted"));
+    check.recovered = found.recovered;
+    check.present = found.present;
+    check.torn = found.torn;
+    check.problem = found.problem;
+    return check;
 }
 
 Result<std::vector<CrashCheck>> parse_crash_checks(const Json& output, std::size_t expected) {
@@ -125,11 +205,43 @@ long long lost_records(long long acknowledged, const IdRanges& present) {
     return acknowledged - found;
 }
 
+long long lost_after_repair(long long acknowledged, long long lost, const CrashCheck& check) {
+    if (check.mounted || !check.repair.tried) return lost;
+    if (!check.repair.mounted || !check.repair.recovered) return acknowledged;
+    return lost_records(acknowledged, check.repair.present);
+}
+
+CrashStateResult crash_state_result(std::uint64_t log_offset, long long acknowledged,
+                                    CrashCheck check) {
+    CrashStateResult result;
+    result.log_offset = log_offset;
+    result.acknowledged = acknowledged;
+    result.lost = lost_records(acknowledged, check.present);
+    result.lost_after_repair = lost_after_repair(acknowledged, result.lost, check);
+    result.check = std::move(check);
+    return result;
+}
+
+namespace {
+
+void add_repair(DurabilitySummary& summary, const CrashStateResult& state) {
+    summary.states_repaired += state.check.repair.tried ? 1 : 0;
+    summary.mounted_after_repair += state.check.repair.mounted ? 1 : 0;
+    summary.states_with_losses_after_repair += state.lost_after_repair > 0 ? 1 : 0;
+    summary.max_lost_after_repair =
+        std::max(summary.max_lost_after_repair, state.lost_after_repair);
+}
+
+}  // namespace
+
 DurabilitySummary summarize(const std::vector<CrashStateResult>& states) {
     DurabilitySummary summary;
     summary.crash_states = static_cast<int>(states.size());
     long long total_lost = 0;
+    long long total_lost_after_repair = 0;
     for (const CrashStateResult& state : states) {
+        add_repair(summary, state);
+        total_lost_after_repair += state.lost_after_repair;
         summary.mount_failures += state.check.mounted ? 0 : 1;
         summary.fsck_failures += state.check.fsck_clean ? 0 : 1;
         // Before the first acknowledgement the ledger may not exist yet (its
@@ -142,7 +254,9 @@ DurabilitySummary summarize(const std::vector<CrashStateResult>& states) {
         total_lost += state.lost;
     }
     if (!states.empty()) {
-        summary.mean_lost = static_cast<double>(total_lost) / static_cast<double>(states.size());
+        const auto count = static_cast<double>(states.size());
+        summary.mean_lost = static_cast<double>(total_lost) / count;
+        summary.mean_lost_after_repair = static_cast<double>(total_lost_after_repair) / count;
     }
     return summary;
 }
@@ -156,6 +270,14 @@ std::string DurabilitySummary::verdict() const {
                   std::to_string(max_lost) + ")";
     std::vector<std::string> failures;
     if (mount_failures > 0) failures.push_back(std::to_string(mount_failures) + " did not mount");
+    if (states_repaired > 0) {
+        failures.push_back(std::to_string(mounted_after_repair) + " mounted after repair");
+        failures.push_back(states_with_losses_after_repair == 0
+                               ? std::string("none lost after repair")
+                               : "lost after repair in " +
+                                     std::to_string(states_with_losses_after_repair) + " (up to " +
+                                     std::to_string(max_lost_after_repair) + ")");
+    }
     if (fsck_failures > 0) failures.push_back(std::to_string(fsck_failures) + " failed fsck");
     if (recovery_failures > 0)
         failures.push_back(std::to_string(recovery_failures) + " did not recover");
@@ -171,6 +293,11 @@ Json DurabilitySummary::to_json() const {
                 {"states_with_losses", states_with_losses},
                 {"max_lost", max_lost},
                 {"mean_lost", mean_lost},
+                {"states_repaired", states_repaired},
+                {"mounted_after_repair", mounted_after_repair},
+                {"states_with_losses_after_repair", states_with_losses_after_repair},
+                {"max_lost_after_repair", max_lost_after_repair},
+                {"mean_lost_after_repair", mean_lost_after_repair},
                 {"verdict", verdict()}};
 }
 

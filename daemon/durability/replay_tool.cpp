@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -23,14 +24,15 @@ constexpr std::string_view kUsage =
     "usage: disksweep-replay list LOG\n"
     "       disksweep-replay flush LOG BASE OUT ENTRY [--size-limit BYTES]\n"
     "       disksweep-replay state LOG BASE OUT K --cache MODE --seed S --crash-points N\n"
-    "                        [--from BYTES] [--to BYTES] [--no-volatile-cache] [--size-limit "
+    "                        [--from BYTES] [--to BYTES] [--no-volatile-cache] [--mark BYTES]\n"
+    "                        [--host-writeback FILE] [--size-limit "
     "BYTES]\n";
 
 // The --options each form takes, as data: name -> whether it takes a value.
 const std::map<std::string, bool, std::less<>> kOptions = {
-    {"--size-limit", true},        {"--cache", true}, {"--seed", true},
-    {"--crash-points", true},      {"--from", true},  {"--to", true},
-    {"--no-volatile-cache", false}};
+    {"--size-limit", true},         {"--cache", true}, {"--seed", true},
+    {"--crash-points", true},       {"--from", true},  {"--to", true},
+    {"--no-volatile-cache", false}, {"--mark", true},  {"--host-writeback", true}};
 
 struct Command {
     std::vector<std::string> words;              // the form and its operands
@@ -98,6 +100,29 @@ int list(const std::string& log_path, std::ostream& out, std::ostream& err) {
     return 0;
 }
 
+// A run's applied_settings.durability.host_writeback, saved to a file:
+// its window and its log clock.
+struct HostWritebackRecord {
+    double window_s = 0;
+    LogClock clock{std::vector<LogSample>{}};
+};
+Result<HostWritebackRecord> read_host_writeback_record(const std::string& path) {
+    const auto problem = [&path](const std::string& what) {
+        return make_error(errc::kInvalidArgument,
+                          "--host-writeback " + path + ": " + what +
+                              " (expected a run's applied_settings.durability.host_writeback)");
+    };
+    std::ifstream in(path);
+    if (!in.is_open()) return problem("cannot open it");
+    const Json record = Json::parse(in, nullptr, false);
+    if (!record.is_object()) return problem("not a JSON object");
+    const Json& window = json_read::field(record, "window_s");
+    if (!window.is_number() || window.get<double>() < 0) return problem("no window_s");
+    auto clock = LogClock::from_json(json_read::field(record, "clock"));
+    if (!clock.ok()) return problem(clock.error().message);
+    return HostWritebackRecord{window.get<double>(), std::move(clock.value())};
+}
+
 // The entries a form applies: [0, ENTRY] for `flush`, crash state K's for `state`.
 Result<std::vector<std::size_t>> entries_to_apply(const Command& command, const LogIndex& log) {
     DS_ASSIGN_OR_RETURN(const std::uint64_t which, number(command.words[4], command.words[0]));
@@ -121,6 +146,15 @@ Result<std::vector<std::size_t>> entries_to_apply(const Command& command, const 
     DS_ASSIGN_OR_RETURN(options.from_log_offset, option_number(command, "--from", 0));
     DS_ASSIGN_OR_RETURN(options.to_log_offset, option_number(command, "--to", 0));
     options.volatile_cache = !command.options.contains("--no-volatile-cache");
+    DS_ASSIGN_OR_RETURN(options.mark_log_offset, option_number(command, "--mark", 0));
+    std::optional<LogClock> clock;
+    if (const auto file = command.options.find("--host-writeback"); file != command.options.end()) {
+        DS_ASSIGN_OR_RETURN(const HostWritebackRecord record,
+                            read_host_writeback_record(file->second));
+        clock.emplace(record.clock);
+        options.clock = &*clock;
+        options.writeback_window_s = record.window_s;
+    }
     const std::vector<CrashState> states = crash_states(log, cache, options);
     if (which >= states.size())
         return make_error(errc::kInvalidArgument, "the log has " + std::to_string(states.size()) +

@@ -9,9 +9,12 @@
 //       a power cut right after that flush, nothing of the disk cache kept;
 //   disksweep-replay state LOG BASE OUT K --cache MODE --seed S
 //                    --crash-points N [--from B] [--to B] [--no-volatile-cache]
+//                    [--mark B] [--host-writeback FILE]
 //       OUT = crash state K exactly as the daemon built it, from the values
 //       its applied_settings.durability records (model -> cache mode: any
-//       mode but unsafe for flush-barriers).
+//       mode but unsafe for flush-barriers; mark.log_offset -> --mark); with
+//       --host-writeback FILE (the record's host_writeback object saved as
+//       JSON: its window_s and clock) state K of the host-writeback model.
 //
 // Every form takes --size-limit BYTES (default: BASE's size, right for a raw
 // volume): no log entry may write past it. Errors name what is wrong; the

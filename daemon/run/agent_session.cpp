@@ -94,18 +94,19 @@ Result<guest::ResultMessage> AgentSession::await_result(
                       "agent sent unexpected '" + type + "' while a job was running");
 }
 
-Result<guest::TrimReady> AgentSession::await_trim_ready(
-    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress) {
+Result<guest::Ready> AgentSession::await_ready(
+    std::string_view ready_type, Deadline deadline,
+    const std::function<void(const guest::Progress&)>& on_progress) {
     DS_ASSIGN_OR_RETURN(auto message, next_report(deadline, on_progress));
     const std::string type = type_of(message);
-    if (type == protocol::kTrimReady) return guest::parse_trim_ready(std::move(message));
-    return make_error(errc::kProtocol, "agent sent '" + type +
-                                           "' before 'trim_ready', although the job asked for a "
-                                           "trim");
+    if (type == ready_type) return guest::parse_ready(std::move(message), ready_type);
+    return make_error(errc::kProtocol, "agent sent '" + type + "' before '" +
+                                           std::string(ready_type) +
+                                           "', although the job asked for it");
 }
 
-Status AgentSession::send_trim() {
-    return channel_->write(protocol::encode(protocol::kTrim, Json::object()));
+Status AgentSession::send_answer(std::string_view answer_type) {
+    return channel_->write(protocol::encode(answer_type, Json::object()));
 }
 
 void AgentSession::send_shutdown() {

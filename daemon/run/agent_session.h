@@ -46,13 +46,15 @@ class AgentSession {
     // guest that keeps sending it is timed out all the same.
     Result<guest::ResultMessage> await_result(
         Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress);
-    // For a job with "trim": waits for trim_ready as await_result waits for
-    // the result (progress handed on, an `error` as there); a `result` or
-    // anything else first is errc::kProtocol. Then send_trim() lets the agent
-    // go on with its trim, and await_result waits for its result.
-    Result<guest::TrimReady> await_trim_ready(
-        Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress);
-    Status send_trim();
+    // For a job with "trim" (or "mark"): waits for trim_ready (mark_ready),
+    // `ready_type`, as await_result waits for the result (progress and acks
+    // handed on, an `error` as there); a `result` or anything else first is
+    // errc::kProtocol. Then send_answer(kTrim or kMark) lets the agent go
+    // on, and the next wait is for its result.
+    Result<guest::Ready> await_ready(
+        std::string_view ready_type, Deadline deadline,
+        const std::function<void(const guest::Progress&)>& on_progress);
+    Status send_answer(std::string_view answer_type);
     // For a job whose workload acknowledges records (ledger): each `ack`
     // that arrives while waiting for a report is checked against its schema
     // and handed to `on_ack`; an Error from it ends the wait with that

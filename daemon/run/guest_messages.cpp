@@ -130,7 +130,7 @@ constexpr std::array kResultFields = {
     Field{"guest_cpu", Shape::kRecord, Presence::kOptional, kGuestCpuFields},
 };
 
-constexpr std::array kTrimReadyFields = {
+constexpr std::array kReadyFields = {
     Field{"run_id", Shape::kString, Presence::kRequired},
 };
 
@@ -374,9 +374,9 @@ Result<ResultMessage> parse_result(Json message) {
     return result;
 }
 
-Result<TrimReady> parse_trim_ready(Json message) {
-    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "trim_ready", kTrimReadyFields));
-    return TrimReady{json_read::string_or_empty(checked, "run_id")};
+Result<Ready> parse_ready(Json message, std::string_view type) {
+    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, std::string(type), kReadyFields));
+    return Ready{json_read::string_or_empty(checked, "run_id")};
 }
 
 Result<Ack> parse_ack(Json message) {

@@ -99,9 +99,10 @@ struct ResultMessage {
     Json guest_cpu = Json::object();
 };
 
-// trim_ready: the workload is done and on the disk; the agent waits for the
-// host's trim (sent only when the job asked for it).
-struct TrimReady {
+// trim_ready (the workload is done and on the disk; the agent waits for the
+// host's trim) and mark_ready (a ledger's setup is on the disk; the agent
+// waits for the host's mark): sent only when the job asked for them.
+struct Ready {
     std::string run_id;
 };
 
@@ -126,7 +127,8 @@ Result<Hello> parse_hello(Json message);
 Result<Progress> parse_progress(Json message);
 Result<ResultMessage> parse_result(Json message);
 Result<ErrorMessage> parse_error(Json message);
-Result<TrimReady> parse_trim_ready(Json message);
+// `type`: protocol::kTrimReady or kMarkReady (the schema is the same).
+Result<Ready> parse_ready(Json message, std::string_view type);
 Result<Ack> parse_ack(Json message);
 
 // `text` if it has at most max_bytes bytes; otherwise its first max_bytes

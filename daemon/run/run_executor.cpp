@@ -214,6 +214,16 @@ class RunAttempt {
     Status measure_before_trim(Deadline deadline,
                                const std::function<void(const guest::Progress&)>& on_progress,
                                int wait_s);
+    // Waits for the guest's `ready_type` (trim_ready, mark_ready) until
+    // `deadline`, failing as job() does after `wait_s`; checks its run id.
+    Status await_ready(std::string_view ready_type, Deadline deadline,
+                       const std::function<void(const guest::Progress&)>& on_progress, int wait_s);
+    // A durability run: waits for the guest's mark_ready as for trim_ready,
+    // makes the guest's setup durable and marks the log (DurabilityTrial::
+    // mark), then tells the guest to begin its measured window.
+    Status mark_measured_window(Deadline deadline,
+                                const std::function<void(const guest::Progress&)>& on_progress,
+                                int wait_s);
     // After the result: applied_settings.discard_effect, discard_mismatch_.
     void judge_trim();
     // applied_settings.throttle_effect (throttle_effect.h); the limits its
@@ -306,6 +316,7 @@ class RunAttempt {
     guest::ResultMessage result_;
     bool agent_trims_ = false;     // hello announced "trim": the job asks for it
     bool agent_datasets_ = false;  // hello announced "dataset": golden volumes work
+    bool agent_marks_ = false;     // hello announced "mark": a durability run's window
     std::uint64_t allocated_before_trim_ = 0;
     std::string not_measured_;      // why the discard effect was not measured, "" = it was
     std::string discard_mismatch_;  // the discard effect's mismatch, for verify()
@@ -605,6 +616,8 @@ Status RunAttempt::boot() {
                              protocol::kTrimCapability) != hello->capabilities.end();
     agent_datasets_ = std::find(hello->capabilities.begin(), hello->capabilities.end(),
                                 protocol::kDatasetCapability) != hello->capabilities.end();
+    agent_marks_ = std::find(hello->capabilities.begin(), hello->capabilities.end(),
+                             protocol::kMarkCapability) != hello->capabilities.end();
     versions_["agent_version"] = hello->agent_version;
     versions_["kernel"] = hello->kernel;
     versions_["fio_version"] = hello->fio_version;
@@ -734,6 +747,12 @@ Status RunAttempt::job() {
     }
     if (preparing) job["dataset"] = "prepare";
     if (uses_golden()) job["dataset"] = "prepared";
+    if (trial_ && !agent_marks_) {
+        return make_error(errc::kUnsupported,
+                          "the guest's agent cannot mark a durability run's measured window (its "
+                          "hello announces no 'mark' capability): rebuild the guest image");
+    }
+    if (trial_) job["mark"] = true;
     // A durability run keeps the workload's files: its last crash states
     // are cut after the workload, where a trim would have deleted them.
     const bool trims = agent_trims_ && !preparing && !trial_;
@@ -753,6 +772,7 @@ Status RunAttempt::job() {
     const auto on_progress = [this](const guest::Progress& progress) {
         publish_progress(progress);
     };
+    if (trial_) DS_TRY(mark_measured_window(deadline, on_progress, wait_s));
     if (trims) DS_TRY(measure_before_trim(deadline, on_progress, wait_s));
     auto result = session_->await_result(deadline, on_progress);
     if (!result.ok()) return job_failure(result.error(), wait_s);
@@ -919,23 +939,37 @@ Result<std::vector<CrashCheck>> RunAttempt::check_crash_images(
     return checks;
 }
 
-Status RunAttempt::measure_before_trim(
-    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress, int wait_s) {
-    auto ready = session_->await_trim_ready(deadline, on_progress);
+Status RunAttempt::await_ready(std::string_view ready_type, Deadline deadline,
+                               const std::function<void(const guest::Progress&)>& on_progress,
+                               int wait_s) {
+    auto ready = session_->await_ready(ready_type, deadline, on_progress);
     if (!ready.ok()) return job_failure(ready.error(), wait_s);
     const std::string run_id = std::to_string(run_.id);
     if (ready->run_id != run_id) {
-        return make_error(errc::kProtocol, "agent sent trim_ready for run \"" +
+        return make_error(errc::kProtocol, "agent sent " + std::string(ready_type) + " for run \"" +
                                                guest::cut_text(ready->run_id, 80) +
                                                "\", not for this run (\"" + run_id + "\")");
     }
+    return ok_status();
+}
+
+Status RunAttempt::mark_measured_window(
+    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress, int wait_s) {
+    DS_TRY(await_ready(protocol::kMarkReady, deadline, on_progress, wait_s));
+    DS_TRY(trial_->mark(read_host_writeback()));
+    return session_->send_answer(protocol::kMark);
+}
+
+Status RunAttempt::measure_before_trim(
+    Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress, int wait_s) {
+    DS_TRY(await_ready(protocol::kTrimReady, deadline, on_progress, wait_s));
     auto before = storage_->allocated_bytes(run_.volume_name);
     if (before.ok()) {
         allocated_before_trim_ = before.value();
     } else {
         not_measured_ = "cannot measure the volume's allocation: " + before.error().message;
     }
-    return session_->send_trim();
+    return session_->send_answer(protocol::kTrim);
 }
 
 // The storage's allocation after the guest's trim against the one before,

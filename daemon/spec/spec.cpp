@@ -13,6 +13,7 @@
 
 #include "common/fio_options.h"
 #include "common/io_options.h"
+#include "common/json_fields.h"
 #include "common/sha256.h"
 #include "common/text.h"
 #include "common/units.h"
@@ -66,6 +67,9 @@ bool is_direction_or_burst_limit(std::string_view key) {
 constexpr std::string_view kDurabilityLedgerName = "durability-ledger";
 constexpr int kDurabilityLedgerSeconds = 20;
 constexpr int kDurabilityLedgerRecords = 100000;
+// durability.ledger_seconds: long enough for several host writeback windows
+// (35 s by default), short enough for its log to stay a few GiB.
+constexpr int kMaxLedgerSeconds = 3600;
 
 // The matrix axis of the workloads' tunings: not a StorageConfig axis (a
 // tuning is the workload's, not the disk's), so not in common/settings.h's
@@ -418,6 +422,10 @@ class SpecParser {
     // workloads: marks the ledger workloads, adding one when there is none.
     Status parse_durability(const toml::node& node);
     Result<DurabilityOptions> read_durability_options(const toml::table& table) const;
+    // durability.ledger_seconds, when set: 1..kMaxLedgerSeconds.
+    Result<std::optional<int>> read_ledger_seconds(const toml::table& table) const;
+    Status set_ledger_seconds(Workload& ledger, std::optional<int> seconds,
+                              const toml::table& table) const;
     // Why the spec's hypervisor or a storage of its matrix cannot log a
     // run's writes, "" if they all can.
     std::string durability_unsupported() const;
@@ -598,9 +606,11 @@ Status SpecParser::parse_durability(const toml::node& node) {
     if (table == nullptr) {
         return type_error("durability", node, "a table (durability = { crash_points = 50 })");
     }
-    DS_TRY(check_keys(*table, {"crash_points", "volatile_cache", "keep_files", "workload"}, "key",
-                      "in durability"));
+    DS_TRY(check_keys(
+        *table, {"crash_points", "volatile_cache", "keep_files", "workload", "ledger_seconds"},
+        "key", "in durability"));
     DS_ASSIGN_OR_RETURN(DurabilityOptions options, read_durability_options(*table));
+    DS_ASSIGN_OR_RETURN(const std::optional<int> seconds, read_ledger_seconds(*table));
     if (const std::string problem = durability_unsupported(); !problem.empty()) {
         return error_at(node.source(), "durability: " + problem);
     }
@@ -614,18 +624,50 @@ Status SpecParser::parse_durability(const toml::node& node) {
                                                  " must name a [[workload]] of kind \"ledger\"");
         }
         found->durability = options;
-        return ok_status();
+        return set_ledger_seconds(*found, seconds, *table);
     }
     bool marked = false;
     for (Workload& workload : workloads) {
         if (workload.kind != "ledger") continue;
         workload.durability = options;
+        DS_TRY(set_ledger_seconds(workload, seconds, *table));
         marked = true;
     }
     if (!marked) {
         workloads.push_back(durability_ledger());
         workloads.back().durability = options;
+        if (seconds) workloads.back().params.erase("time");  // its default gives way
+        DS_TRY(set_ledger_seconds(workloads.back(), seconds, *table));
     }
+    return ok_status();
+}
+
+Result<std::optional<int>> SpecParser::read_ledger_seconds(const toml::table& table) const {
+    const toml::node* node = table.get("ledger_seconds");
+    if (node == nullptr) return std::optional<int>{};
+    const auto* integer = node->as_integer();
+    if (integer == nullptr) return type_error("ledger_seconds", *node, "an integer of seconds");
+    if (integer->get() < 1 || integer->get() > kMaxLedgerSeconds) {
+        return error_at(node->source(),
+                        "'ledger_seconds' must be 1 to " + std::to_string(kMaxLedgerSeconds));
+    }
+    return std::optional<int>(static_cast<int>(integer->get()));
+}
+
+// The marked ledger runs for `seconds` (its own `time` must agree), with
+// records enough not to end first.
+Status SpecParser::set_ledger_seconds(Workload& ledger, std::optional<int> seconds,
+                                      const toml::table& table) const {
+    if (!seconds) return ok_status();
+    const Json& time = json_read::field(ledger.params, "time");
+    if (!time.is_null() && !(time.is_number_integer() && time.get<int>() == *seconds)) {
+        return error_at(table.get("ledger_seconds")->source(),
+                        "durability.ledger_seconds = " + std::to_string(*seconds) +
+                            " and workload " + in_quotes(ledger.name) + "'s time = " + time.dump() +
+                            " disagree: set one of them");
+    }
+    ledger.params["time"] = *seconds;
+    if (!ledger.params.contains("records")) ledger.params["records"] = kDurabilityLedgerRecords;
     return ok_status();
 }
 

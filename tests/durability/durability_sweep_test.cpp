@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -98,7 +99,9 @@ long long records_in_rebuilt_state(const Json& durability, std::size_t k, const 
         "--from",
         std::to_string(durability.at("from_log_offset").get<long long>()),
         "--to",
-        std::to_string(durability.at("to_log_offset").get<long long>())};
+        std::to_string(durability.at("to_log_offset").get<long long>()),
+        "--mark",
+        std::to_string(durability.at("mark").at("log_offset").get<long long>())};
     if (!durability.at("volatile_cache").get<bool>()) argv.push_back("--no-volatile-cache");
     const ProcessOutput rebuilt = run_tool(argv);
     INFO(rebuilt.stdout_text << rebuilt.stderr_text);
@@ -121,6 +124,18 @@ long long records_in_rebuilt_state(const Json& durability, std::size_t k, const 
         ++records;
     }
     return records;
+}
+
+// This host's writeback window, as the daemon reads it.
+double host_writeback_window_s() {
+    const auto read = [](const char* name) {
+        std::ifstream in(std::string("/proc/sys/vm/") + name);
+        long long value = 0;
+        in >> value;
+        return value;
+    };
+    return static_cast<double>(read("dirty_expire_centisecs") + read("dirty_writeback_centisecs")) /
+           100.0;
 }
 
 // The crash states whose images did not mount or lost acknowledged records:
@@ -166,6 +181,28 @@ record_size = "4k"
         CHECK(run.timings.contains("durability_s"));
         const Json& durability = run.applied["durability"];
         CHECK(durability["model"] == (cache == "unsafe" ? "host-power-cut" : "flush-barriers"));
+        // The measured window: the format and setup lie before the mark
+        // (mkfs alone is dozens of entries), the acknowledgements after it.
+        const Json& mark = durability.at("mark");
+        CHECK(mark.at("entries_before").get<long long>() > 10);
+        CHECK(mark.at("log_offset").get<long long>() <=
+              durability.at("from_log_offset").get<long long>());
+        // unsafe: the host's writeback is modelled beside the worst case,
+        // with this host's window; a ledger shorter than it has no write old
+        // enough, so the two agree.
+        if (cache == "unsafe") {
+            const Json& writeback = durability.at("host_writeback");
+            if (writeback.at("window_s").is_null()) {  // periodic writeback off here
+                CHECK(writeback.contains("not_measured"));
+            } else {
+                CHECK(writeback.at("window_s").get<double>() ==
+                      Approx(host_writeback_window_s()).margin(1e-9));
+                CHECK(writeback.at("clock").at("samples").get<long long>() > 0);
+                CHECK(writeback.at("summary") == summary);
+            }
+        } else {
+            CHECK_FALSE(durability.contains("host_writeback"));
+        }
         if (cache == "none" && mount_options.empty()) {
             CHECK(durability["log"]["flushes"].get<int>() >= 1);
             // One crash state checked by hand: the last one inside the

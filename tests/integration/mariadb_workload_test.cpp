@@ -17,6 +17,7 @@
 
 #include "common/process.h"
 #include "common/workload_output.h"
+#include "daemon/durability/crash_verdict.h"
 #include "guestagent/crash_check.h"
 #include "guestagent/guest_system.h"
 #include "guestagent/ledger_workload.h"
@@ -87,11 +88,18 @@ void skip_unless_prerequisites() {
     }
 }
 
-// ext4 on a loop device over a sparse file, mounted on dir/mnt; unmounted
-// and detached at the end.
+// The mkfs of each file system type a test formats.
+std::vector<std::string> mkfs_argv(const std::string& fs_type, const std::string& device) {
+    if (fs_type == "xfs") return {"mkfs.xfs", "-q", "-f", device};
+    return {"mkfs.ext4", "-q", "-F", device};
+}
+
+// ext4 (or `fs_type`) on a loop device over a sparse file, mounted on
+// dir/mnt; unmounted and detached at the end.
 class Ext4LoopMount {
   public:
-    Ext4LoopMount(const fs::path& dir, std::uintmax_t bytes) : mount_point_(dir / "mnt") {
+    Ext4LoopMount(const fs::path& dir, std::uintmax_t bytes, const std::string& fs_type = "ext4")
+        : mount_point_(dir / "mnt") {
         const fs::path backing = dir / "disk.img";
         { std::ofstream create(backing); }
         fs::resize_file(backing, bytes);
@@ -101,10 +109,10 @@ class Ext4LoopMount {
         REQUIRE(attached.ok());
         REQUIRE(attached->exit_code == 0);
         device_ = attached->stdout_text.substr(0, attached->stdout_text.find('\n'));
-        auto made = runner_.run({"mkfs.ext4", "-q", "-F", device_}, kToolTimeout);
+        auto made = runner_.run(mkfs_argv(fs_type, device_), kToolTimeout);
         REQUIRE(made.ok());
         REQUIRE(made->exit_code == 0);
-        REQUIRE(::mount(device_.c_str(), mount_point_.c_str(), "ext4", 0, nullptr) == 0);
+        REQUIRE(::mount(device_.c_str(), mount_point_.c_str(), fs_type.c_str(), 0, nullptr) == 0);
         mounted_ = true;
     }
     ~Ext4LoopMount() {
@@ -134,7 +142,8 @@ struct Setup {
     std::vector<std::string> progress;
     WorkloadContext ctx{runner, "", "", 300s, {}};
 
-    explicit Setup(std::uintmax_t disk_bytes = 600ull << 20) : disk(dir.path(), disk_bytes) {
+    explicit Setup(std::uintmax_t disk_bytes = 600ull << 20, const std::string& fs_type = "ext4")
+        : disk(dir.path(), disk_bytes, fs_type) {
         ctx.work_dir = disk.path();
         ctx.scratch_dir = (dir.path() / "scratch").string();
         fs::create_directories(ctx.scratch_dir);
@@ -360,6 +369,9 @@ namespace {
 // ledger run and unmounted (a clean shutdown: the baseline every crash state
 // is measured against), then checked as the checker guest checks it.
 struct CheckedImage {
+    CheckedImage() = default;
+    explicit CheckedImage(const std::string& fs_type) : setup(600ull << 20, fs_type) {}
+
     Setup setup;
     ds::agent::RealGuestSystem system;
 
@@ -405,27 +417,138 @@ TEST_CASE("crash check for real: MariaDB recovers the database ledger and lists 
     CHECK(report["fsck_after"]["clean"] == true);
 }
 
-TEST_CASE("crash check for real: a wiped superblock does not mount and fails fsck",
+namespace {
+
+// Writes `bytes` at `offset` of the (unmounted) device.
+void overwrite(const std::string& device, std::uint64_t offset, const std::string& bytes) {
+    std::fstream disk(device, std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(disk);
+    disk.seekp(static_cast<std::streamoff>(offset));
+    disk.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    disk.flush();
+    REQUIRE(disk);
+}
+
+// A little-endian 32-bit field of ext4's primary superblock (at 1024).
+std::uint32_t ext4_superblock_field(const std::string& device, std::uint64_t field) {
+    std::ifstream disk(device, std::ios::binary);
+    disk.seekg(static_cast<std::streamoff>(1024 + field));
+    unsigned char bytes[4] = {};
+    disk.read(reinterpret_cast<char*>(bytes), 4);
+    REQUIRE(disk);
+    return bytes[0] | bytes[1] << 8 | bytes[2] << 16 | static_cast<std::uint32_t>(bytes[3]) << 24;
+}
+
+// Checks the crash image on `device` as the checker guest does.
+Json check_image(CheckedImage& image, const std::string& device, const std::string& fs_type,
+                 const ds::Workload& ledger) {
+    const ds::agent::CrashCheckRequest request{device, fs_type,
+                                               (image.setup.dir.path() / "check").string(), ledger};
+    auto report = ds::agent::check_crash_state(request, image.system, image.setup.ctx);
+    INFO((report.ok() ? "" : report.error().message));
+    REQUIRE(report.ok());
+    return *report;
+}
+
+// The host's reading of `report`: {lost, lost after repair} of `acknowledged`.
+std::pair<long long, long long> losses(const Json& report, long long acknowledged) {
+    auto check = ds::parse_crash_check(report);
+    INFO((check.ok() ? "" : check.error().message));
+    REQUIRE(check.ok());
+    const auto result = ds::crash_state_result(0, acknowledged, *check);
+    return {result.lost, result.lost_after_repair};
+}
+
+}  // namespace
+
+// ext4's primary superblock is at 1024; its backups stay, and e2fsck -y
+// finds them ("Superblock invalid, trying backup blocks").
+TEST_CASE("crash check for real: a wiped superblock does not mount, and e2fsck -y repairs it",
           "[ledger][durability][loop]") {
     skip_unless_prerequisites();
     CheckedImage image;
-    const ds::Workload ledger{"l", "ledger", {{"records", 10}}, {}, 0};
+    const ds::Workload ledger{"l", "ledger", {{"records", 10}, {"record_size", 512}}, {}, 0};
     REQUIRE(ds::agent::run_ledger(ledger, image.setup.ctx).ok());
     const std::string device = image.setup.disk.release_mount();
-    {
-        // ext4's primary superblock is at 1024; its backups stay, so e2fsck
-        // could repair it, but -n reports rather than repairs.
-        std::fstream disk(device, std::ios::in | std::ios::out | std::ios::binary);
-        disk.seekp(1024);
-        const std::string zeros(1024, '\0');
-        disk.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+    overwrite(device, 1024, std::string(1024, '\0'));
+    const Json report = check_image(image, device, "ext4", ledger);
+    INFO(report.dump(2));
+    CHECK(report["mounted"] == false);
+    CHECK(report["mount_error"].get<std::string>().size() > 0);
+    CHECK(report["fsck_before"]["clean"] == false);
+    const Json& repair = report["repair"];
+    REQUIRE(repair["steps"].size() == 1);
+    CHECK(repair["steps"][0]["command"] == "e2fsck -f -y " + device);
+    CHECK(repair["steps"][0]["exit_code"].get<int>() < 4);  // corrected
+    CHECK(repair["mounted"] == true);
+    CHECK(report["ledger"]["present"] == Json{{1, 10}});
+    CHECK(report["fsck_after"]["clean"] == true);
+    CHECK(losses(report, 10) == std::pair<long long, long long>{10, 0});
+}
+
+// The issue's "group descriptors corrupted": a descriptor's checksum
+// (bg_checksum, at 0x1E of group 0's descriptor, in the block after the
+// superblock's) that does not match; the kernel refuses to mount, e2fsck -y
+// recomputes it.
+TEST_CASE("crash check for real: a bad group descriptor checksum, and e2fsck -y repairs it",
+          "[ledger][durability][loop]") {
+    skip_unless_prerequisites();
+    CheckedImage image;
+    const ds::Workload ledger{"l", "ledger", {{"records", 300}, {"record_size", 512}}, {}, 0};
+    REQUIRE(ds::agent::run_ledger(ledger, image.setup.ctx).ok());
+    const std::string device = image.setup.disk.release_mount();
+    const std::uint64_t first_data_block = ext4_superblock_field(device, 20);
+    const std::uint64_t block_size = 1024ull << ext4_superblock_field(device, 24);
+    overwrite(device, (first_data_block + 1) * block_size + 0x1E, "\xff\xff");
+    const Json report = check_image(image, device, "ext4", ledger);
+    INFO(report.dump(2));
+    CHECK(report["mounted"] == false);
+    CHECK(report["repair"]["steps"][0]["command"] == "e2fsck -f -y " + device);
+    CHECK(report["repair"]["steps"][0]["exit_code"].get<int>() < 4);
+    CHECK(report["repair"]["log_zeroed"] == false);
+    CHECK(report["repair"]["mounted"] == true);
+    CHECK(report["ledger"] == Json{{"present", {{1, 300}}}, {"torn", 0}});
+    CHECK(losses(report, 300) == std::pair<long long, long long>{300, 0});
+}
+
+// xfs: a file system shut down with its log dirty (xfs_io's `shutdown`, no
+// log flush: what a power cut leaves) and a broken primary superblock, so
+// the mount that would replay the log fails. xfs_repair finds a secondary
+// superblock, refuses the dirty log (exit 2), and -L zeroes it: what only
+// the log held is gone, and the report says so.
+TEST_CASE("crash check for real: xfs with a dirty log that does not mount, and xfs_repair -L",
+          "[ledger][durability][loop]") {
+    skip_unless_prerequisites();
+    for (const char* tool : {"mkfs.xfs", "xfs_repair", "xfs_io"}) {
+        auto found = ds::RealProcessRunner().run({"sh", "-c", std::string("command -v ") + tool},
+                                                 kToolTimeout);
+        if (!found.ok() || found->exit_code != 0)
+            ds::test::skip_test(std::string(tool) + " not installed (xfsprogs)");
     }
-    const ds::agent::CrashCheckRequest request{device, "ext4",
-                                               (image.setup.dir.path() / "check").string(), ledger};
-    auto report = ds::agent::check_crash_state(request, image.system, image.setup.ctx);
-    REQUIRE(report.ok());
-    INFO(report->dump(2));
-    CHECK((*report)["mounted"] == false);
-    CHECK((*report)["mount_error"].get<std::string>().size() > 0);
-    CHECK((*report)["fsck_after"]["clean"] == false);
+    CheckedImage image("xfs");
+    const ds::Workload ledger{"l", "ledger", {{"records", 50}, {"record_size", 512}}, {}, 0};
+    REQUIRE(ds::agent::run_ledger(ledger, image.setup.ctx).ok());
+    auto shutdown = image.setup.runner.run(
+        {"xfs_io", "-x", "-c", "shutdown", image.setup.disk.path()}, kToolTimeout);
+    REQUIRE(shutdown.ok());
+    REQUIRE(shutdown->exit_code == 0);
+    const std::string device = image.setup.disk.release_mount();
+    overwrite(device, 0, "XFSX");  // the superblock's magic, "XFSB"
+    const Json report = check_image(image, device, "xfs", ledger);
+    INFO(report.dump(2));
+    CHECK(report["mounted"] == false);
+    const Json& repair = report["repair"];
+    REQUIRE(repair["steps"].size() == 2);
+    CHECK(repair["steps"][0]["command"] == "xfs_repair " + device);
+    CHECK(repair["steps"][0]["exit_code"] == 2);
+    CHECK(repair["steps"][1]["command"] == "xfs_repair -L " + device);
+    CHECK(repair["steps"][1]["exit_code"] == 0);
+    CHECK(repair["log_zeroed"] == true);
+    CHECK(repair["mounted"] == true);
+    REQUIRE(report.contains("ledger"));
+    // Whatever the zeroed log took, the host counts it as lost after repair.
+    const auto [lost, lost_after_repair] = losses(report, 50);
+    CHECK(lost == 50);
+    CHECK(lost_after_repair >= 0);
+    CHECK(lost_after_repair <= 50);
 }

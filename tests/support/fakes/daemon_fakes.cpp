@@ -238,7 +238,10 @@ Json matching_applied_settings(const StorageConfig& config) {
 
 Json hello_payload(bool trims) {
     Json capabilities = {"fio", "ext4", "xfs", "btrfs", "dataset"};
-    if (trims) capabilities.push_back(protocol::kTrimCapability);
+    if (trims) {
+        capabilities.push_back(protocol::kTrimCapability);
+        capabilities.push_back(protocol::kMarkCapability);
+    }
     return Json{{"agent_version", "0.1.0-fake"},
                 {"protocol", protocol::kVersion},
                 {"kernel", "6.1.0-fake-amd64"},
@@ -275,6 +278,11 @@ GuestScript well_behaved_guest(GuestBehaviour behaviour) {
                               {"message", "fio"},
                               {"elapsed_s", i + 1.0},
                               {"fraction", (i + 1.0) / behaviour.progress_messages}});
+        }
+        if (job->value("mark", false)) {
+            channel.send(protocol::kMarkReady, Json{{"run_id", job->value("run_id", "")}});
+            auto go = channel.receive(10s);
+            if (!go || go->value("type", std::string()) != protocol::kMark) return;
         }
         if (trim) {
             channel.send(protocol::kTrimReady, Json{{"run_id", job->value("run_id", "")}});

@@ -126,7 +126,8 @@ struct GuestBehaviour {
 
 // hello -> job -> progress (format, bench...) -> result.
 GuestScript well_behaved_guest(GuestBehaviour behaviour = {});
-// The standard hello message (with the "trim" capability when `trims`).
+// The standard hello message (with the stream agent's "trim" and "mark"
+// capabilities when `trims`).
 Json hello_payload(bool trims = false);
 
 // ---------------------------------------------------------------------------

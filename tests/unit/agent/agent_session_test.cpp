@@ -301,7 +301,7 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     CHECK(hello["os"] == Json{{"id", "debian"}, {"version_id", "12"}, {"codename", "bookworm"}});
     CHECK(hello["capabilities"] ==
           Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger", "block", "check", "ext4",
-                "xfs", "btrfs", "dataset", "trim"}));
+                "xfs", "btrfs", "dataset", "trim", "mark"}));
 
     t.host.send(protocol::kJob, ext4_job());
     std::vector<Json> progress;
@@ -609,6 +609,9 @@ TEST_CASE("agent: invalid jobs are refused before anything runs", "[agent]") {
         {[](Json& j) { j["check"] = true; },
          "job.check: checks a ledger workload's crash image, without trim"},
         {[](Json& j) { j["check"] = "yes"; }, "job.check: is \"yes\", expected a boolean"},
+        {[](Json& j) { j["mark"] = true; },
+         "job.mark: marks the measured window of a kind that acknowledges records (ledger), not "
+         "of 'fio'"},
         {[](Json& j) {
              j["workload"]["params"]["options"] = {{"directory", "/"}};
          },
@@ -1354,8 +1357,9 @@ TEST_CASE("agent: a crash image that does not mount is reported and the next sti
         CHECK(state["mounted"] == false);
         CHECK(contains(state["mount_error"], "bad superblock"));
         CHECK(state["fsck_after"].contains("clean"));
+        CHECK(state["repair"]["mounted"] == false);  // e2fsck -f -y did not help
     }
-    CHECK(t.system.mounts.size() == 2);
+    CHECK(t.system.mounts.size() == 4);  // each: as it is, and after its repair
 }
 
 TEST_CASE("agent: job.check_disks is checked before anything runs", "[agent]") {

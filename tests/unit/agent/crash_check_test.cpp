@@ -2,8 +2,10 @@
 // tier runs the checker on real file systems).
 #include "guestagent/crash_check.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 
 #include "common/protocol.h"
 #include "daemon/durability/crash_verdict.h"
@@ -128,4 +130,211 @@ TEST_CASE("crash check: a report is bounded, so 16 of them always fit one result
     CHECK(checks->back().present.size() == kMaxReportedRanges);
 }
 
+}  // namespace ds::agent
+
+namespace ds::agent {
+namespace {
+
+// A crash image that does not mount until `mounts_failing` mounts have
+// failed ("Structure needs cleaning", as ext4 says of a damaged image).
+class DamagedImageSystem : public testing::FakeGuestSystem {
+  public:
+    using FakeGuestSystem::FakeGuestSystem;
+    Status mount(const std::string& device, const std::string& target, const std::string& fs_type,
+                 const std::string& options) override {
+        if (mounts_failing > 0) {
+            --mounts_failing;
+            mounts.push_back({device, target, fs_type, options});
+            return make_error(errc::kIo, "mount " + device + ": Structure needs cleaning");
+        }
+        return FakeGuestSystem::mount(device, target, fs_type, options);
+    }
+    int mounts_failing = 1;
+};
+
+// One checker run on a fake image of `fs_type` holding ledger records 1..5,
+// whose tools exit as `exit_codes` says (by "argv[0] argv[1]"; others 0).
+struct RepairScenario {
+    testing::FakeGuestTree tree;
+    testing::FakeProcessRunner runner;
+    DamagedImageSystem system{tree.proc()};
+    std::map<std::string, int> exit_codes;
+    std::string device = (tree.dev() / "sdb").string();
+
+    Json check(const std::string& fs_type) {
+        const std::filesystem::path mount_point = tree.mnt() / "crash";
+        std::string content;
+        for (long long id = 1; id <= 5; ++id) content += ledger_record(id, 32);
+        testing::write_text(mount_point / "ledger.dat", content);
+        runner.script = [this](const std::vector<std::string>& argv,
+                               std::chrono::milliseconds) -> std::optional<Result<ProcessOutput>> {
+            const auto code = exit_codes.find(argv[0] + " " + argv[1]);
+            if (code == exit_codes.end()) return std::nullopt;
+            if (code->second < 0) return make_error(errc::kNotFound, "cannot run " + argv[0]);
+            ProcessOutput output;
+            output.exit_code = code->second;
+            return output;
+        };
+        WorkloadContext ctx{runner,
+                            "",
+                            (tree.mnt() / "scratch").string(),
+                            std::chrono::seconds(60),
+                            {},
+                            &real_clock(),
+                            {},
+                            DatasetMode::kFresh};
+        Workload ledger{"ledger", "ledger", Json{{"variant", "file"}, {"record_size", 32}}};
+        auto report = check_crash_state(
+            CrashCheckRequest{device, fs_type, mount_point.string(), ledger}, system, ctx);
+        REQUIRE(report.ok());
+        return *report;
+    }
+    // The commands run other than the read-only fscks before and after.
+    std::vector<std::string> repair_commands() const {
+        std::vector<std::string> run;
+        for (const auto& argv : runner.commands()) run.push_back(describe_command(argv));
+        REQUIRE(run.size() >= 2);
+        return {run.begin() + 1, run.end() - 1};
+    }
+};
+
+using Commands = std::vector<std::string>;
+
+TEST_CASE("crash repair: ext4 that does not mount gets e2fsck -f -y, then is counted") {
+    RepairScenario scenario;
+    scenario.exit_codes["e2fsck -f"] = 1;  // "errors corrected"
+    const Json report = scenario.check("ext4");
+    INFO(report.dump(2));
+    CHECK(scenario.repair_commands() == Commands{"e2fsck -f -y " + scenario.device});
+    CHECK(report["mounted"] == false);  // the first mount, as the crash left it
+    CHECK(report["mount_error"] == "mount " + scenario.device + ": Structure needs cleaning");
+    const Json& repair = report["repair"];
+    CHECK(repair["steps"] ==
+          Json{{{"command", "e2fsck -f -y " + scenario.device}, {"exit_code", 1}, {"output", ""}}});
+    CHECK(repair["mounted"] == true);
+    CHECK(repair["log_zeroed"] == false);
+    CHECK_FALSE(repair.contains("problem"));
+    CHECK(report["ledger"] == Json{{"present", {{1, 5}}}, {"torn", 0}});
+    CHECK(scenario.system.mounts.size() == 2);
+    CHECK(scenario.system.unmounts.size() == 1);
+
+    // The host reads it as "did not mount" and, after repair, nothing lost.
+    auto check = parse_crash_check(report);
+    REQUIRE(check.ok());
+    CHECK(crash_state_result(0, 5, *check).lost == 5);
+    CHECK(crash_state_result(0, 5, *check).lost_after_repair == 0);
+}
+
+TEST_CASE("crash repair: errors e2fsck leaves, and a mount that still fails, are said") {
+    RepairScenario scenario;
+    scenario.system.mounts_failing = 2;
+    scenario.exit_codes["e2fsck -f"] = 4;  // "errors left uncorrected"
+    const Json report = scenario.check("ext4");
+    INFO(report.dump(2));
+    CHECK(report["repair"]["steps"][0]["exit_code"] == 4);
+    CHECK(report["repair"]["mounted"] == false);
+    CHECK(report["repair"]["problem"] == "mount " + scenario.device + ": Structure needs cleaning");
+    CHECK_FALSE(report.contains("ledger"));
+    CHECK(scenario.system.unmounts.empty());
+    CHECK(report.contains("fsck_after"));
+}
+
+TEST_CASE("crash repair: a state that mounts is not repaired") {
+    RepairScenario scenario;
+    scenario.system.mounts_failing = 0;
+    const Json report = scenario.check("ext4");
+    CHECK(report["mounted"] == true);
+    CHECK_FALSE(report.contains("repair"));
+    CHECK(scenario.repair_commands().empty());
+}
+
+TEST_CASE("crash repair: xfs_repair, and -L only when it refuses a dirty log") {
+    SECTION("a dirty log: -L zeroes it, no mount in between") {
+        RepairScenario scenario;
+        scenario.exit_codes["xfs_repair " + scenario.device] = 2;
+        const Json report = scenario.check("xfs");
+        INFO(report.dump(2));
+        CHECK(scenario.repair_commands() ==
+              Commands{"xfs_repair " + scenario.device, "xfs_repair -L " + scenario.device});
+        CHECK(scenario.system.mounts.size() == 2);
+        CHECK(report["repair"]["log_zeroed"] == true);
+        CHECK(report["repair"]["mounted"] == true);
+        CHECK(report["ledger"]["present"] == Json{{1, 5}});
+    }
+    SECTION("xfs_repair fixes it: the log stays") {
+        RepairScenario scenario;
+        const Json report = scenario.check("xfs");
+        CHECK(scenario.repair_commands() == Commands{"xfs_repair " + scenario.device});
+        CHECK(report["repair"]["log_zeroed"] == false);
+        CHECK(report["repair"]["mounted"] == true);
+    }
+    SECTION("xfs_repair fails otherwise: no -L, the mount is tried") {
+        RepairScenario scenario;
+        scenario.system.mounts_failing = 2;
+        scenario.exit_codes["xfs_repair " + scenario.device] = 1;
+        const Json report = scenario.check("xfs");
+        CHECK(scenario.repair_commands() == Commands{"xfs_repair " + scenario.device});
+        CHECK(report["repair"]["mounted"] == false);
+    }
+}
+
+TEST_CASE("crash repair: btrfs gets btrfs rescue, never check --repair") {
+    SECTION("zero-log is enough") {
+        RepairScenario scenario;
+        const Json report = scenario.check("btrfs");
+        CHECK(scenario.repair_commands() == Commands{"btrfs rescue zero-log " + scenario.device});
+        CHECK(report["repair"]["log_zeroed"] == true);
+        CHECK(report["repair"]["mounted"] == true);
+    }
+    SECTION("still no mount: super-recover, then mounted") {
+        RepairScenario scenario;
+        scenario.system.mounts_failing = 2;
+        const Json report = scenario.check("btrfs");
+        CHECK(scenario.repair_commands() ==
+              Commands{"btrfs rescue zero-log " + scenario.device,
+                       "btrfs rescue super-recover -y " + scenario.device});
+        CHECK(scenario.system.mounts.size() == 3);
+        CHECK(report["repair"]["mounted"] == true);
+        CHECK(report["ledger"]["present"] == Json{{1, 5}});
+    }
+    SECTION("nothing helps") {
+        RepairScenario scenario;
+        scenario.system.mounts_failing = 3;
+        const Json report = scenario.check("btrfs");
+        CHECK(report["repair"]["steps"].size() == 2);
+        CHECK(report["repair"]["mounted"] == false);
+        CHECK_FALSE(report.contains("ledger"));
+    }
+}
+
+TEST_CASE("crash repair: a repair tool that cannot run ends the repair, said so") {
+    RepairScenario scenario;
+    scenario.exit_codes["e2fsck -f"] = -1;
+    const Json report = scenario.check("ext4");
+    INFO(report.dump(2));
+    CHECK(report["repair"]["steps"] ==
+          Json{{{"command", "e2fsck -f -y " + scenario.device}, {"error", "cannot run e2fsck"}}});
+    CHECK(report["repair"]["mounted"] == false);
+    CHECK(report["repair"]["problem"] == "cannot run e2fsck");
+    CHECK(scenario.system.mounts.size() == 1);
+    auto check = parse_crash_check(report);
+    REQUIRE(check.ok());
+    CHECK(check->repair.exit_code == -1);
+}
+
+TEST_CASE("crash repair: every file system the agent formats has a sequence the report fits") {
+    for (const char* type : {"ext4", "xfs", "btrfs"}) {
+        const RepairSequence* sequence = find_repair_sequence(type);
+        REQUIRE(sequence != nullptr);
+        CHECK(sequence->steps.size() <= kMaxRepairSteps);
+        CHECK(kMaxRepairSteps <= kMaxCheckRepairSteps);  // the host takes what the agent sends
+        for (const RepairStep& step : sequence->steps) {
+            // btrfs-check(8): --repair is for when a developer advises it.
+            CHECK(std::find(step.argv.begin(), step.argv.end(), "--repair") == step.argv.end());
+        }
+    }
+    CHECK(find_repair_sequence("vfat") == nullptr);
+}
+
+}  // namespace
 }  // namespace ds::agent

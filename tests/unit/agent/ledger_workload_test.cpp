@@ -81,6 +81,32 @@ TEST_CASE("ledger, file variant: records written, fsynced, acknowledged 1..N") {
     CHECK(metrics->at("acknowledged") == 20);
 }
 
+TEST_CASE("ledger, file variant: the measured window begins before the first record") {
+    test::TempDir dir;
+    RealProcessRunner runner;
+    std::vector<std::string> events;
+    WorkloadContext ctx{runner, dir.path().string(), dir.path().string(), 60s, {}};
+    ctx.acknowledge = [&](long long id) { events.push_back("ack " + std::to_string(id)); };
+    ctx.begin_measurement = [&] {
+        // The ledger's file exists and nothing of it is written yet.
+        CHECK(std::filesystem::file_size(dir.path() / "ledger.dat") == 0);
+        events.push_back("mark");
+        return ok_status();
+    };
+    auto result =
+        run_ledger(Workload{"l", "ledger", Json{{"records", 2}, {"record_size", 64}}, {}, 0}, ctx);
+    REQUIRE(result.ok());
+    CHECK(events == std::vector<std::string>{"mark", "ack 1", "ack 2"});
+
+    // A host that never answers the mark ends the run before any record.
+    events.clear();
+    ctx.begin_measurement = [] { return Status(make_error(errc::kProtocol, "no mark")); };
+    auto refused = run_ledger(Workload{"l", "ledger", Json{{"records", 2}}, {}, 0}, ctx);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message == "no mark");
+    CHECK(events.empty());
+}
+
 TEST_CASE("ledger, file variant: a directory it cannot write fails with the reason") {
     test::TempDir dir;
     RealProcessRunner runner;

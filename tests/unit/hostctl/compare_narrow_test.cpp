@@ -256,6 +256,21 @@ TEST_CASE("the durability cell says what the row's durability says",
     CHECK(durability_cell_text(failures) ==
           "0/40 lost, 2 no mount, 3 fsck, 1 no recovery, 1 unreadable");
     CHECK(durability_cell_text(measured(0, 0, 0)) == "no crash state");
+    // unsafe and writeback: the host's writeback first, the worst case beside.
+    Json unsafe = measured(16, 13, 300);
+    unsafe["mount_failures"] = 7;
+    unsafe["host_writeback"] = {
+        {"window_s", 35.0}, {"crash_states", 16}, {"states_with_losses", 0}, {"max_lost", 0}};
+    CHECK(durability_cell_text(unsafe) ==
+          "lost 0/16 (host writeback 35 s) · worst 13/16 (≤300), 7 no mount");
+    unsafe["host_writeback"]["states_with_losses"] = 2;
+    unsafe["host_writeback"]["max_lost"] = 40;
+    unsafe["host_writeback"]["window_s"] = 0.5;
+    CHECK(durability_cell_text(unsafe) ==
+          "lost 2/16 (host writeback 0.5 s, ≤40) · worst 13/16 (≤300), 7 no mount");
+    unsafe["host_writeback"]["window_s"] = nullptr;
+    CHECK_THAT(durability_cell_text(unsafe), Catch::StartsWith("lost 2/16 (host writeback windows "
+                                                               "differ, ≤40) · worst 13/16"));
     // Mistyped fields read as absent, never throw.
     CHECK(durability_cell_text(Json{{"runs", "two"}}) == "not measured");
     CHECK(durability_cell_text(Json::array({1})) == "not measured");

@@ -82,6 +82,57 @@ TEST_CASE("durability results: a failed fsck, mount or recovery is never safe",
     CHECK(from_states.summary().mount_failures == 1);
 }
 
+// Issue 34: states repaired before counting. Summed over runs, read from the
+// summary or from the states, and never safe when anything was lost before
+// or after the repair.
+TEST_CASE("durability results: repaired states are summed, and never make a state safe",
+          "[compare][durability]") {
+    Json repaired = durability_summary(8, 8, 300, 178.25);
+    repaired["mount_failures"] = 7;
+    repaired["states_repaired"] = 7;
+    repaired["mounted_after_repair"] = 6;
+    repaired["states_with_losses_after_repair"] = 2;
+    repaired["max_lost_after_repair"] = 300;
+    repaired["mean_lost_after_repair"] = 58.0;
+    DurabilityResult result;
+    result.add(durability_run(durability_record(repaired)));
+    // An older run, stored before repairs: after repair as before it.
+    result.add(durability_run(durability_record(durability_summary(2, 1, 4, 2.0))));
+    CHECK_FALSE(result.safe());
+    const DurabilitySummary& sum = result.summary();
+    CHECK(sum.states_repaired == 7);
+    CHECK(sum.mounted_after_repair == 6);
+    CHECK(sum.states_with_losses_after_repair == 3);
+    CHECK(sum.max_lost_after_repair == 300);
+    CHECK(sum.mean_lost_after_repair == Approx((58.0 * 8 + 2.0 * 2) / 10));
+    CHECK(result.to_json()["mounted_after_repair"] == 6);
+    CHECK(result.verdict() ==
+          "lost acknowledged commits in 9 of 10 crash states (up to 300); 7 did not mount, 6 "
+          "mounted after repair, lost after repair in 3 (up to 300)");
+
+    // Counts that contradict each other are not believed.
+    Json lying = repaired;
+    lying["states_repaired"] = 8;  // more than did not mount
+    DurabilityResult unreadable;
+    unreadable.add(durability_run(durability_record(lying)));
+    CHECK(unreadable.unreadable_runs() == 1);
+
+    // From the states alone: one did not mount, e2fsck made it mount, and
+    // it lost nothing after repair; still not safe.
+    Json durability = durability_record(Json());
+    durability.erase("summary");
+    Json state = crash_state(20, false, false, true);
+    state["lost_after_repair"] = 0;
+    state["repair"] = {{"commands", "e2fsck -f -y /dev/sdb"}, {"mounted", true}};
+    durability["states"] = Json::array({crash_state(0), state});
+    DurabilityResult from_states;
+    from_states.add(durability_run(durability));
+    CHECK_FALSE(from_states.safe());
+    CHECK(from_states.summary().states_repaired == 1);
+    CHECK(from_states.summary().mounted_after_repair == 1);
+    CHECK(from_states.summary().states_with_losses_after_repair == 0);
+}
+
 TEST_CASE("durability results: no durability run is not measured, and not safe",
           "[compare][durability]") {
     DurabilityResult result;

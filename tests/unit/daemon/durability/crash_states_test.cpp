@@ -199,3 +199,128 @@ TEST_CASE("crash points stay within the acks' span, its edges kept", "[durabilit
     CHECK(sample_flush_points(log, 1, from, to) == Positions{1, 10, 14});
     CHECK(sample_flush_points(log, 0, from, to).empty());
 }
+
+TEST_CASE("no crash state drops a write before the mark, in any cache mode", "[durability]") {
+    // Entries 0-3 are the format and setup (no flush: unsafe drops them, and
+    // barrier=0 sends none), the mark ends at entry 3, the workload follows.
+    const LogIndex log = log_of("wwwwwwfwwwwfww");
+    for (CacheMode cache : {CacheMode::kUnsafe, CacheMode::kNone, CacheMode::kWriteback}) {
+        CrashModelOptions options;
+        options.volatile_cache = true;
+        options.mark_log_offset = log.entries[3].end_offset;
+        CHECK(entries_before_mark(log, options.mark_log_offset) == 4);
+        for (std::uint64_t seed = 0; seed < 32; ++seed) {
+            options.seed = seed;
+            for (const CrashState& state : crash_states(log, cache, options)) {
+                REQUIRE(state.durable_prefix >= 4);
+                CHECK(Positions(state.applied.begin(), state.applied.begin() + 4) ==
+                      Positions{0, 1, 2, 3});
+            }
+        }
+    }
+}
+
+TEST_CASE("without a mark unsafe may drop the format itself", "[durability]") {
+    const LogIndex log = log_of("wwwwwwfwwwwfww");
+    CrashModelOptions options;
+    bool dropped_before_entry_4 = false;
+    for (std::uint64_t seed = 0; seed < 32 && !dropped_before_entry_4; ++seed) {
+        options.seed = seed;
+        for (const CrashState& state : crash_states(log, CacheMode::kUnsafe, options))
+            dropped_before_entry_4 |= state.applied.size() < 4 || state.applied[3] != 3;
+    }
+    CHECK(dropped_before_entry_4);
+}
+
+TEST_CASE("the log clock bounds each entry's time on the safe side", "[durability]") {
+    // Samples every second; the log grows 1000 bytes at 2 s and at 4 s.
+    const LogClock clock({{0, 1000}, {1, 1000}, {2, 2000}, {3, 2000}, {4, 3000}, {5, 3000}});
+    CHECK(clock.written_by(1000) == 0);
+    CHECK(clock.written_by(1500) == 2);  // appended in (1, 2]: surely by 2
+    CHECK(clock.written_by(3000) == 4);
+    CHECK(clock.written_by(3001) == LogClock::kNever);
+    CHECK(clock.crash_not_before(1500) == 1);  // not yet there at 1
+    CHECK(clock.crash_not_before(3000) == 3);
+    CHECK(clock.crash_not_before(500) == 0);
+    CHECK(clock.max_gap_s() == 1);
+    // The stored series keeps only the samples that bound something, and
+    // gives the same bounds.
+    const ds::Json stored = clock.to_json();
+    CHECK(stored["samples"] == 6);
+    std::vector<LogSample> series;
+    for (const auto& pair : stored["series"]) series.push_back({pair[0], pair[1]});
+    CHECK(series.size() == 6);  // every sample here sits at a change
+    const LogClock again(series);
+    for (std::uint64_t offset : {500, 1000, 1500, 2000, 2500, 3000, 3001}) {
+        CHECK(again.written_by(offset) == clock.written_by(offset));
+        CHECK(again.crash_not_before(offset) == clock.crash_not_before(offset));
+    }
+}
+
+TEST_CASE("the log clock drops samples that go back in time or size", "[durability]") {
+    const LogClock clock({{0, 1000}, {2, 2000}, {1, 3000}, {3, 1500}, {4, 2500}});
+    CHECK(clock.samples().size() == 3);
+    CHECK(clock.written_by(2500) == 4);
+}
+
+TEST_CASE("host writeback keeps the writes older than its window, the worst case does not",
+          "[durability]") {
+    // unsafe: mark after entry 1; then one write a second (entries 2..11,
+    // a flush at 12 the host drops), crash at the log's end.
+    const LogIndex log = log_of("wwwwwwwwwwwwf");
+    std::vector<LogSample> samples;
+    for (std::size_t i = 1; i < log.entries.size(); ++i)
+        samples.push_back({static_cast<double>(i - 1), log.entries[i].end_offset});
+    const LogClock clock(samples);  // entry i surely written by i - 1 s
+    CrashModelOptions worst;
+    worst.mark_log_offset = log.entries[1].end_offset;
+    CrashModelOptions writeback = worst;
+    writeback.clock = &clock;
+    writeback.writeback_window_s = 5;
+    for (std::uint64_t seed = 0; seed < 16; ++seed) {
+        worst.seed = writeback.seed = seed;
+        const auto worst_states = crash_states(log, CacheMode::kUnsafe, worst);
+        const auto writeback_states = crash_states(log, CacheMode::kUnsafe, writeback);
+        REQUIRE(worst_states.size() == writeback_states.size());
+        // The last flush: the crash comes no earlier than 10 s (entry 12
+        // not yet there at 10 s, sample 11), so entries written by 5 s
+        // (entries 2..6) are on the disk.
+        const CrashState& state = writeback_states.back();
+        const std::set<std::size_t> kept(state.applied.begin(), state.applied.end());
+        for (std::size_t i = 0; i <= 6; ++i) CHECK(kept.count(i) == 1);
+        // Each host-writeback state holds its worst-case twin's writes.
+        for (std::size_t k = 0; k < worst_states.size(); ++k) {
+            const std::set<std::size_t> more(writeback_states[k].applied.begin(),
+                                             writeback_states[k].applied.end());
+            for (std::size_t i : worst_states[k].applied) CHECK(more.count(i) == 1);
+            CHECK(writeback_states[k].applied.size() - worst_states[k].applied.size() ==
+                  writeback_states[k].written_back);
+            CHECK(worst_states[k].written_back == 0);
+        }
+    }
+}
+
+TEST_CASE("host writeback changes nothing for modes that write through the host's cache",
+          "[durability]") {
+    const LogIndex log = log_of("wwfwwwwwwwfw");
+    std::vector<LogSample> samples;
+    for (std::size_t i = 0; i < log.entries.size(); ++i)
+        samples.push_back({10.0 * static_cast<double>(i), log.entries[i].end_offset});
+    const LogClock clock(samples);
+    CrashModelOptions worst;
+    worst.volatile_cache = true;
+    CrashModelOptions writeback = worst;
+    writeback.clock = &clock;
+    writeback.writeback_window_s = 1;
+    CHECK_FALSE(host_cache_delays_writes(CacheMode::kNone));
+    CHECK(host_cache_delays_writes(CacheMode::kWriteback));
+    const auto a = crash_states(log, CacheMode::kNone, worst);
+    const auto b = crash_states(log, CacheMode::kNone, writeback);
+    REQUIRE(a.size() == b.size());
+    for (std::size_t k = 0; k < a.size(); ++k) CHECK(a[k].applied == b[k].applied);
+    // writeback between flushes: the old writes in the window are kept.
+    const auto c = crash_states(log, CacheMode::kWriteback, writeback);
+    std::size_t written_back = 0;
+    for (const CrashState& state : c) written_back += state.written_back;
+    CHECK(written_back > 0);
+}

@@ -176,3 +176,197 @@ TEST_CASE("crash verdict: a ledger not there before its first ack is no failed r
 
 }  // namespace
 }  // namespace ds
+
+namespace ds {
+namespace {
+
+// A report whose first mount failed and whose repair ran `steps`.
+Json repaired_report(Json steps, bool mounted_after, Json ledger = nullptr) {
+    Json report = {
+        {"mounted", false},
+        {"mount_error", "mount /dev/sdb: Structure needs cleaning"},
+        {"repair",
+         {{"steps", std::move(steps)}, {"log_zeroed", false}, {"mounted", mounted_after}}},
+        {"fsck_after", {{"exit_code", 0}, {"clean", true}}}};
+    if (!mounted_after) report["repair"]["problem"] = "mount /dev/sdb: Invalid argument";
+    if (!ledger.is_null()) report["ledger"] = std::move(ledger);
+    return report;
+}
+
+TEST_CASE("crash verdict: a state repaired before counting keeps that its first mount failed") {
+    const Json e2fsck = {{{"command", "e2fsck -f -y /dev/sdb"}, {"exit_code", 1}}};
+    auto repaired = parse_crash_check(
+        repaired_report(e2fsck, true, {{"present", {{1, 90}, {95, 100}}}, {"torn", 2}}));
+    REQUIRE(repaired.ok());
+    CHECK_FALSE(repaired->mounted);
+    CHECK(repaired->present.empty());  // what the crash itself left: nothing readable
+    CHECK(repaired->problem == "mount /dev/sdb: Structure needs cleaning");
+    // The fsck after a repair judges the repair's work, not the crash's.
+    CHECK_FALSE(repaired->fsck_clean);
+    const RepairOutcome& repair = repaired->repair;
+    CHECK(repair.tried);
+    CHECK(repair.commands == "e2fsck -f -y /dev/sdb");
+    CHECK(repair.exit_code == 1);
+    CHECK(repair.mounted);
+    CHECK(repair.recovered);
+    CHECK(repair.present == IdRanges{{1, 90}, {95, 100}});
+    CHECK(repair.torn == 2);
+
+    // xfs: the dirty log zeroed, and still no mount.
+    Json xfs = repaired_report({{{"command", "xfs_repair /dev/sdb"}, {"exit_code", 2}},
+                                {{"command", "xfs_repair -L /dev/sdb"}, {"exit_code", 0}}},
+                               false);
+    xfs["repair"]["log_zeroed"] = true;
+    auto unrepaired = parse_crash_check(xfs);
+    REQUIRE(unrepaired.ok());
+    CHECK(unrepaired->repair.commands == "xfs_repair /dev/sdb; xfs_repair -L /dev/sdb");
+    CHECK(unrepaired->repair.exit_code == 0);
+    CHECK(unrepaired->repair.log_zeroed);
+    CHECK_FALSE(unrepaired->repair.mounted);
+    CHECK(unrepaired->repair.problem == "mount /dev/sdb: Invalid argument");
+
+    // A tool that did not run to its end has an error instead of a code.
+    auto missing = parse_crash_check(repaired_report(
+        {{{"command", "e2fsck -f -y /dev/sdb"}, {"error", "cannot run e2fsck"}}}, false));
+    REQUIRE(missing.ok());
+    CHECK(missing->repair.exit_code == -1);
+
+    // The database variant after repair: MariaDB did not come up.
+    auto database = parse_crash_check(repaired_report(
+        e2fsck, true, {{"recovered", false}, {"recovery_error", "InnoDB: corrupt page"}}));
+    REQUIRE(database.ok());
+    CHECK(database->repair.mounted);
+    CHECK_FALSE(database->repair.recovered);
+    CHECK(database->repair.problem == "InnoDB: corrupt page");
+
+    // An older agent's report: no repair, the fsck as it said.
+    auto old = parse_crash_check(Json{
+        {"mounted", false}, {"mount_error", "bad superblock"}, {"fsck_after", {{"clean", true}}}});
+    REQUIRE(old.ok());
+    CHECK_FALSE(old->repair.tried);
+    CHECK(old->fsck_clean);
+}
+
+TEST_CASE("crash verdict: a repair that lies is refused, naming the field") {
+    const auto refused = [](const Json& report) {
+        auto check = parse_crash_check(report);
+        REQUIRE_FALSE(check.ok());
+        CHECK(check.error().code == errc::kProtocol);
+        return check.error().message;
+    };
+    const Json step = {{"command", "e2fsck -f -y /dev/sdb"}, {"exit_code", 1}};
+    Json report = repaired_report({step}, true, {{"present", {{1, 3}}}});
+    Json not_object = report;
+    not_object["repair"] = "e2fsck";
+    CHECK(refused(not_object) == "crash check report: repair is not an object");
+    Json too_many = report;
+    too_many["repair"]["steps"] = Json::array();
+    for (std::size_t i = 0; i <= kMaxCheckRepairSteps; ++i)
+        too_many["repair"]["steps"].push_back(step);
+    CHECK(refused(too_many) ==
+          "crash check report: repair.steps is not an array of at most 8 steps");
+    Json no_steps = report;
+    no_steps["repair"].erase("steps");
+    CHECK(refused(no_steps) ==
+          "crash check report: repair.steps is not an array of at most 8 steps");
+    Json bad_code = report;
+    bad_code["repair"]["steps"][0]["exit_code"] = 256;
+    CHECK(refused(bad_code) ==
+          "crash check report: repair.steps[0].exit_code is not an integer in [-1, 255]");
+    bad_code["repair"]["steps"][0]["exit_code"] = "1";
+    CHECK(refused(bad_code) ==
+          "crash check report: repair.steps[0].exit_code is not an integer in [-1, 255]");
+    Json no_code = report;
+    no_code["repair"]["steps"][0].erase("exit_code");
+    CHECK(refused(no_code) ==
+          "crash check report: repair.steps[0] has neither exit_code nor error");
+    Json bad_command = report;
+    bad_command["repair"]["steps"][0]["command"] = Json::array({"e2fsck"});
+    CHECK(refused(bad_command) == "crash check report: repair.steps[0].command is not a string");
+    Json no_mounted = report;
+    no_mounted["repair"].erase("mounted");
+    CHECK(refused(no_mounted) == "crash check report: repair.mounted is not a boolean");
+    Json no_ledger = report;
+    no_ledger.erase("ledger");
+    CHECK(refused(no_ledger) == "crash check report: mounted after repair, but no ledger section");
+    Json bad_ranges = report;
+    bad_ranges["ledger"]["present"] = Json{{4, 2}};
+    CHECK(refused(bad_ranges) == "crash check report: ledger.present[0] is not 1 <= first <= last");
+    // Inside a checker guest's output, the state is named too.
+    auto checks = parse_crash_checks(Json{{"states", {report, not_object}}}, 2);
+    REQUIRE_FALSE(checks.ok());
+    CHECK(checks.error().message == "crash check report: states[1]: repair is not an object");
+}
+
+TEST_CASE("crash verdict: lost is what the crash left, lost after repair what a user keeps") {
+    CrashCheck mounted;
+    mounted.mounted = mounted.recovered = true;
+    mounted.present = {{1, 6}};
+    const CrashStateResult as_left = crash_state_result(4096, 10, mounted);
+    CHECK(as_left.log_offset == 4096);
+    CHECK(as_left.acknowledged == 10);
+    CHECK(as_left.lost == 4);
+    CHECK(as_left.lost_after_repair == 4);
+
+    CrashCheck unmounted;  // an older agent's: no repair tried
+    CHECK(crash_state_result(0, 10, unmounted).lost_after_repair == 10);
+
+    CrashCheck repaired;
+    repaired.repair.tried = repaired.repair.mounted = repaired.repair.recovered = true;
+    repaired.repair.present = {{1, 8}, {12, 20}};
+    const CrashStateResult after = crash_state_result(0, 10, repaired);
+    CHECK(after.lost == 10);
+    CHECK(after.lost_after_repair == 2);
+
+    CrashCheck not_recovered = repaired;  // mounted after repair, MariaDB did not come up
+    not_recovered.repair.recovered = false;
+    CHECK(crash_state_result(0, 10, not_recovered).lost_after_repair == 10);
+    CrashCheck still_unmountable = repaired;
+    still_unmountable.repair.mounted = false;
+    CHECK(crash_state_result(0, 10, still_unmountable).lost_after_repair == 10);
+}
+
+TEST_CASE("crash verdict: the summary says what repairs gave back") {
+    // The issue's sweep: 300 records, 7 of 8 states did not mount; 6 of
+    // those mounted after e2fsck -y and kept everything, one stayed broken;
+    // the one that mounted lost 164.
+    CrashCheck mounted;
+    mounted.mounted = mounted.recovered = true;
+    mounted.present = {{1, 136}};
+    CrashCheck repaired;
+    repaired.repair.tried = repaired.repair.mounted = repaired.repair.recovered = true;
+    repaired.repair.present = {{1, 300}};
+    CrashCheck broken;
+    broken.repair.tried = true;
+    std::vector<CrashStateResult> states = {crash_state_result(0, 300, mounted),
+                                            crash_state_result(0, 300, broken)};
+    for (int i = 0; i < 6; ++i) states.push_back(crash_state_result(0, 300, repaired));
+    const DurabilitySummary summary = summarize(states);
+    CHECK(summary.states_with_losses == 8);
+    CHECK(summary.mount_failures == 7);
+    CHECK(summary.states_repaired == 7);
+    CHECK(summary.mounted_after_repair == 6);
+    CHECK(summary.states_with_losses_after_repair == 2);
+    CHECK(summary.max_lost_after_repair == 300);
+    CHECK(summary.mean_lost_after_repair == Approx(464.0 / 8));
+    CHECK(summary.verdict() ==
+          "lost acknowledged commits in 8 of 8 crash states (up to 300); 7 did not mount, 6 "
+          "mounted after repair, lost after repair in 2 (up to 300), 8 failed fsck");
+    const Json json = summary.to_json();
+    CHECK(json["states_repaired"] == 7);
+    CHECK(json["mounted_after_repair"] == 6);
+    CHECK(json["states_with_losses_after_repair"] == 2);
+    CHECK(json["max_lost_after_repair"] == 300);
+    CHECK(json["mean_lost_after_repair"].get<double>() == Approx(58.0));
+    CHECK(json["mount_failures"] == 7);  // today's keys stay
+    CHECK(json["verdict"] == summary.verdict());
+
+    // Every repaired state kept everything.
+    const DurabilitySummary all_back = summarize({crash_state_result(0, 300, repaired)});
+    CHECK(all_back.verdict() ==
+          "lost acknowledged commits in 1 of 1 crash states (up to 300); 1 did not mount, 1 "
+          "mounted after repair, none lost after repair, 1 failed fsck");
+}
+
+}  // namespace
+}  // namespace ds

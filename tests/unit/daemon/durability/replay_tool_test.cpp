@@ -105,6 +105,50 @@ TEST_CASE("disksweep-replay state rebuilds the daemon's crash state byte for byt
     CHECK_THAT(past.err, Catch::Contains("the log has 3 crash states under these options, no 3"));
 }
 
+TEST_CASE("disksweep-replay state rebuilds a host-writeback state after the mark byte for byte",
+          "[durability][replay]") {
+    Fixture f;
+    const auto log = read_log(f.log);
+    REQUIRE(log.ok());
+    // The mark after entry 0, then one entry a second; a window of 1.5 s.
+    std::vector<LogSample> samples;
+    for (std::size_t i = 0; i < log->entries.size(); ++i)
+        samples.push_back({static_cast<double>(i), log->entries[i].end_offset});
+    const LogClock clock(samples);
+    Json record = {{"window_s", 1.5}, {"clock", clock.to_json()}};
+    std::ofstream(f.dir.file("writeback.json")) << record.dump();
+    CrashModelOptions options;
+    options.max_crash_points = 50;
+    options.seed = 7;
+    options.volatile_cache = true;
+    options.mark_log_offset = log->entries[0].end_offset;
+    options.clock = &clock;
+    options.writeback_window_s = 1.5;
+    const auto states = crash_states(*log, CacheMode::kUnsafe, options);
+    REQUIRE(states.size() == 3);
+    std::size_t written_back = 0;
+    for (std::size_t k = 0; k < states.size(); ++k) {
+        written_back += states[k].written_back;
+        REQUIRE(build_crash_image(f.base, *log, f.log, states[k].applied, f.dir.file("daemon.img"),
+                                  65536)
+                    .ok());
+        const Ran ran = replay({"state", f.log, f.base, f.out, std::to_string(k), "--cache",
+                                "unsafe", "--seed", "7", "--crash-points", "50", "--mark",
+                                std::to_string(log->entries[0].end_offset), "--host-writeback",
+                                f.dir.file("writeback.json")});
+        INFO(k << ": " << ran.err);
+        REQUIRE(ran.status == 0);
+        CHECK(contents(f.out) == contents(f.dir.file("daemon.img")));
+        CHECK(states[k].applied.front() == 0);  // the mark's write is never dropped
+    }
+    CHECK(written_back > 0);
+    std::ofstream(f.dir.file("bad.json")) << R"({"window_s": 35, "clock": {"series": [[1]]}})";
+    const Ran bad = replay({"state", f.log, f.base, f.out, "0", "--cache", "unsafe", "--seed", "7",
+                            "--crash-points", "50", "--host-writeback", f.dir.file("bad.json")});
+    CHECK(bad.status == 2);
+    CHECK_THAT(bad.err, Catch::Contains("clock series[0]: expected [seconds, log bytes], got [1]"));
+}
+
 TEST_CASE("disksweep-replay refuses bad usage with the usage and status 2",
           "[durability][replay]") {
     Fixture f;

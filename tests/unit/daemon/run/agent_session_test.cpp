@@ -272,13 +272,13 @@ TEST_CASE("agent session: a result before the trim_ready the job asked for is re
     peer.send(protocol::kProgress, bench_progress(1));
     peer.send(protocol::kResult, complete_result());
     int progress = 0;
-    auto ready =
-        session.await_trim_ready(Steady::now() + 2s, [&](const guest::Progress&) { ++progress; });
+    auto ready = session.await_ready(protocol::kTrimReady, Steady::now() + 2s,
+                                     [&](const guest::Progress&) { ++progress; });
     REQUIRE_FALSE(ready.ok());
     CHECK(progress == 1);
     CHECK(ready.error().code == errc::kProtocol);
     CHECK(ready.error().message ==
-          "agent sent 'result' before 'trim_ready', although the job asked for a trim");
+          "agent sent 'result' before 'trim_ready', although the job asked for it");
 }
 
 TEST_CASE("agent session: trim_ready, the host's trim, then the result", "[agent_session]") {
@@ -286,10 +286,10 @@ TEST_CASE("agent session: trim_ready, the host's trim, then the result", "[agent
     AgentSession session = connected(peer);
     send_trim_job(peer, session);
     peer.send(protocol::kTrimReady, Json{{"run_id", "17"}});
-    auto ready = session.await_trim_ready(Steady::now() + 2s, nullptr);
+    auto ready = session.await_ready(protocol::kTrimReady, Steady::now() + 2s, nullptr);
     REQUIRE(ready.ok());
     CHECK(ready->run_id == "17");
-    REQUIRE(session.send_trim().ok());
+    REQUIRE(session.send_answer(protocol::kTrim).ok());
     CHECK(peer.receive().at("type") == "trim");
     Json result = complete_result();
     result["readback"]["trim_removed_bytes"] = 33554432;
@@ -307,8 +307,36 @@ TEST_CASE("agent session: trim_ready, the host's trim, then the result", "[agent
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().message ==
           "result.readback.trimmed_bytes: -1 is out of range (0..9223372036854775807)");
-    CHECK(guest::parse_trim_ready(Json{{"run_id", 17}}).error().message ==
+    CHECK(guest::parse_ready(Json{{"run_id", 17}}, protocol::kTrimReady).error().message ==
           "trim_ready.run_id: expected a string, got number");
+}
+
+TEST_CASE("agent session: mark_ready with acks around it, the host's mark, then the result",
+          "[agent_session]") {
+    Peer peer;
+    AgentSession session = connected(peer);
+    peer.send(protocol::kHello, hello_payload(true));
+    REQUIRE(session.receive_hello(Steady::now() + 2s).ok());
+    REQUIRE(session.send_job({{"run_id", "17"}, {"mark", true}}).ok());
+    CHECK(peer.receive().at("mark") == true);
+    std::vector<long long> acked;
+    session.set_ack_handler([&](const guest::Ack& ack) {
+        acked.push_back(ack.id);
+        return ok_status();
+    });
+    peer.send(protocol::kProgress, bench_progress(1));
+    peer.send(protocol::kMarkReady, Json{{"run_id", "17"}});
+    auto ready = session.await_ready(protocol::kMarkReady, Steady::now() + 2s, nullptr);
+    REQUIRE(ready.ok());
+    CHECK(ready->run_id == "17");
+    REQUIRE(session.send_answer(protocol::kMark).ok());
+    CHECK(peer.receive().at("type") == "mark");
+    peer.send(protocol::kAck, Json{{"run_id", "17"}, {"id", 1}});
+    peer.send(protocol::kResult, complete_result());
+    REQUIRE(session.await_result(Steady::now() + 2s, nullptr).ok());
+    CHECK(acked == std::vector<long long>{1});
+    CHECK(guest::parse_ready(Json::object(), protocol::kMarkReady).error().message ==
+          "mark_ready.run_id: missing");
 }
 
 TEST_CASE("guest messages: the guest's CPU times are kept when in range, refused when not",

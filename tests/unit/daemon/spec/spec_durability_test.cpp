@@ -193,4 +193,29 @@ TEST_CASE("durability: seed-atis with its durability line gets a ledger under ev
     CHECK(plan->runs.size() == 18u * static_cast<std::size_t>(spec->repetitions));
 }
 
+TEST_CASE("durability: ledger_seconds sets how long the marked ledgers run", "[spec][durability]") {
+    auto added = parse("durability = { ledger_seconds = 90 }\n",
+                       "[[workload]]\nname = \"f\"\nkind = \"fio\"\n");
+    INFO((added.ok() ? "" : added.error().message));
+    REQUIRE(added.ok());
+    const Workload* ledger = named(*added, "durability-ledger");
+    REQUIRE(ledger != nullptr);
+    CHECK(ledger->params.at("time") == 90);
+    auto own = parse("durability = { ledger_seconds = 60 }\n",
+                     "[[workload]]\nname = \"l\"\nkind = \"ledger\"\n");
+    REQUIRE(own.ok());
+    CHECK(named(*own, "l")->params.at("time") == 60);
+    CHECK(named(*own, "l")->params.at("records") == 100000);  // the time ends it, not a count
+    auto clash = parse("durability = { ledger_seconds = 60 }\n",
+                       "[[workload]]\nname = \"l\"\nkind = \"ledger\"\ntime = 30\n");
+    REQUIRE_FALSE(clash.ok());
+    CHECK_THAT(clash.error().message,
+               Catch::Contains("durability.ledger_seconds = 60 and workload 'l''s time = 30 "
+                               "disagree: set one of them"));
+    auto zero = parse("durability = { ledger_seconds = 0 }\n",
+                      "[[workload]]\nname = \"l\"\nkind = \"ledger\"\n");
+    REQUIRE_FALSE(zero.ok());
+    CHECK_THAT(zero.error().message, Catch::Contains("'ledger_seconds' must be 1 to 3600"));
+}
+
 }  // namespace ds
