@@ -171,7 +171,8 @@ void DurabilityResult::add(const RunRecord& run) {
         return;
     }
     ++runs_;
-    add_summary(*summary);
+    worst_.add(*summary);
+    add_host_writeback(record, *summary);
     if (const std::string model = json_read::string_or_empty(record, "model"); !model.empty())
         add_distinct(models_, model.substr(0, kMaxModelName));
     volatile_cache_runs_ += flag_at(record, "volatile_cache").value_or(false) ? 1 : 0;
@@ -180,35 +181,58 @@ void DurabilityResult::add(const RunRecord& run) {
     check_s_ += seconds_at(record, "check_s");
 }
 
-void DurabilityResult::add_summary(const DurabilitySummary& summary) {
-    // The mean after repair from the two means, each weighted by its states.
-    const double after_repair_total = summary_.mean_lost_after_repair * summary_.crash_states +
-                                      summary.mean_lost_after_repair * summary.crash_states;
-    summary_.crash_states += summary.crash_states;
-    summary_.mount_failures += summary.mount_failures;
-    summary_.fsck_failures += summary.fsck_failures;
-    summary_.recovery_failures += summary.recovery_failures;
-    summary_.states_with_losses += summary.states_with_losses;
-    summary_.max_lost = std::max(summary_.max_lost, summary.max_lost);
-    summary_.states_repaired += summary.states_repaired;
-    summary_.mounted_after_repair += summary.mounted_after_repair;
-    summary_.states_with_losses_after_repair += summary.states_with_losses_after_repair;
-    summary_.max_lost_after_repair =
-        std::max(summary_.max_lost_after_repair, summary.max_lost_after_repair);
-    lost_total_ += summary.mean_lost * summary.crash_states;
-    summary_.mean_lost =
-        summary_.crash_states > 0 ? lost_total_ / static_cast<double>(summary_.crash_states) : 0;
-    summary_.mean_lost_after_repair =
-        summary_.crash_states > 0 ? after_repair_total / static_cast<double>(summary_.crash_states)
-                                  : 0;
+void DurabilityResult::StateSums::add(const DurabilitySummary& run) {
+    lost_total += run.mean_lost * run.crash_states;
+    lost_after_repair_total += run.mean_lost_after_repair * run.crash_states;
+    summary.crash_states += run.crash_states;
+    summary.mount_failures += run.mount_failures;
+    summary.fsck_failures += run.fsck_failures;
+    summary.recovery_failures += run.recovery_failures;
+    summary.states_with_losses += run.states_with_losses;
+    summary.max_lost = std::max(summary.max_lost, run.max_lost);
+    summary.states_repaired += run.states_repaired;
+    summary.mounted_after_repair += run.mounted_after_repair;
+    summary.states_with_losses_after_repair += run.states_with_losses_after_repair;
+    summary.max_lost_after_repair =
+        std::max(summary.max_lost_after_repair, run.max_lost_after_repair);
+    const double states = summary.crash_states;
+    summary.mean_lost = states > 0 ? lost_total / states : 0;
+    summary.mean_lost_after_repair = states > 0 ? lost_after_repair_total / states : 0;
+}
+
+void DurabilityResult::StateSums::merge(const StateSums& other) {
+    // The other's exact totals, not its means times its states.
+    DurabilitySummary counts = other.summary;
+    counts.mean_lost = 0;
+    counts.mean_lost_after_repair = 0;
+    lost_total += other.lost_total;
+    lost_after_repair_total += other.lost_after_repair_total;
+    add(counts);
+}
+
+void DurabilityResult::add_host_writeback(const Json& record, const DurabilitySummary& worst_case) {
+    const Json& writeback = field(record, "host_writeback");
+    const std::optional<double> window = json_read::number_field(writeback, "window_s");
+    std::optional<DurabilitySummary> measured;
+    if (window && std::isfinite(*window) && *window >= 0) {
+        measured = stored_summary(writeback);
+        if (!measured) measured = summary_of_states(writeback);
+    }
+    if (measured) {
+        ++writeback_runs_;
+        if (std::find(windows_.begin(), windows_.end(), *window) == windows_.end())
+            windows_.push_back(*window);
+    }
+    writeback_.add(measured.value_or(worst_case));
 }
 
 void DurabilityResult::merge(const DurabilityResult& other) {
-    DurabilitySummary total = other.summary_;
-    // add_summary weighs by the mean: pass the other's exact total.
-    total.mean_lost =
-        total.crash_states > 0 ? other.lost_total_ / static_cast<double>(total.crash_states) : 0;
-    add_summary(total);
+    worst_.merge(other.worst_);
+    writeback_.merge(other.writeback_);
+    writeback_runs_ += other.writeback_runs_;
+    for (double window : other.windows_)
+        if (std::find(windows_.begin(), windows_.end(), window) == windows_.end())
+            windows_.push_back(window);
     runs_ += other.runs_;
     unreadable_runs_ += other.unreadable_runs_;
     volatile_cache_runs_ += other.volatile_cache_runs_;
@@ -222,17 +246,17 @@ void DurabilityResult::merge(const DurabilityResult& other) {
 }
 
 bool DurabilityResult::safe() const {
-    return runs_ > 0 && unreadable_runs_ == 0 && summary_.crash_states > 0 &&
-           summary_.states_with_losses == 0 && summary_.states_with_losses_after_repair == 0 &&
-           summary_.mount_failures == 0 && summary_.fsck_failures == 0 &&
-           summary_.recovery_failures == 0;
+    const DurabilitySummary& sum = worst_.summary;
+    return runs_ > 0 && unreadable_runs_ == 0 && sum.crash_states > 0 &&
+           sum.states_with_losses == 0 && sum.states_with_losses_after_repair == 0 &&
+           sum.mount_failures == 0 && sum.fsck_failures == 0 && sum.recovery_failures == 0;
 }
 
 std::string DurabilityResult::verdict() const {
     if (!measured()) return "not measured";
-    std::string text = runs_ == 0                   ? std::string()
-                       : summary_.crash_states == 0 ? std::string("no crash state tried")
-                                                    : summary_.verdict();
+    std::string text = runs_ == 0                         ? std::string()
+                       : worst_.summary.crash_states == 0 ? std::string("no crash state tried")
+                                                          : worst_.summary.verdict();
     if (unreadable_runs_ > 0) {
         text += (text.empty() ? "" : "; ") + std::to_string(unreadable_runs_) +
                 (unreadable_runs_ == 1 ? " run's" : " runs'") + " durability record unreadable";
@@ -250,7 +274,7 @@ Json DurabilityResult::to_json() const {
               {"runs", runs_},
               {"unreadable_runs", unreadable_runs_}};
     if (!measured()) return json;
-    json.update(summary_.to_json());
+    json.update(worst_.summary.to_json());
     json["verdict"] = verdict();  // the summary's own ignores unreadable runs
     json["commits_per_s"] = commits_runs_ > 0 ? Json(commits_per_s()) : Json(nullptr);
     json["models"] = models_;
@@ -258,6 +282,12 @@ Json DurabilityResult::to_json() const {
     json["images_s"] = images_s_;
     json["check_s"] = check_s_;
     json["measured_by"] = workloads_;
+    if (host_writeback_measured()) {
+        Json writeback = writeback_.summary.to_json();
+        writeback["runs"] = writeback_runs_;
+        writeback["window_s"] = windows_.size() == 1 ? Json(windows_.front()) : Json(nullptr);
+        json["host_writeback"] = std::move(writeback);
+    }
     return json;
 }
 

@@ -49,10 +49,21 @@ class DurabilityResult {
     // records could not be read.
     std::string verdict() const;
 
+    // The host-writeback model (docs/durability.md, "Two host models"):
+    // whether any run measured it (cache unsafe or writeback, a window
+    // read), and the states summed over every readable run, each run's
+    // host-writeback states where it has them, else its worst case (the
+    // models agree where none was measured). safe() and verdict() stay the
+    // worst case's: nothing is called safe on the typical figure alone.
+    bool host_writeback_measured() const { return writeback_runs_ > 0; }
+    const DurabilitySummary& host_writeback_summary() const { return writeback_.summary; }
+    // The windows the runs used, in seconds, in the order first seen.
+    const std::vector<double>& host_writeback_windows() const { return windows_; }
+
     // The summed states: counts added up, max_lost the largest, mean_lost
     // the mean over every crash state (each run's mean weighted by its
     // states).
-    const DurabilitySummary& summary() const { return summary_; }
+    const DurabilitySummary& summary() const { return worst_.summary; }
     int runs() const { return runs_; }
     int unreadable_runs() const { return unreadable_runs_; }
     // The mean commits_per_s of the runs that have it; NaN when none has.
@@ -72,14 +83,29 @@ class DurabilityResult {
     // "recovery_failures", "states_with_losses", "max_lost", "mean_lost",
     // "commits_per_s" (null without), "models", "volatile_cache",
     // "images_s", "check_s" (seconds spent building crash images and
-    // checking them, summed), "measured_by" (workloads()).
+    // checking them, summed), "measured_by" (workloads()); with a
+    // host-writeback figure "host_writeback": its summary's keys, "verdict",
+    // "runs" (those that measured it) and "window_s" (null when the runs'
+    // windows differ).
     Json to_json() const;
 
   private:
-    void add_summary(const DurabilitySummary& summary);
+    // Crash states summed over runs: counts added, maxima kept, means
+    // weighted by each run's states.
+    struct StateSums {
+        DurabilitySummary summary;
+        double lost_total = 0;
+        double lost_after_repair_total = 0;
+        void add(const DurabilitySummary& run);
+        void merge(const StateSums& other);
+    };
+    // A run's host-writeback summary, when its record has a readable one.
+    void add_host_writeback(const Json& record, const DurabilitySummary& worst_case);
 
-    DurabilitySummary summary_;
-    double lost_total_ = 0;  // sum of the states' losses, for the mean
+    StateSums worst_;
+    StateSums writeback_;
+    int writeback_runs_ = 0;
+    std::vector<double> windows_;
     int runs_ = 0;
     int unreadable_runs_ = 0;
     int volatile_cache_runs_ = 0;

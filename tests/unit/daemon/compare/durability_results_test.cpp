@@ -48,6 +48,51 @@ TEST_CASE("durability results: runs that kept everything are safe, summed over r
     CHECK(json["measured_by"] == Json::array({"ledger"}));
 }
 
+TEST_CASE("durability results: the host's writeback is summed beside the worst case",
+          "[compare][durability]") {
+    // unsafe: 13 of 16 worst-case states lost commits, none under the
+    // host's writeback of 35 s.
+    Json unsafe = durability_record(durability_summary(16, 13, 300, 120), "host-power-cut");
+    unsafe["host_writeback"] = {{"window_s", 35.0},
+                                {"summary", durability_summary(16, 0, 0, 0)},
+                                {"states", Json::array()}};
+    DurabilityResult result;
+    result.add(durability_run(unsafe));
+    CHECK(result.host_writeback_measured());
+    CHECK(result.host_writeback_summary().states_with_losses == 0);
+    CHECK_FALSE(result.safe());  // the worst case decides
+    Json json = result.to_json();
+    CHECK(json["states_with_losses"] == 13);
+    CHECK(json["host_writeback"]["states_with_losses"] == 0);
+    CHECK(json["host_writeback"]["crash_states"] == 16);
+    CHECK(json["host_writeback"]["window_s"] == 35.0);
+    CHECK(json["host_writeback"]["runs"] == 1);
+
+    // A run whose window could not be read counts its worst case there; a
+    // second window makes the window ambiguous.
+    Json unread = durability_record(durability_summary(8, 2, 5, 1), "host-power-cut");
+    unread["host_writeback"] = {{"not_measured", "cannot read /proc/sys/vm/..."}};
+    Json other_window = unsafe;
+    other_window["host_writeback"]["window_s"] = 6.0;
+    result.add(durability_run(unread));
+    result.add(durability_run(other_window));
+    CHECK(result.host_writeback_summary().crash_states == 40);
+    CHECK(result.host_writeback_summary().states_with_losses == 2);
+    json = result.to_json();
+    CHECK(json["host_writeback"]["runs"] == 2);
+    CHECK(json["host_writeback"]["window_s"].is_null());
+
+    // Modes whose models agree have no host-writeback figure at all.
+    DurabilityResult none;
+    none.add(durability_run(durability_record(durability_summary(50, 0, 0, 0))));
+    CHECK_FALSE(none.host_writeback_measured());
+    CHECK_FALSE(none.to_json().contains("host_writeback"));
+    // Merged results keep both sums.
+    none.merge(result);
+    CHECK(none.host_writeback_summary().crash_states == 90);
+    CHECK(none.summary().crash_states == 90);
+}
+
 TEST_CASE("durability results: one bad crash state among many makes a configuration unsafe",
           "[compare][durability]") {
     DurabilityResult result;
