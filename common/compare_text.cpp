@@ -27,6 +27,10 @@ std::string format_fixed(double value, int decimals) {
     return text;
 }
 
+std::string seconds_text(double seconds) {
+    return format_fixed(seconds, seconds == std::floor(seconds) ? 0 : 1) + " s";
+}
+
 MeanSpread format_mean_spread(double mean, std::optional<double> stddev) {
     if (stddev && std::isfinite(*stddev) && *stddev > 0) {
         int exponent = static_cast<int>(std::floor(std::log10(*stddev)));
@@ -113,11 +117,8 @@ std::string host_writeback_prefix(const Json& durability) {
     const Json& writeback = field(durability, "host_writeback");
     if (integer_field(writeback, "crash_states") <= 0) return "";
     const auto window = number_field(writeback, "window_s");
-    std::string text =
-        "lost " + lost_fraction(writeback) + " (host writeback " +
-        (window ? format_fixed(*window, *window == std::floor(*window) ? 0 : 1) + " s"
-                : "windows differ") +
-        ")";
+    std::string text = "lost " + lost_fraction(writeback) + " (host writeback " +
+                       (window ? seconds_text(*window) : "windows differ") + ")";
     if (integer_field(writeback, "states_with_losses") > 0)
         text.insert(text.size() - 1, ", ≤" + text_field(writeback, "max_lost"));
     return text + " · worst ";

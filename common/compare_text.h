@@ -22,6 +22,8 @@ using Json = nlohmann::json;
 // `value` with `decimals` decimals; never "-0" or "-0.00" (rounding can leave
 // them, and they read like a real sign).
 std::string format_fixed(double value, int decimals);
+// "35 s", "0.5 s": whole seconds without decimals, else one.
+std::string seconds_text(double seconds);
 
 // "mean ± stddev" rounded to the spread: as many decimals as give the stddev
 // two significant digits, the mean to the same decimal place (1234.56 ± 45.6

@@ -78,6 +78,26 @@ TEST_CASE("apply: measured losses are stated, and labels it did not cover still 
           "data): barrier=0 (not covered by the measurement)");
 }
 
+TEST_CASE("apply: warns from the worst case and states the host-writeback figure beside it",
+          "[apply][durability]") {
+    Json record = durability_record(durability_summary(16, 13, 300, 120), "host-power-cut");
+    record["host_writeback"] = {{"window_s", 35.0},
+                                {"summary", durability_summary(16, 0, 0, 0)},
+                                {"states", Json::array()}};
+    const DurabilityResult unsafe = measured(record);
+    auto snippet = render_apply_snippet(ext4(CacheMode::kUnsafe, ""), fstab_with(unsafe));
+    REQUIRE(snippet.ok());
+    const auto lines = lines_of(snippet->text);
+    REQUIRE(lines.size() > 2);
+    CHECK(lines[0].rfind("# WARNING: measured: lost acknowledged commits in 13 of 16 crash "
+                         "states (up to 300)",
+                         0) == 0);
+    CHECK(lines[1] ==
+          "# typically, with the host writing back what is older than 35 s "
+          "(vm.dirty_expire_centisecs + dirty_writeback_centisecs): kept every acknowledged "
+          "commit in 16 crash states; the warning above is the worst case the mode permits");
+}
+
 TEST_CASE("apply: a measured zero loss is shown, and never silences a label",
           "[apply][durability]") {
     const DurabilityResult kept =
