@@ -245,11 +245,14 @@ void DurabilityResult::merge(const DurabilityResult& other) {
     for (const std::string& workload : other.workloads_) add_distinct(workloads_, workload);
 }
 
-bool DurabilityResult::safe() const {
-    const DurabilitySummary& sum = worst_.summary;
+bool DurabilityResult::safe(const DurabilitySummary& sum) const {
     return runs_ > 0 && unreadable_runs_ == 0 && sum.crash_states > 0 &&
            sum.states_with_losses == 0 && sum.states_with_losses_after_repair == 0 &&
            sum.mount_failures == 0 && sum.fsck_failures == 0 && sum.recovery_failures == 0;
+}
+
+bool DurabilityResult::safe() const {
+    return safe(worst_.summary);
 }
 
 std::string DurabilityResult::verdict() const {
@@ -285,6 +288,7 @@ Json DurabilityResult::to_json() const {
     if (host_writeback_measured()) {
         Json writeback = writeback_.summary.to_json();
         writeback["runs"] = writeback_runs_;
+        writeback["safe"] = safe(writeback_.summary);
         writeback["window_s"] = windows_.size() == 1 ? Json(windows_.front()) : Json(nullptr);
         json["host_writeback"] = std::move(writeback);
     }

@@ -85,11 +85,13 @@ class DurabilityResult {
     // "images_s", "check_s" (seconds spent building crash images and
     // checking them, summed), "measured_by" (workloads()); with a
     // host-writeback figure "host_writeback": its summary's keys, "verdict",
-    // "runs" (those that measured it) and "window_s" (null when the runs'
-    // windows differ).
+    // "safe" (the same rule, on its states), "runs" (those that measured it)
+    // and "window_s" (null when the runs' windows differ).
     Json to_json() const;
 
   private:
+    // The rule of safe(), on `summary`.
+    bool safe(const DurabilitySummary& summary) const;
     // Crash states summed over runs: counts added, maxima kept, means
     // weighted by each run's states.
     struct StateSums {

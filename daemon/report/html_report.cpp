@@ -39,6 +39,9 @@ th { background: #f3f3f3; }
 .risk { color: #b00020; font-weight: bold; }
 pre { background: #f6f6f6; padding: 8px; overflow-x: auto; font-size: 0.85em; }
 dt { font-weight: bold; } dd { margin: 0 0 8px 16px; }
+.model-switch > label { margin-right: 16px; font-size: 0.9em; }
+.model-switch > .show-writeback:checked ~ .model-worst,
+.model-switch > .show-worst:checked ~ .model-writeback { display: none; }
 @media print {
   body { max-width: none; margin: 0; }
   .chart, .wide { overflow: visible; }

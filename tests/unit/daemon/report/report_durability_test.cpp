@@ -84,13 +84,24 @@ TEST_CASE("the trade-off chart spreads speeds decades apart on a log axis",
 // Four configurations with a ledger: none·ext4 (slow, safe) and unsafe·ext4
 // (fast, loses) are on the front; none·btrfs is slower than none·ext4 and
 // no safer, unsafe·btrfs slower than unsafe·ext4 and loses more.
-std::string render_durability_sweep(Store& store) {
+// With `host_writeback`, the unsafe runs also measured the host's writeback
+// (35 s): no loss on ext4, 2 states on btrfs.
+std::string render_durability_sweep(Store& store, bool host_writeback = false) {
     const Workload ledger{"ledger", "ledger", Json{{"variant", "file"}}, {}, 0};
     const Workload fio{"randrw", "fio", Json{{"rw", "randrw"}}, {}, 0};
-    const auto outcome = [](double commits_per_s, Json summary, const std::string& model) {
+    const auto outcome = [host_writeback](double commits_per_s, Json summary,
+                                          const std::string& model) {
+        Json record = durability_record(summary, model);
+        if (host_writeback && model == "host-power-cut") {
+            const bool lossy = summary["states_with_losses"].get<int>() > 5;
+            record["host_writeback"] = {{"window_s", 35.0},
+                                        {"summary", lossy ? durability_summary(50, 2, 3, 0.1)
+                                                          : durability_summary(50, 0, 0, 0)},
+                                        {"states", Json::array()}};
+        }
         return test::StoredOutcome{RunStatus::kSucceeded,
                                    {{"commits_per_s", commits_per_s}, {"acknowledged", 500}},
-                                   durability_record(std::move(summary), model)};
+                                   std::move(record)};
     };
     using testing::planned_run;
     const std::int64_t id = test::store_durability_sweep(
@@ -155,6 +166,26 @@ TEST_CASE("the report shows speed and safety, with the Pareto front marked",
          ++at)
         ++safe_cells;
     CHECK(safe_cells == 2);  // none · ext4's ledger row and its fio row
+}
+
+TEST_CASE("the report's speed and safety chart switches between host writeback and worst case",
+          "[report][html][durability]") {
+    test::TempDir dir;
+    auto store = testing::open_store(dir.file("results.db"));
+    const std::string durability = section(render_durability_sweep(*store, true), "durability");
+    REQUIRE_FALSE(durability.empty());
+    CHECK_THAT(durability, Catch::Contains("<td>0/50 lost (35 s)</td>"));
+    CHECK_THAT(durability, Catch::Contains("<td>2/50 lost (35 s)</td>"));
+    CHECK_THAT(durability, Catch::Contains("class=\"model-switch\""));
+    CHECK_THAT(durability, Catch::Contains("class=\"show-writeback\" checked=\"checked\""));
+    const auto charts = test::svg_fragments(durability);
+    REQUIRE(charts.size() == 2);  // the same group, once per model
+    CHECK_THAT(charts[0], Catch::Contains("(host writeback)"));
+    // Under the host's writeback unsafe ext4 keeps everything: it is green
+    // there and red in the worst case.
+    CHECK(point_labels(charts[0], "point front").count("unsafe · ext4 · ledger") == 1);
+    CHECK(charts[0].find("#2e7d32") != std::string::npos);
+    CHECK(durability.find("model-writeback") < durability.find("model-worst\""));
 }
 
 TEST_CASE("a report without durability runs has no durability section or column",
