@@ -135,6 +135,13 @@ const std::vector<DaemonOption>& daemon_options() {
          "template_vmid=9000,vmid_min=9100,vmid_max=9199,storages=pve:local-lvm "
          "(the daemon's own libvirt connection is the host 'local', with max-parallel-runs)",
          [](DaemonConfig& c) { return po::value(&c.hosts)->composing(); }},
+        {"vm-sysctl-dir",
+         "where durability runs read the host's writeback window (dirty_expire_centisecs and "
+         "dirty_writeback_centisecs): this host's, or a directory with those two files to model "
+         "another host's (docs/durability.md)",
+         [](DaemonConfig& c) {
+             return po::value(&c.vm_sysctl_dir)->default_value(c.vm_sysctl_dir);
+         }},
         {"instance",
          "this daemon's name among daemons that share a hypervisor or a storage: 1-16 lowercase "
          "letters and digits; its guests and volumes are named disksweep-INSTANCE-..., and "

@@ -43,6 +43,10 @@ struct DaemonConfig {
     // (Store::instance_id). Valid per check_instance_name
     // (daemon/run/resource_names.h).
     std::string instance;
+    // Where durability runs read the host's writeback settings
+    // (dirty_expire_centisecs, dirty_writeback_centisecs): this host's, or a
+    // directory holding the two files of the host being modelled.
+    std::string vm_sysctl_dir = "/proc/sys/vm";
 
     // The storage lines in effect: `storages`, plus "file" when none is a
     // file line.

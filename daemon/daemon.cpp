@@ -556,6 +556,7 @@ RunEnvironment Daemon::run_environment() {
     environment.host_processes = &host_processes_;
     environment.goldens = &*goldens_;
     environment.durability_dir = config_.durability_dir();
+    environment.vm_sysctl_dir = config_.vm_sysctl_dir;
     return environment;
 }
 

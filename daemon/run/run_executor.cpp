@@ -976,7 +976,7 @@ Status RunAttempt::await_ready(std::string_view ready_type, Deadline deadline,
 Status RunAttempt::mark_measured_window(
     Deadline deadline, const std::function<void(const guest::Progress&)>& on_progress, int wait_s) {
     DS_TRY(await_ready(protocol::kMarkReady, deadline, on_progress, wait_s));
-    DS_TRY(trial_->mark(read_host_writeback()));
+    DS_TRY(trial_->mark(read_host_writeback(env_.vm_sysctl_dir)));
     return session_->send_answer(protocol::kMark);
 }
 

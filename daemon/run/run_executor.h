@@ -103,6 +103,9 @@ struct RunEnvironment {
     // write log and crash images, one directory per run; empty: such runs
     // fail with the reason.
     std::string durability_dir;
+    // Where a durability run reads the host's writeback settings
+    // (read_host_writeback, durability_trial.h).
+    std::string vm_sysctl_dir = "/proc/sys/vm";
 };
 
 // A boot without a job: an ordinary run attempt whose job is the agent's

@@ -15,6 +15,7 @@
 #include "common/process.h"
 #include "support/daemon_fixture.h"
 #include "support/run_rows.h"
+#include "support/temp_dir.h"
 
 namespace ds {
 namespace {
@@ -223,6 +224,53 @@ record_size = "4k"
     CHECK(std::filesystem::is_empty(daemon.state_dir() + "/volumes"));
     CHECK(std::filesystem::is_empty(daemon.state_dir() + "/durability"));
     CHECK(test::qemu_processes_mentioning(daemon.state_dir()).empty());
+}
+
+TEST_CASE("durability sweep: under unsafe the host's writeback keeps what is older than its window",
+          "[durability][ledger]") {
+    require_image(test::test_image_dir());
+    // A host that writes dirty pages back after 2 s (1 s expiry, 1 s
+    // flusher interval), given through --vm-sysctl-dir: an 8 s ledger then
+    // has writes old enough at its later crash points.
+    test::TempDir sysctl;
+    std::ofstream(sysctl.file("dirty_expire_centisecs")) << "100\n";
+    std::ofstream(sysctl.file("dirty_writeback_centisecs")) << "100\n";
+    std::vector<std::string> args = daemon_args();
+    args.insert(args.end(), {"--vm-sysctl-dir", sysctl.path().string()});
+    DaemonFixture daemon(args);
+    REQUIRE(daemon.ready());
+    const auto runs = runs_of_submitted(daemon, R"(
+name = "host-writeback"
+durability = { crash_points = 4, ledger_seconds = 8 }
+[matrix]
+cache = "unsafe"
+filesystem = "ext4"
+disk_size = "256m"
+[[workload]]
+name = "ledger"
+kind = "ledger"
+record_size = "4k"
+)",
+                                        1);
+    const RunRow& run = runs.front();
+    const Json& worst = summary_of(run);
+    print_run(run);
+    const Json& durability = run.applied["durability"];
+    INFO(durability.dump(2));
+    const Json& writeback = durability.at("host_writeback");
+    CHECK(writeback.at("window_s") == 2.0);
+    CHECK(writeback.at("dirty_expire_centisecs") == 100);
+    CHECK(writeback.at("clock").at("max_gap_s").get<double>() < 1.0);
+    const Json& states = writeback.at("states");
+    REQUIRE(states.size() == durability.at("states").size());
+    long long written_back = 0;
+    for (const Json& state : states) written_back += state.at("written_back").get<long long>();
+    for (const Json& state : durability.at("states")) CHECK(state.at("written_back") == 0);
+    CHECK(written_back > 0);  // the later crash points kept writes older than 2 s
+    CHECK(durability.at("checked_images").get<std::size_t>() > states.size());
+    std::cout << "[durability] host writeback 2 s: " << writeback["summary"].value("verdict", "?")
+              << "; worst case: " << worst.value("verdict", "?") << "; " << written_back
+              << " writes written back over " << states.size() << " states" << std::endl;
 }
 
 TEST_CASE("durability sweep: MariaDB commits survive with flush_log_at_trx_commit=1, not 2",
