@@ -363,6 +363,13 @@ TEST_CASE("one checker guest checks three crash images, each its own, in order",
     CHECK_FALSE(wiped_check.mounted);
     CHECK_FALSE(wiped_check.problem.empty());
     CHECK(wiped_check.present.empty());
+    // Repaired as a user would: e2fsck -f -y finds a backup superblock,
+    // and every record is there again.
+    CHECK(wiped_check.repair.tried);
+    CHECK_THAT(wiped_check.repair.commands, Catch::Contains("e2fsck -f -y"));
+    CHECK(wiped_check.repair.mounted);
+    CHECK(wiped_check.repair.present == IdRanges{{1, 20}});
+    CHECK(lost_after_repair(20, lost_records(20, wiped_check.present), wiped_check) == 0);
     const CrashCheck& gap_check = (*checks)[2];
     CHECK(gap_check.mounted);
     CHECK(gap_check.fsck_clean);
