@@ -39,7 +39,7 @@ Error parse_error(std::vector<std::string> args) {
 const char* kValidKeys =
     "valid keys: state-dir, socket, database, image-dir, volume-dir, hypervisor-uri, accel, "
     "max-parallel-runs, boot-timeout, run-timeout, probe-timeout, vcpus, memory-mib, storage, "
-    "host, instance";
+    "host, vm-sysctl-dir, instance";
 
 TEST_CASE("config: defaults", "[config]") {
     const DaemonConfig config = parse_ok({});
@@ -52,6 +52,7 @@ TEST_CASE("config: defaults", "[config]") {
     CHECK(config.probe_timeout_s == 20);
     CHECK(config.vcpus == 1);
     CHECK(config.memory_mib == 1024);
+    CHECK(config.vm_sysctl_dir == "/proc/sys/vm");
     CHECK(config.effective_database() == "/var/lib/disksweep/results.db");
     CHECK(config.effective_image_dir() == "/var/lib/disksweep/images");
     CHECK(config.effective_volume_dir() == "/var/lib/disksweep/volumes");
@@ -84,7 +85,9 @@ TEST_CASE("config: flags", "[config]") {
                                           "--vcpus",
                                           "2",
                                           "--memory-mib",
-                                          "2048"});
+                                          "2048",
+                                          "--vm-sysctl-dir",
+                                          "/srv/vm-sysctl"});
     CHECK(config.state_dir == "/srv/ds");
     CHECK(config.socket_path == "/tmp/ds.sock");
     CHECK(config.effective_database() == "/data/r.db");
@@ -98,6 +101,7 @@ TEST_CASE("config: flags", "[config]") {
     CHECK(config.probe_timeout_s == 5);
     CHECK(config.vcpus == 2);
     CHECK(config.memory_mib == 2048);
+    CHECK(config.vm_sysctl_dir == "/srv/vm-sysctl");
     CHECK(config.run_dir() == "/srv/ds/runs");
     CHECK(parse_ok({"--accel", "kvm"}).accel == AccelChoice::kKvm);
     CHECK(parse_ok({"--accel", "auto"}).accel == AccelChoice::kAuto);
