@@ -255,7 +255,7 @@ TEST_CASE("crash verdict: a repair that lies is refused, naming the field") {
         return check.error().message;
     };
     const Json step = {{"command", "e2fsck -f -y /dev/sdb"}, {"exit_code", 1}};
-    Json report = repaired_report({step}, true, {{"present", {{1, 3}}}});
+    Json report = repaired_report(Json::array({step}), true, {{"present", {{1, 3}}}});
     Json not_object = report;
     not_object["repair"] = "e2fsck";
     CHECK(refused(not_object) == "crash check report: repair is not an object");
