@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/text.h"
+
 namespace ds::protocol {
 namespace {
 
@@ -108,14 +110,8 @@ bool is_known_type(std::string_view type) {
 }
 
 // A short, printable excerpt of untrusted input for error messages.
-std::string excerpt(std::string_view text, std::size_t limit = 80) {
-    std::string out;
-    for (char c : text.substr(0, limit)) {
-        const auto byte = static_cast<unsigned char>(c);
-        out.push_back(byte >= 0x20 && byte < 0x7f ? c : '?');
-    }
-    if (text.size() > limit) out += "...";
-    return out;
+std::string excerpt(std::string_view text) {
+    return printable_excerpt(text, 80);
 }
 
 }  // namespace

@@ -29,6 +29,16 @@ std::string trim_trailing(std::string text) {
     return text;
 }
 
+std::string printable_excerpt(std::string_view text, std::size_t limit) {
+    std::string out;
+    for (char c : text.substr(0, limit)) {
+        const auto byte = static_cast<unsigned char>(c);
+        out.push_back(byte >= 0x20 && byte < 0x7f ? c : '?');
+    }
+    if (text.size() > limit) out += "...";
+    return out;
+}
+
 std::vector<std::string> split_list(std::string_view text, char separator) {
     std::vector<std::string> items;
     while (!text.empty()) {

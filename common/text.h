@@ -44,6 +44,11 @@ std::string join(const Items& items, std::string_view separator, Projection text
     return joined;
 }
 
+// A short, printable excerpt of untrusted input for an error message: its
+// first `limit` bytes, each one outside printable ASCII as '?', followed by
+// "..." when `text` is longer.
+std::string printable_excerpt(std::string_view text, std::size_t limit);
+
 // The items of a list like "a|b|c" (config values): split at `separator`,
 // each trimmed, empty ones dropped.
 std::vector<std::string> split_list(std::string_view text, char separator);

@@ -1,282 +1,153 @@
 #include "daemon/run/guest_messages.h"
 
 #include <array>
-#include <cstdint>
-#include <limits>
 #include <span>
 
 #include "common/json_fields.h"
+#include "common/json_shape.h"
 
 namespace ds::guest {
 namespace {
 
-// What a field must hold.
-enum class Shape {
-    kString,      // a string of at most kMaxFieldBytes
-    kText,        // a string for people, cut to kMaxTextBytes
-    kCount,       // an integer 0..2^63-1
-    kSmallCount,  // an integer 0..kMaxSmallCount (CPUs, queues)
-    kBit,         // an integer 0 or 1
-    kBoolean,     // true or false
-    kSeconds,     // a number 0..kMaxReportedSeconds
-    kFraction,    // a number 0..1
-    kAnyObject,   // an object whose content is checked elsewhere
-    kStringList,  // an array of kString
-    kStringMap,   // an object of kString, keys within kMaxFieldBytes too
-    kRecord,      // an object with its own field list
-};
+using json_shape::Field;
+using json_shape::Presence;
+using json_shape::Shape;
 
-enum class Presence { kRequired, kOptional };
-
-struct Field {
-    std::string_view key;
-    Shape shape;
-    Presence presence = Presence::kOptional;
-    std::span<const Field> fields = {};  // kRecord: the record's fields
-};
+// What a field must hold (the limits are guest_messages.h's).
+constexpr Shape kString = json_shape::string(kMaxFieldBytes);
+// A string for people, of any length here: the parse_* that read it cut it
+// to kMaxTextBytes.
+constexpr Shape kText = json_shape::string();
+constexpr Shape kCount = json_shape::integer(0);                       // 0..2^63-1
+constexpr Shape kSmallCount = json_shape::integer(0, kMaxSmallCount);  // CPUs, queues
+constexpr Shape kBit = json_shape::integer(0, 1);
+constexpr Shape kBoolean = json_shape::boolean();
+constexpr Shape kSeconds = json_shape::number(kMaxReportedSeconds);
+constexpr Shape kFraction = json_shape::number(1.0);
+// An object whose content is checked elsewhere.
+constexpr Shape kAnyObject = json_shape::any_object();
+constexpr Shape kStringList = json_shape::string_list(kMaxFieldBytes);
+// Keys within kMaxFieldBytes too.
+constexpr Shape kStringMap = json_shape::string_map(kMaxFieldBytes);
+constexpr Shape kRecord = json_shape::record();
 
 // The schemas, one table per object (docs/agent-protocol.md, "Messages").
 // clang-format off
 constexpr std::array kOsFields = {
-    Field{"id", Shape::kString, Presence::kRequired},
-    Field{"version_id", Shape::kString},
-    Field{"codename", Shape::kString},
+    Field{"id", kString, Presence::kRequired},
+    Field{"version_id", kString},
+    Field{"codename", kString},
 };
 
 constexpr std::array kHelloFields = {
-    Field{"agent_version", Shape::kString, Presence::kRequired},
-    Field{"protocol", Shape::kCount, Presence::kRequired},
-    Field{"kernel", Shape::kString, Presence::kRequired},
-    Field{"fio_version", Shape::kString, Presence::kRequired},
-    Field{"capabilities", Shape::kStringList, Presence::kRequired},
-    Field{"os", Shape::kRecord, Presence::kOptional, kOsFields},
+    Field{"agent_version", kString, Presence::kRequired},
+    Field{"protocol", kCount, Presence::kRequired},
+    Field{"kernel", kString, Presence::kRequired},
+    Field{"fio_version", kString, Presence::kRequired},
+    Field{"capabilities", kStringList, Presence::kRequired},
+    Field{"os", kRecord, Presence::kOptional, kOsFields},
 };
 
 constexpr std::array kProgressFields = {
-    Field{"phase", Shape::kText, Presence::kRequired},
-    Field{"message", Shape::kText, Presence::kRequired},
-    Field{"elapsed_s", Shape::kSeconds, Presence::kRequired},
-    Field{"fraction", Shape::kFraction},
+    Field{"phase", kText, Presence::kRequired},
+    Field{"message", kText, Presence::kRequired},
+    Field{"elapsed_s", kSeconds, Presence::kRequired},
+    Field{"fraction", kFraction},
 };
 
 constexpr std::array kTimingFields = {
-    Field{"tune_s", Shape::kSeconds},
-    Field{"format_s", Shape::kSeconds},
-    Field{"mount_s", Shape::kSeconds},
-    Field{"post_format_s", Shape::kSeconds},
-    Field{"bench_s", Shape::kSeconds},
-    Field{"prepare_s", Shape::kSeconds},  // a golden volume's preparation (job.dataset "prepare")
+    Field{"tune_s", kSeconds},
+    Field{"format_s", kSeconds},
+    Field{"mount_s", kSeconds},
+    Field{"post_format_s", kSeconds},
+    Field{"bench_s", kSeconds},
+    Field{"prepare_s", kSeconds},  // a golden volume's preparation (job.dataset "prepare")
 };
 
 constexpr std::array kVersionFields = {
-    Field{"kernel", Shape::kString},
-    Field{"fio", Shape::kString},
-    Field{"agent", Shape::kString},
+    Field{"kernel", kString},
+    Field{"fio", kString},
+    Field{"agent", kString},
 };
 
 constexpr std::array kBtrfsProfileFields = {
-    Field{"data", Shape::kString},
-    Field{"metadata", Shape::kString},
-    Field{"system", Shape::kString},
+    Field{"data", kString},
+    Field{"metadata", kString},
+    Field{"system", kString},
 };
 
 // Every key is optional: the agent leaves out what it could not read.
 constexpr std::array kReadbackFields = {
-    Field{"device", Shape::kString},
-    Field{"fs_type", Shape::kString},
-    Field{"mount_options", Shape::kString},
-    Field{"rotational", Shape::kBit},
-    Field{"discard_max_bytes", Shape::kCount},
-    Field{"logical_block_size", Shape::kCount},
-    Field{"read_ahead_kb", Shape::kCount},
-    Field{"nr_requests", Shape::kCount},
-    Field{"scheduler", Shape::kString},
-    Field{"write_cache", Shape::kString},
-    Field{"serial", Shape::kString},
-    Field{"mount_source", Shape::kString},
-    Field{"driver", Shape::kString},
-    Field{"hw_queues", Shape::kSmallCount},
-    Field{"online_cpus", Shape::kSmallCount},
-    Field{"btrfs", Shape::kRecord, Presence::kOptional, kBtrfsProfileFields},
-    Field{"work_dir_attributes", Shape::kString},
-    Field{"nocow", Shape::kBoolean},
-    Field{"server_variables", Shape::kStringMap},
-    Field{"server_version", Shape::kString},
-    Field{"trim_removed_bytes", Shape::kCount},
-    Field{"trimmed_bytes", Shape::kCount},
-    Field{"trim_error", Shape::kString},
+    Field{"device", kString},
+    Field{"fs_type", kString},
+    Field{"mount_options", kString},
+    Field{"rotational", kBit},
+    Field{"discard_max_bytes", kCount},
+    Field{"logical_block_size", kCount},
+    Field{"read_ahead_kb", kCount},
+    Field{"nr_requests", kCount},
+    Field{"scheduler", kString},
+    Field{"write_cache", kString},
+    Field{"serial", kString},
+    Field{"mount_source", kString},
+    Field{"driver", kString},
+    Field{"hw_queues", kSmallCount},
+    Field{"online_cpus", kSmallCount},
+    Field{"btrfs", kRecord, Presence::kOptional, kBtrfsProfileFields},
+    Field{"work_dir_attributes", kString},
+    Field{"nocow", kBoolean},
+    Field{"server_variables", kStringMap},
+    Field{"server_version", kString},
+    Field{"trim_removed_bytes", kCount},
+    Field{"trimmed_bytes", kCount},
+    Field{"trim_error", kString},
 };
 
 // The guest's CPU time over the job by state (the agent's /proc/stat "cpu"
 // line, all CPUs together): seconds, each within kMaxReportedSeconds.
 constexpr std::array kGuestCpuFields = {
-    Field{"user_s", Shape::kSeconds},
-    Field{"nice_s", Shape::kSeconds},
-    Field{"system_s", Shape::kSeconds},
-    Field{"idle_s", Shape::kSeconds},
-    Field{"iowait_s", Shape::kSeconds},
-    Field{"irq_s", Shape::kSeconds},
-    Field{"softirq_s", Shape::kSeconds},
-    Field{"steal_s", Shape::kSeconds},
+    Field{"user_s", kSeconds},
+    Field{"nice_s", kSeconds},
+    Field{"system_s", kSeconds},
+    Field{"idle_s", kSeconds},
+    Field{"iowait_s", kSeconds},
+    Field{"irq_s", kSeconds},
+    Field{"softirq_s", kSeconds},
+    Field{"steal_s", kSeconds},
 };
 
 constexpr std::array kResultFields = {
-    Field{"run_id", Shape::kString, Presence::kRequired},
-    Field{"output", Shape::kAnyObject, Presence::kRequired},
-    Field{"metrics", Shape::kAnyObject},  // re-derived by the host, never read
-    Field{"timings", Shape::kRecord, Presence::kRequired, kTimingFields},
-    Field{"readback", Shape::kRecord, Presence::kRequired, kReadbackFields},
-    Field{"versions", Shape::kRecord, Presence::kRequired, kVersionFields},
-    Field{"guest_cpu", Shape::kRecord, Presence::kOptional, kGuestCpuFields},
+    Field{"run_id", kString, Presence::kRequired},
+    Field{"output", kAnyObject, Presence::kRequired},
+    Field{"metrics", kAnyObject},  // re-derived by the host, never read
+    Field{"timings", kRecord, Presence::kRequired, kTimingFields},
+    Field{"readback", kRecord, Presence::kRequired, kReadbackFields},
+    Field{"versions", kRecord, Presence::kRequired, kVersionFields},
+    Field{"guest_cpu", kRecord, Presence::kOptional, kGuestCpuFields},
 };
 
 constexpr std::array kReadyFields = {
-    Field{"run_id", Shape::kString, Presence::kRequired},
+    Field{"run_id", kString, Presence::kRequired},
 };
 
 constexpr std::array kAckFields = {
-    Field{"run_id", Shape::kString, Presence::kRequired},
-    Field{"id", Shape::kCount, Presence::kRequired},
+    Field{"run_id", kString, Presence::kRequired},
+    Field{"id", kCount, Presence::kRequired},
 };
 
 constexpr std::array kErrorFields = {
-    Field{"run_id", Shape::kString},
-    Field{"phase", Shape::kText, Presence::kRequired},
-    Field{"message", Shape::kText, Presence::kRequired},
-    Field{"code", Shape::kString},
+    Field{"run_id", kString},
+    Field{"phase", kText, Presence::kRequired},
+    Field{"message", kText, Presence::kRequired},
+    Field{"code", kString},
 };
 // clang-format on
 
-Error violation(const std::string& path, const std::string& what) {
-    return make_error(errc::kProtocol, path + ": " + what);
-}
-
-Error wrong_type(const std::string& path, std::string_view expected, const Json& value) {
-    return violation(path, "expected " + std::string(expected) + ", got " + value.type_name());
-}
-
-// A key the guest chose, as it appears in an error's path: short and
-// printable whatever the guest sent.
-std::string path_key(std::string_view key) {
-    constexpr std::size_t kShown = 64;
-    std::string shown;
-    for (char c : key.substr(0, kShown)) {
-        const auto byte = static_cast<unsigned char>(c);
-        shown.push_back(byte >= 0x20 && byte < 0x7f ? c : '?');
-    }
-    if (key.size() > kShown) shown += "...";
-    return shown;
-}
-
-Result<Json> check_string(const Json& value, const std::string& path) {
-    if (!value.is_string()) return wrong_type(path, "a string", value);
-    const std::size_t size = value.get_ref<const std::string&>().size();
-    if (size > kMaxFieldBytes) {
-        return violation(path, "a string of " + std::to_string(size) +
-                                   " bytes, longer than the limit of " +
-                                   std::to_string(kMaxFieldBytes));
-    }
-    return value;
-}
-
-Result<Json> check_integer(const Json& value, const std::string& path, std::int64_t max) {
-    if (!value.is_number()) return wrong_type(path, "an integer", value);
-    if (!value.is_number_integer())
-        return violation(path, "expected an integer, got " + value.dump());
-    const bool in_range = value.is_number_unsigned()
-                              ? value.get<std::uint64_t>() <= static_cast<std::uint64_t>(max)
-                              : value.get<std::int64_t>() >= 0 && value.get<std::int64_t>() <= max;
-    if (!in_range) {
-        return violation(path, value.dump() + " is out of range (0.." + std::to_string(max) + ")");
-    }
-    return value;
-}
-
-Result<Json> check_number(const Json& value, const std::string& path, double max) {
-    if (!value.is_number()) return wrong_type(path, "a number", value);
-    const double number = value.get<double>();
-    if (!(number >= 0 && number <= max)) {
-        return violation(path, value.dump() + " is out of range (0.." + Json(max).dump() + ")");
-    }
-    return value;
-}
-
-Result<Json> check_string_list(const Json& value, const std::string& path) {
-    if (!value.is_array()) return wrong_type(path, "an array of strings", value);
-    for (std::size_t i = 0; i < value.size(); ++i) {
-        DS_ASSIGN_OR_RETURN(auto item,
-                            check_string(value[i], path + "[" + std::to_string(i) + "]"));
-    }
-    return value;
-}
-
-Result<Json> check_string_map(const Json& value, const std::string& path) {
-    if (!value.is_object()) return wrong_type(path, "an object of strings", value);
-    for (const auto& [key, item] : value.items()) {
-        const std::string item_path = path + "." + path_key(key);
-        if (key.size() > kMaxFieldBytes) {
-            return violation(item_path, "a key of " + std::to_string(key.size()) +
-                                            " bytes, longer than the limit of " +
-                                            std::to_string(kMaxFieldBytes));
-        }
-        DS_ASSIGN_OR_RETURN(auto checked, check_string(item, item_path));
-    }
-    return value;
-}
-
-Result<Json> check_record(Json& object, const std::string& path, std::span<const Field> fields);
-
-// `value` checked against `field`; what is kept is moved out of `value`.
-Result<Json> check_field(Json& value, const std::string& path, const Field& field) {
-    switch (field.shape) {
-        case Shape::kString:
-            return check_string(value, path);
-        case Shape::kText:
-            if (!value.is_string()) return wrong_type(path, "a string", value);
-            return Json(cut_text(value.get_ref<const std::string&>()));
-        case Shape::kCount:
-            return check_integer(value, path, std::numeric_limits<std::int64_t>::max());
-        case Shape::kSmallCount:
-            return check_integer(value, path, kMaxSmallCount);
-        case Shape::kBit:
-            return check_integer(value, path, 1);
-        case Shape::kBoolean:
-            if (!value.is_boolean()) return wrong_type(path, "a boolean", value);
-            return value;
-        case Shape::kSeconds:
-            return check_number(value, path, kMaxReportedSeconds);
-        case Shape::kFraction:
-            return check_number(value, path, 1.0);
-        case Shape::kAnyObject:
-            if (!value.is_object()) return wrong_type(path, "an object", value);
-            return std::move(value);
-        case Shape::kStringList:
-            return check_string_list(value, path);
-        case Shape::kStringMap:
-            return check_string_map(value, path);
-        case Shape::kRecord:
-            return check_record(value, path, field.fields);
-    }
-    return violation(path, "has no schema (bug)");
-}
-
-// An object holding only `fields`, each checked; absent or null optional
-// fields are left out.
-Result<Json> check_record(Json& object, const std::string& path, std::span<const Field> fields) {
-    if (!object.is_object()) return wrong_type(path, "an object", object);
-    Json checked = Json::object();
-    for (const Field& field : fields) {
-        const std::string key(field.key);
-        const std::string field_path = path + "." + key;
-        const auto found = object.find(key);
-        if (found == object.end() || (found->is_null() && field.presence == Presence::kOptional)) {
-            if (field.presence == Presence::kRequired) return violation(field_path, "missing");
-            continue;
-        }
-        DS_ASSIGN_OR_RETURN(auto value, check_field(*found, field_path, field));
-        checked[key] = std::move(value);
-    }
-    return checked;
+// `message` checked against `fields`; a violation names the field by its path
+// below `type` ("result.readback.fs_type: expected a string, got number").
+Result<Json> check_message(Json& message, std::string_view type, std::span<const Field> fields) {
+    return json_shape::check_object(message, fields,
+                                    {errc::kProtocol, type, json_shape::Wording::kPath});
 }
 
 // Readers of a checked record: the schema guarantees type and presence, and
@@ -327,7 +198,7 @@ std::string cut_text(std::string_view text, std::size_t max_bytes) {
 }
 
 Result<Hello> parse_hello(Json message) {
-    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "hello", kHelloFields));
+    DS_ASSIGN_OR_RETURN(auto checked, check_message(message, "hello", kHelloFields));
     const Json& record = checked;
     Hello hello;
     hello.agent_version = json_read::string_or_empty(record, "agent_version");
@@ -349,18 +220,18 @@ Result<Hello> parse_hello(Json message) {
 }
 
 Result<Progress> parse_progress(Json message) {
-    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "progress", kProgressFields));
+    DS_ASSIGN_OR_RETURN(auto checked, check_message(message, "progress", kProgressFields));
     const Json& record = checked;
     Progress progress;
-    progress.phase = json_read::string_or_empty(record, "phase");
-    progress.message = json_read::string_or_empty(record, "message");
+    progress.phase = cut_text(json_read::string_or_empty(record, "phase"));
+    progress.message = cut_text(json_read::string_or_empty(record, "message"));
     progress.elapsed_s = number_at(record, "elapsed_s").value_or(0);
     progress.fraction = number_at(record, "fraction");
     return progress;
 }
 
 Result<ResultMessage> parse_result(Json message) {
-    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "result", kResultFields));
+    DS_ASSIGN_OR_RETURN(auto checked, check_message(message, "result", kResultFields));
     Json& record = checked;
     ResultMessage result;
     result.run_id = json_read::string_or_empty(record, "run_id");
@@ -375,22 +246,22 @@ Result<ResultMessage> parse_result(Json message) {
 }
 
 Result<Ready> parse_ready(Json message, std::string_view type) {
-    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, std::string(type), kReadyFields));
+    DS_ASSIGN_OR_RETURN(auto checked, check_message(message, type, kReadyFields));
     return Ready{json_read::string_or_empty(checked, "run_id")};
 }
 
 Result<Ack> parse_ack(Json message) {
-    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "ack", kAckFields));
+    DS_ASSIGN_OR_RETURN(auto checked, check_message(message, "ack", kAckFields));
     return Ack{json_read::string_or_empty(checked, "run_id"), integer_at(checked, "id")};
 }
 
 Result<ErrorMessage> parse_error(Json message) {
-    DS_ASSIGN_OR_RETURN(auto checked, check_record(message, "error", kErrorFields));
+    DS_ASSIGN_OR_RETURN(auto checked, check_message(message, "error", kErrorFields));
     const Json& record = checked;
     ErrorMessage error;
     if (record.contains("run_id")) error.run_id = json_read::string_or_empty(record, "run_id");
-    error.phase = json_read::string_or_empty(record, "phase");
-    error.message = json_read::string_or_empty(record, "message");
+    error.phase = cut_text(json_read::string_or_empty(record, "phase"));
+    error.message = cut_text(json_read::string_or_empty(record, "message"));
     error.code = json_read::string_or_empty(record, "code");
     return error;
 }

@@ -8,6 +8,7 @@
 #include <span>
 #include <thread>
 
+#include "common/json_shape.h"
 #include "common/protocol.h"
 
 namespace ds {
@@ -31,98 +32,41 @@ constexpr std::size_t kStderrTailBytes = 2000;
 // passed on unchecked (qemu_exec_status only turns JSON booleans into 1/0),
 // so a guest that lies can put anything there.
 
-enum class AnswerShape {
-    kInteger,  // a JSON integer within int64
-    kBit,      // 0 or 1 (PVE's conversion of a boolean), or a JSON boolean
-    kString,
-};
+using json_shape::Field;
+using json_shape::Presence;
+using json_shape::Shape;
 
-enum class Presence { kRequired, kOptional };
-
-struct AnswerField {
-    std::string_view key;
-    AnswerShape shape;
-    Presence presence = Presence::kOptional;
-};
+constexpr Shape kInteger = json_shape::integer();  // within int64
+// 0 or 1 (PVE's conversion of a boolean), or a JSON boolean.
+constexpr Shape kBit = json_shape::flag();
+constexpr Shape kString = json_shape::string();
 
 // clang-format off
 constexpr std::array kExecFields = {
-    AnswerField{"pid", AnswerShape::kInteger, Presence::kRequired},
+    Field{"pid", kInteger, Presence::kRequired},
 };
 
 constexpr std::array kExecStatusFields = {
-    AnswerField{"exited", AnswerShape::kBit, Presence::kRequired},
-    AnswerField{"exitcode", AnswerShape::kInteger},
-    AnswerField{"signal", AnswerShape::kInteger},
-    AnswerField{"out-data", AnswerShape::kString},
-    AnswerField{"err-data", AnswerShape::kString},
-    AnswerField{"out-truncated", AnswerShape::kBit},
-    AnswerField{"err-truncated", AnswerShape::kBit},
+    Field{"exited", kBit, Presence::kRequired},
+    Field{"exitcode", kInteger},
+    Field{"signal", kInteger},
+    Field{"out-data", kString},
+    Field{"err-data", kString},
+    Field{"out-truncated", kBit},
+    Field{"err-truncated", kBit},
 };
 
 constexpr std::array kFileReadFields = {
-    AnswerField{"content", AnswerShape::kString, Presence::kRequired},
-    AnswerField{"truncated", AnswerShape::kBit},
+    Field{"content", kString, Presence::kRequired},
+    Field{"truncated", kBit},
 };
 // clang-format on
 
-std::string_view expected_text(AnswerShape shape) {
-    switch (shape) {
-        case AnswerShape::kInteger:
-            return "an integer";
-        case AnswerShape::kBit:
-            return "0 or 1";
-        case AnswerShape::kString:
-            return "a string";
-    }
-    return "";
-}
-
-bool has_shape(const Json& value, AnswerShape shape) {
-    switch (shape) {
-        case AnswerShape::kInteger:
-            return value.is_number_integer() &&
-                   (value.is_number_unsigned() ? value.get<std::uint64_t>() <= INT64_MAX : true);
-        case AnswerShape::kBit:
-            return value.is_boolean() || (value.is_number_integer() && (value == 0 || value == 1));
-        case AnswerShape::kString:
-            return value.is_string();
-    }
-    return false;
-}
-
-// "a string", "an object", "the number 7" (a number of the wrong kind or range).
-std::string described(const Json& value) {
-    if (value.is_number()) return "the number " + value.dump();
-    const std::string type = value.type_name();
-    const bool vowel =
-        !type.empty() && std::string_view("aeiou").find(type[0]) != std::string::npos;
-    return (vowel ? "an " : "a ") + type;
-}
-
-// Every field of `answer` that the table names is of its shape; required
-// ones are there. A null optional field counts as absent.
-Status check_answer(std::string_view call, const Json& answer,
-                    std::span<const AnswerField> fields) {
-    if (!answer.is_object()) {
-        return make_error(errc::kProtocol, std::string(call) + " answered " + described(answer) +
-                                               ", expected an object");
-    }
-    for (const AnswerField& field : fields) {
-        const auto found = answer.find(std::string(field.key));
-        if (found == answer.end() || found->is_null()) {
-            if (field.presence == Presence::kOptional) continue;
-            return make_error(errc::kProtocol, std::string(call) + " answered without field '" +
-                                                   std::string(field.key) + "'");
-        }
-        if (!has_shape(*found, field.shape)) {
-            return make_error(errc::kProtocol, std::string(call) + " field '" +
-                                                   std::string(field.key) + "' is " +
-                                                   described(*found) + ", expected " +
-                                                   std::string(expected_text(field.shape)));
-        }
-    }
-    return ok_status();
+// The fields of `answer` that the table names, each of its shape (moved out
+// of `answer`); required ones are there. A null field counts as absent.
+Result<Json> check_answer(std::string_view call, Json& answer, std::span<const Field> fields) {
+    return json_shape::check_object(answer, fields,
+                                    {errc::kProtocol, call, json_shape::Wording::kField});
 }
 
 // Readers of a field check_answer passed.
@@ -223,9 +167,10 @@ struct GuestAgent {
 
     // The file's bytes, refused past `limit` or when PVE cut them.
     Result<std::string> read_file(const std::string& path, std::size_t limit) {
-        DS_ASSIGN_OR_RETURN(auto answer,
+        DS_ASSIGN_OR_RETURN(auto read,
                             api->get(vm_path + "/agent/file-read", PveParams().set("file", path)));
-        DS_TRY(check_answer("agent/file-read", answer, kFileReadFields));
+        DS_ASSIGN_OR_RETURN(const Json answer,
+                            check_answer("agent/file-read", read, kFileReadFields));
         if (bit_field(answer, "truncated")) {
             return make_error(errc::kProtocol, path + " reached agent/file-read's limit of 16 MiB");
         }
@@ -335,11 +280,11 @@ class PveAgentChannel : public AgentChannel {
     }
 
     Status poll_exit() {
-        auto status = agent_.api->get(agent_.vm_path + "/agent/exec-status",
-                                      PveParams().set_integer("pid", pid_));
-        if (!status) return status.error();
-        DS_TRY(check_answer("agent/exec-status", *status, kExecStatusFields));
-        if (bit_field(*status, "exited")) exit_ = describe_exit(*status);
+        DS_ASSIGN_OR_RETURN(auto answer, agent_.api->get(agent_.vm_path + "/agent/exec-status",
+                                                         PveParams().set_integer("pid", pid_)));
+        DS_ASSIGN_OR_RETURN(const Json status,
+                            check_answer("agent/exec-status", answer, kExecStatusFields));
+        if (bit_field(status, "exited")) exit_ = describe_exit(status);
         return ok_status();
     }
 
@@ -413,9 +358,9 @@ Result<std::unique_ptr<AgentChannel>> open_pve_agent_channel(
                                         "--progress-file", options.guest_progress_file,
                                         "--result-file", options.guest_result_file}));
     if (!exec) return exec.error();
-    DS_TRY(check_answer("agent/exec", *exec, kExecFields));
+    DS_ASSIGN_OR_RETURN(const Json started, check_answer("agent/exec", *exec, kExecFields));
     return std::unique_ptr<AgentChannel>(std::make_unique<PveAgentChannel>(
-        std::move(agent), options, *integer_field(*exec, "pid"), cancelled));
+        std::move(agent), options, *integer_field(started, "pid"), cancelled));
 }
 
 }  // namespace ds
