@@ -72,6 +72,28 @@ TEST_CASE("crash check: every file system the agent formats has a read-only fsck
 }  // namespace ds::agent
 
 namespace ds::agent {
+namespace {
+
+// The checker run on `device` (of `fs_type`, mounted at `mount_point`) for
+// the file ledger of 32-byte records, its tools run by `runner`.
+Result<Json> check_file_ledger(testing::FakeGuestTree& tree, testing::FakeProcessRunner& runner,
+                               GuestSystem& system, const std::string& device,
+                               const std::string& fs_type,
+                               const std::filesystem::path& mount_point) {
+    WorkloadContext ctx{runner,
+                        "",
+                        (tree.mnt() / "scratch").string(),
+                        std::chrono::seconds(60),
+                        {},
+                        &real_clock(),
+                        {},
+                        DatasetMode::kFresh};
+    Workload ledger{"ledger", "ledger", Json{{"variant", "file"}, {"record_size", 32}}};
+    return check_crash_state(CrashCheckRequest{device, fs_type, mount_point.string(), ledger},
+                             system, ctx);
+}
+
+}  // namespace
 
 TEST_CASE("crash check: a report is bounded, so 16 of them always fit one result message") {
     testing::FakeGuestTree tree;
@@ -94,18 +116,8 @@ TEST_CASE("crash check: a report is bounded, so 16 of them always fit one result
         output.stdout_text = std::string(100000, '\x01') + "\n";
         return output;
     };
-    WorkloadContext ctx{runner,
-                        "",
-                        (tree.mnt() / "scratch").string(),
-                        std::chrono::seconds(60),
-                        {},
-                        &real_clock(),
-                        {},
-                        DatasetMode::kFresh};
-    Workload ledger{"ledger", "ledger", Json{{"variant", "file"}, {"record_size", 32}}};
-    auto report = check_crash_state(
-        CrashCheckRequest{(tree.dev() / "sdb").string(), "ext4", mount_point.string(), ledger},
-        system, ctx);
+    auto report =
+        check_file_ledger(tree, runner, system, (tree.dev() / "sdb").string(), "ext4", mount_point);
     REQUIRE(report.ok());
     const Json& present = (*report)["ledger"]["present"];
     CHECK(present.size() == kMaxReportedRanges);
@@ -175,17 +187,7 @@ struct RepairScenario {
             output.exit_code = code->second;
             return output;
         };
-        WorkloadContext ctx{runner,
-                            "",
-                            (tree.mnt() / "scratch").string(),
-                            std::chrono::seconds(60),
-                            {},
-                            &real_clock(),
-                            {},
-                            DatasetMode::kFresh};
-        Workload ledger{"ledger", "ledger", Json{{"variant", "file"}, {"record_size", 32}}};
-        auto report = check_crash_state(
-            CrashCheckRequest{device, fs_type, mount_point.string(), ledger}, system, ctx);
+        auto report = check_file_ledger(tree, runner, system, device, fs_type, mount_point);
         REQUIRE(report.ok());
         return *report;
     }
