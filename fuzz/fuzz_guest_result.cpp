@@ -1,5 +1,5 @@
 // One line from an untrusted guest, through what the daemon does with it
-// (daemon/run/agent_session.cpp, run_executor.cpp): protocol::decode, the
+// (daemon/run/agent_session.cpp, run_attempt.cpp): protocol::decode, the
 // typed check of its message type, and for a result the re-derived metrics of
 // every workload kind and the verification of the guest's readback. Errors
 // are fine; crashes, sanitizer reports, exceptions and hangs are not.

@@ -8,7 +8,7 @@
 // one per distinct state: where the two models agree, one check serves
 // both), and each batch's checker reports turned into what the states lost
 // (crash_verdict.h). Booting the checker guest is the caller's
-// (RunAttempt): this class touches only files.
+// (DurabilityPhase, durability_phase.h): this class touches only files.
 //
 // Everything lives in DIR/run-ID (DIR: the daemon's durability directory);
 // remove() deletes it, and start-up recovery deletes whatever a killed
