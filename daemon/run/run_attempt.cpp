@@ -4,8 +4,6 @@
 #include <iostream>
 #include <thread>
 
-#include "common/json_fields.h"
-#include "common/text.h"
 #include "common/version.h"
 #include "common/workload_kind.h"
 #include "common/workload_output.h"
