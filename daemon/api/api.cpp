@@ -48,6 +48,16 @@ http::Response error_response(const Error& error) {
 
 namespace {
 
+// What a handler reads of its request: the body and headers, the path
+// segments its route's '*'s matched, and the query only through the
+// accessor that answers for the parameters the route declares.
+struct RouteCall {
+    const std::string& body;
+    const std::map<std::string, std::string>& headers;  // names lower-cased
+    const RouteParams& params;
+    const RouteQuery& query;
+};
+
 // A sweep spec as POSTed: the TOML text, and the name errors point at.
 struct SpecBody {
     std::string text;
@@ -56,13 +66,13 @@ struct SpecBody {
 
 // The body of POST /v1/sweeps and /v1/sweeps/plan: the TOML itself, or
 // {"spec": "<toml>", "source": "name"} for clients that only speak JSON.
-Result<SpecBody> spec_body(const http::Request& request) {
-    SpecBody spec{request.body};
-    auto header = request.headers.find("x-spec-name");
-    if (header != request.headers.end() && !header->second.empty()) spec.source = header->second;
-    auto type = request.headers.find("content-type");
-    if (type != request.headers.end() && type->second.rfind("application/json", 0) == 0) {
-        Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+Result<SpecBody> spec_body(const RouteCall& call) {
+    SpecBody spec{call.body};
+    auto header = call.headers.find("x-spec-name");
+    if (header != call.headers.end() && !header->second.empty()) spec.source = header->second;
+    auto type = call.headers.find("content-type");
+    if (type != call.headers.end() && type->second.rfind("application/json", 0) == 0) {
+        Json body = Json::parse(call.body, nullptr, /*allow_exceptions=*/false);
         if (!body.is_object() || !body.contains("spec") || !body["spec"].is_string()) {
             return make_error(errc::kInvalidArgument,
                               "a JSON submission must be {\"spec\": \"<TOML text>\"}");
@@ -79,19 +89,6 @@ Result<SpecBody> spec_body(const http::Request& request) {
     }
     return spec;
 }
-
-}  // namespace
-
-namespace {
-
-using Params = RouteParams;  // the path segments the route's '*'s matched
-using RouteHandler = std::function<Result<http::Response>(const http::Request&, const Params&)>;
-
-struct Route {
-    std::string method;
-    RoutePattern pattern;  // daemon/api/route_match.h
-    RouteHandler handler;
-};
 
 http::Response json_response(const Json& body, int status = 200) {
     http::Response response;
@@ -123,26 +120,20 @@ Result<Json> sweep_summary(Store& store, const SweepRecord& sweep, Scheduler* sc
     return json;
 }
 
+class Api;
+
+// One row of the route table: what the doc lists, and the handler.
+struct ApiRoute {
+    RouteDoc doc;
+    Result<http::Response> (Api::*handler)(const RouteCall&);
+};
+
+std::span<const ApiRoute> routes();
+
 class Api {
   public:
     explicit Api(ApiContext context) : ctx_(std::move(context)) {
-        add("GET", "/v1/version", [this](auto& r, auto& p) { return version(r, p); });
-        add("GET", "/v1/status", [this](auto& r, auto& p) { return status(r, p); });
-        add("GET", "/v1/hosts/check", [this](auto& r, auto& p) { return check_host(r, p); });
-        add("GET", "/v1/sweeps", [this](auto& r, auto& p) { return list_sweeps(r, p); });
-        add("POST", "/v1/sweeps", [this](auto& r, auto& p) { return submit_sweep(r, p); });
-        add("POST", "/v1/sweeps/plan", [this](auto& r, auto& p) { return plan_sweep(r, p); });
-        add("GET", "/v1/sweeps/*", [this](auto& r, auto& p) { return show_sweep(r, p); });
-        add("POST", "/v1/sweeps/*/cancel", [this](auto& r, auto& p) { return cancel_sweep(r, p); });
-        add("GET", "/v1/sweeps/*/runs", [this](auto& r, auto& p) { return list_runs(r, p); });
-        add("GET", "/v1/sweeps/*/events", [this](auto& r, auto& p) { return sweep_events(r, p); });
-        add("GET", "/v1/sweeps/*/compare", [this](auto& r, auto& p) { return compare(r, p); });
-        add("GET", "/v1/sweeps/*/report", [this](auto& r, auto& p) { return sweep_report(r, p); });
-        add("GET", "/v1/runs/*", [this](auto& r, auto& p) { return show_run(r, p); });
-        add("GET", "/v1/configurations/*/results",
-            [this](auto& r, auto& p) { return config_results(r, p); });
-        add("GET", "/v1/configurations/*/apply",
-            [this](auto& r, auto& p) { return apply_config(r, p); });
+        for (const ApiRoute& route : routes()) patterns_.emplace_back(route.doc.pattern);
     }
 
     // The single dispatcher: routing, and every Error becomes a response here.
@@ -162,16 +153,19 @@ class Api {
         }
         bool path_matched = false;
         std::string allowed;
-        for (const auto& route : routes_) {
-            auto params = route.pattern.match(request.path);
+        for (std::size_t i = 0; i < routes().size(); ++i) {
+            const ApiRoute& route = routes()[i];
+            auto params = patterns_[i].match(request.path);
             if (!params) continue;
             path_matched = true;
-            if (route.method != request.method) {
-                allowed += (allowed.empty() ? "" : ", ") + route.method;
+            if (route.doc.method != request.method) {
+                allowed += (allowed.empty() ? "" : ", ") + std::string(route.doc.method);
                 continue;
             }
             try {
-                auto response = route.handler(request, *params);
+                const RouteQuery query(request.query, route.doc.query);
+                auto response = (this->*route.handler)(
+                    RouteCall{request.body, request.headers, *params, query});
                 if (!response.ok()) return error_response(response.error());
                 return std::move(response).value();
             } catch (const std::exception& e) {
@@ -192,30 +186,16 @@ class Api {
     }
 
   private:
-    void add(std::string method, std::string_view pattern, RouteHandler handler) {
-        routes_.push_back(Route{std::move(method), RoutePattern(pattern), std::move(handler)});
-    }
+    // The handlers, each named by its row of the route table.
+    friend std::span<const ApiRoute> routes();
 
-    Result<http::Response> version(const http::Request&, const Params&) {
-        Json capabilities = {"sweeps", "events", "compare", "report", "cancel", "backends"};
-        // "workload:NAME" for each workload kind (common/workload_kind.h).
-        for (std::string_view kind : workload_kind_names())
-            capabilities.push_back("workload:" + std::string(kind));
-        capabilities.push_back("status:timed_out");
-        // What this daemon can run on: "hypervisor:libvirt", "storage:rbd:pool".
-        if (ctx_.backends) {
-            const Json backends = ctx_.backends->to_json();
-            for (const auto& h : backends["hypervisors"])
-                capabilities.push_back("hypervisor:" + h["name"].get<std::string>());
-            for (const auto& s : backends["storages"])
-                capabilities.push_back("storage:" + s["name"].get<std::string>());
-        }
+    Result<http::Response> version(const RouteCall&) {
         return json_response({{"api", kApiVersion},
                               {"version", std::string(disksweep_version())},
-                              {"capabilities", capabilities}});
+                              {"capabilities", capabilities()}});
     }
 
-    Result<http::Response> status(const http::Request&, const Params&) {
+    Result<http::Response> status(const RouteCall&) {
         Json body = ctx_.status ? ctx_.status() : Json::object();
         body["api"] = kApiVersion;
         body["version"] = std::string(disksweep_version());
@@ -224,20 +204,15 @@ class Api {
 
     // The host by a query parameter: a cluster's hosts are named
     // "LINE/NODE", which a path segment could not hold.
-    Result<http::Response> check_host(const http::Request& request, const Params&) {
-        const auto given = request.query.find("name");
-        if (given == request.query.end() || given->second.empty()) {
-            return make_error(errc::kInvalidArgument,
-                              "query parameter 'name' (the host, as hostctl status lists it) is "
-                              "required");
-        }
-        const std::string& host = given->second;
+    Result<http::Response> check_host(const RouteCall& call) {
+        DS_ASSIGN_OR_RETURN(const std::string host,
+                            call.query.required("name", "the host, as hostctl status lists it"));
         if (!ctx_.check_host) return make_error(errc::kNotFound, "no host '" + host + "'");
         DS_ASSIGN_OR_RETURN(auto answer, ctx_.check_host(host));
         return json_response({{"host", host}, {"check", answer}});
     }
 
-    Result<http::Response> list_sweeps(const http::Request&, const Params&) {
+    Result<http::Response> list_sweeps(const RouteCall&) {
         auto sweeps = ctx_.store->list_sweeps();
         if (!sweeps.ok()) return sweeps.error();
         Json list = Json::array();
@@ -275,8 +250,8 @@ class Api {
         return ctx_.backends ? Json(placement_warnings(submission, *ctx_.backends)) : Json::array();
     }
 
-    Result<http::Response> submit_sweep(const http::Request& request, const Params&) {
-        auto spec = spec_body(request);
+    Result<http::Response> submit_sweep(const RouteCall& call) {
+        auto spec = spec_body(call);
         if (!spec.ok()) return spec.error();
         auto submission = plan_submission(spec->text, spec->source, ctx_.default_timeouts);
         if (!submission.ok()) return submission.error();
@@ -297,43 +272,31 @@ class Api {
                              201);
     }
 
-    Result<http::Response> show_sweep(const http::Request& request, const Params& params) {
-        auto id = parse_id(params[0], "sweep");
+    Result<http::Response> show_sweep(const RouteCall& call) {
+        auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
         auto sweep = ctx_.store->get_sweep(id.value());
         if (!sweep.ok()) return sweep.error();
         auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
         if (!summary.ok()) return summary.error();
         summary.value()["round_decisions"] = sweep->round_decisions;
-        auto page = runs_page(request, id.value());
+        auto page = runs_page(call.query, id.value());
         if (!page.ok()) return page.error();
         page.value()["sweep"] = std::move(summary).value();
         return json_response(page.value());
-    }
-
-    // A yes/no query parameter: true or 1, false or 0; absent is false.
-    static Result<bool> query_flag(const http::Request& request, const char* name) {
-        auto given = request.query.find(name);
-        if (given == request.query.end()) return false;
-        const std::string& value = given->second;
-        if (value == "true" || value == "1") return true;
-        if (value == "false" || value == "0") return false;
-        return make_error(errc::kInvalidArgument, std::string("query parameter '") + name +
-                                                      "' must be true or false (1 or 0), not '" +
-                                                      value + "'");
     }
 
     // {"runs":[..],"next_after":SEQ|null}: the runs after ?after=SEQ (their
     // sequence; default: from the first), at most ?limit=N (default and
     // maximum kMaxRunsPerPage), so no answer grows with the sweep.
     static constexpr int kMaxRunsPerPage = 1000;
-    Result<Json> runs_page(const http::Request& request, std::int64_t sweep_id) {
+    Result<Json> runs_page(const RouteQuery& query, std::int64_t sweep_id) {
         int limit = kMaxRunsPerPage;
         int after = -1;
         for (auto [name, target] : {std::pair{"limit", &limit}, std::pair{"after", &after}}) {
-            auto given = request.query.find(name);
-            if (given == request.query.end()) continue;
-            const std::string& text = given->second;
+            DS_ASSIGN_OR_RETURN(const std::string* given, query.find(name));
+            if (!given) continue;
+            const std::string& text = *given;
             int number = 0;
             auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
             if (text.empty() || ec != std::errc() || end != text.data() + text.size() || number < 0)
@@ -351,16 +314,16 @@ class Api {
                     {"next_after", page->next_after < 0 ? Json() : Json(page->next_after)}};
     }
 
-    Result<http::Response> list_runs(const http::Request& request, const Params& params) {
-        auto id = parse_id(params[0], "sweep");
+    Result<http::Response> list_runs(const RouteCall& call) {
+        auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
-        auto page = runs_page(request, id.value());
+        auto page = runs_page(call.query, id.value());
         if (!page.ok()) return page.error();
         return json_response(page.value());
     }
 
-    Result<http::Response> cancel_sweep(const http::Request&, const Params& params) {
-        auto id = parse_id(params[0], "sweep");
+    Result<http::Response> cancel_sweep(const RouteCall& call) {
+        auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
         DS_TRY(ctx_.scheduler->cancel(id.value()));
         auto sweep = ctx_.store->get_sweep(id.value());
@@ -370,31 +333,29 @@ class Api {
         return json_response({{"sweep", summary.value()}});
     }
 
-    Result<http::Response> show_run(const http::Request&, const Params& params) {
-        auto id = parse_id(params[0], "run");
+    Result<http::Response> show_run(const RouteCall& call) {
+        auto id = parse_id(call.params[0], "run");
         if (!id.ok()) return id.error();
         auto run = ctx_.store->get_run(id.value());
         if (!run.ok()) return run.error();
         return json_response({{"run", to_json(run.value(), true)}});
     }
 
-    Result<http::Response> compare(const http::Request& request, const Params& params) {
-        auto id = parse_id(params[0], "sweep");
+    Result<http::Response> compare(const RouteCall& call) {
+        auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
         CompareOptions options;
-        if (auto metric = request.query.find("metric"); metric != request.query.end())
-            options.metric = metric->second;
-        auto all = query_flag(request, "all");
-        if (!all.ok()) return all.error();
-        options.all_metrics = all.value();
+        DS_ASSIGN_OR_RETURN(const std::string* metric, call.query.find("metric"));
+        if (metric) options.metric = *metric;
+        DS_ASSIGN_OR_RETURN(options.all_metrics, call.query.flag("all"));
         auto result = compare_sweep(*ctx_.store, id.value(), options);
         if (!result.ok()) return result.error();
         return json_response(result.value());
     }
 
     // The sweep's report: one self-contained HTML page (daemon/report/html_report.h).
-    Result<http::Response> sweep_report(const http::Request&, const Params& params) {
-        auto id = parse_id(params[0], "sweep");
+    Result<http::Response> sweep_report(const RouteCall& call) {
+        auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
         auto page = report::render_sweep_report(*ctx_.store, id.value());
         if (!page.ok()) return page.error();
@@ -406,21 +367,23 @@ class Api {
 
     // ?pool_sweeps=true pools the configuration's sweeps; partitions
     // (acceleration, host, versions) stay apart either way.
-    Result<http::Response> config_results(const http::Request& request, const Params& params) {
-        auto pool = query_flag(request, "pool_sweeps");
+    Result<http::Response> config_results(const RouteCall& call) {
+        auto pool = call.query.flag("pool_sweeps");
         if (!pool.ok()) return pool.error();
-        auto result = results_for_config(
-            *ctx_.store, params[0], pool.value() ? SweepPooling::kPooled : SweepPooling::kBySweep);
+        auto result =
+            results_for_config(*ctx_.store, call.params[0],
+                               pool.value() ? SweepPooling::kPooled : SweepPooling::kBySweep);
         if (!result.ok()) return result.error();
         return json_response(result.value());
     }
 
     // The snippet that applies a configuration outside disksweep
     // (daemon/apply/configuration_apply.h); the id may be a unique prefix.
-    Result<http::Response> apply_config(const http::Request& request, const Params& params) {
-        auto apply_request = apply_request_from_query(request.query);
+    Result<http::Response> apply_config(const RouteCall& call) {
+        DS_ASSIGN_OR_RETURN(auto query, call.query.all(apply_query_parameters()));
+        auto apply_request = apply_request_from_query(query);
         if (!apply_request.ok()) return apply_request.error();
-        auto answer = apply_configuration(*ctx_.store, params[0], apply_request.value());
+        auto answer = apply_configuration(*ctx_.store, call.params[0], apply_request.value());
         if (!answer.ok()) return answer.error();
         return json_response(answer.value());
     }
@@ -428,8 +391,8 @@ class Api {
     // What POST /v1/sweeps would run, and for how long, without storing or
     // running anything (daemon/plan/sweep_plan.h). "refused" says why a
     // submission would be refused by this daemon (null when it would not).
-    Result<http::Response> plan_sweep(const http::Request& request, const Params&) {
-        auto spec_text = spec_body(request);
+    Result<http::Response> plan_sweep(const RouteCall& call) {
+        auto spec_text = spec_body(call);
         if (!spec_text.ok()) return spec_text.error();
         auto submission =
             plan_submission(spec_text->text, spec_text->source, ctx_.default_timeouts);
@@ -470,8 +433,8 @@ class Api {
 
     // NDJSON event stream: a snapshot first, then live events until the sweep
     // finishes or the client goes away.
-    Result<http::Response> sweep_events(const http::Request&, const Params& params) {
-        auto id = parse_id(params[0], "sweep");
+    Result<http::Response> sweep_events(const RouteCall& call) {
+        auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
         auto sweep = ctx_.store->get_sweep(id.value());
         if (!sweep.ok()) return sweep.error();
@@ -524,11 +487,109 @@ class Api {
         return response;
     }
 
+    // GET /v1/version's capabilities: api_capabilities() with each
+    // generated one's pattern expanded, in the table's order.
+    Json capabilities() const {
+        Json list = Json::array();
+        for (const Capability& capability : api_capabilities()) {
+            if (capability.source == CapabilitySource::kFixed) {
+                list.push_back(capability.name);
+                continue;
+            }
+            const std::string_view prefix =
+                capability.name.substr(0, capability.name.find(':') + 1);
+            for (const std::string& name : generated_names(capability.source))
+                list.push_back(std::string(prefix) + name);
+        }
+        return list;
+    }
+
+    // The names a generated capability has one entry for.
+    std::vector<std::string> generated_names(CapabilitySource source) const {
+        switch (source) {
+            case CapabilitySource::kFixed:
+                break;
+            case CapabilitySource::kWorkloadKinds: {
+                const std::vector<std::string_view> kinds = workload_kind_names();
+                return {kinds.begin(), kinds.end()};
+            }
+            case CapabilitySource::kHypervisors:
+                return backend_names("hypervisors");
+            case CapabilitySource::kStorages:
+                return backend_names("storages");
+        }
+        return {};
+    }
+
+    // The names in one list of the configured backends ("hypervisors",
+    // "storages" of BackendCatalog::to_json()); none when unset (tests).
+    std::vector<std::string> backend_names(const char* list) const {
+        std::vector<std::string> names;
+        if (!ctx_.backends) return names;
+        for (const auto& backend : ctx_.backends->to_json()[list])
+            names.push_back(backend["name"].get<std::string>());
+        return names;
+    }
+
     ApiContext ctx_;
-    std::vector<Route> routes_;
+    std::vector<RoutePattern> patterns_;  // routes()'s, in its order
 };
 
+// The query parameters each route reads (route_query.h).
+constexpr QueryParameter kHostQuery[] = {{"name", QueryPresence::kRequired}};
+constexpr QueryParameter kRunsPageQuery[] = {{"limit"}, {"after"}};
+constexpr QueryParameter kCompareQuery[] = {{"metric"}, {"all"}};
+constexpr QueryParameter kResultsQuery[] = {{"pool_sweeps"}};
+// apply_request_from_query's own (RouteQuery::all checks they agree).
+constexpr QueryParameter kApplyQuery[] = {
+    {"format", QueryPresence::kRequired}, {"vmid"}, {"storage"}, {"workload"}};
+
+// The API's routes, declared once: the dispatcher tries them in this
+// order, api_routes() hands them to the doc test (docs/api.md "Endpoints").
+std::span<const ApiRoute> routes() {
+    static constexpr ApiRoute kRoutes[] = {
+        {{"GET", "/v1/version"}, &Api::version},
+        {{"GET", "/v1/status"}, &Api::status},
+        {{"GET", "/v1/hosts/check", kHostQuery}, &Api::check_host},
+        {{"GET", "/v1/sweeps"}, &Api::list_sweeps},
+        {{"POST", "/v1/sweeps"}, &Api::submit_sweep},
+        {{"POST", "/v1/sweeps/plan"}, &Api::plan_sweep},
+        {{"GET", "/v1/sweeps/*", kRunsPageQuery}, &Api::show_sweep},
+        {{"POST", "/v1/sweeps/*/cancel"}, &Api::cancel_sweep},
+        {{"GET", "/v1/sweeps/*/runs", kRunsPageQuery}, &Api::list_runs},
+        {{"GET", "/v1/sweeps/*/events"}, &Api::sweep_events},
+        {{"GET", "/v1/sweeps/*/compare", kCompareQuery}, &Api::compare},
+        {{"GET", "/v1/sweeps/*/report"}, &Api::sweep_report},
+        {{"GET", "/v1/runs/*"}, &Api::show_run},
+        {{"GET", "/v1/configurations/*/results", kResultsQuery}, &Api::config_results},
+        {{"GET", "/v1/configurations/*/apply", kApplyQuery}, &Api::apply_config},
+    };
+    return kRoutes;
+}
+
 }  // namespace
+
+std::vector<RouteDoc> api_routes() {
+    std::vector<RouteDoc> docs;
+    for (const ApiRoute& route : routes()) docs.push_back(route.doc);
+    return docs;
+}
+
+std::span<const Capability> api_capabilities() {
+    static constexpr Capability kCapabilities[] = {
+        {"sweeps"},
+        {"events"},
+        {"compare"},
+        {"report"},
+        {"cancel"},
+        {"backends"},
+        {"workload:NAME", CapabilitySource::kWorkloadKinds},
+        {"status:timed_out"},
+        {"hypervisor:NAME", CapabilitySource::kHypervisors},
+        {"storage:NAME", CapabilitySource::kStorages},
+    };
+    return kCapabilities;
+}
 
 http::Handler make_api_handler(ApiContext context) {
     auto api = std::make_shared<Api>(std::move(context));

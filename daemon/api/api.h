@@ -3,10 +3,14 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "common/guest_suite.h"
 #include "common/http.h"
+#include "daemon/api/route_query.h"
 #include "daemon/backends/registry.h"
 #include "daemon/plan/submission.h"
 #include "daemon/run/events.h"
@@ -52,5 +56,33 @@ http::Response error_response(const Error& error);
 
 // Builds the request handler for http::UnixServer.
 http::Handler make_api_handler(ApiContext context);
+
+// One route of the API as docs/api.md's Endpoints table lists it.
+struct RouteDoc {
+    std::string_view method;                     // "GET", "POST"
+    std::string_view pattern;                    // daemon/api/route_match.h: '*' is one segment
+    std::span<const QueryParameter> query = {};  // all its handler reads (route_query.h)
+};
+
+// Every route, in the order the dispatcher tries them: the same table the
+// dispatcher is built from, for the doc test.
+std::vector<RouteDoc> api_routes();
+
+// Where GET /v1/version's capabilities come from.
+enum class CapabilitySource {
+    kFixed,          // the name itself
+    kWorkloadKinds,  // PREFIX:KIND for each workload kind (common/workload_kind.h)
+    kHypervisors,    // PREFIX:NAME for each configured hypervisor (ApiContext::backends)
+    kStorages,       // PREFIX:NAME for each configured storage (ApiContext::backends)
+};
+
+struct Capability {
+    std::string_view name;  // "sweeps", or the pattern of generated ones: "workload:NAME"
+    CapabilitySource source = CapabilitySource::kFixed;
+};
+
+// The capabilities in the order GET /v1/version lists them (docs/api.md
+// "Capabilities"); a generated one's pattern stands for all it yields.
+std::span<const Capability> api_capabilities();
 
 }  // namespace ds

@@ -290,6 +290,10 @@ Result<ApplyRequest> apply_request_from_query(const std::map<std::string, std::s
     return request;
 }
 
+std::span<const std::string_view> apply_query_parameters() {
+    return kQueryParameters;
+}
+
 Json workload_server_variables(const Workload& workload) {
     const Json& params = workload.params;
     if (!params.is_object() || !params.contains("server") || !params["server"].is_object())

@@ -73,6 +73,10 @@ struct ApplyRequest {
 // pve-storage-id, or a parameter that does not exist.
 Result<ApplyRequest> apply_request_from_query(const std::map<std::string, std::string>& query);
 
+// The parameters apply_request_from_query knows: format, vmid, storage,
+// workload.
+std::span<const std::string_view> apply_query_parameters();
+
 struct ApplySnippet {
     std::vector<std::string> durability_risks;  // durability_risks() (+ the workload's for mycnf)
     // Of durability_risks, those the measurement speaks for
