@@ -245,8 +245,7 @@ Result<bool> optional_flag(const Json& message, const char* key) {
 Result<bool> parse_mark(const Json& message, const std::string& kind_name) {
     auto mark = optional_flag(message, "mark");
     if (!mark) return mark.error();
-    const WorkloadKind* kind = find_workload_kind(kind_name);
-    if (*mark && (kind == nullptr || !kind->acknowledges)) {
+    if (*mark && !kind_acknowledges(kind_name)) {
         return bad_field("job.mark",
                          "marks the measured window of a kind that acknowledges "
                          "records (ledger), not of '" +
@@ -355,7 +354,7 @@ Result<AgentJob> parse_job(const Json& message) {
     auto check = optional_flag(message, "check");
     if (!check) return check.error();
     job.check = *check;
-    if (job.check && (job.workload.kind != "ledger" || job.trim)) {
+    if (job.check && (!kind_acknowledges(job.workload.kind) || job.trim)) {
         return bad_field("job.check", "checks a ledger workload's crash image, without trim");
     }
     auto check_disks = parse_check_disks(message, job.check);

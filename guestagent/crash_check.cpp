@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "common/protocol.h"
+#include "guestagent/workload_kinds.h"
 
 namespace ds::agent {
 namespace {
@@ -257,7 +258,7 @@ Result<LedgerFileScan> scan_ledger_file(const std::string& path, std::uint64_t r
 
 Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& system,
                                WorkloadContext& ctx) {
-    if (request.ledger.kind != "ledger") {
+    if (!kind_acknowledges(request.ledger.kind)) {
         return make_error(errc::kInvalidArgument,
                           "a crash state is checked for a ledger workload, "
                           "not " +

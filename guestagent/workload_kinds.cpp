@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/fio_job.h"
 #include "common/fio_logs.h"
+#include "common/workload_kind.h"
 #include "guestagent/io_job.h"
 #include "guestagent/io_options.h"
 #include "guestagent/ledger_workload.h"
@@ -266,6 +267,11 @@ const WorkloadKindEntry* find_workload_kind_entry(std::string_view kind) {
         if (entry.kind == kind) return &entry;
     }
     return nullptr;
+}
+
+bool kind_acknowledges(std::string_view kind) {
+    const WorkloadKind* descriptor = find_workload_kind(kind);
+    return descriptor != nullptr && descriptor->acknowledges;
 }
 
 }  // namespace ds::agent
