@@ -585,16 +585,22 @@ WorkloadContext Agent::crash_check_context(const AgentJob& job) {
                            DatasetMode::kFresh};
 }
 
-Json Agent::check_result(const AgentJob& job, Clock::time_point start, Json output) {
+Json Agent::result_message(const AgentJob& job, ResultBody body) const {
     return Json{{"run_id", job.run_id},
-                {"timings", {{"bench_s", seconds_since_rounded_to_ms(start, clock_)}}},
-                {"output", std::move(output)},
-                {"metrics", Json::object()},
-                {"readback", Json::object()},
+                {"timings", std::move(body.timings)},
+                {"output", std::move(body.output)},
+                {"metrics", std::move(body.metrics)},
+                {"readback", std::move(body.readback)},
                 {"versions",
                  {{"kernel", kernel_},
                   {"fio", fio_version_},
                   {"agent", std::string(disksweep_version())}}}};
+}
+
+Json Agent::check_result(const AgentJob& job, Clock::time_point start, Json output) {
+    return result_message(job,
+                          {.timings = {{"bench_s", seconds_since_rounded_to_ms(start, clock_)}},
+                           .output = std::move(output)});
 }
 
 Agent::JobOutcome Agent::run_job(const AgentJob& job) {
@@ -662,15 +668,10 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
 
     Json metrics_json = Json::object();
     for (const auto& [key, value] : *metrics) metrics_json[key] = value;
-    Json result{{"run_id", job.run_id},
-                {"timings", timings_json(timings)},
-                {"output", std::move(workload_output->output)},
-                {"metrics", std::move(metrics_json)},
-                {"readback", std::move(readback)},
-                {"versions",
-                 {{"kernel", kernel_},
-                  {"fio", fio_version_},
-                  {"agent", std::string(disksweep_version())}}}};
+    Json result = result_message(job, {.timings = timings_json(timings),
+                                       .output = std::move(workload_output->output),
+                                       .metrics = std::move(metrics_json),
+                                       .readback = std::move(readback)});
     const std::optional<CpuTicks> cpu_after = read_cpu_ticks(options_.roots.proc);
     if (cpu_before && cpu_after) {
         result["guest_cpu"] = cpu_seconds_between(*cpu_before, *cpu_after, ::sysconf(_SC_CLK_TCK));
@@ -681,15 +682,7 @@ Agent::JobOutcome Agent::run_job(const AgentJob& job) {
 Json Agent::preparation_result(const AgentJob& job, Json timings, WorkloadOutput output) {
     timings["prepare_s"] = timings["bench_s"];
     timings.erase("bench_s");
-    return Json{{"run_id", job.run_id},
-                {"timings", std::move(timings)},
-                {"output", std::move(output.output)},
-                {"metrics", Json::object()},
-                {"readback", Json::object()},
-                {"versions",
-                 {{"kernel", kernel_},
-                  {"fio", fio_version_},
-                  {"agent", std::string(disksweep_version())}}}};
+    return result_message(job, {.timings = std::move(timings), .output = std::move(output.output)});
 }
 
 Status Agent::await_host(std::string_view expected, std::string_view sent) {

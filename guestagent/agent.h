@@ -120,6 +120,14 @@ class Agent {
         std::string code;  // error.code: "timeout", "no_space" or "" (none)
     };
     using JobOutcome = std::variant<Json, PhaseFailure>;
+    // What differs between the "result" messages of a run, a preparation and
+    // a check (docs/agent-protocol.md); result_message adds the rest.
+    struct ResultBody {
+        Json timings;
+        Json output;
+        Json metrics = Json::object();
+        Json readback = Json::object();
+    };
 
     Status send(std::string_view type, const Json& payload);
     void send_progress(std::string_view phase, const std::string& message, double elapsed_s,
@@ -136,6 +144,9 @@ class Agent {
     Json check_disk_by_serial(const AgentJob& job, const std::string& serial,
                               Clock::time_point found_by);
     WorkloadContext crash_check_context(const AgentJob& job);
+    // The one envelope of every job's "result": `body` with the job's run_id
+    // and the versions of the kernel, fio and the agent.
+    Json result_message(const AgentJob& job, ResultBody body) const;
     // A check job's result around `output`, timed from `start`.
     Json check_result(const AgentJob& job, Clock::time_point start, Json output);
     // The phases of run_job that are more than one call. `tune_start` is
