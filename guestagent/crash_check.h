@@ -117,7 +117,7 @@ void bound_report(Json& report);
 Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& system,
                                WorkloadContext& ctx);
 
-// The database variant's step 3 (mariadb_workload.cpp): MariaDB on the
+// The database variant's step 3 (ledger_database.cpp): MariaDB on the
 // datadir the run left under ctx.work_dir, no install; {"recovered": bool,
 // "recovery_error": "..", "present": ranges}.
 Json recover_ledger_database(const Workload& ledger, WorkloadContext& ctx);

@@ -1,7 +1,7 @@
 // The `ledger` workload kind (docs/spec.md, docs/durability.md): records
 // 1, 2, 3, ... written one at a time, each acknowledged before the next
 // (file: pwrite + fsync; database: INSERT + COMMIT, in
-// mariadb_workload.cpp). The moment a record is acknowledged, its id goes to
+// ledger_database.cpp). The moment a record is acknowledged, its id goes to
 // the host (WorkloadContext::acknowledge), which notes how far the write log
 // was then: a crash state past that point must still hold the record.
 #pragma once
@@ -69,7 +69,7 @@ class LedgerTally {
 
 // Both variants' runner: dispatches on params.variant.
 Result<WorkloadOutput> run_ledger(const Workload& workload, WorkloadContext& ctx);
-// The database variant (mariadb_workload.cpp).
+// The database variant (ledger_database.cpp).
 Result<WorkloadOutput> run_ledger_database(const Workload& workload, const LedgerPlan& plan,
                                            WorkloadContext& ctx);
 

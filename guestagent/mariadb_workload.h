@@ -1,5 +1,7 @@
 // The MariaDB workload kinds' building blocks (workload.h declares the
-// runners): params, the server's option file, its lifecycle, what it says.
+// runners; each kind has its file: mariadb_atis_workload.cpp,
+// sysbench_oltp_workload.cpp, ledger_database.cpp): params, the server's
+// option file, what it says. Its lifecycle is mariadb_session.h's.
 //
 // The guest has no init system and a read-only root, so a runner brings its
 // own server: mariadb-install-db into <work_dir>/mysql (on the filesystem

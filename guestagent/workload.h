@@ -71,7 +71,7 @@ struct WorkloadOutput {
 // errc::kIo (no space left on device, with that text in the message).
 using WorkloadRunner = Result<WorkloadOutput> (*)(const Workload&, WorkloadContext&);
 
-// guestagent/mariadb_workload.cpp
+// guestagent/mariadb_atis_workload.cpp and sysbench_oltp_workload.cpp
 Result<WorkloadOutput> run_mariadb_atis(const Workload&, WorkloadContext&);
 Result<WorkloadOutput> run_sysbench_oltp(const Workload&, WorkloadContext&);
 // Checks params before the disk is formatted (same errors as the runners'
