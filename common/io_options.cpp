@@ -18,7 +18,7 @@ constexpr std::uint64_t kDirectAlignment = 512;
 const std::vector<std::string_view> kRwModes = {"read",   "write",     "randread", "randwrite",
                                                 "randrw", "readwrite", "rw"};
 
-// Limits the engine was built for (guestagent/io_job.cpp): a unit's length is
+// Limits the engine was built for (guestagent/io_job_runner.cpp): a unit's length is
 // 32-bit, and every job and unit in flight has its own buffers.
 constexpr std::uint64_t kMaxBlockSize = 256ull << 20;
 constexpr std::uint64_t kMaxIodepth = 4096;

@@ -4,7 +4,9 @@
 // done. As fio's default, each job is a process forked from the caller in
 // its own session (setsid: its own scheduling autogroup); with the option
 // thread=1 the jobs are threads of the caller. See docs/io-engine.md for
-// the semantics and how they compare with fio's.
+// the semantics and how they compare with fio's. The parts: the files
+// (io_job_targets.h), one job (io_job_runner.h), jobs as processes
+// (io_job_processes.h).
 #pragma once
 
 #include <atomic>
