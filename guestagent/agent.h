@@ -18,6 +18,7 @@
 #include "common/process.h"
 #include "common/result.h"
 #include "common/settings.h"
+#include "guestagent/agent_job.h"
 #include "guestagent/block_tuning.h"
 #include "guestagent/channel.h"
 #include "guestagent/discovery.h"
@@ -58,41 +59,6 @@ struct AgentOptions {
     // one-shot agent reads its job file once, so it cannot.
     bool host_answers_after_job = true;
 };
-
-// A validated "job" message.
-struct AgentJob {
-    std::string run_id;
-    FilesystemSpec filesystem;
-    Workload workload;
-    BlockTuning block;  // job.block; empty when absent
-    int timeout_s = 0;  // the workload's time limit
-    // job.trim: after the workload, report trim_ready, wait for the host's
-    // trim, remove the workload's files and fstrim (docs/agent-protocol.md).
-    bool trim = false;
-    // job.mark (kinds that acknowledge records only): before its first
-    // measured write the runner syncs, reports mark_ready and waits for the
-    // host's mark (docs/agent-protocol.md, docs/durability.md).
-    bool mark = false;
-    // job.check: the data disk is a crash image of a ledger run; check it
-    // (guestagent/crash_check.h) instead of formatting and running the
-    // workload. The result's output is the check's report.
-    bool check = false;
-    // job.check_disks (only with check): the serials of the crash images to
-    // check instead of the data disk, in order; the result's output is then
-    // {"states": [report, ...]} in that order. Empty when absent.
-    std::vector<std::string> check_disks;
-    // job.dataset: "fresh" (absent), "prepare" (format, post-format steps and
-    // the workload's preparation only: a golden volume) or "prepared" (the
-    // disk is a golden volume's clone: check its file system type, mount,
-    // run without formatting or preparing).
-    DatasetMode dataset = DatasetMode::kFresh;
-};
-
-// Checks a decoded job message field by field. errc::kInvalidArgument naming
-// the field ("job.filesystem.type: ..."); rejects file system types,
-// post-format steps, block settings and workload kinds the agent cannot
-// run, and params the kind's own check refuses (workload_kinds.h).
-Result<AgentJob> parse_job(const Json& message);
 
 // How the session ended, for the caller's log and exit status.
 enum class SessionEnd {
