@@ -59,8 +59,7 @@ Result<WorkloadOutput> run_mariadb_atis(const Workload& workload, WorkloadContex
     if (!ran) return ran.error();
     const std::string stdout_text = read_file(out);
     if (ran->exit_code != 0) {
-        return session.failure("test-ATIS (exit " + std::to_string(ran->exit_code) + ")",
-                               ran->stderr_text + tail(stdout_text, 600));
+        return session.tool_failure("test-ATIS", *ran, stdout_text);
     }
     DS_TRY(session.stop_server());
     result.output = Json{{"stdout", stdout_text}, {"server_version", version}, {"wall_s", wall_s}};

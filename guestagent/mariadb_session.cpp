@@ -141,6 +141,12 @@ Error Session::failure(const std::string& step, const std::string& tool_text) co
     return make_error(errc::kAgent, message);
 }
 
+Error Session::tool_failure(const std::string& tool, const ProcessOutput& ran,
+                            const std::string& stdout_text) const {
+    return failure(tool + " (exit " + std::to_string(ran.exit_code) + ")",
+                   ran.stderr_text + tail(stdout_text, 600));
+}
+
 Result<ProcessOutput> Session::run(const std::vector<std::string>& argv, const std::string& step,
                                    const std::string& progress_file,
                                    std::optional<double> planned_s) {

@@ -72,6 +72,11 @@ class Session {
     // filesystem is full.
     Error failure(const std::string& step, const std::string& tool_text) const;
 
+    // failure() of a benchmark tool that ran to_file() and exited non-zero:
+    // "TOOL (exit N)", its stderr and the end of its stdout (`stdout_text`).
+    Error tool_failure(const std::string& tool, const ProcessOutput& ran,
+                       const std::string& stdout_text) const;
+
     // Runs argv to completion within the deadline, reporting progress once a
     // second and once at its end: the last line of `progress_file` when
     // given, else `step`.

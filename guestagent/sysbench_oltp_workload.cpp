@@ -30,9 +30,7 @@ Result<double> sysbench_prepare(Session& session, const std::vector<std::string>
         session.run(to_file(dir, prepare_out, prepare_argv), "sysbench prepare", prepare_out);
     if (!prepared) return prepared.error();
     if (prepared->exit_code != 0) {
-        return session.failure(
-            "sysbench prepare (exit " + std::to_string(prepared->exit_code) + ")",
-            prepared->stderr_text + tail(read_file(prepare_out), 600));
+        return session.tool_failure("sysbench prepare", *prepared, read_file(prepare_out));
     }
     return seconds_between(prepare_start, session.now());
 }
@@ -111,8 +109,7 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload& workload, WorkloadConte
     if (!ran) return ran.error();
     const std::string stdout_text = read_file(run_out);
     if (ran->exit_code != 0) {
-        return session.failure("sysbench run (exit " + std::to_string(ran->exit_code) + ")",
-                               ran->stderr_text + tail(stdout_text, 600));
+        return session.tool_failure("sysbench run", *ran, stdout_text);
     }
     DS_TRY(session.stop_server());
     result.output =
