@@ -1,5 +1,5 @@
 // Bytes from an API client: the daemon's HTTP/1.1 request parser (the server
-// parses each request head with the same code, common/http.cpp), then the
+// parses each request head with the same code, common/http_message.cpp), then the
 // API's route matcher (daemon/api/route_match.h) on the decoded path, which
 // may be as long as the largest request head (scripts and bench/fuzz.sh run
 // this target with -max_len of that size, fuzz/lib.sh). Errors are fine;
