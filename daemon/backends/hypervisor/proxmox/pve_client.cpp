@@ -13,7 +13,6 @@
 #include <cstring>
 #include <mutex>
 #include <regex>
-#include <set>
 #include <thread>
 
 #include "common/file_descriptor.h"
@@ -110,23 +109,14 @@ const PveOptionRule kOptionRules[] = {
      }},
 };
 
-// Keys someone may try for the secret itself; refused with the way to do it.
-const std::set<std::string_view> kSecretKeys = {"secret", "token_secret", "password", "key"};
-
-std::string known_keys() {
-    return known_option_keys(std::span<const PveOptionRule>(kOptionRules));
-}
+const SecretOptionKeys kSecretKeys = {
+    {"secret", "token_secret", "password", "key"},
+    "the token secret never goes in the config: put it alone in a file of mode 0600 and name it "
+    "with token_file=PATH"};
 
 Status apply_option(PveClientOptions& options, const std::string& key, const std::string& value) {
-    if (kSecretKeys.count(key)) {
-        return option_error(key,
-                            "the token secret never goes in the config: put it alone in a file of "
-                            "mode 0600 and name it with token_file=PATH");
-    }
-    if (const PveOptionRule* rule =
-            find_option_rule(std::span<const PveOptionRule>(kOptionRules), key))
-        return rule->set(options, key, value);
-    return option_error(key, "unknown key (known: " + known_keys() + ")");
+    return apply_option_rule(std::span<const PveOptionRule>(kOptionRules), kSecretKeys,
+                             option_error, options, key, value);
 }
 
 Status check_complete(const PveClientOptions& o) {

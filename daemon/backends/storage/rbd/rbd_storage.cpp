@@ -91,29 +91,20 @@ const RbdOptionRule kOptionRules[] = {
      }},
 };
 
-// Keys someone may try for the secret itself; refused with the way to do it.
-const std::set<std::string_view> kSecretKeys = {"key", "secret", "cephx_key", "password"};
-
-std::string known_keys() {
-    return known_option_keys(std::span<const RbdOptionRule>(kOptionRules));
-}
+const SecretOptionKeys kSecretKeys = {
+    {"key", "secret", "cephx_key", "password"},
+    "the cephx key never goes in the config: put it in a keyring file readable only by root and "
+    "name it with keyring=PATH"};
 
 Status apply_option(RbdStorageOptions& options, const std::string& key, const std::string& value) {
+    const std::span<const RbdOptionRule> rules(kOptionRules);
     if (!is_option_word(key)) {
         // Not echoed: it might be a pasted key.
-        return make_error(
-            errc::kInvalidArgument,
-            "rbd storage: an option name is not a lower-case word (known: " + known_keys() + ")");
+        return make_error(errc::kInvalidArgument,
+                          "rbd storage: an option name is not a lower-case word (known: " +
+                              known_option_keys(rules) + ")");
     }
-    if (kSecretKeys.count(key)) {
-        return option_error(key,
-                            "the cephx key never goes in the config: put it in a keyring "
-                            "file readable only by root and name it with keyring=PATH");
-    }
-    if (const RbdOptionRule* rule =
-            find_option_rule(std::span<const RbdOptionRule>(kOptionRules), key))
-        return rule->set(options, key, value);
-    return option_error(key, "unknown key (known: " + known_keys() + ")");
+    return apply_option_rule(rules, kSecretKeys, option_error, options, key, value);
 }
 
 // ---- Ceph's tools and their output ------------------------------------------
