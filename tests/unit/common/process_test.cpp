@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "support/fakes/process_runner_fakes.h"
+
 namespace ds {
 namespace {
 
@@ -43,19 +45,10 @@ TEST_CASE("run_streaming: a program stopped at its timeout keeps the lines it pr
     CHECK(lines == std::vector<std::string>{"one", "two"});
 }
 
-// A runner with only run(): the seam's default streams after the end.
-class RecordedRunner : public ProcessRunner {
-  public:
-    Result<ProcessOutput> run(const std::vector<std::string>&, std::chrono::milliseconds) override {
-        ProcessOutput output;
-        output.exit_code = 0;
-        output.stdout_text = "a\n\nb";
-        return output;
-    }
-};
-
 TEST_CASE("run_streaming's default hands on the finished output line by line") {
-    RecordedRunner runner;
+    // The scripted double has only run(): the seam's default streams after the end.
+    testing::ScriptedProcessRunner runner;
+    runner.replies["x"] = testing::exited(0, "a\n\nb");
     std::vector<std::string> lines;
     auto output =
         runner.run_streaming({"x"}, 1s, [&](std::string_view line) { lines.emplace_back(line); });

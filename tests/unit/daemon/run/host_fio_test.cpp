@@ -5,9 +5,9 @@
 #include "daemon/run/host_fio.h"
 
 #include <catch2/catch.hpp>
-#include <mutex>
 
 #include "support/fakes/daemon_fakes.h"
+#include "support/fakes/process_runner_fakes.h"
 #include "support/test_data.h"
 
 namespace ds {
@@ -15,25 +15,11 @@ namespace {
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 
-// Records each command; fio prints a recorded randrw output.
-class RecordingRunner : public ProcessRunner {
-  public:
-    Result<ProcessOutput> run(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds) override {
-        std::lock_guard lock(mutex_);
-        commands.push_back(argv);
-        ProcessOutput output;
-        output.exit_code = 0;
-        if (argv.size() == 2 && argv[1] == "--version") {
-            output.stdout_text = "fio-3.33\n";
-        } else {
-            output.stdout_text = test::test_data_text("fio/randrw_4k_numjobs1.json");
-        }
-        return output;
-    }
-    std::mutex mutex_;
-    std::vector<std::vector<std::string>> commands;
-};
+// fio's answers: its version, and a recorded randrw output for any job.
+ProcessOutput recorded_fio_answer(const testing::Argv& argv) {
+    if (argv.size() == 2 && argv[1] == "--version") return testing::exited(0, "fio-3.33\n");
+    return testing::exited(0, test::test_data_text("fio/randrw_4k_numjobs1.json"));
+}
 
 bool has(const std::vector<std::string>& argv, const std::string& arg) {
     return std::find(argv.begin(), argv.end(), arg) != argv.end();
@@ -106,7 +92,8 @@ TEST_CASE("host baseline: commands for block devices and RBD images", "[host_fio
 
 TEST_CASE("host baseline: a run with no guest, recorded with fio's metrics", "[host_fio]") {
     testing::ExecutorFixture fixture;
-    RecordingRunner runner;
+    testing::ScriptedProcessRunner runner;
+    runner.otherwise = recorded_fio_answer;
     fixture.host_processes = &runner;
     StorageConfig config = host_baseline_for(testing::reference_config());
     const RunRecord run = fixture.execute(fixture.pending_run(config));

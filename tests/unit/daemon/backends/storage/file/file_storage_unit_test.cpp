@@ -9,28 +9,14 @@
 #include <memory>
 
 #include "daemon/backends/storage/file/file_storage.h"
+#include "support/fakes/process_runner_fakes.h"
 #include "support/temp_dir.h"
 
 namespace ds {
 namespace {
 
-// Records every command and answers with `exit_code`.
-class RecordingRunner : public ProcessRunner {
-  public:
-    explicit RecordingRunner(int exit_code) : exit_code_(exit_code) {}
-    Result<ProcessOutput> run(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds) override {
-        commands.push_back(argv);
-        ProcessOutput output;
-        output.exit_code = exit_code_;
-        if (exit_code_ != 0) output.stderr_text = "qemu-img: disk full\n";
-        return output;
-    }
-    std::vector<std::vector<std::string>> commands;
-
-  private:
-    int exit_code_;
-};
+using testing::exited;
+using testing::ScriptedProcessRunner;
 
 StorageConfig qcow2_config() {
     StorageConfig config;
@@ -41,7 +27,7 @@ StorageConfig qcow2_config() {
 
 TEST_CASE("file storage: qemu-img makes qcow2 volumes through the process seam", "[storage]") {
     test::TempDir dir;
-    auto runner = std::make_shared<RecordingRunner>(0);
+    auto runner = std::make_shared<ScriptedProcessRunner>();
     FileStorage storage(dir.path().string(), runner);
     auto volume = storage.create_volume("v1", qcow2_config());
     REQUIRE(volume.ok());
@@ -53,7 +39,9 @@ TEST_CASE("file storage: qemu-img makes qcow2 volumes through the process seam",
 
 TEST_CASE("file storage: a failed qemu-img is the volume's error, with its stderr", "[storage]") {
     test::TempDir dir;
-    FileStorage storage(dir.path().string(), std::make_shared<RecordingRunner>(1));
+    auto runner = std::make_shared<ScriptedProcessRunner>();
+    runner->replies["qemu-img"] = exited(1, "", "qemu-img: disk full\n");
+    FileStorage storage(dir.path().string(), runner);
     auto volume = storage.create_volume("v1", qcow2_config());
     REQUIRE_FALSE(volume.ok());
     CHECK(volume.error().code == errc::kStorage);

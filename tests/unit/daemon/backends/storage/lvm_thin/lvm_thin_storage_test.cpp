@@ -5,60 +5,20 @@
 #include "daemon/backends/storage/lvm_thin/lvm_thin_storage.h"
 
 #include <catch2/catch.hpp>
-#include <deque>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "common/process.h"
+#include "support/fakes/process_runner_fakes.h"
 
 using namespace ds;
 
 namespace {
 
-using Argv = std::vector<std::string>;
-
-// Answers each command with the next scripted reply for its program
-// (argv[0]); a program without replies left exits 0 with no output.
-// Records every command line and timeout.
-class ScriptedLvm : public ProcessRunner {
-  public:
-    void reply(const std::string& program, Result<ProcessOutput> output) {
-        replies_[program].push_back(std::move(output));
-    }
-    void reply_ok(const std::string& program, std::string stdout_text) {
-        ProcessOutput output;
-        output.exit_code = 0;
-        output.stdout_text = std::move(stdout_text);
-        reply(program, output);
-    }
-    void reply_failure(const std::string& program, int exit_code, std::string stderr_text) {
-        ProcessOutput output;
-        output.exit_code = exit_code;
-        output.stderr_text = std::move(stderr_text);
-        reply(program, output);
-    }
-
-    Result<ProcessOutput> run(const Argv& argv, std::chrono::milliseconds timeout) override {
-        commands.push_back(argv);
-        timeouts.push_back(timeout);
-        auto& queue = replies_[argv.at(0)];
-        if (queue.empty()) {
-            ProcessOutput output;
-            output.exit_code = 0;
-            return output;
-        }
-        auto next = std::move(queue.front());
-        queue.pop_front();
-        return next;
-    }
-
-    std::vector<Argv> commands;
-    std::vector<std::chrono::milliseconds> timeouts;
-
-  private:
-    std::map<std::string, std::deque<Result<ProcessOutput>>> replies_;
-};
+using testing::Argv;
+// LVM's tools, answered per program (argv[0]): each queued reply answers one
+// command; a program without replies left exits 0 with no output.
+using testing::ScriptedProcessRunner;
 
 const Argv kReportCommand = {
     "lvs", "--reportformat", "json", "--options", "lv_name,pool_lv,data_percent,metadata_percent",
@@ -88,7 +48,7 @@ constexpr const char* kReportWithOtherPool = R"({"report":[{"lv":[
     {"lv_name":"pool", "pool_lv":"", "data_percent":"9.38", "metadata_percent":"11.91"},
     {"lv_name":"pool2", "pool_lv":"", "data_percent":"0.00", "metadata_percent":"10.00"}]}]})";
 
-LvmThinStorage make_storage(ScriptedLvm& lvm) {
+LvmThinStorage make_storage(ScriptedProcessRunner& lvm) {
     return LvmThinStorage(ThinPoolRef{"vg0", "pool"}, lvm);
 }
 
@@ -144,7 +104,7 @@ TEST_CASE("lvm-thin pool names follow LVM's naming rules", "[lvm]") {
 }
 
 TEST_CASE("lvm-thin names itself by its pool and produces block disks", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_lvm_thin_storage("vg0/pool", lvm);
     REQUIRE(storage.ok());
     CHECK((*storage)->name() == "lvm-thin:vg0/pool");
@@ -154,7 +114,7 @@ TEST_CASE("lvm-thin names itself by its pool and produces block disks", "[lvm]")
 }
 
 TEST_CASE("lvm-thin creates a thin LV of the configured size in its pool", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
 
     auto volume = storage.create_volume("ds-run-1", raw_config(1ull << 30));
@@ -174,7 +134,7 @@ TEST_CASE("lvm-thin creates a thin LV of the configured size in its pool", "[lvm
 }
 
 TEST_CASE("lvm-thin refuses qcow2 and bad names without running LVM", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
 
     StorageConfig qcow2 = raw_config(1ull << 30);
@@ -193,7 +153,7 @@ TEST_CASE("lvm-thin refuses qcow2 and bad names without running LVM", "[lvm]") {
 }
 
 TEST_CASE("an LVM failure is an error naming the command and carrying LVM's message", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
     lvm.reply_failure("lvcreate", 5,
                       "  Logical Volume \"ds-run-1\" already exists in volume group \"vg0\"\n");
@@ -239,7 +199,7 @@ TEST_CASE("an LVM failure is an error naming the command and carrying LVM's mess
 }
 
 TEST_CASE("lvm-thin snapshots a golden volume of its own pool, active", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
 
     lvm.reply_ok("lvs", kReport);
@@ -279,7 +239,7 @@ TEST_CASE("lvm-thin snapshots a golden volume of its own pool, active", "[lvm]")
 }
 
 TEST_CASE("lvm-thin removes a volume, and a missing one is already removed", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
 
     CHECK(storage.remove_volume("ds-run-1").ok());
@@ -308,7 +268,7 @@ TEST_CASE("lvm-thin removes a volume, and a missing one is already removed", "[l
 }
 
 TEST_CASE("lvm-thin lists the thin LVs of its pool by prefix", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
     lvm.reply_ok("lvs", kReport);
 
@@ -327,7 +287,7 @@ TEST_CASE("lvm-thin lists the thin LVs of its pool by prefix", "[lvm]") {
 }
 
 TEST_CASE("lvm-thin state is the pool's fill and the volume's", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
 
     lvm.reply_ok("lvs", kReport);
@@ -419,7 +379,7 @@ TEST_CASE("lv reports are read without trusting their shape", "[lvm]") {
 }
 
 TEST_CASE("lvm-thin allocated bytes: the thin LV's data_percent of its size", "[lvm]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     lvm.reply_ok("lvs", kReport);
     lvm.reply_ok("lvs", "  268435456\n");
     LvmThinStorage storage = make_storage(lvm);
@@ -444,7 +404,7 @@ TEST_CASE("lvm-thin allocated bytes: the thin LV's data_percent of its size", "[
 }
 
 TEST_CASE("lvm-thin clones a run's volume of a golden one as a thin snapshot", "[lvm][golden]") {
-    ScriptedLvm lvm;
+    ScriptedProcessRunner lvm;
     auto storage = make_storage(lvm);
     StorageBackend& seam = storage;  // what a run calls
     lvm.reply_ok("lvs", kReport);

@@ -9,44 +9,34 @@
 #include <vector>
 
 #include "daemon/backends/storage/rbd/rbd_storage.h"
+#include "support/fakes/process_runner_fakes.h"
 
 using namespace ds;
 
 namespace {
 
-// Answers by the first one or two words after the options ("snap create",
-// "clone", "rm"); records every command as those words plus the rest.
-class ScriptedRbd : public ProcessRunner {
-  public:
-    Result<ProcessOutput> run(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds) override {
-        const std::string verb = verb_of(argv);
-        commands.push_back(verb);
-        arguments.push_back(argv);
-        ProcessOutput output;
-        output.exit_code = 0;
-        if (auto reply = exit_codes.find(verb); reply != exit_codes.end()) {
-            output.exit_code = reply->second;
-            output.stderr_text =
-                "rbd: " + verb + " failed: (" + std::to_string(reply->second) + ")\n";
-        }
-        return output;
+using testing::exited;
+using testing::ScriptedProcessRunner;
+
+// A command's name: the first one or two words after the options ("snap
+// create", "clone", "rm").
+std::string verb_of(const std::vector<std::string>& argv) {
+    for (std::size_t i = 1; i < argv.size(); ++i) {
+        if (argv[i] == "snap" && i + 1 < argv.size()) return "snap " + argv[i + 1];
+        if (argv[i] == "clone" || argv[i] == "rm" || argv[i] == "create") return argv[i];
     }
-    static std::string verb_of(const std::vector<std::string>& argv) {
-        for (std::size_t i = 1; i < argv.size(); ++i) {
-            if (argv[i] == "snap" && i + 1 < argv.size()) return "snap " + argv[i + 1];
-            if (argv[i] == "clone" || argv[i] == "rm" || argv[i] == "create") return argv[i];
-        }
-        return argv.front();
-    }
-    std::map<std::string, int> exit_codes;
-    std::vector<std::string> commands;
-    std::vector<std::vector<std::string>> arguments;
-};
+    return argv.front();
+}
 
 struct Fixture {
-    std::shared_ptr<ScriptedRbd> rbd = std::make_shared<ScriptedRbd>();
+    std::shared_ptr<ScriptedProcessRunner> rbd = std::make_shared<ScriptedProcessRunner>(verb_of);
     RbdStorage storage{RbdStorageOptions{"disksweep", {}, "", "", ""}, rbd};
+
+    // Every `verb` exits with `code` and says so, as rbd does.
+    void fail(const std::string& verb, int code) {
+        rbd->replies[verb] =
+            exited(code, "", "rbd: " + verb + " failed: (" + std::to_string(code) + ")\n");
+    }
 };
 
 StorageConfig raw_config() {
@@ -73,11 +63,11 @@ TEST_CASE("rbd golden: sealed by a protected snapshot, cloned from it", "[rbd][g
     REQUIRE(sealed.ok());
     auto cloned = f.storage.clone_volume("ds-g1-golden", "ds-r5-data", raw_config());
     REQUIRE(cloned.ok());
-    CHECK(f.rbd->commands == std::vector<std::string>{"snap create", "snap protect", "clone"});
-    CHECK(has_args(f.rbd->arguments[0],
+    CHECK(f.rbd->names() == std::vector<std::string>{"snap create", "snap protect", "clone"});
+    CHECK(has_args(f.rbd->commands[0],
                    {"--pool", "disksweep", "--image", "ds-g1-golden", "--snap", "golden"}));
-    CHECK(has_args(f.rbd->arguments[2], {"--image", "ds-g1-golden", "--snap", "golden",
-                                         "--dest-pool", "disksweep", "--dest", "ds-r5-data"}));
+    CHECK(has_args(f.rbd->commands[2], {"--image", "ds-g1-golden", "--snap", "golden",
+                                        "--dest-pool", "disksweep", "--dest", "ds-r5-data"}));
     CHECK(cloned->method == "rbd-clone");
     const auto& disk = std::get<RbdDisk>(cloned->volume.source);
     CHECK(disk.pool == "disksweep");
@@ -88,31 +78,32 @@ TEST_CASE("rbd golden: removal unprotects and removes the snapshot before the im
           "[rbd][golden]") {
     Fixture f;
     REQUIRE(f.storage.remove_golden("ds-g1-golden").ok());
-    CHECK(f.rbd->commands == std::vector<std::string>{"snap unprotect", "snap rm", "rm"});
+    CHECK(f.rbd->names() == std::vector<std::string>{"snap unprotect", "snap rm", "rm"});
 }
 
 TEST_CASE("rbd golden: a golden never sealed, or already gone, is removed all the same",
           "[rbd][golden]") {
     Fixture f;
-    f.rbd->exit_codes = {{"snap unprotect", ENOENT}, {"snap rm", ENOENT}};
+    f.fail("snap unprotect", ENOENT);
+    f.fail("snap rm", ENOENT);
     CHECK(f.storage.remove_golden("ds-g1-golden").ok());
-    CHECK(f.rbd->commands.back() == "rm");
+    CHECK(f.rbd->names().back() == "rm");
 }
 
 TEST_CASE("rbd golden: with clones left, removal stops at the unprotect and says why",
           "[rbd][golden]") {
     Fixture f;
-    f.rbd->exit_codes = {{"snap unprotect", EBUSY}};
+    f.fail("snap unprotect", EBUSY);
     const Status removed = f.storage.remove_golden("ds-g1-golden");
     REQUIRE_FALSE(removed.ok());
     CHECK_THAT(removed.error().message, Catch::Contains("clones of it still exist"));
-    CHECK(f.rbd->commands == std::vector<std::string>{"snap unprotect"});
+    CHECK(f.rbd->names() == std::vector<std::string>{"snap unprotect"});
 }
 
 TEST_CASE("rbd golden: a failed clone is the run's error, qcow2 is refused before Ceph",
           "[rbd][golden]") {
     Fixture f;
-    f.rbd->exit_codes = {{"clone", ENOENT}};
+    f.fail("clone", ENOENT);
     auto cloned = f.storage.clone_volume("ds-g1-golden", "ds-r5-data", raw_config());
     REQUIRE_FALSE(cloned.ok());
     CHECK_THAT(cloned.error().message,

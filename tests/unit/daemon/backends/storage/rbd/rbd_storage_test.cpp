@@ -10,51 +10,26 @@
 #include <string>
 #include <vector>
 
+#include "support/fakes/process_runner_fakes.h"
+
 using namespace ds;
 
 namespace {
 
-ProcessOutput exited(int code, std::string stdout_text = "", std::string stderr_text = "") {
-    ProcessOutput output;
-    output.exit_code = code;
-    output.stdout_text = std::move(stdout_text);
-    output.stderr_text = std::move(stderr_text);
-    return output;
+using testing::exited;
+using testing::ScriptedProcessRunner;
+
+// A Ceph command's name: its verb ("rbd create" for {"rbd", ...options...,
+// "create", ...}, "ceph health").
+std::string verb_of(const std::vector<std::string>& argv) {
+    static const std::vector<std::string> verbs = {"create", "rm", "ls", "du", "status", "health"};
+    for (const auto& arg : argv) {
+        for (const auto& verb : verbs) {
+            if (arg == verb) return argv[0] + " " + verb;
+        }
+    }
+    return argv[0];
 }
-
-// Answers each Ceph command by its verb ("rbd create", "ceph health"); a verb
-// with no reply exits 0 and prints nothing. Records every argv.
-class FakeCeph : public ProcessRunner {
-  public:
-    Result<ProcessOutput> run(const std::vector<std::string>& argv,
-                              std::chrono::milliseconds) override {
-        commands.push_back(argv);
-        if (cannot_start) return make_error(errc::kIo, "cannot run " + argv[0] + ": No such file");
-        auto reply = replies.find(verb_of(argv));
-        return reply == replies.end() ? exited(0) : reply->second;
-    }
-    // "rbd create" for {"rbd", ...options..., "create", ...}.
-    static std::string verb_of(const std::vector<std::string>& argv) {
-        static const std::vector<std::string> verbs = {"create", "rm",     "ls",
-                                                       "du",     "status", "health"};
-        for (const auto& arg : argv) {
-            for (const auto& verb : verbs) {
-                if (arg == verb) return argv[0] + " " + verb;
-            }
-        }
-        return argv[0];
-    }
-    std::optional<std::vector<std::string>> command(const std::string& verb) const {
-        for (const auto& argv : commands) {
-            if (verb_of(argv) == verb) return argv;
-        }
-        return std::nullopt;
-    }
-
-    std::map<std::string, ProcessOutput> replies;
-    std::vector<std::vector<std::string>> commands;
-    bool cannot_start = false;
-};
 
 RbdStorageOptions full_options() {
     RbdStorageOptions options;
@@ -67,7 +42,7 @@ RbdStorageOptions full_options() {
 }
 
 struct Fixture {
-    std::shared_ptr<FakeCeph> ceph = std::make_shared<FakeCeph>();
+    std::shared_ptr<ScriptedProcessRunner> ceph = std::make_shared<ScriptedProcessRunner>(verb_of);
     RbdStorage storage{full_options(), ceph};
 };
 
@@ -194,7 +169,7 @@ TEST_CASE("rbd backend: create runs rbd create with the identity and size in byt
 }
 
 TEST_CASE("rbd backend: options left out are left out of the command line", "[rbd]") {
-    auto ceph = std::make_shared<FakeCeph>();
+    auto ceph = std::make_shared<ScriptedProcessRunner>(verb_of);
     RbdStorageOptions pool_only;
     pool_only.pool = "rbd";
     RbdStorage storage(pool_only, ceph);
