@@ -4,7 +4,6 @@
 // become. tests/backend/rbd_ceph_test.cpp runs them against a real Ceph.
 #include <catch2/catch.hpp>
 #include <cerrno>
-#include <map>
 #include <string>
 #include <vector>
 
