@@ -1,9 +1,9 @@
 // The unix-socket HTTP client (see http_client.h).
 //
 // Wire rules this file enforces: a response head is at most
-// kMaxClientHeadBytes and its body (by Content-Length, chunked, or up to EOF)
-// at most kMaxResponseBytes; a request's line and headers never break the
-// framing.
+// kMaxClientHeadBytes; its body (by Content-Length, chunked, or up to EOF) is
+// at most kMaxResponseBytes, or for a stream each line at most
+// kMaxStreamLineBytes; a request's line and headers never break the framing.
 #include "common/http_client.h"
 
 #include <sys/socket.h>
