@@ -3,8 +3,8 @@
 // crash_check.h) is untrusted like every guest message: it is checked here
 // before use. A record counts as acknowledged before a crash point when its
 // ack reached the host while the write log was no longer than the point's
-// offset (daemon/run/ack_ledger.h): the write that made it durable lies in
-// the log before that.
+// offset (ack_entry.h): the write that made it durable lies in the log
+// before that.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
-#include "daemon/run/ack_ledger.h"
+#include "daemon/durability/ack_entry.h"
 
 namespace ds {
 

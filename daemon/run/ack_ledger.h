@@ -14,15 +14,10 @@
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/durability/ack_entry.h"
 #include "daemon/run/guest_messages.h"
 
 namespace ds {
-
-struct AckEntry {
-    long long id = 0;
-    // The log's size in bytes when the ack arrived; absent without a log.
-    std::optional<std::uint64_t> log_bytes;
-};
 
 class AckLedger {
   public:
