@@ -16,7 +16,7 @@
 #include "common/workload_output.h"
 #include "daemon/compare/comparison.h"
 #include "daemon/compare/durability_results.h"
-#include "daemon/compare/stats.h"
+#include "daemon/model/stats.h"
 #include "daemon/run/golden_volumes.h"
 #include "daemon/spec/spec.h"
 

@@ -10,7 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "daemon/compare/stats.h"
+#include "daemon/model/stats.h"
+#include "daemon/model/verdict_rules.h"
 
 namespace ds {
 
@@ -18,13 +19,6 @@ namespace ds {
 // second): its summaries also show the geometric mean. Decided by the
 // metric's name, from one table of name patterns (comparison.cpp).
 bool is_rate_metric(std::string_view metric);
-
-// One measurement of a configuration: the round (repetition) it ran in and
-// its value.
-struct RoundValue {
-    int round = 0;
-    double value = 0;
-};
 
 // How a ratio was estimated.
 enum class RatioMethod {
@@ -78,16 +72,6 @@ std::string_view to_string(Verdict);
 
 // The significance level of the verdicts (on Holm-adjusted p-values).
 inline constexpr double kSignificanceLevel = 0.05;
-
-// What it takes to call a difference: the spec's `practical_difference` and
-// `min_runs_for_verdict` (docs/spec.md), with their defaults.
-struct VerdictRules {
-    // Differences below this fraction (2%) are not differences.
-    double practical_difference = 0.02;
-    // Runs each side needs before a verdict. Two runs that happen to agree
-    // have zero spread, so t is infinite and p = 0: a verdict from nothing.
-    int min_runs = 3;
-};
 
 // Whether `estimate` has at least rules.min_runs values on each side (the
 // pairs, when paired). A comparison that has not is no test: it gets no

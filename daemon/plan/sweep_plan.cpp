@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "daemon/compare/stats.h"
+#include "daemon/model/stats.h"
 
 namespace ds {
 namespace {

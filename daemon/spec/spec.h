@@ -10,7 +10,7 @@
 #include "common/guest_suite.h"
 #include "common/result.h"
 #include "common/settings.h"
-#include "daemon/compare/comparison.h"
+#include "daemon/model/verdict_rules.h"
 #include "daemon/spec/unchecked_levels.h"
 
 namespace ds {

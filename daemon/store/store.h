@@ -16,8 +16,7 @@
 
 #include "common/result.h"
 #include "common/status.h"
-#include "daemon/compare/comparison.h"
-#include "daemon/compare/stats.h"
+#include "daemon/model/stats.h"
 
 namespace SQLite {
 class Database;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "daemon/compare/comparison.h"
-#include "daemon/compare/stats.h"
+#include "daemon/model/stats.h"
 #include "support/test_data.h"
 
 namespace ds {

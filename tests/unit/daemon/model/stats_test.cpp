@@ -1,4 +1,4 @@
-#include "daemon/compare/stats.h"
+#include "daemon/model/stats.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

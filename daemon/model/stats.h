@@ -1,7 +1,8 @@
 // Descriptive statistics for repeated benchmark runs. Reports never show a
 // single number without its spread: every metric of a configuration is a
 // Summary of its repetitions. Quantiles of Student's t and of the normal
-// distribution come from Boost.Math.
+// distribution come from Boost.Math. Below spec/ and store/ (daemon/model/):
+// the store hands its samples over as Moments and RoundValues.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,13 @@ struct Moments {
 };
 // The same Summary as summarize() of the values, except median (NaN).
 Summary summarize_moments(const Moments& moments);
+
+// One measurement of a configuration: the round (repetition) it ran in and
+// its value. Comparisons pair the runs of one round (compare/comparison.h).
+struct RoundValue {
+    int round = 0;
+    double value = 0;
+};
 
 // The q-quantile of Student's t with `degrees_of_freedom` (> 0, may be
 // fractional as from Welch's formula), 0 < q < 1. NaN outside that domain.
