@@ -4,6 +4,7 @@
 // and hangs are not. Also checks that a configuration survives its JSON round
 // trip (the daemon re-reads stored configurations with storage_config_from_json).
 #include "common/settings.h"
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 #include "fuzz/fuzz_input.h"
 

@@ -12,6 +12,7 @@
 #include "daemon/api/route_match.h"
 #include "daemon/apply/configuration_apply.h"
 #include "daemon/compare/compare.h"
+#include "daemon/plan/expand.h"
 #include "daemon/plan/rounds.h"
 #include "daemon/plan/sweep_plan.h"
 #include "daemon/report/html_report.h"

@@ -17,6 +17,7 @@
 #include "daemon/compare/comparison.h"
 #include "daemon/compare/durability_results.h"
 #include "daemon/model/stats.h"
+#include "daemon/plan/expand.h"
 #include "daemon/run/golden_volumes.h"
 #include "daemon/spec/spec.h"
 

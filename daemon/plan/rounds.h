@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 

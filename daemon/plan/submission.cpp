@@ -7,6 +7,7 @@
 #include "common/compare_text.h"
 #include "common/text.h"
 #include "common/workload_kind.h"
+#include "daemon/plan/expand.h"
 #include "daemon/plan/rounds.h"
 
 namespace ds {

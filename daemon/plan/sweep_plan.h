@@ -13,6 +13,7 @@
 
 #include "common/result.h"
 #include "common/settings.h"
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 

@@ -1,4 +1,5 @@
-// Sweep specs (TOML, grammar in docs/spec.md) and their expansion into runs.
+// Sweep specs (TOML, grammar in docs/spec.md): parsed and checked into a
+// SweepSpec. plan/expand.h expands a spec into its runs.
 #pragma once
 
 #include <cstdint>
@@ -92,65 +93,17 @@ Result<SweepSpec> parse_sweep_spec(std::string_view toml_text, std::string_view 
 // A filesystem shorthand "TYPE[+step...][:mountopts]" or a named filesystem.
 Result<FilesystemSpec> resolve_filesystem(const SweepSpec&, std::string_view value);
 
-struct DroppedCombination {
-    Json settings;       // the partial configuration as JSON
-    std::string reason;  // why it cannot exist
-};
+// A sweep may schedule at most this many runs (and its matrix may have at
+// most this many combinations): a guard against a typo exploding the matrix.
+inline constexpr std::uint64_t kMaxRuns = 10000;
 
-struct PlannedRun {
-    int sequence = 0;        // position in the execution order (0-based)
-    int config_index = 0;    // into SweepPlan::configs
-    int workload_index = 0;  // into SweepPlan::workloads
-    int repetition = 0;      // 0-based
-};
-
-struct SweepPlan {
-    // The possible combinations, then (with host_baseline) one host baseline
-    // per distinct storage, pool and disk size among them.
-    std::vector<StorageConfig> configs;
-    std::vector<DroppedCombination> dropped;
-    // The spec's workloads with the tuning axis expanded (tuned_workloads).
-    std::vector<Workload> workloads;
-    // (config, workload) pairs × repetitions, randomised-interleaved: each
-    // repetition round visits every pair once, in an order shuffled per
-    // round, so slow drift of the host spreads over all configs. A workload
-    // with `filesystems` pairs only with configurations whose filesystem
-    // label (the matrix.filesystem value as written) it lists.
-    std::vector<PlannedRun> runs;
-    // Pairs left out by workloads' `filesystems` (per repetition round).
-    int skipped_pairs = 0;
-    // Names of the axes that take more than one value (the compare columns).
-    std::vector<std::string> varying_axes;
-    // Index into configs of the spec's baseline (the configuration whose
-    // settings have every value of SweepSpec::baseline); -1 when the spec
-    // names none. expand_sweep refuses a baseline that selects no
-    // configuration or more than one, naming the key and its line.
-    int baseline_config = -1;
-    // The tuning the baseline runs under: `baseline.tuning`, else the first
-    // value of the tuning axis, else "defaults". Every variant of a workload
-    // is compared with the baseline configuration's run of the variant under
-    // this tuning (compare_sweep).
-    std::string baseline_tuning = std::string(kDefaultTuning);
-};
-
-// The spec's workloads with the tuning axis expanded, in spec order: a
-// workload whose kind takes server variables runs once per value of the
-// axis, as written for "defaults" and as "NAME.TUNING" for a named tuning
-// (its server variables added to the workload's, its filesystems
-// intersected with the workload's; Workload::tuning and variant_of say
-// which); other workloads run once, as written. Errors: a variable both set,
-// variants that share no filesystem, a name over 64 characters or twice.
-Result<std::vector<Workload>> tuned_workloads(const SweepSpec&);
+// The checks of a spec that need no expansion: repetitions, workloads, the
+// backend, distinct workload names and known, non-empty matrix axes.
+// expand_sweep (plan/expand.h) runs them first, so that a spec built in code
+// gets them too.
+Status check_sweep_spec(const SweepSpec&);
 
 // The keys a spec may have at its top level (docs/spec.md's table).
 std::span<const std::string_view> spec_top_level_keys();
-
-Result<SweepPlan> expand_sweep(const SweepSpec&);
-
-// The runs of round `round` (0-based) in the order the spec's generator
-// gives it: the same runs and order expand_sweep would plan for that round
-// with repetitions > round. Sequences start at `first_sequence`. For adaptive
-// repetitions, which add rounds after the first ones ran.
-Result<std::vector<PlannedRun>> plan_round(const SweepSpec&, int round, int first_sequence);
 
 }  // namespace ds

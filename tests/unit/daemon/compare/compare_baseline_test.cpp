@@ -8,6 +8,7 @@
 
 #include "daemon/compare/compare.h"
 #include "daemon/compare/comparison.h"
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 #include "support/fakes/daemon_fakes.h"

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "daemon/compare/compare.h"
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 #include "support/fakes/daemon_fakes.h"

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 #include "daemon/store/store.h"
 #include "support/fakes/daemon_fakes.h"

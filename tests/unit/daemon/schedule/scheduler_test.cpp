@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "daemon/backends/hosts.h"
+#include "daemon/plan/expand.h"
 #include "support/fake_clock.h"
 #include "support/fakes/daemon_fakes.h"
 

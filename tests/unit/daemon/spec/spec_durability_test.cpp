@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 #include "support/test_data.h"
 

@@ -2,6 +2,7 @@
 // repetitions, practical_difference; and plan_round.
 #include <catch2/catch.hpp>
 
+#include "daemon/plan/expand.h"
 #include "daemon/spec/spec.h"
 
 namespace ds {

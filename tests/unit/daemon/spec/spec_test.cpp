@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/fio_options.h"
+#include "daemon/plan/expand.h"
 #include "support/test_data.h"
 #include "unit/doc_tables.h"
 
