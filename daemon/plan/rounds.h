@@ -1,6 +1,7 @@
 // Rounds of a sweep: the runs a round plans, and, for adaptive repetitions
-// (`repetitions = { min, max, ci }`), whether a sweep whose planned rounds
-// all ran gets one more.
+// (`repetitions = { min, max, ci }`), the decision whether a sweep whose
+// planned rounds all ran gets one more (schedule/adaptive_rounds.h takes it
+// and records it).
 #pragma once
 
 #include <cstdint>
@@ -36,16 +37,5 @@ struct RowPrecision {
 //  * else stop: every row is within the target.
 Json decide_round(const SweepSpec& spec, int rounds_done, bool last_round_failed,
                   const std::vector<RowPrecision>& rows);
-
-// After every planned run of an adaptive sweep finished: decides (from the
-// store's comparison of the sweep) and records the decision with the new
-// round's runs in one transaction (Store::add_round). Returns the runs
-// added, as stored (pending, with ids), and the decision; for a sweep that
-// is not adaptive (ci_target 0) nothing is recorded and both are empty.
-struct RoundOutcome {
-    Json decision;  // null when not adaptive
-    std::vector<RunRecord> added_runs;
-};
-Result<RoundOutcome> settle_round(Store& store, std::int64_t sweep_id);
 
 }  // namespace ds

@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "common/clock.h"
-#include "daemon/plan/rounds.h"
+#include "daemon/schedule/adaptive_rounds.h"
 
 namespace ds {
 

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "daemon/api/api.h"
+#include "daemon/schedule/adaptive_rounds.h"
 #include "daemon/schedule/scheduler.h"
 #include "support/fakes/daemon_fakes.h"
 #include "support/temp_dir.h"
