@@ -202,8 +202,10 @@ make_from_project_image() {
     # its config POST names only the options it changes.
     # console=ttyS0 is serial0 (qm terminal); panic=-1 resets on a kernel
     # panic, which PVE shows as a VM that keeps running without an agent:
-    # the daemon's agent wait times out and it stops the VM.
-    local append="console=ttyS0 panic=-1 quiet disksweep.guest=qga"
+    # the daemon's agent wait times out and it stops the VM. no_timer_check:
+    # no boot-time IO-APIC timer test, which panics a TCG guest on a busy host
+    # (daemon/backends/hypervisor/libvirt/domain_xml.cpp, kernel_cmdline).
+    local append="console=ttyS0 panic=-1 quiet no_timer_check disksweep.guest=qga"
     run qm create "$vmid" --name "$name" --ostype l26 --memory 1024 --cores 1 \
         --scsihw virtio-scsi-single --agent enabled=1 --serial0 socket --vga serial0 \
         --args "-kernel $boot_kernel -initrd $boot_initrd -append '$append'"

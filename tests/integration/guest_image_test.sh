@@ -129,7 +129,7 @@ boot() {
     esac
     : >"$console"
     : >"$channel"
-    local t0 t_now append="console=ttyS0 panic=-1"
+    local t0 t_now append="console=ttyS0 panic=-1 no_timer_check"
     local -a root_disk channel_port
     # shellcheck disable=SC2054 # commas are QEMU option syntax
     if [[ $require == qga ]]; then

@@ -90,7 +90,7 @@ started=$SECONDS
 qemu-system-x86_64 -machine "q35,accel=$accel" -m 1024 -smp 1 \
     -nodefaults -no-user-config -display none -no-reboot \
     -chardev "file,id=con,path=$console" -serial chardev:con \
-    -kernel "$kernel" -initrd "$work/initrd.img" -append "console=ttyS0 panic=-1 quiet" \
+    -kernel "$kernel" -initrd "$work/initrd.img" -append "console=ttyS0 panic=-1 quiet no_timer_check" \
     -drive "file=$image/root.img,format=raw,if=none,id=root,readonly=on" \
     -device virtio-blk-pci,drive=root,serial=disksweep-root \
     -drive "file=$work/pv.raw,format=raw,if=none,id=pv,discard=unmap" \

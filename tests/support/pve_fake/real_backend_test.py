@@ -81,7 +81,7 @@ def vm_config(directory: str, with_root: bool) -> dict:
         "net0": "virtio=BC:24:11:00:00:01,bridge=vmbr0",
         "scsi1": "local-lvm:vm-901-disk-1,cache=unsafe,discard=on,iothread=1,size=1G,ssd=1",
         "args": f"-kernel {kernel_of(directory)} -initrd {os.path.join(directory, 'initrd.img')} "
-                "-append 'console=ttyS0 panic=-1 quiet disksweep.guest=qga'",
+                "-append 'console=ttyS0 panic=-1 quiet no_timer_check disksweep.guest=qga'",
     }
     if with_root:
         config["scsi0"] = "local-lvm:vm-901-disk-0,serial=disksweep-root,size=4G"

@@ -49,8 +49,9 @@ TEST_CASE("domain XML: the fixed parts of the guest", "[domain_xml]") {
     CHECK(contains(xml, "<type arch='x86_64' machine='q35'>hvm</type>"));
     CHECK(contains(xml, "<kernel>/images/vmlinuz</kernel>"));
     CHECK(contains(xml, "<initrd>/images/initrd.img</initrd>"));
-    CHECK(
-        contains(xml, "<cmdline>console=ttyS0 panic=-1 quiet cryptomgr.notests extra=1</cmdline>"));
+    CHECK(contains(xml,
+                   "<cmdline>console=ttyS0 panic=-1 quiet cryptomgr.notests no_timer_check "
+                   "extra=1</cmdline>"));
     CHECK(contains(xml, "<on_poweroff>destroy</on_poweroff>"));
     CHECK(contains(xml, "<on_reboot>destroy</on_reboot>"));
     CHECK(contains(xml, "<on_crash>destroy</on_crash>"));
@@ -96,7 +97,8 @@ TEST_CASE("domain XML: empty extra cmdline leaves no trailing space", "[domain_x
     VmRequest request = sample_request();
     request.kernel_cmdline_extra.clear();
     CHECK(contains(build_domain_xml(request, kFiles),
-                   "<cmdline>console=ttyS0 panic=-1 quiet cryptomgr.notests</cmdline>"));
+                   "<cmdline>console=ttyS0 panic=-1 quiet cryptomgr.notests "
+                   "no_timer_check</cmdline>"));
 }
 
 TEST_CASE("domain XML: data disk settings per bus", "[domain_xml]") {
