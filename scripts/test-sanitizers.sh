@@ -6,6 +6,8 @@
 # stage after it only links its targets. Only the test binaries and the
 # programs those tests start are built. Extra arguments go to ctest, e.g.
 # scripts/test-sanitizers.sh -R store
+# DISKSWEEP_SANITIZE_BUILD_ONLY=1 builds and stops: CI builds beside
+# scripts/test.sh's guest tiers and runs the tests after them (.ci/run).
 #
 # Fails when a test fails, when a test skips that tests/allowed-skips.txt
 # does not allow (as scripts/test.sh), and when any process wrote a sanitizer
@@ -79,6 +81,7 @@ echo "[sanitizers] building ${targets[*]} in $build"
 fuzz_configure
 ninja -C "$build" -j"${DISKSWEEP_SANITIZE_JOBS:-$(nproc)}" "${targets[@]}"
 echo "[sanitizers] built in ${SECONDS}s"
+[ "${DISKSWEEP_SANITIZE_BUILD_ONLY:-0}" != 1 ] || exit 0
 built_at=$SECONDS
 
 # The integration tests that boot a guest use the image scripts/test.sh built.
