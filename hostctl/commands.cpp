@@ -22,8 +22,12 @@
 #include "common/result.h"
 #include "common/status.h"
 #include "common/version.h"
+#include "hostctl/compare_format.h"
 #include "hostctl/daemon_client.h"
-#include "hostctl/format.h"
+#include "hostctl/results_format.h"
+#include "hostctl/status_format.h"
+#include "hostctl/submission_format.h"
+#include "hostctl/sweep_format.h"
 #include "hostctl/watch_renderer.h"
 
 namespace ds::hostctl {

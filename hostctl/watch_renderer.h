@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "hostctl/format.h"
+#include "hostctl/sweep_progress.h"
 
 namespace ds::hostctl {
 

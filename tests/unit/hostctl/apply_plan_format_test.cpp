@@ -2,7 +2,8 @@
 // (docs/api.md) in, exact text out.
 #include <catch2/catch.hpp>
 
-#include "hostctl/format.h"
+#include "hostctl/results_format.h"
+#include "hostctl/submission_format.h"
 
 using ds::hostctl::Json;
 

@@ -12,7 +12,10 @@
 
 #include "common/http.h"
 #include "hostctl/commands.h"
-#include "hostctl/format.h"
+#include "hostctl/compare_format.h"
+#include "hostctl/results_format.h"
+#include "hostctl/submission_format.h"
+#include "hostctl/sweep_format.h"
 #include "support/temp_dir.h"
 
 namespace fs = std::filesystem;

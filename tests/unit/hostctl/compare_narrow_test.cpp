@@ -5,6 +5,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "hostctl/compare_format.h"
 #include "hostctl/format.h"
 
 namespace {

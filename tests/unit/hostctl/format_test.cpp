@@ -4,6 +4,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "hostctl/compare_format.h"
+#include "hostctl/results_format.h"
+#include "hostctl/status_format.h"
+#include "hostctl/submission_format.h"
+#include "hostctl/sweep_format.h"
+#include "hostctl/sweep_progress.h"
+
 using ds::hostctl::Json;
 
 namespace {

@@ -1,0 +1,549 @@
+#include "hostctl/compare_format.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "common/compare_text.h"
+#include "common/json_fields.h"
+#include "common/text.h"
+#include "common/verification_text.h"
+#include "common/workload_kind.h"
+
+namespace ds::hostctl {
+namespace {
+// Field access that never throws: the daemon may be older or newer than us.
+using json_read::field;
+using json_read::integer_field;
+using json_read::number_field;
+using json_read::string_list;
+using json_read::text_field;
+}  // namespace
+
+namespace {
+
+struct CompareColumns {
+    std::vector<std::string> axes;
+    std::vector<std::string> metrics;
+};
+
+// A comparison's levels and settings not checked, under its table; "" when
+// its runs checked everything.
+std::string not_checked_legend(const Json& compare) {
+    std::string text;
+    for (const std::string& line : compare_not_checked_lines(compare))
+        text += "  " + single_line(line) + "\n";
+    return text.empty() ? "" : "not checked in these runs' settings:\n" + text;
+}
+
+CompareColumns compare_columns(const Json& compare) {
+    CompareColumns columns;
+    columns.axes = string_list(field(compare, "varying_axes"));
+    columns.metrics = string_list(field(compare, "metrics"));
+    if (columns.metrics.empty()) {
+        // Derive from the rows when the daemon does not list them.
+        std::set<std::string> seen;
+        for (const auto& row : field(compare, "rows")) {
+            const Json& metrics = field(row, "metrics");
+            if (!metrics.is_object()) continue;
+            for (const auto& item : metrics.items()) {
+                if (seen.insert(item.key()).second) columns.metrics.push_back(item.key());
+            }
+        }
+    }
+    return columns;
+}
+
+std::string risks_of(const Json& row) {
+    std::vector<std::string> risks = string_list(field(row, "durability_risks"));
+    return risks.empty() ? "" : "unsafe: " + join(risks, ", ");
+}
+
+// The ranked view of the kind every row is of (WorkloadKind::ranked_view);
+// nullptr when the rows are of several kinds or their kind has none.
+const RankedView* ranked_view_of(const Json& compare) {
+    const std::vector<std::string> kinds = string_list(field(compare, "workload_kinds"));
+    if (kinds.size() != 1) return nullptr;
+    const WorkloadKind* kind = find_workload_kind(kinds.front());
+    if (kind == nullptr || kind->ranked_view.columns.empty()) return nullptr;
+    return &kind->ranked_view;
+}
+
+// A summary cell "mean ± sd" aligned on "±" within its column: the cells of
+// one column are formatted first, then padded.
+std::vector<std::string> aligned_cells(const std::vector<MeanSpread>& cells) {
+    std::size_t mean_width = 0, spread_width = 0;
+    for (const auto& cell : cells) {
+        mean_width = std::max(mean_width, display_width(cell.mean));
+        spread_width = std::max(spread_width, display_width(cell.spread));
+    }
+    std::vector<std::string> texts;
+    for (const auto& cell : cells) {
+        std::string text = pad_left(cell.mean, mean_width);
+        if (spread_width > 0) {
+            text += cell.spread.empty() ? std::string(3 + spread_width, ' ')
+                                        : " ± " + pad_right(cell.spread, spread_width);
+        }
+        texts.push_back(std::move(text));
+    }
+    return texts;
+}
+
+MeanSpread summary_cell(const Json& summary) {
+    auto mean = number_field(summary, "mean");
+    if (!mean || integer_field(summary, "n", 1) <= 0) return {"-", ""};
+    return format_mean_spread(*mean, number_field(summary, "stddev"));
+}
+
+// Whether any row, of any partition, has a host baseline to compare with.
+bool any_host_overhead(const Json& compare) {
+    for (const auto& row : field(compare, "rows"))
+        if (field(row, "vs_host").is_object()) return true;
+    return false;
+}
+
+// The line under a table with a "vs host" column that says what it is.
+std::string vs_host_legend(const std::string& metric) {
+    return "vs host = the configuration's mean " + metric +
+           " as a share of the host baseline's (fio from the host on the same storage's "
+           "raw volume, no guest)\n";
+}
+
+// The metric the "vs host" column compares: the primary one when shown,
+// else the first; "" when no row has a host baseline to compare with.
+std::string host_overhead_metric(const Json& compare, const CompareColumns& columns) {
+    if (!any_host_overhead(compare) || columns.metrics.empty()) return "";
+    const std::string primary = text_field(field(compare, "primary_metric"), "name", "");
+    const bool shown =
+        std::find(columns.metrics.begin(), columns.metrics.end(), primary) != columns.metrics.end();
+    return shown ? primary : columns.metrics.front();
+}
+
+// "41%" of the host baseline's mean, "-" without one.
+std::string host_share_text(const Json& row, const std::string& metric) {
+    auto ratio = number_field(field(field(row, "vs_host"), "ratios"), metric);
+    return ratio ? format_fixed(*ratio * 100, *ratio < 0.1 ? 1 : 0) + "%" : "-";
+}
+
+// A kind's ranked table (the seed study's for mariadb-atis, its sysbench
+// counterpart), rows in the reply's ranking order. Rows without the ranked
+// metric (no succeeded run) follow, so failures stay visible.
+std::string format_ranked_table(const Json& compare, const RankedView& view) {
+    const Json& rows = field(compare, "rows");
+    const std::string sweep_id = text_field(compare, "sweep_id");
+    const std::vector<std::size_t> order = ranked_rows(compare);
+    bool any_risk = false;
+    for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
+
+    std::vector<std::vector<std::string>> metric_cells;
+    for (const RankedColumn& column : view.columns) {
+        std::vector<MeanSpread> cells;
+        for (std::size_t r : order)
+            cells.push_back(summary_cell(field(field(rows[r], "metrics"), column.metric)));
+        metric_cells.push_back(aligned_cells(cells));
+    }
+
+    std::vector<Table::Column> header = {{"Filesystem"}, {"Options"}};
+    for (const RankedColumn& column : view.columns)
+        header.push_back({std::string(column.header), Align::kLeft});
+    const bool durability = any_durability_measured(compare);
+    if (durability) header.push_back({"durability"});
+    header.push_back({"n"});
+    if (any_risk) header.push_back({"!"});
+    Table table(std::move(header));
+    // Several workloads with the same server variables (or none) would read
+    // alike: then the workload's name goes next to its options.
+    std::set<std::string> option_texts, workload_names;
+    for (const auto& row : rows) {
+        option_texts.insert(text_field(row, "options", "defaults"));
+        workload_names.insert(text_field(row, "workload"));
+    }
+    const bool name_workloads = option_texts.size() < workload_names.size();
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        const Json& row = rows[order[i]];
+        std::string options = text_field(row, "options", "defaults");
+        if (name_workloads) options += " [" + text_field(row, "workload") + "]";
+        std::vector<std::string> line = {text_field(row, "filesystem"), options};
+        for (const auto& cells : metric_cells) line.push_back(cells[i]);
+        if (durability) line.push_back(durability_cell_text(field(row, "durability")));
+        const Json& runs = field(row, "runs");
+        line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
+        if (any_risk) line.push_back(risks_of(row));
+        table.add_row(std::move(line));
+    }
+    std::string text = "sweep " + sweep_id + ": ";
+    text += view.title;
+    text += "; mean ± sd (sample standard deviation) over n succeeded runs\n";
+    text += table.render();
+    if (durability) text += std::string(kDurabilityLegend) + "\n";
+    if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
+    return text + not_checked_legend(compare);
+}
+
+// Each row's metric cells, "mean ± sd", built before the table so that
+// each column can be aligned on "±".
+std::vector<std::vector<std::string>> aligned_metric_cells(
+    const Json& rows, const std::vector<std::string>& metrics) {
+    std::vector<std::vector<MeanSpread>> cells(rows.size());
+    std::vector<std::size_t> mean_width(metrics.size(), 0);
+    std::vector<std::size_t> spread_width(metrics.size(), 0);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        for (std::size_t m = 0; m < metrics.size(); ++m) {
+            const Json& summary = field(field(rows[r], "metrics"), metrics[m]);
+            auto mean = number_field(summary, "mean");
+            MeanSpread cell = mean && integer_field(summary, "n", 1) > 0
+                                  ? format_mean_spread(*mean, number_field(summary, "stddev"))
+                                  : MeanSpread{"-", ""};
+            mean_width[m] = std::max(mean_width[m], display_width(cell.mean));
+            spread_width[m] = std::max(spread_width[m], display_width(cell.spread));
+            cells[r].push_back(std::move(cell));
+        }
+    }
+    std::vector<std::vector<std::string>> aligned(rows.size());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        for (std::size_t m = 0; m < metrics.size(); ++m) {
+            const MeanSpread& cell = cells[r][m];
+            std::string text = pad_left(cell.mean, mean_width[m]);
+            if (spread_width[m] > 0) {
+                text += cell.spread.empty() ? std::string(3 + spread_width[m], ' ')
+                                            : " ± " + pad_right(cell.spread, spread_width[m]);
+            }
+            aligned[r].push_back(std::move(text));
+        }
+    }
+    return aligned;
+}
+
+}  // namespace
+
+std::string format_golden_datasets(const Json& compare) {
+    const Json& golden = field(compare, "golden_datasets");
+    if (!golden.is_object()) return "";
+    const auto seconds = [&golden](const char* key) {
+        const Json& value = field(golden, key);
+        return (value.is_number() ? format_fixed(value.get<double>(), 1) : std::string("?")) + " s";
+    };
+    return "golden datasets: " + text_field(golden, "runs") + " runs cloned from " +
+           text_field(golden, "golden_volumes") + " golden volume(s); preparation avoided " +
+           seconds("avoided_s") + ", golden preparation " + seconds("preparation_s") +
+           " (its guest's boot included), clones " + seconds("clone_s") + ": saved " +
+           seconds("saved_s") + "\n";
+}
+
+std::string format_compare_wide(const Json& compare) {
+    const Json& rows = field(compare, "rows");
+    std::string sweep_id = text_field(compare, "sweep_id");
+    if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
+    if (const RankedView* view = ranked_view_of(compare))
+        return format_ranked_table(compare, *view);
+    CompareColumns columns = compare_columns(compare);
+
+    bool any_risk = false;
+    for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
+
+    const std::vector<std::vector<std::string>> metric_cells =
+        aligned_metric_cells(rows, columns.metrics);
+
+    const std::string overhead_metric = host_overhead_metric(compare, columns);
+
+    std::vector<Table::Column> header;
+    const bool show_config_id = columns.axes.empty();
+    if (show_config_id) header.push_back({"config"});
+    for (const auto& axis : columns.axes) header.push_back({axis});
+    header.push_back({"workload"});
+    for (const auto& metric : columns.metrics) header.push_back({metric, Align::kRight});
+    if (!overhead_metric.empty()) header.push_back({"vs host", Align::kRight});
+    const bool durability = any_durability_measured(compare);
+    if (durability) header.push_back({"durability"});
+    header.push_back({"n", Align::kRight});
+    if (any_risk) header.push_back({"!"});
+    Table table(std::move(header));
+
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const Json& row = rows[r];
+        const bool baseline = field(row, "host_baseline") == true;
+        std::vector<std::string> line;
+        if (show_config_id) line.push_back(text_field(row, "config_id").substr(0, 12));
+        for (const auto& axis : columns.axes) {
+            // A baseline has no guest settings: only its storage is one.
+            const bool applies = !baseline || field(row, "settings").contains(axis);
+            line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
+        }
+        line.push_back(text_field(row, "workload") + (baseline ? " (host, raw volume)" : ""));
+        for (const std::string& cell : metric_cells[r]) line.push_back(cell);
+        if (!overhead_metric.empty()) line.push_back(host_share_text(row, overhead_metric));
+        if (durability) line.push_back(durability_cell_text(field(row, "durability")));
+        const Json& runs = field(row, "runs");
+        std::string n = std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
+        line.push_back(n);
+        if (any_risk) line.push_back(risks_of(row));
+        table.add_row(std::move(line));
+    }
+
+    std::string text = "sweep " + sweep_id +
+                       ": mean ± stddev over n succeeded runs per configuration and workload\n" +
+                       table.render();
+    if (!overhead_metric.empty()) text += vs_host_legend(overhead_metric);
+    if (durability) text += std::string(kDurabilityLegend) + "\n";
+    if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
+    return text + not_checked_legend(compare);
+}
+
+namespace {
+
+// The heading: what the numbers are, and against what.
+std::string narrow_heading(const Json& compare, const std::string& metric, bool lower_better) {
+    const std::string baseline = baseline_settings_text(compare);
+    const double threshold = number_field(compare, "practical_difference").value_or(0.02);
+    std::string text = "sweep " + text_field(compare, "sweep_id") + ": " +
+                       (metric.empty() ? std::string("each workload's primary metric") : metric) +
+                       (metric.empty() ? ""
+                        : lower_better ? " (lower is better)"
+                                       : " (higher is better)") +
+                       ", mean ± 95% CI half-width over n succeeded runs, best first\n";
+    const std::string chosen_by = text_field(field(compare, "baseline"), "chosen_by", "");
+    text += "ratio = mean / the baseline's (" + baseline +
+            (chosen_by == "spec" ? ", chosen in the spec" : ", the first configuration") +
+            ") with its 95% CI\nverdict: Holm-adjusted p < 0.05; differences under " +
+            format_fixed(threshold * 100, threshold * 100 < 1 ? 1 : 0) + "% are never called\n";
+    return text;
+}
+
+}  // namespace
+
+namespace {
+
+// "workload NAME: OPTIONS" for each workload with server variables, in the
+// order the rows first name them.
+std::string workload_options_legend(const Json& rows) {
+    std::string legend;
+    std::set<std::string> named;
+    for (const auto& row : rows) {
+        const std::string workload = text_field(row, "workload");
+        const std::string options = text_field(row, "options", "defaults");
+        if (options == "defaults" || !named.insert(workload).second) continue;
+        legend += "workload " + workload + ": " + options + "\n";
+    }
+    return legend;
+}
+
+// What the narrow compare table shows beyond the configuration's axes.
+struct NarrowLayout {
+    NarrowColumns columns;
+    bool options_column = false;  // the workloads' server variables, in the table
+    std::string metric;           // the analysed metric; "" when rows differ
+    bool vs_host_column = false;
+    bool durability_column = false;
+};
+
+// The narrow compare table's columns: the configuration (its axes, or its
+// id when nothing varies), then the primary metric and what is said of it.
+Table narrow_compare_table(const NarrowLayout& layout) {
+    std::vector<Table::Column> header;
+    if (layout.columns.axes.empty()) header.push_back({"config"});
+    for (const auto& axis : layout.columns.axes) header.push_back({axis});
+    if (layout.columns.workload) header.push_back({"workload"});
+    if (layout.options_column) header.push_back({"options"});
+    header.push_back({layout.metric.empty() ? "primary metric" : layout.metric, Align::kRight});
+    if (layout.vs_host_column) header.push_back({"vs host", Align::kRight});
+    header.push_back({"ratio [95% CI]", Align::kRight});
+    header.push_back({"verdict"});
+    if (layout.durability_column) header.push_back({"durability"});
+    header.push_back({"n", Align::kRight});
+    header.push_back({"!"});
+    return Table(std::move(header));
+}
+
+// One row of the narrow compare table; its durability risks, when new, go
+// to `risk_notes` (printed once each under the tables).
+std::vector<std::string> narrow_compare_line(const Json& row, const NarrowLayout& layout,
+                                             std::vector<std::string>& risk_notes) {
+    const bool host = field(row, "host_baseline") == true;
+    std::vector<std::string> line;
+    if (layout.columns.axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
+    for (const auto& axis : layout.columns.axes) {
+        const bool applies = !host || field(row, "settings").contains(axis);
+        line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
+    }
+    if (layout.columns.workload)
+        line.push_back(text_field(row, "workload") + (host ? " (host, raw volume)" : ""));
+    if (layout.options_column) line.push_back(text_field(row, "options", "defaults"));
+    const std::string row_metric = text_field(field(row, "primary_metric"), "name", layout.metric);
+    std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
+    if (layout.metric.empty() && value != "-") value += " " + row_metric;
+    line.push_back(value);
+    if (layout.vs_host_column) line.push_back(host_share_text(row, row_metric));
+    line.push_back(field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
+    line.push_back(verdict_text(row));
+    if (layout.durability_column) line.push_back(durability_cell_text(field(row, "durability")));
+    const Json& runs = field(row, "runs");
+    line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
+    const std::string risks = join(string_list(field(row, "durability_risks")), ", ");
+    line.push_back(risks.empty() ? "" : "!");
+    if (!risks.empty() &&
+        std::find(risk_notes.begin(), risk_notes.end(), risks) == risk_notes.end())
+        risk_notes.push_back(risks);
+    return line;
+}
+
+}  // namespace
+
+std::string format_compare_table(const Json& compare) {
+    const Json& rows = field(compare, "rows");
+    const std::string sweep_id = text_field(compare, "sweep_id");
+    if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
+    const Json& primary = field(compare, "primary_metric");
+    NarrowLayout layout;
+    layout.metric = text_field(primary, "name", "");
+    layout.columns = narrow_columns(compare);
+    const Json& partitions = field(compare, "partitions");
+    const std::size_t partition_count = partitions.is_array() ? partitions.size() : 0;
+
+    std::map<long, std::vector<std::size_t>> by_partition;
+    for (std::size_t r : ranked_rows(compare))
+        by_partition[integer_field(rows[r], "partition", 0)].push_back(r);
+
+    // With a workload column, the workloads' server variables (often longer
+    // than the rest of a row) are a legend under the table, once each.
+    layout.options_column = layout.columns.options && !layout.columns.workload;
+    // The host baselines sit in a partition of their own (acceleration
+    // "none"): whether to show the column is asked of every row.
+    layout.vs_host_column = any_host_overhead(compare);
+    layout.durability_column = any_durability_measured(compare);
+    std::string text =
+        narrow_heading(compare, layout.metric, field(primary, "lower_is_better") == true);
+    if (partition_count > 1) {
+        text +=
+            "runs of different acceleration, host or versions are shown apart: they are "
+            "not pooled, and each is compared with the baseline of its own partition\n";
+    }
+    std::vector<std::string> risk_notes;
+    for (const auto& [partition, members] : by_partition) {
+        if (partition_count > 1 && partition >= 0 &&
+            static_cast<std::size_t>(partition) < partition_count) {
+            text += "\npartition " + std::to_string(partition + 1) + " of " +
+                    std::to_string(partition_count) + ": " + partition_text(partitions[partition]) +
+                    "\n";
+        }
+        Table table = narrow_compare_table(layout);
+        for (std::size_t r : members)
+            table.add_row(narrow_compare_line(rows[r], layout, risk_notes));
+        text += table.render();
+    }
+    if (layout.vs_host_column)
+        text += vs_host_legend(layout.metric.empty() ? "primary metric" : layout.metric);
+    if (layout.durability_column) text += std::string(kDurabilityLegend) + "\n";
+    if (layout.columns.options && !layout.options_column) text += workload_options_legend(rows);
+    for (const auto& risks : risk_notes)
+        text += "! " + risks + ": can lose data on a power failure or crash\n";
+    text += not_checked_legend(compare);
+    text +=
+        "(--all: every metric; --metric NAME: rank and compare by another; --json, --csv: "
+        "all numbers)\n";
+    return text;
+}
+
+namespace {
+
+constexpr const char* kCsvSummaryFields[] = {"n",  "mean",     "median",    "stddev",
+                                             "cv", "ci95_low", "ci95_high", "geomean"};
+constexpr const char* kCsvComparisonFields[] = {"ratio",   "ci95_low",   "ci95_high",
+                                                "p_value", "p_adjusted", "verdict"};
+// A row's "durability", last (so existing columns keep their places).
+constexpr const char* kCsvDurabilityFields[] = {
+    "verdict",   "safe",           "crash_states",  "states_with_losses", "max_lost",
+    "mean_lost", "mount_failures", "fsck_failures", "recovery_failures"};
+
+std::string csv_line(const std::vector<std::string>& fields) {
+    std::string line;
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (i > 0) line += ',';
+        line += csv_field(fields[i]);
+    }
+    return line + "\n";
+}
+
+// Numbers at full precision (JSON's shortest round-trip form); absent or
+// null values (the spread of a single run) as empty fields.
+std::string csv_number_text(const Json& value) {
+    return value.is_number() ? value.dump() : std::string();
+}
+
+std::vector<std::string> csv_header(const CompareColumns& columns) {
+    std::vector<std::string> header = {"sweep_id", "config_id", "workload"};
+    for (const auto& axis : columns.axes) header.push_back(axis);
+    header.push_back("runs_succeeded");
+    header.push_back("runs_failed");
+    for (const auto& metric : columns.metrics) {
+        for (const char* part : kCsvSummaryFields) header.push_back(metric + "_" + part);
+    }
+    header.push_back("partition");
+    header.push_back("compared_metric");
+    for (const char* part : kCsvComparisonFields)
+        header.push_back(std::string("vs_baseline_") + part);
+    header.push_back("vs_host");
+    header.push_back("durability_risks");
+    for (const char* part : kCsvDurabilityFields)
+        header.push_back(std::string("durability_") + part);
+    return header;
+}
+
+// The fields of one compare row, in csv_header's order.
+std::vector<std::string> csv_row(const Json& compare, const Json& row,
+                                 const CompareColumns& columns) {
+    std::vector<std::string> line = {csv_number_text(field(compare, "sweep_id")),
+                                     text_field(row, "config_id", ""),
+                                     text_field(row, "workload", "")};
+    for (const auto& axis : columns.axes) {
+        line.push_back(format_setting_value(field(field(row, "settings"), axis)));
+    }
+    const Json& runs = field(row, "runs");
+    line.push_back(std::to_string(integer_field(runs, "succeeded")));
+    line.push_back(std::to_string(integer_field(runs, "failed")));
+    for (const auto& metric : columns.metrics) {
+        const Json& summary = field(field(row, "metrics"), metric);
+        for (const char* part : kCsvSummaryFields) {
+            const Json& value = field(summary, part);
+            // A metric no run reported has n = 0, not an empty field.
+            line.push_back(
+                std::string_view(part) == "n" && !value.is_number() ? "0" : csv_number_text(value));
+        }
+    }
+    const Json& partitions = field(compare, "partitions");
+    const long partition = integer_field(row, "partition", -1);
+    const bool known = partitions.is_array() && partition >= 0 &&
+                       static_cast<std::size_t>(partition) < partitions.size();
+    line.push_back(known ? partition_text(partitions[static_cast<std::size_t>(partition)]) : "");
+    const Json& versus = field(row, "vs_baseline");
+    const std::string compared = text_field(field(row, "primary_metric"), "name", "");
+    line.push_back(compared);
+    for (const char* part : kCsvComparisonFields) {
+        const Json& value = field(versus, part);
+        line.push_back(value.is_string() ? value.get<std::string>() : csv_number_text(value));
+    }
+    // The compared metric's mean as a share of the host baseline's (any partition).
+    line.push_back(csv_number_text(field(field(field(row, "vs_host"), "ratios"), compared)));
+    line.push_back(join(string_list(field(row, "durability_risks")), ";"));
+    const Json& durability = field(row, "durability");
+    for (const char* part : kCsvDurabilityFields) {
+        const Json& value = field(durability, part);
+        line.push_back(value.is_string()    ? value.get<std::string>()
+                       : value.is_boolean() ? (value.get<bool>() ? "true" : "false")
+                                            : csv_number_text(value));
+    }
+    return line;
+}
+
+}  // namespace
+
+std::string format_compare_csv(const Json& compare) {
+    CompareColumns columns = compare_columns(compare);
+    std::string text = csv_line(csv_header(columns));
+    const Json& rows = field(compare, "rows");
+    if (!rows.is_array()) return text;
+    for (const auto& row : rows) text += csv_line(csv_row(compare, row, columns));
+    return text;
+}
+
+}  // namespace ds::hostctl

@@ -1,0 +1,167 @@
+#include "hostctl/submission_format.h"
+
+#include <map>
+#include <vector>
+
+#include "common/json_fields.h"
+#include "common/status.h"
+#include "common/text.h"
+
+namespace ds::hostctl {
+namespace {
+
+// Field access that never throws: the daemon may be older or newer than us.
+using json_read::field;
+using json_read::integer_field;
+using json_read::number_field;
+using json_read::string_list;
+using json_read::text_field;
+
+// "warning: TEXT" per line of the daemon's warnings of a submission; ""
+// when none (or an older daemon's answer without them).
+std::string warnings_text(const Json& warnings) {
+    std::string text;
+    for (const std::string& warning : string_list(warnings)) text += "warning: " + warning + "\n";
+    return text;
+}
+
+// "dropped N combinations that cannot exist:" and one line each, naming it by
+// the varying `axes` and giving the reason; "" when none was dropped.
+std::string dropped_text(const Json& dropped, const std::vector<std::string>& axes) {
+    if (!dropped.is_array() || dropped.empty()) return "";
+    std::string text = "dropped " +
+                       plural(static_cast<long>(dropped.size()), "combination", "combinations") +
+                       " that cannot exist:\n";
+    for (const auto& combination : dropped) {
+        const Json& settings = field(combination, "settings");
+        // The varying settings say which combination it was; the rest
+        // is the same for every combination.
+        std::string which = settings_summary(settings, axes);
+        if (which.empty() && settings.is_object()) {
+            std::vector<std::string> keys;
+            for (const auto& item : settings.items()) keys.push_back(item.key());
+            which = settings_summary(settings, keys);
+        }
+        text += "  " + (which.empty() ? std::string("(unnamed)") : which) + ": " +
+                single_line(text_field(combination, "reason")) + "\n";
+    }
+    return text;
+}
+
+// The plan's configurations: the varying settings as columns (the id when
+// nothing varies), "!" naming durability risks when any has one.
+std::string plan_configurations_table(const Json& configurations,
+                                      const std::vector<std::string>& axes) {
+    bool any_risk = false;
+    for (const auto& configuration : configurations)
+        any_risk = any_risk || !string_list(field(configuration, "durability_risks")).empty();
+    std::vector<Table::Column> header = {{"config"}};
+    for (const auto& axis : axes) header.push_back({axis});
+    if (any_risk) header.push_back({"!"});
+    Table table(std::move(header));
+    for (const auto& configuration : configurations) {
+        const Json& settings = field(configuration, "settings");
+        std::vector<std::string> line = {text_field(configuration, "config_id").substr(0, 12)};
+        for (const auto& axis : axes) {
+            // The disk_size axis is stored as disk_size_bytes.
+            const std::string key = settings.contains(axis) ? axis : axis + "_bytes";
+            line.push_back(setting_text(settings, key));
+        }
+        if (any_risk)
+            line.push_back(join(string_list(field(configuration, "durability_risks")), " "));
+        table.add_row(std::move(line));
+    }
+    return table.render();
+}
+
+// How many planned runs each basis of the estimate covers.
+std::map<std::string, long> runs_by_basis(const Json& pairs) {
+    std::map<std::string, long> runs;
+    if (!pairs.is_array()) return runs;
+    for (const auto& pair : pairs) runs[text_field(pair, "basis")] += integer_field(pair, "runs");
+    return runs;
+}
+
+std::string plan_estimate_text(const Json& reply) {
+    const Json& estimate = field(reply, "estimate");
+    const long total = integer_field(reply, "total_runs");
+    const long unknown = integer_field(estimate, "runs_unknown");
+    if (total > 0 && unknown >= total) {
+        return "estimated duration: unknown (no run of its workloads has succeeded on this "
+               "daemon yet)\n";
+    }
+    const auto wall = number_field(estimate, "wall_seconds");
+    std::map<std::string, long> runs = runs_by_basis(field(reply, "pairs"));
+    std::string text = "estimated duration: " + std::string(unknown > 0 ? "at least " : "") +
+                       (wall ? format_duration(*wall) : "-");
+    const auto max_wall = number_field(estimate, "max_wall_seconds");
+    if (max_wall && wall && *max_wall > *wall) {
+        text += ", up to " + format_duration(*max_wall) + " with every adaptive round";
+    }
+    text += " (" + plural(integer_field(estimate, "max_parallel_runs", 1), "run", "runs") +
+            " at a time)\n";
+    text += "  from the median durations of " +
+            plural(integer_field(estimate, "based_on_runs"), "past run", "past runs") + ": " +
+            std::to_string(runs["configuration"]) +
+            " planned runs by the same configuration and workload, " +
+            std::to_string(runs["workload"]) + " by the same workload on other configurations";
+    if (unknown > 0) text += ", " + std::to_string(unknown) + " unknown (workload never run here)";
+    return text + "\n";
+}
+
+}  // namespace
+
+std::string format_submitted(const Json& reply) {
+    const Json& sweep = field(reply, "sweep");
+    std::string text =
+        "sweep " + text_field(sweep, "id") + " \"" + text_field(sweep, "name", "") +
+        "\" submitted: " + plural(integer_field(sweep, "total_runs"), "run", "runs") + ", " +
+        text_field(sweep, "status", to_string(SweepStatus::kQueued)) + "\n";
+    std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
+    if (axes.empty()) axes = string_list(field(sweep, "varying_axes"));
+    if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
+    if (long skipped = integer_field(reply, "skipped_by_filesystems"); skipped > 0) {
+        text +=
+            plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
+            " not run: left out by their workload's `filesystems`\n";
+    }
+
+    return text + warnings_text(field(reply, "warnings")) +
+           dropped_text(field(reply, "dropped"), axes);
+}
+
+std::string format_sweep_plan(const Json& reply) {
+    const Json& configurations = field(reply, "configurations");
+    const long config_count =
+        configurations.is_array() ? static_cast<long>(configurations.size()) : 0;
+    const Json& workloads = field(reply, "workloads");
+    const long workload_count = workloads.is_array() ? static_cast<long>(workloads.size()) : 0;
+    std::string text = "sweep \"" + text_field(reply, "name", "") + "\" would run " +
+                       plural(integer_field(reply, "total_runs"), "run", "runs") + ": " +
+                       plural(config_count, "configuration", "configurations") + " × " +
+                       plural(workload_count, "workload", "workloads") + " × " +
+                       plural(integer_field(reply, "repetitions", 1), "repetition", "repetitions") +
+                       "\n";
+    if (auto target = number_field(reply, "ci_target")) {
+        text += "adaptive: up to " + plural(integer_field(reply, "max_total_runs"), "run", "runs") +
+                " (" + std::to_string(integer_field(reply, "max_repetitions")) +
+                " rounds) while a configuration's 95% CI is wider than ±" +
+                format_fixed(*target * 100, *target * 100 < 1 ? 1 : 0) + "% of its mean\n";
+    }
+    if (long skipped = integer_field(reply, "skipped_by_filesystems"); skipped > 0) {
+        text +=
+            plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
+            " left out by their workload's `filesystems`\n";
+    }
+    const std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
+    if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
+    if (config_count > 0) text += "\n" + plan_configurations_table(configurations, axes) + "\n";
+    text += dropped_text(field(reply, "dropped"), axes);
+    text += warnings_text(field(reply, "warnings"));
+    text += plan_estimate_text(reply);
+    if (const Json& refused = field(reply, "refused"); refused.is_string())
+        text += "this daemon would refuse it: " + single_line(refused.get<std::string>()) + "\n";
+    return text;
+}
+
+}  // namespace ds::hostctl

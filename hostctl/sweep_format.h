@@ -1,0 +1,39 @@
+// How hostctl prints a sweep as the daemon holds it: the list of sweeps, one
+// sweep with its runs, a cancelled sweep; and the pieces of that text the
+// watch of a sweep prints again (its counts, a round decision).
+#pragma once
+
+#include <string>
+
+#include "hostctl/format.h"
+
+namespace ds::hostctl {
+
+// Per-status run counts of a sweep, as the API sends them.
+struct RunCounts {
+    long pending = 0;
+    long running = 0;
+    long succeeded = 0;
+    long failed = 0;
+    long timed_out = 0;  // stopped at the workload's time limit
+    long cancelled = 0;
+    long done() const { return succeeded + failed + timed_out + cancelled; }
+};
+RunCounts parse_counts(const Json& counts);
+
+// "3 succeeded, 1 failed, 0 cancelled" (timed out runs named when any).
+std::string counts_phrase(const RunCounts& counts);
+
+// One of a sweep's "round_decisions" (adaptive repetitions): "after round
+// 3: added a round (REASON)" or "... stopped (REASON)".
+std::string round_decision_text(const Json& decision);
+
+// GET /v1/sweeps reply.
+std::string format_sweep_list(const Json& reply);
+// GET /v1/sweeps/{id} reply: summary line, then one row per run. The config
+// column shows the settings that differ between the sweep's runs.
+std::string format_sweep_show(const Json& reply);
+// POST /v1/sweeps/{id}/cancel reply.
+std::string format_cancelled(const Json& reply);
+
+}  // namespace ds::hostctl
