@@ -77,7 +77,7 @@ struct RankedColumn {
 };
 
 // hostctl's table for a comparison whose rows are all of one kind
-// (hostctl/format.h: format_compare_wide). No columns: the generic table.
+// (hostctl/compare_format.h: format_compare_wide). No columns: the generic table.
 struct RankedView {
     std::vector<RankedColumn> columns;
     std::string_view title;  // what the numbers are and how rows are ranked

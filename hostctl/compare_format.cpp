@@ -2,25 +2,16 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <set>
 #include <vector>
 
 #include "common/compare_text.h"
-#include "common/json_fields.h"
 #include "common/text.h"
 #include "common/verification_text.h"
 #include "common/workload_kind.h"
 
 namespace ds::hostctl {
-namespace {
-// Field access that never throws: the daemon may be older or newer than us.
-using json_read::field;
-using json_read::integer_field;
-using json_read::number_field;
-using json_read::string_list;
-using json_read::text_field;
-}  // namespace
-
 namespace {
 
 struct CompareColumns {
@@ -60,6 +51,50 @@ std::string risks_of(const Json& row) {
     return risks.empty() ? "" : "unsafe: " + join(risks, ", ");
 }
 
+// Whether any row has a durability risk: then the wide tables get a "!"
+// column, and kRiskLegend under them.
+bool any_risk_in(const Json& rows) {
+    bool any_risk = false;
+    for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
+    return any_risk;
+}
+
+constexpr std::string_view kRiskLegend =
+    "! = settings that can lose data on a power failure or crash\n";
+
+// The columns that name a row's configuration: the varying `axes`, or its
+// id when nothing varies.
+void add_configuration_columns(std::vector<Table::Column>& header,
+                               const std::vector<std::string>& axes) {
+    if (axes.empty()) header.push_back({"config"});
+    for (const auto& axis : axes) header.push_back({axis});
+}
+
+// A row's cells under add_configuration_columns: its settings on the
+// varying `axes` (a host baseline has no guest settings: only its storage is
+// one, the rest is "-"), or its id's first 12 characters.
+void add_configuration_cells(std::vector<std::string>& line, const Json& row,
+                             const std::vector<std::string>& axes) {
+    const bool host = field(row, "host_baseline") == true;
+    if (axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
+    for (const auto& axis : axes) {
+        const bool applies = !host || field(row, "settings").contains(axis);
+        line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
+    }
+}
+
+// The row's workload, a host baseline's said to be one.
+std::string workload_cell(const Json& row) {
+    const bool host = field(row, "host_baseline") == true;
+    return text_field(row, "workload") + (host ? " (host, raw volume)" : "");
+}
+
+// The n column: the runs that succeeded, and a note of those that did not.
+std::string runs_cell(const Json& row) {
+    const Json& runs = field(row, "runs");
+    return std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
+}
+
 // The ranked view of the kind every row is of (WorkloadKind::ranked_view);
 // nullptr when the rows are of several kinds or their kind has none.
 const RankedView* ranked_view_of(const Json& compare) {
@@ -94,6 +129,21 @@ MeanSpread summary_cell(const Json& summary) {
     auto mean = number_field(summary, "mean");
     if (!mean || integer_field(summary, "n", 1) <= 0) return {"-", ""};
     return format_mean_spread(*mean, number_field(summary, "stddev"));
+}
+
+// Each metric's column of "mean ± sd" cells for the rows at `order`, built
+// before the table so that each column can be aligned on "±".
+std::vector<std::vector<std::string>> aligned_metric_columns(
+    const Json& rows, const std::vector<std::size_t>& order,
+    const std::vector<std::string_view>& metrics) {
+    std::vector<std::vector<std::string>> columns;
+    for (std::string_view metric : metrics) {
+        std::vector<MeanSpread> cells;
+        for (std::size_t r : order)
+            cells.push_back(summary_cell(field(field(rows[r], "metrics"), metric)));
+        columns.push_back(aligned_cells(cells));
+    }
+    return columns;
 }
 
 // Whether any row, of any partition, has a host baseline to compare with.
@@ -133,16 +183,12 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     const Json& rows = field(compare, "rows");
     const std::string sweep_id = text_field(compare, "sweep_id");
     const std::vector<std::size_t> order = ranked_rows(compare);
-    bool any_risk = false;
-    for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
+    const bool any_risk = any_risk_in(rows);
 
-    std::vector<std::vector<std::string>> metric_cells;
-    for (const RankedColumn& column : view.columns) {
-        std::vector<MeanSpread> cells;
-        for (std::size_t r : order)
-            cells.push_back(summary_cell(field(field(rows[r], "metrics"), column.metric)));
-        metric_cells.push_back(aligned_cells(cells));
-    }
+    std::vector<std::string_view> metrics;
+    for (const RankedColumn& column : view.columns) metrics.push_back(column.metric);
+    const std::vector<std::vector<std::string>> metric_cells =
+        aligned_metric_columns(rows, order, metrics);
 
     std::vector<Table::Column> header = {{"Filesystem"}, {"Options"}};
     for (const RankedColumn& column : view.columns)
@@ -167,8 +213,7 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
         std::vector<std::string> line = {text_field(row, "filesystem"), options};
         for (const auto& cells : metric_cells) line.push_back(cells[i]);
         if (durability) line.push_back(durability_cell_text(field(row, "durability")));
-        const Json& runs = field(row, "runs");
-        line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
+        line.push_back(runs_cell(row));
         if (any_risk) line.push_back(risks_of(row));
         table.add_row(std::move(line));
     }
@@ -177,42 +222,8 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     text += "; mean ± sd (sample standard deviation) over n succeeded runs\n";
     text += table.render();
     if (durability) text += std::string(kDurabilityLegend) + "\n";
-    if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
+    if (any_risk) text += kRiskLegend;
     return text + not_checked_legend(compare);
-}
-
-// Each row's metric cells, "mean ± sd", built before the table so that
-// each column can be aligned on "±".
-std::vector<std::vector<std::string>> aligned_metric_cells(
-    const Json& rows, const std::vector<std::string>& metrics) {
-    std::vector<std::vector<MeanSpread>> cells(rows.size());
-    std::vector<std::size_t> mean_width(metrics.size(), 0);
-    std::vector<std::size_t> spread_width(metrics.size(), 0);
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        for (std::size_t m = 0; m < metrics.size(); ++m) {
-            const Json& summary = field(field(rows[r], "metrics"), metrics[m]);
-            auto mean = number_field(summary, "mean");
-            MeanSpread cell = mean && integer_field(summary, "n", 1) > 0
-                                  ? format_mean_spread(*mean, number_field(summary, "stddev"))
-                                  : MeanSpread{"-", ""};
-            mean_width[m] = std::max(mean_width[m], display_width(cell.mean));
-            spread_width[m] = std::max(spread_width[m], display_width(cell.spread));
-            cells[r].push_back(std::move(cell));
-        }
-    }
-    std::vector<std::vector<std::string>> aligned(rows.size());
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-        for (std::size_t m = 0; m < metrics.size(); ++m) {
-            const MeanSpread& cell = cells[r][m];
-            std::string text = pad_left(cell.mean, mean_width[m]);
-            if (spread_width[m] > 0) {
-                text += cell.spread.empty() ? std::string(3 + spread_width[m], ' ')
-                                            : " ± " + pad_right(cell.spread, spread_width[m]);
-            }
-            aligned[r].push_back(std::move(text));
-        }
-    }
-    return aligned;
 }
 
 }  // namespace
@@ -239,18 +250,17 @@ std::string format_compare_wide(const Json& compare) {
         return format_ranked_table(compare, *view);
     CompareColumns columns = compare_columns(compare);
 
-    bool any_risk = false;
-    for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
+    const bool any_risk = any_risk_in(rows);
 
+    std::vector<std::size_t> every_row(rows.size());
+    std::iota(every_row.begin(), every_row.end(), 0);
     const std::vector<std::vector<std::string>> metric_cells =
-        aligned_metric_cells(rows, columns.metrics);
+        aligned_metric_columns(rows, every_row, {columns.metrics.begin(), columns.metrics.end()});
 
     const std::string overhead_metric = host_overhead_metric(compare, columns);
 
     std::vector<Table::Column> header;
-    const bool show_config_id = columns.axes.empty();
-    if (show_config_id) header.push_back({"config"});
-    for (const auto& axis : columns.axes) header.push_back({axis});
+    add_configuration_columns(header, columns.axes);
     header.push_back({"workload"});
     for (const auto& metric : columns.metrics) header.push_back({metric, Align::kRight});
     if (!overhead_metric.empty()) header.push_back({"vs host", Align::kRight});
@@ -262,21 +272,13 @@ std::string format_compare_wide(const Json& compare) {
 
     for (std::size_t r = 0; r < rows.size(); ++r) {
         const Json& row = rows[r];
-        const bool baseline = field(row, "host_baseline") == true;
         std::vector<std::string> line;
-        if (show_config_id) line.push_back(text_field(row, "config_id").substr(0, 12));
-        for (const auto& axis : columns.axes) {
-            // A baseline has no guest settings: only its storage is one.
-            const bool applies = !baseline || field(row, "settings").contains(axis);
-            line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
-        }
-        line.push_back(text_field(row, "workload") + (baseline ? " (host, raw volume)" : ""));
-        for (const std::string& cell : metric_cells[r]) line.push_back(cell);
+        add_configuration_cells(line, row, columns.axes);
+        line.push_back(workload_cell(row));
+        for (const auto& cells : metric_cells) line.push_back(cells[r]);
         if (!overhead_metric.empty()) line.push_back(host_share_text(row, overhead_metric));
         if (durability) line.push_back(durability_cell_text(field(row, "durability")));
-        const Json& runs = field(row, "runs");
-        std::string n = std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
-        line.push_back(n);
+        line.push_back(runs_cell(row));
         if (any_risk) line.push_back(risks_of(row));
         table.add_row(std::move(line));
     }
@@ -286,7 +288,7 @@ std::string format_compare_wide(const Json& compare) {
                        table.render();
     if (!overhead_metric.empty()) text += vs_host_legend(overhead_metric);
     if (durability) text += std::string(kDurabilityLegend) + "\n";
-    if (any_risk) text += "! = settings that can lose data on a power failure or crash\n";
+    if (any_risk) text += kRiskLegend;
     return text + not_checked_legend(compare);
 }
 
@@ -341,8 +343,7 @@ struct NarrowLayout {
 // id when nothing varies), then the primary metric and what is said of it.
 Table narrow_compare_table(const NarrowLayout& layout) {
     std::vector<Table::Column> header;
-    if (layout.columns.axes.empty()) header.push_back({"config"});
-    for (const auto& axis : layout.columns.axes) header.push_back({axis});
+    add_configuration_columns(header, layout.columns.axes);
     if (layout.columns.workload) header.push_back({"workload"});
     if (layout.options_column) header.push_back({"options"});
     header.push_back({layout.metric.empty() ? "primary metric" : layout.metric, Align::kRight});
@@ -359,15 +360,9 @@ Table narrow_compare_table(const NarrowLayout& layout) {
 // to `risk_notes` (printed once each under the tables).
 std::vector<std::string> narrow_compare_line(const Json& row, const NarrowLayout& layout,
                                              std::vector<std::string>& risk_notes) {
-    const bool host = field(row, "host_baseline") == true;
     std::vector<std::string> line;
-    if (layout.columns.axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
-    for (const auto& axis : layout.columns.axes) {
-        const bool applies = !host || field(row, "settings").contains(axis);
-        line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
-    }
-    if (layout.columns.workload)
-        line.push_back(text_field(row, "workload") + (host ? " (host, raw volume)" : ""));
+    add_configuration_cells(line, row, layout.columns.axes);
+    if (layout.columns.workload) line.push_back(workload_cell(row));
     if (layout.options_column) line.push_back(text_field(row, "options", "defaults"));
     const std::string row_metric = text_field(field(row, "primary_metric"), "name", layout.metric);
     std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
@@ -377,8 +372,7 @@ std::vector<std::string> narrow_compare_line(const Json& row, const NarrowLayout
     line.push_back(field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
     line.push_back(verdict_text(row));
     if (layout.durability_column) line.push_back(durability_cell_text(field(row, "durability")));
-    const Json& runs = field(row, "runs");
-    line.push_back(std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs));
+    line.push_back(runs_cell(row));
     const std::string risks = join(string_list(field(row, "durability_risks")), ", ");
     line.push_back(risks.empty() ? "" : "!");
     if (!risks.empty() &&

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <cstdio>
 
-#include "common/json_fields.h"
-
 namespace ds::hostctl {
 
 std::string single_line(std::string text) {
@@ -31,7 +29,7 @@ std::string plural(long count, std::string_view singular, std::string_view many)
 std::string settings_summary(const Json& settings, const std::vector<std::string>& keys) {
     std::string summary;
     for (const auto& key : keys) {
-        const Json& value = json_read::field(settings, key);
+        const Json& value = field(settings, key);
         if (value.is_null()) continue;
         if (!summary.empty()) summary += ' ';
         summary += key + "=" + format_setting_value(value);

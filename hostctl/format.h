@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/compare_text.h"
+#include "common/json_fields.h"
 
 namespace ds::hostctl {
 
@@ -44,6 +45,15 @@ class Table {
     std::vector<Column> columns_;
     std::vector<std::vector<std::string>> rows_;
 };
+
+// Field access that never throws, for every printer: the daemon may be older
+// or newer than us (common/json_fields.h).
+using json_read::field;
+using json_read::integer_field;
+using json_read::number_field;
+using json_read::string_list;
+using json_read::text_field;
+using json_read::text_of;
 
 // "mean ± stddev" rounded to the spread, and a setting's value as a spec
 // writes it: common/compare_text.h (the daemon's HTML report shows the same).

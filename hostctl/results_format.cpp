@@ -5,15 +5,10 @@
 #include <utility>
 #include <vector>
 
-#include "common/json_fields.h"
 #include "common/verification_text.h"
 
 namespace ds::hostctl {
 namespace {
-
-// Field access that never throws: the daemon may be older or newer than us.
-using json_read::field;
-using json_read::text_field;
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 

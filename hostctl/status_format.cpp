@@ -3,18 +3,9 @@
 #include <map>
 #include <vector>
 
-#include "common/json_fields.h"
 #include "common/text.h"
 
 namespace ds::hostctl {
-namespace {
-// Field access that never throws: the daemon may be older or newer than us.
-using json_read::field;
-using json_read::integer_field;
-using json_read::string_list;
-using json_read::text_field;
-}  // namespace
-
 std::string format_version(const Json& reply, std::string_view client_version) {
     std::string text = "hostctl " + std::string(client_version) + "\n";
     text +=

@@ -3,19 +3,11 @@
 #include <map>
 #include <vector>
 
-#include "common/json_fields.h"
 #include "common/status.h"
 #include "common/text.h"
 
 namespace ds::hostctl {
 namespace {
-
-// Field access that never throws: the daemon may be older or newer than us.
-using json_read::field;
-using json_read::integer_field;
-using json_read::number_field;
-using json_read::string_list;
-using json_read::text_field;
 
 // "warning: TEXT" per line of the daemon's warnings of a submission; ""
 // when none (or an older daemon's answer without them).

@@ -5,18 +5,8 @@
 #include <set>
 #include <vector>
 
-#include "common/json_fields.h"
-
 namespace ds::hostctl {
 namespace {
-
-// Field access that never throws: the daemon may be older or newer than us.
-using json_read::field;
-using json_read::integer_field;
-using json_read::number_field;
-using json_read::string_list;
-using json_read::text_field;
-using json_read::text_of;
 
 // A run's full settings: the API calls them "config" (older drafts "settings").
 const Json& run_settings(const Json& run) {

@@ -4,20 +4,11 @@
 #include <cstdio>
 #include <ctime>
 
-#include "common/json_fields.h"
 #include "common/settings.h"
 #include "common/status.h"
 #include "common/workload_kind.h"
 
 namespace ds::hostctl {
-namespace {
-// Field access that never throws: the daemon may be older or newer than us.
-using json_read::field;
-using json_read::integer_field;
-using json_read::number_field;
-using json_read::text_field;
-}  // namespace
-
 void SweepProgress::apply(const Json& event, double seconds_since_start) {
     const std::string type = text_field(event, "type", "");
     if (auto total = number_field(event, "total_runs")) total_runs_ = std::lround(*total);

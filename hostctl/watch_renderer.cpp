@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/json_fields.h"
 #include "common/status.h"
 
 namespace ds::hostctl {
 namespace {
-
-using json_read::field;
-using json_read::integer_field;
-using json_read::text_field;
 
 constexpr std::size_t kDefaultColumns = 80;
 // A progress message on a live line is cut to this many characters first,
