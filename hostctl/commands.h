@@ -1,6 +1,8 @@
-// hostctl's command line: global options, the sub-command table, and the
-// handlers, each a plain client of one or two daemon API calls. main.cpp only
-// hands argv and the real process surroundings to run_hostctl().
+// hostctl's command line: global options, and the sub-command table gathered
+// from the families of commands (sweep_commands.h, results_commands.h,
+// daemon_commands.h), whose handlers are each a plain client of one or two
+// daemon API calls. main.cpp only hands argv and the real process
+// surroundings to run_hostctl().
 #pragma once
 
 #include <chrono>
