@@ -308,7 +308,7 @@ std::string narrow_heading(const Json& compare, const std::string& metric, bool 
     text += "ratio = mean / the baseline's (" + baseline +
             (chosen_by == "spec" ? ", chosen in the spec" : ", the first configuration") +
             ") with its 95% CI\nverdict: Holm-adjusted p < 0.05; differences under " +
-            format_fixed(threshold * 100, threshold * 100 < 1 ? 1 : 0) + "% are never called\n";
+            percent_text(threshold) + " are never called\n";
     return text;
 }
 

@@ -22,6 +22,10 @@ std::string pad_right(const std::string& text, std::size_t width) {
     return shown >= width ? text : text + std::string(width - shown, ' ');
 }
 
+std::string percent_text(double fraction) {
+    return format_fixed(fraction * 100, fraction * 100 < 1 ? 1 : 0) + "%";
+}
+
 std::string plural(long count, std::string_view singular, std::string_view many) {
     return std::to_string(count) + " " + std::string(count == 1 ? singular : many);
 }

@@ -76,6 +76,10 @@ std::string single_line(std::string text);
 std::string pad_left(const std::string& text, std::size_t width);
 std::string pad_right(const std::string& text, std::size_t width);
 
+// A fraction as a percentage: "2%" for 0.02, "0.5%" for 0.005 (a decimal
+// below 1%).
+std::string percent_text(double fraction);
+
 // "1 run", "2 runs".
 std::string plural(long count, std::string_view singular, std::string_view many);
 

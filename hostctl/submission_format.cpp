@@ -40,6 +40,16 @@ std::string dropped_text(const Json& dropped, const std::vector<std::string>& ax
     return text;
 }
 
+// "N (configuration, workload) pairs LEFT_OUT by their workload's
+// `filesystems`": the pairs of the spec that their workload's list of
+// filesystems leaves out; "" when none.
+std::string skipped_pairs_text(const Json& reply, std::string_view left_out) {
+    const long skipped = integer_field(reply, "skipped_by_filesystems");
+    if (skipped <= 0) return "";
+    return plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
+           " " + std::string(left_out) + " by their workload's `filesystems`\n";
+}
+
 // The plan's configurations: the varying settings as columns (the id when
 // nothing varies), "!" naming durability risks when any has one.
 std::string plan_configurations_table(const Json& configurations,
@@ -112,11 +122,7 @@ std::string format_submitted(const Json& reply) {
     std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
     if (axes.empty()) axes = string_list(field(sweep, "varying_axes"));
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
-    if (long skipped = integer_field(reply, "skipped_by_filesystems"); skipped > 0) {
-        text +=
-            plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
-            " not run: left out by their workload's `filesystems`\n";
-    }
+    text += skipped_pairs_text(reply, "not run: left out");
 
     return text + warnings_text(field(reply, "warnings")) +
            dropped_text(field(reply, "dropped"), axes);
@@ -137,14 +143,10 @@ std::string format_sweep_plan(const Json& reply) {
     if (auto target = number_field(reply, "ci_target")) {
         text += "adaptive: up to " + plural(integer_field(reply, "max_total_runs"), "run", "runs") +
                 " (" + std::to_string(integer_field(reply, "max_repetitions")) +
-                " rounds) while a configuration's 95% CI is wider than ±" +
-                format_fixed(*target * 100, *target * 100 < 1 ? 1 : 0) + "% of its mean\n";
+                " rounds) while a configuration's 95% CI is wider than ±" + percent_text(*target) +
+                " of its mean\n";
     }
-    if (long skipped = integer_field(reply, "skipped_by_filesystems"); skipped > 0) {
-        text +=
-            plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
-            " left out by their workload's `filesystems`\n";
-    }
+    text += skipped_pairs_text(reply, "left out");
     const std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
     if (config_count > 0) text += "\n" + plan_configurations_table(configurations, axes) + "\n";
