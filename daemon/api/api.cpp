@@ -527,7 +527,10 @@ class Api {
     std::vector<std::string> backend_names(const char* list) const {
         std::vector<std::string> names;
         if (!ctx_.backends) return names;
-        for (const auto& backend : ctx_.backends->to_json()[list])
+        // Held here: a range-for over to_json()[list] would iterate a member
+        // of a temporary destroyed before the loop's first step.
+        const Json backends = ctx_.backends->to_json();
+        for (const auto& backend : backends[list])
             names.push_back(backend["name"].get<std::string>());
         return names;
     }
