@@ -28,6 +28,27 @@ SweepRecord read_sweep(SQLite::Statement& row) {
     return sweep;
 }
 
+// The one statement that stores a planned run as pending, for a new sweep's
+// runs and an adaptive round's alike.
+SQLite::Statement pending_run_insert(SQLite::Database& db) {
+    return SQLite::Statement(
+        db,
+        "INSERT INTO runs (sweep_id, sequence, repetition, config_id, workload_name, "
+        "workload_json, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')");
+}
+
+void insert_pending_run(SQLite::Statement& insert, std::int64_t sweep_id, int sequence,
+                        const RunRecord& run) {
+    insert.bind(1, sweep_id);
+    insert.bind(2, sequence);
+    insert.bind(3, run.repetition);
+    insert.bind(4, run.config_id);
+    insert.bind(5, run.workload_name);
+    insert.bind(6, dump_json(run.workload));
+    insert.exec();
+    insert.reset();
+}
+
 constexpr const char* kSelectSweep =
     "SELECT id, name, spec_toml, spec_source, status, created_at, started_at, finished_at, "
     "total_runs, dropped_json, varying_axes_json, round_decisions_json FROM sweeps";
@@ -69,10 +90,7 @@ Result<std::int64_t> Store::create_sweep(const SweepRecord& sweep,
             *db_, "INSERT OR IGNORE INTO configurations (config_id, canonical_json) VALUES (?, ?)");
         SQLite::Statement stored_config(
             *db_, "SELECT canonical_json FROM configurations WHERE config_id = ?");
-        SQLite::Statement insert_run(
-            *db_,
-            "INSERT INTO runs (sweep_id, sequence, repetition, config_id, workload_name, "
-            "workload_json, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')");
+        SQLite::Statement insert_run = pending_run_insert(*db_);
 
         std::set<std::string> checked_config_ids;
         for (const RunRecord& run : planned_runs) {
@@ -102,14 +120,7 @@ Result<std::int64_t> Store::create_sweep(const SweepRecord& sweep,
                                       " has " + canonical);
             }
 
-            insert_run.bind(1, sweep_id);
-            insert_run.bind(2, run.sequence);
-            insert_run.bind(3, run.repetition);
-            insert_run.bind(4, run.config_id);
-            insert_run.bind(5, run.workload_name);
-            insert_run.bind(6, dump_json(run.workload));
-            insert_run.exec();
-            insert_run.reset();
+            insert_pending_run(insert_run, sweep_id, run.sequence, run);
         }
         transaction.commit();
         return sweep_id;
@@ -205,19 +216,9 @@ Status Store::add_round(std::int64_t sweep_id, const Json& decision,
         last.bind(1, sweep_id);
         last.executeStep();
         int sequence = last.getColumn(0).getInt() + 1;
-        SQLite::Statement insert_run(
-            *db_,
-            "INSERT INTO runs (sweep_id, sequence, repetition, config_id, workload_name, "
-            "workload_json, status) VALUES (?, ?, ?, ?, ?, ?, 'pending')");
+        SQLite::Statement insert_run = pending_run_insert(*db_);
         for (const RunRecord& run : runs) {
-            insert_run.bind(1, sweep_id);
-            insert_run.bind(2, sequence++);
-            insert_run.bind(3, run.repetition);
-            insert_run.bind(4, run.config_id);
-            insert_run.bind(5, run.workload_name);
-            insert_run.bind(6, dump_json(run.workload));
-            insert_run.exec();
-            insert_run.reset();
+            insert_pending_run(insert_run, sweep_id, sequence++, run);
         }
         SQLite::Statement update(
             *db_,
