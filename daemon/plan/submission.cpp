@@ -14,22 +14,26 @@ namespace ds {
 
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults) {
-    auto spec = parse_sweep_spec(spec_text, source);
-    if (!spec.ok()) return spec.error();
-    auto plan = expand_sweep(spec.value());
+    DS_ASSIGN_OR_RETURN(auto spec, parse_sweep_spec(spec_text, source));
+    return plan_submission(spec, spec_text, source, defaults);
+}
+
+Result<SweepSubmission> plan_submission(const SweepSpec& spec, std::string_view spec_text,
+                                        std::string_view source, const SweepTimeouts& defaults) {
+    auto plan = expand_sweep(spec);
     if (!plan.ok()) return plan.error();
 
     SweepSubmission submission;
-    submission.pinned_hosts = spec->hosts;
-    submission.identical_hosts = spec->identical_hosts;
-    submission.max_rounds = spec->max_repetitions;
-    submission.min_runs_for_verdict = spec->verdict_rules.min_runs;
+    submission.pinned_hosts = spec.hosts;
+    submission.identical_hosts = spec.identical_hosts;
+    submission.max_rounds = spec.max_repetitions;
+    submission.min_runs_for_verdict = spec.verdict_rules.min_runs;
     submission.timeouts = defaults;
-    if (spec->boot_timeout_s > 0) submission.timeouts.boot_timeout_s = spec->boot_timeout_s;
-    if (spec->run_timeout_s > 0) submission.timeouts.run_timeout_s = spec->run_timeout_s;
+    if (spec.boot_timeout_s > 0) submission.timeouts.boot_timeout_s = spec.boot_timeout_s;
+    if (spec.run_timeout_s > 0) submission.timeouts.run_timeout_s = spec.run_timeout_s;
 
     SweepRecord& sweep = submission.sweep;
-    sweep.name = spec->name;
+    sweep.name = spec.name;
     sweep.spec_toml = std::string(spec_text);
     sweep.spec_source = std::string(source);
     sweep.status = SweepStatus::kQueued;
@@ -43,7 +47,7 @@ Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_
     submission.skipped_pairs = plan->skipped_pairs;
     std::set<ImageChoice> images;
     for (const auto& workload : plan->workloads)
-        images.insert({spec->guest_suite, std::string(image_variant_for_kind(workload.kind))});
+        images.insert({spec.guest_suite, std::string(image_variant_for_kind(workload.kind))});
     submission.images.assign(images.begin(), images.end());
 
     for (const auto& planned : plan->runs) {

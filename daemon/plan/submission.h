@@ -36,6 +36,10 @@ struct SweepSubmission {
 };
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults);
+// The same for a spec already parsed from `spec_text` (SweepSpecs), which is
+// not parsed again; the sweep record keeps the text and its source.
+Result<SweepSubmission> plan_submission(const SweepSpec& spec, std::string_view spec_text,
+                                        std::string_view source, const SweepTimeouts& defaults);
 
 // Refuses a submission any of whose configurations names a hypervisor or
 // storage that `backends` does not have, a pair it cannot combine, or that
