@@ -29,6 +29,7 @@
 #include "daemon/backends/registry.h"
 #include "daemon/host_watch.h"
 #include "daemon/plan/submission.h"
+#include "daemon/plan/sweep_specs.h"
 #include "daemon/recovery.h"
 #include "daemon/run/agent_session.h"
 #include "daemon/run/events.h"
@@ -207,10 +208,10 @@ void decide_host_acceleration(const DaemonConfig& config, const ResourceNames& n
 // Where each sweep's runs may go (its spec's [hypervisor] hosts and
 // identical_hosts), what a level not checked does to them (its
 // unchecked_levels) and which guest they boot ([guest] suite), read from the
-// stored spec once per sweep.
+// sweep's parsed spec (SweepSpecs) once per sweep.
 class Placements {
   public:
-    explicit Placements(Store& store) : store_(store) {}
+    Placements(Store& store, SweepSpecs& specs) : store_(store), specs_(specs) {}
     SweepPlacement operator()(std::int64_t sweep_id) { return rules(sweep_id).placement; }
     UncheckedLevelPolicy unchecked_levels(std::int64_t sweep_id) {
         return rules(sweep_id).unchecked_levels;
@@ -229,17 +230,17 @@ class Placements {
         if (known != by_sweep_.end()) return known->second;
         SweepRules rules;
         if (auto sweep = store_.get_sweep(sweep_id); sweep.ok()) {
-            auto spec = parse_sweep_spec(sweep->spec_toml, sweep->spec_source);
-            if (spec.ok()) {
-                rules = {{spec->hosts, spec->identical_hosts},
-                         spec->unchecked_levels,
-                         spec->guest_suite};
+            if (auto parsed = specs_.spec_of(sweep.value()); parsed.ok()) {
+                const SweepSpec& spec = *parsed.value();
+                rules = {
+                    {spec.hosts, spec.identical_hosts}, spec.unchecked_levels, spec.guest_suite};
             }
         }
         return by_sweep_[sweep_id] = rules;
     }
 
     Store& store_;
+    SweepSpecs& specs_;
     std::mutex mutex_;
     std::map<std::int64_t, SweepRules> by_sweep_;
 };
@@ -433,6 +434,8 @@ class Daemon {
     Host* local_host_ = nullptr;
     AccelDecision accel_;
     EventBus events_;
+    // The sweeps' parsed specs, shared by the API, the scheduler and the runs.
+    std::shared_ptr<SweepSpecs> specs_ = std::make_shared<SweepSpecs>();
     std::atomic<bool> shutting_down_{false};
     RealProcessRunner host_processes_;
     // Before the scheduler: its workers use them until it stops.
@@ -533,7 +536,7 @@ RunEnvironment Daemon::run_environment() {
     RunEnvironment environment(*names_);
     environment.shutting_down = &shutting_down_;
     environment.hosts = &hosts_;
-    auto placements = std::make_shared<Placements>(*store_);
+    auto placements = std::make_shared<Placements>(*store_, *specs_);
     environment.placement = [placements](std::int64_t sweep_id) { return (*placements)(sweep_id); };
     environment.unchecked_levels = [placements](std::int64_t sweep_id) {
         return placements->unchecked_levels(sweep_id);
@@ -573,6 +576,7 @@ void Daemon::start_scheduler() {
         hosts_.total_parallel());
     host_watch_.emplace(hosts_.hosts(), *names_, *store_, log_line);
     hosts_.log_backoffs(log_line);
+    scheduler_->read_specs_from(*specs_);
     scheduler_->hold_before_start(
         [executor](const RunRecord& run) { return executor->hold_host(run); });
     scheduler_->on_sweep_finished([&goldens = *goldens_, &hosts = hosts_](std::int64_t sweep_id) {
@@ -594,8 +598,12 @@ void Daemon::resume_sweeps() {
     if (!sweeps.ok()) return;
     for (const auto& sweep : sweeps.value()) {
         if (is_final(sweep.status)) continue;
-        auto plan = plan_submission(sweep.spec_toml, sweep.spec_source, defaults);
-        SweepTimeouts timeouts = plan.ok() ? plan->timeouts : defaults;
+        SweepTimeouts timeouts = defaults;
+        if (auto spec = specs_->spec_of(sweep); spec.ok()) {
+            auto plan =
+                plan_submission(*spec.value(), sweep.spec_toml, sweep.spec_source, defaults);
+            if (plan.ok()) timeouts = plan->timeouts;
+        }
         Status resumed = scheduler_->submit(sweep.id, timeouts);
         log_line("resuming sweep " + std::to_string(sweep.id) +
                  (resumed.ok() ? "" : ": " + resumed.error().message));
@@ -607,6 +615,7 @@ ApiContext Daemon::api_context(std::optional<gid_t> api_gid) {
     context.store = store_.get();
     context.scheduler = &*scheduler_;
     context.events = &events_;
+    context.specs = specs_;
     context.default_timeouts = default_timeouts();
     context.backends = &backends_;
     context.image_problem = image_problem_;

@@ -252,13 +252,15 @@ class Api {
     }
 
     Result<http::Response> submit_sweep(const RouteCall& call) {
-        auto spec = spec_body(call);
-        if (!spec.ok()) return spec.error();
-        auto submission = plan_submission(spec->text, spec->source, ctx_.default_timeouts);
+        auto body = spec_body(call);
+        if (!body.ok()) return body.error();
+        DS_ASSIGN_OR_RETURN(auto spec, ctx_.specs->parse(body->text, body->source));
+        auto submission = plan_submission(*spec, body->text, body->source, ctx_.default_timeouts);
         if (!submission.ok()) return submission.error();
         DS_TRY(check_runnable(submission.value()));
         auto id = ctx_.store->create_sweep(submission->sweep, submission->runs);
         if (!id.ok()) return id.error();
+        ctx_.specs->keep(id.value(), std::move(spec));
         auto queued = ctx_.scheduler->submit(id.value(), submission->timeouts);
         if (!queued.ok()) return queued.error();
         auto sweep = ctx_.store->get_sweep(id.value());
@@ -349,6 +351,7 @@ class Api {
         DS_ASSIGN_OR_RETURN(const std::string* metric, call.query.find("metric"));
         if (metric) options.metric = *metric;
         DS_ASSIGN_OR_RETURN(options.all_metrics, call.query.flag("all"));
+        options.specs = ctx_.specs.get();
         auto result = compare_sweep(*ctx_.store, id.value(), options);
         if (!result.ok()) return result.error();
         return json_response(result.value());
@@ -358,7 +361,7 @@ class Api {
     Result<http::Response> sweep_report(const RouteCall& call) {
         auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
-        auto page = report::render_sweep_report(*ctx_.store, id.value());
+        auto page = report::render_sweep_report(*ctx_.store, id.value(), ctx_.specs.get());
         if (!page.ok()) return page.error();
         http::Response response;
         response.content_type = "text/html; charset=utf-8";
@@ -393,18 +396,16 @@ class Api {
     // running anything (daemon/plan/sweep_plan.h). "refused" says why a
     // submission would be refused by this daemon (null when it would not).
     Result<http::Response> plan_sweep(const RouteCall& call) {
-        auto spec_text = spec_body(call);
-        if (!spec_text.ok()) return spec_text.error();
-        auto submission =
-            plan_submission(spec_text->text, spec_text->source, ctx_.default_timeouts);
+        auto body = spec_body(call);
+        if (!body.ok()) return body.error();
+        DS_ASSIGN_OR_RETURN(auto spec, ctx_.specs->parse(body->text, body->source));
+        auto submission = plan_submission(*spec, body->text, body->source, ctx_.default_timeouts);
         if (!submission.ok()) return submission.error();
-        auto spec = parse_sweep_spec(spec_text->text, spec_text->source);
-        if (!spec.ok()) return spec.error();
-        auto plan = expand_sweep(spec.value());
+        auto plan = expand_sweep(*spec);
         if (!plan.ok()) return plan.error();
         auto history = ctx_.store->runs_with_status(RunStatus::kSucceeded, RawOutput::kOmit);
         if (!history.ok()) return history.error();
-        Json answer = sweep_plan_json(spec.value(), plan.value(), RunDurations(history.value()),
+        Json answer = sweep_plan_json(*spec, plan.value(), RunDurations(history.value()),
                                       max_parallel_runs());
         const Status runnable = check_runnable(submission.value());
         answer["refused"] = runnable.ok() ? Json() : Json(runnable.error().message);

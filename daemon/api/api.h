@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 #include "daemon/api/route_query.h"
 #include "daemon/backends/registry.h"
 #include "daemon/plan/submission.h"
+#include "daemon/plan/sweep_specs.h"
 #include "daemon/run/events.h"
 #include "daemon/schedule/scheduler.h"
 #include "daemon/store/store.h"
@@ -25,6 +27,9 @@ struct ApiContext {
     Store* store = nullptr;
     Scheduler* scheduler = nullptr;
     EventBus* events = nullptr;
+    // The sweeps' parsed specs, shared with the scheduler: a submission's
+    // spec is parsed here once and kept under the sweep's id.
+    std::shared_ptr<SweepSpecs> specs = std::make_shared<SweepSpecs>();
     SweepTimeouts default_timeouts;
     // Non-empty when runs cannot work (e.g. no guest image): submissions are
     // refused with this message instead of failing every run.

@@ -18,6 +18,7 @@
 #include "daemon/compare/durability_results.h"
 #include "daemon/model/stats.h"
 #include "daemon/plan/expand.h"
+#include "daemon/plan/sweep_specs.h"
 #include "daemon/run/golden_volumes.h"
 #include "daemon/spec/spec.h"
 
@@ -195,12 +196,12 @@ struct SpecChoices {
     VerdictRules verdict_rules;
 };
 
-SpecChoices spec_choices(const SweepRecord& sweep) {
+SpecChoices spec_choices(const SweepRecord& sweep, SweepSpecs* specs) {
     SpecChoices choices;
-    Result<SweepSpec> spec = parse_sweep_spec(sweep.spec_toml, sweep.spec_source);
+    auto spec = spec_of(specs, sweep);
     if (!spec.ok()) return choices;  // a stored spec this build no longer reads
-    choices.verdict_rules = spec->verdict_rules;
-    Result<SweepPlan> plan = expand_sweep(spec.value());
+    choices.verdict_rules = spec.value()->verdict_rules;
+    Result<SweepPlan> plan = expand_sweep(*spec.value());
     if (!plan.ok() || plan->configs.empty()) return choices;
     choices.baseline_tuning = plan->baseline_tuning;
     const int index = std::max(plan->baseline_config, 0);
@@ -656,7 +657,7 @@ Result<Json> compare_sweep(Store& store, std::int64_t sweep_id, const CompareOpt
     const std::vector<std::string> kinds = analyse_rows(rows, workloads.value(), options);
     DS_TRY(add_summaries(store, sweep_id, options, rows));
 
-    SpecChoices choices = spec_choices(sweep.value());
+    SpecChoices choices = spec_choices(sweep.value(), options.specs);
     if (choices.baseline_config_id.empty() && !rows.empty())
         choices.baseline_config_id = rows.front().config_id;
     for (CompareRow& row : rows)

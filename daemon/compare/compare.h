@@ -13,6 +13,8 @@
 
 namespace ds {
 
+class SweepSpecs;
+
 struct CompareOptions {
     // The metric rankings, ratios and verdicts use; "" = each workload's
     // primary metric (primary_metric_of_workload).
@@ -20,6 +22,9 @@ struct CompareOptions {
     // Full summaries (with median) of every metric, not only the analysed
     // one: reads every value of the sweep, so its cost grows with the runs.
     bool all_metrics = false;
+    // Where the sweep's parsed spec comes from (the daemon's one owner);
+    // unset: its stored text is parsed for this comparison (tests, bench).
+    SweepSpecs* specs = nullptr;
 };
 
 // The metric a workload is judged by and whether lower is better:

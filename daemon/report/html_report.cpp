@@ -91,9 +91,9 @@ std::string parameters_text(const Json& params, const std::string& prefix = "") 
     return join(parts, " ");
 }
 
-std::string repetitions_text(const SweepRecord& sweep) {
-    Result<SweepSpec> spec = parse_sweep_spec(sweep.spec_toml, sweep.spec_source);
-    if (!spec.ok()) return "- (the stored spec no longer parses: " + spec.error().message + ")";
+std::string repetitions_text(const ReportData& data) {
+    const SweepSpec* spec = data.spec.get();
+    if (spec == nullptr) return "- (the stored spec no longer parses: " + data.spec_error + ")";
     if (spec->ci_target <= 0) return std::to_string(spec->repetitions);
     return std::to_string(spec->repetitions) + " to " + std::to_string(spec->max_repetitions) +
            ", adding rounds while a 95% CI is wider than ±" +
@@ -129,7 +129,7 @@ std::vector<std::vector<std::string>> sweep_facts(const ReportView& view) {
     for (const auto& [name, workload] : data.workloads)
         facts.push_back({"workload " + name, text_field(workload, "kind") + " " +
                                                  parameters_text(field(workload, "params"))});
-    facts.push_back({"repetitions", repetitions_text(data.sweep)});
+    facts.push_back({"repetitions", repetitions_text(data)});
     facts.push_back({"runs", runs_summary(data.run_counts)});
     const std::string chosen_by = text_field(field(view.compare, "baseline"), "chosen_by", "");
     facts.push_back({"baseline", baseline_settings_text(view.compare) +
@@ -562,8 +562,8 @@ std::string render_report_html(const ReportData& data) {
     return page + "\n";
 }
 
-Result<std::string> render_sweep_report(Store& store, std::int64_t sweep_id) {
-    DS_ASSIGN_OR_RETURN(ReportData data, gather_report_data(store, sweep_id));
+Result<std::string> render_sweep_report(Store& store, std::int64_t sweep_id, SweepSpecs* specs) {
+    DS_ASSIGN_OR_RETURN(ReportData data, gather_report_data(store, sweep_id, specs));
     return render_report_html(data);
 }
 

@@ -24,7 +24,9 @@ namespace ds::report {
 // report was made). Every text from the store or the guest is escaped.
 std::string render_report_html(const ReportData& data);
 
-// gather_report_data, then render_report_html. Errors as gather_report_data.
-Result<std::string> render_sweep_report(Store& store, std::int64_t sweep_id);
+// gather_report_data (the spec from `specs`), then render_report_html.
+// Errors as gather_report_data.
+Result<std::string> render_sweep_report(Store& store, std::int64_t sweep_id,
+                                        SweepSpecs* specs = nullptr);
 
 }  // namespace ds::report

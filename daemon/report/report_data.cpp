@@ -176,15 +176,18 @@ Status add_runs(Store& store, std::int64_t sweep_id, ReportData& data) {
 
 }  // namespace
 
-Result<ReportData> gather_report_data(Store& store, std::int64_t sweep_id) {
+Result<ReportData> gather_report_data(Store& store, std::int64_t sweep_id, SweepSpecs* specs) {
     ReportData data;
     Result<SweepRecord> sweep = store.get_sweep(sweep_id);
     DS_TRY(sweep);
     data.sweep = std::move(sweep).value();
+    auto spec = spec_of(specs, data.sweep);
+    if (spec.ok()) data.spec = spec.value();
+    if (!spec.ok()) data.spec_error = spec.error().message;
     Result<std::map<std::string, int>> counts = store.run_counts(sweep_id);
     DS_TRY(counts);
     data.run_counts = std::move(counts).value();
-    Result<Json> compare = compare_sweep(store, sweep_id, CompareOptions{"", true});
+    Result<Json> compare = compare_sweep(store, sweep_id, CompareOptions{"", true, specs});
     DS_TRY(compare);
     data.compare = std::move(compare).value();
     Result<std::map<std::string, Json>> workloads = store.sweep_workloads(sweep_id);

@@ -8,10 +8,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
+#include "daemon/plan/sweep_specs.h"
 #include "daemon/store/store.h"
 
 namespace ds::report {
@@ -45,6 +47,10 @@ struct FailedRun {
 
 struct ReportData {
     SweepRecord sweep;
+    // The sweep's parsed spec; null when its stored text no longer parses,
+    // and spec_error says why.
+    std::shared_ptr<const SweepSpec> spec;
+    std::string spec_error;
     std::map<std::string, int> run_counts;  // Store::run_counts
     Json compare;                           // compare_sweep with all_metrics
     std::map<std::string, Json> workloads;  // Store::sweep_workloads
@@ -64,7 +70,10 @@ inline constexpr std::size_t kMaxFailuresListed = 50;
 // The report's data for one sweep. Reads the runs a page at a time (their
 // raw output only to extract per-second samples: a run whose output has
 // none, or does not parse, simply has none). Current attempts only (as in
-// the comparison). Errors: kNotFound for an unknown sweep; the store's.
-Result<ReportData> gather_report_data(Store& store, std::int64_t sweep_id);
+// the comparison). The spec comes from `specs` (the daemon's one owner);
+// null: it is parsed for this report (tests, bench). Errors: kNotFound for
+// an unknown sweep; the store's.
+Result<ReportData> gather_report_data(Store& store, std::int64_t sweep_id,
+                                      SweepSpecs* specs = nullptr);
 
 }  // namespace ds::report

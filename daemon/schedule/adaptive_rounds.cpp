@@ -7,6 +7,7 @@
 #include "daemon/compare/compare.h"
 #include "daemon/plan/expand.h"
 #include "daemon/plan/rounds.h"
+#include "daemon/plan/sweep_specs.h"
 
 namespace ds {
 namespace {
@@ -101,16 +102,19 @@ Result<std::vector<RunRecord>> add_next_round(Store& store, std::int64_t sweep_i
 
 }  // namespace
 
-Result<RoundOutcome> settle_round(Store& store, std::int64_t sweep_id) {
+Result<RoundOutcome> settle_round(Store& store, std::int64_t sweep_id, SweepSpecs* specs) {
     DS_ASSIGN_OR_RETURN(auto sweep, store.get_sweep(sweep_id));
-    DS_ASSIGN_OR_RETURN(auto spec, parse_sweep_spec(sweep.spec_toml, sweep.spec_source));
+    DS_ASSIGN_OR_RETURN(auto parsed, spec_of(specs, sweep));
+    const SweepSpec& spec = *parsed;
     if (spec.ci_target <= 0) return RoundOutcome{};
     DS_ASSIGN_OR_RETURN(auto runs, store.list_runs(sweep_id, RawOutput::kOmit));
     const RoundState state = round_state(runs);
     if (!state.settled || state.rounds_done == 0 || already_decided(sweep, state.rounds_done)) {
         return RoundOutcome{};
     }
-    DS_ASSIGN_OR_RETURN(auto comparison, compare_sweep(store, sweep_id));
+    CompareOptions compare_options;
+    compare_options.specs = specs;
+    DS_ASSIGN_OR_RETURN(auto comparison, compare_sweep(store, sweep_id, compare_options));
     RoundOutcome outcome;
     outcome.decision =
         decide_round(spec, state.rounds_done, state.last_round_failed, row_precisions(comparison));

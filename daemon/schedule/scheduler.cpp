@@ -31,6 +31,10 @@ void Scheduler::hold_before_start(std::function<bool(const RunRecord&)> hold) {
     hold_ = std::move(hold);
 }
 
+void Scheduler::read_specs_from(SweepSpecs& specs) {
+    specs_ = &specs;
+}
+
 void Scheduler::start() {
     std::lock_guard lock(mutex_);
     stopping_ = false;
@@ -141,7 +145,7 @@ void Scheduler::settle_drained(std::unique_lock<std::mutex>& lock,
         sweep->settling = true;
         lock.unlock();
         try {
-            outcome = settle_round(store_, id);
+            outcome = settle_round(store_, id, specs_);
         } catch (const std::exception& error) {
             outcome = make_error(errc::kInternal, error.what());
         }

@@ -26,6 +26,8 @@
 
 namespace ds {
 
+class SweepSpecs;
+
 class Scheduler {
   public:
     // Executes one run and returns its finished record; must not throw. If it
@@ -53,6 +55,10 @@ class Scheduler {
     // host does not keep another host idle. Called with the scheduler's lock
     // held. Unset: every run can.
     void hold_before_start(std::function<bool(const RunRecord&)> hold);
+
+    // Before start(): where the sweeps' parsed specs come from when deciding
+    // about another round (settle_round). Unset: each decision parses.
+    void read_specs_from(SweepSpecs& specs);
 
     void start();
     // Cancels what runs (the executor tears its guests down) and joins.
@@ -103,6 +109,7 @@ class Scheduler {
     ExecuteRun execute_;
     std::function<void(std::int64_t)> sweep_finished_;
     std::function<bool(const RunRecord&)> hold_;
+    SweepSpecs* specs_ = nullptr;
     int max_parallel_runs_;
     const Clock& clock_;
 
