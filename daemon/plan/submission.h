@@ -34,10 +34,12 @@ struct SweepSubmission {
     int max_rounds = 1;
     int min_runs_for_verdict = 3;
 };
+// Parses `spec_text` and plans it (tests; the daemon parses through
+// SweepSpecs and calls the overload below).
 Result<SweepSubmission> plan_submission(std::string_view spec_text, std::string_view source,
                                         const SweepTimeouts& defaults);
-// The same for a spec already parsed from `spec_text` (SweepSpecs), which is
-// not parsed again; the sweep record keeps the text and its source.
+// The same for a spec already parsed from `spec_text`, which is not parsed
+// again; the sweep record keeps the text and its source.
 Result<SweepSubmission> plan_submission(const SweepSpec& spec, std::string_view spec_text,
                                         std::string_view source, const SweepTimeouts& defaults);
 
