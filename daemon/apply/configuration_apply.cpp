@@ -73,9 +73,8 @@ std::vector<Workload> mariadb_workloads(const std::vector<RunRecord>& runs) {
     std::vector<Workload> workloads;
     std::set<std::string> seen;
     for (const auto& run : runs) {
-        auto workload = workload_from_json(run.workload);
-        if (!workload.ok() || image_variant_for_kind(workload->kind) != "mariadb") continue;
-        if (seen.insert(run.workload.dump()).second) workloads.push_back(workload.value());
+        if (image_variant_for_kind(run.workload.kind) != "mariadb") continue;
+        if (seen.insert(to_json(run.workload).dump()).second) workloads.push_back(run.workload);
     }
     return workloads;
 }
@@ -113,9 +112,7 @@ DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
         server_applied ? workload_server_variables(*request.workload) : Json::object();
     DurabilityResult result;
     for (const RunRecord& run : runs) {
-        auto workload = workload_from_json(run.workload);
-        if (!workload.ok()) continue;
-        const Json server = workload_server_variables(workload.value());
+        const Json server = workload_server_variables(run.workload);
         if (server_applied ? server == applied_server : server_variable_risks(server).empty())
             result.add(run);
     }

@@ -707,7 +707,7 @@ namespace {
 // parameters) in one sweep (or every sweep, pooled) and one partition.
 struct ConfigResultRow {
     std::string workload_name;
-    Json workload;
+    Workload workload;
     std::int64_t sweep_key = 0;  // the sweep; 0 when sweeps are pooled
     std::string partition_key;   // "" for runs that never finished
     std::vector<std::int64_t> sweep_ids;
@@ -728,9 +728,8 @@ std::vector<ConfigResultRow> config_result_rows(const std::vector<RunRecord>& ru
                                                 SweepPooling pooling) {
     std::vector<ConfigResultRow> rows;
     auto find = [&](const RunRecord& run, std::int64_t sweep_key, bool any_partition) {
-        const std::string workload = run.workload.dump();
         return std::find_if(rows.begin(), rows.end(), [&](const ConfigResultRow& row) {
-            return row.workload_name == run.workload_name && row.workload.dump() == workload &&
+            return row.workload_name == run.workload_name && row.workload == run.workload &&
                    row.sweep_key == sweep_key &&
                    (any_partition || row.partition_key == run.partition_key);
         });
@@ -767,7 +766,7 @@ Result<Json> results_for_config(Store& store, const std::string& config_id, Swee
         row.accumulator.collect_metric_names(metric_names);
         rows_json.push_back(Json{
             {"workload", row.workload_name},
-            {"workload_params", row.workload},
+            {"workload_params", to_json(row.workload)},
             {"sweep_ids", row.sweep_ids},
             {"partition", partition_index(partitions, row.partition_key)},
             {"runs", row.accumulator.counts_json()},

@@ -148,8 +148,8 @@ double seconds_at(const Json& record, const char* key) {
     return seconds && *seconds >= 0 ? *seconds : 0;
 }
 
-bool is_database_ledger(const Json& workload) {
-    return json_read::string_or_empty(field(workload, "params"), "variant") == "database";
+bool is_database_ledger(const Workload& workload) {
+    return json_read::string_or_empty(workload.params, "variant") == "database";
 }
 
 }  // namespace

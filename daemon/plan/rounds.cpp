@@ -50,9 +50,9 @@ RunRecord planned_run_record(const SweepPlan& plan, const PlannedRun& planned) {
     run.sequence = planned.sequence;
     run.repetition = planned.repetition;
     run.config_id = config_id(config);
-    run.config = to_json(config);
+    run.config = config;
     run.workload_name = workload.name;
-    run.workload = to_json(workload);
+    run.workload = workload;
     run.status = RunStatus::kPending;
     return run;
 }

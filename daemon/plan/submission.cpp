@@ -58,8 +58,7 @@ Result<SweepSubmission> plan_submission(const SweepSpec& spec, std::string_view 
 
 bool boots_project_image(const SweepSubmission& submission) {
     return std::any_of(submission.runs.begin(), submission.runs.end(), [](const RunRecord& run) {
-        const std::string hypervisor = run.config.value("hypervisor", "");
-        const HypervisorKindDef* kind = find_hypervisor_kind(hypervisor);
+        const HypervisorKindDef* kind = find_hypervisor_kind(run.config.hypervisor);
         return kind == nullptr || kind->boots_project_image;
     });
 }
@@ -68,9 +67,7 @@ Status check_backends(const SweepSubmission& submission, const BackendCatalog& b
     std::set<std::string> checked;
     for (const auto& run : submission.runs) {
         if (!checked.insert(run.config_id).second) continue;
-        auto config = storage_config_from_json(run.config);
-        if (!config.ok()) return config.error();
-        Status usable = backends.check(config.value(), submission.pinned_hosts);
+        Status usable = backends.check(run.config, submission.pinned_hosts);
         if (!usable.ok()) {
             return make_error(usable.error().code, "cannot run sweep '" + submission.sweep.name +
                                                        "': " + usable.error().message);
@@ -82,13 +79,12 @@ Status check_backends(const SweepSubmission& submission, const BackendCatalog& b
 namespace {
 
 // The hosts a configuration's runs may go to, in configuration order.
-std::vector<std::string> eligible_hosts(const Json& config_json, const SweepSubmission& submission,
+std::vector<std::string> eligible_hosts(const StorageConfig& config,
+                                        const SweepSubmission& submission,
                                         const BackendCatalog& backends) {
     std::vector<std::string> names;
-    auto config = storage_config_from_json(config_json);
-    if (!config.ok()) return names;
     for (const HostDescription& host : backends.hosts()) {
-        if (host.takes(config.value(), submission.pinned_hosts)) names.push_back(host.name);
+        if (host.takes(config, submission.pinned_hosts)) names.push_back(host.name);
     }
     return names;
 }

@@ -129,9 +129,7 @@ RunDurations::RunDurations(const std::vector<RunRecord>& runs) {
     for (const auto& run : runs) {
         const auto seconds = run_seconds(run);
         if (!seconds) continue;
-        auto workload = workload_from_json(run.workload);
-        if (!workload.ok()) continue;
-        const std::string key = workload_key(workload.value());
+        const std::string key = workload_key(run.workload);
         for (Group* group : {&by_config_and_workload_[{run.config_id, key}], &by_workload_[key]}) {
             group->seconds.push_back(*seconds);
             group->run_ids.push_back(run.id);

@@ -68,7 +68,7 @@ const std::vector<JsonPath>& series_members(std::string_view kind) {
 // does not fail on an old or odd one). Only the members the series come
 // from are parsed: a fio json+ output is mostly latency histograms.
 SeriesMap run_series(const RunRecord& run) {
-    const std::string kind = run.workload.is_object() ? run.workload.value("kind", "") : "";
+    const std::string& kind = run.workload.kind;
     const std::vector<JsonPath>& members = series_members(kind);
     if (members.empty()) return {};
     const std::optional<Json> output = skim_json(run.raw_output, members);

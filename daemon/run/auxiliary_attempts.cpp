@@ -48,7 +48,7 @@ RunAttempt RunAttempt::hello_only(const RunEnvironment& env, const std::string& 
                                   const StorageConfig& config, int boot_timeout_s,
                                   const std::atomic<bool>& cancelled) {
     RunRecord run;
-    run.config = to_json(config);
+    run.config = config;
     RunAttempt attempt(env, run, boot_timeout_s, boot_timeout_s, cancelled);
     attempt.mode_ = AttemptMode::kHelloOnly;
     attempt.vm_name_ = name;

@@ -52,11 +52,11 @@ HostVerdict host_verdict(const Status& outcome, bool workload_started) {
 // A configuration in a few words for people watching runs: "ext4 none
 // scsi-single" (filesystem, cache, bus), "host baseline" for a run without
 // a guest.
-std::string config_label(const Json& config) {
-    const auto filesystem = config.find("filesystem");
-    if (filesystem == config.end()) return "host baseline";
-    return filesystem_shorthand(*filesystem) + " cache=" + config.value("cache", "?") +
-           " bus=" + config.value("bus", "?");
+std::string config_label(const StorageConfig& config) {
+    if (is_host_baseline(config)) return "host baseline";
+    return filesystem_shorthand(config.filesystem) +
+           " cache=" + std::string(to_string(config.cache)) +
+           " bus=" + std::string(to_string(config.bus));
 }
 
 // The job's `filesystem` (docs/agent-protocol.md).
@@ -83,13 +83,12 @@ Status run_guarded(const std::function<Status()>& body, std::int64_t run_id) {
 }
 
 bool is_host_baseline_run(const RunRecord& run) {
-    return run.config.value("hypervisor", "") == kHostBaselineHypervisor;
+    return is_host_baseline(run.config);
 }
 
-Result<PlacementRequest> placement_request(const RunRecord& run, const SweepPlacement& placement) {
-    DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run.config));
-    PlacementRequest request{config, placement.hosts, run.sweep_id, run.repetition, run.id};
-    request.needs_local_files = run.workload.contains("durability");
+PlacementRequest placement_request(const RunRecord& run, const SweepPlacement& placement) {
+    PlacementRequest request{run.config, placement.hosts, run.sweep_id, run.repetition, run.id};
+    request.needs_local_files = run.workload.durability.has_value();
     return request;
 }
 
@@ -129,8 +128,8 @@ Status RunAttempt::place() {
         return ok_status();
     }
     if (env_.placement) placement_ = env_.placement(run_.sweep_id);
-    DS_ASSIGN_OR_RETURN(auto request, placement_request(run_, placement_));
-    DS_ASSIGN_OR_RETURN(auto lease, env_.hosts->acquire(request, cancelled_));
+    DS_ASSIGN_OR_RETURN(auto lease,
+                        env_.hosts->acquire(placement_request(run_, placement_), cancelled_));
     lease_.emplace(std::move(lease));
     Host& host = lease_->host();
     hypervisor_ = host.hypervisor.get();
@@ -191,20 +190,15 @@ bool RunAttempt::start() {
 // What the run needs before anything is created: its settings, workload,
 // guest image and storage backend, each from the stored run.
 Status RunAttempt::prepare() {
-    DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(run_.config));
     config_ = mode_ == AttemptMode::kGoldenPreparation
-                  ? GoldenVolumePhase::preparation_config(config)
-                  : config;
+                  ? GoldenVolumePhase::preparation_config(run_.config)
+                  : run_.config;
     if (mode_ == AttemptMode::kHelloOnly) {
         image_ = env_.image;
         storage_ = env_.storage;
         return identity_.load(image_.manifest, versions_);
     }
-    auto workload = workload_from_json(run_.workload);
-    if (!workload.ok()) {
-        return make_error(errc::kInvalidArgument, "stored workload: " + workload.error().message);
-    }
-    workload_ = workload.value();
+    workload_ = run_.workload;
     image_ = env_.image;
     const HypervisorKindDef* kind = find_hypervisor_kind(config_->hypervisor);
     const bool boots_project_image = kind == nullptr || kind->boots_project_image;
@@ -398,7 +392,7 @@ Error RunAttempt::boot_failure(const Error& error) {
 Json RunAttempt::job_fields() const {
     return Json{{"run_id", std::to_string(run_.id)},
                 {"filesystem", filesystem_json(*config_)},
-                {"workload", run_.workload}};
+                {"workload", to_json(run_.workload)}};
 }
 
 Result<Json> RunAttempt::job_request(int timeout_s) {

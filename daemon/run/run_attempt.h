@@ -34,7 +34,7 @@ Status run_guarded(const std::function<Status()>& body, std::int64_t run_id);
 // Whether `run` is a host baseline (no guest: ds::is_host_baseline).
 bool is_host_baseline_run(const RunRecord& run);
 // Where the run may go and the round it belongs to (HostPool).
-Result<PlacementRequest> placement_request(const RunRecord& run, const SweepPlacement& placement);
+PlacementRequest placement_request(const RunRecord& run, const SweepPlacement& placement);
 
 // What an attempt is for.
 enum class AttemptMode {

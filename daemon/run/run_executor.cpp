@@ -80,8 +80,7 @@ bool RunExecutor::hold_host(const RunRecord& run) {
     if (env_.hosts == nullptr || is_host_baseline_run(run)) return true;
     const SweepPlacement placement =
         env_.placement ? env_.placement(run.sweep_id) : SweepPlacement{};
-    auto request = placement_request(run, placement);
-    return !request.ok() || env_.hosts->hold(request.value());
+    return env_.hosts->hold(placement_request(run, placement));
 }
 
 }  // namespace ds

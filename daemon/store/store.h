@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/settings.h"
 #include "common/status.h"
 #include "daemon/model/stats.h"
 
@@ -65,10 +66,14 @@ struct RunRecord {
     // The id of the attempt that repeats this one; 0 while this attempt is
     // the current one of its planned run (sweep, config, workload, repetition).
     std::int64_t superseded_by = 0;
-    std::string config_id;         // ds::config_id(config)
-    Json config = Json::object();  // canonical settings (ds::to_json(StorageConfig))
+    std::string config_id;  // ds::config_id(config)
+    // Decoded once by the store when it reads the run (a stored value that no
+    // longer decodes fails the read, errc::kInternal), encoded by ds::to_json
+    // when it writes one and in the API's JSON (record_json.cpp). Stored
+    // configurations carry no filesystem label (to_json leaves it out).
+    StorageConfig config;
     std::string workload_name;
-    Json workload = Json::object();  // ds::to_json(Workload)
+    Workload workload;
     RunStatus status = RunStatus::kPending;
     std::string failure_reason;
     std::string accel;  // "kvm" | "tcg" | "none" (a host baseline: no guest)

@@ -24,6 +24,20 @@ void bind_filter(SQLite::Statement& statement, const RunFilterValue& value) {
     }
 }
 
+// A run's stored configuration or workload, decoded: a value that no longer
+// decodes was written by something else, so it throws (guarded() turns that
+// into errc::kInternal) naming the run and the field.
+template <typename T>
+T decoded_column(std::int64_t run_id, const char* field, const SQLite::Column& column,
+                 Result<T> (*decode)(const Json&)) {
+    Result<T> decoded = decode(json_column(column));
+    if (!decoded.ok()) {
+        throw std::runtime_error("run " + std::to_string(run_id) + ": stored " + field +
+                                 " does not decode: " + decoded.error().message);
+    }
+    return std::move(decoded).value();
+}
+
 // One row of query_runs' SELECT (its columns in that order).
 RunRecord read_run_row(SQLite::Statement& row) {
     RunRecord run;
@@ -32,9 +46,9 @@ RunRecord read_run_row(SQLite::Statement& row) {
     run.sequence = row.getColumn(2).getInt();
     run.repetition = row.getColumn(3).getInt();
     run.config_id = row.getColumn(4).getString();
-    run.config = json_column(row.getColumn(5));
+    run.config = decoded_column(run.id, "config", row.getColumn(5), &storage_config_from_json);
     run.workload_name = row.getColumn(6).getString();
-    run.workload = json_column(row.getColumn(7));
+    run.workload = decoded_column(run.id, "workload", row.getColumn(7), &workload_from_json);
     run.status = run_status_column(row.getColumn(8));
     run.failure_reason = text_or_empty(row.getColumn(9));
     run.accel = text_or_empty(row.getColumn(10));

@@ -44,7 +44,7 @@ void insert_pending_run(SQLite::Statement& insert, std::int64_t sweep_id, int se
     insert.bind(3, run.repetition);
     insert.bind(4, run.config_id);
     insert.bind(5, run.workload_name);
-    insert.bind(6, dump_json(run.workload));
+    insert.bind(6, dump_json(to_json(run.workload)));
     insert.exec();
     insert.reset();
 }
@@ -99,7 +99,7 @@ Result<std::int64_t> Store::create_sweep(const SweepRecord& sweep,
                     errc::kInvalidArgument,
                     "planned run " + std::to_string(run.sequence) + " has no config_id");
             }
-            const std::string canonical = dump_json(run.config);
+            const std::string canonical = dump_json(to_json(run.config));
             // Every run's JSON is compared with the stored one, also the
             // second run of a config in this sweep: one id, one meaning.
             if (checked_config_ids.insert(run.config_id).second) {

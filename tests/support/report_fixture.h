@@ -173,12 +173,12 @@ inline std::int64_t store_report_fixture(Store& store, const ReportFixtureOption
                 "agent did not connect within 60 s <guest> & co\n--- console tail ---\nboot log";
         } else {
             const double speed =
-                fixture_speed(run.config) * (1 + 0.03 * std::sin(run.sequence * 1.7));
+                fixture_speed(to_json(run.config)) * (1 + 0.03 * std::sin(run.sequence * 1.7));
             const Json output = options.output
                                     ? options.output(run, speed)
                                     : fixture_fio_output(speed, options.has_samples(run) ? 10 : 0,
                                                          static_cast<unsigned>(run.id));
-            auto metrics = metrics_from_workload_output(run.workload.value("kind", "fio"), output);
+            auto metrics = metrics_from_workload_output(run.workload.kind, output);
             if (!metrics.ok()) throw std::runtime_error(metrics.error().message);
             run.status = RunStatus::kSucceeded;
             run.metrics = metrics.value();
@@ -187,7 +187,7 @@ inline std::int64_t store_report_fixture(Store& store, const ReportFixtureOption
                     run.metrics[name] = value;
             }
             run.raw_output = output.dump();
-            run.applied_settings = fixture_readback(run.config);
+            run.applied_settings = fixture_readback(to_json(run.config));
             if (options.verification) {
                 Json record = options.verification(run);
                 if (!record.is_null()) run.applied_settings["verification"] = std::move(record);

@@ -800,9 +800,9 @@ RunRecord planned_run(const StorageConfig& config, const Workload& workload, int
     run.sequence = sequence;
     run.repetition = repetition;
     run.config_id = config_id(config);
-    run.config = to_json(config);
+    run.config = config;
     run.workload_name = workload.name;
-    run.workload = to_json(workload);
+    run.workload = workload;
     return run;
 }
 

@@ -130,5 +130,42 @@ TEST_CASE("the layering check sees a climb", "[layering]") {
           std::vector<std::string>{"daemon/a/b.h", "c.h"});
 }
 
+// The store decodes a run's configuration and workload once, when it reads
+// the run (RunRecord holds StorageConfig and Workload); no code of the daemon
+// above it decodes them again. The decoders, and the calls left elsewhere,
+// each with the reason, are the data.
+constexpr std::string_view kRecordDecoders[] = {"storage_config_from_json(", "workload_from_json("};
+struct AllowedDecode {
+    std::string_view file;
+    std::string_view decoder;
+};
+const std::vector<AllowedDecode> kAllowedDecodes = {
+    // A configuration as Store::get_configuration answers it (the
+    // configurations table, not a run); the row then says "settings_error"
+    // when it no longer decodes.
+    {"daemon/compare/compare.cpp", "storage_config_from_json("},
+    {"daemon/apply/configuration_apply.cpp", "storage_config_from_json("},
+};
+
+bool allowed_decode(const std::string& file, std::string_view decoder) {
+    for (const AllowedDecode& decode : kAllowedDecodes) {
+        if (decode.file == file && decode.decoder == decoder) return true;
+    }
+    return false;
+}
+
+TEST_CASE("only the store decodes a run's configuration and workload", "[layering]") {
+    std::set<std::string> decodes;
+    for (const std::string& file : sources_below("daemon/")) {
+        if (layer_of(file) == layer_of("daemon/store/")) continue;
+        const std::string text = test::repository_text(file);
+        for (std::string_view decoder : kRecordDecoders) {
+            if (text.find(decoder) != std::string::npos && !allowed_decode(file, decoder))
+                decodes.insert(file + " calls " + std::string(decoder) + ")");
+        }
+    }
+    CHECK(decodes == std::set<std::string>{});
+}
+
 }  // namespace
 }  // namespace ds

@@ -331,7 +331,7 @@ TEST_CASE("mycnf's workload: the configuration's MariaDB workloads, one chosen",
     auto run_of = [](const Workload& workload) {
         RunRecord run;
         run.workload_name = workload.name;
-        run.workload = to_json(workload);
+        run.workload = workload;
         return run;
     };
     Workload fio;

@@ -322,11 +322,11 @@ RunRecord atis_run(const StorageConfig& config, const std::string& name, Json se
     run.sequence = sequence;
     run.repetition = sequence;  // one run per (configuration, workload, repetition)
     run.config_id = config_id(config);
-    run.config = to_json(config);
+    run.config = config;
     run.workload_name = name;
     Json params = Json{{"loop_count", 10}};
     if (!server.empty()) params["server"] = std::move(server);
-    run.workload = to_json(Workload{name, "mariadb-atis", params, {}, 0});
+    run.workload = Workload{name, "mariadb-atis", params, {}, 0};
     return run;
 }
 
@@ -470,7 +470,7 @@ TEST_CASE("compare: each row lists what its runs did not check, counted",
     // Every unsafe run misses the process level; one of them also a key.
     options.verification = [&](const RunRecord& run) {
         Json record = {{"policy", "fail-unless-forbidden"}, {"not_checked", Json::array()}};
-        if (run.config.value("cache", "") != "unsafe") return record;
+        if (run.config.cache != CacheMode::kUnsafe) return record;
         record["not_checked"].push_back(remote);
         if (run.repetition == 0) {
             record["not_checked"].push_back({{"level", "QEMU"},

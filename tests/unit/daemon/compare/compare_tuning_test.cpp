@@ -39,7 +39,7 @@ testing::SweepFromSpec record_seed_atis(
         REQUIRE(mean != means.end());
         REQUIRE(store.mark_run_running(run.id, "vm", "vol", "log", "tcg", "t").ok());
         run.status = RunStatus::kSucceeded;
-        const double noise = run.workload.contains("tuning") ? tuning_noise[run.repetition] : 1.0;
+        const double noise = !run.workload.tuning.empty() ? tuning_noise[run.repetition] : 1.0;
         run.metrics = {{"total_s", mean->second * round_factor[run.repetition] * noise}};
         REQUIRE(store.finish_run(run).ok());
     }

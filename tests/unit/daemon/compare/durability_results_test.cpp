@@ -21,7 +21,7 @@ RunRecord durability_run(Json durability, double commits_per_s = 100,
     RunRecord run;
     run.status = RunStatus::kSucceeded;
     run.workload_name = workload;
-    run.workload = Json{{"name", workload}, {"kind", "ledger"}, {"params", {{"variant", "file"}}}};
+    run.workload = Workload{workload, "ledger", {{"variant", "file"}}};
     run.metrics = {{"commits_per_s", commits_per_s}, {"acknowledged", 500}};
     run.applied_settings = Json{{"guest", Json::object()}};
     if (!durability.is_discarded()) run.applied_settings["durability"] = std::move(durability);
@@ -286,7 +286,7 @@ TEST_CASE("durability results: which risk labels a measurement speaks for",
     DurabilityResult power_cut;
     RunRecord database =
         durability_run(durability_record(durability_summary(50, 3, 9, 1), "host-power-cut"));
-    database.workload["params"] = {{"variant", "database"}};
+    database.workload.params = {{"variant", "database"}};
     power_cut.add(database);
     CHECK(measurement_covers(power_cut, "cache=unsafe"));
     CHECK(measurement_covers(power_cut, "barrier=0"));

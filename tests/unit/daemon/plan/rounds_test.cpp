@@ -43,7 +43,7 @@ std::int64_t create_adaptive_sweep(Store& store) {
 // read_iops of a run: the "unsafe" configuration is steady, "none" swings
 // by ±40% from round to round unless `steady`.
 double read_iops_of(const RunRecord& run, bool steady) {
-    const bool unsafe = run.config.value("cache", "") == "unsafe";
+    const bool unsafe = run.config.cache == CacheMode::kUnsafe;
     if (unsafe || steady) return 1000.0 + run.repetition % 2;
     return run.repetition % 2 == 0 ? 600.0 : 1400.0;
 }

@@ -46,7 +46,7 @@ RunRecord past_run(const std::string& config_id, const Workload& workload, RunSt
     run.id = next_id++;
     run.config_id = config_id;
     run.workload_name = workload.name;
-    run.workload = to_json(workload);
+    run.workload = workload;
     run.status = status;
     run.timings = {{"total_s", total_s}, {"bench_s", total_s / 2}};
     return run;

@@ -91,7 +91,7 @@ TEST_CASE("the report shows each configuration's CPU per I/O by thread role", "[
     ReportFixtureOptions options;
     // Faster configurations cost less per I/O; cache=unsafe skips the IO thread.
     options.extra_metrics = [](const RunRecord& run, double speed) {
-        const bool unsafe = run.config.value("cache", "") == "unsafe";
+        const bool unsafe = run.config.cache == CacheMode::kUnsafe;
         std::map<std::string, double> metrics = {{"host_vcpu_cpu_us_per_io", 400 / speed},
                                                  {"host_iothread_cpu_us_per_io", unsafe ? 0 : 30},
                                                  {"host_main_loop_cpu_us_per_io", unsafe ? 25 : 5},
@@ -195,7 +195,7 @@ TEST_CASE("the report lists what its runs did not check, as not-checked lines",
     CHECK(plain.find("Not checked") == std::string::npos);
     ReportFixtureOptions options;
     options.verification = [](const RunRecord& run) {
-        if (run.config.value("cache", "") != "unsafe") return Json();
+        if (run.config.cache != CacheMode::kUnsafe) return Json();
         return Json{{"policy", "fail-unless-forbidden"},
                     {"not_checked",
                      {{{"level", "QEMU process"},
@@ -255,8 +255,8 @@ TEST_CASE("the report renders a sweep whose round failed, naming the failures", 
     // The whole second round failed, and one configuration never recorded samples.
     options.fails = [](const RunRecord& run) { return run.repetition == 1; };
     options.has_samples = [](const RunRecord& run) {
-        return run.config.value("cache", "") != "unsafe" ||
-               filesystem_shorthand(run.config["filesystem"]) != "ext4";
+        return run.config.cache != CacheMode::kUnsafe ||
+               filesystem_shorthand(run.config.filesystem) != "ext4";
     };
     const Rendered report = render_fixture(options);
     CHECK(report.data.failures_total == 6);

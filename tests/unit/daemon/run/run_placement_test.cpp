@@ -104,14 +104,16 @@ TEST_CASE(
     CHECK(finished.status == RunStatus::kSucceeded);
     CHECK(busy() == 0);
 
-    // Held, but its config cannot be read: it never places, and the slot is freed.
+    // Held, but no host takes its configuration: it never places, and the
+    // slot is freed. (A stored configuration that cannot be read fails the
+    // store's read, before any executor sees the run.)
     CHECK(executor.hold_host(second));
-    RunRecord unreadable = second;
-    unreadable.config = Json{{"hypervisor", "libvirt"}, {"bus", 7}};
+    RunRecord unplaceable = second;
+    unplaceable.config.hypervisor = "nowhere";
     CHECK(busy() == 1);
-    const RunRecord failed = executor.execute(unreadable, 5, 10, never);
+    const RunRecord failed = executor.execute(unplaceable, 5, 10, never);
     CHECK(failed.status == RunStatus::kFailed);
-    CHECK_THAT(failed.failure_reason, Contains("bus"));
+    CHECK_THAT(failed.failure_reason, Contains("nowhere"));
     CHECK(busy() == 0);
 }
 

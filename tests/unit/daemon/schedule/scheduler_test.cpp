@@ -568,8 +568,7 @@ TEST_CASE("scheduler: with whole rounds on one host, two hosts of one slot each 
     REQUIRE(sweep_id.ok());
 
     const auto request_for = [](const RunRecord& run) {
-        return PlacementRequest{
-            storage_config_from_json(run.config).value(), {}, run.sweep_id, run.repetition, run.id};
+        return PlacementRequest{run.config, {}, run.sweep_id, run.repetition, run.id};
     };
     std::mutex mutex;
     std::map<int, std::set<std::string>> hosts_by_round;

@@ -45,9 +45,9 @@ RunRecord planned_run(const StorageConfig& config, int sequence, int repetition)
     run.sequence = sequence;
     run.repetition = repetition;
     run.config_id = config_id(config);
-    run.config = to_json(config);
+    run.config = config;
     run.workload_name = "randrw";
-    run.workload = to_json(fio_workload());
+    run.workload = fio_workload();
     return run;
 }
 
@@ -226,13 +226,13 @@ TEST_CASE("store: create, get and list sweeps and runs", "[store]") {
         CHECK(run.sweep_id == sweep_id);
         CHECK(run.status == RunStatus::kPending);
         CHECK(run.workload_name == "randrw");
-        CHECK(run.workload == to_json(fio_workload()));
+        CHECK(to_json(run.workload) == to_json(fio_workload()));
         CHECK(run.metrics.empty());
         CHECK(run.started_at.empty());
     }
     const StorageConfig fast = make_config(CacheMode::kUnsafe, "btrfs");
     CHECK(runs.value()[1].config_id == config_id(fast));
-    CHECK(runs.value()[1].config == to_json(fast));
+    CHECK(to_json(runs.value()[1].config) == to_json(fast));
     CHECK(runs.value()[2].repetition == 1);
 
     // One configurations row per distinct config.
@@ -291,7 +291,7 @@ TEST_CASE("store: a config_id must not change its meaning", "[store]") {
     create(*store, make_sweep("first"), four_runs());
 
     std::vector<RunRecord> runs = four_runs();
-    runs[3].config["cache"] = "writeback";  // same id, other settings
+    runs[3].config.cache = CacheMode::kWriteback;  // same id, other settings
     auto second = store->create_sweep(make_sweep("second"), runs);
     REQUIRE_FALSE(second.ok());
     CHECK(second.error().code == errc::kConflict);
@@ -361,6 +361,61 @@ TEST_CASE("store: an unknown status text in the database is an error, not a valu
     CHECK_THAT(runs.error().message, Catch::Contains("unknown run status 'bogus'"));
 }
 
+TEST_CASE("store: a stored configuration or workload that no longer decodes is an error",
+          "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
+    const RunRecord run = store->list_runs(sweep_id)->at(0);
+    SQLite::Database writer(path, SQLite::OPEN_READWRITE);
+    SECTION("the configuration") {
+        writer.exec("UPDATE configurations SET canonical_json = '{\"bus\":7}' WHERE config_id = '" +
+                    run.config_id + "'");
+        auto read = store->get_run(run.id);
+        REQUIRE_FALSE(read.ok());
+        CHECK(read.error().code == errc::kInternal);
+        CHECK_THAT(read.error().message,
+                   Catch::Contains("run " + std::to_string(run.id) + ": stored config"));
+    }
+    SECTION("the workload") {
+        writer.exec("UPDATE runs SET workload_json = '{\"name\":\"w\"}' WHERE id = " +
+                    std::to_string(run.id));
+        auto read = store->list_runs(sweep_id);
+        REQUIRE_FALSE(read.ok());
+        CHECK(read.error().code == errc::kInternal);
+        CHECK_THAT(read.error().message,
+                   Catch::Contains("run " + std::to_string(run.id) + ": stored workload"));
+    }
+}
+
+TEST_CASE("store: a run's API JSON holds its configuration and workload as stored, byte for byte",
+          "[store]") {
+    TempDir dir;
+    const std::string path = dir.file("results.db");
+    auto store = open_store(path);
+    StorageConfig config = make_config(CacheMode::kWriteback, "xfs");
+    config.iops_limit = 5000;
+    config.scheduler = IoScheduler::kBfq;
+    config.filesystem.mount_options = "noatime";
+    Workload workload = fio_workload();
+    workload.filesystems = {"xfs"};
+    workload.timeout_s = 30;
+    workload.tuning = "fast";
+    workload.variant_of = "base";
+    workload.durability = DurabilityOptions{7, false, true};
+    RunRecord planned = planned_run(config, 0, 0);
+    planned.workload = workload;
+    const std::int64_t sweep_id = create(*store, make_sweep("s"), {planned});
+
+    const Json api = to_json(store->list_runs(sweep_id)->at(0), false);
+    SQLite::Database db(path, SQLite::OPEN_READONLY);
+    CHECK(api["config"].dump() ==
+          db.execAndGet("SELECT canonical_json FROM configurations").getString());
+    CHECK(api["workload"].dump() == db.execAndGet("SELECT workload_json FROM runs").getString());
+    CHECK(api["config"].dump() == canonical_json(config));
+}
+
 RunRecord finished(const RunRecord& planned) {
     RunRecord run = planned;
     run.status = RunStatus::kSucceeded;
@@ -414,7 +469,7 @@ TEST_CASE("store: a run's lifecycle round-trips every column", "[store]") {
     CHECK(stored->applied_settings == outcome.applied_settings);
     CHECK(stored->raw_output == outcome.raw_output);
     CHECK(stored->metrics == outcome.metrics);
-    CHECK(stored->config == planned.config);
+    CHECK(to_json(stored->config) == to_json(planned.config));
     CHECK(table_count(path, "metrics") == 3);
 
     // Listings can leave the raw output out; metrics are still there.
@@ -700,7 +755,7 @@ TEST_CASE("store: JSON shapes for the API", "[store]") {
     CHECK(done["sweep_id"] == sweep_id);
     CHECK(done["sequence"] == 0);
     CHECK(done["config_id"] == planned.config_id);
-    CHECK(done["config"] == planned.config);
+    CHECK(done["config"] == to_json(planned.config));
     CHECK(done["workload_name"] == "randrw");
     CHECK(done["timings"]["boot_s"] == 4.25);
     CHECK(done["versions"]["qemu"] == "7.2.0");
