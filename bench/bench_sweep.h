@@ -74,9 +74,9 @@ inline Result<BenchSweep> make_bench_sweep(const std::string& name, const std::s
         run.sequence = i;
         run.repetition = i / bench.configs;
         run.config_id = config_id(config);
-        run.config = to_json(config);
+        run.config = config;
         run.workload_name = plan->workloads[0].name;
-        run.workload = to_json(plan->workloads[0]);
+        run.workload = plan->workloads[0];
         planned.push_back(std::move(run));
     }
     SweepRecord sweep;

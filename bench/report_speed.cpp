@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
         run.raw_output = output.dump();
         raw_bytes += run.raw_output.size();
         run.versions = {{"qemu", "7.2.0"}, {"kernel", "6.1.0"}, {"fio_version", "fio-3.33"}};
-        run.applied_settings = {{"hypervisor", {{"cache", run.config["cache"]}}},
-                                {"guest", {{"fs_type", run.config["filesystem"]["type"]}}},
+        run.applied_settings = {{"hypervisor", {{"cache", ds::to_string(run.config.cache)}}},
+                                {"guest", {{"fs_type", run.config.filesystem.type}}},
                                 {"verified", true}};
         if (!store.finish_run(run).ok()) return fail("finish");
     }
