@@ -104,16 +104,16 @@ TEST_CASE(
     CHECK(finished.status == RunStatus::kSucceeded);
     CHECK(busy() == 0);
 
-    // Held, but no host takes its configuration: it never places, and the
-    // slot is freed. (A stored configuration that cannot be read fails the
-    // store's read, before any executor sees the run.)
+    // Held, but it never places (a host baseline runs on no host of the
+    // pool), and the slot is freed. (A stored configuration that cannot be
+    // read no longer reaches the executor: the store refuses to read it.)
     CHECK(executor.hold_host(second));
-    RunRecord unplaceable = second;
-    unplaceable.config.hypervisor = "nowhere";
+    RunRecord unplaced = second;
+    unplaced.config = host_baseline_for(unplaced.config);
     CHECK(busy() == 1);
-    const RunRecord failed = executor.execute(unplaceable, 5, 10, never);
+    const RunRecord failed = executor.execute(unplaced, 5, 10, never);
     CHECK(failed.status == RunStatus::kFailed);
-    CHECK_THAT(failed.failure_reason, Contains("nowhere"));
+    CHECK_THAT(failed.failure_reason, Contains("host baseline"));
     CHECK(busy() == 0);
 }
 
