@@ -95,6 +95,7 @@ WorkloadKind mariadb_atis_kind() {
         {"time_limit", OptionKind::kCount, {}, "sql-bench --time-limit in seconds"},
     };
     kind.image_variant = "mariadb";
+    kind.server_settings_format = "mycnf";
     kind.metrics = &sqlbench_output_metrics;
     kind.series = &no_output_series;
     kind.primary_metric = {"total_s", true};
@@ -116,6 +117,7 @@ WorkloadKind sysbench_oltp_kind() {
         {"time", OptionKind::kSeconds, {}, "run time (default \"10s\")"},
     };
     kind.image_variant = "mariadb";
+    kind.server_settings_format = "mycnf";
     kind.metrics = &sysbench_output_metrics;
     kind.series = &sysbench_output_series;
     kind.series_members = {{"stdout"}};
@@ -148,6 +150,7 @@ WorkloadKind ledger_kind() {
         {"server", OptionKind::kServerVariables, {}, kServerVariablesOption.help, "database"},
     };
     kind.image_variant = "mariadb";
+    kind.server_settings_format = "mycnf";
     kind.metrics = &ledger_output_metrics;
     kind.series = &ledger_output_series;
     kind.series_members = {{"per_second"}};
@@ -204,6 +207,30 @@ std::vector<std::string_view> workload_kind_names() {
     std::vector<std::string_view> names;
     for (const WorkloadKind& kind : workload_kinds()) names.push_back(kind.name);
     return names;
+}
+
+bool kind_acknowledges(std::string_view name) {
+    const WorkloadKind* kind = find_workload_kind(name);
+    return kind != nullptr && kind->acknowledges;
+}
+
+const WorkloadKind& durability_ledger_kind() {
+    const auto kinds = workload_kinds();
+    return *std::find_if(kinds.begin(), kinds.end(),
+                         [](const WorkloadKind& kind) { return kind.acknowledges; });
+}
+
+bool kind_applies_server_settings(std::string_view name, std::string_view format) {
+    const WorkloadKind* kind = find_workload_kind(name);
+    return kind != nullptr && !format.empty() && kind->server_settings_format == format;
+}
+
+bool is_server_settings_format(std::string_view format) {
+    const auto kinds = workload_kinds();
+    return !format.empty() &&
+           std::any_of(kinds.begin(), kinds.end(), [&](const WorkloadKind& kind) {
+               return kind.server_settings_format == format;
+           });
 }
 
 std::string prepared_dataset_key(const Workload& workload) {

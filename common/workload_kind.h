@@ -124,6 +124,11 @@ struct WorkloadKind {
     // (ledger; daemon/run/ack_ledger.h), and its output's "acknowledged"
     // metric counts them.
     bool acknowledges = false;
+    // The `results apply` format (daemon/apply/apply_snippets.h) that prints
+    // its server settings (the `server` option's table) as the server reads
+    // them from its configuration file: "mycnf" for MariaDB's [mysqld]
+    // lines. "": it has no server settings to apply.
+    std::string_view server_settings_format;
     // Its preparation step, for golden volumes (none: dataset = "golden" is
     // refused).
     DatasetPreparation preparation;
@@ -151,6 +156,19 @@ std::span<const WorkloadKind> workload_kinds();
 // nullptr for an unknown kind.
 const WorkloadKind* find_workload_kind(std::string_view name);
 std::vector<std::string_view> workload_kind_names();
+
+// Whether a workload of kind `name` acknowledges its records as it runs (its
+// descriptor's `acknowledges`); false for an unknown kind.
+bool kind_acknowledges(std::string_view name);
+// The kind a durability run measures with when a spec names no workload of
+// its own: the first kind that acknowledges (ledger).
+const WorkloadKind& durability_ledger_kind();
+// Whether a workload of kind `name` has its server settings printed by the
+// apply format `format` (its descriptor's server_settings_format); false
+// for an unknown kind or a kind without server settings.
+bool kind_applies_server_settings(std::string_view name, std::string_view format);
+// Whether some kind declares `format` as its server_settings_format.
+bool is_server_settings_format(std::string_view format);
 
 // The metric a workload of `kind` with `params` is judged by: the kind's
 // write_only_metric when it has one and params' rw is write or randwrite,

@@ -4,7 +4,7 @@
 #include <fstream>
 
 #include "common/protocol.h"
-#include "guestagent/workload_kinds.h"
+#include "common/workload_kind.h"
 
 namespace ds::agent {
 namespace {

@@ -113,7 +113,7 @@ void bound_report(Json& report);
 // then holds what the repaired image kept (absent when it did not mount).
 // "fsck_after" is run on the image as it ends, repaired or not.
 // errc::kInvalidArgument when the request's workload is not of a kind that
-// acknowledges records (kind_acknowledges, workload_kinds.h: ledger).
+// acknowledges records (ds::kind_acknowledges, common/workload_kind.h: ledger).
 Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& system,
                                WorkloadContext& ctx);
 

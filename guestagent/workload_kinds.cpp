@@ -269,9 +269,4 @@ const WorkloadKindEntry* find_workload_kind_entry(std::string_view kind) {
     return nullptr;
 }
 
-bool kind_acknowledges(std::string_view kind) {
-    const WorkloadKind* descriptor = find_workload_kind(kind);
-    return descriptor != nullptr && descriptor->acknowledges;
-}
-
 }  // namespace ds::agent

@@ -28,12 +28,6 @@ std::span<const WorkloadKindEntry> workload_kind_table();
 // nullptr for an unknown kind.
 const WorkloadKindEntry* find_workload_kind_entry(std::string_view kind);
 
-// Whether a workload of `kind` acknowledges its records as it runs (its
-// descriptor's ds::WorkloadKind::acknowledges: ledger): only such a run has
-// a measured window to mark (job.mark) and a crash image to check
-// (job.check). False for an unknown kind.
-bool kind_acknowledges(std::string_view kind);
-
 // Kind `fio`: fio 3.33 as a child process (fio_job.h builds its command,
 // refusing what common/fio_options.h guards, as the spec parser does).
 // fio reports as json+ (with the latency bins metrics_from_fio_json pools).

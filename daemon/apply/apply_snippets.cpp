@@ -6,6 +6,7 @@
 #include "common/compare_text.h"
 #include "common/protocol.h"
 #include "common/text.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
 #include "daemon/backends/hypervisor/libvirt/domain_xml.h"
 #include "daemon/backends/hypervisor/proxmox/proxmox_hypervisor.h"
@@ -218,7 +219,7 @@ BodyRenderer renderer_for(ApplyFormat format) {
 
 std::vector<std::string> risks_of(const StorageConfig& config, const ApplyRequest& request) {
     std::vector<std::string> risks = durability_risks(config);
-    if (request.format == ApplyFormat::kMycnf && request.workload) {
+    if (prints_server_settings(request.format) && request.workload) {
         for (std::string& risk :
              server_variable_risks(workload_server_variables(*request.workload)))
             risks.push_back(std::move(risk));
@@ -246,6 +247,10 @@ std::span<const ApplyFormatDef> apply_formats() {
 const ApplyFormatDef& format_def(ApplyFormat format) {
     return *std::find_if(std::begin(kFormats), std::end(kFormats),
                          [format](const ApplyFormatDef& def) { return def.format == format; });
+}
+
+bool prints_server_settings(ApplyFormat format) {
+    return is_server_settings_format(format_def(format).name);
 }
 
 Result<ApplyFormat> parse_apply_format(std::string_view name) {

@@ -45,6 +45,10 @@ std::span<const ApplyFormatDef> apply_formats();
 // errc::kInvalidArgument naming the valid formats.
 Result<ApplyFormat> parse_apply_format(std::string_view name);
 const ApplyFormatDef& format_def(ApplyFormat format);
+// Whether `format` prints a workload's server settings rather than the
+// disk's: whether a workload kind declares it its server_settings_format
+// (common/workload_kind.h), as the MariaDB kinds declare mycnf.
+bool prints_server_settings(ApplyFormat format);
 
 // Placeholders the user replaces, used where the request names nothing.
 inline constexpr std::string_view kVmidPlaceholder = "VMID";

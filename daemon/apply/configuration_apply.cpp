@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/text.h"
+#include "common/workload_kind.h"
 #include "common/workload_output.h"
 
 namespace ds {
@@ -69,11 +70,12 @@ Result<std::string> resolve_config_id(Store& store, const std::string& id_or_pre
     return unique_config_id(id_or_prefix, ids);
 }
 
-std::vector<Workload> mariadb_workloads(const std::vector<RunRecord>& runs) {
+std::vector<Workload> server_settings_workloads(const std::vector<RunRecord>& runs,
+                                                std::string_view format) {
     std::vector<Workload> workloads;
     std::set<std::string> seen;
     for (const auto& run : runs) {
-        if (image_variant_for_kind(run.workload.kind) != "mariadb") continue;
+        if (!kind_applies_server_settings(run.workload.kind, format)) continue;
         if (seen.insert(to_json(run.workload).dump()).second) workloads.push_back(run.workload);
     }
     return workloads;
@@ -107,7 +109,7 @@ Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
 
 DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
                                        const ApplyRequest& request) {
-    const bool server_applied = request.format == ApplyFormat::kMycnf && request.workload;
+    const bool server_applied = prints_server_settings(request.format) && request.workload;
     const Json applied_server =
         server_applied ? workload_server_variables(*request.workload) : Json::object();
     DurabilityResult result;
@@ -126,8 +128,10 @@ Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
     if (!settings.ok()) return settings.error();
     DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(settings.value()));
     DS_ASSIGN_OR_RETURN(auto runs, store.runs_for_config(id, RawOutput::kOmit));
-    if (request.format == ApplyFormat::kMycnf) {
-        auto workload = choose_mariadb_workload(mariadb_workloads(runs), request.workload_name);
+    if (prints_server_settings(request.format)) {
+        auto workload = choose_mariadb_workload(
+            server_settings_workloads(runs, format_def(request.format).name),
+            request.workload_name);
         if (!workload.ok()) return workload.error();
         request.workload = workload.value();
     }

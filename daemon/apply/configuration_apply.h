@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -24,9 +25,12 @@ Result<std::string> unique_config_id(const std::string& prefix,
 // id (16 digits) is taken as it is, without a scan.
 Result<std::string> resolve_config_id(Store& store, const std::string& id_or_prefix);
 
-// The MariaDB workloads (image_variant_for_kind "mariadb") among `runs`,
-// distinct by their JSON, in the order of first appearance.
-std::vector<Workload> mariadb_workloads(const std::vector<RunRecord>& runs);
+// The workloads among `runs` whose server settings the apply format
+// `format` prints (their kind's WorkloadKind::server_settings_format: "mycnf"
+// for the MariaDB kinds), distinct by their JSON, in the order of first
+// appearance.
+std::vector<Workload> server_settings_workloads(const std::vector<RunRecord>& runs,
+                                                std::string_view format);
 
 // The workload whose server variables a mycnf snippet prints: the one named
 // `name`, or when `name` is empty the first one if all of them set the same

@@ -585,6 +585,12 @@ Json sweep_golden_savings(const std::vector<RunRecord>& runs) {
     return golden_savings(records);
 }
 
+// Whether a row's workload kind acknowledges its records (ledger): the
+// kind durability runs measure with.
+bool row_acknowledges(const Json& row) {
+    return kind_acknowledges(json_read::string_or_empty(row, "workload_kind"));
+}
+
 // Sets every row's "durability": the durability runs of the row itself
 // (its configuration, workload and partition); for a row of another kind
 // than ledger without any, those of the ledger rows of the same
@@ -600,11 +606,10 @@ void add_durability(const std::vector<CompareRow>& rows, const std::vector<RunRe
     for (std::size_t r = 0; r < rows.size(); ++r) {
         DurabilityResult result = own[r];
         const Json& row = rows_json[r];
-        if (!result.measured() && row["workload_kind"] != "ledger") {
+        if (!result.measured() && !row_acknowledges(row)) {
             for (std::size_t other = 0; other < rows.size(); ++other) {
                 const Json& ledger = rows_json[other];
-                if (ledger["workload_kind"] == "ledger" &&
-                    rows[other].config_id == rows[r].config_id &&
+                if (row_acknowledges(ledger) && rows[other].config_id == rows[r].config_id &&
                     rows[other].partition_key == rows[r].partition_key &&
                     ledger["server_variables"] == row["server_variables"])
                     result.merge(own[other]);

@@ -11,6 +11,7 @@
 
 #include "common/compare_text.h"
 #include "common/text.h"
+#include "common/workload_kind.h"
 #include "daemon/compare/durability_results.h"
 #include "daemon/report/charts.h"
 #include "daemon/report/report_view.h"
@@ -35,7 +36,7 @@ std::vector<std::size_t> measured_ledger_rows(const ReportView& view) {
     std::vector<std::size_t> rows;
     for (std::size_t r : view.order) {
         const Json& durability = durability_of(view, r);
-        if (text_field(view.rows[r], "workload_kind", "") == "ledger" &&
+        if (kind_acknowledges(text_field(view.rows[r], "workload_kind", "")) &&
             (integer_field(durability, "runs") > 0 ||
              integer_field(durability, "unreadable_runs") > 0))
             rows.push_back(r);

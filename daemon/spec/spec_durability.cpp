@@ -4,6 +4,7 @@
 
 #include "common/json_fields.h"
 #include "common/text.h"
+#include "common/workload_kind.h"
 #include "daemon/backends/registry.h"
 #include "daemon/spec/spec_parser.h"
 
@@ -40,16 +41,17 @@ Status SpecParser::parse_durability(const toml::node& node) {
         DS_ASSIGN_OR_RETURN(std::string name, read_name("workload", *named));
         const auto found = std::find_if(workloads.begin(), workloads.end(),
                                         [&](const Workload& w) { return w.name == name; });
-        if (found == workloads.end() || found->kind != "ledger") {
+        if (found == workloads.end() || !kind_acknowledges(found->kind)) {
             return error_at(named->source(), "durability.workload " + in_quotes(name) +
-                                                 " must name a [[workload]] of kind \"ledger\"");
+                                                 " must name a [[workload]] of kind \"" +
+                                                 std::string(durability_ledger_kind().name) + "\"");
         }
         found->durability = options;
         return set_ledger_seconds(*found, seconds, *table);
     }
     bool marked = false;
     for (Workload& workload : workloads) {
-        if (workload.kind != "ledger") continue;
+        if (!kind_acknowledges(workload.kind)) continue;
         workload.durability = options;
         DS_TRY(set_ledger_seconds(workload, seconds, *table));
         marked = true;
@@ -139,7 +141,7 @@ std::string SpecParser::durability_unsupported() const {
 Workload SpecParser::durability_ledger() const {
     Workload ledger;
     ledger.name = std::string(kDurabilityLedgerName);
-    ledger.kind = "ledger";
+    ledger.kind = std::string(durability_ledger_kind().name);
     ledger.params = {{"variant", "file"},
                      {"records", kDurabilityLedgerRecords},
                      {"time", kDurabilityLedgerSeconds}};

@@ -341,8 +341,8 @@ TEST_CASE("mycnf's workload: the configuration's MariaDB workloads, one chosen",
     const Workload safe = mariadb_workload("atis", Json{{"innodb_doublewrite", true}});
     const Workload nosync =
         mariadb_workload("atis-nosync", Json{{"innodb_flush_method", "nosync"}});
-    const std::vector<Workload> found =
-        mariadb_workloads({run_of(fio), run_of(safe), run_of(safe), run_of(nosync)});
+    const std::vector<Workload> found = server_settings_workloads(
+        {run_of(fio), run_of(safe), run_of(safe), run_of(nosync)}, "mycnf");
     REQUIRE(found.size() == 2);
     CHECK(found[0] == safe);
     CHECK(found[1] == nosync);
@@ -357,7 +357,7 @@ TEST_CASE("mycnf's workload: the configuration's MariaDB workloads, one chosen",
     auto unknown = choose_mariadb_workload(found, "sysbench");
     REQUIRE_FALSE(unknown.ok());
     CHECK(contains(unknown.error().message, "it ran: atis, atis-nosync"));
-    auto none = choose_mariadb_workload(mariadb_workloads({run_of(fio)}), "");
+    auto none = choose_mariadb_workload(server_settings_workloads({run_of(fio)}, "mycnf"), "");
     REQUIRE_FALSE(none.ok());
     CHECK(contains(none.error().message, "ran no MariaDB workload"));
 }
