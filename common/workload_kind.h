@@ -8,7 +8,9 @@
 // Adding a kind:
 //   1. a WorkloadKind in workload_kinds() (workload_kind.cpp): its options
 //      as rows, its image variant, its output parsers (common/
-//      workload_output.h), its primary metric, its ranked view if any;
+//      workload_output.h), its primary metric, its ranked view if any, the
+//      apply format of its server settings if any (a new format is also a
+//      renderer in daemon/apply/apply_snippets.cpp);
 //   2. a runner with the same name in the agent's workload_kind_table()
 //      (guestagent/workload_kinds.cpp: its param check and its run);
 //   3. its section in docs/spec.md.

@@ -35,6 +35,22 @@ TEST_CASE("ledger output: commits per second, latency in ms, the per-second seri
     CHECK_FALSE(kind->primary_metric.lower_is_better);
 }
 
+TEST_CASE("workload kinds: acknowledging and server settings are the descriptors' own") {
+    CHECK(durability_ledger_kind().name == "ledger");
+    CHECK(kind_acknowledges("ledger"));
+    CHECK_FALSE(kind_acknowledges("sysbench-oltp"));
+    CHECK_FALSE(kind_acknowledges("no-such-kind"));
+
+    CHECK(is_server_settings_format("mycnf"));
+    CHECK_FALSE(is_server_settings_format("qm"));
+    CHECK_FALSE(is_server_settings_format(""));
+    for (std::string_view kind : {"mariadb-atis", "sysbench-oltp", "ledger"})
+        CHECK(kind_applies_server_settings(kind, "mycnf"));
+    for (std::string_view kind : {"fio", "io", "no-such-kind"})
+        CHECK_FALSE(kind_applies_server_settings(kind, "mycnf"));
+    CHECK_FALSE(kind_applies_server_settings("fio", ""));
+}
+
 TEST_CASE("ledger output: nothing acknowledged has no rate, not a division by zero") {
     Json output = good_output();
     output["acknowledged"] = 0;
