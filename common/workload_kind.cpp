@@ -95,7 +95,7 @@ WorkloadKind mariadb_atis_kind() {
         {"time_limit", OptionKind::kCount, {}, "sql-bench --time-limit in seconds"},
     };
     kind.image_variant = "mariadb";
-    kind.server_settings_format = "mycnf";
+    kind.server_settings = &mariadb_server_settings();
     kind.metrics = &sqlbench_output_metrics;
     kind.series = &no_output_series;
     kind.primary_metric = {"total_s", true};
@@ -117,7 +117,7 @@ WorkloadKind sysbench_oltp_kind() {
         {"time", OptionKind::kSeconds, {}, "run time (default \"10s\")"},
     };
     kind.image_variant = "mariadb";
-    kind.server_settings_format = "mycnf";
+    kind.server_settings = &mariadb_server_settings();
     kind.metrics = &sysbench_output_metrics;
     kind.series = &sysbench_output_series;
     kind.series_members = {{"stdout"}};
@@ -150,7 +150,7 @@ WorkloadKind ledger_kind() {
         {"server", OptionKind::kServerVariables, {}, kServerVariablesOption.help, "database"},
     };
     kind.image_variant = "mariadb";
-    kind.server_settings_format = "mycnf";
+    kind.server_settings = &mariadb_server_settings();
     kind.metrics = &ledger_output_metrics;
     kind.series = &ledger_output_series;
     kind.series_members = {{"per_second"}};
@@ -220,17 +220,57 @@ const WorkloadKind& durability_ledger_kind() {
                          [](const WorkloadKind& kind) { return kind.acknowledges; });
 }
 
-bool kind_applies_server_settings(std::string_view name, std::string_view format) {
+const ServerSettingsRules* kind_server_settings(std::string_view name) {
     const WorkloadKind* kind = find_workload_kind(name);
-    return kind != nullptr && !format.empty() && kind->server_settings_format == format;
+    return kind != nullptr ? kind->server_settings : nullptr;
+}
+
+std::vector<const ServerSettingsRules*> server_settings_rule_sets() {
+    std::vector<const ServerSettingsRules*> rule_sets;
+    for (const WorkloadKind& kind : workload_kinds()) {
+        if (kind.server_settings != nullptr &&
+            std::find(rule_sets.begin(), rule_sets.end(), kind.server_settings) == rule_sets.end())
+            rule_sets.push_back(kind.server_settings);
+    }
+    return rule_sets;
+}
+
+const ServerSettingsRules* find_server_settings_format(std::string_view format) {
+    for (const ServerSettingsRules* rules : server_settings_rule_sets())
+        if (rules->format == format) return rules;
+    return nullptr;
+}
+
+std::vector<std::string_view> kinds_with_server_settings(const ServerSettingsRules& rules) {
+    std::vector<std::string_view> names;
+    for (const WorkloadKind& kind : workload_kinds())
+        if (kind.server_settings == &rules) names.push_back(kind.name);
+    return names;
+}
+
+bool kind_applies_server_settings(std::string_view name, std::string_view format) {
+    const ServerSettingsRules* rules = kind_server_settings(name);
+    return rules != nullptr && !format.empty() && rules->format == format;
 }
 
 bool is_server_settings_format(std::string_view format) {
-    const auto kinds = workload_kinds();
-    return !format.empty() &&
-           std::any_of(kinds.begin(), kinds.end(), [&](const WorkloadKind& kind) {
-               return kind.server_settings_format == format;
-           });
+    return !format.empty() && find_server_settings_format(format) != nullptr;
+}
+
+std::vector<std::string> server_settings_risks(std::string_view name, const Json& server) {
+    const ServerSettingsRules* rules = kind_server_settings(name);
+    return rules != nullptr ? rules->risks(server) : std::vector<std::string>();
+}
+
+bool is_server_settings_risk(std::string_view risk) {
+    const auto equals = risk.find('=');
+    if (equals == std::string_view::npos) return false;
+    const Json setting = {
+        {std::string(risk.substr(0, equals)), std::string(risk.substr(equals + 1))}};
+    const auto rule_sets = server_settings_rule_sets();
+    return std::any_of(rule_sets.begin(), rule_sets.end(), [&](const ServerSettingsRules* rules) {
+        return !rules->risks(setting).empty();
+    });
 }
 
 std::string prepared_dataset_key(const Workload& workload) {

@@ -8,9 +8,9 @@
 // Adding a kind:
 //   1. a WorkloadKind in workload_kinds() (workload_kind.cpp): its options
 //      as rows, its image variant, its output parsers (common/
-//      workload_output.h), its primary metric, its ranked view if any, the
-//      apply format of its server settings if any (a new format is also a
-//      renderer in daemon/apply/apply_snippets.cpp);
+//      workload_output.h), its primary metric, its ranked view if any, its
+//      server's settings rules if it has a server (common/server_settings.h:
+//      the readback check, the risks and the `results apply` format);
 //   2. a runner with the same name in the agent's workload_kind_table()
 //      (guestagent/workload_kinds.cpp: its param check and its run);
 //   3. its section in docs/spec.md.
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/server_settings.h"
 #include "common/settings.h"
 #include "common/workload_output.h"
 
@@ -126,11 +127,11 @@ struct WorkloadKind {
     // (ledger; daemon/run/ack_ledger.h), and its output's "acknowledged"
     // metric counts them.
     bool acknowledges = false;
-    // The `results apply` format (daemon/apply/apply_snippets.h) that prints
-    // its server settings (the `server` option's table) as the server reads
-    // them from its configuration file: "mycnf" for MariaDB's [mysqld]
-    // lines. "": it has no server settings to apply.
-    std::string_view server_settings_format;
+    // The rules of its server's settings (the `server` option's table): how
+    // they are read back, which trade durability for speed, and the
+    // `results apply` format that prints them (mariadb_server_settings() for
+    // the MariaDB kinds). nullptr: it has no server settings.
+    const ServerSettingsRules* server_settings = nullptr;
     // Its preparation step, for golden volumes (none: dataset = "golden" is
     // refused).
     DatasetPreparation preparation;
@@ -165,12 +166,28 @@ bool kind_acknowledges(std::string_view name);
 // The kind a durability run measures with when a spec names no workload of
 // its own: the first kind that acknowledges (ledger).
 const WorkloadKind& durability_ledger_kind();
+// The server settings rules of kind `name` (its descriptor's
+// server_settings); nullptr for an unknown kind or a kind without them.
+const ServerSettingsRules* kind_server_settings(std::string_view name);
+// The distinct rule sets the kinds point at, in the kinds' order: the
+// server settings formats of `results apply`.
+std::vector<const ServerSettingsRules*> server_settings_rule_sets();
+// The rule set whose format is `format`; nullptr when no kind's is.
+const ServerSettingsRules* find_server_settings_format(std::string_view format);
+// The kinds whose rules are `rules`, in workload_kinds() order.
+std::vector<std::string_view> kinds_with_server_settings(const ServerSettingsRules& rules);
 // Whether a workload of kind `name` has its server settings printed by the
-// apply format `format` (its descriptor's server_settings_format); false
-// for an unknown kind or a kind without server settings.
+// apply format `format` (its rules' format); false for an unknown kind or a
+// kind without server settings.
 bool kind_applies_server_settings(std::string_view name, std::string_view format);
-// Whether some kind declares `format` as its server_settings_format.
+// Whether some kind's rules print in `format`.
 bool is_server_settings_format(std::string_view format);
+// The durability risks of `server` (a workload's `server` table) by the rules
+// of kind `name`; none for a kind without server settings.
+std::vector<std::string> server_settings_risks(std::string_view name, const Json& server);
+// Whether `risk` (a durability risk label) is one some kind's server
+// settings rules name: its "name=value" is a risk by those rules.
+bool is_server_settings_risk(std::string_view risk);
 
 // The metric a workload of `kind` with `params` is judged by: the kind's
 // write_only_metric when it has one and params' rw is write or randwrite,

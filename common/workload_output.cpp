@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "common/fio_metrics.h"
+#include "common/server_settings.h"
 #include "common/text.h"
 #include "common/workload_kind.h"
 
@@ -274,20 +275,6 @@ Result<const std::string*> required_stdout(std::string_view kind, const Json& ou
 
 // ---- server variables --------------------------------------------------------
 
-std::string normalized_name(std::string_view name) {
-    std::string out = ascii_lower(trim_whitespace(name));
-    std::replace(out.begin(), out.end(), '-', '_');
-    return out;
-}
-
-// ON/OFF for MariaDB's boolean spellings, nullopt otherwise.
-std::optional<bool> as_boolean(std::string_view text) {
-    const std::string value = ascii_lower(trim_whitespace(text));
-    if (value == "on" || value == "true" || value == "yes" || value == "1") return true;
-    if (value == "off" || value == "false" || value == "no" || value == "0") return false;
-    return std::nullopt;
-}
-
 // A number with an optional K/M/G/T/P/E suffix (powers of 1024, as MariaDB
 // reads sizes in option files), nullopt when `text` is not one.
 std::optional<double> as_size(std::string_view text) {
@@ -303,15 +290,6 @@ std::optional<double> as_size(std::string_view text) {
     const auto value = parse_double(text);
     if (!value) return std::nullopt;
     return *value * multiplier;
-}
-
-// The spec's value as text: strings as written, numbers as JSON spells them,
-// booleans as 1/0 (what an option file would say).
-std::optional<std::string> requested_text(const Json& requested) {
-    if (requested.is_string()) return requested.get<std::string>();
-    if (requested.is_boolean()) return std::string(requested.get<bool>() ? "1" : "0");
-    if (requested.is_number()) return requested.dump();
-    return std::nullopt;
 }
 
 // A phase's line, "Time for NAME (COUNT[:ROWS]): WALL wallclock secs (...)"
@@ -478,15 +456,15 @@ PrimaryMetric primary_metric_for_kind(std::string_view kind) {
 
 bool server_variable_matches(std::string_view name, const Json& requested, std::string_view shown) {
     (void)name;  // the spellings below are the same for every variable
-    const auto wanted = requested_text(requested);
+    const auto wanted = server_setting_text(requested);
     if (!wanted) return false;
     const std::string_view want = trim_whitespace(*wanted);
     const std::string_view got = trim_whitespace(shown);
     if (ascii_lower(want) == ascii_lower(got)) return true;
     // Booleans: 0/1/true/false/on/off/yes/no all name ON or OFF. A requested
-    // integer other than 0/1 is not a boolean (as_boolean refuses it).
-    const auto want_bool = as_boolean(want);
-    const auto got_bool = as_boolean(got);
+    // integer other than 0/1 is not a boolean (server_setting_boolean refuses it).
+    const auto want_bool = server_setting_boolean(want);
+    const auto got_bool = server_setting_boolean(got);
     if (want_bool && got_bool) return *want_bool == *got_bool;
     // Numbers and sizes: 128M == 134217728, 90 == 90.000000.
     const auto want_size = as_size(want);
@@ -556,29 +534,10 @@ std::string version_text(const MariadbVersion& version) {
     return std::to_string(version.major) + "." + std::to_string(version.minor);
 }
 
-// The spec's value as the lines show it: booleans as on/off.
-std::string requested_display(const Json& requested) {
-    if (requested.is_boolean()) return requested.get<bool>() ? "on" : "off";
-    return requested_text(requested).value_or(
-        requested.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 200));
-}
-
-// What the readback shows for `name` (matched by normalized name), or
-// nullopt; a value that is not a string is shown as its JSON.
-std::optional<std::string> shown_value(const Json& shown, std::string_view name) {
-    if (!shown.is_object()) return std::nullopt;
-    for (const auto& [key, value] : shown.items()) {
-        if (normalized_name(key) != name) continue;
-        if (value.is_string()) return value.get<std::string>();
-        return value.dump(-1, ' ', false, Json::error_handler_t::replace).substr(0, 200);
-    }
-    return std::nullopt;
-}
-
 // The rows for `name = requested` on any version.
 std::vector<const VersionedServerVariable*> rows_for(std::string_view name, const Json& requested) {
     std::vector<const VersionedServerVariable*> rows;
-    const auto text = requested_text(requested);
+    const auto text = server_setting_text(requested);
     if (!text) return rows;
     const std::string value = ascii_lower(trim_whitespace(*text));
     for (const VersionedServerVariable& row : kVersionedServerVariables) {
@@ -612,10 +571,10 @@ void check_versioned(const std::vector<const VersionedServerVariable*>& rows,
         }
         for (const ShownServerVariable& implied : row->implies) {
             // Requested itself: checked against its own request.
-            if (implied.name.empty() || shown_value(requested_all, implied.name)) continue;
+            if (implied.name.empty() || shown_server_setting(requested_all, implied.name)) continue;
             const std::string as = ", which " + on + " applies as " + std::string(implied.name) +
                                    " = " + std::string(implied.shown);
-            const auto got = shown_value(shown, implied.name);
+            const auto got = shown_server_setting(shown, implied.name);
             if (!got) {
                 lines.push_back(head + as + ", but SHOW VARIABLES did not list " +
                                 std::string(implied.name));
@@ -652,10 +611,10 @@ std::vector<std::string> server_variable_mismatches(const Json& requested, const
     if (!requested.is_object()) return lines;
     const auto version = parse_mariadb_version(server_version);
     for (const auto& [raw_name, want] : requested.items()) {
-        const std::string name = normalized_name(raw_name);
+        const std::string name = server_setting_name(raw_name);
         const std::string head =
-            "server variable " + raw_name + ": requested " + requested_display(want);
-        const auto got = shown_value(shown, name);
+            "server variable " + raw_name + ": requested " + server_setting_display(want);
+        const auto got = shown_server_setting(shown, name);
         if (!got) {
             lines.push_back(head + ", SHOW VARIABLES did not list it");
         } else if (!server_variable_matches(name, want, *got)) {
@@ -672,8 +631,8 @@ std::vector<std::string> server_variable_risks(const Json& server_variables) {
     std::vector<std::string> risks;
     if (!server_variables.is_object()) return risks;
     for (const auto& [raw_name, value] : server_variables.items()) {
-        const std::string name = normalized_name(raw_name);
-        const auto text = requested_text(value);
+        const std::string name = server_setting_name(raw_name);
+        const auto text = server_setting_text(value);
         if (!text) continue;
         const std::string v = ascii_lower(trim_whitespace(*text));
         bool risky = false;
@@ -682,7 +641,7 @@ std::vector<std::string> server_variable_risks(const Json& server_variables) {
         } else if (name == "innodb_flush_log_at_trx_commit") {
             risky = v == "0" || v == "2";
         } else if (name == "innodb_doublewrite") {
-            risky = as_boolean(v) == std::optional<bool>(false) || v == "fast";
+            risky = server_setting_boolean(v) == std::optional<bool>(false) || v == "fast";
         }
         if (risky) risks.push_back(name + "=" + std::string(trim_whitespace(*text)));
     }

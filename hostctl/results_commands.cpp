@@ -9,8 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
+#include "common/text.h"
+#include "common/workload_kind.h"
 #include "hostctl/compare_format.h"
 #include "hostctl/results_format.h"
 
@@ -122,9 +126,59 @@ ExitCode results_report(Invocation& invocation) {
     return ExitCode::kOk;
 }
 
+// "a, b or c".
+std::string listed_with_or(const std::vector<std::string>& items) {
+    if (items.size() < 2) return join(items, "");
+    const std::vector<std::string> head(items.begin(), items.end() - 1);
+    return join(head, ", ") + " or " + items.back();
+}
+
+// The apply formats (daemon/apply/apply_snippets.h), each with what it
+// prints: the disk's, then the server settings formats of the workload
+// kinds' rules.
+std::vector<std::pair<std::string, std::string>> apply_formats_described() {
+    std::vector<std::pair<std::string, std::string>> formats = {
+        {"qm", "a `qm set` line for Proxmox VE"},
+        {"libvirt", "the <disk> element"},
+        {"fstab", "the guest's mount line and mkfs command"}};
+    for (const ServerSettingsRules* rules : server_settings_rule_sets())
+        formats.emplace_back(rules->format, rules->format_help);
+    return formats;
+}
+
+// --format's help: "qm (...), libvirt (...), fstab (...) or mycnf (the
+// [mysqld] lines); required".
+std::string_view format_flag_help() {
+    static const std::string help = [] {
+        std::vector<std::string> items;
+        for (const auto& [name, prints] : apply_formats_described())
+            items.push_back(name + " (" + prints + ")");
+        return listed_with_or(items) + "; required";
+    }();
+    return help;
+}
+
+// --workload's help: "mycnf: which MariaDB workload's server variables, when
+// they differ".
+std::string_view workload_flag_help() {
+    static const std::string help = [] {
+        std::vector<std::string> formats, servers;
+        for (const ServerSettingsRules* rules : server_settings_rule_sets()) {
+            formats.emplace_back(rules->format);
+            servers.emplace_back(rules->server);
+        }
+        return join(formats, ", ") + ": which " + listed_with_or(servers) +
+               " workload's server variables, when they differ";
+    }();
+    return help;
+}
+
 ExitCode results_apply(Invocation& invocation) {
-    if (invocation.value("format").empty())
-        return invocation.usage_error("--format is required: qm, libvirt, fstab or mycnf");
+    if (invocation.value("format").empty()) {
+        std::vector<std::string> names;
+        for (const auto& [name, prints] : apply_formats_described()) names.push_back(name);
+        return invocation.usage_error("--format is required: " + listed_with_or(names));
+    }
     std::string target =
         "/v1/configurations/" + query_component(invocation.argument("CONFIG")) + "/apply";
     char separator = '?';
@@ -160,14 +214,10 @@ const std::vector<CommandSpec>& results_commands() {
          results_report},
         {"results apply",
          {"CONFIG"},
-         {{"format",
-           "qm (a `qm set` line for Proxmox VE), libvirt (the <disk> element), fstab (the "
-           "guest's mount line and mkfs command) or mycnf (the [mysqld] lines); required",
-           "FORMAT"},
+         {{"format", format_flag_help(), "FORMAT"},
           {"vmid", "qm: the Proxmox VE VM id (default: the placeholder VMID)", "N"},
           {"storage", "qm: the Proxmox VE storage for the disk (default: STORAGE)", "PVESTORAGE"},
-          {"workload", "mycnf: which MariaDB workload's server variables, when they differ",
-           "NAME"}},
+          {"workload", workload_flag_help(), "NAME"}},
          "print configuration CONFIG (its id, or a unique prefix of it) as you would apply it; "
          "durability risks come first, as comment lines of the format",
          results_apply},

@@ -7,7 +7,6 @@
 #include "common/protocol.h"
 #include "common/text.h"
 #include "common/workload_kind.h"
-#include "common/workload_output.h"
 #include "daemon/backends/hypervisor/libvirt/domain_xml.h"
 #include "daemon/backends/hypervisor/proxmox/proxmox_hypervisor.h"
 #include "daemon/backends/hypervisor/proxmox/pve_encoding.h"
@@ -15,16 +14,34 @@
 namespace ds {
 namespace {
 
-constexpr ApplyFormatDef kFormats[] = {
+// The disk's formats; the server settings formats come from the workload
+// kinds' rules (server_settings_format_def).
+const ApplyFormatDef kDiskFormats[] = {
     {ApplyFormat::kQm, "qm", "# ", "",
      "a `qm set` line adding the data disk to a Proxmox VE VM (--vmid, --storage)"},
     {ApplyFormat::kLibvirt, "libvirt", "<!-- ", " -->",
      "the libvirt <disk> element (and the SCSI <controller> it needs) for a file image"},
     {ApplyFormat::kFstab, "fstab", "# ", "",
      "the guest's fstab line with the mount options, the mkfs command as a comment"},
-    {ApplyFormat::kMycnf, "mycnf", "# ", "",
-     "the [mysqld] lines of the configuration's MariaDB workload (--workload)"},
 };
+
+// A server settings format, as ServerSettingsRules::format says it: "# "
+// comments (my.cnf and postgresql.conf alike).
+ApplyFormatDef server_settings_format_def(const ServerSettingsRules& rules) {
+    return {ApplyFormat{ApplyTarget::kServerSettings, &rules}, rules.format, "# ", "",
+            std::string(rules.format_help) + " of the configuration's " +
+                std::string(rules.server) + " workload (--workload)"};
+}
+
+const std::vector<ApplyFormatDef>& format_table() {
+    static const std::vector<ApplyFormatDef> formats = [] {
+        std::vector<ApplyFormatDef> all(std::begin(kDiskFormats), std::end(kDiskFormats));
+        for (const ServerSettingsRules* rules : server_settings_rule_sets())
+            all.push_back(server_settings_format_def(*rules));
+        return all;
+    }();
+    return formats;
+}
 
 // The query parameters of the apply route, and which one each format reads.
 constexpr std::string_view kQueryParameters[] = {"format", "vmid", "storage", "workload"};
@@ -145,7 +162,7 @@ int fsck_pass(const std::string& type) {
 }
 
 Result<RenderedBody> fstab_body(const StorageConfig& config, const ApplyRequest&) {
-    const ApplyFormatDef& format = format_def(ApplyFormat::kFstab);
+    const ApplyFormatDef format = format_def(ApplyFormat::kFstab);
     const FilesystemSpec& filesystem = config.filesystem;
     const std::string device(kGuestDevicePlaceholder);
     RenderedBody rendered;
@@ -180,40 +197,40 @@ Result<RenderedBody> fstab_body(const StorageConfig& config, const ApplyRequest&
 }
 
 // ---------------------------------------------------------------------------
-// mycnf: the workload's `server` table, as the agent writes it into [mysqld].
+// A server settings format: the workload's `server` table, as its rules
+// render it (mycnf: as the agent writes it into [mysqld]).
 
-Result<RenderedBody> mycnf_body(const StorageConfig&, const ApplyRequest& request) {
+Result<RenderedBody> server_settings_body(const StorageConfig&, const ApplyRequest& request) {
+    const ServerSettingsRules& rules = *request.format.server_settings;
     if (!request.workload) {
-        return make_error(errc::kInvalidArgument,
-                          "the mycnf format needs the MariaDB workload whose server variables "
-                          "to print");
+        return make_error(errc::kInvalidArgument, "the " + std::string(rules.format) +
+                                                      " format needs the " +
+                                                      std::string(rules.server) +
+                                                      " workload whose server variables to print");
     }
     RenderedBody rendered;
-    rendered.body = "[mysqld]\n";
     const Json server = workload_server_variables(*request.workload);
-    for (const auto& [name, value] : server.items())
-        rendered.body += name + "=" + option_file_value(value) + "\n";
-    rendered.notes.push_back("server variables of workload '" + request.workload->name + "' (" +
-                             request.workload->kind + ")" +
-                             (server.empty() ? ": none, it ran on MariaDB's defaults" : ""));
+    rendered.body = rules.render(server);
     rendered.notes.push_back(
-        "the agent also set datadir, socket, pid-file, log-error, user and skip-networking for "
-        "its own paths; they are not part of the configuration");
+        "server variables of workload '" + request.workload->name + "' (" + request.workload->kind +
+        ")" +
+        (server.empty() ? ": none, it ran on " + std::string(rules.server) + "'s defaults" : ""));
+    if (!rules.agent_settings_note.empty()) rendered.notes.emplace_back(rules.agent_settings_note);
     return rendered;
 }
 
 using BodyRenderer = Result<RenderedBody> (*)(const StorageConfig&, const ApplyRequest&);
 
-constexpr std::pair<ApplyFormat, BodyRenderer> kRenderers[] = {
-    {ApplyFormat::kQm, qm_body},
-    {ApplyFormat::kLibvirt, libvirt_body},
-    {ApplyFormat::kFstab, fstab_body},
-    {ApplyFormat::kMycnf, mycnf_body},
+constexpr std::pair<ApplyTarget, BodyRenderer> kRenderers[] = {
+    {ApplyTarget::kQm, qm_body},
+    {ApplyTarget::kLibvirt, libvirt_body},
+    {ApplyTarget::kFstab, fstab_body},
+    {ApplyTarget::kServerSettings, server_settings_body},
 };
 
 BodyRenderer renderer_for(ApplyFormat format) {
-    for (const auto& [known, renderer] : kRenderers)
-        if (known == format) return renderer;
+    for (const auto& [target, renderer] : kRenderers)
+        if (target == format.target) return renderer;
     return nullptr;
 }
 
@@ -221,7 +238,7 @@ std::vector<std::string> risks_of(const StorageConfig& config, const ApplyReques
     std::vector<std::string> risks = durability_risks(config);
     if (prints_server_settings(request.format) && request.workload) {
         for (std::string& risk :
-             server_variable_risks(workload_server_variables(*request.workload)))
+             request.format.server_settings->risks(workload_server_variables(*request.workload)))
             risks.push_back(std::move(risk));
     }
     return risks;
@@ -241,21 +258,23 @@ Result<std::int64_t> parse_vmid(const std::string& text) {
 }  // namespace
 
 std::span<const ApplyFormatDef> apply_formats() {
-    return kFormats;
+    return format_table();
 }
 
-const ApplyFormatDef& format_def(ApplyFormat format) {
-    return *std::find_if(std::begin(kFormats), std::end(kFormats),
+ApplyFormatDef format_def(ApplyFormat format) {
+    if (format.target == ApplyTarget::kServerSettings)
+        return server_settings_format_def(*format.server_settings);
+    return *std::find_if(std::begin(kDiskFormats), std::end(kDiskFormats),
                          [format](const ApplyFormatDef& def) { return def.format == format; });
 }
 
 bool prints_server_settings(ApplyFormat format) {
-    return is_server_settings_format(format_def(format).name);
+    return format.target == ApplyTarget::kServerSettings;
 }
 
 Result<ApplyFormat> parse_apply_format(std::string_view name) {
     std::vector<std::string> names;
-    for (const auto& def : kFormats) {
+    for (const auto& def : format_table()) {
         if (def.name == name) return def.format;
         names.emplace_back(def.name);
     }
@@ -304,12 +323,6 @@ Json workload_server_variables(const Workload& workload) {
     if (!params.is_object() || !params.contains("server") || !params["server"].is_object())
         return Json::object();
     return params["server"];
-}
-
-std::string option_file_value(const Json& value) {
-    if (value.is_string()) return value.get<std::string>();
-    if (value.is_boolean()) return value.get<bool>() ? "ON" : "OFF";
-    return value.dump();
 }
 
 namespace {
@@ -389,7 +402,7 @@ Result<ApplySnippet> render_apply_snippet(const StorageConfig& config,
     const BodyRenderer renderer = renderer_for(request.format);
     DS_ASSIGN_OR_RETURN(auto rendered, renderer(config, request));
 
-    const ApplyFormatDef& format = format_def(request.format);
+    const ApplyFormatDef format = format_def(request.format);
     ApplySnippet snippet;
     snippet.durability_risks = risks_of(config, request);
     if (request.durability) {

@@ -1,12 +1,15 @@
 // A measured configuration as the user applies it outside disksweep: a
 // `qm set` line for Proxmox VE, a libvirt <disk> element, an fstab line with
-// the mkfs command, the [mysqld] lines of a MariaDB workload (docs/api.md,
-// GET /v1/configurations/{id}/apply).
+// the mkfs command, the server settings of a workload in its server's
+// configuration format (mycnf: the [mysqld] lines of a MariaDB workload)
+// (docs/api.md, GET /v1/configurations/{id}/apply).
 //
 // Each format is written by the code that applies the same settings in a run,
 // never by a second encoder: the Proxmox backend's pve_data_disk() for the
 // qm line, the libvirt backend's data_disk_xml() for the <disk> element, the
-// agent's rules (settings.h) for mkfs, mount and block tuning. What a format
+// agent's rules (settings.h) for mkfs, mount and block tuning, the workload
+// kind's server settings rules (common/server_settings.h) for its server's
+// configuration lines. What a format
 // cannot carry is said, never dropped silently: a setting PVE has no key for
 // makes the qm format fail with the backend's reason; settings that belong
 // elsewhere (the guest's filesystem for qm and libvirt, the VM's disk for
@@ -29,25 +32,47 @@
 
 namespace ds {
 
-enum class ApplyFormat { kQm, kLibvirt, kFstab, kMycnf };
+struct ServerSettingsRules;  // common/server_settings.h
+
+// What a format applies: the disk, in one of the formats rendered here, or a
+// workload's server settings, in the format its kind's rules declare.
+enum class ApplyTarget { kQm, kLibvirt, kFstab, kServerSettings };
+
+// An apply format: its target and, for kServerSettings (only), the rules
+// that print it (a workload kind's WorkloadKind::server_settings).
+struct ApplyFormat {
+    ApplyTarget target = ApplyTarget::kQm;
+    const ServerSettingsRules* server_settings = nullptr;
+    bool operator==(const ApplyFormat&) const = default;
+    // The disk's formats.
+    static const ApplyFormat kQm;
+    static const ApplyFormat kLibvirt;
+    static const ApplyFormat kFstab;
+};
+inline constexpr ApplyFormat ApplyFormat::kQm{ApplyTarget::kQm, nullptr};
+inline constexpr ApplyFormat ApplyFormat::kLibvirt{ApplyTarget::kLibvirt, nullptr};
+inline constexpr ApplyFormat ApplyFormat::kFstab{ApplyTarget::kFstab, nullptr};
 
 // One output format, declared as data: its name in the API and hostctl, and
 // how a line becomes a comment in it (so that warnings travel inside the
 // snippet and a snippet redirected into a file is still valid).
 struct ApplyFormatDef {
     ApplyFormat format;
-    std::string_view name;           // "qm", "libvirt", "fstab", "mycnf"
+    std::string_view name;           // "qm", "libvirt", "fstab", then the rules' ("mycnf")
     std::string_view comment_open;   // "# ", "<!-- "
     std::string_view comment_close;  // "", " -->"
-    std::string_view help;
+    std::string help;
 };
+// The disk's formats, then one per rule set the workload kinds point at
+// (ds::server_settings_rule_sets), in that order.
 std::span<const ApplyFormatDef> apply_formats();
 // errc::kInvalidArgument naming the valid formats.
 Result<ApplyFormat> parse_apply_format(std::string_view name);
-const ApplyFormatDef& format_def(ApplyFormat format);
+// The definition of `format`; a server settings format's from its rules,
+// whether a kind points at them or not.
+ApplyFormatDef format_def(ApplyFormat format);
 // Whether `format` prints a workload's server settings rather than the
-// disk's: whether a workload kind declares it its server_settings_format
-// (common/workload_kind.h), as the MariaDB kinds declare mycnf.
+// disk's.
 bool prints_server_settings(ApplyFormat format);
 
 // Placeholders the user replaces, used where the request names nothing.
@@ -61,8 +86,9 @@ struct ApplyRequest {
     ApplyFormat format = ApplyFormat::kQm;
     std::optional<std::int64_t> vmid;  // qm: a pve-vmid; VMID when unset
     std::string pve_storage;           // qm: a pve-storage-id; STORAGE when empty
-    // mycnf: the MariaDB workload whose `server` table becomes [mysqld]
-    // (choose_mariadb_workload); its name is also what a request asks for.
+    // A server settings format: the workload whose `server` table it prints
+    // (choose_server_settings_workload); its name is also what a request
+    // asks for.
     std::string workload_name;
     std::optional<Workload> workload;
     // What durability runs measured of what is applied
@@ -82,7 +108,9 @@ Result<ApplyRequest> apply_request_from_query(const std::map<std::string, std::s
 std::span<const std::string_view> apply_query_parameters();
 
 struct ApplySnippet {
-    std::vector<std::string> durability_risks;  // durability_risks() (+ the workload's for mycnf)
+    // durability_risks(), and for a server settings format the workload's by
+    // the format's rules.
+    std::vector<std::string> durability_risks;
     // Of durability_risks, those the measurement speaks for
     // (ds::measurement_covers); empty without a measurement.
     std::vector<std::string> measured_risks;
@@ -109,14 +137,11 @@ struct ApplySnippet {
 
 // The snippet of `config` in request.format. Errors (errc::kInvalidArgument):
 // a host baseline (no VM, no guest: nothing to apply), a configuration the
-// Proxmox backend cannot express (its reason), mycnf without a workload.
+// Proxmox backend cannot express (its reason), a server settings format
+// without a workload.
 Result<ApplySnippet> render_apply_snippet(const StorageConfig& config, const ApplyRequest& request);
 
-// A MariaDB workload's `server` table (its params.server), or an empty object.
+// A workload's `server` table (its params.server), or an empty object.
 Json workload_server_variables(const Workload& workload);
-
-// `value` of a MariaDB server variable as an option file line wants it:
-// booleans ON/OFF, strings as written, numbers as JSON spells them.
-std::string option_file_value(const Json& value);
 
 }  // namespace ds

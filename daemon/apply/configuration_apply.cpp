@@ -5,7 +5,6 @@
 
 #include "common/text.h"
 #include "common/workload_kind.h"
-#include "common/workload_output.h"
 
 namespace ds {
 namespace {
@@ -81,17 +80,21 @@ std::vector<Workload> server_settings_workloads(const std::vector<RunRecord>& ru
     return workloads;
 }
 
-Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
-                                         const std::string& name) {
+Result<Workload> choose_server_settings_workload(const ServerSettingsRules& rules,
+                                                 const std::vector<Workload>& workloads,
+                                                 const std::string& name) {
+    const std::string server(rules.server);
     if (workloads.empty()) {
+        const auto kinds = kinds_with_server_settings(rules);
         return make_error(errc::kInvalidArgument,
-                          "this configuration ran no MariaDB workload (mariadb-atis, "
-                          "sysbench-oltp): there are no server variables to print");
+                          "this configuration ran no " + server + " workload (" +
+                              join(std::vector<std::string>(kinds.begin(), kinds.end()), ", ") +
+                              "): there are no server variables to print");
     }
     if (!name.empty()) {
         for (const auto& workload : workloads)
             if (workload.name == name) return workload;
-        return make_error(errc::kInvalidArgument, "no MariaDB workload '" + name +
+        return make_error(errc::kInvalidArgument, "no " + server + " workload '" + name +
                                                       "' ran on this configuration; it ran: " +
                                                       join(names_of(workloads), ", "));
     }
@@ -99,8 +102,9 @@ Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
     for (const auto& workload : workloads) {
         if (workload_server_variables(workload) != first) {
             return make_error(errc::kInvalidArgument,
-                              "the MariaDB workloads of this configuration set different server "
-                              "variables; choose one with workload=NAME (--workload): " +
+                              "the " + server +
+                                  " workloads of this configuration set different server "
+                                  "variables; choose one with workload=NAME (--workload): " +
                                   join(names_of(workloads), ", "));
         }
     }
@@ -115,7 +119,8 @@ DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
     DurabilityResult result;
     for (const RunRecord& run : runs) {
         const Json server = workload_server_variables(run.workload);
-        if (server_applied ? server == applied_server : server_variable_risks(server).empty())
+        if (server_applied ? server == applied_server
+                           : server_settings_risks(run.workload.kind, server).empty())
             result.add(run);
     }
     return result;
@@ -129,7 +134,8 @@ Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
     DS_ASSIGN_OR_RETURN(auto config, storage_config_from_json(settings.value()));
     DS_ASSIGN_OR_RETURN(auto runs, store.runs_for_config(id, RawOutput::kOmit));
     if (prints_server_settings(request.format)) {
-        auto workload = choose_mariadb_workload(
+        auto workload = choose_server_settings_workload(
+            *request.format.server_settings,
             server_settings_workloads(runs, format_def(request.format).name),
             request.workload_name);
         if (!workload.ok()) return workload.error();

@@ -1,6 +1,7 @@
 // GET /v1/configurations/{id}/apply: a stored configuration, found by its id
-// or a unique prefix of it, rendered by apply_snippets.h; for the mycnf
-// format with the MariaDB workload it ran (from its runs in any sweep).
+// or a unique prefix of it, rendered by apply_snippets.h; for a server
+// settings format (mycnf) with the workload of that server it ran (from its
+// runs in any sweep).
 #pragma once
 
 #include <string>
@@ -26,26 +27,29 @@ Result<std::string> unique_config_id(const std::string& prefix,
 Result<std::string> resolve_config_id(Store& store, const std::string& id_or_prefix);
 
 // The workloads among `runs` whose server settings the apply format
-// `format` prints (their kind's WorkloadKind::server_settings_format: "mycnf"
-// for the MariaDB kinds), distinct by their JSON, in the order of first
-// appearance.
+// `format` prints (their kind's rules' format: "mycnf" for the MariaDB
+// kinds), distinct by their JSON, in the order of first appearance.
 std::vector<Workload> server_settings_workloads(const std::vector<RunRecord>& runs,
                                                 std::string_view format);
 
-// The workload whose server variables a mycnf snippet prints: the one named
-// `name`, or when `name` is empty the first one if all of them set the same
-// variables. errc::kInvalidArgument when the configuration ran no MariaDB
-// workload, when none is called `name`, or when they differ and none is named
-// (listing the names to choose from).
-Result<Workload> choose_mariadb_workload(const std::vector<Workload>& workloads,
-                                         const std::string& name);
+// The workload whose server variables a snippet in the format of `rules`
+// prints, among `workloads` (server_settings_workloads of that format): the
+// one named `name`, or when `name` is empty the first one if all of them set
+// the same variables. errc::kInvalidArgument, naming the rules' server ("the
+// MariaDB workload"), when the configuration ran no such workload (listing
+// the kinds that are), when none is called `name`, or when they differ and
+// none is named (listing the names to choose from).
+Result<Workload> choose_server_settings_workload(const ServerSettingsRules& rules,
+                                                 const std::vector<Workload>& workloads,
+                                                 const std::string& name);
 
 // What the durability runs among `runs` (one configuration's, any sweep)
-// measured of what `request` applies: for mycnf the runs of workloads
-// setting the same server variables as request.workload; for the formats
-// that apply the disk alone (qm, libvirt, fstab) the runs of workloads
-// setting no risky server variable (ds::server_variable_risks), so that a
-// loss InnoDB's settings caused is not charged to the disk.
+// measured of what `request` applies: for a server settings format (mycnf)
+// the runs of workloads setting the same server variables as
+// request.workload; for the formats that apply the disk alone (qm, libvirt,
+// fstab) the runs of workloads setting no risky server variable by their
+// kind's rules (ds::server_settings_risks), so that a loss the server's
+// settings caused (InnoDB's) is not charged to the disk.
 DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
                                        const ApplyRequest& request);
 
@@ -54,7 +58,7 @@ DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
 //    "durability_risks": [..], "notes": [..], "body": "..", "snippet": "..",
 //    "measured_durability": {..DurabilityResult::to_json of
 //        applicable_durability.., "covers": [the risks it speaks for]}}
-// ("workload": its name, for mycnf). Errors: the store's (kNotFound for an
+// ("workload": its name, for a server settings format). Errors: the store's (kNotFound for an
 // unknown configuration), and those above and of render_apply_snippet.
 Result<Json> apply_configuration(Store& store, const std::string& id_or_prefix,
                                  ApplyRequest request);

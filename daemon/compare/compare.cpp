@@ -112,8 +112,10 @@ std::string filesystem_text(const Json& settings) {
 }
 
 // Sets "durability_risks" (and "settings_error" when the stored settings no
-// longer parse) on `row`: the configuration's, then the workload's.
-void add_durability_risks(const Json& settings, const Json& server_variables, Json& row) {
+// longer parse) on `row`: the configuration's, then the workload's by its
+// kind's server settings rules (`kind` "": no workload).
+void add_durability_risks(const Json& settings, std::string_view kind, const Json& server_variables,
+                          Json& row) {
     Result<StorageConfig> config = storage_config_from_json(settings);
     if (!config.ok()) {
         row["durability_risks"] = nullptr;
@@ -121,7 +123,7 @@ void add_durability_risks(const Json& settings, const Json& server_variables, Js
         return;
     }
     std::vector<std::string> risks = durability_risks(config.value());
-    for (std::string& risk : server_variable_risks(server_variables))
+    for (std::string& risk : server_settings_risks(kind, server_variables))
         risks.push_back(std::move(risk));
     row["durability_risks"] = risks;
 }
@@ -516,6 +518,7 @@ Json partition_index(std::vector<std::string>& partitions, const std::string& pa
 Json row_to_json(const CompareRow& row, const Json& settings, Json partition,
                  const Json& workload) {
     const Json server_variables = server_variables_of(workload);
+    const std::string kind = workload.value("kind", std::string());
     Json row_json{
         {"config_id", row.config_id},
         {"workload", row.workload_name},
@@ -523,7 +526,7 @@ Json row_to_json(const CompareRow& row, const Json& settings, Json partition,
         {"partition", std::move(partition)},
         {"runs", row.counts},
         {"metrics", metrics_json(row)},
-        {"workload_kind", workload.value("kind", std::string())},
+        {"workload_kind", kind},
         {"server_variables", server_variables},
         {"filesystem", filesystem_text(settings)},
         {"options", options_text(server_variables)},
@@ -532,7 +535,7 @@ Json row_to_json(const CompareRow& row, const Json& settings, Json partition,
     // Medians exist only for metrics summarised from their values.
     for (auto& [name, summary] : row_json["metrics"].items())
         if (!row.full_summaries.count(name)) summary["median"] = nullptr;
-    add_durability_risks(settings, server_variables, row_json);
+    add_durability_risks(settings, kind, server_variables, row_json);
     row_json["host_baseline"] = is_host_baseline_row(row_json);
     return row_json;
 }
@@ -789,7 +792,7 @@ Result<Json> results_for_config(Store& store, const std::string& config_id, Swee
         {"metrics", ordered_metric_names(metric_names)},
         {"rows", std::move(rows_json)},
     };
-    add_durability_risks(settings.value(), Json::object(), result);
+    add_durability_risks(settings.value(), "", Json::object(), result);
     return result;
 }
 

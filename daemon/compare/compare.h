@@ -116,8 +116,8 @@ Json partition_from_key(const std::string& partition_key);
 //    min_runs_for_verdict, default 3: below it "not enough runs"). Undefined
 //    numbers are null.
 //  * "durability_risks" comes from ds::durability_risks() of the settings
-//    followed by ds::server_variable_risks() of the workload's
-//    params.server; if the stored settings no longer parse it is null and
+//    followed by ds::server_settings_risks() of the workload's
+//    params.server by its kind's rules; if the stored settings no longer parse it is null and
 //    "settings_error" says why.
 //  * "durability" is ds::DurabilityResult::to_json (durability_results.h)
 //    of the row's durability runs (succeeded runs with

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "common/json_fields.h"
+#include "common/workload_kind.h"
 
 namespace ds {
 namespace {
@@ -302,7 +303,7 @@ bool measurement_covers(const DurabilityResult& result, std::string_view risk) {
         return std::find(models.begin(), models.end(), kHostPowerCutModel) != models.end();
     if (risk == "barrier=0" || risk == "nobarrier") return result.volatile_cache();
     if (risk == "data=writeback" || risk.starts_with("no journal")) return true;
-    if (risk.starts_with("innodb_")) return result.database_ledger();
+    if (is_server_settings_risk(risk)) return result.database_ledger();
     return false;
 }
 

@@ -121,7 +121,7 @@ class DurabilityResult {
 };
 
 // Whether `result` measured the danger a durability-risk label names
-// (ds::durability_risks, ds::server_variable_risks), so that its verdict
+// (ds::durability_risks, ds::server_settings_risks), so that its verdict
 // speaks for that label:
 //  * "cache=unsafe": only a run under the host power-cut model; under flush
 //    barriers the host is assumed to honour every flush;
@@ -130,7 +130,8 @@ class DurabilityResult {
 //    barrier cannot show;
 //  * "data=writeback", "no journal ...": any run (crash states cut at flush
 //    points show stale or missing data either way);
-//  * innodb_* server variables: only runs of a database ledger (the caller
+//  * a server setting's risk (ds::is_server_settings_risk: MariaDB's
+//    innodb_* variables): only runs of a database ledger (the caller
 //    chooses runs with the same server variables);
 //  * anything else: never.
 bool measurement_covers(const DurabilityResult& result, std::string_view risk);

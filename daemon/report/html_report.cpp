@@ -5,6 +5,7 @@
 
 #include "common/text.h"
 #include "common/verification_text.h"
+#include "common/workload_kind.h"
 #include "daemon/report/report_view.h"
 #include "daemon/spec/spec.h"
 
@@ -416,10 +417,12 @@ Element settings_section(const ReportView& view) {
 // ---------------------------------------------------------------------------
 // Durability risks
 
-// What each risk (as ds::durability_risks and ds::server_variable_risks name
-// it) puts at stake; a risk is explained by the first entry it starts with.
-const std::vector<std::pair<std::string, std::string>>& risk_explanations() {
-    static const std::vector<std::pair<std::string, std::string>> kExplanations = {
+// What each risk of the disk (as ds::durability_risks names it) puts at
+// stake; a risk is explained by the first entry it starts with. A server
+// setting's risk is explained by its rules (ServerSettingsRules::
+// risk_explanations).
+const std::vector<std::pair<std::string_view, std::string_view>>& disk_risk_explanations() {
+    static const std::vector<std::pair<std::string_view, std::string_view>> kExplanations = {
         {"cache=unsafe",
          "the host acknowledges the guest's flushes without writing them: a host crash or power "
          "cut loses data the guest believes is on disk, and can corrupt its filesystem"},
@@ -435,21 +438,17 @@ const std::vector<std::pair<std::string, std::string>>& risk_explanations() {
         {"no journal",
          "a filesystem without a journal: a crash leaves it inconsistent until fsck repairs it, "
          "and loses recent writes"},
-        {"innodb_flush_method=nosync",
-         "InnoDB never syncs its files: a crash or power cut loses committed transactions and can "
-         "corrupt tables"},
-        {"innodb_flush_log_at_trx_commit=",
-         "the redo log is written or synced about once a second, not at every commit: up to a "
-         "second of committed transactions is lost on a crash"},
-        {"innodb_doublewrite=0",
-         "no doublewrite buffer: a page torn by a crash mid-write can corrupt a table"},
     };
     return kExplanations;
 }
 
 std::string risk_explanation(const std::string& risk) {
-    for (const auto& [prefix, explanation] : risk_explanations())
-        if (risk.starts_with(prefix)) return explanation;
+    for (const auto& [prefix, explanation] : disk_risk_explanations())
+        if (risk.starts_with(prefix)) return std::string(explanation);
+    for (const ServerSettingsRules* rules : server_settings_rule_sets()) {
+        for (const auto& [prefix, explanation] : rules->risk_explanations)
+            if (risk.starts_with(prefix)) return std::string(explanation);
+    }
     return "can lose data on a power failure or crash";
 }
 

@@ -11,7 +11,7 @@
 #include "common/protocol.h"
 #include "common/text.h"
 #include "common/verification_text.h"
-#include "common/workload_output.h"
+#include "common/workload_kind.h"
 
 namespace ds {
 namespace {
@@ -545,16 +545,24 @@ void verify_btrfs(const FilesystemSpec& filesystem, const Json& guest,
     }
 }
 
-// The workload's `server` table against the guest's SHOW VARIABLES, as the
-// server's version reads it (ds::server_variable_mismatches: the one place
-// that knows what a value does on which MariaDB).
+// The workload's `server` table against the guest's readback of its server
+// (SHOW VARIABLES, SHOW), as its kind's rules read it for the server's
+// version (for MariaDB ds::server_variable_mismatches: the one place that
+// knows what a value does on which version). A kind without rules has no
+// server to set: its `server` table is a mismatch of its own.
 void verify_server_variables(const Workload& workload, const Json& guest,
                              std::vector<std::string>& mismatches) {
     if (!workload.params.is_object() || !workload.params.contains("server")) return;
+    const ServerSettingsRules* rules = kind_server_settings(workload.kind);
+    if (rules == nullptr) {
+        mismatches.push_back("server variables: requested, but workload kind '" + workload.kind +
+                             "' has no server to set them on");
+        return;
+    }
     const Json& requested = workload.params.at("server");
     const Json shown = guest.contains("server_variables") ? guest.at("server_variables") : Json();
     for (std::string& line :
-         server_variable_mismatches(requested, shown, shown_text(guest, "server_version"))) {
+         rules->mismatches(requested, shown, shown_text(guest, "server_version"))) {
         mismatches.push_back(std::move(line));
     }
 }

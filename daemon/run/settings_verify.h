@@ -60,8 +60,9 @@ namespace ds {
 //    metadata X (the step wins over mkfs: it converts after mkfs);
 //  * the `nocow` step -> readback "nocow" is true;
 //  * each variable of the workload's params.server -> readback
-//    "server_variables" as ds::server_variable_mismatches reads them for the
-//    readback's "server_version".
+//    "server_variables" as its kind's server settings rules read them
+//    (ServerSettingsRules::mismatches; MariaDB's:
+//    ds::server_variable_mismatches) for the readback's "server_version".
 std::vector<std::string> verify_settings(const StorageConfig& requested, const Workload& workload,
                                          const Json& applied_hypervisor,
                                          const Json& guest_readback);

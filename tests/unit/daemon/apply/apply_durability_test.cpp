@@ -3,6 +3,7 @@
 // did not cover, and the runs that speak for what is applied.
 #include <catch2/catch.hpp>
 
+#include "common/server_settings.h"
 #include "daemon/apply/apply_snippets.h"
 #include "daemon/apply/configuration_apply.h"
 #include "support/disk_settings.h"
@@ -161,7 +162,7 @@ TEST_CASE("apply: the disk formats use runs without risky server variables, mycn
     CHECK(disk.safe());
 
     ApplyRequest mycnf;
-    mycnf.format = ApplyFormat::kMycnf;
+    mycnf.format = ApplyFormat{ApplyTarget::kServerSettings, &mariadb_server_settings()};
     mycnf.workload = trx2;
     const DurabilityResult innodb = applicable_durability(runs, mycnf);
     CHECK(innodb.workloads() == std::vector<std::string>{"ledger-trx2"});

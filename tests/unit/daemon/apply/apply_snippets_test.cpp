@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/server_settings.h"
 #include "daemon/apply/configuration_apply.h"
 #include "daemon/backends/hypervisor/libvirt/domain_xml.h"
 #include "daemon/backends/hypervisor/proxmox/pve_encoding.h"
@@ -27,6 +28,11 @@ StorageConfig rbd_study_config() {
     config.filesystem.type = "ext4";
     config.filesystem.mount_options = "barrier=0,data=writeback";
     return config;
+}
+
+// mycnf: the format of the MariaDB kinds' server settings rules.
+ApplyFormat mycnf_format() {
+    return ApplyFormat{ApplyTarget::kServerSettings, &mariadb_server_settings()};
 }
 
 ApplyRequest request_for(ApplyFormat format) {
@@ -269,7 +275,7 @@ TEST_CASE("fstab: the mount line with the agent's options, mkfs and the rest as 
 }
 
 TEST_CASE("mycnf: the workload's server variables as the agent writes them", "[apply][mycnf]") {
-    ApplyRequest request = request_for(ApplyFormat::kMycnf);
+    ApplyRequest request = request_for(mycnf_format());
     request.workload =
         mariadb_workload("atis-nosync", Json{{"innodb_flush_method", "nosync"},
                                              {"innodb_doublewrite", false},
@@ -297,6 +303,32 @@ TEST_CASE("mycnf: the workload's server variables as the agent writes them", "[a
 
     request.workload.reset();
     CHECK_FALSE(render_apply_snippet(StorageConfig(), request).ok());
+}
+
+TEST_CASE("a server settings format is its rules': pgconf, though no kind declares it yet",
+          "[apply][pgconf]") {
+    ApplyRequest request =
+        request_for(ApplyFormat{ApplyTarget::kServerSettings, &postgresql_server_settings()});
+    Workload pgbench;
+    pgbench.name = "pgbench-async";
+    pgbench.kind = "pgbench";
+    pgbench.params = {{"server", {{"synchronous_commit", "off"}, {"shared_buffers", "256MB"}}}};
+    request.workload = pgbench;
+    auto snippet = render_apply_snippet(StorageConfig(), request);
+    REQUIRE(snippet.ok());
+    CHECK(snippet->body ==
+          "shared_buffers = '256MB'\n"
+          "synchronous_commit = 'off'\n");
+    CHECK(snippet->durability_risks.back() == "synchronous_commit=off");
+    CHECK(snippet->notes ==
+          std::vector<std::string>{"server variables of workload 'pgbench-async' (pgbench)"});
+    CHECK(uncommented(snippet->text, "#") == snippet->body);
+
+    request.workload.reset();
+    auto refused = render_apply_snippet(StorageConfig(), request);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message ==
+          "the pgconf format needs the PostgreSQL workload whose server variables to print");
 }
 
 TEST_CASE("a host baseline has nothing to apply", "[apply]") {
@@ -347,17 +379,20 @@ TEST_CASE("mycnf's workload: the configuration's MariaDB workloads, one chosen",
     CHECK(found[0] == safe);
     CHECK(found[1] == nosync);
 
-    CHECK(choose_mariadb_workload(found, "atis-nosync").value() == nosync);
-    auto differing = choose_mariadb_workload(found, "");
+    CHECK(
+        choose_server_settings_workload(mariadb_server_settings(), found, "atis-nosync").value() ==
+        nosync);
+    auto differing = choose_server_settings_workload(mariadb_server_settings(), found, "");
     REQUIRE_FALSE(differing.ok());
     CHECK(contains(differing.error().message,
                    "choose one with workload=NAME (--workload): atis, "
                    "atis-nosync"));
-    CHECK(choose_mariadb_workload({safe}, "").value() == safe);
-    auto unknown = choose_mariadb_workload(found, "sysbench");
+    CHECK(choose_server_settings_workload(mariadb_server_settings(), {safe}, "").value() == safe);
+    auto unknown = choose_server_settings_workload(mariadb_server_settings(), found, "sysbench");
     REQUIRE_FALSE(unknown.ok());
     CHECK(contains(unknown.error().message, "it ran: atis, atis-nosync"));
-    auto none = choose_mariadb_workload(server_settings_workloads({run_of(fio)}, "mycnf"), "");
+    auto none = choose_server_settings_workload(
+        mariadb_server_settings(), server_settings_workloads({run_of(fio)}, "mycnf"), "");
     REQUIRE_FALSE(none.ok());
     CHECK(contains(none.error().message, "ran no MariaDB workload"));
 }
