@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 
 namespace ds {
 
@@ -48,6 +50,18 @@ std::vector<std::string> split_list(std::string_view text, char separator) {
         text.remove_prefix(std::min(end + 1, text.size()));
     }
     return items;
+}
+
+std::optional<double> parse_finite_double(std::string_view text) {
+    text = trim_whitespace(text);
+    if (text.empty()) return std::nullopt;
+    if (text.front() == '+') text.remove_prefix(1);
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+        return std::nullopt;
+    }
+    return value;
 }
 
 }  // namespace ds

@@ -2,6 +2,7 @@
 // sysbench, sysfs) and of spec values. ASCII only: everything they read is.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,11 @@ std::string ascii_lower(std::string_view text);
 // `text` without leading and trailing whitespace (std::isspace: space, \t,
 // \n, \v, \f, \r).
 std::string_view trim_whitespace(std::string_view text);
+
+// The whole of `text` (around whitespace) as a finite double, fixed or
+// scientific, as Perl's %g, sysbench's and pgbench's %f print them; a
+// leading '+' is allowed. nullopt for anything else.
+std::optional<double> parse_finite_double(std::string_view text);
 
 // `text` without the trailing newlines, carriage returns and spaces a
 // command's output ends with.

@@ -14,20 +14,6 @@
 namespace ds {
 namespace {
 
-// The whole of `text` as a finite double (fixed or scientific, as Perl's %g
-// and sysbench's %f print them).
-std::optional<double> parse_double(std::string_view text) {
-    text = trim_whitespace(text);
-    if (text.empty()) return std::nullopt;
-    if (text.front() == '+') text.remove_prefix(1);
-    double value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-        return std::nullopt;
-    }
-    return value;
-}
-
 std::optional<long long> parse_integer(std::string_view text) {
     text = trim_whitespace(text);
     long long value = 0;
@@ -61,7 +47,7 @@ Error malformed(std::size_t line_number, std::string_view line, std::string_view
 std::optional<double> parse_wallclock(std::string_view rest) {
     const auto at = rest.find(" wallclock secs");
     if (at == std::string_view::npos) return std::nullopt;
-    auto value = parse_double(rest.substr(0, at));
+    auto value = parse_finite_double(rest.substr(0, at));
     if (!value || *value < 0) return std::nullopt;
     return value;
 }
@@ -73,7 +59,7 @@ std::optional<double> per_second(std::string_view rest) {
     const auto open = rest.find('(');
     const auto close = rest.find(" per sec.)", open == std::string_view::npos ? 0 : open);
     if (open == std::string_view::npos || close == std::string_view::npos) return std::nullopt;
-    return parse_double(rest.substr(open + 1, close - open - 1));
+    return parse_finite_double(rest.substr(open + 1, close - open - 1));
 }
 
 struct HistogramBucket {
@@ -117,10 +103,10 @@ void read_sysbench_line(std::string_view key, std::string_view rest, bool& in_la
     } else if (key == "reconnects") {
         if (auto v = per_second(rest)) metrics["reconnects_per_s"] = *v;
     } else if (in_latency && (key == "avg" || key == "max")) {
-        if (auto v = parse_double(rest)) metrics["latency_" + std::string(key) + "_ms"] = *v;
+        if (auto v = parse_finite_double(rest)) metrics["latency_" + std::string(key) + "_ms"] = *v;
     } else if (in_latency && key.size() > 13 && key.substr(key.size() - 13) == "th percentile") {
-        const auto pct = parse_double(key.substr(0, key.size() - 13));
-        const auto v = parse_double(rest);
+        const auto pct = parse_finite_double(key.substr(0, key.size() - 13));
+        const auto v = parse_finite_double(rest);
         if (pct && v && (*pct == 50 || *pct == 95 || *pct == 99)) {
             metrics["latency_p" + std::to_string(static_cast<int>(*pct)) + "_ms"] = *v;
         }
@@ -151,7 +137,7 @@ Result<std::map<std::string, double>> sysbench_metrics(std::string_view text) {
             if (bar == std::string_view::npos) {
                 in_histogram = false;
             } else {
-                const auto value = parse_double(line.substr(0, bar));
+                const auto value = parse_finite_double(line.substr(0, bar));
                 const auto last_space = line.find_last_of(' ');
                 const auto count = last_space == std::string_view::npos || last_space < bar
                                        ? std::nullopt
@@ -246,7 +232,7 @@ SeriesMap sysbench_series(std::string_view text) {
             std::string_view rest = line.substr(at + label.size());
             rest = rest.substr(0, rest.find(' '));
             auto& values = series[name];
-            if (auto value = parse_double(rest);
+            if (auto value = parse_finite_double(rest);
                 value && *value >= 0 && values.size() < kMaxSeriesSeconds) {
                 values.push_back(*value);
             }
@@ -287,7 +273,7 @@ std::optional<double> as_size(std::string_view text) {
         multiplier = std::pow(1024.0, static_cast<double>(at + 1));
         text.remove_suffix(1);
     }
-    const auto value = parse_double(text);
+    const auto value = parse_finite_double(text);
     if (!value) return std::nullopt;
     return *value * multiplier;
 }
