@@ -33,30 +33,6 @@ std::string mycnf_lines(const Json& server) {
     return "[mysqld]\n" + setting_lines(server, "=", option_file_value);
 }
 
-ServerSettingsRules mariadb_rules() {
-    ServerSettingsRules rules;
-    rules.server = "MariaDB";
-    rules.format = "mycnf";
-    rules.format_help = "the [mysqld] lines";
-    rules.mismatches = &server_variable_mismatches;
-    rules.risks = &server_variable_risks;
-    rules.render = &mycnf_lines;
-    rules.agent_settings_note =
-        "the agent also set datadir, socket, pid-file, log-error, user and skip-networking for "
-        "its own paths; they are not part of the configuration";
-    rules.risk_explanations = {
-        {"innodb_flush_method=nosync",
-         "InnoDB never syncs its files: a crash or power cut loses committed transactions and can "
-         "corrupt tables"},
-        {"innodb_flush_log_at_trx_commit=",
-         "the redo log is written or synced about once a second, not at every commit: up to a "
-         "second of committed transactions is lost on a crash"},
-        {"innodb_doublewrite=0",
-         "no doublewrite buffer: a page torn by a crash mid-write can corrupt a table"},
-    };
-    return rules;
-}
-
 // ---- PostgreSQL --------------------------------------------------------------
 
 // The settings whose "off" (in any boolean spelling) trades durability for
@@ -125,37 +101,62 @@ std::string pgconf_lines(const Json& server) {
     return setting_lines(server, " = ", pgconf_value);
 }
 
-ServerSettingsRules postgresql_rules() {
-    ServerSettingsRules rules;
-    rules.server = "PostgreSQL";
-    rules.format = "pgconf";
-    rules.format_help = "the postgresql.conf lines";
-    rules.mismatches = &postgresql_mismatches;
-    rules.risks = &postgresql_risks;
-    rules.render = &pgconf_lines;
-    rules.risk_explanations = {
-        {"synchronous_commit=",
-         "a commit is acknowledged before its WAL reaches the disk: a crash or power cut loses "
-         "the last acknowledged transactions (the database stays consistent)"},
-        {"fsync=",
-         "PostgreSQL never syncs its WAL or data files: a crash or power cut loses committed "
-         "transactions and can corrupt the database"},
-        {"full_page_writes=",
-         "no full page images in the WAL: a page torn by a crash mid-write can corrupt the "
-         "database beyond what recovery repairs"},
-    };
-    return rules;
-}
-
 }  // namespace
 
 const ServerSettingsRules& mariadb_server_settings() {
-    static const ServerSettingsRules rules = mariadb_rules();
+    static const ServerSettingsRules rules = {
+        .server = "MariaDB",
+        .format = "mycnf",
+        .format_help = "the [mysqld] lines",
+        .mismatches = &server_variable_mismatches,
+        .risks = &server_variable_risks,
+        .render = &mycnf_lines,
+        .agent_settings_note =
+            "the agent also set datadir, socket, pid-file, log-error, user and skip-networking for "
+            "its own paths; they are not part of the configuration",
+        .risk_explanations =
+            {
+                {"innodb_flush_method=nosync",
+                 "InnoDB never syncs its files: a crash or power cut loses committed transactions "
+                 "and "
+                 "can corrupt tables"},
+                {"innodb_flush_log_at_trx_commit=",
+                 "the redo log is written or synced about once a second, not at every commit: up "
+                 "to a "
+                 "second of committed transactions is lost on a crash"},
+                {"innodb_doublewrite=0",
+                 "no doublewrite buffer: a page torn by a crash mid-write can corrupt a table"},
+            },
+        .ledger_variant = "database"};
     return rules;
 }
 
 const ServerSettingsRules& postgresql_server_settings() {
-    static const ServerSettingsRules rules = postgresql_rules();
+    static const ServerSettingsRules rules = {
+        .server = "PostgreSQL",
+        .format = "pgconf",
+        .format_help = "the postgresql.conf lines",
+        .mismatches = &postgresql_mismatches,
+        .risks = &postgresql_risks,
+        .render = &pgconf_lines,
+        .agent_settings_note =
+            "the agent also set listen_addresses, unix_socket_directories and logging_collector "
+            "on the server's command line for its own paths; they are not part of the "
+            "configuration",
+        .risk_explanations =
+            {
+                {"synchronous_commit=",
+                 "a commit is acknowledged before its WAL reaches the disk: a crash or power cut "
+                 "loses the last acknowledged transactions (the database stays consistent)"},
+                {"fsync=",
+                 "PostgreSQL never syncs its WAL or data files: a crash or power cut loses "
+                 "committed "
+                 "transactions and can corrupt the database"},
+                {"full_page_writes=",
+                 "no full page images in the WAL: a page torn by a crash mid-write can corrupt the "
+                 "database beyond what recovery repairs"},
+            },
+        .ledger_variant = "postgresql"};
     return rules;
 }
 

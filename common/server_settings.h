@@ -47,6 +47,10 @@ struct ServerSettingsRules {
     // What each risk puts at stake, for the report: a risk is explained by
     // the first entry whose prefix it starts with.
     std::vector<std::pair<std::string_view, std::string_view>> risk_explanations;
+    // The ledger's variant that commits into this server (docs/spec.md,
+    // `kind = "ledger"`): a sweep's durability runs measure a workload's
+    // settings with it, and only its runs speak for this server's risks.
+    std::string_view ledger_variant;
 };
 
 // MariaDB's rules: SHOW VARIABLES as the server's version reads it

@@ -5,6 +5,8 @@
 #include "common/fio_metrics.h"
 #include "common/fio_options.h"
 #include "common/ledger_output.h"
+#include "common/pgbench_output.h"
+#include "common/text.h"
 
 namespace ds {
 namespace {
@@ -142,15 +144,21 @@ WorkloadKind ledger_kind() {
     kind.options = {
         {"variant",
          OptionKind::kEnum,
-         {"file", "database"},
-         "file: write record k + fsync; database: INSERT id=k + COMMIT (default file)"},
+         {"file", "database", "postgresql"},
+         "file: write record k + fsync; database: INSERT id=k + COMMIT in MariaDB; postgresql: "
+         "the same in PostgreSQL (default file)"},
         {"records", OptionKind::kCount, {}, "records to write (default 1000)"},
         {"time", OptionKind::kSeconds, {}, "stop after this long even if records remain"},
         {"record_size", OptionKind::kSize, {}, "bytes per record (default 4096, 32 to 1m)", "file"},
-        {"server", OptionKind::kServerVariables, {}, kServerVariablesOption.help, "database"},
+        {"server",
+         OptionKind::kServerVariables,
+         {},
+         "the server's settings: MariaDB variables (database), PostgreSQL settings (postgresql)",
+         "database|postgresql"},
     };
     kind.image_variant = "mariadb";
-    kind.server_settings = &mariadb_server_settings();
+    kind.variant_server_settings = {{"database", &mariadb_server_settings()},
+                                    {"postgresql", &postgresql_server_settings()}};
     kind.metrics = &ledger_output_metrics;
     kind.series = &ledger_output_series;
     kind.series_members = {{"per_second"}};
@@ -161,11 +169,49 @@ WorkloadKind ledger_kind() {
     return kind;
 }
 
+// PostgreSQL's pgbench (guestagent/pgbench_workload.cpp): its builtin
+// scripts against a cluster of the runner's own on the disk under test.
+WorkloadKind pgbench_kind() {
+    WorkloadKind kind;
+    kind.name = "pgbench";
+    kind.options = {
+        {"server",
+         OptionKind::kServerVariables,
+         {},
+         "PostgreSQL settings (postgresql.conf names, as SHOW spells them)"},
+        {"builtin",
+         OptionKind::kEnum,
+         {"tpcb-like", "simple-update", "select-only"},
+         "pgbench's builtin script (default tpcb-like)"},
+        {"scale",
+         OptionKind::kCount,
+         {},
+         "pgbench -i scale factor, 100,000 accounts each (default 10)"},
+        {"clients", OptionKind::kCount, {}, "concurrent clients (default 4)"},
+        {"jobs", OptionKind::kCount, {}, "pgbench threads, at most clients (default 1)"},
+        {"time", OptionKind::kSeconds, {}, "run time (default \"60s\")"},
+    };
+    // Debian's postgresql is in the database image beside MariaDB.
+    kind.image_variant = "mariadb";
+    kind.server_settings = &postgresql_server_settings();
+    kind.metrics = &pgbench_output_metrics;
+    kind.series = &pgbench_output_series;
+    kind.series_members = {{"progress"}};
+    kind.primary_metric = {"tps", false};
+    kind.ranked_view = {
+        {{"tps", "TPS"}, {"latency_p95_ms", "p95 ms"}, {"latency_p99_ms", "p99 ms"}},
+        "pgbench transactions per second (higher is better), highest first"};
+    // The settings shape the cluster initdb makes (its WAL segments).
+    kind.preparation = {"pgbench -i (create and load the tables)", {"server", "scale"}, false};
+    return kind;
+}
+
 }  // namespace
 
 std::span<const WorkloadKind> workload_kinds() {
-    static const std::vector<WorkloadKind> kinds = {fio_kind(), io_kind(), mariadb_atis_kind(),
-                                                    sysbench_oltp_kind(), ledger_kind()};
+    static const std::vector<WorkloadKind> kinds = {fio_kind(),          io_kind(),
+                                                    mariadb_atis_kind(), sysbench_oltp_kind(),
+                                                    ledger_kind(),       pgbench_kind()};
     return kinds;
 }
 
@@ -181,7 +227,12 @@ std::string variant_in_effect(const WorkloadKind& kind, const Json& params) {
 }
 
 bool option_applies(const WorkloadOptionDef& option, const WorkloadKind& kind, const Json& params) {
-    return option.variant.empty() || option.variant == variant_in_effect(kind, params);
+    if (option.variant.empty()) return true;
+    const std::string in_effect = variant_in_effect(kind, params);
+    for (const std::string& variant : split_list(option.variant, '|')) {
+        if (variant == in_effect) return true;
+    }
+    return false;
 }
 
 Status check_variant_options(const WorkloadKind& kind, const Json& params) {
@@ -190,7 +241,8 @@ Status check_variant_options(const WorkloadKind& kind, const Json& params) {
         if (params.contains(def.name) && !option_applies(def, kind, params)) {
             return make_error(errc::kInvalidArgument,
                               std::string(kind.name) + " param '" + std::string(def.name) +
-                                  "' is for the " + std::string(def.variant) + " variant only");
+                                  "' is for the " + join(split_list(def.variant, '|'), " or ") +
+                                  " variant only");
         }
     }
     return ok_status();
@@ -220,17 +272,35 @@ const WorkloadKind& durability_ledger_kind() {
                          [](const WorkloadKind& kind) { return kind.acknowledges; });
 }
 
-const ServerSettingsRules* kind_server_settings(std::string_view name) {
+const ServerSettingsRules* kind_server_settings(std::string_view name, const Json& params) {
     const WorkloadKind* kind = find_workload_kind(name);
-    return kind != nullptr ? kind->server_settings : nullptr;
+    if (kind == nullptr) return nullptr;
+    if (kind->variant_server_settings.empty()) return kind->server_settings;
+    const std::string variant = variant_in_effect(*kind, params);
+    for (const auto& [name_of_variant, rules] : kind->variant_server_settings)
+        if (name_of_variant == variant) return rules;
+    return nullptr;
 }
+
+namespace {
+
+// Every rule set `kind` points at: its own and its variants'.
+std::vector<const ServerSettingsRules*> rules_of_kind(const WorkloadKind& kind) {
+    std::vector<const ServerSettingsRules*> rules;
+    if (kind.server_settings != nullptr) rules.push_back(kind.server_settings);
+    for (const auto& [variant, variant_rules] : kind.variant_server_settings)
+        rules.push_back(variant_rules);
+    return rules;
+}
+
+}  // namespace
 
 std::vector<const ServerSettingsRules*> server_settings_rule_sets() {
     std::vector<const ServerSettingsRules*> rule_sets;
     for (const WorkloadKind& kind : workload_kinds()) {
-        if (kind.server_settings != nullptr &&
-            std::find(rule_sets.begin(), rule_sets.end(), kind.server_settings) == rule_sets.end())
-            rule_sets.push_back(kind.server_settings);
+        for (const ServerSettingsRules* rules : rules_of_kind(kind))
+            if (std::find(rule_sets.begin(), rule_sets.end(), rules) == rule_sets.end())
+                rule_sets.push_back(rules);
     }
     return rule_sets;
 }
@@ -243,13 +313,17 @@ const ServerSettingsRules* find_server_settings_format(std::string_view format) 
 
 std::vector<std::string_view> kinds_with_server_settings(const ServerSettingsRules& rules) {
     std::vector<std::string_view> names;
-    for (const WorkloadKind& kind : workload_kinds())
-        if (kind.server_settings == &rules) names.push_back(kind.name);
+    for (const WorkloadKind& kind : workload_kinds()) {
+        const auto kind_rules = rules_of_kind(kind);
+        if (std::find(kind_rules.begin(), kind_rules.end(), &rules) != kind_rules.end())
+            names.push_back(kind.name);
+    }
     return names;
 }
 
-bool kind_applies_server_settings(std::string_view name, std::string_view format) {
-    const ServerSettingsRules* rules = kind_server_settings(name);
+bool kind_applies_server_settings(std::string_view name, const Json& params,
+                                  std::string_view format) {
+    const ServerSettingsRules* rules = kind_server_settings(name, params);
     return rules != nullptr && !format.empty() && rules->format == format;
 }
 
@@ -257,20 +331,20 @@ bool is_server_settings_format(std::string_view format) {
     return !format.empty() && find_server_settings_format(format) != nullptr;
 }
 
-std::vector<std::string> server_settings_risks(std::string_view name, const Json& server) {
-    const ServerSettingsRules* rules = kind_server_settings(name);
-    return rules != nullptr ? rules->risks(server) : std::vector<std::string>();
+std::vector<std::string> server_settings_risks(std::string_view name, const Json& params) {
+    const ServerSettingsRules* rules = kind_server_settings(name, params);
+    if (rules == nullptr || !params.is_object() || !params.contains("server")) return {};
+    return rules->risks(params.at("server"));
 }
 
-bool is_server_settings_risk(std::string_view risk) {
+const ServerSettingsRules* rules_of_server_settings_risk(std::string_view risk) {
     const auto equals = risk.find('=');
-    if (equals == std::string_view::npos) return false;
+    if (equals == std::string_view::npos) return nullptr;
     const Json setting = {
         {std::string(risk.substr(0, equals)), std::string(risk.substr(equals + 1))}};
-    const auto rule_sets = server_settings_rule_sets();
-    return std::any_of(rule_sets.begin(), rule_sets.end(), [&](const ServerSettingsRules* rules) {
-        return !rules->risks(setting).empty();
-    });
+    for (const ServerSettingsRules* rules : server_settings_rule_sets())
+        if (!rules->risks(setting).empty()) return rules;
+    return nullptr;
 }
 
 std::string prepared_dataset_key(const Workload& workload) {

@@ -54,8 +54,9 @@ struct WorkloadOptionDef {
     OptionKind kind;
     std::vector<std::string_view> values;  // for kEnum
     std::string_view help;
-    // For a kind with a `variant` option: the variant this option belongs
-    // to ("" = every variant). check_variant_options refuses it elsewhere.
+    // For a kind with a `variant` option: the variants this option belongs
+    // to, '|'-separated ("" = every variant). check_variant_options refuses
+    // it elsewhere.
     // Defaulted, so the rows of every other option leave it out.
     std::string_view variant = {};
 };
@@ -132,6 +133,10 @@ struct WorkloadKind {
     // `results apply` format that prints them (mariadb_server_settings() for
     // the MariaDB kinds). nullptr: it has no server settings.
     const ServerSettingsRules* server_settings = nullptr;
+    // For a kind whose variants commit into different servers (ledger): the
+    // rules of each such variant, which take the place of server_settings
+    // when it is in effect (variant_in_effect).
+    std::vector<std::pair<std::string_view, const ServerSettingsRules*>> variant_server_settings;
     // Its preparation step, for golden volumes (none: dataset = "golden" is
     // refused).
     DatasetPreparation preparation;
@@ -154,7 +159,7 @@ bool option_applies(const WorkloadOptionDef& option, const WorkloadKind& kind, c
 std::string prepared_dataset_key(const Workload& workload);
 
 // In the order specs' error messages list them: fio, io, mariadb-atis,
-// sysbench-oltp, ledger.
+// sysbench-oltp, ledger, pgbench.
 std::span<const WorkloadKind> workload_kinds();
 // nullptr for an unknown kind.
 const WorkloadKind* find_workload_kind(std::string_view name);
@@ -166,9 +171,11 @@ bool kind_acknowledges(std::string_view name);
 // The kind a durability run measures with when a spec names no workload of
 // its own: the first kind that acknowledges (ledger).
 const WorkloadKind& durability_ledger_kind();
-// The server settings rules of kind `name` (its descriptor's
-// server_settings); nullptr for an unknown kind or a kind without them.
-const ServerSettingsRules* kind_server_settings(std::string_view name);
+// The server settings rules of a workload of kind `name` with `params`: its
+// variant's (variant_server_settings) when it has them, else its
+// descriptor's server_settings; nullptr for an unknown kind or a workload
+// without them.
+const ServerSettingsRules* kind_server_settings(std::string_view name, const Json& params);
 // The distinct rule sets the kinds point at, in the kinds' order: the
 // server settings formats of `results apply`.
 std::vector<const ServerSettingsRules*> server_settings_rule_sets();
@@ -176,18 +183,19 @@ std::vector<const ServerSettingsRules*> server_settings_rule_sets();
 const ServerSettingsRules* find_server_settings_format(std::string_view format);
 // The kinds whose rules are `rules`, in workload_kinds() order.
 std::vector<std::string_view> kinds_with_server_settings(const ServerSettingsRules& rules);
-// Whether a workload of kind `name` has its server settings printed by the
-// apply format `format` (its rules' format); false for an unknown kind or a
-// kind without server settings.
-bool kind_applies_server_settings(std::string_view name, std::string_view format);
+// Whether a workload of kind `name` with `params` has its server settings
+// printed by the apply format `format` (its rules' format); false for an
+// unknown kind or a workload without server settings.
+bool kind_applies_server_settings(std::string_view name, const Json& params,
+                                  std::string_view format);
 // Whether some kind's rules print in `format`.
 bool is_server_settings_format(std::string_view format);
-// The durability risks of `server` (a workload's `server` table) by the rules
-// of kind `name`; none for a kind without server settings.
-std::vector<std::string> server_settings_risks(std::string_view name, const Json& server);
-// Whether `risk` (a durability risk label) is one some kind's server
-// settings rules name: its "name=value" is a risk by those rules.
-bool is_server_settings_risk(std::string_view risk);
+// The durability risks of params.server (a workload's `server` table) by the
+// rules of a workload of kind `name` with `params`; none without rules.
+std::vector<std::string> server_settings_risks(std::string_view name, const Json& params);
+// The rule set whose risks `risk` (a durability risk label, "name=value")
+// is one of; nullptr for a risk no rules name.
+const ServerSettingsRules* rules_of_server_settings_risk(std::string_view risk);
 
 // The metric a workload of `kind` with `params` is judged by: the kind's
 // write_only_metric when it has one and params' rw is write or randwrite,

@@ -13,7 +13,7 @@
 # an uncompressed PVH ELF: boots ~10 s faster under TCG), OUTDIR/initrd.img,
 # OUTDIR/root.img and, last, OUTDIR/manifest.json (present only when the
 # others match each other).
-# --variant mariadb adds packages-mariadb.txt (mariadb-server, Perl DBI,
+# --variant mariadb adds packages-mariadb.txt (mariadb-server, PostgreSQL, Perl DBI,
 # sysbench) and MariaDB's sql-bench in /opt/sql-bench (lib/sqlbench.sh); the
 # daemon expects it in IMAGE_DIR/mariadb (scripts/build-guest-image.sh).
 # --sql-bench-fallback DIR: when no 'mariadb' source version of this suite
@@ -265,7 +265,8 @@ manifest() {
     echo "  \"packages\": {"
     # qemu-guest-agent: scripts/pve-make-template.sh --from-image checks it.
     local -a pkgs=(fio e2fsprogs xfsprogs btrfs-progs libaio1 util-linux kmod lvm2 thin-provisioning-tools libc6 busybox-static qemu-guest-agent)
-    [[ $VARIANT == mariadb ]] && pkgs+=(mariadb-server mariadb-client sysbench perl libdbi-perl libdbd-mariadb-perl)
+    # A variant's packages as its list names them (packages-VARIANT.txt).
+    [[ -n $VARIANT ]] && mapfile -t -O ${#pkgs[@]} pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$GUEST_DIR/packages-$VARIANT.txt" | awk 'NF')
     # Under the suite's names (trixie: libaio1t64).
     mapfile -t pkgs < <(printf '%s\n' "${pkgs[@]}" | guest_package_names "$SUITE")
     for p in "${pkgs[@]}"; do

@@ -65,13 +65,6 @@ bool all_zero(std::string_view bytes) {
     return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == '\0'; });
 }
 
-Json scan_ledger_on_mount(const Workload& ledger, const LedgerPlan& plan, WorkloadContext& ctx) {
-    if (plan.variant == "database") return recover_ledger_database(ledger, ctx);
-    auto scan = scan_ledger_file(ctx.work_dir + "/ledger.dat", plan.record_size);
-    if (!scan.ok()) return Json{{"error", scan.error().message}};
-    return Json{{"present", ranges_json(scan->present)}, {"torn", scan->torn}};
-}
-
 // The most values and strings a report holds besides its ranges (fsck
 // before and after with 3 values each, mounted, the errors, the ledger
 // section's own, the repair's kMaxRepairSteps steps with 3 values and 2
@@ -165,7 +158,7 @@ Json repair_and_mount(const CrashCheckRequest& request, GuestSystem& system, Pro
 void count_and_unmount(const CrashCheckRequest& request, const LedgerPlan& plan,
                        GuestSystem& system, WorkloadContext& ctx, Json& report) {
     ctx.work_dir = request.mount_point;
-    report["ledger"] = scan_ledger_on_mount(request.ledger, plan, ctx);
+    report["ledger"] = find_ledger_variant(plan.variant)->scan(request.ledger, plan, ctx);
     system.sync();
     if (auto unmounted = system.unmount(request.mount_point); !unmounted.ok()) {
         report["unmount_error"] = unmounted.error().message;
@@ -281,6 +274,12 @@ Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& sy
     report["fsck_after"] = run_read_only_fsck(ctx.runner, request.fs_type, request.device, timeout);
     bound_report(report);
     return report;
+}
+
+Json scan_ledger_file_on_mount(const Workload&, const LedgerPlan& plan, WorkloadContext& ctx) {
+    auto scan = scan_ledger_file(ctx.work_dir + "/ledger.dat", plan.record_size);
+    if (!scan.ok()) return Json{{"error", scan.error().message}};
+    return Json{{"present", ranges_json(scan->present)}, {"torn", scan->torn}};
 }
 
 }  // namespace ds::agent

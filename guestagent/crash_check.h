@@ -117,9 +117,17 @@ void bound_report(Json& report);
 Result<Json> check_crash_state(const CrashCheckRequest& request, GuestSystem& system,
                                WorkloadContext& ctx);
 
-// The database variant's step 3 (ledger_database.cpp): MariaDB on the
-// datadir the run left under ctx.work_dir, no install; {"recovered": bool,
-// "recovery_error": "..", "present": ranges}.
+// Step 3 of each ledger variant (ledger_workload.h, LedgerVariant::scan):
+// the file variant's ledger.dat under ctx.work_dir, {"present": ranges,
+// "torn": ..} or {"error": ..};
+Json scan_ledger_file_on_mount(const Workload& ledger, const LedgerPlan& plan,
+                               WorkloadContext& ctx);
+// the database variant's (ledger_database.cpp): MariaDB on the datadir the
+// run left under ctx.work_dir, no install; {"recovered": bool,
+// "recovery_error": "..", "present": ranges};
 Json recover_ledger_database(const Workload& ledger, WorkloadContext& ctx);
+// the postgresql variant's (ledger_postgresql.cpp): PostgreSQL on the
+// cluster the run left, replaying its WAL; the same shape.
+Json recover_ledger_postgresql(const Workload& ledger, WorkloadContext& ctx);
 
 }  // namespace ds::agent

@@ -2,70 +2,20 @@
 // COMMIT one record at a time into a MariaDB server of the runner's own, and
 // the crash checker's reading of what such a run's datadir kept
 // (crash_check.h).
-#include <charconv>
-#include <fstream>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/clock.h"
 #include "guestagent/crash_check.h"
+#include "guestagent/ledger_server.h"
 #include "guestagent/ledger_workload.h"
 #include "guestagent/mariadb_session.h"
 #include "guestagent/workload.h"
 
 namespace ds::agent {
-namespace {
 
 using namespace mariadb;
-
-// Most records the database variant's script holds (about 46 bytes each, on
-// the guest's tmpfs).
-constexpr long long kMaxDatabaseLedgerRecords = 1'000'000;
-
-// One INSERT per transaction; the SELECT prints the id once its COMMIT has
-// returned, so a printed id is an acknowledged one.
-Status write_ledger_script(const std::string& path, long long records) {
-    std::ofstream script(path, std::ios::binary | std::ios::trunc);
-    script << "SET autocommit=0;\n";
-    for (long long id = 1; id <= records; ++id) {
-        script << "INSERT INTO test.ledger (id) VALUES (" << id << ");\nCOMMIT;\nSELECT " << id
-               << ";\n";
-    }
-    if (!script.flush()) return make_error(errc::kIo, "cannot write the ledger script " + path);
-    return ok_status();
-}
-
-std::optional<long long> acknowledged_id(std::string_view line) {
-    long long id = 0;
-    const auto [end, error] = std::from_chars(line.data(), line.data() + line.size(), id);
-    if (error != std::errc() || end != line.data() + line.size()) return std::nullopt;
-    return id;
-}
-
-// The ids of `SELECT id ... ORDER BY id` (one per line), as ranges; an
-// Error naming the first line that is not an id.
-Result<IdRanges> ledger_ids(const std::string& text) {
-    std::vector<long long> ids;
-    std::size_t start = 0;
-    while (start < text.size()) {
-        std::size_t end = text.find('\n', start);
-        if (end == std::string::npos) end = text.size();
-        const std::string_view line(text.data() + start, end - start);
-        start = end + 1;
-        if (line.empty()) continue;
-        const auto id = acknowledged_id(line);
-        if (!id) {
-            return make_error(errc::kAgent,
-                              "SELECT id printed '" + std::string(line.substr(0, 80)) + "'");
-        }
-        ids.push_back(*id);
-    }
-    return ranges_of(ids);
-}
-
-}  // namespace
 
 Json recover_ledger_database(const Workload& ledger, WorkloadContext& ctx) {
     const Json server = ledger.params.value("server", Json::object());
@@ -92,11 +42,7 @@ Json recover_ledger_database(const Workload& ledger, WorkloadContext& ctx) {
 
 Result<WorkloadOutput> run_ledger_database(const Workload& workload, const LedgerPlan& plan,
                                            WorkloadContext& ctx) {
-    if (plan.records > kMaxDatabaseLedgerRecords) {
-        return invalid_param(
-            "ledger", "records",
-            "is above " + std::to_string(kMaxDatabaseLedgerRecords) + " for the database variant");
-    }
+    DS_TRY(check_server_ledger_records(plan));
     const Json server = workload.params.value("server", Json::object());
     Session session(ctx, "ledger workload " + workload.name);
     WorkloadOutput result;
@@ -108,31 +54,15 @@ Result<WorkloadOutput> run_ledger_database(const Workload& workload, const Ledge
                                 "ENGINE=InnoDB"},
                                "creating table test.ledger"));
     const std::string script = session.paths().dir + "/ledger.sql";
-    DS_TRY(write_ledger_script(script, plan.records));
-
-    LedgerTally tally(ctx, plan);
-    Status acknowledged = ok_status();
-    const auto on_line = [&](std::string_view line) {
-        if (!acknowledged.ok()) return;
-        const auto id = acknowledged_id(line);
-        acknowledged = id ? tally.acknowledge(*id)
-                          : Status(make_error(errc::kAgent, "ledger: the client printed '" +
-                                                                std::string(line.substr(0, 80)) +
-                                                                "' where an id was expected"));
-    };
-    bool stopped = false;
-    DS_TRY(tally.start());
-    DS_ASSIGN_OR_RETURN(auto ran,
-                        session.stream({"mariadb", defaults, "--batch", "--skip-column-names",
-                                        "--unbuffered", "-e", "source " + script},
-                                       "ledger: INSERT + COMMIT", plan.time, on_line, stopped));
-    DS_TRY(acknowledged);
-    if (!stopped && ran.exit_code != 0) {
-        return session.failure("the ledger's inserts (exit " + std::to_string(ran.exit_code) + ")",
-                               ran.stderr_text);
-    }
+    DS_TRY(write_ledger_script(
+        script, plan.records, "SET autocommit=0;\n",
+        "INSERT INTO test.ledger (id) VALUES ({id});\nCOMMIT;\nSELECT {id};\n"));
+    DS_ASSIGN_OR_RETURN(result.output, stream_acknowledged_ids(
+                                           session, plan, ctx,
+                                           {"mariadb", defaults, "--batch", "--skip-column-names",
+                                            "--unbuffered", "-e", "source " + script},
+                                           "ledger: INSERT + COMMIT"));
     DS_TRY(session.stop_server());
-    result.output = tally.output();
     result.output["variant"] = "database";
     result.output["server_version"] = version;
     return result;

@@ -12,6 +12,7 @@
 #include "common/ledger_output.h"
 #include "common/units.h"
 #include "common/workload_kind.h"
+#include "guestagent/crash_check.h"
 #include "guestagent/mariadb_workload.h"
 
 namespace ds::agent {
@@ -45,9 +46,10 @@ Result<std::uint64_t> record_size_param(const Json& params) {
 Result<std::string> variant_param(const Json& params) {
     if (!params.contains("variant")) return LedgerPlan{}.variant;
     const Json& value = params["variant"];
-    if (!value.is_string() || (value != "file" && value != "database")) {
-        return mariadb::invalid_param(kKind, "variant",
-                                      "is " + value.dump() + ", expected \"file\" or \"database\"");
+    if (!value.is_string() || find_ledger_variant(value.get<std::string>()) == nullptr) {
+        return mariadb::invalid_param(
+            kKind, "variant",
+            "is " + value.dump() + ", expected \"file\", \"database\" or \"postgresql\"");
     }
     return value.get<std::string>();
 }
@@ -190,10 +192,31 @@ Json LedgerTally::output() const {
                 {"per_second", per_second_}};
 }
 
+const LedgerVariant* find_ledger_variant(std::string_view name) {
+    static const LedgerVariant kVariants[] = {
+        {"file",
+         [](const Workload&, const LedgerPlan& plan, WorkloadContext& ctx) {
+             return run_ledger_file(plan, ctx);
+         },
+         &scan_ledger_file_on_mount},
+        {"database", &run_ledger_database,
+         [](const Workload& ledger, const LedgerPlan&, WorkloadContext& ctx) {
+             return recover_ledger_database(ledger, ctx);
+         }},
+        {"postgresql", &run_ledger_postgresql,
+         [](const Workload& ledger, const LedgerPlan&, WorkloadContext& ctx) {
+             return recover_ledger_postgresql(ledger, ctx);
+         }},
+    };
+    for (const LedgerVariant& variant : kVariants) {
+        if (variant.name == name) return &variant;
+    }
+    return nullptr;
+}
+
 Result<WorkloadOutput> run_ledger(const Workload& workload, WorkloadContext& ctx) {
     DS_ASSIGN_OR_RETURN(const LedgerPlan plan, parse_ledger_plan(workload.params));
-    if (plan.variant == "database") return run_ledger_database(workload, plan, ctx);
-    return run_ledger_file(plan, ctx);
+    return find_ledger_variant(plan.variant)->run(workload, plan, ctx);
 }
 
 }  // namespace ds::agent

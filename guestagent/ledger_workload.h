@@ -1,7 +1,8 @@
 // The `ledger` workload kind (docs/spec.md, docs/durability.md): records
 // 1, 2, 3, ... written one at a time, each acknowledged before the next
-// (file: pwrite + fsync; database: INSERT + COMMIT, in
-// ledger_database.cpp). The moment a record is acknowledged, its id goes to
+// (file: pwrite + fsync; database: INSERT + COMMIT in MariaDB, in
+// ledger_database.cpp; postgresql: the same in PostgreSQL, in
+// ledger_postgresql.cpp). The moment a record is acknowledged, its id goes to
 // the host (WorkloadContext::acknowledge), which notes how far the write log
 // was then: a crash state past that point must still hold the record.
 #pragma once
@@ -20,7 +21,7 @@ namespace ds::agent {
 
 // What a ledger run was asked for (params checked by check_ledger_params).
 struct LedgerPlan {
-    std::string variant = "file";  // "file" | "database"
+    std::string variant = "file";  // "file" | "database" | "postgresql"
     long long records = 1000;
     std::optional<std::chrono::seconds> time;  // stop after this long
     std::uint64_t record_size = 4096;          // file variant
@@ -69,8 +70,25 @@ class LedgerTally {
 
 // Both variants' runner: dispatches on params.variant.
 Result<WorkloadOutput> run_ledger(const Workload& workload, WorkloadContext& ctx);
-// The database variant (ledger_database.cpp).
+// A variant of the ledger as data: its runner, and the crash checker's
+// reading of what a crash state kept (crash_check.h: {"present": ranges},
+// or the server's {"recovered": false, "recovery_error": ..}).
+struct LedgerVariant {
+    std::string_view name;
+    Result<WorkloadOutput> (*run)(const Workload& workload, const LedgerPlan& plan,
+                                  WorkloadContext& ctx);
+    Json (*scan)(const Workload& ledger, const LedgerPlan& plan, WorkloadContext& ctx);
+};
+// The variants, in the order of the kind's `variant` option
+// (common/workload_kind.cpp): file, database, postgresql. nullptr for
+// another name.
+const LedgerVariant* find_ledger_variant(std::string_view name);
+
+// The database variant (ledger_database.cpp): MariaDB.
 Result<WorkloadOutput> run_ledger_database(const Workload& workload, const LedgerPlan& plan,
                                            WorkloadContext& ctx);
+// The postgresql variant (ledger_postgresql.cpp).
+Result<WorkloadOutput> run_ledger_postgresql(const Workload& workload, const LedgerPlan& plan,
+                                             WorkloadContext& ctx);
 
 }  // namespace ds::agent

@@ -79,4 +79,9 @@ Result<WorkloadOutput> run_sysbench_oltp(const Workload&, WorkloadContext&);
 Status check_mariadb_atis_params(const Json& params);
 Status check_sysbench_oltp_params(const Json& params);
 
+// guestagent/pgbench_workload.cpp (postgresql_session.h): pgbench against
+// the runner's own PostgreSQL cluster.
+Result<WorkloadOutput> run_pgbench(const Workload&, WorkloadContext&);
+Status check_pgbench_params(const Json& params);
+
 }  // namespace ds::agent

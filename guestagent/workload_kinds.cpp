@@ -247,7 +247,7 @@ Result<WorkloadOutput> run_io_workload(const Workload& workload, WorkloadContext
 }
 
 std::span<const WorkloadKindEntry> workload_kind_table() {
-    static constexpr std::array<WorkloadKindEntry, 5> kKinds = {{
+    static constexpr std::array<WorkloadKindEntry, 6> kKinds = {{
         {"fio", &check_fio_params, &run_fio_workload},
         {"io", &check_io_params, &run_io_workload},
         {"mariadb-atis",
@@ -258,6 +258,8 @@ std::span<const WorkloadKindEntry> workload_kind_table() {
          &run_sysbench_oltp},
         {"ledger", [](const Workload& workload) { return check_ledger_params(workload.params); },
          &run_ledger},
+        {"pgbench", [](const Workload& workload) { return check_pgbench_params(workload.params); },
+         &run_pgbench},
     }};
     return kKinds;
 }

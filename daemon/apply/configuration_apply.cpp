@@ -74,7 +74,7 @@ std::vector<Workload> server_settings_workloads(const std::vector<RunRecord>& ru
     std::vector<Workload> workloads;
     std::set<std::string> seen;
     for (const auto& run : runs) {
-        if (!kind_applies_server_settings(run.workload.kind, format)) continue;
+        if (!kind_applies_server_settings(run.workload.kind, run.workload.params, format)) continue;
         if (seen.insert(to_json(run.workload).dump()).second) workloads.push_back(run.workload);
     }
     return workloads;
@@ -120,7 +120,7 @@ DurabilityResult applicable_durability(const std::vector<RunRecord>& runs,
     for (const RunRecord& run : runs) {
         const Json server = workload_server_variables(run.workload);
         if (server_applied ? server == applied_server
-                           : server_settings_risks(run.workload.kind, server).empty())
+                           : server_settings_risks(run.workload.kind, run.workload.params).empty())
             result.add(run);
     }
     return result;

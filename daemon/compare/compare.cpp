@@ -113,8 +113,8 @@ std::string filesystem_text(const Json& settings) {
 
 // Sets "durability_risks" (and "settings_error" when the stored settings no
 // longer parse) on `row`: the configuration's, then the workload's by its
-// kind's server settings rules (`kind` "": no workload).
-void add_durability_risks(const Json& settings, std::string_view kind, const Json& server_variables,
+// kind's server settings rules for its params (`kind` "": no workload).
+void add_durability_risks(const Json& settings, std::string_view kind, const Json& params,
                           Json& row) {
     Result<StorageConfig> config = storage_config_from_json(settings);
     if (!config.ok()) {
@@ -123,8 +123,7 @@ void add_durability_risks(const Json& settings, std::string_view kind, const Jso
         return;
     }
     std::vector<std::string> risks = durability_risks(config.value());
-    for (std::string& risk : server_settings_risks(kind, server_variables))
-        risks.push_back(std::move(risk));
+    for (std::string& risk : server_settings_risks(kind, params)) risks.push_back(std::move(risk));
     row["durability_risks"] = risks;
 }
 
@@ -535,7 +534,9 @@ Json row_to_json(const CompareRow& row, const Json& settings, Json partition,
     // Medians exist only for metrics summarised from their values.
     for (auto& [name, summary] : row_json["metrics"].items())
         if (!row.full_summaries.count(name)) summary["median"] = nullptr;
-    add_durability_risks(settings, kind, server_variables, row_json);
+    const Json params =
+        workload.is_object() ? workload.value("params", Json::object()) : Json::object();
+    add_durability_risks(settings, kind, params, row_json);
     row_json["host_baseline"] = is_host_baseline_row(row_json);
     return row_json;
 }

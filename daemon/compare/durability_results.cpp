@@ -149,10 +149,6 @@ double seconds_at(const Json& record, const char* key) {
     return seconds && *seconds >= 0 ? *seconds : 0;
 }
 
-bool is_database_ledger(const Workload& workload) {
-    return json_read::string_or_empty(workload.params, "variant") == "database";
-}
-
 }  // namespace
 
 void DurabilityResult::add(const RunRecord& run) {
@@ -177,7 +173,9 @@ void DurabilityResult::add(const RunRecord& run) {
     if (const std::string model = json_read::string_or_empty(record, "model"); !model.empty())
         add_distinct(models_, model.substr(0, kMaxModelName));
     volatile_cache_runs_ += flag_at(record, "volatile_cache").value_or(false) ? 1 : 0;
-    database_runs_ += is_database_ledger(run.workload) ? 1 : 0;
+    if (const ServerSettingsRules* rules =
+            kind_server_settings(run.workload.kind, run.workload.params))
+        add_distinct(server_ledgers_, std::string(rules->ledger_variant));
     images_s_ += seconds_at(record, "images_s");
     check_s_ += seconds_at(record, "check_s");
 }
@@ -237,7 +235,7 @@ void DurabilityResult::merge(const DurabilityResult& other) {
     runs_ += other.runs_;
     unreadable_runs_ += other.unreadable_runs_;
     volatile_cache_runs_ += other.volatile_cache_runs_;
-    database_runs_ += other.database_runs_;
+    for (const std::string& variant : other.server_ledgers_) add_distinct(server_ledgers_, variant);
     commits_sum_ += other.commits_sum_;
     commits_runs_ += other.commits_runs_;
     images_s_ += other.images_s_;
@@ -303,7 +301,8 @@ bool measurement_covers(const DurabilityResult& result, std::string_view risk) {
         return std::find(models.begin(), models.end(), kHostPowerCutModel) != models.end();
     if (risk == "barrier=0" || risk == "nobarrier") return result.volatile_cache();
     if (risk == "data=writeback" || risk.starts_with("no journal")) return true;
-    if (is_server_settings_risk(risk)) return result.database_ledger();
+    if (const ServerSettingsRules* rules = rules_of_server_settings_risk(risk))
+        return result.measured_server_ledger(rules->ledger_variant);
     return false;
 }
 

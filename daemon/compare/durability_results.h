@@ -10,6 +10,7 @@
 // safe), never as an error.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -75,8 +76,12 @@ class DurabilityResult {
     bool volatile_cache() const { return volatile_cache_runs_ > 0; }
     // The workloads whose runs were taken in, in the order first seen.
     const std::vector<std::string>& workloads() const { return workloads_; }
-    // Whether any run was of a ledger's database variant (MariaDB).
-    bool database_ledger() const { return database_runs_ > 0; }
+    // Whether any run was of the ledger's server variant `variant`
+    // ("database" for MariaDB, "postgresql": ServerSettingsRules::ledger_variant).
+    bool measured_server_ledger(std::string_view variant) const {
+        return std::find(server_ledgers_.begin(), server_ledgers_.end(), variant) !=
+               server_ledgers_.end();
+    }
 
     // {"verdict": .., "safe": b, "runs": N, "unreadable_runs": N}, and when
     // measured also "crash_states", "mount_failures", "fsck_failures",
@@ -111,7 +116,7 @@ class DurabilityResult {
     int runs_ = 0;
     int unreadable_runs_ = 0;
     int volatile_cache_runs_ = 0;
-    int database_runs_ = 0;
+    std::vector<std::string> server_ledgers_;  // the server variants measured
     double commits_sum_ = 0;
     int commits_runs_ = 0;
     double images_s_ = 0;
@@ -130,9 +135,10 @@ class DurabilityResult {
 //    barrier cannot show;
 //  * "data=writeback", "no journal ...": any run (crash states cut at flush
 //    points show stale or missing data either way);
-//  * a server setting's risk (ds::is_server_settings_risk: MariaDB's
-//    innodb_* variables): only runs of a database ledger (the caller
-//    chooses runs with the same server variables);
+//  * a server setting's risk (ds::rules_of_server_settings_risk: MariaDB's
+//    innodb_* variables, PostgreSQL's synchronous_commit, ...): only runs of
+//    the ledger's variant that commits into that server (its rules'
+//    ledger_variant; the caller chooses runs with the same server settings);
 //  * anything else: never.
 bool measurement_covers(const DurabilityResult& result, std::string_view risk);
 

@@ -553,7 +553,7 @@ void verify_btrfs(const FilesystemSpec& filesystem, const Json& guest,
 void verify_server_variables(const Workload& workload, const Json& guest,
                              std::vector<std::string>& mismatches) {
     if (!workload.params.is_object() || !workload.params.contains("server")) return;
-    const ServerSettingsRules* rules = kind_server_settings(workload.kind);
+    const ServerSettingsRules* rules = kind_server_settings(workload.kind, workload.params);
     if (rules == nullptr) {
         mismatches.push_back("server variables: requested, but workload kind '" + workload.kind +
                              "' has no server to set them on");

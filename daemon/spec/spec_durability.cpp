@@ -145,15 +145,12 @@ Workload SpecParser::durability_ledger() const {
     ledger.params = {{"variant", "file"},
                      {"records", kDurabilityLedgerRecords},
                      {"time", kDurabilityLedgerSeconds}};
+    // A sweep of a server's workload measures its durability in that server:
+    // the ledger variant its rules name, under the workload's settings.
     for (const Workload& workload : spec_.workloads) {
-        const WorkloadKind* kind = find_workload_kind(workload.kind);
-        const bool takes_server =
-            kind != nullptr && std::any_of(kind->options.begin(), kind->options.end(),
-                                           [](const WorkloadOptionDef& option) {
-                                               return option.kind == OptionKind::kServerVariables;
-                                           });
-        if (!takes_server) continue;
-        ledger.params["variant"] = "database";
+        const ServerSettingsRules* rules = kind_server_settings(workload.kind, workload.params);
+        if (rules == nullptr) continue;
+        ledger.params["variant"] = std::string(rules->ledger_variant);
         if (workload.params.contains("server")) ledger.params["server"] = workload.params["server"];
         break;
     }

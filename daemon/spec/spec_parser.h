@@ -86,9 +86,10 @@ class SpecParser {
     // Why the spec's hypervisor or a storage of its matrix cannot log a
     // run's writes, "" if they all can.
     std::string durability_unsupported() const;
-    // The ledger a durability table adds: the database variant with the
-    // server variables of the first workload that takes some, else the file
-    // variant.
+    // The ledger a durability table adds: the first server workload's
+    // server's variant (its rules' ledger_variant: database for MariaDB,
+    // postgresql for PostgreSQL) with that workload's server settings, else
+    // the file variant.
     Workload durability_ledger() const;
     Status parse_hypervisor(const toml::node& node);
     // `[guest] suite = "trixie"`, after [hypervisor]: the guest image's

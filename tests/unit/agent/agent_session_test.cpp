@@ -300,8 +300,8 @@ TEST_CASE("agent: ext4 job from hello to result", "[agent]") {
     // The fake tree's /etc/os-release, for the host's manifest check.
     CHECK(hello["os"] == Json{{"id", "debian"}, {"version_id", "12"}, {"codename", "bookworm"}});
     CHECK(hello["capabilities"] ==
-          Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger", "block", "check", "ext4",
-                "xfs", "btrfs", "dataset", "trim", "mark"}));
+          Json({"fio", "io", "mariadb-atis", "sysbench-oltp", "ledger", "pgbench", "block", "check",
+                "ext4", "xfs", "btrfs", "dataset", "trim", "mark"}));
 
     t.host.send(protocol::kJob, ext4_job());
     std::vector<Json> progress;
@@ -605,7 +605,8 @@ TEST_CASE("agent: invalid jobs are refused before anything runs", "[agent]") {
         {[](Json& j) { j["filesystem"]["mkfs_options"] = "-b 4096"; },
          "job.filesystem.mkfs_options: is a string, expected an array"},
         {[](Json& j) { j["workload"]["kind"] = "sqlbench"; },
-         "'sqlbench' is not supported (known: fio, io, mariadb-atis, sysbench-oltp, ledger)"},
+         "'sqlbench' is not supported (known: fio, io, mariadb-atis, sysbench-oltp, ledger, "
+         "pgbench)"},
         {[](Json& j) { j["check"] = true; },
          "job.check: checks a ledger workload's crash image, without trim"},
         {[](Json& j) { j["check"] = "yes"; }, "job.check: is \"yes\", expected a boolean"},

@@ -39,7 +39,8 @@ TEST_CASE("ledger params: defaults, sizes and durations as the spec writes them"
 
 TEST_CASE("ledger params: each wrong param is named") {
     CHECK(plan_error(Json{{"variant", "tape"}}) ==
-          "ledger param 'variant' is \"tape\", expected \"file\" or \"database\"");
+          "ledger param 'variant' is \"tape\", expected \"file\", \"database\" or "
+          "\"postgresql\"");
     CHECK(plan_error(Json{{"records", 0}}) ==
           "ledger param 'records' is 0, expected an integer >= 1");
     CHECK(plan_error(Json{{"record_size", "8"}}) ==
@@ -47,7 +48,7 @@ TEST_CASE("ledger params: each wrong param is named") {
     CHECK(plan_error(Json{{"time", "soon"}}) ==
           "ledger param 'time' is \"soon\", expected whole seconds >= 1 (\"30s\", 30)");
     CHECK(plan_error(Json{{"server", {{"innodb_flush_log_at_trx_commit", 2}}}}) ==
-          "ledger param 'server' is for the database variant only");
+          "ledger param 'server' is for the database or postgresql variant only");
     CHECK(plan_error(Json{{"variant", "database"}, {"record_size", 512}}) ==
           "ledger param 'record_size' is for the file variant only");
     CHECK(plan_error(Json{{"rw", "write"}}).find("is not an option of ledger") !=

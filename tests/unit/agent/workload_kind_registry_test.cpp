@@ -26,7 +26,7 @@ TEST_CASE("every workload kind has its parsers and a primary metric", "[workload
         CHECK(find_workload_kind(kind.name) == &kind);
         CHECK(agent::find_workload_kind_entry(kind.name) != nullptr);
     }
-    CHECK(find_workload_kind("pgbench") == nullptr);
+    CHECK(find_workload_kind("tpcc") == nullptr);
 }
 
 }  // namespace ds

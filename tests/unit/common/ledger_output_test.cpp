@@ -44,11 +44,15 @@ TEST_CASE("workload kinds: acknowledging and server settings are the descriptors
     CHECK(is_server_settings_format("mycnf"));
     CHECK_FALSE(is_server_settings_format("qm"));
     CHECK_FALSE(is_server_settings_format(""));
+    const Json database = {{"variant", "database"}};
     for (std::string_view kind : {"mariadb-atis", "sysbench-oltp", "ledger"})
-        CHECK(kind_applies_server_settings(kind, "mycnf"));
+        CHECK(kind_applies_server_settings(kind, database, "mycnf"));
+    CHECK(kind_applies_server_settings("pgbench", Json::object(), "pgconf"));
+    CHECK(kind_applies_server_settings("ledger", {{"variant", "postgresql"}}, "pgconf"));
+    CHECK_FALSE(kind_applies_server_settings("ledger", Json::object(), "mycnf"));
     for (std::string_view kind : {"fio", "io", "no-such-kind"})
-        CHECK_FALSE(kind_applies_server_settings(kind, "mycnf"));
-    CHECK_FALSE(kind_applies_server_settings("fio", ""));
+        CHECK_FALSE(kind_applies_server_settings(kind, database, "mycnf"));
+    CHECK_FALSE(kind_applies_server_settings("fio", Json::object(), ""));
 }
 
 TEST_CASE("ledger output: nothing acknowledged has no rate, not a division by zero") {

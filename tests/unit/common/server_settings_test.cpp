@@ -32,34 +32,49 @@ TEST_CASE("server settings: each kind with a server has rules, each format once"
         CHECK(rules.risks != nullptr);
         CHECK(rules.render != nullptr);
         CHECK(find_server_settings_format(rules.format) == &rules);
-        CHECK(kind_applies_server_settings(kind.name, rules.format));
+        CHECK(kind_applies_server_settings(kind.name, Json::object(), rules.format));
     }
     for (const ServerSettingsRules* rules : server_settings_rule_sets())
         CHECK(formats.insert(rules->format).second);
     CHECK(formats.count("mycnf") == 1);
+    CHECK(formats.count("pgconf") == 1);
     CHECK(formats.count("qm") == 0);
-    // Both rule sets, whether a kind declares them yet or not: one name each.
     CHECK(mariadb_server_settings().format != postgresql.format);
-    CHECK(kind_server_settings("fio") == nullptr);
-    CHECK(kind_server_settings("mariadb-atis") == &mariadb_server_settings());
+    CHECK(kind_server_settings("fio", Json::object()) == nullptr);
+    CHECK(kind_server_settings("mariadb-atis", Json::object()) == &mariadb_server_settings());
+    CHECK(kind_server_settings("pgbench", Json::object()) == &postgresql);
+    // The ledger's server is its variant's; the file variant has none.
+    CHECK(kind_server_settings("ledger", Json::object()) == nullptr);
+    CHECK(kind_server_settings("ledger", {{"variant", "database"}}) == &mariadb_server_settings());
+    CHECK(kind_server_settings("ledger", {{"variant", "postgresql"}}) == &postgresql);
+    // Each server's ledger variant is one the ledger kind has.
+    for (const ServerSettingsRules* rules : server_settings_rule_sets()) {
+        INFO(rules->server);
+        CHECK(kind_server_settings("ledger", {{"variant", std::string(rules->ledger_variant)}}) ==
+              rules);
+    }
 }
 
 TEST_CASE("server settings: a kind's risks by its rules, and which labels are a server's") {
-    const Json trx2 = {{"innodb_flush_log_at_trx_commit", 2}};
+    const Json trx2 = {{"server", {{"innodb_flush_log_at_trx_commit", 2}}}};
     CHECK(server_settings_risks("sysbench-oltp", trx2) ==
           std::vector<std::string>{"innodb_flush_log_at_trx_commit=2"});
     CHECK(server_settings_risks("fio", trx2).empty());
     CHECK(server_settings_risks("no-such-kind", trx2).empty());
+    CHECK(server_settings_risks("pgbench", {{"server", {{"synchronous_commit", "off"}}}}) ==
+          std::vector<std::string>{"synchronous_commit=off"});
     CHECK(kinds_with_server_settings(mariadb_server_settings()) ==
           std::vector<std::string_view>{"mariadb-atis", "sysbench-oltp", "ledger"});
+    CHECK(kinds_with_server_settings(postgresql) ==
+          std::vector<std::string_view>{"ledger", "pgbench"});
 
     for (const char* risk :
          {"innodb_flush_method=nosync", "innodb_flush_method=O_DIRECT_NO_FSYNC",
           "innodb_flush_log_at_trx_commit=0", "innodb_doublewrite=fast", "innodb_doublewrite=0"})
-        CHECK(is_server_settings_risk(risk));
+        CHECK(rules_of_server_settings_risk(risk) == &mariadb_server_settings());
     for (const char* risk : {"cache=unsafe", "barrier=0", "no journal (ext4 ^has_journal)",
                              "innodb_doublewrite=1", "innodb_flush_method", ""})
-        CHECK_FALSE(is_server_settings_risk(risk));
+        CHECK(rules_of_server_settings_risk(risk) == nullptr);
 }
 
 TEST_CASE("PostgreSQL: booleans in any spelling against SHOW's on/off") {
@@ -114,8 +129,10 @@ TEST_CASE("PostgreSQL: the settings that trade durability for speed") {
         CHECK(postgresql.risks({{"synchronous_commit", value}}).empty());
     CHECK(postgresql.risks({{"fsync", true}, {"full_page_writes", "on"}}).empty());
     CHECK(postgresql.risks(Json::array()).empty());
-    CHECK(is_server_settings_risk("synchronous_commit=off") ==
-          (find_server_settings_format("pgconf") != nullptr));
+    CHECK(rules_of_server_settings_risk("synchronous_commit=off") == &postgresql);
+    CHECK(rules_of_server_settings_risk("innodb_flush_method=nosync") ==
+          &mariadb_server_settings());
+    CHECK(rules_of_server_settings_risk("synchronous_commit=on") == nullptr);
 }
 
 TEST_CASE("PostgreSQL: pgconf lines, strings quoted as postgresql.conf reads them") {

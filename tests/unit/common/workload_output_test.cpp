@@ -194,9 +194,9 @@ TEST_CASE("sysbench-oltp metrics without a histogram take the percentile line on
 }
 
 TEST_CASE("workload output errors name what is wrong") {
-    auto unknown = metrics_from_workload_output("pgbench", Json::object());
+    auto unknown = metrics_from_workload_output("tpcc", Json::object());
     REQUIRE_FALSE(unknown.ok());
-    CHECK_THAT(unknown.error().message, Catch::Contains("pgbench"));
+    CHECK_THAT(unknown.error().message, Catch::Contains("tpcc"));
 
     auto no_stdout = metrics_from_workload_output("mariadb-atis", Json{{"stdout", 3}});
     REQUIRE_FALSE(no_stdout.ok());
@@ -216,12 +216,12 @@ TEST_CASE("workload output errors name what is wrong") {
 }
 
 TEST_CASE("an unknown kind's error lists the known kinds") {
-    auto unknown = metrics_from_workload_output("pgbench", Json::object());
+    auto unknown = metrics_from_workload_output("tpcc", Json::object());
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.error().message ==
-          "no metrics for workload kind 'pgbench' (known: fio, io, mariadb-atis, sysbench-oltp, "
-          "ledger)");
-    CHECK(per_second_series("pgbench", Json::object())->empty());
+          "no metrics for workload kind 'tpcc' (known: fio, io, mariadb-atis, sysbench-oltp, "
+          "ledger, pgbench)");
+    CHECK(per_second_series("tpcc", Json::object())->empty());
 }
 
 TEST_CASE("fio's series are read from each job's direction's per-second arrays") {

@@ -19,7 +19,8 @@ TEST_CASE("the API's capabilities name every workload kind", "[api][capabilities
     CHECK(body.at("capabilities") == nlohmann::json{"sweeps", "events", "compare", "report",
                                                     "cancel", "backends", "workload:fio",
                                                     "workload:io", "workload:mariadb-atis",
-                                                    "workload:sysbench-oltp", "workload:ledger", "status:timed_out"});
+                                                    "workload:sysbench-oltp", "workload:ledger",
+                                                    "workload:pgbench", "status:timed_out"});
 }
 
 }  // namespace ds

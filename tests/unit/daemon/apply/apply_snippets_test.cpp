@@ -81,7 +81,7 @@ TEST_CASE("apply formats: names, and unknown ones refused with the valid ones", 
     REQUIRE_FALSE(unknown.ok());
     CHECK(unknown.error().code == errc::kInvalidArgument);
     CHECK(unknown.error().message ==
-          "unknown format 'virsh'; valid formats: qm, libvirt, fstab, mycnf");
+          "unknown format 'virsh'; valid formats: qm, libvirt, fstab, mycnf, pgconf");
 }
 
 TEST_CASE("apply query: format required, vmid and storage in PVE's formats", "[apply]") {
@@ -305,8 +305,7 @@ TEST_CASE("mycnf: the workload's server variables as the agent writes them", "[a
     CHECK_FALSE(render_apply_snippet(StorageConfig(), request).ok());
 }
 
-TEST_CASE("a server settings format is its rules': pgconf, though no kind declares it yet",
-          "[apply][pgconf]") {
+TEST_CASE("pgconf: the pgbench workload's settings as postgresql.conf lines", "[apply][pgconf]") {
     ApplyRequest request =
         request_for(ApplyFormat{ApplyTarget::kServerSettings, &postgresql_server_settings()});
     Workload pgbench;
@@ -321,7 +320,8 @@ TEST_CASE("a server settings format is its rules': pgconf, though no kind declar
           "synchronous_commit = 'off'\n");
     CHECK(snippet->durability_risks.back() == "synchronous_commit=off");
     CHECK(snippet->notes ==
-          std::vector<std::string>{"server variables of workload 'pgbench-async' (pgbench)"});
+          std::vector<std::string>{"server variables of workload 'pgbench-async' (pgbench)",
+                                   std::string(postgresql_server_settings().agent_settings_note)});
     CHECK(uncommented(snippet->text, "#") == snippet->body);
 
     request.workload.reset();

@@ -50,7 +50,7 @@ TEST_CASE("dataset: refused with its position for kinds without a preparation", 
     REQUIRE_FALSE(atis.ok());
     CHECK(atis.error().message ==
           "t.toml:4:11: dataset \"golden\": workload kind 'mariadb-atis' has no preparation step "
-          "to do once; kinds that have one: fio, sysbench-oltp");
+          "to do once; kinds that have one: fio, sysbench-oltp, pgbench");
     auto io = parse("", "kind = \"io\"\ndataset = \"golden\"\n");
     REQUIRE_FALSE(io.ok());
     CHECK_THAT(io.error().message, Catch::Contains("workload kind 'io' has no preparation"));

@@ -385,14 +385,15 @@ TEST_CASE("workload options are checked against the kind's option table", "[spec
           "t.toml:2:1: workload 'fio-1' sets time_based without runtime; fio would run forever");
     CHECK(parse_error("name = \"t\"\n[[workload]]\nkind = \"sql-bench\"\n") ==
           "t.toml:3:8: unknown workload kind 'sql-bench'; valid kinds: fio, io, mariadb-atis, "
-          "sysbench-oltp, ledger.");
+          "sysbench-oltp, ledger, pgbench.");
     CHECK(parse_error("name = \"t\"\n[[workload]]\nrw = \"read\"\n") ==
           "t.toml:2:1: [[workload]] #1 has no 'kind'; valid kinds: fio, io, mariadb-atis, "
-          "sysbench-oltp, ledger");
+          "sysbench-oltp, ledger, pgbench");
     // An option of another variant, named with the workload's position.
     CHECK(parse_error("name = \"t\"\n[[workload]]\nkind = \"ledger\"\nname = \"l\"\n"
                       "server = { innodb_flush_log_at_trx_commit = 2 }\n") ==
-          "t.toml:2:1: workload 'l': ledger param 'server' is for the database variant only");
+          "t.toml:2:1: workload 'l': ledger param 'server' is for the database or postgresql "
+          "variant only");
     CHECK(parse_error("name = \"t\"\n[[workload]]\nkind = \"fio\"\nname = \"x\"\n[[workload]]\n"
                       "kind = \"fio\"\nname = \"x\"\n") ==
           "t.toml:5:1: workload name 'x' is used twice; names must be unique");
