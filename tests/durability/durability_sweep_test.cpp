@@ -311,3 +311,61 @@ records = 400
 }
 
 }  // namespace ds
+
+namespace ds {
+
+// Issue 35's proof: a pgbench sweep with durability on. Each configuration's
+// pgbench runs measure the speed; its durability run is the ledger's
+// postgresql variant under the same server settings, so
+// synchronous_commit = off gets its measured losses beside its speed.
+TEST_CASE("durability sweep: pgbench with synchronous_commit on keeps every commit, off does not",
+          "[durability][ledger][postgresql]") {
+    require_image(test::test_image_dir() + "/mariadb");
+    DaemonFixture daemon(daemon_args());
+    REQUIRE(daemon.ready());
+    const auto runs = runs_of_submitted(daemon, R"(
+name = "durability-pgbench"
+durability = { crash_points = 6 }
+[matrix]
+cache = "none"
+filesystem = "ext4"
+disk_size = "512m"
+tuning = ["defaults", "async"]
+[tunings.async]
+server = { synchronous_commit = "off" }
+[[workload]]
+name = "tpcb"
+kind = "pgbench"
+scale = 1
+clients = 2
+time = "10s"
+)",
+                                        4);
+    int pgbench_runs = 0;
+    for (const RunRow& run : runs) {
+        INFO(run.workload << " " << run.failure_reason << "\n" << run.applied.dump(2));
+        REQUIRE(run.status == "succeeded");
+        const bool async = run.workload.find("async") != std::string::npos;
+        const Json& shown = run.applied.at("guest").at("server_variables");
+        CHECK(shown.at("synchronous_commit") == (async ? "off" : "on"));
+        if (!run.applied.contains("durability")) {
+            ++pgbench_runs;
+            CHECK(run.metrics.at("tps") > 0);
+            CHECK(run.metrics.at("latency_p99_ms") >= run.metrics.at("latency_p50_ms"));
+            std::cout << "[durability] " << run.workload << ": " << run.metrics.at("tps")
+                      << " tps, p99 " << run.metrics.at("latency_p99_ms") << " ms" << std::endl;
+            continue;
+        }
+        const Json& summary = summary_of(run);
+        print_run(run);
+        CHECK(summary.at("recovery_failures") == 0);
+        if (async) {
+            CHECK(summary.at("states_with_losses").get<int>() > 0);
+        } else {
+            CHECK(unsafe_states(summary) == 0);
+        }
+    }
+    CHECK(pgbench_runs == 2);
+}
+
+}  // namespace ds
