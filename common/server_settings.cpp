@@ -127,7 +127,8 @@ const ServerSettingsRules& mariadb_server_settings() {
                 {"innodb_doublewrite=0",
                  "no doublewrite buffer: a page torn by a crash mid-write can corrupt a table"},
             },
-        .ledger_variant = "database"};
+        .ledger_variant = "database",
+        .identity_tool = "mariadb"};
     return rules;
 }
 
@@ -156,7 +157,8 @@ const ServerSettingsRules& postgresql_server_settings() {
                  "no full page images in the WAL: a page torn by a crash mid-write can corrupt the "
                  "database beyond what recovery repairs"},
             },
-        .ledger_variant = "postgresql"};
+        .ledger_variant = "postgresql",
+        .identity_tool = "postgresql"};
     return rules;
 }
 

@@ -51,6 +51,10 @@ struct ServerSettingsRules {
     // `kind = "ledger"`): a sweep's durability runs measure a workload's
     // settings with it, and only its runs speak for this server's risks.
     std::string_view ledger_variant;
+    // The tool the image manifest check knows this server by
+    // (daemon/run/image_manifest.h): the version a run's readback reports
+    // (`server_version`) is compared with the image's package.
+    std::string_view identity_tool;
 };
 
 // MariaDB's rules: SHOW VARIABLES as the server's version reads it

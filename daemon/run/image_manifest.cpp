@@ -34,11 +34,18 @@ std::string mariadb_version(std::string_view reported) {
     return std::string(reported.substr(0, reported.find('-')));
 }
 
+// "15.20 (Debian 15.20-0+deb12u1)" -> "15": Debian's `postgresql`, which the
+// manifest lists, pins the major version only.
+std::string postgresql_major(std::string_view reported) {
+    return std::string(reported.substr(0, reported.find('.')));
+}
+
 constexpr std::array kToolRules = {
     ToolRule{"os", "", as_written},
     ToolRule{"kernel", "", as_written},
     ToolRule{"fio", "fio", fio_version},
     ToolRule{"mariadb", "mariadb-server", mariadb_version},
+    ToolRule{"postgresql", "postgresql", postgresql_major},
 };
 
 // The manifest's value for `rule`, "" when it records none.

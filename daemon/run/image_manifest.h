@@ -35,8 +35,10 @@ std::string upstream_version(std::string_view debian_version);
 
 // What a guest said about itself (its hello and result), by tool as the
 // manifest check names them: "os" (os-release VERSION_ID), "kernel" (uname
-// -r), "fio" (fio --version), "mariadb" (SELECT VERSION()). Absent = not
-// reported (a workload without MariaDB, an agent that predates os).
+// -r), "fio" (fio --version), "mariadb" (SELECT VERSION()), "postgresql"
+// (SHOW server_version; its major version against Debian's `postgresql`).
+// Absent = not reported (a workload without a server, an agent that
+// predates os).
 using GuestReport = std::map<std::string, std::string>;
 
 // Each reported tool whose version the manifest records, compared: the

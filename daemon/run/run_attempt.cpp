@@ -483,9 +483,13 @@ Status RunAttempt::job() {
     run_.raw_output = result_.output.dump(-1, ' ', false, Json::error_handler_t::replace);
     for (const auto& [key, seconds] : result_.timings) timings_[key] = seconds;
     for (const auto& [key, value] : result_.versions) versions_["guest_" + key] = value;
+    // The server's version against the image's package, by the tool name
+    // its rules give.
+    const ServerSettingsRules* server_rules =
+        kind_server_settings(workload_->kind, workload_->params);
     if (const auto server = result_.readback.find("server_version");
-        server != result_.readback.end() && server->is_string()) {
-        identity_.note("mariadb", server->get<std::string>());
+        server_rules != nullptr && server != result_.readback.end() && server->is_string()) {
+        identity_.note(std::string(server_rules->identity_tool), server->get<std::string>());
         DS_TRY(identity_.check(versions_));
     }
     return ok_status();

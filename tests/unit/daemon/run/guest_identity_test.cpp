@@ -27,6 +27,7 @@ Json trixie_manifest() {
                 {"packages",
                  {{"fio", "3.39-1"},
                   {"mariadb-server", "1:11.8.3-0+deb13u1"},
+                  {"postgresql", "17+278"},
                   {"qemu-guest-agent", "1:10.0.6+ds-0+deb13u2"}}}};
 }
 
@@ -90,8 +91,15 @@ TEST_CASE("manifest_mismatches names each tool the guest runs in another version
     const GuestReport honest = {{"os", "13"},
                                 {"kernel", "6.12.57+deb13-amd64"},
                                 {"fio", "fio-3.39"},
-                                {"mariadb", "11.8.3-MariaDB-0+deb13u1 from Debian"}};
+                                {"mariadb", "11.8.3-MariaDB-0+deb13u1 from Debian"},
+                                {"postgresql", "17.7 (Debian 17.7-0+deb13u1)"}};
     CHECK(manifest_mismatches(*manifest, honest).empty());
+    // Debian's postgresql pins the major version: another major is named.
+    GuestReport other_major = honest;
+    other_major["postgresql"] = "15.20 (Debian 15.20-0+deb12u1)";
+    CHECK(manifest_mismatches(*manifest, other_major) ==
+          std::vector<std::string>{"postgresql: the guest runs 15.20 (Debian 15.20-0+deb12u1), its "
+                                   "image's manifest (/img/manifest.json) says 17+278"});
     CHECK(manifest_unchecked(*manifest, honest).empty());
 
     GuestReport stale = honest;
