@@ -156,7 +156,7 @@ class Api {
         std::string allowed;
         for (std::size_t i = 0; i < routes().size(); ++i) {
             const ApiRoute& route = routes()[i];
-            auto params = patterns_[i].match(request.path);
+            auto params = patterns_[i].match(request.path, ctx_.routing_work);
             if (!params) continue;
             path_matched = true;
             if (route.doc.method != request.method) {

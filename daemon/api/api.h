@@ -11,6 +11,7 @@
 
 #include "common/guest_suite.h"
 #include "common/http.h"
+#include "daemon/api/route_match.h"
 #include "daemon/api/route_query.h"
 #include "daemon/backends/registry.h"
 #include "daemon/plan/submission.h"
@@ -53,6 +54,10 @@ struct ApiContext {
     // GET /v1/hosts/check?name=NAME: the host's Hypervisor::check_host(), asked
     // now; errc::kNotFound for a host this daemon does not have. Unset: 404.
     std::function<Result<Json>(const std::string& host)> check_host;
+    // Tests: where routing adds the bytes of request paths it read
+    // (route_match.h), to bound that work by a path's length instead of
+    // timing it. Unset: not counted.
+    MatchWork* routing_work = nullptr;
 };
 
 // Error code -> HTTP status, and the JSON error body. Used by every handler.
