@@ -8,6 +8,8 @@
 #include "daemon/run/golden_volumes.h"
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "support/fakes/daemon_fakes.h"
@@ -18,16 +20,57 @@ namespace {
 using namespace ds::testing;
 using Catch::Matchers::Contains;
 
+// Holds a preparation, once it began, until the test releases it: a run
+// that asks meanwhile is sure to find the preparation under way, and its
+// answer to have come before the preparation's. A release that never comes
+// ends the hold after kHangLimit, so a run that waits for the preparation
+// fails the test instead of hanging it.
+class PreparationHold {
+  public:
+    static constexpr auto kHangLimit = std::chrono::seconds(10);
+
+    // In the preparation: says it began, then holds.
+    void hold() {
+        std::unique_lock lock(mutex_);
+        began_ = true;
+        changed_.notify_all();
+        changed_.wait_for(lock, kHangLimit, [this] { return released_; });
+    }
+    // False when no preparation began within kHangLimit.
+    bool wait_until_began() {
+        std::unique_lock lock(mutex_);
+        return changed_.wait_for(lock, kHangLimit, [this] { return began_; });
+    }
+    void release() {
+        std::lock_guard lock(mutex_);
+        released_ = true;
+        changed_.notify_all();
+    }
+
+  private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    bool began_ = false;     // guarded by mutex_
+    bool released_ = false;  // guarded by mutex_
+};
+
 struct CountingPreparation {
     std::atomic<int> calls{0};
+    std::atomic<int> finished{0};
     std::chrono::milliseconds takes{200};
+    PreparationHold* hold = nullptr;  // set: holds instead of taking `takes`
     FakeStorage* storage = nullptr;
     std::optional<Error> fails;
 
     GoldenVolumes::Prepare function() {
         return [this](const std::string&, const std::string& volume) -> Result<GoldenVolume> {
             ++calls;
-            std::this_thread::sleep_for(takes);
+            if (hold) {
+                hold->hold();
+            } else {
+                std::this_thread::sleep_for(takes);
+            }
+            ++finished;
             if (fails) return *fails;
             GoldenVolume golden;
             golden.name = volume;
@@ -122,17 +165,21 @@ TEST_CASE("golden cache: a cancelled preparation is prepared again by the next r
 
 TEST_CASE("golden cache: a waiting run that is cancelled stops waiting", "[golden]") {
     GoldenVolumes goldens(names_of("gc1"));
+    PreparationHold hold;
     CountingPreparation preparation;
-    preparation.takes = std::chrono::milliseconds(1500);
+    preparation.hold = &hold;
     const std::atomic<bool> never{false};
     std::thread first([&] { (void)goldens.acquire(7, "key", 1, preparation.function(), never); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(hold.wait_until_began());
     const std::atomic<bool> cancelled{true};
-    const auto started = std::chrono::steady_clock::now();
     auto waited = goldens.acquire(7, "key", 2, preparation.function(), cancelled);
-    CHECK(waited.error().code == errc::kCancelled);
-    CHECK(std::chrono::steady_clock::now() - started < std::chrono::milliseconds(1000));
+    // Answered while the preparation still held: it did not wait for it.
+    CHECK(preparation.finished == 0);
+    hold.release();
     first.join();
+    REQUIRE_FALSE(waited.ok());
+    CHECK(waited.error().code == errc::kCancelled);
+    CHECK(preparation.calls == 1);
 }
 
 TEST_CASE("golden key: what the prepared data depends on, nothing else", "[golden]") {
