@@ -89,7 +89,7 @@ TEST_CASE("PostgreSQL: booleans in any spelling against SHOW's on/off") {
         std::vector<std::string>{"server variable full_page_writes: requested on, server has off"});
 }
 
-TEST_CASE("PostgreSQL: strings and integers as SHOW's text, in any case; missing ones") {
+TEST_CASE("PostgreSQL: strings and integers as SHOW's text, in any case, missing ones") {
     const Json shown = {{"synchronous_commit", "off"},
                         {"wal_sync_method", "fdatasync"},
                         {"shared_buffers", "128MB"},
