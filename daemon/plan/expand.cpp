@@ -297,7 +297,37 @@ Result<SweepPlan> expand_sweep(const SweepSpec& spec) {
     return plan;
 }
 
+namespace {
+
+// A tuning's settings are one server's: the axis may not reach workloads of
+// two servers (a MariaDB variable would stop PostgreSQL from starting, and
+// the other way round). The first workload of each server names it.
+Status check_tunings_reach_one_server(const SweepSpec& spec) {
+    if (spec.tuning_axis.empty()) return ok_status();
+    const ServerSettingsRules* first = nullptr;
+    std::string first_name;
+    for (const Workload& workload : spec.workloads) {
+        const ServerSettingsRules* rules = kind_server_settings(workload.kind, workload.params);
+        if (rules == nullptr) continue;
+        if (first == nullptr) {
+            first = rules;
+            first_name = workload.name;
+        } else if (rules != first) {
+            return spec_error("the tuning axis would set the same server settings on " +
+                              std::string(first->server) + " workload " + in_quotes(first_name) +
+                              " and " + std::string(rules->server) + " workload " +
+                              in_quotes(workload.name) +
+                              "; a tuning's settings are one server's: sweep each server's "
+                              "workloads separately");
+        }
+    }
+    return ok_status();
+}
+
+}  // namespace
+
 Result<std::vector<Workload>> tuned_workloads(const SweepSpec& spec) {
+    DS_TRY(check_tunings_reach_one_server(spec));
     std::vector<Workload> workloads;
     for (const Workload& workload : spec.workloads) {
         const WorkloadKind* kind = find_workload_kind(workload.kind);

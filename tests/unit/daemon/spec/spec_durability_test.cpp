@@ -89,6 +89,43 @@ TEST_CASE("durability: a spec without a ledger gets one, as its workloads run",
         CHECK(workload.durability->crash_points == 5);
     }
     CHECK(ledger_variants == 2);
+
+    // A pgbench sweep's ledger commits into PostgreSQL, under its settings.
+    auto pgbench = parse(
+        "durability = {}\n"
+        "[matrix]\ntuning = [\"defaults\", \"async\"]\n"
+        "[tunings.async]\nserver = { synchronous_commit = \"off\" }\n",
+        "[[workload]]\nname = \"tpcb\"\nkind = \"pgbench\"\n"
+        "server = { shared_buffers = \"64MB\" }\n");
+    INFO((pgbench.ok() ? "" : pgbench.error().message));
+    REQUIRE(pgbench.ok());
+    const Workload* pg_ledger = named(*pgbench, "durability-ledger");
+    REQUIRE(pg_ledger != nullptr);
+    CHECK(pg_ledger->params.at("variant") == "postgresql");
+    CHECK(pg_ledger->params.at("server").at("shared_buffers") == "64MB");
+    REQUIRE(tuned_workloads(*pgbench).ok());
+}
+
+TEST_CASE("tunings: a tuning axis over workloads of two servers is refused, naming both",
+          "[spec][tuning]") {
+    auto mixed = parse(
+        "[matrix]\ntuning = [\"defaults\", \"lazy\"]\n"
+        "[tunings.lazy]\nserver = { synchronous_commit = \"off\" }\n",
+        "[[workload]]\nname = \"atis\"\nkind = \"mariadb-atis\"\n"
+        "[[workload]]\nname = \"tpcb\"\nkind = \"pgbench\"\n");
+    REQUIRE(mixed.ok());
+    auto tuned = tuned_workloads(*mixed);
+    REQUIRE_FALSE(tuned.ok());
+    CHECK(tuned.error().message ==
+          "the tuning axis would set the same server settings on MariaDB workload 'atis' and "
+          "PostgreSQL workload 'tpcb'; a tuning's settings are one server's: sweep each "
+          "server's workloads separately");
+    // Without a tuning axis both servers may run in one sweep.
+    auto untuned = parse("",
+                         "[[workload]]\nname = \"atis\"\nkind = \"mariadb-atis\"\n"
+                         "[[workload]]\nname = \"tpcb\"\nkind = \"pgbench\"\n");
+    REQUIRE(untuned.ok());
+    CHECK(tuned_workloads(*untuned).ok());
 }
 
 TEST_CASE("durability: bad options are refused with their position", "[spec][durability]") {
