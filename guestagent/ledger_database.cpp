@@ -20,24 +20,11 @@ using namespace mariadb;
 Json recover_ledger_database(const Workload& ledger, WorkloadContext& ctx) {
     const Json server = ledger.params.value("server", Json::object());
     Session session(ctx, "MariaDB recovery of the ledger");
-    const auto failed = [](const Error& error) {
-        return Json{{"recovered", false}, {"recovery_error", error.message}};
-    };
-    if (auto started = session.start_existing_server(server); !started.ok()) {
-        return failed(started.error());
-    }
-    auto selected =
-        session.run_checked({"mariadb", "--defaults-file=" + session.paths().config, "--batch",
-                             "--skip-column-names", "-e", "SELECT id FROM test.ledger ORDER BY id"},
-                            "reading test.ledger");
-    if (!selected.ok()) return failed(selected.error());
-    auto ids = ledger_ids(selected->stdout_text);
-    if (!ids.ok()) return failed(ids.error());
-    Json report = {{"recovered", true}, {"present", ranges_json(*ids)}};
-    if (auto stopped = session.stop_server(); !stopped.ok()) {
-        report["shutdown_error"] = stopped.error().message;
-    }
-    return report;
+    return recover_ledger_ids(
+        session, [&] { return session.start_existing_server(server); },
+        {"mariadb", "--defaults-file=" + session.paths().config, "--batch", "--skip-column-names",
+         "-e", "SELECT id FROM test.ledger ORDER BY id"},
+        "reading test.ledger", [&] { return session.stop_server(); });
 }
 
 Result<WorkloadOutput> run_ledger_database(const Workload& workload, const LedgerPlan& plan,

@@ -35,23 +35,10 @@ std::vector<std::string> psql_args(std::vector<std::string> more) {
 Json recover_ledger_postgresql(const Workload& ledger, WorkloadContext& ctx) {
     const Json server = ledger.params.value("server", Json::object());
     postgresql::Session session(ctx, "PostgreSQL recovery of the ledger");
-    const auto failed = [](const Error& error) {
-        return Json{{"recovered", false}, {"recovery_error", error.message}};
-    };
-    if (auto started = session.start_existing_server(server); !started.ok()) {
-        return failed(started.error());
-    }
-    auto selected = session.run_checked(
+    return recover_ledger_ids(
+        session, [&] { return session.start_existing_server(server); },
         session.client("psql", psql_args({"-c", "SELECT id FROM ledger ORDER BY id"})),
-        "reading table ledger");
-    if (!selected.ok()) return failed(selected.error());
-    auto ids = ledger_ids(selected->stdout_text);
-    if (!ids.ok()) return failed(ids.error());
-    Json report = {{"recovered", true}, {"present", ranges_json(*ids)}};
-    if (auto stopped = session.stop_server(); !stopped.ok()) {
-        report["shutdown_error"] = stopped.error().message;
-    }
-    return report;
+        "reading table ledger", [&] { return session.stop_server(); });
 }
 
 Result<WorkloadOutput> run_ledger_postgresql(const Workload& workload, const LedgerPlan& plan,

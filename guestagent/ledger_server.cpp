@@ -59,6 +59,22 @@ Status write_ledger_script(const std::string& path, long long records, std::stri
     return ok_status();
 }
 
+Json recover_ledger_ids(ToolSession& session, const std::function<Status()>& start,
+                        const std::vector<std::string>& select, const std::string& step,
+                        const std::function<Status()>& stop) {
+    const auto failed = [](const Error& error) {
+        return Json{{"recovered", false}, {"recovery_error", error.message}};
+    };
+    if (auto started = start(); !started.ok()) return failed(started.error());
+    auto selected = session.run_checked(select, step);
+    if (!selected.ok()) return failed(selected.error());
+    auto ids = ledger_ids(selected->stdout_text);
+    if (!ids.ok()) return failed(ids.error());
+    Json report = {{"recovered", true}, {"present", ranges_json(*ids)}};
+    if (auto stopped = stop(); !stopped.ok()) report["shutdown_error"] = stopped.error().message;
+    return report;
+}
+
 Result<Json> stream_acknowledged_ids(ToolSession& session, const LedgerPlan& plan,
                                      WorkloadContext& ctx, const std::vector<std::string>& client,
                                      const std::string& step) {

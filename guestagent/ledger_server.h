@@ -6,6 +6,7 @@
 // the ids a crash state's table kept.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,15 @@ Result<IdRanges> ledger_ids(const std::string& text);
 // "{id}" replaced by it.
 Status write_ledger_script(const std::string& path, long long records, std::string_view prologue,
                            std::string_view record);
+
+// The crash checker's reading of a server variant's table: `start` (the
+// server on what the crash state kept, recovering as it starts), `select`
+// (its ids, one per line, ordered), `stop`. {"recovered": true, "present":
+// ranges} (and "shutdown_error" when the stop failed), or {"recovered":
+// false, "recovery_error": ..} naming the step that failed.
+Json recover_ledger_ids(ToolSession& session, const std::function<Status()>& start,
+                        const std::vector<std::string>& select, const std::string& step,
+                        const std::function<Status()>& stop);
 
 // The measured window: the tally starts, `client` runs the script and each
 // line it prints acknowledges the next id, until it ends or plan.time

@@ -155,7 +155,9 @@ Result<std::string> binary_dir() {
 }
 
 Session::Session(WorkloadContext& ctx, std::string what)
-    : ToolSession(ctx, std::move(what)), paths_(server_paths(ctx.work_dir, ctx.scratch_dir)) {}
+    : ToolSession(ctx, std::move(what)),
+      paths_(server_paths(ctx.work_dir, ctx.scratch_dir)),
+      bin_(binary_dir()) {}
 
 Session::~Session() {
     if (server_.valid()) (void)stop_server();
@@ -163,7 +165,7 @@ Session::~Session() {
 
 std::vector<std::string> Session::client(const std::string& tool,
                                          const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {bin_ + "/" + tool, "-h", paths_.dir, "-U", kServerUser};
+    std::vector<std::string> argv = {bin() + "/" + tool, "-h", paths_.dir, "-U", kServerUser};
     argv.insert(argv.end(), args.begin(), args.end());
     argv.push_back("postgres");
     return argv;
@@ -175,7 +177,7 @@ Status Session::start_server(const Json& server, Json& readback, std::string& ve
     DS_TRY(prepare_directories(fresh));
     if (fresh) {
         DS_TRY(
-            run_checked(as_server_user({bin_ + "/initdb", "-D", paths_.datadir, "-U", kServerUser,
+            run_checked(as_server_user({bin() + "/initdb", "-D", paths_.datadir, "-U", kServerUser,
                                         "--auth=trust", "-E", "UTF8", "--no-instructions"}),
                         "creating the cluster " + paths_.datadir + " with initdb"));
     }
@@ -219,7 +221,7 @@ Status Session::stop_server() {
 }
 
 Status Session::prepare_directories(bool make_datadir) {
-    DS_ASSIGN_OR_RETURN(bin_, binary_dir());
+    if (!bin_) return bin_.error();
     std::error_code ec;
     fs::create_directories(paths_.dir, ec);
     // Left by an earlier run in this scratch dir: a stale socket would pass
@@ -241,7 +243,7 @@ Status Session::launch_server(const Json& server) {
     // its stderr (the log) goes to a file the failures read.
     server_argv_ = {"sh", "-c", "log=$1 && shift && exec \"$@\" 2>>\"$log\"", "sh", paths_.log};
     for (std::string word :
-         as_server_user({bin_ + "/postgres", "-D", paths_.datadir, "-c", "listen_addresses=", "-c",
+         as_server_user({bin() + "/postgres", "-D", paths_.datadir, "-c", "listen_addresses=", "-c",
                          "unix_socket_directories=" + paths_.dir, "-c", "logging_collector=off"})) {
         server_argv_.push_back(std::move(word));
     }

@@ -111,7 +111,11 @@ class Session : public ToolSession {
     std::vector<std::string> server_error_lines(std::string_view log) const override;
 
     ServerPaths paths_;
-    std::string bin_;
+    // The image's binaries (binary_dir), found once when the session starts,
+    // so that a client's argv can be built before the server starts; the
+    // server's start fails with its error when there are none.
+    std::string bin() const { return bin_ ? *bin_ : std::string(); }
+    Result<std::string> bin_;
     std::vector<std::string> server_argv_;
     std::future<Result<ProcessOutput>> server_;
 };
