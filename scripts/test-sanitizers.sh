@@ -6,8 +6,13 @@
 # stage after it only links its targets. Only the test binaries and the
 # programs those tests start are built. Extra arguments go to ctest, e.g.
 # scripts/test-sanitizers.sh -R store
-# DISKSWEEP_SANITIZE_BUILD_ONLY=1 builds and stops: CI builds beside
-# scripts/test.sh's guest tiers and runs the tests after them (.ci/run).
+# DISKSWEEP_SANITIZE_BUILD_ONLY=1 builds and stops.
+# DISKSWEEP_SANITIZE_TIERS="unit" or "integration" runs only that tier's
+# tests (default: both). CI builds and runs the unit tier beside
+# scripts/test.sh's guest tiers, which keep about one core busy, and the
+# integration tier after them, alone, as it boots guests (.ci/run). Each
+# selection keeps its own JUnit files and report directory, so the second
+# run does not remove the first one's.
 #
 # Fails when a test fails, when a test skips that tests/allowed-skips.txt
 # does not allow (as scripts/test.sh), and when any process wrote a sanitizer
@@ -21,8 +26,16 @@ source "$(dirname "$0")/../fuzz/lib.sh"
 root=$FUZZ_REPO
 cd "$root"
 build=$FUZZ_BUILD_DIR
-reports=$build/sanitizer-reports
-junit_base=$build/Testing/junit
+read -r -a tiers <<<"${DISKSWEEP_SANITIZE_TIERS:-unit integration}"
+for tier in "${tiers[@]}"; do
+    case "$tier" in
+        unit | integration) ;;
+        *) echo "DISKSWEEP_SANITIZE_TIERS: unknown tier '$tier' (known: unit integration)" >&2; exit 2 ;;
+    esac
+done
+selection=$(IFS=-; echo "${tiers[*]}")
+reports=$build/sanitizer-reports/$selection
+junit_base=$build/Testing/junit-$selection
 
 # The unit and integration binaries (tests/CMakeLists.txt: unit_DIR for each
 # tests/unit/DIR that holds C++ sources, skip_probe; tests/integration/
@@ -97,7 +110,8 @@ exclude=$(IFS='|'; echo "${excluded[*]}")
 # shellcheck source=lib/ctest-tiers.sh
 source "$root/scripts/lib/ctest-tiers.sh"
 CTEST_TIERS_EXTRA=(-E "$exclude" --test-output-size-passed 4194304 --test-output-size-failed 4194304)
-run_ctest_tiers "$build" "$junit_base" -L 'unit|integration' "$@" || status=$?
+labels=$(IFS='|'; echo "${tiers[*]}")
+run_ctest_tiers "$build" "$junit_base" -L "$labels" "$@" || status=$?
 echo "[sanitizers] tests ran in $((SECONDS - built_at))s"
 if ! check_reports; then
     [[ $status != 0 ]] || status=1
