@@ -1,7 +1,6 @@
 #include "daemon/backends/hypervisor/proxmox/proxmox_hypervisor.h"
 
 #include <algorithm>
-#include <charconv>
 #include <regex>
 #include <set>
 #include <thread>
@@ -17,130 +16,8 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-constexpr std::uint64_t kMiB = 1ull << 20;
-constexpr std::uint64_t kGiB = 1ull << 30;
 // How often a clone still under way is looked at again (destroy_if_named).
 constexpr auto kCloneLockPoll = 1s;
-
-// ---------------------------------------------------------------------------
-// The data disk: each bus's drive key and controller, and what PVE's drive
-// of that bus has (its keys in PVE 8.4's schema: scsi[n], virtio[n], sata[n]).
-
-struct BusRule {
-    Bus bus;
-    std::string_view key;                    // the data disk's drive key
-    std::optional<std::string_view> scsihw;  // the controller to set, if any
-    bool ssd;                                // the drive has `ssd`
-    bool iothread;                           // the drive has `iothread` and it takes effect
-    bool queues;                             // the drive has `queues` (>= 2)
-};
-
-constexpr BusRule kBusRules[] = {
-    {Bus::kVirtioBlk, "virtio1", std::nullopt, false, true, false},
-    // A shared virtio-scsi controller: PVE gives a disk its own IO thread only
-    // on virtio-scsi-single (else it warns and ignores `iothread`).
-    {Bus::kScsi, "scsi1", "virtio-scsi-pci", true, false, true},
-    {Bus::kScsiSingle, "scsi1", "virtio-scsi-single", true, true, true},
-    {Bus::kSata, "sata1", std::nullopt, true, false, false},
-};
-
-const BusRule& rule_for(Bus bus) {
-    return *std::find_if(std::begin(kBusRules), std::end(kBusRules),
-                         [bus](const BusRule& rule) { return rule.bus == bus; });
-}
-
-Error unsupported(const StorageConfig& config, const std::string& what) {
-    return make_error(errc::kUnsupported, "proxmox cannot apply " + what + " (bus " +
-                                              std::string(to_string(config.bus)) +
-                                              "): PVE 8.4's drive has no such setting");
-}
-
-// PVE derives QEMU's detect-zeroes from two drive keys: detect_zeroes=0 is
-// off; otherwise it is unmap with discard=on and on without it.
-Result<bool> pve_detect_zeroes(const StorageConfig& config) {
-    switch (config.detect_zeroes) {
-        case DetectZeroes::kOff:
-            return false;
-        case DetectZeroes::kOn:
-            if (config.discard) return unsupported(config, "detect_zeroes=on with discard");
-            return true;
-        case DetectZeroes::kUnmap:
-            if (!config.discard) return unsupported(config, "detect_zeroes=unmap without discard");
-            return true;
-    }
-    return false;
-}
-
-// The drive's limits: PVE drops bps*, so bandwidth goes as mbps (MiB/s, a number).
-void add_limits(const StorageConfig& config, PvePropertyString& drive) {
-    if (config.bandwidth_limit) {
-        drive.set_number("mbps", static_cast<double>(*config.bandwidth_limit) / kMiB);
-    }
-    if (config.iops_limit) drive.set_integer("iops", static_cast<std::int64_t>(*config.iops_limit));
-}
-
-Status check_bus_support(const StorageConfig& config, const BusRule& rule) {
-    if (config.ssd && !rule.ssd) return unsupported(config, "ssd");
-    if (config.iothread && !rule.iothread) return unsupported(config, "iothread");
-    if (config.queues && !rule.queues) return unsupported(config, "queues");
-    if (config.queues && *config.queues < 2) {
-        return make_error(errc::kUnsupported,
-                          "proxmox cannot apply queues=" + std::to_string(*config.queues) +
-                              ": PVE's drive queues start at 2");
-    }
-    return ok_status();
-}
-
-// PVE's JSON gives a boolean drive key as 0/1 (number or string).
-bool pve_flag(const PvePropertyString& drive, std::string_view key) {
-    const auto value = drive.get(key);
-    return value && (*value == "1" || *value == "on" || *value == "yes" || *value == "true");
-}
-
-std::string detect_zeroes_in_force(const PvePropertyString& drive) {
-    const auto value = drive.get("detect_zeroes");
-    if (value && !pve_flag(drive, "detect_zeroes")) return "off";
-    return drive.get("discard") == std::optional<std::string>("on") ? "unmap" : "on";
-}
-
-// The config's value of `key` as text (PVE gives numbers as numbers).
-std::optional<std::string> config_text(const Json& config, const std::string& key) {
-    if (!config.contains(key)) return std::nullopt;
-    const Json& value = config[key];
-    return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
-// A drive key's value as a whole count ("5000"); nullopt when absent or not one.
-std::optional<std::uint64_t> drive_count(const PvePropertyString& drive, std::string_view key) {
-    const auto text = drive.get(key);
-    if (!text || text->empty()) return std::nullopt;
-    std::uint64_t value = 0;
-    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
-    if (error != std::errc() || end != text->data() + text->size()) return std::nullopt;
-    return value;
-}
-
-// mbps (MiB/s, a number) as the bytes per second QEMU gets: qemu-server
-// PVE/QemuServer.pm print_drive_commandline_full gives QEMU
-// throttling.bps=int(mbps*1024*1024), truncated.
-std::optional<std::uint64_t> drive_bandwidth(const PvePropertyString& drive) {
-    const auto text = drive.get("mbps");
-    if (!text || text->empty()) return std::nullopt;
-    double mbps = 0;
-    const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), mbps);
-    if (error != std::errc() || end != text->data() + text->size() || !(mbps >= 0)) {
-        return std::nullopt;
-    }
-    return static_cast<std::uint64_t>(mbps * static_cast<double>(kMiB));
-}
-
-// The limits and queues of the drive in our names; PVE writes no key for
-// an unthrottled drive or single queue, and neither does this.
-void add_drive_limits(const PvePropertyString& drive, Json& applied) {
-    if (auto iops = drive_count(drive, "iops"); iops && *iops > 0) applied["iops_limit"] = *iops;
-    if (auto bps = drive_bandwidth(drive); bps && *bps > 0) applied["bandwidth_limit"] = *bps;
-    if (auto queues = drive_count(drive, "queues")) applied["queues"] = *queues;
-}
 
 // Storage types whose volumes can only be raw: pve-storage's plugins
 // without a `format` in their plugindata (LvmThinPlugin, LVMPlugin,
@@ -233,39 +110,6 @@ Status check_proxmox_options(const ProxmoxHypervisorOptions& options) {
             "clone_storage applies to full clones only (PVE refuses it for linked ones)");
     }
     return ok_status();
-}
-
-Result<PveDataDisk> pve_data_disk(const StorageConfig& config,
-                                  const HypervisorAllocatedDisk& disk) {
-    const BusRule& rule = rule_for(config.bus);
-    DS_TRY(check_bus_support(config, rule));
-    if (disk.storage.empty()) {
-        return make_error(errc::kInvalidArgument, "proxmox data disk: no PVE storage named");
-    }
-    if (disk.size_bytes == 0 || disk.size_bytes % kMiB != 0) {
-        return make_error(errc::kUnsupported,
-                          "proxmox data disk: size must be a positive whole number of MiB");
-    }
-    auto detect_zeroes = pve_detect_zeroes(config);
-    if (!detect_zeroes) return detect_zeroes.error();
-
-    PvePropertyString drive(disk.storage + ":" +
-                            pve_number_text(static_cast<double>(disk.size_bytes) / kGiB));
-    drive.set("format", std::string(to_string(config.image_format)))
-        .set("cache", std::string(to_string(config.cache)));
-    if (config.aio != AioMode::kDefault) drive.set("aio", std::string(to_string(config.aio)));
-    drive.set("discard", config.discard ? "on" : "ignore");
-    if (rule.ssd) drive.set_flag("ssd", config.ssd);
-    if (rule.iothread) drive.set_flag("iothread", config.iothread);
-    drive.set_flag("detect_zeroes", *detect_zeroes);
-    if (config.queues) drive.set_integer("queues", static_cast<std::int64_t>(*config.queues));
-    add_limits(config, drive);
-    drive.set("serial", std::string(protocol::kDataDiskSerial));
-
-    PveDataDisk data_disk{std::string(rule.key), std::move(drive), std::nullopt};
-    if (rule.scsihw) data_disk.scsihw = std::string(*rule.scsihw);
-    DS_TRY(data_disk.drive.encode());
-    return data_disk;
 }
 
 Result<std::unique_ptr<ProxmoxHypervisor>> ProxmoxHypervisor::create(
@@ -560,44 +404,17 @@ void ProxmoxHypervisor::add_qemu_level(const VmRef& vm, std::string_view drive_k
 Result<Json> ProxmoxHypervisor::applied_settings(const std::string& vm_name) {
     DS_ASSIGN_OR_RETURN(auto vm, require_vm(vm_name));
     DS_ASSIGN_OR_RETURN(auto config, client_->get(vm_path(vm, "/config")));
-    for (const BusRule& rule : kBusRules) {
-        const auto value = config_text(config, std::string(rule.key));
-        if (!value) continue;
-        auto drive = PvePropertyString::parse(*value);
-        if (!drive) return drive.error();
-        if (drive->get("serial") != std::optional<std::string>(protocol::kDataDiskSerial)) continue;
-        const auto scsihw = config_text(config, "scsihw");
-        Bus bus = rule.bus;
-        if (rule.key.starts_with("scsi")) {
-            bus = scsihw == std::optional<std::string>("virtio-scsi-single") ? Bus::kScsiSingle
-                                                                             : Bus::kScsi;
-        }
-        Json options = Json::object();
-        for (const auto& [key, option] : drive->entries()) options[key] = option;
-        Json applied = {{"bus", to_string(bus)},
-                        {"cache", drive->get("cache").value_or("none")},
-                        {"aio", drive->get("aio").value_or("default")},
-                        {"discard", drive->get("discard") == std::optional<std::string>("on")},
-                        {"detect_zeroes", detect_zeroes_in_force(*drive)},
-                        {"ssd", pve_flag(*drive, "ssd")},
-                        {"iothread", pve_flag(*drive, "iothread")},
-                        {"pve",
-                         {{"drive", rule.key},
-                          {"value", *value},
-                          {"volume", drive->default_value()},
-                          {"options", options},
-                          {"scsihw", scsihw.value_or("lsi")}}}};
-        applied["levels"] = {
-            {"domain_xml", {{"checked", true}, {"source", "PVE config (GET .../config)"}}}};
-        add_drive_limits(*drive, applied);
-        const VolumeFormat format = volume_format(vm, drive->default_value(), *drive);
-        if (format.format) applied["image_format"] = *format.format;
-        applied["sources"] = {{"image_format", format.source}};
-        add_qemu_level(vm, rule.key, applied);
-        return applied;
+    DS_ASSIGN_OR_RETURN(auto disk, read_pve_data_disk(config));
+    if (!disk) {
+        return make_error(errc::kNotFound, "proxmox: VM " + vm_name + " has no data disk (serial " +
+                                               std::string(protocol::kDataDiskSerial) + ")");
     }
-    return make_error(errc::kNotFound, "proxmox: VM " + vm_name + " has no data disk (serial " +
-                                           std::string(protocol::kDataDiskSerial) + ")");
+    Json applied = std::move(disk->applied);
+    const VolumeFormat format = volume_format(vm, disk->drive.default_value(), disk->drive);
+    if (format.format) applied["image_format"] = *format.format;
+    applied["sources"] = {{"image_format", format.source}};
+    add_qemu_level(vm, disk->key, applied);
+    return applied;
 }
 
 // qemu-server's create_disks drops `format` from a disk it allocates
@@ -754,7 +571,7 @@ Result<RunningGuest> ProxmoxHypervisor::running_guest(const std::string& vm_name
     if (!config) return config.error();
     // qemu-server PVE/QemuServer.pm: the `kvm` option, default 1
     // (config_to_command: `$kvm //= 1 if is_native_arch($arch)`).
-    const auto kvm_option = config_text(*config, "kvm");
+    const auto kvm_option = pve_config_text(*config, "kvm");
     const bool config_kvm = !kvm_option || (*kvm_option != "0" && *kvm_option != "false");
     const std::string config_says = "PVE config kvm=" + kvm_option.value_or("1 (default)");
     RunningGuest guest{config_kvm ? Accel::kKvm : Accel::kTcg, config_says, Json::object()};

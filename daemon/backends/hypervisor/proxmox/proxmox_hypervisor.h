@@ -6,8 +6,8 @@
 // see proxmox_host.h) to a VM id inside
 // [vmid_min, vmid_max], named as the run asks (the daemon's prefix) and
 // tagged kProxmoxTag; then its data disk is added as scsi1 / virtio1 / sata1
-// = STORAGE:SIZE_GIB with the configuration's settings (pve_data_disk), and it
-// starts. The agent runs in one-shot mode through the QEMU guest agent
+// = STORAGE:SIZE_GIB with the configuration's settings (pve_data_disk.h), and
+// it starts. The agent runs in one-shot mode through the QEMU guest agent
 // (open_agent_channel). destroy_vm stops and purges it.
 //
 // It touches only VMs that carry both the run's name and the tag, and ids in
@@ -36,6 +36,7 @@
 #include "daemon/backends/hypervisor/hypervisor.h"
 #include "daemon/backends/hypervisor/proxmox/pve_agent_channel.h"
 #include "daemon/backends/hypervisor/proxmox/pve_client.h"
+#include "daemon/backends/hypervisor/proxmox/pve_data_disk.h"
 #include "daemon/backends/hypervisor/proxmox/pve_encoding.h"
 #include "daemon/backends/hypervisor/proxmox/pve_version.h"
 
@@ -69,22 +70,6 @@ struct ProxmoxHypervisorOptions {
 // Checks the options: a node, a template id and a range within PVE's
 // 100..999999999 that does not hold the template. errc::kInvalidArgument.
 Status check_proxmox_options(const ProxmoxHypervisorOptions& options);
-
-// The data disk as PVE's VM config spells it.
-struct PveDataDisk {
-    std::string key;                    // "scsi1", "virtio1", "sata1"
-    PvePropertyString drive;            // STORAGE:SIZE_GIB,cache=...,serial=disksweep-data
-    std::optional<std::string> scsihw;  // the controller the bus needs, if any
-};
-
-// The data disk of `config` on `disk`, every StorageConfig field PVE supports
-// mapped (see the table in proxmox_hypervisor.cpp and docs/proxmox.md); what
-// PVE cannot express is refused with errc::kUnsupported naming the field:
-// ssd on virtio-blk, iothread on sata or on a shared scsi controller, queues
-// except on scsi (and there at least 2), detect_zeroes=on with discard and
-// unmap without it (PVE derives the mode from both), a size that is not a
-// whole number of MiB.
-Result<PveDataDisk> pve_data_disk(const StorageConfig& config, const HypervisorAllocatedDisk& disk);
 
 // A template's volumes, drive key -> volume id (qemu-server Drive.pm,
 // valid_drive_names: ideN, scsiN, virtioN, sataN, efidisk0, tpmstate0;

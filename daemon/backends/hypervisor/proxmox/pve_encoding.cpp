@@ -88,6 +88,12 @@ std::string pve_number_text(double value) {
     return error == std::errc() ? std::string(buffer, end) : "";
 }
 
+std::optional<std::string> pve_config_text(const Json& config, const std::string& key) {
+    if (!config.contains(key)) return std::nullopt;
+    const Json& value = config[key];
+    return value.is_string() ? value.get<std::string>() : value.dump();
+}
+
 // ---- PvePropertyString --------------------------------------------------------------------------
 
 PvePropertyString::PvePropertyString(std::string default_value)

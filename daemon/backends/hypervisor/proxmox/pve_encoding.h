@@ -5,7 +5,8 @@
 //    JSON bodies of POST/PUT (PveParams, below, says why JSON);
 //  * property strings (`local-lvm:4,cache=unsafe,discard=on,ssd=1`): the
 //    default key's bare value first, then KEY=VALUE pairs in the order given.
-// And the task ids (UPIDs) long operations answer with.
+// And the task ids (UPIDs) long operations answer with, and a VM config's
+// values read as text.
 //
 // Pure functions over data: no I/O, testable without a server.
 #pragma once
@@ -32,6 +33,10 @@ std::string pve_path(std::initializer_list<std::string_view> segments);
 // PVE's spelling of a number ("12.5", "100", "1e+21"): the shortest text
 // that reads back as the same double. Empty for NaN and infinities.
 std::string pve_number_text(double value);
+
+// A VM config's value of `key` (GET .../config) as text: PVE gives numbers
+// as numbers ("cores": 2), the rest as strings. nullopt when it has none.
+std::optional<std::string> pve_config_text(const Json& config, const std::string& key);
 
 // PVE's value formats (pve-common's JSONSchema), for values disksweep puts in
 // front of PVE on a user's behalf:
