@@ -40,6 +40,9 @@ test_packages=(
   # the MariaDB workload runners' integration test: a real server, sql-bench's
   # Perl DBI driver, sysbench (the same packages as guest/packages-mariadb.txt)
   mariadb-server mariadb-client libdbi-perl libdbd-mariadb-perl sysbench
+  # the pgbench runner's integration test: Debian's PostgreSQL (as in
+  # guest/packages-mariadb.txt), its server, psql and pgbench
+  postgresql
   # the rbd storage backend (rbd/ceph tools) and its real test: a throwaway
   # single-node Ceph (tests/support/ceph/), QEMU's rbd driver; iptables sends
   # its traffic through netdelay.py when it emulates a network delay

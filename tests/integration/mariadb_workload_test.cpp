@@ -7,7 +7,6 @@
 #include "guestagent/mariadb_workload.h"
 
 #include <signal.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -22,6 +21,7 @@
 #include "guestagent/guest_system.h"
 #include "guestagent/ledger_workload.h"
 #include "guestagent/workload.h"
+#include "support/loop_mount.h"
 #include "support/skip.h"
 #include "support/temp_dir.h"
 
@@ -88,57 +88,10 @@ void skip_unless_prerequisites() {
     }
 }
 
-// The mkfs of each file system type a test formats.
-std::vector<std::string> mkfs_argv(const std::string& fs_type, const std::string& device) {
-    if (fs_type == "xfs") return {"mkfs.xfs", "-q", "-f", device};
-    return {"mkfs.ext4", "-q", "-F", device};
-}
-
-// ext4 (or `fs_type`) on a loop device over a sparse file, mounted on
-// dir/mnt; unmounted and detached at the end.
-class Ext4LoopMount {
-  public:
-    Ext4LoopMount(const fs::path& dir, std::uintmax_t bytes, const std::string& fs_type = "ext4")
-        : mount_point_(dir / "mnt") {
-        const fs::path backing = dir / "disk.img";
-        { std::ofstream create(backing); }
-        fs::resize_file(backing, bytes);
-        fs::create_directories(mount_point_);
-        auto attached =
-            runner_.run({"losetup", "--find", "--show", backing.string()}, kToolTimeout);
-        REQUIRE(attached.ok());
-        REQUIRE(attached->exit_code == 0);
-        device_ = attached->stdout_text.substr(0, attached->stdout_text.find('\n'));
-        auto made = runner_.run(mkfs_argv(fs_type, device_), kToolTimeout);
-        REQUIRE(made.ok());
-        REQUIRE(made->exit_code == 0);
-        REQUIRE(::mount(device_.c_str(), mount_point_.c_str(), fs_type.c_str(), 0, nullptr) == 0);
-        mounted_ = true;
-    }
-    ~Ext4LoopMount() {
-        if (mounted_) ::umount2(mount_point_.c_str(), MNT_DETACH);
-        if (!device_.empty()) (void)runner_.run({"losetup", "-d", device_}, kToolTimeout);
-    }
-    std::string path() const { return mount_point_.string(); }
-    // Unmounts (a clean shutdown) and hands out the device, still attached
-    // until the end.
-    std::string release_mount() {
-        if (mounted_) REQUIRE(::umount2(mount_point_.c_str(), 0) == 0);
-        mounted_ = false;
-        return device_;
-    }
-
-  private:
-    ds::RealProcessRunner runner_;
-    fs::path mount_point_;
-    std::string device_;
-    bool mounted_ = false;
-};
-
 struct Setup {
     ds::test::TempDir dir;
     ds::RealProcessRunner runner;
-    Ext4LoopMount disk;
+    ds::test::LoopMount disk;
     std::vector<std::string> progress;
     WorkloadContext ctx{runner, "", "", 300s, {}};
 
