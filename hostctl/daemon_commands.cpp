@@ -20,14 +20,16 @@ ExitCode hosts_check(Invocation& invocation) {
     if (ExitCode printed = print_reply(invocation, reply, format_host_check);
         printed != ExitCode::kOk)
         return printed;
-    const Json& check = reply.body.value("check", Json::object());
-    const bool ready = check.contains("ready") ? check.value("ready", false)
-                                               : check.value("state", "") == "connected";
+    // A Proxmox host says whether it is ready; any other host is when connected.
+    const auto answer = api::decode<api::HostCheckReply>(reply.body);
+    if (!answer.ok()) return invocation.fail_to_read(answer.error());
+    const api::HostCheck& check = answer->check;
+    const bool ready = check.ready ? *check.ready : check.state == "connected";
     return ready ? ExitCode::kOk : ExitCode::kFailed;
 }
 
 // The daemon's versions next to hostctl's own.
-std::string format_versions(const Json& reply) {
+std::string format_versions(const api::VersionReply& reply) {
     return format_version(reply, disksweep_version());
 }
 

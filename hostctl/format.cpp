@@ -22,6 +22,14 @@ std::string pad_right(const std::string& text, std::size_t width) {
     return shown >= width ? text : text + std::string(width - shown, ' ');
 }
 
+std::string shown(const std::optional<std::string>& text, std::string_view fallback) {
+    return text && !text->empty() ? *text : std::string(fallback);
+}
+
+std::string shown(const std::optional<std::int64_t>& number, std::string_view fallback) {
+    return number ? std::to_string(*number) : std::string(fallback);
+}
+
 std::string percent_text(double fraction) {
     return format_fixed(fraction * 100, fraction * 100 < 1 ? 1 : 0) + "%";
 }

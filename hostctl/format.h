@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +56,12 @@ using json_read::number_field;
 using json_read::string_list;
 using json_read::text_field;
 using json_read::text_of;
+
+// A field of a typed reply (common/api/) as the printers show it: text as
+// it is, a number as JSON writes it; `fallback` when absent, and for ""
+// (as text_of reads the raw JSON).
+std::string shown(const std::optional<std::string>& text, std::string_view fallback = "-");
+std::string shown(const std::optional<std::int64_t>& number, std::string_view fallback = "-");
 
 // "mean ± stddev" rounded to the spread, and a setting's value as a spec
 // writes it: common/compare_text.h (the daemon's HTML report shows the same).

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/api/json_codec.h"
 #include "hostctl/commands.h"
 #include "hostctl/daemon_client.h"
 
@@ -51,6 +52,11 @@ struct Invocation {
         err << "hostctl: " << failure.message << "\n";
         return failure.kind == ApiFailure::Kind::kUnreachable ? ExitCode::kUnreachable
                                                               : ExitCode::kFailed;
+    }
+    // Says why the daemon's answer does not decode (common/api/json_codec.h).
+    ExitCode fail_to_read(const Error& error) const {
+        err << "hostctl: cannot read disksweepd's answer: " << error.message << "\n";
+        return ExitCode::kFailed;
     }
     // --json prints the API's answer as one line of JSON (so that a
     // `sweep submit --wait --json` is NDJSON as a whole).
@@ -92,6 +98,28 @@ ExitCode print_reply(Invocation& invocation, const ApiReply& reply,
 // GETs `target` and prints its answer as print_reply does.
 ExitCode print_get(Invocation& invocation, const std::string& target,
                    std::string (*format)(const Json&));
+
+// Prints a typed answer: its JSON as the daemon sent it with --json, else
+// `format` of it decoded as Reply; the API call's failure when it failed,
+// and why the answer does not decode when it does not.
+template <api::DecodableMessage Reply>
+ExitCode print_reply(Invocation& invocation, const ApiReply& reply,
+                     std::string (*format)(const Reply&)) {
+    if (!reply.ok()) return invocation.fail(reply);
+    if (invocation.json_output) {
+        invocation.print_json(reply.body);
+        return ExitCode::kOk;
+    }
+    auto decoded = api::decode<Reply>(reply.body);
+    if (!decoded.ok()) return invocation.fail_to_read(decoded.error());
+    invocation.out << format(decoded.value());
+    return ExitCode::kOk;
+}
+template <api::DecodableMessage Reply>
+ExitCode print_get(Invocation& invocation, const std::string& target,
+                   std::string (*format)(const Reply&)) {
+    return print_reply(invocation, invocation.client.get(target), format);
+}
 
 // `text` as one URI query component: RFC 3986 unreserved characters as
 // they are, every other byte as %XX.

@@ -6,12 +6,11 @@
 #include "common/text.h"
 
 namespace ds::hostctl {
-std::string format_version(const Json& reply, std::string_view client_version) {
+std::string format_version(const api::VersionReply& reply, std::string_view client_version) {
     std::string text = "hostctl " + std::string(client_version) + "\n";
-    text +=
-        "disksweepd " + text_field(reply, "version") + " (API " + text_field(reply, "api") + ")\n";
-    std::vector<std::string> capabilities = string_list(field(reply, "capabilities"));
-    if (!capabilities.empty()) text += "capabilities: " + join(capabilities, ", ") + "\n";
+    text += "disksweepd " + shown(reply.version) + " (API " + shown(reply.api) + ")\n";
+    if (!reply.capabilities.empty())
+        text += "capabilities: " + join(reply.capabilities, ", ") + "\n";
     return text;
 }
 
@@ -151,25 +150,20 @@ std::string format_status(const Json& reply) {
     return out;
 }
 
-std::string format_host_check(const Json& reply) {
-    const Json& check = field(reply, "check");
-    const std::string name = text_field(reply, "host", "?");
-    if (!check.is_object() || !check.contains("ready")) {
+std::string format_host_check(const api::HostCheckReply& reply) {
+    const api::HostCheck& check = reply.check;
+    const std::string name = shown(reply.host, "?");
+    if (!check.ready) {
         // A host with nothing to check but its connection (libvirt).
-        const std::string state = text_field(check, "state", "?");
-        std::string out = name + ": " + state;
-        if (const std::string error = text_field(check, "error", ""); !error.empty())
-            out += ": " + single_line(error);
+        std::string out = name + ": " + shown(check.state, "?");
+        if (check.error && !check.error->empty()) out += ": " + single_line(*check.error);
         return out + "\n";
     }
-    std::string out = name + ": Proxmox VE " + text_field(check, "proxmox", "?") + " (rules of " +
-                      text_field(check, "rules", "?") +
-                      "): " + (check.value("ready", false) ? "ready to sweep" : "CANNOT SWEEP") +
-                      "\n";
-    out += "QEMU monitor: " + text_field(check, "monitor", "?") + "\n";
-    const std::string report = text_field(check, "report", "");
-    if (!report.empty()) out += report;
-    return out;
+    std::string out = name + ": Proxmox VE " + shown(check.proxmox, "?") + " (rules of " +
+                      shown(check.rules, "?") +
+                      "): " + (*check.ready ? "ready to sweep" : "CANNOT SWEEP") + "\n";
+    out += "QEMU monitor: " + shown(check.monitor, "?") + "\n";
+    return out + check.report.value_or("");
 }
 
 }  // namespace ds::hostctl

@@ -6,12 +6,14 @@
 #include <string>
 #include <string_view>
 
+#include "common/api/hosts.h"
+#include "common/api/version.h"
 #include "hostctl/format.h"
 
 namespace ds::hostctl {
 
 // GET /v1/version reply, next to hostctl's own version.
-std::string format_version(const Json& reply, std::string_view client_version);
+std::string format_version(const api::VersionReply& reply, std::string_view client_version);
 // GET /v1/status: instance (and its names' prefix), acceleration (and why),
 // hypervisor, guest image, paths.
 std::string format_status(const Json& reply);
@@ -19,6 +21,6 @@ std::string format_status(const Json& reply);
 // `hosts check NAME` (GET /v1/hosts/check): the host's answer; for a
 // Proxmox host its release, whether the token can sweep, what it lacks and
 // the pveum lines that grant it.
-std::string format_host_check(const Json& reply);
+std::string format_host_check(const api::HostCheckReply& reply);
 
 }  // namespace ds::hostctl

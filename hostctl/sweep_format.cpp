@@ -130,11 +130,10 @@ std::string format_sweep_show(const Json& reply) {
     return text;
 }
 
-std::string format_cancelled(const Json& reply) {
-    const Json& sweep = field(reply, "sweep");
-    RunCounts counts = parse_counts(field(sweep, "counts"));
-    std::string text = "sweep " + text_field(sweep, "id") + " " + text_field(sweep, "status");
-    if (field(sweep, "counts").is_object()) text += " (" + counts_phrase(counts) + ")";
+std::string format_cancelled(const api::CancelReply& reply) {
+    const api::SweepSummary& sweep = reply.sweep;
+    std::string text = "sweep " + shown(sweep.id) + " " + shown(sweep.status);
+    if (sweep.counts) text += " (" + counts_phrase(*sweep.counts) + ")";
     return text + "\n";
 }
 

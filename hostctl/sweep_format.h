@@ -5,20 +5,14 @@
 
 #include <string>
 
+#include "common/api/sweeps.h"
 #include "hostctl/format.h"
 
 namespace ds::hostctl {
 
-// Per-status run counts of a sweep, as the API sends them.
-struct RunCounts {
-    long pending = 0;
-    long running = 0;
-    long succeeded = 0;
-    long failed = 0;
-    long timed_out = 0;  // stopped at the workload's time limit
-    long cancelled = 0;
-    long done() const { return succeeded + failed + timed_out + cancelled; }
-};
+// Per-status run counts of a sweep, as the API sends them; parse_counts
+// reads an event's (sweep_progress.h), each absent or mistyped count as 0.
+using api::RunCounts;
 RunCounts parse_counts(const Json& counts);
 
 // "3 succeeded, 1 failed, 0 cancelled" (timed out runs named when any).
@@ -34,6 +28,6 @@ std::string format_sweep_list(const Json& reply);
 // column shows the settings that differ between the sweep's runs.
 std::string format_sweep_show(const Json& reply);
 // POST /v1/sweeps/{id}/cancel reply.
-std::string format_cancelled(const Json& reply);
+std::string format_cancelled(const api::CancelReply& reply);
 
 }  // namespace ds::hostctl

@@ -4,6 +4,9 @@
 #include <set>
 #include <thread>
 
+#include "common/api/hosts.h"
+#include "common/api/sweeps.h"
+#include "common/api/version.h"
 #include "common/clock.h"
 #include "common/version.h"
 #include "common/workload_kind.h"
@@ -109,16 +112,35 @@ Result<std::int64_t> parse_id(const std::string& text, const char* what) {
     return value;
 }
 
-Result<Json> sweep_summary(Store& store, const SweepRecord& sweep, Scheduler* scheduler) {
-    Json json = to_json(sweep);
-    auto counts = store.run_counts(sweep.id);
-    if (!counts.ok()) return counts.error();
-    json["counts"] = counts.value();
+// An unset timestamp or reason ("" in the store) is absent in the API.
+std::optional<std::string> unless_empty(const std::string& text) {
+    return text.empty() ? std::nullopt : std::optional(text);
+}
+
+// The sweep as the API shows it: its record, its run counts and the
+// scheduler's estimate of the time left (when it has one).
+Result<api::SweepSummary> sweep_summary(Store& store, const SweepRecord& sweep,
+                                        Scheduler* scheduler) {
+    api::SweepSummary summary;
+    summary.id = sweep.id;
+    summary.name = sweep.name;
+    summary.status = to_string(sweep.status);
+    summary.created_at = unless_empty(sweep.created_at);
+    summary.started_at = unless_empty(sweep.started_at);
+    summary.finished_at = unless_empty(sweep.finished_at);
+    summary.total_runs = sweep.total_runs;
+    summary.spec_source = sweep.spec_source;
+    summary.spec_toml = sweep.spec_toml;
+    summary.dropped = sweep.dropped;
+    summary.varying_axes = sweep.varying_axes.get<std::vector<std::string>>();
+    DS_ASSIGN_OR_RETURN(const auto counts, store.run_counts(sweep.id));
+    // The store counts every status by its spelling, RunCounts' keys.
+    DS_ASSIGN_OR_RETURN(summary.counts, api::RunCounts::from_json(Json(counts)));
     if (scheduler) {
         double eta = scheduler->eta_seconds(sweep.id);
-        if (eta >= 0) json["eta_s"] = eta;
+        if (eta >= 0) summary.eta_s = eta;
     }
-    return json;
+    return summary;
 }
 
 class Api;
@@ -191,9 +213,9 @@ class Api {
     friend std::span<const ApiRoute> routes();
 
     Result<http::Response> version(const RouteCall&) {
-        return json_response({{"api", kApiVersion},
-                              {"version", std::string(disksweep_version())},
-                              {"capabilities", capabilities()}});
+        return json_response(to_json(api::VersionReply{.api = kApiVersion,
+                                                       .version = std::string(disksweep_version()),
+                                                       .capabilities = capabilities()}));
     }
 
     Result<http::Response> status(const RouteCall&) {
@@ -209,8 +231,9 @@ class Api {
         DS_ASSIGN_OR_RETURN(const std::string host,
                             call.query.required("name", "the host, as hostctl status lists it"));
         if (!ctx_.check_host) return make_error(errc::kNotFound, "no host '" + host + "'");
-        DS_ASSIGN_OR_RETURN(auto answer, ctx_.check_host(host));
-        return json_response({{"host", host}, {"check", answer}});
+        DS_ASSIGN_OR_RETURN(const Json answer, ctx_.check_host(host));
+        DS_ASSIGN_OR_RETURN(api::HostCheck check, api::HostCheck::from_json(answer));
+        return json_response(to_json(api::HostCheckReply{.host = host, .check = std::move(check)}));
     }
 
     Result<http::Response> list_sweeps(const RouteCall&) {
@@ -220,7 +243,7 @@ class Api {
         for (const auto& sweep : sweeps.value()) {
             auto summary = sweep_summary(*ctx_.store, sweep, ctx_.scheduler);
             if (!summary.ok()) return summary.error();
-            list.push_back(summary.value());
+            list.push_back(to_json(summary.value()));
         }
         return json_response({{"sweeps", list}});
     }
@@ -267,7 +290,7 @@ class Api {
         if (!sweep.ok()) return sweep.error();
         auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
         if (!summary.ok()) return summary.error();
-        return json_response({{"sweep", summary.value()},
+        return json_response({{"sweep", to_json(summary.value())},
                               {"dropped", sweep->dropped},
                               {"varying_axes", sweep->varying_axes},
                               {"skipped_by_filesystems", submission->skipped_pairs},
@@ -282,10 +305,10 @@ class Api {
         if (!sweep.ok()) return sweep.error();
         auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
         if (!summary.ok()) return summary.error();
-        summary.value()["round_decisions"] = sweep->round_decisions;
+        summary->round_decisions = sweep->round_decisions;
         auto page = runs_page(call.query, id.value());
         if (!page.ok()) return page.error();
-        page.value()["sweep"] = std::move(summary).value();
+        page.value()["sweep"] = to_json(summary.value());
         return json_response(page.value());
     }
 
@@ -329,11 +352,10 @@ class Api {
         auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
         DS_TRY(ctx_.scheduler->cancel(id.value()));
-        auto sweep = ctx_.store->get_sweep(id.value());
-        if (!sweep.ok()) return sweep.error();
-        auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
-        if (!summary.ok()) return summary.error();
-        return json_response({{"sweep", summary.value()}});
+        DS_ASSIGN_OR_RETURN(const SweepRecord sweep, ctx_.store->get_sweep(id.value()));
+        DS_ASSIGN_OR_RETURN(api::SweepSummary summary,
+                            sweep_summary(*ctx_.store, sweep, ctx_.scheduler));
+        return json_response(to_json(api::CancelReply{std::move(summary)}));
     }
 
     Result<http::Response> show_run(const RouteCall& call) {
@@ -457,8 +479,8 @@ class Api {
                              {"total_runs", current->total_runs},
                              {"time", utc_now_iso8601()}};
             if (summary.ok()) {
-                snapshot["counts"] = (*summary)["counts"];
-                if (summary->contains("eta_s")) snapshot["eta_s"] = (*summary)["eta_s"];
+                snapshot["counts"] = to_json(*summary->counts);
+                if (summary->eta_s) snapshot["eta_s"] = *summary->eta_s;
             }
             if (!sink.write(json_line(snapshot))) return;
             const SweepStatus status = current->status;
@@ -467,7 +489,7 @@ class Api {
                             {"sweep_id", sweep_id},
                             {"status", status},
                             {"time", utc_now_iso8601()}};
-                if (summary.ok()) end["counts"] = (*summary)["counts"];
+                if (summary.ok()) end["counts"] = to_json(*summary->counts);
                 sink.write(json_line(end));
                 return;
             }
@@ -491,11 +513,11 @@ class Api {
 
     // GET /v1/version's capabilities: api_capabilities() with each
     // generated one's pattern expanded, in the table's order.
-    Json capabilities() const {
-        Json list = Json::array();
+    std::vector<std::string> capabilities() const {
+        std::vector<std::string> list;
         for (const Capability& capability : api_capabilities()) {
             if (capability.source == CapabilitySource::kFixed) {
-                list.push_back(capability.name);
+                list.emplace_back(capability.name);
                 continue;
             }
             const std::string_view prefix =
