@@ -62,9 +62,11 @@ std::string not_checked_section(const Json& verification) {
 
 }  // namespace
 
-std::string format_run(const Json& reply) {
-    const Json& run = field(reply, "run");
-    if (!run.is_object()) return "no run in the daemon's answer\n";
+std::string format_run(const api::RunShowReply& reply) {
+    if (!reply.run) return "no run in the daemon's answer\n";
+    // Printed generically, key by key: a field absent from the reply is null
+    // here, and a null field is not shown.
+    const Json run = to_json(*reply.run);
 
     std::string text = "run " + text_field(run, "id") + " of sweep " + text_field(run, "sweep_id") +
                        ": " + text_field(run, "status") + "\n";

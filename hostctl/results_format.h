@@ -4,13 +4,14 @@
 
 #include <string>
 
+#include "common/api/runs.h"
 #include "hostctl/format.h"
 
 namespace ds::hostctl {
 
 // GET /v1/runs/{id} reply: scalar fields, then each object field as an
 // aligned section; raw_output only by size (it is in --json).
-std::string format_run(const Json& reply);
+std::string format_run(const api::RunShowReply& reply);
 // GET /v1/configurations/{id}/apply reply: its "snippet" as it is (the
 // format's own comment lines carry the warnings and notes, so the output
 // redirected into a file is a valid snippet).

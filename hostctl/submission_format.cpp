@@ -11,9 +11,9 @@ namespace {
 
 // "warning: TEXT" per line of the daemon's warnings of a submission; ""
 // when none (or an older daemon's answer without them).
-std::string warnings_text(const Json& warnings) {
+std::string warnings_text(const std::vector<std::string>& warnings) {
     std::string text;
-    for (const std::string& warning : string_list(warnings)) text += "warning: " + warning + "\n";
+    for (const std::string& warning : warnings) text += "warning: " + warning + "\n";
     return text;
 }
 
@@ -43,8 +43,7 @@ std::string dropped_text(const Json& dropped, const std::vector<std::string>& ax
 // "N (configuration, workload) pairs LEFT_OUT by their workload's
 // `filesystems`": the pairs of the spec that their workload's list of
 // filesystems leaves out; "" when none.
-std::string skipped_pairs_text(const Json& reply, std::string_view left_out) {
-    const long skipped = integer_field(reply, "skipped_by_filesystems");
+std::string skipped_pairs_text(long skipped, std::string_view left_out) {
     if (skipped <= 0) return "";
     return plural(skipped, "(configuration, workload) pair", "(configuration, workload) pairs") +
            " " + std::string(left_out) + " by their workload's `filesystems`\n";
@@ -113,19 +112,16 @@ std::string plan_estimate_text(const Json& reply) {
 
 }  // namespace
 
-std::string format_submitted(const Json& reply) {
-    const Json& sweep = field(reply, "sweep");
-    std::string text =
-        "sweep " + text_field(sweep, "id") + " \"" + text_field(sweep, "name", "") +
-        "\" submitted: " + plural(integer_field(sweep, "total_runs"), "run", "runs") + ", " +
-        text_field(sweep, "status", to_string(SweepStatus::kQueued)) + "\n";
-    std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
-    if (axes.empty()) axes = string_list(field(sweep, "varying_axes"));
+std::string format_submitted(const api::SweepSubmitReply& reply) {
+    const api::SweepSummary& sweep = reply.sweep;
+    std::string text = "sweep " + shown(sweep.id) + " \"" + shown(sweep.name, "") +
+                       "\" submitted: " + plural(sweep.total_runs.value_or(0), "run", "runs") +
+                       ", " + shown(sweep.status, to_string(SweepStatus::kQueued)) + "\n";
+    const std::vector<std::string>& axes =
+        reply.varying_axes.empty() ? sweep.varying_axes : reply.varying_axes;
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
-    text += skipped_pairs_text(reply, "not run: left out");
-
-    return text + warnings_text(field(reply, "warnings")) +
-           dropped_text(field(reply, "dropped"), axes);
+    text += skipped_pairs_text(reply.skipped_by_filesystems.value_or(0), "not run: left out");
+    return text + warnings_text(reply.warnings) + dropped_text(reply.dropped, axes);
 }
 
 std::string format_sweep_plan(const Json& reply) {
@@ -146,12 +142,12 @@ std::string format_sweep_plan(const Json& reply) {
                 " rounds) while a configuration's 95% CI is wider than ±" + percent_text(*target) +
                 " of its mean\n";
     }
-    text += skipped_pairs_text(reply, "left out");
+    text += skipped_pairs_text(integer_field(reply, "skipped_by_filesystems"), "left out");
     const std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
     if (config_count > 0) text += "\n" + plan_configurations_table(configurations, axes) + "\n";
     text += dropped_text(field(reply, "dropped"), axes);
-    text += warnings_text(field(reply, "warnings"));
+    text += warnings_text(string_list(field(reply, "warnings")));
     text += plan_estimate_text(reply);
     if (const Json& refused = field(reply, "refused"); refused.is_string())
         text += "this daemon would refuse it: " + single_line(refused.get<std::string>()) + "\n";

@@ -5,13 +5,14 @@
 
 #include <string>
 
+#include "common/api/sweeps.h"
 #include "hostctl/format.h"
 
 namespace ds::hostctl {
 
 // POST /v1/sweeps reply: id, name, run count, varying axes, dropped
 // combinations with their reasons.
-std::string format_submitted(const Json& reply);
+std::string format_submitted(const api::SweepSubmitReply& reply);
 // POST /v1/sweeps/plan reply: the run count, the configurations (the varying
 // settings as columns, a "!" column naming durability risks), the dropped
 // combinations with their reasons, and the estimated duration with how many

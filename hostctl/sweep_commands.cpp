@@ -51,18 +51,20 @@ ExitCode sweep_submit(Invocation& invocation) {
     const ApiReply& reply = *posted;
     if (!reply.ok()) return invocation.fail(reply);
     // --quiet: the summary line names the sweep; what was scheduled is not news.
-    if (!invocation.flag("quiet")) print_reply(invocation, reply, format_submitted);
+    if (!invocation.flag("quiet")) {
+        if (ExitCode printed = print_reply(invocation, reply, format_submitted);
+            printed != ExitCode::kOk)
+            return printed;
+    }
     if (!invocation.flag("wait")) return ExitCode::kOk;
 
-    Json id;
-    if (reply.body.is_object() && reply.body.contains("sweep") && reply.body["sweep"].is_object()) {
-        id = reply.body["sweep"].value("id", Json());
-    }
-    if (!id.is_number_integer()) {
+    const auto submitted = api::decode<api::SweepSubmitReply>(reply.body);
+    if (!submitted.ok()) return invocation.fail_to_read(submitted.error());
+    if (!submitted->sweep.id) {
         invocation.err << "hostctl: disksweepd's answer names no sweep id to wait for\n";
         return ExitCode::kFailed;
     }
-    const long sweep_id = id.get<long>();
+    const long sweep_id = *submitted->sweep.id;
     ExitCode outcome = watch_sweep(invocation, sweep_id);
     if (outcome != ExitCode::kOk && outcome != ExitCode::kFailed) return outcome;
     if (!invocation.json_output) invocation.out << "\n";
@@ -80,11 +82,12 @@ ExitCode sweep_list(Invocation& invocation) {
     return print_get(invocation, "/v1/sweeps", format_sweep_list);
 }
 
-// "?limit=N&after=SEQ" from --limit and --after (each a non-negative
-// integer), "" when neither is given; nullopt after a usage error.
-std::optional<std::string> page_query(Invocation& invocation) {
-    std::string query;
-    for (const char* name : {"limit", "after"}) {
+// The page --limit and --after ask for (each a non-negative integer);
+// nullopt after a usage error.
+std::optional<api::RunsPageRequest> page_request(Invocation& invocation) {
+    api::RunsPageRequest request;
+    for (auto [name, target] :
+         {std::pair{"limit", &request.limit}, std::pair{"after", &request.after}}) {
         const std::string text = invocation.value(name);
         if (text.empty()) continue;
         long number = 0;
@@ -94,17 +97,18 @@ std::optional<std::string> page_query(Invocation& invocation) {
                                    " must be a non-negative integer, not '" + text + "'");
             return std::nullopt;
         }
-        query += (query.empty() ? "?" : "&") + std::string(name) + "=" + std::to_string(number);
+        *target = number;
     }
-    return query;
+    return request;
 }
 
 ExitCode sweep_show(Invocation& invocation) {
     auto id = id_argument(invocation, "ID");
     if (!id) return ExitCode::kUsage;
-    auto query = page_query(invocation);
-    if (!query) return ExitCode::kUsage;
-    return print_get(invocation, "/v1/sweeps/" + std::to_string(*id) + *query, format_sweep_show);
+    auto page = page_request(invocation);
+    if (!page) return ExitCode::kUsage;
+    return print_get(invocation, "/v1/sweeps/" + std::to_string(*id) + page->query(),
+                     format_sweep_show);
 }
 
 ExitCode sweep_cancel(Invocation& invocation) {

@@ -8,19 +8,11 @@
 namespace ds::hostctl {
 namespace {
 
-// A run's full settings: the API calls them "config" (older drafts "settings").
-const Json& run_settings(const Json& run) {
-    const Json& config = field(run, "config");
-    return config.is_object() ? config : field(run, "settings");
-}
-
 // A run's workload name: "workload_name", or "workload" when that is a name.
-std::string run_workload(const Json& run) {
-    const Json& name = field(run, "workload_name");
-    if (name.is_string()) return text_of(name);
-    const Json& workload = field(run, "workload");
-    if (workload.is_object()) return text_field(workload, "name");
-    return text_of(workload);
+std::string run_workload(const api::RunEntry& run) {
+    if (run.workload_name) return shown(run.workload_name);
+    if (run.workload.is_object()) return text_field(run.workload, "name");
+    return text_of(run.workload);
 }
 
 }  // namespace
@@ -49,83 +41,95 @@ RunCounts parse_counts(const Json& counts) {
     return parsed;
 }
 
-std::string format_sweep_list(const Json& reply) {
-    const Json& sweeps = field(reply, "sweeps");
-    if (!sweeps.is_array() || sweeps.empty()) return "no sweeps\n";
+std::string format_sweep_list(const api::SweepListReply& reply) {
+    if (reply.sweeps.empty()) return "no sweeps\n";
     Table table({{"id", Align::kRight},
                  {"name"},
                  {"status"},
                  {"done", Align::kRight},
                  {"failed", Align::kRight},
                  {"created"}});
-    for (const auto& sweep : sweeps) {
-        RunCounts counts = parse_counts(field(sweep, "counts"));
-        table.add_row({text_field(sweep, "id"), text_field(sweep, "name"),
-                       text_field(sweep, "status"),
-                       std::to_string(counts.done()) + "/" +
-                           std::to_string(integer_field(sweep, "total_runs")),
-                       std::to_string(counts.failed), text_field(sweep, "created_at")});
+    for (const api::SweepSummary& sweep : reply.sweeps) {
+        const RunCounts counts = sweep.counts.value_or(RunCounts{});
+        table.add_row(
+            {shown(sweep.id), shown(sweep.name), shown(sweep.status),
+             std::to_string(counts.done()) + "/" + std::to_string(sweep.total_runs.value_or(0)),
+             std::to_string(counts.failed), shown(sweep.created_at)});
     }
     return table.render();
 }
 
-std::string format_sweep_show(const Json& reply) {
-    const Json& sweep = field(reply, "sweep");
-    const Json& runs = field(reply, "runs");
-    RunCounts counts = parse_counts(field(sweep, "counts"));
-    std::string text = "sweep " + text_field(sweep, "id") + " \"" + text_field(sweep, "name", "") +
-                       "\": " + text_field(sweep, "status") + ", " + std::to_string(counts.done()) +
-                       "/" + std::to_string(integer_field(sweep, "total_runs")) + " runs done (" +
-                       counts_phrase(counts) + ")";
-    if (auto eta = number_field(sweep, "eta_s")) text += ", ETA " + format_duration(*eta);
-    text += "\ncreated " + text_field(sweep, "created_at") + "\n";
-    // Adaptive repetitions: each decision after a round, with its reason.
-    if (const Json& decisions = field(sweep, "round_decisions"); decisions.is_array()) {
-        for (const auto& decision : decisions) text += round_decision_text(decision) + "\n";
-    }
-    if (!runs.is_array() || runs.empty()) return text + "no runs\n";
+namespace {
 
-    // The settings that tell this sweep's configurations apart.
-    std::vector<std::string> differing;
+// The sweep's line, when it was created, and its round decisions.
+std::string sweep_heading(const api::SweepSummary& sweep) {
+    const RunCounts counts = sweep.counts.value_or(RunCounts{});
+    std::string text = "sweep " + shown(sweep.id) + " \"" + shown(sweep.name, "") +
+                       "\": " + shown(sweep.status) + ", " + std::to_string(counts.done()) + "/" +
+                       std::to_string(sweep.total_runs.value_or(0)) + " runs done (" +
+                       counts_phrase(counts) + ")";
+    if (sweep.eta_s) text += ", ETA " + format_duration(*sweep.eta_s);
+    text += "\ncreated " + shown(sweep.created_at) + "\n";
+    // Adaptive repetitions: each decision after a round, with its reason.
+    if (sweep.round_decisions && sweep.round_decisions->is_array()) {
+        for (const auto& decision : *sweep.round_decisions)
+            text += round_decision_text(decision) + "\n";
+    }
+    return text;
+}
+
+// The settings that tell the runs' configurations apart: the sweep's
+// varying axes, then any other setting with more than one value.
+std::vector<std::string> differing_settings(const api::SweepSummary& sweep,
+                                            const std::vector<api::RunEntry>& runs) {
     std::map<std::string, std::set<std::string>> values_by_key;
-    for (const auto& run : runs) {
-        const Json& settings = run_settings(run);
-        if (!settings.is_object()) continue;
-        for (const auto& item : settings.items())
+    for (const api::RunEntry& run : runs) {
+        if (!run.config.is_object()) continue;
+        for (const auto& item : run.config.items())
             values_by_key[item.key()].insert(item.value().dump());
     }
-    std::vector<std::string> axes = string_list(field(sweep, "varying_axes"));
+    std::vector<std::string> axes = sweep.varying_axes;
     for (const auto& [key, values] : values_by_key) {
         if (values.size() > 1 && std::find(axes.begin(), axes.end(), key) == axes.end()) {
             axes.push_back(key);
         }
     }
+    std::vector<std::string> differing;
     for (const auto& axis : axes) {
-        auto it = values_by_key.find(axis);
-        if (it != values_by_key.end()) differing.push_back(axis);
+        if (values_by_key.contains(axis)) differing.push_back(axis);
     }
+    return differing;
+}
 
+}  // namespace
+
+std::string format_sweep_show(const api::SweepShowReply& reply) {
+    const api::SweepSummary& sweep = reply.sweep;
+    const std::vector<api::RunEntry>& runs = reply.page.runs;
+    std::string text = sweep_heading(sweep);
+    if (runs.empty()) return text + "no runs\n";
+
+    const std::vector<std::string> differing = differing_settings(sweep, runs);
     Table table({{"id", Align::kRight},
                  {"config"},
                  {"workload"},
                  {"rep", Align::kRight},
                  {"status"},
                  {"reason"}});
-    for (const auto& run : runs) {
-        std::string config = settings_summary(run_settings(run), differing);
-        if (config.empty()) config = text_field(run, "config_id").substr(0, 12);
+    for (const api::RunEntry& run : runs) {
+        std::string config = settings_summary(run.config, differing);
+        if (config.empty()) config = shown(run.config_id).substr(0, 12);
         // A repeated attempt (the daemon stopped during an earlier one) says so.
-        std::string repetition = text_field(run, "repetition");
-        if (const Json& attempt = field(run, "attempt"); attempt.is_number() && attempt > 1)
-            repetition += " (attempt " + text_field(run, "attempt") + ")";
-        table.add_row({text_field(run, "id"), config, run_workload(run), repetition,
-                       text_field(run, "status"),
-                       single_line(text_field(run, "failure_reason", ""))});
+        std::string repetition = shown(run.repetition);
+        if (run.attempt && *run.attempt > 1)
+            repetition += " (attempt " + std::to_string(*run.attempt) + ")";
+        table.add_row({shown(run.id), config, run_workload(run), repetition, shown(run.status),
+                       single_line(shown(run.failure_reason, ""))});
     }
     text += table.render();
-    if (const Json& next = field(reply, "next_after"); next.is_number()) {
-        text += "more runs follow: hostctl sweep show " + text_field(sweep, "id") + " --after " +
-                text_of(next) + "\n";
+    if (reply.page.next_after) {
+        text += "more runs follow: hostctl sweep show " + shown(sweep.id) + " --after " +
+                std::to_string(*reply.page.next_after) + "\n";
     }
     return text;
 }

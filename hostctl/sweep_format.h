@@ -23,10 +23,10 @@ std::string counts_phrase(const RunCounts& counts);
 std::string round_decision_text(const Json& decision);
 
 // GET /v1/sweeps reply.
-std::string format_sweep_list(const Json& reply);
+std::string format_sweep_list(const api::SweepListReply& reply);
 // GET /v1/sweeps/{id} reply: summary line, then one row per run. The config
 // column shows the settings that differ between the sweep's runs.
-std::string format_sweep_show(const Json& reply);
+std::string format_sweep_show(const api::SweepShowReply& reply);
 // POST /v1/sweeps/{id}/cancel reply.
 std::string format_cancelled(const api::CancelReply& reply);
 

@@ -58,6 +58,54 @@ Json to_json(const SweepSummary& sweep) {
     return json;
 }
 
+Result<SweepListReply> SweepListReply::from_json(const Json& json, std::string_view path) {
+    ObjectReader in(json, path);
+    SweepListReply reply;
+    in.read("sweeps", reply.sweeps);
+    return in.finish(std::move(reply));
+}
+
+Json to_json(const SweepListReply& reply) {
+    Json sweeps = Json::array();
+    for (const SweepSummary& sweep : reply.sweeps) sweeps.push_back(to_json(sweep));
+    return {{"sweeps", std::move(sweeps)}};
+}
+
+Result<SweepSubmitReply> SweepSubmitReply::from_json(const Json& json, std::string_view path) {
+    ObjectReader in(json, path);
+    SweepSubmitReply reply;
+    in.read("sweep", reply.sweep);
+    in.read("dropped", reply.dropped);
+    in.read("varying_axes", reply.varying_axes);
+    in.read("skipped_by_filesystems", reply.skipped_by_filesystems);
+    in.read("warnings", reply.warnings);
+    return in.finish(std::move(reply));
+}
+
+Json to_json(const SweepSubmitReply& reply) {
+    return {{"sweep", to_json(reply.sweep)},
+            {"dropped", reply.dropped},
+            {"varying_axes", reply.varying_axes},
+            {"skipped_by_filesystems", value_or_null(reply.skipped_by_filesystems)},
+            {"warnings", reply.warnings}};
+}
+
+Result<SweepShowReply> SweepShowReply::from_json(const Json& json, std::string_view path) {
+    ObjectReader in(json, path);
+    SweepShowReply reply;
+    in.read("sweep", reply.sweep);
+    auto page = RunsPage::from_json(json, path);
+    if (!page.ok()) return page.error();
+    reply.page = std::move(page).value();
+    return in.finish(std::move(reply));
+}
+
+Json to_json(const SweepShowReply& reply) {
+    Json json = to_json(reply.page);
+    json["sweep"] = to_json(reply.sweep);
+    return json;
+}
+
 Result<CancelReply> CancelReply::from_json(const Json& json, std::string_view path) {
     ObjectReader in(json, path);
     CancelReply reply;

@@ -1,5 +1,6 @@
 // A sweep as the API shows it (docs/api.md), and the replies built around
-// it: POST /v1/sweeps/ID/cancel ...
+// it: GET /v1/sweeps, POST /v1/sweeps, GET /v1/sweeps/ID and
+// POST /v1/sweeps/ID/cancel.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "common/api/json_codec.h"
+#include "common/api/runs.h"
 
 namespace ds::api {
 
@@ -53,6 +55,42 @@ struct SweepSummary {
     bool operator==(const SweepSummary&) const = default;
 };
 Json to_json(const SweepSummary& sweep);
+
+// GET /v1/sweeps: every sweep, oldest first.
+struct SweepListReply {
+    std::vector<SweepSummary> sweeps;
+
+    static Result<SweepListReply> from_json(const Json& json, std::string_view path = "");
+    bool operator==(const SweepListReply&) const = default;
+};
+Json to_json(const SweepListReply& reply);
+
+// POST /v1/sweeps (201): the sweep as stored, and what the submitter should
+// know: the combinations dropped as impossible (kept as JSON, as in
+// SweepSummary), the axes that vary, the (configuration, workload) pairs a
+// workload's `filesystems` left out, and the placement warnings.
+struct SweepSubmitReply {
+    SweepSummary sweep;
+    Json dropped;
+    std::vector<std::string> varying_axes;
+    std::optional<std::int64_t> skipped_by_filesystems;
+    std::vector<std::string> warnings;
+
+    static Result<SweepSubmitReply> from_json(const Json& json, std::string_view path = "");
+    bool operator==(const SweepSubmitReply&) const = default;
+};
+Json to_json(const SweepSubmitReply& reply);
+
+// GET /v1/sweeps/ID: the sweep (with its round decisions) and a page of its
+// runs, as GET /v1/sweeps/ID/runs answers it.
+struct SweepShowReply {
+    SweepSummary sweep;
+    RunsPage page;
+
+    static Result<SweepShowReply> from_json(const Json& json, std::string_view path = "");
+    bool operator==(const SweepShowReply&) const = default;
+};
+Json to_json(const SweepShowReply& reply);
 
 // POST /v1/sweeps/ID/cancel: the sweep as it is after the cancel.
 struct CancelReply {

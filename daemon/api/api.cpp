@@ -12,6 +12,7 @@
 #include "common/workload_kind.h"
 #include "common/workload_output.h"
 #include "daemon/api/access.h"
+#include "daemon/api/record_messages.h"
 #include "daemon/api/route_match.h"
 #include "daemon/apply/configuration_apply.h"
 #include "daemon/compare/compare.h"
@@ -112,37 +113,6 @@ Result<std::int64_t> parse_id(const std::string& text, const char* what) {
     return value;
 }
 
-// An unset timestamp or reason ("" in the store) is absent in the API.
-std::optional<std::string> unless_empty(const std::string& text) {
-    return text.empty() ? std::nullopt : std::optional(text);
-}
-
-// The sweep as the API shows it: its record, its run counts and the
-// scheduler's estimate of the time left (when it has one).
-Result<api::SweepSummary> sweep_summary(Store& store, const SweepRecord& sweep,
-                                        Scheduler* scheduler) {
-    api::SweepSummary summary;
-    summary.id = sweep.id;
-    summary.name = sweep.name;
-    summary.status = to_string(sweep.status);
-    summary.created_at = unless_empty(sweep.created_at);
-    summary.started_at = unless_empty(sweep.started_at);
-    summary.finished_at = unless_empty(sweep.finished_at);
-    summary.total_runs = sweep.total_runs;
-    summary.spec_source = sweep.spec_source;
-    summary.spec_toml = sweep.spec_toml;
-    summary.dropped = sweep.dropped;
-    summary.varying_axes = sweep.varying_axes.get<std::vector<std::string>>();
-    DS_ASSIGN_OR_RETURN(const auto counts, store.run_counts(sweep.id));
-    // The store counts every status by its spelling, RunCounts' keys.
-    DS_ASSIGN_OR_RETURN(summary.counts, api::RunCounts::from_json(Json(counts)));
-    if (scheduler) {
-        double eta = scheduler->eta_seconds(sweep.id);
-        if (eta >= 0) summary.eta_s = eta;
-    }
-    return summary;
-}
-
 class Api;
 
 // One row of the route table: what the doc lists, and the handler.
@@ -237,15 +207,14 @@ class Api {
     }
 
     Result<http::Response> list_sweeps(const RouteCall&) {
-        auto sweeps = ctx_.store->list_sweeps();
-        if (!sweeps.ok()) return sweeps.error();
-        Json list = Json::array();
-        for (const auto& sweep : sweeps.value()) {
-            auto summary = sweep_summary(*ctx_.store, sweep, ctx_.scheduler);
-            if (!summary.ok()) return summary.error();
-            list.push_back(to_json(summary.value()));
+        DS_ASSIGN_OR_RETURN(const auto sweeps, ctx_.store->list_sweeps());
+        api::SweepListReply reply;
+        for (const auto& sweep : sweeps) {
+            DS_ASSIGN_OR_RETURN(api::SweepSummary summary,
+                                sweep_summary(*ctx_.store, sweep, ctx_.scheduler));
+            reply.sweeps.push_back(std::move(summary));
         }
-        return json_response({{"sweeps", list}});
+        return json_response(to_json(reply));
     }
 
     // Whether this daemon can run the submission: its backends are configured
@@ -270,8 +239,9 @@ class Api {
     }
 
     // What the submitter should know before the runs go (placement_warnings).
-    Json warnings(const SweepSubmission& submission) const {
-        return ctx_.backends ? Json(placement_warnings(submission, *ctx_.backends)) : Json::array();
+    std::vector<std::string> warnings(const SweepSubmission& submission) const {
+        return ctx_.backends ? placement_warnings(submission, *ctx_.backends)
+                             : std::vector<std::string>();
     }
 
     Result<http::Response> submit_sweep(const RouteCall& call) {
@@ -286,66 +256,51 @@ class Api {
         ctx_.specs->keep(id.value(), std::move(spec));
         auto queued = ctx_.scheduler->submit(id.value(), submission->timeouts);
         if (!queued.ok()) return queued.error();
-        auto sweep = ctx_.store->get_sweep(id.value());
-        if (!sweep.ok()) return sweep.error();
-        auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
-        if (!summary.ok()) return summary.error();
-        return json_response({{"sweep", to_json(summary.value())},
-                              {"dropped", sweep->dropped},
-                              {"varying_axes", sweep->varying_axes},
-                              {"skipped_by_filesystems", submission->skipped_pairs},
-                              {"warnings", warnings(submission.value())}},
-                             201);
+        DS_ASSIGN_OR_RETURN(const SweepRecord sweep, ctx_.store->get_sweep(id.value()));
+        api::SweepSubmitReply reply;
+        DS_ASSIGN_OR_RETURN(reply.sweep, sweep_summary(*ctx_.store, sweep, ctx_.scheduler));
+        reply.dropped = sweep.dropped;
+        reply.varying_axes = reply.sweep.varying_axes;
+        reply.skipped_by_filesystems = submission->skipped_pairs;
+        reply.warnings = warnings(submission.value());
+        return json_response(to_json(reply), 201);
     }
 
     Result<http::Response> show_sweep(const RouteCall& call) {
         auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
-        auto sweep = ctx_.store->get_sweep(id.value());
-        if (!sweep.ok()) return sweep.error();
-        auto summary = sweep_summary(*ctx_.store, sweep.value(), ctx_.scheduler);
-        if (!summary.ok()) return summary.error();
-        summary->round_decisions = sweep->round_decisions;
-        auto page = runs_page(call.query, id.value());
-        if (!page.ok()) return page.error();
-        page.value()["sweep"] = to_json(summary.value());
-        return json_response(page.value());
+        DS_ASSIGN_OR_RETURN(const SweepRecord sweep, ctx_.store->get_sweep(id.value()));
+        api::SweepShowReply reply;
+        DS_ASSIGN_OR_RETURN(reply.sweep, sweep_summary(*ctx_.store, sweep, ctx_.scheduler));
+        reply.sweep.round_decisions = sweep.round_decisions;
+        DS_ASSIGN_OR_RETURN(reply.page, runs_page(call.query, id.value()));
+        return json_response(to_json(reply));
     }
 
-    // {"runs":[..],"next_after":SEQ|null}: the runs after ?after=SEQ (their
-    // sequence; default: from the first), at most ?limit=N (default and
-    // maximum kMaxRunsPerPage), so no answer grows with the sweep.
+    // The runs after ?after=SEQ (their sequence; default: from the first),
+    // at most ?limit=N (default and maximum kMaxRunsPerPage), so no answer
+    // grows with the sweep.
     static constexpr int kMaxRunsPerPage = 1000;
-    Result<Json> runs_page(const RouteQuery& query, std::int64_t sweep_id) {
-        int limit = kMaxRunsPerPage;
-        int after = -1;
-        for (auto [name, target] : {std::pair{"limit", &limit}, std::pair{"after", &after}}) {
-            DS_ASSIGN_OR_RETURN(const std::string* given, query.find(name));
-            if (!given) continue;
-            const std::string& text = *given;
-            int number = 0;
-            auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
-            if (text.empty() || ec != std::errc() || end != text.data() + text.size() || number < 0)
-                return make_error(errc::kInvalidArgument,
-                                  std::string("query parameter '") + name +
-                                      "' must be a non-negative integer, not '" + text + "'");
-            *target = number;
-        }
+    Result<api::RunsPage> runs_page(const RouteQuery& query, std::int64_t sweep_id) {
+        DS_ASSIGN_OR_RETURN(const auto request,
+                            api::RunsPageRequest::from_query(
+                                [&query](const char* name) { return query.find(name); }));
+        const int after = request.after ? static_cast<int>(*request.after) : -1;
+        int limit = request.limit ? static_cast<int>(*request.limit) : kMaxRunsPerPage;
         if (limit == 0 || limit > kMaxRunsPerPage) limit = kMaxRunsPerPage;
-        auto page = ctx_.store->list_runs_page(sweep_id, after, limit, RawOutput::kOmit);
-        if (!page.ok()) return page.error();
-        Json list = Json::array();
-        for (const auto& run : page->runs) list.push_back(to_json(run, false));
-        return Json{{"runs", std::move(list)},
-                    {"next_after", page->next_after < 0 ? Json() : Json(page->next_after)}};
+        DS_ASSIGN_OR_RETURN(const auto found,
+                            ctx_.store->list_runs_page(sweep_id, after, limit, RawOutput::kOmit));
+        api::RunsPage page;
+        for (const auto& run : found.runs) page.runs.push_back(run_entry(run, RawOutput::kOmit));
+        if (found.next_after >= 0) page.next_after = found.next_after;
+        return page;
     }
 
     Result<http::Response> list_runs(const RouteCall& call) {
         auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
-        auto page = runs_page(call.query, id.value());
-        if (!page.ok()) return page.error();
-        return json_response(page.value());
+        DS_ASSIGN_OR_RETURN(const api::RunsPage page, runs_page(call.query, id.value()));
+        return json_response(to_json(page));
     }
 
     Result<http::Response> cancel_sweep(const RouteCall& call) {
@@ -361,9 +316,8 @@ class Api {
     Result<http::Response> show_run(const RouteCall& call) {
         auto id = parse_id(call.params[0], "run");
         if (!id.ok()) return id.error();
-        auto run = ctx_.store->get_run(id.value());
-        if (!run.ok()) return run.error();
-        return json_response({{"run", to_json(run.value(), true)}});
+        DS_ASSIGN_OR_RETURN(const RunRecord run, ctx_.store->get_run(id.value()));
+        return json_response(to_json(api::RunShowReply{run_entry(run, RawOutput::kInclude)}));
     }
 
     Result<http::Response> compare(const RouteCall& call) {
@@ -431,7 +385,7 @@ class Api {
                                       max_parallel_runs());
         const Status runnable = check_runnable(submission.value());
         answer["refused"] = runnable.ok() ? Json() : Json(runnable.error().message);
-        answer["warnings"] = warnings(submission.value());
+        answer["warnings"] = Json(warnings(submission.value()));
         return json_response(answer);
     }
 

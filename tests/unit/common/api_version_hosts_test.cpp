@@ -6,7 +6,7 @@
 #include "common/api/hosts.h"
 #include "common/api/sweeps.h"
 #include "common/api/version.h"
-#include "unit/common/api_round_trip.h"
+#include "unit/api_messages.h"
 
 namespace ds::api {
 

@@ -17,6 +17,7 @@
 #include "hostctl/submission_format.h"
 #include "hostctl/sweep_format.h"
 #include "support/temp_dir.h"
+#include "unit/api_messages.h"
 
 namespace fs = std::filesystem;
 using ds::hostctl::ExitCode;
@@ -203,7 +204,8 @@ TEST_CASE("sweep submit --wait follows the sweep and prints the comparison", "[h
             {"sweep", "submit", spec.string(), "--wait", "--socket", daemon.socket_path()});
         INFO(outcome.err);
         CHECK(outcome.code == ExitCode::kOk);
-        CHECK(outcome.out == ds::hostctl::format_submitted(kSubmitted) +
+        CHECK(outcome.out == ds::hostctl::format_submitted(
+                                 ds::api::test::decoded<ds::api::SweepSubmitReply>(kSubmitted)) +
                                  "sweep 4 running: 0/2 runs done (0 succeeded, 0 failed, 0 "
                                  "cancelled), 0 running\n"
                                  "run 10 (ext4 cache=none bus=scsi-single, randrw) started\n"
@@ -365,11 +367,13 @@ TEST_CASE("list, show, cancel and results print the daemon's answers", "[hostctl
 
     auto list = with_socket({"sweep", "list"});
     CHECK(list.code == ExitCode::kOk);
-    CHECK(list.out == ds::hostctl::format_sweep_list(sweeps));
+    CHECK(list.out ==
+          ds::hostctl::format_sweep_list(ds::api::test::decoded<ds::api::SweepListReply>(sweeps)));
 
     auto show = with_socket({"sweep", "show", "4"});
     CHECK(show.code == ExitCode::kOk);
-    CHECK(show.out == ds::hostctl::format_sweep_show(sweep));
+    CHECK(show.out ==
+          ds::hostctl::format_sweep_show(ds::api::test::decoded<ds::api::SweepShowReply>(sweep)));
 
     auto cancel = with_socket({"sweep", "cancel", "4"});
     CHECK(cancel.code == ExitCode::kOk);
@@ -377,7 +381,8 @@ TEST_CASE("list, show, cancel and results print the daemon's answers", "[hostctl
 
     auto run_details = with_socket({"results", "show", "10"});
     CHECK(run_details.code == ExitCode::kOk);
-    CHECK(run_details.out == ds::hostctl::format_run(run));
+    CHECK(run_details.out ==
+          ds::hostctl::format_run(ds::api::test::decoded<ds::api::RunShowReply>(run)));
 
     auto table = with_socket({"results", "compare", "4"});
     CHECK(table.code == ExitCode::kOk);

@@ -10,6 +10,7 @@
 #include "hostctl/submission_format.h"
 #include "hostctl/sweep_format.h"
 #include "hostctl/sweep_progress.h"
+#include "unit/api_messages.h"
 
 using ds::hostctl::Json;
 
@@ -197,7 +198,7 @@ TEST_CASE("submitted sweep lists run count and dropped combinations", "[hostctl]
          "reason": "ssd emulation needs a SCSI or SATA disk; virtio-blk has no rotation rate"},
         {"settings": {"filesystem": "btrfs", "cache": "unsafe", "bus": "virtio-blk"},
          "reason": "two\nlines"}]})");
-    CHECK(ds::hostctl::format_submitted(reply) ==
+    CHECK(ds::hostctl::format_submitted(ds::api::test::decoded<ds::api::SweepSubmitReply>(reply)) ==
           "sweep 12 \"seed-fio-rbd\" submitted: 30 runs, queued\n"
           "varying: filesystem, cache, bus\n"
           "dropped 2 combinations that cannot exist:\n"
@@ -207,8 +208,8 @@ TEST_CASE("submitted sweep lists run count and dropped combinations", "[hostctl]
 
     Json nothing_dropped = {{"sweep", {{"id", 1}, {"name", "one"}, {"total_runs", 1}}},
                             {"dropped", Json::array()}};
-    CHECK(ds::hostctl::format_submitted(nothing_dropped) ==
-          "sweep 1 \"one\" submitted: 1 run, queued\n");
+    CHECK(ds::hostctl::format_submitted(ds::api::test::decoded<ds::api::SweepSubmitReply>(
+              nothing_dropped)) == "sweep 1 \"one\" submitted: 1 run, queued\n");
 }
 
 TEST_CASE("sweep list and show", "[hostctl][format]") {
@@ -219,11 +220,12 @@ TEST_CASE("sweep list and show", "[hostctl][format]") {
       {"id": 12, "name": "seed-fio-rbd", "status": "running", "total_runs": 30,
        "counts": {"pending": 20, "running": 2, "succeeded": 7, "failed": 1, "cancelled": 0},
        "created_at": "2026-11-29T21:10:05Z"}]})");
-    CHECK(ds::hostctl::format_sweep_list(list) ==
+    CHECK(ds::hostctl::format_sweep_list(ds::api::test::decoded<ds::api::SweepListReply>(list)) ==
           "id  name          status     done  failed  created\n"
           " 1  atis          succeeded   6/6       0  2026-11-29T20:00:00Z\n"
           "12  seed-fio-rbd  running    8/30       1  2026-11-29T21:10:05Z\n");
-    CHECK(ds::hostctl::format_sweep_list(Json::parse(R"({"sweeps": []})")) == "no sweeps\n");
+    CHECK(ds::hostctl::format_sweep_list(ds::api::test::decoded<ds::api::SweepListReply>(
+              Json::parse(R"({"sweeps": []})"))) == "no sweeps\n");
 
     Json show = Json::parse(R"({
       "sweep": {"id": 12, "name": "seed-fio-rbd", "status": "running", "total_runs": 4,
@@ -245,7 +247,7 @@ TEST_CASE("sweep list and show", "[hostctl][format]") {
         {"id": 43, "sequence": 3, "config_id": "cd34", "workload_name": "randrw",
          "repetition": 1, "status": "pending",
          "config": {"filesystem": "btrfs", "cache": "unsafe"}}]})");
-    CHECK(ds::hostctl::format_sweep_show(show) ==
+    CHECK(ds::hostctl::format_sweep_show(ds::api::test::decoded<ds::api::SweepShowReply>(show)) ==
           "sweep 12 \"seed-fio-rbd\": running, 2/4 runs done (1 succeeded, 1 failed, 0 "
           "cancelled), ETA 2m05s\n"
           "created 2026-11-29T21:10:05Z\n"
@@ -265,7 +267,7 @@ TEST_CASE("run details: scalars, sections, bulky fields by size", "[hostctl][for
       "metrics": {"read_iops": 845.2},
       "applied_settings": {"hypervisor": {"cache": "unsafe"}, "verified": true},
       "raw_output": "{\"fio version\": \"fio-3.33\"}"}})");
-    CHECK(ds::hostctl::format_run(reply) ==
+    CHECK(ds::hostctl::format_run(ds::api::test::decoded<ds::api::RunShowReply>(reply)) ==
           "run 41 of sweep 12: succeeded\n"
           "  status:        succeeded\n"
           "  config_id:     cd34\n"
@@ -295,7 +297,7 @@ TEST_CASE("run details: what verification did not check, as lines", "[hostctl][f
            "fails_run": true},
           {"level": "QEMU (info block)", "setting": "iops_limit",
            "reason": "in a throttle group", "forbidden": false, "fails_run": false}]}}}})J");
-    CHECK(ds::hostctl::format_run(reply) ==
+    CHECK(ds::hostctl::format_run(ds::api::test::decoded<ds::api::RunShowReply>(reply)) ==
           "run 41 of sweep 12: failed\n"
           "  status: failed\n"
           "verification (unchecked_levels = fail-unless-forbidden):\n"
@@ -307,7 +309,7 @@ TEST_CASE("run details: what verification did not check, as lines", "[hostctl][f
           "  hypervisor.cache  unsafe\n"
           "  verified          false\n");
     reply["run"]["applied_settings"]["verification"]["not_checked"] = Json::array();
-    CHECK_THAT(ds::hostctl::format_run(reply),
+    CHECK_THAT(ds::hostctl::format_run(ds::api::test::decoded<ds::api::RunShowReply>(reply)),
                Catch::Contains("verification (unchecked_levels = fail-unless-forbidden): nothing "
                                "left unchecked\n"));
 }
@@ -626,7 +628,8 @@ TEST_CASE(
 
     const Json submitted = {{"sweep", {{"id", 1}, {"name", "one"}, {"total_runs", 4}}},
                             {"warnings", {"rounds may spread"}}};
-    CHECK(ds::hostctl::format_submitted(submitted) ==
+    CHECK(ds::hostctl::format_submitted(
+              ds::api::test::decoded<ds::api::SweepSubmitReply>(submitted)) ==
           "sweep 1 \"one\" submitted: 4 runs, queued\nwarning: rounds may spread\n");
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/api/hosts.h"
+#include "common/api/runs.h"
 #include "common/api/sweeps.h"
 #include "common/api/version.h"
 #include "common/http.h"
@@ -91,6 +92,37 @@ TEST_CASE("the daemon's version, host check and cancel replies are their typed m
     const auto cancelled = reads_back<api::CancelReply>(daemon.call("POST", "/v1/sweeps/1/cancel"));
     CHECK(cancelled.sweep.status == "cancelled");
     CHECK(cancelled.sweep.counts->cancelled == 2);
+}
+
+TEST_CASE("the daemon's sweep and run replies are their typed messages", "[api][replies]") {
+    ApiUnderTest daemon;
+    CHECK(reads_back<api::SweepListReply>(daemon.call("GET", "/v1/sweeps")).sweeps.empty());
+
+    const auto submitted =
+        reads_back<api::SweepSubmitReply>(daemon.call("POST", "/v1/sweeps", 201, kSpecText));
+    CHECK(submitted.sweep.id == 1);
+    CHECK(submitted.varying_axes == std::vector<std::string>{"cache"});
+
+    const auto list = reads_back<api::SweepListReply>(daemon.call("GET", "/v1/sweeps"));
+    REQUIRE(list.sweeps.size() == 1);
+    CHECK(list.sweeps[0].counts->pending == 2);
+
+    const auto shown = reads_back<api::SweepShowReply>(
+        daemon.call("GET", "/v1/sweeps/1", 200, "", {{"limit", "1"}}));
+    CHECK(shown.sweep.round_decisions);
+    REQUIRE(shown.page.runs.size() == 1);
+    CHECK(shown.page.next_after);
+
+    const auto page = reads_back<api::RunsPage>(daemon.call(
+        "GET", "/v1/sweeps/1/runs", 200, "", {{"after", std::to_string(*shown.page.next_after)}}));
+    REQUIRE(page.runs.size() == 1);
+    CHECK_FALSE(page.next_after);
+    CHECK_FALSE(page.runs[0].raw_output);
+
+    const auto run = reads_back<api::RunShowReply>(
+        daemon.call("GET", "/v1/runs/" + std::to_string(*page.runs[0].id)));
+    CHECK(run.run->status == "pending");
+    CHECK(run.run->raw_output);
 }
 
 }  // namespace ds

@@ -1,4 +1,5 @@
-// What the tests of the API's typed messages (api_*_test.cpp) share.
+// What the tests of the API's typed messages (common/api/) share: the
+// round trips of unit/common/api_*_test.cpp, the printers' tests of hostctl.
 #pragma once
 
 #include <catch2/catch.hpp>
