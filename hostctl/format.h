@@ -2,10 +2,11 @@
 // fields, durations. Each family of the daemon's answers has its printers in
 // a file of its own (sweep_format.h, submission_format.h, compare_format.h,
 // results_format.h, sweep_progress.h, status_format.h). Every printer is
-// pure: the API's JSON in (as documented in docs/api.md), text out; nothing
-// touches the terminal, so tests can check exact output. The printers
-// tolerate missing or extra fields (older or newer daemons) and print "-"
-// for what is absent.
+// pure: the daemon's answer in (its typed message of common/api/ where it
+// has one, else the API's JSON as docs/api.md documents it), text out;
+// nothing touches the terminal, so tests can check exact output. The
+// printers tolerate missing or extra fields (older or newer daemons) and
+// print "-" for what is absent.
 #pragma once
 
 #include <cstddef>
