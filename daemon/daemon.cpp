@@ -17,6 +17,7 @@
 #include <mutex>
 #include <set>
 
+#include "common/api/status.h"
 #include "common/clock.h"
 #include "common/file_descriptor.h"
 #include "common/http.h"
@@ -245,18 +246,18 @@ class Placements {
     std::map<std::int64_t, SweepRules> by_sweep_;
 };
 
-Json hosts_status(HostPool& hosts) {
-    Json list = Json::array();
+std::vector<api::HostStatus> hosts_status(HostPool& hosts) {
+    std::vector<api::HostStatus> list;
     for (Host* host : hosts.hosts()) {
-        list.push_back({{"name", host->description.name},
-                        {"kind", host->description.kind},
-                        {"detail", host->description.detail},
-                        {"parallel", host->parallel},
-                        {"accel", std::string(to_string(host->accel))},
-                        {"accel_reason", host->accel_reason},
-                        {"versions", host->hypervisor->versions()},
-                        {"connection", host->hypervisor->reachability()},
-                        {"placement", hosts.placement_status(*host)}});
+        list.push_back({.name = host->description.name,
+                        .kind = host->description.kind,
+                        .detail = host->description.detail,
+                        .parallel = host->parallel,
+                        .accel = std::string(to_string(host->accel)),
+                        .accel_reason = host->accel_reason,
+                        .versions = host->hypervisor->versions(),
+                        .connection = host->hypervisor->reachability(),
+                        .placement = hosts.placement_status(*host)});
     }
     return list;
 }
@@ -265,23 +266,24 @@ Json hosts_status(HostPool& hosts) {
 // (common/guest_suite.h, the workload kinds' image_variant), each ready with
 // its manifest's kernel or not with the command that builds it. Looked up on
 // each request, so an image built while the daemon runs shows at once.
-Json guest_images_status(const DaemonConfig& config) {
+std::vector<api::GuestImageStatus> guest_images_status(const DaemonConfig& config) {
     std::set<std::string> variants = {""};
     for (const WorkloadKind& kind : workload_kinds()) variants.emplace(kind.image_variant);
-    Json images = Json::array();
+    std::vector<api::GuestImageStatus> images;
     for (const GuestSuiteDef& suite : kGuestSuites) {
         for (const std::string& variant : variants) {
             const ImageChoice choice{std::string(suite.name), variant};
-            Json entry = {{"suite", suite.name}, {"variant", variant}};
+            api::GuestImageStatus& entry = images.emplace_back();
+            entry.suite = std::string(suite.name);
+            entry.variant = variant;
             auto located = locate_guest_image(config, choice);
-            entry["ready"] = located.ok();
+            entry.ready = located.ok();
             if (!located.ok()) {
-                entry["problem"] = located.error().message;
+                entry.problem = located.error().message;
             } else if (!located->manifest.empty()) {
                 if (auto manifest = read_image_manifest(located->manifest); manifest.ok())
-                    entry["kernel"] = manifest->kernel_release;
+                    entry.kernel = manifest->kernel_release;
             }
-            images.push_back(std::move(entry));
         }
     }
     return images;
@@ -289,10 +291,10 @@ Json guest_images_status(const DaemonConfig& config) {
 
 // GET /v1/status's "instance": the name, the prefix of what this daemon
 // creates, and whether the name was configured or generated.
-Json instance_status(const DaemonConfig& config, const ResourceNames& names) {
-    return {{"name", names.instance()},
-            {"resource_prefix", names.prefix()},
-            {"source", config.instance.empty() ? "generated" : "configured"}};
+api::InstanceStatus instance_status(const DaemonConfig& config, const ResourceNames& names) {
+    return {.name = names.instance(),
+            .resource_prefix = names.prefix(),
+            .source = config.instance.empty() ? "generated" : "configured"};
 }
 
 }  // namespace
@@ -627,17 +629,17 @@ ApiContext Daemon::api_context(std::optional<gid_t> api_gid) {
                       hv = local_host_->hypervisor.get(), accel = accel_,
                       image_ready = image_.has_value(), image_problem = image_problem_,
                       instance = instance_status(config_, *names_)] {
-        Json status = {
-            {"instance", instance},
-            {"accel", std::string(to_string(accel.accel))},
-            {"accel_reason", accel.reason},
-            {"hypervisor", {{"backend", "libvirt"}, {"uri", config.effective_hypervisor_uri()}}},
-            {"backends", backends.to_json()},
-            {"hosts", hosts_status(hosts)},
-            {"versions", hv->versions()},
-            {"guest_image", {{"ready", image_ready}, {"problem", image_problem}}},
-            {"guest_images", guest_images_status(config)},
-            {"config", config.to_json()}};
+        api::StatusReply status;
+        status.instance = instance;
+        status.accel = std::string(to_string(accel.accel));
+        status.accel_reason = accel.reason;
+        status.hypervisor = {.backend = "libvirt", .uri = config.effective_hypervisor_uri()};
+        status.versions = hv->versions();
+        status.backends = backends.to_json();
+        status.hosts = hosts_status(hosts);
+        status.guest_image = {.ready = image_ready, .problem = image_problem};
+        status.guest_images = guest_images_status(config);
+        status.config = config.to_json();
         return status;
     };
     context.check_host = [&hosts = hosts_](const std::string& name) -> Result<Json> {

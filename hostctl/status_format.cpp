@@ -29,15 +29,21 @@ std::string format_storages(const Json& backends) {
     }
     return storages.empty() ? "none" : join(storages, ", ");
 }
+// A field of the reply as hostctl has always shown it: "?" when absent.
+std::string known(const std::optional<std::string>& text) {
+    return text.value_or("?");
+}
+std::string known(const std::optional<std::int64_t>& number) {
+    return shown(number, "?");
+}
+
 // "local (libvirt, 1 at once, tcg), pve1 (proxmox, 2 at once, kvm)": where
 // runs are placed.
-std::string format_hosts(const Json& hosts) {
-    if (!hosts.is_array()) return "?";
+std::string format_hosts(const std::vector<api::HostStatus>& hosts) {
     std::vector<std::string> described;
-    for (const Json& host : hosts) {
-        if (!host.is_object()) continue;
+    for (const api::HostStatus& host : hosts) {
         // A Proxmox host's release and the rules that apply to it.
-        const Json& versions = field(host, "versions");
+        const Json& versions = host.versions;
         const std::string release =
             versions.contains("proxmox")
                 ? " " + text_field(versions, "proxmox", "?") +
@@ -45,29 +51,26 @@ std::string format_hosts(const Json& hosts) {
                            ? " (rules " + text_field(versions, "proxmox_rules", "?") + ")"
                            : "")
                 : "";
-        described.push_back(format_setting_value(host.value("name", Json("?"))) + " (" +
-                            format_setting_value(host.value("kind", Json("?"))) + release + ", " +
-                            format_setting_value(host.value("parallel", Json("?"))) + " at once, " +
-                            format_setting_value(host.value("accel", Json("?"))) + ")");
+        described.push_back(known(host.name) + " (" + known(host.kind) + release + ", " +
+                            known(host.parallel) + " at once, " + known(host.accel) + ")");
     }
     return described.empty() ? "none" : join(described, ", ");
 }
 // "              node2: backed off until T (2 failures in a row): REASON"
 // per host whose last runs failed by its fault (its "placement").
-std::string host_failure_lines(const Json& hosts) {
-    if (!hosts.is_array()) return "";
+std::string host_failure_lines(const std::vector<api::HostStatus>& hosts) {
     std::string text;
-    for (const Json& host : hosts) {
-        const Json& connection = field(host, "connection");
+    for (const api::HostStatus& host : hosts) {
+        const Json& connection = host.connection;
         if (text_field(connection, "state", "") == "unreachable") {
-            text += "              " + format_setting_value(host.value("name", Json("?"))) +
+            text += "              " + known(host.name) +
                     ": unreachable: " + single_line(text_field(connection, "error", "?")) + "\n";
         }
-        const Json& placement = field(host, "placement");
+        const Json& placement = host.placement;
         const long failures = integer_field(placement, "consecutive_failures");
         if (failures <= 0) continue;
         const Json& until = field(placement, "backed_off_until");
-        text += "              " + format_setting_value(host.value("name", Json("?"))) + ": " +
+        text += "              " + known(host.name) + ": " +
                 (until.is_string() ? "backed off until " + until.get<std::string>() + " (" : "(") +
                 plural(failures, "failure", "failures") +
                 " in a row): " + single_line(text_field(placement, "last_failure", "?")) + "\n";
@@ -79,13 +82,11 @@ std::string host_failure_lines(const Json& hosts) {
 namespace {
 // One line per suite: its images ready (with the kernel), or what builds
 // them. A daemon from before suites sends none: no lines.
-std::string format_guest_images(const Json& images) {
-    if (!images.is_array()) return "";
-    std::map<std::string, std::vector<const Json*>> by_suite;
+std::string format_guest_images(const std::vector<api::GuestImageStatus>& images) {
+    std::map<std::string, std::vector<const api::GuestImageStatus*>> by_suite;
     std::vector<std::string> order;
-    for (const Json& image : images) {
-        if (!image.is_object()) continue;
-        const std::string suite = image.value("suite", std::string("?"));
+    for (const api::GuestImageStatus& image : images) {
+        const std::string suite = image.suite.value_or("?");
         if (!by_suite.contains(suite)) order.push_back(suite);
         by_suite[suite].push_back(&image);
     }
@@ -93,15 +94,15 @@ std::string format_guest_images(const Json& images) {
     for (const std::string& suite : order) {
         std::vector<std::string> ready, missing;
         std::string kernel, problem;
-        for (const Json* image : by_suite[suite]) {
-            const std::string variant = image->value("variant", std::string());
+        for (const api::GuestImageStatus* image : by_suite[suite]) {
+            const std::string variant = image->variant.value_or("");
             const std::string name = variant.empty() ? "base" : variant;
-            if (image->value("ready", false)) {
+            if (image->ready.value_or(false)) {
                 ready.push_back(name);
-                if (kernel.empty()) kernel = image->value("kernel", std::string());
+                if (kernel.empty()) kernel = image->kernel.value_or("");
             } else {
                 missing.push_back(name);
-                if (problem.empty()) problem = image->value("problem", std::string());
+                if (problem.empty()) problem = image->problem.value_or("");
             }
         }
         out += "  " + suite + ": ";
@@ -119,32 +120,33 @@ std::string format_guest_images(const Json& images) {
 }
 }  // namespace
 
-std::string format_status(const Json& reply) {
+std::string format_status(const api::StatusReply& reply) {
     auto text = [](const Json& object, const char* key) {
         return object.is_object() && object.contains(key) ? format_setting_value(object[key])
                                                           : std::string("?");
     };
-    const Json& hypervisor = reply.value("hypervisor", Json::object());
-    const Json& versions = reply.value("versions", Json::object());
-    const Json& image = reply.value("guest_image", Json::object());
-    const Json& config = reply.value("config", Json::object());
+    const api::HypervisorStatus hypervisor = reply.hypervisor.value_or(api::HypervisorStatus{});
+    const Json& config = reply.config;
     std::string out;
-    out += "disksweepd " + text(reply, "version") + " (API " + text(reply, "api") + ")\n";
+    out += "disksweepd " + known(reply.version) + " (API " + known(reply.api) + ")\n";
     // A daemon from before instances sends none: no line rather than "?".
-    if (const Json& instance = reply.value("instance", Json()); instance.is_object()) {
-        out += "instance:     " + text(instance, "name") + " (" + text(instance, "source") +
-               "), guests and volumes named " + text(instance, "resource_prefix") + "*\n";
+    if (const auto& instance = reply.instance) {
+        out += "instance:     " + known(instance->name) + " (" + known(instance->source) +
+               "), guests and volumes named " + known(instance->resource_prefix) + "*\n";
     }
-    out += "acceleration: " + text(reply, "accel") + " (" + text(reply, "accel_reason") + ")\n";
-    out += "hypervisor:   " + text(hypervisor, "backend") + " " + text(hypervisor, "uri") +
-           " (libvirt " + text(versions, "libvirt") + ", qemu " + text(versions, "qemu") + ")\n";
-    out += "hosts:        " + format_hosts(reply.value("hosts", Json::array())) + "\n";
-    out += host_failure_lines(reply.value("hosts", Json::array()));
-    out += "storages:     " + format_storages(reply.value("backends", Json::object())) + "\n";
-    bool ready = image.is_object() && image.value("ready", false);
+    out += "acceleration: " + known(reply.accel) + " (" + known(reply.accel_reason) + ")\n";
+    out += "hypervisor:   " + known(hypervisor.backend) + " " + known(hypervisor.uri) +
+           " (libvirt " + text(reply.versions, "libvirt") + ", qemu " +
+           text(reply.versions, "qemu") + ")\n";
+    out += "hosts:        " + format_hosts(reply.hosts) + "\n";
+    out += host_failure_lines(reply.hosts);
+    out += "storages:     " + format_storages(reply.backends) + "\n";
+    const bool ready = reply.guest_image && reply.guest_image->ready.value_or(false);
     out += "guest image:  " +
-           (ready ? text(config, "image_dir") : "NOT READY: " + text(image, "problem")) + "\n";
-    out += format_guest_images(reply.value("guest_images", Json()));
+           (ready ? text(config, "image_dir")
+                  : "NOT READY: " + (reply.guest_image ? known(reply.guest_image->problem) : "?")) +
+           "\n";
+    out += format_guest_images(reply.guest_images);
     out += "database:     " + text(config, "database") + "\n";
     out += "parallel:     " + text(config, "max_parallel_runs") + " run(s) at once\n";
     return out;

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/api/hosts.h"
+#include "common/api/status.h"
 #include "common/api/version.h"
 #include "hostctl/format.h"
 
@@ -16,7 +17,7 @@ namespace ds::hostctl {
 std::string format_version(const api::VersionReply& reply, std::string_view client_version);
 // GET /v1/status: instance (and its names' prefix), acceleration (and why),
 // hypervisor, guest image, paths.
-std::string format_status(const Json& reply);
+std::string format_status(const api::StatusReply& reply);
 
 // `hosts check NAME` (GET /v1/hosts/check): the host's answer; for a
 // Proxmox host its release, whether the token can sweep, what it lacks and

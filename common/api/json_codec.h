@@ -103,6 +103,14 @@ Json value_or_null(const std::optional<T>& value) {
     return value ? Json(*value) : Json();
 }
 
+// The encoders' list of messages: each by its to_json, in order.
+template <class T>
+Json json_array(const std::vector<T>& messages) {
+    Json list = Json::array();
+    for (const T& message : messages) list.push_back(to_json(message));
+    return list;
+}
+
 // Decodes a whole reply, T::from_json at the root.
 template <DecodableMessage T>
 Result<T> decode(const Json& reply) {

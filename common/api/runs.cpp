@@ -94,9 +94,7 @@ Result<RunsPage> RunsPage::from_json(const Json& json, std::string_view path) {
 }
 
 Json to_json(const RunsPage& page) {
-    Json runs = Json::array();
-    for (const RunEntry& run : page.runs) runs.push_back(to_json(run));
-    return {{"runs", std::move(runs)}, {"next_after", value_or_null(page.next_after)}};
+    return {{"runs", json_array(page.runs)}, {"next_after", value_or_null(page.next_after)}};
 }
 
 Result<RunShowReply> RunShowReply::from_json(const Json& json, std::string_view path) {

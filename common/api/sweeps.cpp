@@ -66,9 +66,7 @@ Result<SweepListReply> SweepListReply::from_json(const Json& json, std::string_v
 }
 
 Json to_json(const SweepListReply& reply) {
-    Json sweeps = Json::array();
-    for (const SweepSummary& sweep : reply.sweeps) sweeps.push_back(to_json(sweep));
-    return {{"sweeps", std::move(sweeps)}};
+    return {{"sweeps", json_array(reply.sweeps)}};
 }
 
 Result<SweepSubmitReply> SweepSubmitReply::from_json(const Json& json, std::string_view path) {

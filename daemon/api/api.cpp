@@ -189,10 +189,10 @@ class Api {
     }
 
     Result<http::Response> status(const RouteCall&) {
-        Json body = ctx_.status ? ctx_.status() : Json::object();
-        body["api"] = kApiVersion;
-        body["version"] = std::string(disksweep_version());
-        return json_response(body);
+        api::StatusReply reply = ctx_.status ? ctx_.status() : api::StatusReply{};
+        reply.api = kApiVersion;
+        reply.version = std::string(disksweep_version());
+        return json_response(to_json(reply));
     }
 
     // The host by a query parameter: a cluster's hosts are named
@@ -394,18 +394,14 @@ class Api {
     // max_parallel_runs; 1 when it says neither.
     int max_parallel_runs() const {
         if (!ctx_.status) return 1;
-        const Json status = ctx_.status();
-        if (const Json hosts = status.value("hosts", Json()); hosts.is_array() && !hosts.empty()) {
-            int slots = 0;
-            for (const Json& host : hosts) {
-                const Json parallel = host.is_object() ? host.value("parallel", Json()) : Json();
-                if (parallel.is_number_integer()) slots += std::max(0, parallel.get<int>());
-            }
-            if (slots > 0) return slots;
+        const api::StatusReply status = ctx_.status();
+        if (!status.hosts.empty()) {
+            std::int64_t slots = 0;
+            for (const api::HostStatus& host : status.hosts)
+                slots += std::max<std::int64_t>(0, host.parallel.value_or(0));
+            if (slots > 0) return static_cast<int>(slots);
         }
-        const Json config = status.value("config", Json::object());
-        const Json parallel =
-            config.is_object() ? config.value("max_parallel_runs", Json()) : Json();
+        const Json parallel = json_read::field(status.config, "max_parallel_runs");
         return parallel.is_number_integer() ? std::max(1, parallel.get<int>()) : 1;
     }
 

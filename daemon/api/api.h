@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/api/status.h"
 #include "common/guest_suite.h"
 #include "common/http.h"
 #include "daemon/api/route_match.h"
@@ -49,8 +50,9 @@ struct ApiContext {
     std::function<bool(uid_t, gid_t)> peer_allowed;
     // Where refusals are logged.
     std::function<void(const std::string&)> log;
-    // Facts about this daemon for GET /v1/status (accel, URIs, versions).
-    std::function<Json()> status;
+    // Facts about this daemon for GET /v1/status (accel, URIs, versions);
+    // the handler adds the API's version and the daemon's. Unset: those alone.
+    std::function<api::StatusReply()> status;
     // GET /v1/hosts/check?name=NAME: the host's Hypervisor::check_host(), asked
     // now; errc::kNotFound for a host this daemon does not have. Unset: 404.
     std::function<Result<Json>(const std::string& host)> check_host;

@@ -545,7 +545,8 @@ Json realistic_status() {
 }  // namespace
 
 TEST_CASE("status: the instance and its names' prefix come first", "[hostctl][format]") {
-    CHECK(ds::hostctl::format_status(realistic_status()) ==
+    CHECK(ds::hostctl::format_status(
+              ds::api::test::decoded<ds::api::StatusReply>(realistic_status())) ==
           "disksweepd 0.1.0 (API 1)\n"
           "instance:     aaaa1111 (generated), guests and volumes named disksweep-aaaa1111-*\n"
           "acceleration: tcg (configured: tcg)\n"
@@ -558,7 +559,8 @@ TEST_CASE("status: the instance and its names' prefix come first", "[hostctl][fo
     // A daemon from before instances sends none: no instance line.
     Json older = realistic_status();
     older.erase("instance");
-    const std::string shown = ds::hostctl::format_status(older);
+    const std::string shown =
+        ds::hostctl::format_status(ds::api::test::decoded<ds::api::StatusReply>(older));
     CHECK_THAT(shown, Catch::StartsWith("disksweepd 0.1.0 (API 1)\nacceleration: tcg"));
     CHECK_THAT(shown, !Catch::Contains("instance"));
 }
@@ -573,7 +575,8 @@ TEST_CASE("status: each guest suite's images, ready with their kernel or what bu
       {"suite": "trixie", "variant": "mariadb", "ready": false,
        "problem": "guest image variant 'mariadb' (trixie) incomplete: /i/trixie/mariadb/vmlinuz is missing; build it with: scripts/build-guest-image.sh --suite trixie /i"}
     ])");
-    const std::string shown = ds::hostctl::format_status(status);
+    const std::string shown =
+        ds::hostctl::format_status(ds::api::test::decoded<ds::api::StatusReply>(status));
     CHECK_THAT(shown, Catch::Contains("guest image:  /var/lib/disksweep/images\n"
                                       "guest suites:\n"
                                       "  bookworm: base, mariadb (kernel 6.1.0-57-amd64)\n"
@@ -615,7 +618,8 @@ TEST_CASE(
       {"name": "node3", "kind": "libvirt", "parallel": 1, "accel": "tcg",
        "placement": {"busy": 0, "parallel": 1, "consecutive_failures": 1,
                      "backed_off_until": null, "last_failure": "cannot start domain"}}])");
-    const std::string shown = ds::hostctl::format_status(status);
+    const std::string shown =
+        ds::hostctl::format_status(ds::api::test::decoded<ds::api::StatusReply>(status));
     CHECK_THAT(shown, Catch::Contains("hosts:        local (libvirt, 1 at once, tcg), node2 "
                                       "(libvirt, 1 at once, tcg), node3 (libvirt, 1 at once, "
                                       "tcg)\n"
@@ -641,7 +645,8 @@ TEST_CASE("status: an unreachable host says so with libvirt's reason", "[hostctl
       {"name": "node2", "kind": "libvirt", "parallel": 1, "accel": "tcg",
        "connection": {"state": "unreachable", "reconnects": 1,
                       "error": "host unreachable: libvirt: Connection refused"}}])");
-    const std::string shown = ds::hostctl::format_status(status);
+    const std::string shown =
+        ds::hostctl::format_status(ds::api::test::decoded<ds::api::StatusReply>(status));
     CHECK_THAT(shown, Catch::Contains("\n              node2: unreachable: host unreachable: "
                                       "libvirt: Connection refused\nstorages:"));
     CHECK_THAT(shown, !Catch::Contains("local: unreachable"));

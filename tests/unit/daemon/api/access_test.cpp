@@ -42,7 +42,7 @@ TEST_CASE("a peer outside the API group gets 403 even on a world-writable socket
         return peer_may_use_api(uid, gid, std::nullopt);
     };
     context.log = [&logged](const std::string& line) { logged.push_back(line); };
-    context.status = [] { return Json::object(); };
+    context.status = [] { return api::StatusReply{}; };
     // 0666: the per-connection check alone must keep the stranger out.
     http::UnixServer server(socket, make_api_handler(context), 0666);
     REQUIRE(server.start().ok());

@@ -5,6 +5,7 @@
 
 #include "common/api/hosts.h"
 #include "common/api/runs.h"
+#include "common/api/status.h"
 #include "common/api/sweeps.h"
 #include "common/api/version.h"
 #include "common/http.h"
@@ -43,6 +44,24 @@ struct ApiUnderTest {
         context.store = store.get();
         context.scheduler = &scheduler;
         context.events = &events;
+        context.status = [] {
+            api::StatusReply status;
+            status.accel = "tcg";
+            status.accel_reason = "configured: tcg";
+            status.hypervisor = {.backend = "libvirt", .uri = "test:///default"};
+            status.versions = Json{{"libvirt", "9.0.0"}};
+            status.hosts.push_back(api::HostStatus::from_json(
+                                       {{"name", "local"}, {"kind", "libvirt"}, {"parallel", 2}})
+                                       .value());
+            status.guest_image = {.ready = true, .problem = ""};
+            status.guest_images.push_back(api::GuestImageStatus::from_json({{"suite", "bookworm"},
+                                                                            {"variant", ""},
+                                                                            {"ready", false},
+                                                                            {"problem", "missing"}})
+                                              .value());
+            status.config = Json{{"max_parallel_runs", 1}};
+            return status;
+        };
         context.check_host = [](const std::string& host) -> Result<Json> {
             if (host != "local") return make_error(errc::kNotFound, "no host '" + host + "'");
             return Json{{"state", "connected"}};
@@ -92,6 +111,14 @@ TEST_CASE("the daemon's version, host check and cancel replies are their typed m
     const auto cancelled = reads_back<api::CancelReply>(daemon.call("POST", "/v1/sweeps/1/cancel"));
     CHECK(cancelled.sweep.status == "cancelled");
     CHECK(cancelled.sweep.counts->cancelled == 2);
+}
+
+TEST_CASE("the daemon's status reply is its typed message", "[api][replies]") {
+    ApiUnderTest daemon;
+    const auto status = reads_back<api::StatusReply>(daemon.call("GET", "/v1/status"));
+    CHECK(status.api == kApiVersion);
+    CHECK(status.hosts.at(0).parallel == 2);
+    CHECK(status.guest_images.at(0).problem == "missing");
 }
 
 TEST_CASE("the daemon's sweep and run replies are their typed messages", "[api][replies]") {
