@@ -51,58 +51,55 @@ std::string skipped_pairs_text(long skipped, std::string_view left_out) {
 
 // The plan's configurations: the varying settings as columns (the id when
 // nothing varies), "!" naming durability risks when any has one.
-std::string plan_configurations_table(const Json& configurations,
+std::string plan_configurations_table(const std::vector<api::PlannedConfiguration>& configurations,
                                       const std::vector<std::string>& axes) {
     bool any_risk = false;
     for (const auto& configuration : configurations)
-        any_risk = any_risk || !string_list(field(configuration, "durability_risks")).empty();
+        any_risk = any_risk || !configuration.durability_risks.empty();
     std::vector<Table::Column> header = {{"config"}};
     for (const auto& axis : axes) header.push_back({axis});
     if (any_risk) header.push_back({"!"});
     Table table(std::move(header));
     for (const auto& configuration : configurations) {
-        const Json& settings = field(configuration, "settings");
-        std::vector<std::string> line = {text_field(configuration, "config_id").substr(0, 12)};
+        const Json& settings = configuration.settings;
+        std::vector<std::string> line = {shown(configuration.config_id).substr(0, 12)};
         for (const auto& axis : axes) {
             // The disk_size axis is stored as disk_size_bytes.
             const std::string key = settings.contains(axis) ? axis : axis + "_bytes";
             line.push_back(setting_text(settings, key));
         }
-        if (any_risk)
-            line.push_back(join(string_list(field(configuration, "durability_risks")), " "));
+        if (any_risk) line.push_back(join(configuration.durability_risks, " "));
         table.add_row(std::move(line));
     }
     return table.render();
 }
 
 // How many planned runs each basis of the estimate covers.
-std::map<std::string, long> runs_by_basis(const Json& pairs) {
+std::map<std::string, long> runs_by_basis(const std::vector<api::PlannedPair>& pairs) {
     std::map<std::string, long> runs;
-    if (!pairs.is_array()) return runs;
-    for (const auto& pair : pairs) runs[text_field(pair, "basis")] += integer_field(pair, "runs");
+    for (const auto& pair : pairs) runs[shown(pair.basis)] += pair.runs;
     return runs;
 }
 
-std::string plan_estimate_text(const Json& reply) {
-    const Json& estimate = field(reply, "estimate");
-    const long total = integer_field(reply, "total_runs");
-    const long unknown = integer_field(estimate, "runs_unknown");
+std::string plan_estimate_text(const api::SweepPlanReply& reply) {
+    const api::PlanEstimate estimate = reply.estimate.value_or(api::PlanEstimate{});
+    const long total = reply.total_runs;
+    const long unknown = estimate.runs_unknown;
     if (total > 0 && unknown >= total) {
         return "estimated duration: unknown (no run of its workloads has succeeded on this "
                "daemon yet)\n";
     }
-    const auto wall = number_field(estimate, "wall_seconds");
-    std::map<std::string, long> runs = runs_by_basis(field(reply, "pairs"));
+    const auto wall = estimate.wall_seconds;
+    std::map<std::string, long> runs = runs_by_basis(reply.pairs);
     std::string text = "estimated duration: " + std::string(unknown > 0 ? "at least " : "") +
                        (wall ? format_duration(*wall) : "-");
-    const auto max_wall = number_field(estimate, "max_wall_seconds");
+    const auto max_wall = estimate.max_wall_seconds;
     if (max_wall && wall && *max_wall > *wall) {
         text += ", up to " + format_duration(*max_wall) + " with every adaptive round";
     }
-    text += " (" + plural(integer_field(estimate, "max_parallel_runs", 1), "run", "runs") +
-            " at a time)\n";
+    text += " (" + plural(estimate.max_parallel_runs, "run", "runs") + " at a time)\n";
     text += "  from the median durations of " +
-            plural(integer_field(estimate, "based_on_runs"), "past run", "past runs") + ": " +
+            plural(estimate.based_on_runs, "past run", "past runs") + ": " +
             std::to_string(runs["configuration"]) +
             " planned runs by the same configuration and workload, " +
             std::to_string(runs["workload"]) + " by the same workload on other configurations";
@@ -124,33 +121,29 @@ std::string format_submitted(const api::SweepSubmitReply& reply) {
     return text + warnings_text(reply.warnings) + dropped_text(reply.dropped, axes);
 }
 
-std::string format_sweep_plan(const Json& reply) {
-    const Json& configurations = field(reply, "configurations");
-    const long config_count =
-        configurations.is_array() ? static_cast<long>(configurations.size()) : 0;
-    const Json& workloads = field(reply, "workloads");
-    const long workload_count = workloads.is_array() ? static_cast<long>(workloads.size()) : 0;
-    std::string text = "sweep \"" + text_field(reply, "name", "") + "\" would run " +
-                       plural(integer_field(reply, "total_runs"), "run", "runs") + ": " +
+std::string format_sweep_plan(const api::SweepPlanReply& reply) {
+    const long config_count = static_cast<long>(reply.configurations.size());
+    const long workload_count = static_cast<long>(reply.workloads.size());
+    std::string text = "sweep \"" + shown(reply.name, "") + "\" would run " +
+                       plural(reply.total_runs, "run", "runs") + ": " +
                        plural(config_count, "configuration", "configurations") + " × " +
                        plural(workload_count, "workload", "workloads") + " × " +
-                       plural(integer_field(reply, "repetitions", 1), "repetition", "repetitions") +
-                       "\n";
-    if (auto target = number_field(reply, "ci_target")) {
-        text += "adaptive: up to " + plural(integer_field(reply, "max_total_runs"), "run", "runs") +
-                " (" + std::to_string(integer_field(reply, "max_repetitions")) +
-                " rounds) while a configuration's 95% CI is wider than ±" + percent_text(*target) +
-                " of its mean\n";
+                       plural(reply.repetitions, "repetition", "repetitions") + "\n";
+    if (reply.ci_target) {
+        text += "adaptive: up to " + plural(reply.max_total_runs.value_or(0), "run", "runs") +
+                " (" + std::to_string(reply.max_repetitions.value_or(0)) +
+                " rounds) while a configuration's 95% CI is wider than ±" +
+                percent_text(*reply.ci_target) + " of its mean\n";
     }
-    text += skipped_pairs_text(integer_field(reply, "skipped_by_filesystems"), "left out");
-    const std::vector<std::string> axes = string_list(field(reply, "varying_axes"));
+    text += skipped_pairs_text(reply.skipped_by_filesystems, "left out");
+    const std::vector<std::string>& axes = reply.varying_axes;
     if (!axes.empty()) text += "varying: " + join(axes, ", ") + "\n";
-    if (config_count > 0) text += "\n" + plan_configurations_table(configurations, axes) + "\n";
-    text += dropped_text(field(reply, "dropped"), axes);
-    text += warnings_text(string_list(field(reply, "warnings")));
+    if (config_count > 0)
+        text += "\n" + plan_configurations_table(reply.configurations, axes) + "\n";
+    text += dropped_text(reply.dropped, axes);
+    text += warnings_text(reply.warnings);
     text += plan_estimate_text(reply);
-    if (const Json& refused = field(reply, "refused"); refused.is_string())
-        text += "this daemon would refuse it: " + single_line(refused.get<std::string>()) + "\n";
+    if (reply.refused) text += "this daemon would refuse it: " + single_line(*reply.refused) + "\n";
     return text;
 }
 

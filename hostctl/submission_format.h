@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "common/api/plan.h"
 #include "common/api/sweeps.h"
 #include "hostctl/format.h"
 
@@ -17,6 +18,6 @@ std::string format_submitted(const api::SweepSubmitReply& reply);
 // settings as columns, a "!" column naming durability risks), the dropped
 // combinations with their reasons, and the estimated duration with how many
 // past runs it rests on (or what is unknown).
-std::string format_sweep_plan(const Json& reply);
+std::string format_sweep_plan(const api::SweepPlanReply& reply);
 
 }  // namespace ds::hostctl

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common/api/hosts.h"
+#include "common/api/plan.h"
 #include "common/api/sweeps.h"
 #include "common/api/version.h"
 #include "common/clock.h"
@@ -369,8 +370,9 @@ class Api {
     }
 
     // What POST /v1/sweeps would run, and for how long, without storing or
-    // running anything (daemon/plan/sweep_plan.h). "refused" says why a
-    // submission would be refused by this daemon (null when it would not).
+    // running anything (daemon/plan/sweep_plan.h's answer, read as its
+    // message). "refused" says why a submission would be refused by this
+    // daemon (null when it would not).
     Result<http::Response> plan_sweep(const RouteCall& call) {
         auto body = spec_body(call);
         if (!body.ok()) return body.error();
@@ -381,12 +383,14 @@ class Api {
         if (!plan.ok()) return plan.error();
         auto history = ctx_.store->runs_with_status(RunStatus::kSucceeded, RawOutput::kOmit);
         if (!history.ok()) return history.error();
-        Json answer = sweep_plan_json(*spec, plan.value(), RunDurations(history.value()),
-                                      max_parallel_runs());
-        const Status runnable = check_runnable(submission.value());
-        answer["refused"] = runnable.ok() ? Json() : Json(runnable.error().message);
-        answer["warnings"] = Json(warnings(submission.value()));
-        return json_response(answer);
+        DS_ASSIGN_OR_RETURN(
+            api::SweepPlanReply reply,
+            api::SweepPlanReply::from_json(sweep_plan_json(
+                *spec, plan.value(), RunDurations(history.value()), max_parallel_runs())));
+        if (const Status runnable = check_runnable(submission.value()); !runnable.ok())
+            reply.refused = runnable.error().message;
+        reply.warnings = warnings(submission.value());
+        return json_response(to_json(reply));
     }
 
     // How many runs the daemon runs at once: the sum of its hosts' parallel

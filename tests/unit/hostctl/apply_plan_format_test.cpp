@@ -4,6 +4,7 @@
 
 #include "hostctl/results_format.h"
 #include "hostctl/submission_format.h"
+#include "unit/api_messages.h"
 
 using ds::hostctl::Json;
 
@@ -48,7 +49,8 @@ Json plan_reply() {
 
 TEST_CASE("sweep plan: configurations, dropped, runs and a partial estimate",
           "[hostctl][format][plan]") {
-    CHECK(ds::hostctl::format_sweep_plan(plan_reply()) ==
+    CHECK(ds::hostctl::format_sweep_plan(
+              ds::api::test::decoded<ds::api::SweepPlanReply>(plan_reply())) ==
           "sweep \"seed\" would run 12 runs: 2 configurations × 2 workloads × 3 repetitions\n"
           "varying: bus, cache\n"
           "\n"
@@ -73,14 +75,16 @@ TEST_CASE("sweep plan: a complete estimate, none at all, and a refusal",
     complete["estimate"] = {{"run_seconds", 120},  {"wall_seconds", 3725}, {"max_parallel_runs", 1},
                             {"runs_estimated", 3}, {"runs_unknown", 0},    {"based_on_runs", 2},
                             {"complete", true}};
-    const std::string text = ds::hostctl::format_sweep_plan(complete);
+    const std::string text =
+        ds::hostctl::format_sweep_plan(ds::api::test::decoded<ds::api::SweepPlanReply>(complete));
     CHECK(text.find("estimated duration: 1h02m (1 run at a time)\n") != std::string::npos);
     CHECK(text.find("unknown") == std::string::npos);
 
     Json nothing = plan_reply();
     nothing["estimate"]["runs_unknown"] = 12;
     nothing["refused"] = "cannot run sweeps: no guest image";
-    const std::string unknown = ds::hostctl::format_sweep_plan(nothing);
+    const std::string unknown =
+        ds::hostctl::format_sweep_plan(ds::api::test::decoded<ds::api::SweepPlanReply>(nothing));
     CHECK(unknown.find("estimated duration: unknown (no run of its workloads has succeeded on "
                        "this daemon yet)\n") != std::string::npos);
     CHECK(unknown.find("this daemon would refuse it: cannot run sweeps: no guest image\n") !=
@@ -94,7 +98,8 @@ TEST_CASE("sweep plan: adaptive repetitions show the most runs and the longest d
     adaptive["max_repetitions"] = 10;
     adaptive["max_total_runs"] = 40;
     adaptive["estimate"]["max_wall_seconds"] = 400;
-    const std::string text = ds::hostctl::format_sweep_plan(adaptive);
+    const std::string text =
+        ds::hostctl::format_sweep_plan(ds::api::test::decoded<ds::api::SweepPlanReply>(adaptive));
     CHECK(text.find("adaptive: up to 40 runs (10 rounds) while a configuration's 95% CI is wider "
                     "than ±3% of its mean\n") != std::string::npos);
     CHECK(text.find("estimated duration: at least 2m00s, up to 6m40s with every adaptive round "
@@ -102,7 +107,8 @@ TEST_CASE("sweep plan: adaptive repetitions show the most runs and the longest d
 }
 
 TEST_CASE("sweep plan: an older or broken answer prints what there is", "[hostctl][format][plan]") {
-    const std::string text = ds::hostctl::format_sweep_plan(Json::object());
+    const std::string text = ds::hostctl::format_sweep_plan(
+        ds::api::test::decoded<ds::api::SweepPlanReply>(Json::object()));
     CHECK(text.rfind("sweep \"\" would run 0 runs", 0) == 0);
 }
 

@@ -615,7 +615,8 @@ TEST_CASE("sweep plan posts the spec and prints the plan", "[hostctl][cli][plan]
 
     auto printed = run_hostctl({"--socket=" + daemon.socket_path(), "sweep", "plan", spec});
     CHECK(printed.code == ExitCode::kOk);
-    CHECK(printed.out == ds::hostctl::format_sweep_plan(plan));
+    CHECK(printed.out ==
+          ds::hostctl::format_sweep_plan(ds::api::test::decoded<ds::api::SweepPlanReply>(plan)));
     const auto requests = daemon.requests();
     REQUIRE(requests.size() == 1);
     CHECK(requests.front().body == "name = \"p\"\n");

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/api/hosts.h"
+#include "common/api/plan.h"
 #include "common/api/runs.h"
 #include "common/api/status.h"
 #include "common/api/sweeps.h"
@@ -119,6 +120,16 @@ TEST_CASE("the daemon's status reply is its typed message", "[api][replies]") {
     CHECK(status.api == kApiVersion);
     CHECK(status.hosts.at(0).parallel == 2);
     CHECK(status.guest_images.at(0).problem == "missing");
+}
+
+TEST_CASE("the daemon's plan reply is its typed message", "[api][replies]") {
+    ApiUnderTest daemon;
+    const auto plan =
+        reads_back<api::SweepPlanReply>(daemon.call("POST", "/v1/sweeps/plan", 200, kSpecText));
+    CHECK(plan.total_runs == 2);
+    CHECK(plan.configurations.size() == 2);
+    CHECK(plan.estimate->runs_unknown == 2);
+    CHECK_FALSE(plan.refused);
 }
 
 TEST_CASE("the daemon's sweep and run replies are their typed messages", "[api][replies]") {
