@@ -111,8 +111,8 @@ std::string format_run(const api::RunShowReply& reply) {
     return text;
 }
 
-std::string format_apply(const Json& reply) {
-    std::string snippet = text_field(reply, "snippet", "");
+std::string format_apply(const api::ApplyReply& reply) {
+    std::string snippet = reply.snippet.value_or("");
     if (!snippet.empty() && snippet.back() != '\n') snippet += '\n';
     return snippet;
 }

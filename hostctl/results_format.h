@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "common/api/configurations.h"
 #include "common/api/runs.h"
 #include "hostctl/format.h"
 
@@ -15,6 +16,6 @@ std::string format_run(const api::RunShowReply& reply);
 // GET /v1/configurations/{id}/apply reply: its "snippet" as it is (the
 // format's own comment lines carry the warnings and notes, so the output
 // redirected into a file is a valid snippet).
-std::string format_apply(const Json& reply);
+std::string format_apply(const api::ApplyReply& reply);
 
 }  // namespace ds::hostctl

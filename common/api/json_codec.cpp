@@ -59,18 +59,43 @@ void ObjectReader::read(std::string_view key, std::int64_t& target) {
     if (value) target = *value;
 }
 
-void ObjectReader::read(std::string_view key, std::vector<std::string>& target) {
+namespace {
+// What each element of a list of scalars must be, and how it is read.
+template <class T>
+struct ListElement;
+template <>
+struct ListElement<std::string> {
+    static constexpr std::string_view kWanted = "a string";
+    static bool fits(const Json& item) { return item.is_string(); }
+};
+template <>
+struct ListElement<std::int64_t> {
+    static constexpr std::string_view kWanted = "an integer";
+    static bool fits(const Json& item) { return item.is_number_integer(); }
+};
+}  // namespace
+
+template <class T>
+void ObjectReader::read_list(std::string_view key, std::vector<T>& target) {
     const Json* list = present(key);
     if (!list || !expect(list->is_array(), *list, path_of(key), "an array")) return;
-    std::vector<std::string> items;
+    std::vector<T> items;
     for (std::size_t i = 0; i < list->size(); ++i) {
         const Json& item = (*list)[i];
-        if (!expect(item.is_string(), item, path_of(key) + "[" + std::to_string(i) + "]",
-                    "a string"))
+        if (!expect(ListElement<T>::fits(item), item, path_of(key) + "[" + std::to_string(i) + "]",
+                    ListElement<T>::kWanted))
             return;
-        items.push_back(item.get<std::string>());
+        items.push_back(item.get<T>());
     }
     target = std::move(items);
+}
+
+void ObjectReader::read(std::string_view key, std::vector<std::string>& target) {
+    read_list(key, target);
+}
+
+void ObjectReader::read(std::string_view key, std::vector<std::int64_t>& target) {
+    read_list(key, target);
 }
 
 void ObjectReader::read(std::string_view key, Json& target) {

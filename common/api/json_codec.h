@@ -43,6 +43,7 @@ class ObjectReader {
     void read(std::string_view key, std::optional<bool>& target);
     void read(std::string_view key, std::int64_t& target);
     void read(std::string_view key, std::vector<std::string>& target);
+    void read(std::string_view key, std::vector<std::int64_t>& target);
     // Any JSON, passed through as it is: for blobs the client prints
     // generically (a member's comment says which).
     void read(std::string_view key, Json& target);
@@ -78,6 +79,9 @@ class ObjectReader {
     // was found already.
     const Json* present(std::string_view key) const;
     std::string path_of(std::string_view key) const;
+    // A list of scalars (strings, integers), each element checked.
+    template <class T>
+    void read_list(std::string_view key, std::vector<T>& target);
     // Whether `ok`; records "PATH: expected WANTED, got TYPE" when not.
     bool expect(bool ok, const Json& value, const std::string& path, std::string_view wanted);
 

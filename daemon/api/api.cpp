@@ -4,6 +4,7 @@
 #include <set>
 #include <thread>
 
+#include "common/api/configurations.h"
 #include "common/api/hosts.h"
 #include "common/api/plan.h"
 #include "common/api/sweeps.h"
@@ -347,26 +348,30 @@ class Api {
     }
 
     // ?pool_sweeps=true pools the configuration's sweeps; partitions
-    // (acceleration, host, versions) stay apart either way.
+    // (acceleration, host, versions) stay apart either way. The answer of
+    // compare's results_for_config, read as its message.
     Result<http::Response> config_results(const RouteCall& call) {
         auto pool = call.query.flag("pool_sweeps");
         if (!pool.ok()) return pool.error();
-        auto result =
+        DS_ASSIGN_OR_RETURN(
+            const Json results,
             results_for_config(*ctx_.store, call.params[0],
-                               pool.value() ? SweepPooling::kPooled : SweepPooling::kBySweep);
-        if (!result.ok()) return result.error();
-        return json_response(result.value());
+                               pool.value() ? SweepPooling::kPooled : SweepPooling::kBySweep));
+        DS_ASSIGN_OR_RETURN(const auto reply, api::ConfigResultsReply::from_json(results));
+        return json_response(to_json(reply));
     }
 
     // The snippet that applies a configuration outside disksweep
-    // (daemon/apply/configuration_apply.h); the id may be a unique prefix.
+    // (daemon/apply/configuration_apply.h, read as its message); the id may
+    // be a unique prefix.
     Result<http::Response> apply_config(const RouteCall& call) {
         DS_ASSIGN_OR_RETURN(auto query, call.query.all(apply_query_parameters()));
         auto apply_request = apply_request_from_query(query);
         if (!apply_request.ok()) return apply_request.error();
-        auto answer = apply_configuration(*ctx_.store, call.params[0], apply_request.value());
-        if (!answer.ok()) return answer.error();
-        return json_response(answer.value());
+        DS_ASSIGN_OR_RETURN(const Json answer, apply_configuration(*ctx_.store, call.params[0],
+                                                                   apply_request.value()));
+        DS_ASSIGN_OR_RETURN(const auto reply, api::ApplyReply::from_json(answer));
+        return json_response(to_json(reply));
     }
 
     // What POST /v1/sweeps would run, and for how long, without storing or

@@ -113,8 +113,11 @@ TEST_CASE("sweep plan: an older or broken answer prints what there is", "[hostct
 }
 
 TEST_CASE("results apply: the snippet as the daemon wrote it", "[hostctl][format][apply]") {
-    CHECK(ds::hostctl::format_apply({{"snippet", "[mysqld]\ninnodb_doublewrite=OFF"}}) ==
+    CHECK(ds::hostctl::format_apply(ds::api::test::decoded<ds::api::ApplyReply>(
+              Json{{"snippet", "[mysqld]\ninnodb_doublewrite=OFF"}})) ==
           "[mysqld]\ninnodb_doublewrite=OFF\n");
-    CHECK(ds::hostctl::format_apply({{"snippet", "<disk/>\n"}}) == "<disk/>\n");
-    CHECK(ds::hostctl::format_apply(Json::object()).empty());
+    CHECK(ds::hostctl::format_apply(ds::api::test::decoded<ds::api::ApplyReply>(
+              Json{{"snippet", "<disk/>\n"}})) == "<disk/>\n");
+    CHECK(ds::hostctl::format_apply(ds::api::test::decoded<ds::api::ApplyReply>(Json::object()))
+              .empty());
 }

@@ -3,6 +3,7 @@
 // hostctl reads what disksweepd writes and the two cannot drift apart.
 #include <catch2/catch.hpp>
 
+#include "common/api/configurations.h"
 #include "common/api/hosts.h"
 #include "common/api/plan.h"
 #include "common/api/runs.h"
@@ -130,6 +131,30 @@ TEST_CASE("the daemon's plan reply is its typed message", "[api][replies]") {
     CHECK(plan.configurations.size() == 2);
     CHECK(plan.estimate->runs_unknown == 2);
     CHECK_FALSE(plan.refused);
+}
+
+TEST_CASE("the daemon's configuration replies are their typed messages", "[api][replies]") {
+    ApiUnderTest daemon;
+    daemon.call("POST", "/v1/sweeps", 201, kSpecText);
+    const auto page = reads_back<api::RunsPage>(daemon.call("GET", "/v1/sweeps/1/runs"));
+    const std::string config_id = page.runs.at(0).config_id.value();
+
+    for (const char* pooled : {"false", "true"}) {
+        const auto results = reads_back<api::ConfigResultsReply>(
+            daemon.call("GET", "/v1/configurations/" + config_id + "/results", 200, "",
+                        {{"pool_sweeps", pooled}}));
+        CHECK(results.config_id == config_id);
+        REQUIRE(results.rows.size() == 1);
+        CHECK(results.rows[0].sweep_ids == std::vector<std::int64_t>{1});
+        CHECK_FALSE(results.rows[0].partition);
+    }
+
+    const auto applied = reads_back<api::ApplyReply>(
+        daemon.call("GET", "/v1/configurations/" + config_id.substr(0, 8) + "/apply", 200, "",
+                    {{"format", "libvirt"}}));
+    CHECK(applied.config_id == config_id);
+    CHECK(applied.format == "libvirt");
+    CHECK(applied.snippet);
 }
 
 TEST_CASE("the daemon's sweep and run replies are their typed messages", "[api][replies]") {
