@@ -1,7 +1,7 @@
 // The store's connection: opening the database, its migrations and its
 // instance id. The store's other jobs have files of their own: sweeps.cpp,
-// runs.cpp, run_recovery.cpp, comparison_queries.cpp and record_json.cpp;
-// what they share is store_sql.h.
+// runs.cpp, run_recovery.cpp and comparison_queries.cpp; what they share is
+// store_sql.h. The API's view of the records is daemon/api/record_messages.h.
 #include "daemon/store/store.h"
 
 #include <SQLiteCpp/SQLiteCpp.h>

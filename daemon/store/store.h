@@ -69,8 +69,8 @@ struct RunRecord {
     std::string config_id;  // ds::config_id(config)
     // Decoded once by the store when it reads the run (a stored value that no
     // longer decodes fails the read, errc::kInternal), encoded by ds::to_json
-    // when it writes one and in the API's JSON (record_json.cpp). Stored
-    // configurations carry no filesystem label (to_json leaves it out).
+    // when it writes one and in the API's replies (daemon/api/record_messages.cpp).
+    // Stored configurations carry no filesystem label (to_json leaves it out).
     StorageConfig config;
     std::string workload_name;
     Workload workload;
@@ -303,19 +303,5 @@ class Store {
     std::mutex mutex_;                      // guards db_ (and every statement on it)
     std::unique_ptr<SQLite::Database> db_;  // GUARDED_BY(mutex_)
 };
-
-// API shapes (docs/api.md). Empty strings (unset timestamps, no failure
-// reason) become null. Sweep: {"id","name","status","created_at",
-// "started_at","finished_at","total_runs","spec_source","spec_toml",
-// "dropped","varying_axes"}; the API handler adds "counts" (run_counts())
-// and "eta_s", which are not stored.
-Json to_json(const SweepRecord& sweep);
-// Run: {"id","sweep_id","sequence","repetition","attempt","superseded_by"
-// (null while current),"config_id","config",
-// "workload_name","workload","status","failure_reason","accel","vm_name",
-// "volume_name","console_log","started_at","finished_at","timings",
-// "versions","applied_settings","metrics":{name:value}} plus "raw_output"
-// (a string) when include_raw_output.
-Json to_json(const RunRecord& run, bool include_raw_output);
 
 }  // namespace ds

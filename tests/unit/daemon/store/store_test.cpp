@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/settings.h"
+#include "daemon/api/record_messages.h"
 #include "support/temp_dir.h"
 
 namespace ds {
@@ -408,7 +409,7 @@ TEST_CASE("store: a run's API JSON holds its configuration and workload as store
     planned.workload = workload;
     const std::int64_t sweep_id = create(*store, make_sweep("s"), {planned});
 
-    const Json api = to_json(store->list_runs(sweep_id)->at(0), false);
+    const Json api = to_json(run_entry(store->list_runs(sweep_id)->at(0), RawOutput::kOmit));
     SQLite::Database db(path, SQLite::OPEN_READONLY);
     CHECK(api["config"].dump() ==
           db.execAndGet("SELECT canonical_json FROM configurations").getString());
@@ -723,12 +724,14 @@ TEST_CASE("store: file system failures are io errors with SQLite's message", "[s
     }
 }
 
+// The store's records as the API shows them (daemon/api/record_messages.h).
 TEST_CASE("store: JSON shapes for the API", "[store]") {
     TempDir dir;
     auto store = open_store(dir.file("results.db"));
     const std::int64_t sweep_id = create(*store, make_sweep("s"), four_runs());
 
-    const Json sweep = to_json(store->get_sweep(sweep_id).value());
+    const Json sweep =
+        to_json(sweep_summary(*store, store->get_sweep(sweep_id).value(), nullptr).value());
     CHECK(sweep["id"] == sweep_id);
     CHECK(sweep["name"] == "s");
     CHECK(sweep["status"] == "queued");
@@ -742,7 +745,7 @@ TEST_CASE("store: JSON shapes for the API", "[store]") {
     CHECK(sweep.contains("spec_toml"));
 
     const RunRecord planned = store->list_runs(sweep_id)->front();
-    const Json pending = to_json(planned, false);
+    const Json pending = to_json(run_entry(planned, RawOutput::kOmit));
     CHECK(pending["status"] == "pending");
     CHECK(pending["failure_reason"].is_null());
     CHECK(pending["vm_name"].is_null());
@@ -750,7 +753,7 @@ TEST_CASE("store: JSON shapes for the API", "[store]") {
     CHECK_FALSE(pending.contains("raw_output"));
 
     require_ok(store->finish_run(finished(planned)));
-    const Json done = to_json(store->get_run(planned.id).value(), true);
+    const Json done = to_json(run_entry(store->get_run(planned.id).value(), RawOutput::kInclude));
     CHECK(done["id"] == planned.id);
     CHECK(done["sweep_id"] == sweep_id);
     CHECK(done["sequence"] == 0);
@@ -898,7 +901,7 @@ TEST_CASE("store: migration 3 gives every existing run attempt 1", "[store][migr
         CHECK(run.attempt == 1);
         CHECK(run.superseded_by == 0);
     }
-    const Json shown = to_json(runs[0], false);
+    const Json shown = to_json(run_entry(runs[0], RawOutput::kOmit));
     CHECK(shown.at("attempt") == 1);
     CHECK(shown.at("superseded_by").is_null());
 }
