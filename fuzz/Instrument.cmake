@@ -15,14 +15,3 @@ set(DISKSWEEP_SANITIZERS -fsanitize=address,undefined -fno-sanitize-recover=all)
 add_compile_options(${DISKSWEEP_SANITIZERS} -fsanitize=fuzzer-no-link -fno-omit-frame-pointer
                     -gline-tables-only)
 add_link_options(${DISKSWEEP_SANITIZERS})
-
-# LLVM's linker: an instrumented binary is 200-370 MB, and GNU ld took 34 s
-# of CPU to link unit_daemon where lld takes 8.5 s (clang-14 on Debian 12);
-# about 15 such binaries are linked per build. scripts/install-deps.sh
-# installs it (`lld`); without it, GNU ld links as before.
-find_program(DISKSWEEP_LLD NAMES ld.lld)
-if(DISKSWEEP_LLD)
-  add_link_options(-fuse-ld=lld)
-else()
-  message(STATUS "ld.lld not found: the instrumented build links with the default linker (slower)")
-endif()
