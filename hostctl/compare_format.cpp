@@ -19,8 +19,24 @@ struct CompareColumns {
     std::vector<std::string> metrics;
 };
 
+using api::CompareReply;
+using api::CompareRow;
+
+// The comparison as the texts hostctl shares with the daemon's HTML report
+// read it (common/compare_text.h, common/verification_text.h): its JSON, as
+// the report holds it, for the rules those texts define once.
+Json shared_view(const CompareReply& compare) {
+    return to_json(compare);
+}
+
+// The metric's name, `fallback` without one.
+std::string metric_name(const std::optional<api::ComparedMetric>& metric,
+                        const std::string& fallback) {
+    return metric ? shown(metric->name, fallback) : fallback;
+}
+
 // A comparison's levels and settings not checked, under its table; "" when
-// its runs checked everything.
+// its runs checked everything. `compare` is shared_view's.
 std::string not_checked_legend(const Json& compare) {
     std::string text;
     for (const std::string& line : compare_not_checked_lines(compare))
@@ -28,15 +44,15 @@ std::string not_checked_legend(const Json& compare) {
     return text.empty() ? "" : "not checked in these runs' settings:\n" + text;
 }
 
-CompareColumns compare_columns(const Json& compare) {
+CompareColumns compare_columns(const CompareReply& compare) {
     CompareColumns columns;
-    columns.axes = string_list(field(compare, "varying_axes"));
-    columns.metrics = string_list(field(compare, "metrics"));
+    columns.axes = compare.varying_axes;
+    columns.metrics = compare.metrics;
     if (columns.metrics.empty()) {
         // Derive from the rows when the daemon does not list them.
         std::set<std::string> seen;
-        for (const auto& row : field(compare, "rows")) {
-            const Json& metrics = field(row, "metrics");
+        for (const CompareRow& row : compare.rows) {
+            const Json& metrics = row.metrics;
             if (!metrics.is_object()) continue;
             for (const auto& item : metrics.items()) {
                 if (seen.insert(item.key()).second) columns.metrics.push_back(item.key());
@@ -46,14 +62,13 @@ CompareColumns compare_columns(const Json& compare) {
     return columns;
 }
 
-std::string risks_of(const Json& row) {
-    std::vector<std::string> risks = string_list(field(row, "durability_risks"));
-    return risks.empty() ? "" : "unsafe: " + join(risks, ", ");
+std::string risks_of(const CompareRow& row) {
+    return row.durability_risks.empty() ? "" : "unsafe: " + join(row.durability_risks, ", ");
 }
 
 // Whether any row has a durability risk: then the wide tables get a "!"
 // column, and kRiskLegend under them.
-bool any_risk_in(const Json& rows) {
+bool any_risk_in(const std::vector<CompareRow>& rows) {
     bool any_risk = false;
     for (const auto& row : rows) any_risk = any_risk || !risks_of(row).empty();
     return any_risk;
@@ -73,32 +88,30 @@ void add_configuration_columns(std::vector<Table::Column>& header,
 // A row's cells under add_configuration_columns: its settings on the
 // varying `axes` (a host baseline has no guest settings: only its storage is
 // one, the rest is "-"), or its id's first 12 characters.
-void add_configuration_cells(std::vector<std::string>& line, const Json& row,
+void add_configuration_cells(std::vector<std::string>& line, const CompareRow& row,
                              const std::vector<std::string>& axes) {
-    const bool host = field(row, "host_baseline") == true;
-    if (axes.empty()) line.push_back(text_field(row, "config_id").substr(0, 12));
+    const bool host = row.host_baseline == true;
+    if (axes.empty()) line.push_back(shown(row.config_id).substr(0, 12));
     for (const auto& axis : axes) {
-        const bool applies = !host || field(row, "settings").contains(axis);
-        line.push_back(applies ? setting_text(field(row, "settings"), axis) : "-");
+        const bool applies = !host || row.settings.contains(axis);
+        line.push_back(applies ? setting_text(row.settings, axis) : "-");
     }
 }
 
 // The row's workload, a host baseline's said to be one.
-std::string workload_cell(const Json& row) {
-    const bool host = field(row, "host_baseline") == true;
-    return text_field(row, "workload") + (host ? " (host, raw volume)" : "");
+std::string workload_cell(const CompareRow& row) {
+    return shown(row.workload) + (row.host_baseline == true ? " (host, raw volume)" : "");
 }
 
 // The n column: the runs that succeeded, and a note of those that did not.
-std::string runs_cell(const Json& row) {
-    const Json& runs = field(row, "runs");
-    return std::to_string(integer_field(runs, "succeeded")) + unsuccessful_note(runs);
+std::string runs_cell(const CompareRow& row) {
+    return std::to_string(integer_field(row.runs, "succeeded")) + unsuccessful_note(row.runs);
 }
 
 // The ranked view of the kind every row is of (WorkloadKind::ranked_view);
 // nullptr when the rows are of several kinds or their kind has none.
-const RankedView* ranked_view_of(const Json& compare) {
-    const std::vector<std::string> kinds = string_list(field(compare, "workload_kinds"));
+const RankedView* ranked_view_of(const CompareReply& compare) {
+    const std::vector<std::string>& kinds = compare.workload_kinds;
     if (kinds.size() != 1) return nullptr;
     const WorkloadKind* kind = find_workload_kind(kinds.front());
     if (kind == nullptr || kind->ranked_view.columns.empty()) return nullptr;
@@ -134,22 +147,21 @@ MeanSpread summary_cell(const Json& summary) {
 // Each metric's column of "mean ± sd" cells for the rows at `order`, built
 // before the table so that each column can be aligned on "±".
 std::vector<std::vector<std::string>> aligned_metric_columns(
-    const Json& rows, const std::vector<std::size_t>& order,
+    const std::vector<CompareRow>& rows, const std::vector<std::size_t>& order,
     const std::vector<std::string_view>& metrics) {
     std::vector<std::vector<std::string>> columns;
     for (std::string_view metric : metrics) {
         std::vector<MeanSpread> cells;
-        for (std::size_t r : order)
-            cells.push_back(summary_cell(field(field(rows[r], "metrics"), metric)));
+        for (std::size_t r : order) cells.push_back(summary_cell(field(rows[r].metrics, metric)));
         columns.push_back(aligned_cells(cells));
     }
     return columns;
 }
 
 // Whether any row, of any partition, has a host baseline to compare with.
-bool any_host_overhead(const Json& compare) {
-    for (const auto& row : field(compare, "rows"))
-        if (field(row, "vs_host").is_object()) return true;
+bool any_host_overhead(const CompareReply& compare) {
+    for (const CompareRow& row : compare.rows)
+        if (row.vs_host && row.vs_host->is_object()) return true;
     return false;
 }
 
@@ -162,27 +174,28 @@ std::string vs_host_legend(const std::string& metric) {
 
 // The metric the "vs host" column compares: the primary one when shown,
 // else the first; "" when no row has a host baseline to compare with.
-std::string host_overhead_metric(const Json& compare, const CompareColumns& columns) {
+std::string host_overhead_metric(const CompareReply& compare, const CompareColumns& columns) {
     if (!any_host_overhead(compare) || columns.metrics.empty()) return "";
-    const std::string primary = text_field(field(compare, "primary_metric"), "name", "");
+    const std::string primary = metric_name(compare.primary_metric, "");
     const bool shown =
         std::find(columns.metrics.begin(), columns.metrics.end(), primary) != columns.metrics.end();
     return shown ? primary : columns.metrics.front();
 }
 
 // "41%" of the host baseline's mean, "-" without one.
-std::string host_share_text(const Json& row, const std::string& metric) {
-    auto ratio = number_field(field(field(row, "vs_host"), "ratios"), metric);
+std::string host_share_text(const CompareRow& row, const std::string& metric) {
+    auto ratio = number_field(field(row.vs_host.value_or(Json()), "ratios"), metric);
     return ratio ? format_fixed(*ratio * 100, *ratio < 0.1 ? 1 : 0) + "%" : "-";
 }
 
 // A kind's ranked table (the seed study's for mariadb-atis, its sysbench
 // counterpart), rows in the reply's ranking order. Rows without the ranked
 // metric (no succeeded run) follow, so failures stay visible.
-std::string format_ranked_table(const Json& compare, const RankedView& view) {
-    const Json& rows = field(compare, "rows");
-    const std::string sweep_id = text_field(compare, "sweep_id");
-    const std::vector<std::size_t> order = ranked_rows(compare);
+std::string format_ranked_table(const CompareReply& compare, const RankedView& view) {
+    const std::vector<CompareRow>& rows = compare.rows;
+    const std::string sweep_id = shown(compare.sweep_id);
+    const Json shared = shared_view(compare);
+    const std::vector<std::size_t> order = ranked_rows(shared);
     const bool any_risk = any_risk_in(rows);
 
     std::vector<std::string_view> metrics;
@@ -193,7 +206,7 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     std::vector<Table::Column> header = {{"Filesystem"}, {"Options"}};
     for (const RankedColumn& column : view.columns)
         header.push_back({std::string(column.header), Align::kLeft});
-    const bool durability = any_durability_measured(compare);
+    const bool durability = any_durability_measured(shared);
     if (durability) header.push_back({"durability"});
     header.push_back({"n"});
     if (any_risk) header.push_back({"!"});
@@ -201,18 +214,18 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     // Several workloads with the same server variables (or none) would read
     // alike: then the workload's name goes next to its options.
     std::set<std::string> option_texts, workload_names;
-    for (const auto& row : rows) {
-        option_texts.insert(text_field(row, "options", "defaults"));
-        workload_names.insert(text_field(row, "workload"));
+    for (const CompareRow& row : rows) {
+        option_texts.insert(shown(row.options, "defaults"));
+        workload_names.insert(shown(row.workload));
     }
     const bool name_workloads = option_texts.size() < workload_names.size();
     for (std::size_t i = 0; i < order.size(); ++i) {
-        const Json& row = rows[order[i]];
-        std::string options = text_field(row, "options", "defaults");
-        if (name_workloads) options += " [" + text_field(row, "workload") + "]";
-        std::vector<std::string> line = {text_field(row, "filesystem"), options};
+        const CompareRow& row = rows[order[i]];
+        std::string options = shown(row.options, "defaults");
+        if (name_workloads) options += " [" + shown(row.workload) + "]";
+        std::vector<std::string> line = {shown(row.filesystem), options};
         for (const auto& cells : metric_cells) line.push_back(cells[i]);
-        if (durability) line.push_back(durability_cell_text(field(row, "durability")));
+        if (durability) line.push_back(durability_cell_text(row.durability));
         line.push_back(runs_cell(row));
         if (any_risk) line.push_back(risks_of(row));
         table.add_row(std::move(line));
@@ -223,29 +236,28 @@ std::string format_ranked_table(const Json& compare, const RankedView& view) {
     text += table.render();
     if (durability) text += std::string(kDurabilityLegend) + "\n";
     if (any_risk) text += kRiskLegend;
-    return text + not_checked_legend(compare);
+    return text + not_checked_legend(shared);
 }
 
 }  // namespace
 
-std::string format_golden_datasets(const Json& compare) {
-    const Json& golden = field(compare, "golden_datasets");
-    if (!golden.is_object()) return "";
-    const auto seconds = [&golden](const char* key) {
-        const Json& value = field(golden, key);
-        return (value.is_number() ? format_fixed(value.get<double>(), 1) : std::string("?")) + " s";
+std::string format_golden_datasets(const CompareReply& compare) {
+    if (!compare.golden_datasets) return "";
+    const api::GoldenDatasetSavings& golden = *compare.golden_datasets;
+    const auto seconds = [](const std::optional<double>& value) {
+        return (value ? format_fixed(*value, 1) : std::string("?")) + " s";
     };
-    return "golden datasets: " + text_field(golden, "runs") + " runs cloned from " +
-           text_field(golden, "golden_volumes") + " golden volume(s); preparation avoided " +
-           seconds("avoided_s") + ", golden preparation " + seconds("preparation_s") +
-           " (its guest's boot included), clones " + seconds("clone_s") + ": saved " +
-           seconds("saved_s") + "\n";
+    return "golden datasets: " + shown(golden.runs) + " runs cloned from " +
+           shown(golden.golden_volumes) + " golden volume(s); preparation avoided " +
+           seconds(golden.avoided_s) + ", golden preparation " + seconds(golden.preparation_s) +
+           " (its guest's boot included), clones " + seconds(golden.clone_s) + ": saved " +
+           seconds(golden.saved_s) + "\n";
 }
 
-std::string format_compare_wide(const Json& compare) {
-    const Json& rows = field(compare, "rows");
-    std::string sweep_id = text_field(compare, "sweep_id");
-    if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
+std::string format_compare_wide(const CompareReply& compare) {
+    const std::vector<CompareRow>& rows = compare.rows;
+    std::string sweep_id = shown(compare.sweep_id);
+    if (rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
     if (const RankedView* view = ranked_view_of(compare))
         return format_ranked_table(compare, *view);
     CompareColumns columns = compare_columns(compare);
@@ -264,20 +276,21 @@ std::string format_compare_wide(const Json& compare) {
     header.push_back({"workload"});
     for (const auto& metric : columns.metrics) header.push_back({metric, Align::kRight});
     if (!overhead_metric.empty()) header.push_back({"vs host", Align::kRight});
-    const bool durability = any_durability_measured(compare);
+    const Json shared = shared_view(compare);
+    const bool durability = any_durability_measured(shared);
     if (durability) header.push_back({"durability"});
     header.push_back({"n", Align::kRight});
     if (any_risk) header.push_back({"!"});
     Table table(std::move(header));
 
     for (std::size_t r = 0; r < rows.size(); ++r) {
-        const Json& row = rows[r];
+        const CompareRow& row = rows[r];
         std::vector<std::string> line;
         add_configuration_cells(line, row, columns.axes);
         line.push_back(workload_cell(row));
         for (const auto& cells : metric_cells) line.push_back(cells[r]);
         if (!overhead_metric.empty()) line.push_back(host_share_text(row, overhead_metric));
-        if (durability) line.push_back(durability_cell_text(field(row, "durability")));
+        if (durability) line.push_back(durability_cell_text(row.durability));
         line.push_back(runs_cell(row));
         if (any_risk) line.push_back(risks_of(row));
         table.add_row(std::move(line));
@@ -289,22 +302,23 @@ std::string format_compare_wide(const Json& compare) {
     if (!overhead_metric.empty()) text += vs_host_legend(overhead_metric);
     if (durability) text += std::string(kDurabilityLegend) + "\n";
     if (any_risk) text += kRiskLegend;
-    return text + not_checked_legend(compare);
+    return text + not_checked_legend(shared);
 }
 
 namespace {
 
 // The heading: what the numbers are, and against what.
-std::string narrow_heading(const Json& compare, const std::string& metric, bool lower_better) {
-    const std::string baseline = baseline_settings_text(compare);
-    const double threshold = number_field(compare, "practical_difference").value_or(0.02);
-    std::string text = "sweep " + text_field(compare, "sweep_id") + ": " +
+std::string narrow_heading(const CompareReply& compare, const Json& shared,
+                           const std::string& metric, bool lower_better) {
+    const std::string baseline = baseline_settings_text(shared);
+    const double threshold = compare.practical_difference.value_or(0.02);
+    std::string text = "sweep " + shown(compare.sweep_id) + ": " +
                        (metric.empty() ? std::string("each workload's primary metric") : metric) +
                        (metric.empty() ? ""
                         : lower_better ? " (lower is better)"
                                        : " (higher is better)") +
                        ", mean ± 95% CI half-width over n succeeded runs, best first\n";
-    const std::string chosen_by = text_field(field(compare, "baseline"), "chosen_by", "");
+    const std::string chosen_by = compare.baseline ? shown(compare.baseline->chosen_by, "") : "";
     text += "ratio = mean / the baseline's (" + baseline +
             (chosen_by == "spec" ? ", chosen in the spec" : ", the first configuration") +
             ") with its 95% CI\nverdict: Holm-adjusted p < 0.05; differences under " +
@@ -318,12 +332,12 @@ namespace {
 
 // "workload NAME: OPTIONS" for each workload with server variables, in the
 // order the rows first name them.
-std::string workload_options_legend(const Json& rows) {
+std::string workload_options_legend(const std::vector<CompareRow>& rows) {
     std::string legend;
     std::set<std::string> named;
-    for (const auto& row : rows) {
-        const std::string workload = text_field(row, "workload");
-        const std::string options = text_field(row, "options", "defaults");
+    for (const CompareRow& row : rows) {
+        const std::string workload = shown(row.workload);
+        const std::string options = shown(row.options, "defaults");
         if (options == "defaults" || !named.insert(workload).second) continue;
         legend += "workload " + workload + ": " + options + "\n";
     }
@@ -358,22 +372,23 @@ Table narrow_compare_table(const NarrowLayout& layout) {
 
 // One row of the narrow compare table; its durability risks, when new, go
 // to `risk_notes` (printed once each under the tables).
-std::vector<std::string> narrow_compare_line(const Json& row, const NarrowLayout& layout,
+std::vector<std::string> narrow_compare_line(const CompareRow& row, const NarrowLayout& layout,
                                              std::vector<std::string>& risk_notes) {
     std::vector<std::string> line;
     add_configuration_cells(line, row, layout.columns.axes);
     if (layout.columns.workload) line.push_back(workload_cell(row));
-    if (layout.options_column) line.push_back(text_field(row, "options", "defaults"));
-    const std::string row_metric = text_field(field(row, "primary_metric"), "name", layout.metric);
-    std::string value = mean_ci_text(field(field(row, "metrics"), row_metric));
+    if (layout.options_column) line.push_back(shown(row.options, "defaults"));
+    const std::string row_metric = metric_name(row.primary_metric, layout.metric);
+    std::string value = mean_ci_text(field(row.metrics, row_metric));
     if (layout.metric.empty() && value != "-") value += " " + row_metric;
     line.push_back(value);
     if (layout.vs_host_column) line.push_back(host_share_text(row, row_metric));
-    line.push_back(field(row, "is_baseline") == true ? "1" : ratio_text(field(row, "vs_baseline")));
-    line.push_back(verdict_text(row));
-    if (layout.durability_column) line.push_back(durability_cell_text(field(row, "durability")));
+    line.push_back(row.is_baseline == true ? "1" : ratio_text(row.vs_baseline.value_or(Json())));
+    // The verdict as the report words it (its rule reads the row's JSON).
+    line.push_back(verdict_text(to_json(row)));
+    if (layout.durability_column) line.push_back(durability_cell_text(row.durability));
     line.push_back(runs_cell(row));
-    const std::string risks = join(string_list(field(row, "durability_risks")), ", ");
+    const std::string risks = join(row.durability_risks, ", ");
     line.push_back(risks.empty() ? "" : "!");
     if (!risks.empty() &&
         std::find(risk_notes.begin(), risk_notes.end(), risks) == risk_notes.end())
@@ -383,20 +398,20 @@ std::vector<std::string> narrow_compare_line(const Json& row, const NarrowLayout
 
 }  // namespace
 
-std::string format_compare_table(const Json& compare) {
-    const Json& rows = field(compare, "rows");
-    const std::string sweep_id = text_field(compare, "sweep_id");
-    if (!rows.is_array() || rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
-    const Json& primary = field(compare, "primary_metric");
+std::string format_compare_table(const CompareReply& compare) {
+    const std::vector<CompareRow>& rows = compare.rows;
+    const std::string sweep_id = shown(compare.sweep_id);
+    if (rows.empty()) return "sweep " + sweep_id + " has no results yet\n";
+    const Json shared = shared_view(compare);
     NarrowLayout layout;
-    layout.metric = text_field(primary, "name", "");
-    layout.columns = narrow_columns(compare);
-    const Json& partitions = field(compare, "partitions");
+    layout.metric = metric_name(compare.primary_metric, "");
+    layout.columns = narrow_columns(shared);
+    const Json& partitions = compare.partitions;
     const std::size_t partition_count = partitions.is_array() ? partitions.size() : 0;
 
     std::map<long, std::vector<std::size_t>> by_partition;
-    for (std::size_t r : ranked_rows(compare))
-        by_partition[integer_field(rows[r], "partition", 0)].push_back(r);
+    for (std::size_t r : ranked_rows(shared))
+        by_partition[rows[r].partition.value_or(0)].push_back(r);
 
     // With a workload column, the workloads' server variables (often longer
     // than the rest of a row) are a legend under the table, once each.
@@ -404,9 +419,10 @@ std::string format_compare_table(const Json& compare) {
     // The host baselines sit in a partition of their own (acceleration
     // "none"): whether to show the column is asked of every row.
     layout.vs_host_column = any_host_overhead(compare);
-    layout.durability_column = any_durability_measured(compare);
-    std::string text =
-        narrow_heading(compare, layout.metric, field(primary, "lower_is_better") == true);
+    layout.durability_column = any_durability_measured(shared);
+    const bool lower_better =
+        compare.primary_metric && compare.primary_metric->lower_is_better == true;
+    std::string text = narrow_heading(compare, shared, layout.metric, lower_better);
     if (partition_count > 1) {
         text +=
             "runs of different acceleration, host or versions are shown apart: they are "
@@ -431,7 +447,7 @@ std::string format_compare_table(const Json& compare) {
     if (layout.columns.options && !layout.options_column) text += workload_options_legend(rows);
     for (const auto& risks : risk_notes)
         text += "! " + risks + ": can lose data on a power failure or crash\n";
-    text += not_checked_legend(compare);
+    text += not_checked_legend(shared);
     text +=
         "(--all: every metric; --metric NAME: rank and compare by another; --json, --csv: "
         "all numbers)\n";
@@ -484,19 +500,17 @@ std::vector<std::string> csv_header(const CompareColumns& columns) {
 }
 
 // The fields of one compare row, in csv_header's order.
-std::vector<std::string> csv_row(const Json& compare, const Json& row,
+std::vector<std::string> csv_row(const CompareReply& compare, const CompareRow& row,
                                  const CompareColumns& columns) {
-    std::vector<std::string> line = {csv_number_text(field(compare, "sweep_id")),
-                                     text_field(row, "config_id", ""),
-                                     text_field(row, "workload", "")};
+    std::vector<std::string> line = {shown(compare.sweep_id, ""), shown(row.config_id, ""),
+                                     shown(row.workload, "")};
     for (const auto& axis : columns.axes) {
-        line.push_back(format_setting_value(field(field(row, "settings"), axis)));
+        line.push_back(format_setting_value(field(row.settings, axis)));
     }
-    const Json& runs = field(row, "runs");
-    line.push_back(std::to_string(integer_field(runs, "succeeded")));
-    line.push_back(std::to_string(integer_field(runs, "failed")));
+    line.push_back(std::to_string(integer_field(row.runs, "succeeded")));
+    line.push_back(std::to_string(integer_field(row.runs, "failed")));
     for (const auto& metric : columns.metrics) {
-        const Json& summary = field(field(row, "metrics"), metric);
+        const Json& summary = field(row.metrics, metric);
         for (const char* part : kCsvSummaryFields) {
             const Json& value = field(summary, part);
             // A metric no run reported has n = 0, not an empty field.
@@ -504,22 +518,22 @@ std::vector<std::string> csv_row(const Json& compare, const Json& row,
                 std::string_view(part) == "n" && !value.is_number() ? "0" : csv_number_text(value));
         }
     }
-    const Json& partitions = field(compare, "partitions");
-    const long partition = integer_field(row, "partition", -1);
+    const Json& partitions = compare.partitions;
+    const long partition = row.partition.value_or(-1);
     const bool known = partitions.is_array() && partition >= 0 &&
                        static_cast<std::size_t>(partition) < partitions.size();
     line.push_back(known ? partition_text(partitions[static_cast<std::size_t>(partition)]) : "");
-    const Json& versus = field(row, "vs_baseline");
-    const std::string compared = text_field(field(row, "primary_metric"), "name", "");
+    const Json versus = row.vs_baseline.value_or(Json());
+    const std::string compared = metric_name(row.primary_metric, "");
     line.push_back(compared);
     for (const char* part : kCsvComparisonFields) {
         const Json& value = field(versus, part);
         line.push_back(value.is_string() ? value.get<std::string>() : csv_number_text(value));
     }
     // The compared metric's mean as a share of the host baseline's (any partition).
-    line.push_back(csv_number_text(field(field(field(row, "vs_host"), "ratios"), compared)));
-    line.push_back(join(string_list(field(row, "durability_risks")), ";"));
-    const Json& durability = field(row, "durability");
+    line.push_back(csv_number_text(field(field(row.vs_host.value_or(Json()), "ratios"), compared)));
+    line.push_back(join(row.durability_risks, ";"));
+    const Json& durability = row.durability;
     for (const char* part : kCsvDurabilityFields) {
         const Json& value = field(durability, part);
         line.push_back(value.is_string()    ? value.get<std::string>()
@@ -531,12 +545,10 @@ std::vector<std::string> csv_row(const Json& compare, const Json& row,
 
 }  // namespace
 
-std::string format_compare_csv(const Json& compare) {
+std::string format_compare_csv(const CompareReply& compare) {
     CompareColumns columns = compare_columns(compare);
     std::string text = csv_line(csv_header(columns));
-    const Json& rows = field(compare, "rows");
-    if (!rows.is_array()) return text;
-    for (const auto& row : rows) text += csv_line(csv_row(compare, row, columns));
+    for (const CompareRow& row : compare.rows) text += csv_line(csv_row(compare, row, columns));
     return text;
 }
 

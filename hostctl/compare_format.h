@@ -5,11 +5,12 @@
 
 #include <string>
 
+#include "common/api/compare.h"
 #include "hostctl/format.h"
 
 namespace ds::hostctl {
 
-// GET /v1/sweeps/{id}/compare reply as the narrow table people read first:
+// GET /v1/sweeps/{id}/compare's reply as the narrow table people read first:
 // one row per configuration (and workload, when several), only the settings
 // that vary, the analysed metric as mean ± 95% CI half-width, the ratio to
 // the baseline with its 95% CI, the verdict, n (succeeded runs, and failed
@@ -17,7 +18,7 @@ namespace ds::hostctl {
 // Rows in the reply's ranking order: best first. Rows of different
 // partitions (acceleration, host, versions) are printed as separate tables
 // under a line naming the partition. Fits 120 columns for a typical sweep.
-std::string format_compare_table(const Json& compare);
+std::string format_compare_table(const api::CompareReply& compare);
 // The wide table (--all): one row per (configuration, workload), the varying
 // settings as columns, each metric as mean ± stddev aligned on "±", "vs
 // host" when host baselines ran, an n column, and a "!" column naming
@@ -27,13 +28,13 @@ std::string format_compare_table(const Json& compare);
 // mariadb-atis Filesystem | Options | Time (total_s mean ± sd) | n | !,
 // fastest first, and for sysbench-oltp Filesystem | Options | TPS | p95 ms |
 // p99 ms | n | !, highest TPS first.
-std::string format_compare_wide(const Json& compare);
+std::string format_compare_wide(const api::CompareReply& compare);
 // The same as CSV with separate n/mean/stddev/ci95 columns per metric and
 // full-precision numbers; just the header line when there are no rows.
-std::string format_compare_csv(const Json& compare);
+std::string format_compare_csv(const api::CompareReply& compare);
 // The compare reply's "golden_datasets" as one line: how many runs cloned
 // how many golden volumes and the seconds that saved (or cost); "" when no
 // run of the sweep used one.
-std::string format_golden_datasets(const Json& compare);
+std::string format_golden_datasets(const api::CompareReply& compare);
 
 }  // namespace ds::hostctl

@@ -33,12 +33,17 @@ ExitCode print_compare(Invocation& invocation, long sweep_id, CompareView view,
     if (!reply.ok()) return invocation.fail(reply);
     if (invocation.json_output) {
         invocation.print_json(reply.body);
-    } else if (view == CompareView::kCsv) {
-        invocation.out << format_compare_csv(reply.body);
+        return ExitCode::kOk;
+    }
+    auto decoded = api::decode<api::CompareReply>(reply.body);
+    if (!decoded.ok()) return invocation.fail_to_read(decoded.error());
+    const api::CompareReply& compare = decoded.value();
+    if (view == CompareView::kCsv) {
+        invocation.out << format_compare_csv(compare);
     } else {
-        invocation.out << (view == CompareView::kAll ? format_compare_wide(reply.body)
-                                                     : format_compare_table(reply.body));
-        invocation.out << format_golden_datasets(reply.body);
+        invocation.out << (view == CompareView::kAll ? format_compare_wide(compare)
+                                                     : format_compare_table(compare));
+        invocation.out << format_golden_datasets(compare);
     }
     return ExitCode::kOk;
 }

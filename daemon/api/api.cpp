@@ -4,6 +4,7 @@
 #include <set>
 #include <thread>
 
+#include "common/api/compare.h"
 #include "common/api/configurations.h"
 #include "common/api/hosts.h"
 #include "common/api/plan.h"
@@ -322,6 +323,8 @@ class Api {
         return json_response(to_json(api::RunShowReply{run_entry(run, RawOutput::kInclude)}));
     }
 
+    // The sweep's comparison (daemon/compare/compare.h compare_sweep's
+    // answer, read as its message).
     Result<http::Response> compare(const RouteCall& call) {
         auto id = parse_id(call.params[0], "sweep");
         if (!id.ok()) return id.error();
@@ -330,9 +333,9 @@ class Api {
         if (metric) options.metric = *metric;
         DS_ASSIGN_OR_RETURN(options.all_metrics, call.query.flag("all"));
         options.specs = ctx_.specs.get();
-        auto result = compare_sweep(*ctx_.store, id.value(), options);
-        if (!result.ok()) return result.error();
-        return json_response(result.value());
+        DS_ASSIGN_OR_RETURN(const Json comparison, compare_sweep(*ctx_.store, id.value(), options));
+        DS_ASSIGN_OR_RETURN(const auto reply, api::CompareReply::from_json(comparison));
+        return json_response(to_json(reply));
     }
 
     // The sweep's report: one self-contained HTML page (daemon/report/html_report.h).

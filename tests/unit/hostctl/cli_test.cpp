@@ -218,7 +218,8 @@ TEST_CASE("sweep submit --wait follows the sweep and prints the comparison", "[h
                                  "run 11 succeeded (2/2 done, 0 failed)\n"
                                  "sweep 4 succeeded: 2 succeeded, 0 failed, 0 cancelled of 2 runs\n"
                                  "\n" +
-                                 ds::hostctl::format_compare_table(kCompare));
+                                 ds::hostctl::format_compare_table(
+                                     ds::api::test::decoded<ds::api::CompareReply>(kCompare)));
     }
     SECTION("a run fails: exit 1, the comparison still printed") {
         daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("failed")));
@@ -227,7 +228,8 @@ TEST_CASE("sweep submit --wait follows the sweep and prints the comparison", "[h
         CHECK(outcome.code == ExitCode::kFailed);
         CHECK_THAT(outcome.out,
                    Catch::Contains("run 11 failed: fio exited 1: cannot open /mnt/data/fio"));
-        CHECK_THAT(outcome.out, Catch::EndsWith(ds::hostctl::format_compare_table(kCompare)));
+        CHECK_THAT(outcome.out, Catch::EndsWith(ds::hostctl::format_compare_table(
+                                    ds::api::test::decoded<ds::api::CompareReply>(kCompare))));
     }
     SECTION("--json prints one JSON document per line") {
         daemon.on("GET /v1/sweeps/4/events", event_stream(finished_events("succeeded")));
@@ -299,7 +301,8 @@ TEST_CASE("sweep submit --wait --quiet prints the runs that failed and the compa
         CHECK(outcome.out ==
               "run 11 failed: fio exited 1: cannot open /mnt/data/fio\n"
               "sweep 4 failed: 1 succeeded, 1 failed, 0 cancelled of 2 runs\n\n" +
-                  ds::hostctl::format_compare_table(kCompare));
+                  ds::hostctl::format_compare_table(
+                      ds::api::test::decoded<ds::api::CompareReply>(kCompare)));
     }
     // One declaration of the watch's options: the same help in both commands.
     const std::string quiet_help =
@@ -386,12 +389,14 @@ TEST_CASE("list, show, cancel and results print the daemon's answers", "[hostctl
 
     auto table = with_socket({"results", "compare", "4"});
     CHECK(table.code == ExitCode::kOk);
-    CHECK(table.out == ds::hostctl::format_compare_table(kCompare));
+    CHECK(table.out == ds::hostctl::format_compare_table(
+                           ds::api::test::decoded<ds::api::CompareReply>(kCompare)));
     CHECK_THAT(table.out, Catch::Contains("0 (1 failed)  !"));
 
     auto csv = with_socket({"results", "compare", "4", "--csv"});
     CHECK(csv.code == ExitCode::kOk);
-    CHECK(csv.out == ds::hostctl::format_compare_csv(kCompare));
+    CHECK(csv.out ==
+          ds::hostctl::format_compare_csv(ds::api::test::decoded<ds::api::CompareReply>(kCompare)));
 
     auto json = with_socket({"results", "compare", "--json", "4"});
     CHECK(json.code == ExitCode::kOk);

@@ -7,6 +7,7 @@
 
 #include "hostctl/compare_format.h"
 #include "hostctl/format.h"
+#include "unit/api_messages.h"
 
 namespace {
 
@@ -74,7 +75,8 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 TEST_CASE("narrow compare table: 12 configurations fit in 120 columns, best first",
           "[hostctl][format][compare]") {
-    const std::string table = ds::hostctl::format_compare_table(twelve_configurations());
+    const std::string table = ds::hostctl::format_compare_table(
+        ds::api::test::decoded<ds::api::CompareReply>(twelve_configurations()));
     INFO(table);
     for (const std::string& line : lines_of(table)) CHECK(ds::hostctl::display_width(line) <= 120);
     const std::vector<std::string> lines = lines_of(table);
@@ -157,7 +159,8 @@ Json seed_atis_shape() {
 
 TEST_CASE("narrow compare table: seed-atis fits in 120 columns, server variables as a legend",
           "[hostctl][format][compare]") {
-    const std::string table = ds::hostctl::format_compare_table(seed_atis_shape());
+    const std::string table = ds::hostctl::format_compare_table(
+        ds::api::test::decoded<ds::api::CompareReply>(seed_atis_shape()));
     INFO(table);
     for (const std::string& line : lines_of(table)) CHECK(ds::hostctl::display_width(line) <= 120);
     const std::vector<std::string> lines = lines_of(table);
@@ -178,7 +181,8 @@ TEST_CASE("narrow compare table: partitions are shown apart and say so",
     compare["partitions"].push_back({{"accel", "tcg"}, {"qemu", "7.2.0"}});
     compare["rows"][5]["partition"] = 1;
     compare["rows"][5]["vs_baseline"] = {{"verdict", "no baseline"}};
-    const std::string table = ds::hostctl::format_compare_table(compare);
+    const std::string table =
+        ds::hostctl::format_compare_table(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(table);
     CHECK_THAT(table, Catch::Contains("shown apart: they are not pooled, and each is compared "
                                       "with the baseline of its own partition"));
@@ -218,7 +222,8 @@ TEST_CASE("narrow compare table: a durability column next to the verdict when me
                                         {"safe", false},
                                         {"runs", 0},
                                         {"unreadable_runs", 1}};
-    const std::string table = ds::hostctl::format_compare_table(compare);
+    const std::string table =
+        ds::hostctl::format_compare_table(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(table);
     const std::vector<std::string> lines = lines_of(table);
     REQUIRE(lines.size() > 5);
@@ -237,9 +242,12 @@ TEST_CASE("narrow compare table: a durability column next to the verdict when me
 
     // Measured nowhere (or an older daemon without the field): no column, no legend.
     for (Json& row : compare["rows"]) row["durability"] = kNotMeasured;
-    const std::string unmeasured = ds::hostctl::format_compare_table(compare);
+    const std::string unmeasured =
+        ds::hostctl::format_compare_table(ds::api::test::decoded<ds::api::CompareReply>(compare));
     CHECK_THAT(unmeasured, !Catch::Contains("durability"));
-    CHECK(unmeasured == ds::hostctl::format_compare_table(twelve_configurations()));
+    CHECK(unmeasured ==
+          ds::hostctl::format_compare_table(
+              ds::api::test::decoded<ds::api::CompareReply>(twelve_configurations())));
 }
 
 TEST_CASE("the durability cell says what the row's durability says",
@@ -285,23 +293,27 @@ TEST_CASE("the wide compare table and the CSV carry durability too",
     Json compare = twelve_configurations();
     compare["metrics"] = {"read_iops"};
     compare["rows"][11]["durability"] = measured(50, 7, 12);
-    const std::string wide = ds::hostctl::format_compare_wide(compare);
+    const std::string wide =
+        ds::hostctl::format_compare_wide(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(wide);
     CHECK_THAT(lines_of(wide).at(1), Catch::Contains("  durability  "));
     CHECK_THAT(wide, Catch::Contains("  7/50 lost (≤12)  "));
     CHECK_THAT(wide, Catch::Contains("  not measured     "));
     CHECK_THAT(wide, Catch::Contains("\ndurability = "));
-    const std::string csv = ds::hostctl::format_compare_csv(compare);
+    const std::string csv =
+        ds::hostctl::format_compare_csv(ds::api::test::decoded<ds::api::CompareReply>(compare));
     CHECK_THAT(csv, Catch::Contains(",cache=unsafe,(the daemon's),false,50,7,12,1.5,0,0,0\n"));
 }
 
 TEST_CASE("compare tables list the levels their runs did not check, per configuration",
           "[hostctl][format][compare][not_checked]") {
     Json compare = twelve_configurations();
-    const std::string plain = ds::hostctl::format_compare_table(compare);
+    const std::string plain =
+        ds::hostctl::format_compare_table(ds::api::test::decoded<ds::api::CompareReply>(compare));
     CHECK_THAT(plain, !Catch::Contains("not checked"));
     for (Json& row : compare["rows"]) row["not_checked"] = Json::array();
-    CHECK(ds::hostctl::format_compare_table(compare) == plain);
+    CHECK(ds::hostctl::format_compare_table(
+              ds::api::test::decoded<ds::api::CompareReply>(compare)) == plain);
 
     compare["rows"][0]["not_checked"] = {{{"level", "QEMU (info block)"},
                                           {"reason", "the monitor answered 403"},
@@ -326,11 +338,14 @@ TEST_CASE("compare tables list the levels their runs did not check, per configur
         "(5 runs)\n  " +
         label(3) + ": QEMU (info block), iops_limit: not checked: in a throttle group (1 run)\n";
     CHECK(label(0) == "cache=none filesystem=ext4");
-    const std::string narrow = ds::hostctl::format_compare_table(compare);
+    const std::string narrow =
+        ds::hostctl::format_compare_table(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(narrow);
     CHECK_THAT(narrow, Catch::Contains("\n" + expected + "(--all"));
     compare["metrics"] = {"read_iops"};
-    CHECK_THAT(ds::hostctl::format_compare_wide(compare), Catch::EndsWith(expected));
+    CHECK_THAT(
+        ds::hostctl::format_compare_wide(ds::api::test::decoded<ds::api::CompareReply>(compare)),
+        Catch::EndsWith(expected));
 }
 
 }  // namespace

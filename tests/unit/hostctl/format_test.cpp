@@ -123,16 +123,19 @@ TEST_CASE("wide compare table (--all): varying settings, aligned spreads, n, ris
         "xfs, \"special\"   writeback  randrw        -            -                  -       "
         "   0 (3 failed)\n"
         "! = settings that can lose data on a power failure or crash\n";
-    std::string table = ds::hostctl::format_compare_wide(realistic_compare());
+    std::string table = ds::hostctl::format_compare_wide(
+        ds::api::test::decoded<ds::api::CompareReply>(realistic_compare()));
     INFO(table);
     CHECK(table == expected);
 }
 
 TEST_CASE("compare table without results says so", "[hostctl][format]") {
     Json empty = {{"sweep_id", 3}, {"varying_axes", Json::array()}, {"rows", Json::array()}};
-    CHECK(ds::hostctl::format_compare_table(empty) == "sweep 3 has no results yet\n");
-    CHECK(ds::hostctl::format_compare_wide(empty) == "sweep 3 has no results yet\n");
-    CHECK(ds::hostctl::format_compare_csv(empty) ==
+    CHECK(ds::hostctl::format_compare_table(ds::api::test::decoded<ds::api::CompareReply>(empty)) ==
+          "sweep 3 has no results yet\n");
+    CHECK(ds::hostctl::format_compare_wide(ds::api::test::decoded<ds::api::CompareReply>(empty)) ==
+          "sweep 3 has no results yet\n");
+    CHECK(ds::hostctl::format_compare_csv(ds::api::test::decoded<ds::api::CompareReply>(empty)) ==
           "sweep_id,config_id,workload,runs_succeeded,runs_failed,partition,compared_metric,"
           "vs_baseline_ratio,vs_baseline_ci95_low,vs_baseline_ci95_high,vs_baseline_p_value,"
           "vs_baseline_p_adjusted,vs_baseline_verdict,vs_host,durability_risks,"
@@ -147,14 +150,16 @@ TEST_CASE("compare table of a single configuration shows its id", "[hostctl][for
                   "durability_risks": null, "settings_error": "no longer parses",
                   "runs": {"succeeded": 2, "failed": 0},
                   "metrics": {"read_iops": {"n": 2, "mean": 10.0, "stddev": 1.0}}}]})");
-    CHECK(ds::hostctl::format_compare_wide(compare) ==
-          "sweep 2: mean ± stddev over n succeeded runs per configuration and workload\n"
-          "config        workload   read_iops  n\n"
-          "0123456789ab  atis      10.0 ± 1.0  2\n");
+    CHECK(
+        ds::hostctl::format_compare_wide(ds::api::test::decoded<ds::api::CompareReply>(compare)) ==
+        "sweep 2: mean ± stddev over n succeeded runs per configuration and workload\n"
+        "config        workload   read_iops  n\n"
+        "0123456789ab  atis      10.0 ± 1.0  2\n");
 }
 
 TEST_CASE("compare CSV has separate columns at full precision", "[hostctl][format]") {
-    std::string csv = ds::hostctl::format_compare_csv(realistic_compare());
+    std::string csv = ds::hostctl::format_compare_csv(
+        ds::api::test::decoded<ds::api::CompareReply>(realistic_compare()));
     INFO(csv);
     // Per metric: n, mean, median, stddev, cv, ci95_low, ci95_high, geomean;
     // then the partition and the comparison with the baseline.
@@ -421,7 +426,8 @@ TEST_CASE("wide compare table of a mariadb-atis sweep has the seed study's shape
         "btrfs        innodb_doublewrite=0 innodb_flush_method=nosync      -         0 (3 timed "
         "out)            unsafe: cache=unsafe, innodb_flush_method=nosync\n"
         "! = settings that can lose data on a power failure or crash\n";
-    CHECK(ds::hostctl::format_compare_wide(atis_compare()) == expected);
+    CHECK(ds::hostctl::format_compare_wide(
+              ds::api::test::decoded<ds::api::CompareReply>(atis_compare())) == expected);
 }
 
 TEST_CASE("wide compare table of a sysbench-oltp sweep ranks by TPS", "[format]") {
@@ -436,7 +442,8 @@ TEST_CASE("wide compare table of a sysbench-oltp sweep ranks by TPS", "[format]"
         {"config_id": "b", "workload": "oltp", "filesystem": "xfs", "options": "defaults",
          "runs": {"succeeded": 1}, "metrics": {"tps": {"n": 1, "mean": 200},
          "latency_p95_ms": {"n": 1, "mean": 6}, "latency_p99_ms": {"n": 1, "mean": 9}}}]})");
-    const std::string table = ds::hostctl::format_compare_wide(compare);
+    const std::string table =
+        ds::hostctl::format_compare_wide(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(table);
     CHECK_THAT(table, Catch::StartsWith("sweep 8: sysbench OLTP transactions per second (higher "
                                         "is better), highest first; mean ± sd"));
@@ -463,7 +470,8 @@ TEST_CASE("compare table: configurations as a share of their host baseline", "[h
         {"config_id": "b2", "workload": "randrw", "host_baseline": true,
          "settings": {"hypervisor": "host", "storage": "file"},
          "runs": {"succeeded": 1}, "metrics": {"read_iops": {"n": 1, "mean": 1000}}}]})");
-    const std::string table = ds::hostctl::format_compare_wide(compare);
+    const std::string table =
+        ds::hostctl::format_compare_wide(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(table);
     CHECK_THAT(table, Catch::Contains("vs host"));
     CHECK_THAT(table, Catch::Matches("(.|\n)*none +randrw +250.0 +25% +1\n(.|\n)*"));
@@ -503,7 +511,8 @@ Json host_baseline_in_own_partition() {
 TEST_CASE("compare table and CSV show vs host when the baseline is in another partition",
           "[hostctl][format]") {
     const Json compare = host_baseline_in_own_partition();
-    const std::string table = ds::hostctl::format_compare_table(compare);
+    const std::string table =
+        ds::hostctl::format_compare_table(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(table);
     CHECK_THAT(table, Catch::Contains("vs host"));
     CHECK_THAT(table, Catch::Matches("(.|\n)*\next4 +670\\.0 +67% +1 +baseline(.|\n)*"));
@@ -511,7 +520,8 @@ TEST_CASE("compare table and CSV show vs host when the baseline is in another pa
                Catch::Matches("(.|\n)*\nbtrfs +250\\.0 +25% +0\\.373 +not enough runs(.|\n)*"));
     CHECK_THAT(table, Catch::Contains("vs host = the configuration's mean read_iops as a share"));
 
-    const std::string csv = ds::hostctl::format_compare_csv(compare);
+    const std::string csv =
+        ds::hostctl::format_compare_csv(ds::api::test::decoded<ds::api::CompareReply>(compare));
     INFO(csv);
     CHECK_THAT(csv, Catch::Contains(",vs_baseline_verdict,vs_host,durability_risks,"));
     CHECK_THAT(csv, Catch::Contains(
@@ -595,11 +605,16 @@ TEST_CASE("compare text: the golden datasets' time saved is one line, none witho
                             {"preparation_s", 31.0},
                             {"clone_s", 0.5},
                             {"saved_s", 8.75}}}};
-    CHECK(ds::hostctl::format_golden_datasets(compare) ==
+    CHECK(ds::hostctl::format_golden_datasets(
+              ds::api::test::decoded<ds::api::CompareReply>(compare)) ==
           "golden datasets: 4 runs cloned from 1 golden volume(s); preparation avoided 40.2 s, "
           "golden preparation 31.0 s (its guest's boot included), clones 0.5 s: saved 8.8 s\n");
-    CHECK(ds::hostctl::format_golden_datasets(Json{{"golden_datasets", nullptr}}).empty());
-    CHECK(ds::hostctl::format_golden_datasets(Json::object()).empty());
+    CHECK(ds::hostctl::format_golden_datasets(
+              ds::api::test::decoded<ds::api::CompareReply>(Json{{"golden_datasets", nullptr}}))
+              .empty());
+    CHECK(ds::hostctl::format_golden_datasets(
+              ds::api::test::decoded<ds::api::CompareReply>(Json::object()))
+              .empty());
 }
 
 TEST_CASE(

@@ -3,6 +3,7 @@
 // hostctl reads what disksweepd writes and the two cannot drift apart.
 #include <catch2/catch.hpp>
 
+#include "common/api/compare.h"
 #include "common/api/configurations.h"
 #include "common/api/hosts.h"
 #include "common/api/plan.h"
@@ -155,6 +156,22 @@ TEST_CASE("the daemon's configuration replies are their typed messages", "[api][
     CHECK(applied.config_id == config_id);
     CHECK(applied.format == "libvirt");
     CHECK(applied.snippet);
+}
+
+TEST_CASE("the daemon's comparison is its typed message", "[api][replies]") {
+    ApiUnderTest daemon;
+    daemon.call("POST", "/v1/sweeps", 201, kSpecText);
+    for (const QueryValues& query : {QueryValues{}, QueryValues{{"all", "1"}}}) {
+        const auto compare = reads_back<api::CompareReply>(
+            daemon.call("GET", "/v1/sweeps/1/compare", 200, "", query));
+        CHECK(compare.sweep_id == 1);
+        CHECK(compare.varying_axes == std::vector<std::string>{"cache"});
+        CHECK(compare.rows.size() == 2);
+    }
+    daemon.call("POST", "/v1/sweeps/1/cancel");
+    const auto cancelled =
+        reads_back<api::CompareReply>(daemon.call("GET", "/v1/sweeps/1/compare"));
+    CHECK(cancelled.rows.at(0).runs.value("cancelled", 0) == 1);
 }
 
 TEST_CASE("the daemon's sweep and run replies are their typed messages", "[api][replies]") {
