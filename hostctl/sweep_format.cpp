@@ -30,17 +30,6 @@ std::string round_decision_text(const Json& decision) {
            single_line(text_field(decision, "reason")) + ")";
 }
 
-RunCounts parse_counts(const Json& counts) {
-    RunCounts parsed;
-    parsed.pending = integer_field(counts, "pending");
-    parsed.running = integer_field(counts, "running");
-    parsed.succeeded = integer_field(counts, "succeeded");
-    parsed.failed = integer_field(counts, "failed");
-    parsed.timed_out = integer_field(counts, "timed_out");
-    parsed.cancelled = integer_field(counts, "cancelled");
-    return parsed;
-}
-
 std::string format_sweep_list(const api::SweepListReply& reply) {
     if (reply.sweeps.empty()) return "no sweeps\n";
     Table table({{"id", Align::kRight},

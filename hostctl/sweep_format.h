@@ -10,10 +10,8 @@
 
 namespace ds::hostctl {
 
-// Per-status run counts of a sweep, as the API sends them; parse_counts
-// reads an event's (sweep_progress.h), each absent or mistyped count as 0.
+// Per-status run counts of a sweep, as the API sends them.
 using api::RunCounts;
-RunCounts parse_counts(const Json& counts);
 
 // "3 succeeded, 1 failed, 0 cancelled" (timed out runs named when any).
 std::string counts_phrase(const RunCounts& counts);

@@ -9,20 +9,19 @@
 #include "common/workload_kind.h"
 
 namespace ds::hostctl {
-void SweepProgress::apply(const Json& event, double seconds_since_start) {
-    const std::string type = text_field(event, "type", "");
-    if (auto total = number_field(event, "total_runs")) total_runs_ = std::lround(*total);
+void SweepProgress::apply(const api::SweepEvent& event, double seconds_since_start) {
+    const std::string type = event.type.value_or("");
+    if (event.total_runs) total_runs_ = *event.total_runs;
 
-    const Json& counts = field(event, "counts");
-    if (counts.is_object()) {
-        counts_ = parse_counts(counts);
+    if (event.counts) {
+        counts_ = *event.counts;
     } else if (type == "run_started") {
         // Between authoritative counts, keep the bar moving on our own.
         if (counts_.pending > 0) --counts_.pending;
         ++counts_.running;
     } else if (type == "run_finished") {
         if (counts_.running > 0) --counts_.running;
-        const auto status = parse_run_status(text_field(event, "status", ""));
+        const auto status = parse_run_status(event.status.value_or(""));
         if (status == RunStatus::kSucceeded)
             ++counts_.succeeded;
         else if (status == RunStatus::kFailed)
@@ -35,7 +34,7 @@ void SweepProgress::apply(const Json& event, double seconds_since_start) {
 
     if (type == "sweep_finished") {
         finished_ = true;
-        final_status_ = text_field(event, "status", "");
+        final_status_ = event.status.value_or("");
         eta_seconds_.reset();
         return;
     }
@@ -49,7 +48,7 @@ void SweepProgress::apply(const Json& event, double seconds_since_start) {
     // of runs finished while watching, once there is a second to go by.
     const long remaining = std::max(0L, total_runs_ - counts_.done());
     const double watched = seconds_since_start - *first_seen_at_;
-    if (auto eta = number_field(event, "eta_s")) {
+    if (const std::optional<double> eta = event.eta_s; eta && std::isfinite(*eta)) {
         eta_seconds_ = std::max(0.0, *eta);
         daemon_estimates_ = true;
     } else if (long done_since = counts_.done() - done_when_first_seen_;
@@ -94,40 +93,37 @@ std::string format_tally(const SweepProgress& progress) {
     return text + ")";
 }
 
-std::string format_event_line(const Json& event, const SweepProgress& progress) {
-    const std::string type = text_field(event, "type", "");
-    const std::string run = "run " + text_field(event, "run_id");
-    const std::string message = single_line(text_field(event, "message", ""));
+std::string format_event_line(const api::SweepEvent& event, const SweepProgress& progress) {
+    const std::string type = event.type.value_or("");
+    const std::string run = "run " + shown(event.run_id);
+    const std::string message = single_line(shown(event.message, ""));
     const RunCounts& counts = progress.counts();
     auto tally = [&] { return format_tally(progress); };
     if (type == "snapshot") {
-        return "sweep " + text_field(event, "sweep_id") + " " + text_field(event, "status") + ": " +
+        return "sweep " + shown(event.sweep_id) + " " + shown(event.status) + ": " +
                std::to_string(counts.done()) + "/" + std::to_string(progress.total_runs()) +
                " runs done (" + counts_phrase(counts) + "), " + std::to_string(counts.running) +
                " running";
     }
     if (type == "run_started") {
         std::string text = run + " started";
-        std::string workload = text_field(event, "workload", "");
+        std::string workload = shown(event.workload, "");
         if (!workload.empty()) text += ": " + workload;
-        if (field(event, "repetition").is_number()) {
-            text += " repetition " + text_field(event, "repetition");
-        }
+        if (event.repetition) text += " repetition " + shown(event.repetition);
         return text;
     }
     if (type == "run_progress") {
         if (message.empty()) return "";
-        std::string phase = text_field(event, "phase", "");
+        std::string phase = shown(event.phase, "");
         return run + ": " + (phase.empty() ? "" : phase + ": ") + message;
     }
     if (type == "run_finished") {
-        std::string text = run + " " + text_field(event, "status");
+        std::string text = run + " " + shown(event.status);
         if (!message.empty()) text += ": " + message;
         return text + " " + tally();
     }
-    if (type == "round_decision") return round_decision_text(field(event, "decision"));
-    if (type == "sweep_finished")
-        return format_watch_summary(integer_field(event, "sweep_id"), progress);
+    if (type == "round_decision") return round_decision_text(event.decision.value_or(Json()));
+    if (type == "sweep_finished") return format_watch_summary(event.sweep_id.value_or(0), progress);
     return "";  // progress, keepalive and types newer than this client
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/api/events.h"
 #include "hostctl/format.h"
 #include "hostctl/sweep_format.h"
 
@@ -18,7 +19,7 @@ class SweepProgress {
   public:
     // Takes in one event; `seconds_since_start` is the watcher's own clock,
     // used to estimate the time left when the daemon sends no eta_s.
-    void apply(const Json& event, double seconds_since_start);
+    void apply(const api::SweepEvent& event, double seconds_since_start);
 
     // The sweep's runs as last announced, or the runs done if more: adaptive
     // repetitions add rounds after the announcement.
@@ -49,7 +50,7 @@ std::string format_progress_bar(const SweepProgress& progress, int bar_width = 2
 std::string format_tally(const SweepProgress& progress);
 // A plain line for one event (non-TTY output), or "" for events not worth a
 // line (progress ticks without a message, unknown types).
-std::string format_event_line(const Json& event, const SweepProgress& progress);
+std::string format_event_line(const api::SweepEvent& event, const SweepProgress& progress);
 // GET /v1/runs/{id} reply -> the metric the run is judged by (its workload
 // kind's primary metric, or the write-only one for a writing fio job) as
 // "read_iops 2273" (3 significant digits below 100); "" when the reply has

@@ -88,15 +88,24 @@ ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
     if (detail == WatchDetail::kNormal && invocation.environment.stdout_is_tty &&
         invocation.environment.redraw_each_second)
         ticker.emplace(renderer, mutex, seconds);
+    // An event that does not decode ends the watch: what follows it would
+    // be folded from a stream this client cannot read.
+    std::optional<Error> unreadable;
     ApiReply reply = invocation.client.follow("/v1/sweeps/" + std::to_string(sweep_id) + "/events",
-                                              [&](const Json& event) {
+                                              [&](const Json& line) {
+                                                  auto event = api::decode<api::SweepEvent>(line);
+                                                  if (!event.ok()) {
+                                                      unreadable = event.error();
+                                                      return false;
+                                                  }
                                                   std::lock_guard lock(mutex);
-                                                  renderer.on_event(event, seconds());
+                                                  renderer.on_event(event.value(), line, seconds());
                                                   return !renderer.progress().finished();
                                               });
     ticker.reset();
     renderer.end(sweep_id);
     if (!reply.ok()) return invocation.fail(reply);
+    if (unreadable) return invocation.fail_to_read(*unreadable);
     if (!renderer.progress().finished()) {
         invocation.err << "hostctl: the event stream of sweep " << sweep_id
                        << " ended before the sweep finished\n";

@@ -58,11 +58,10 @@ WatchRenderer::WatchRenderer(std::ostream& out, WatchDetail detail, WatchTermina
       terminal_(std::move(terminal)),
       run_lookup_(std::move(run_lookup)) {}
 
-void WatchRenderer::on_event(const Json& event, double now_s) {
+void WatchRenderer::on_event(const api::SweepEvent& event, const Json& as_sent, double now_s) {
     progress_.apply(event, now_s);
-    const std::string type = text_field(event, "type", "");
     if (detail_ == WatchDetail::kJson) {
-        if (type != "keepalive") out_ << event.dump() << "\n" << std::flush;
+        if (event.type != "keepalive") out_ << as_sent.dump() << "\n" << std::flush;
         return;
     }
     std::vector<std::string> shown;
@@ -100,9 +99,10 @@ bool WatchRenderer::shows(LineKind kind) const {
     return kind == LineKind::kSucceeded || kind == LineKind::kFailed || kind == LineKind::kRound;
 }
 
-std::vector<WatchRenderer::Line> WatchRenderer::lines_for(const Json& event, double now_s) {
+std::vector<WatchRenderer::Line> WatchRenderer::lines_for(const api::SweepEvent& event,
+                                                          double now_s) {
     std::vector<Line> lines;
-    const std::string type = text_field(event, "type", "");
+    const std::string type = event.type.value_or("");
     if (type == "run_started") {
         run_started(event, now_s, lines);
     } else if (type == "run_progress") {
@@ -124,11 +124,12 @@ std::vector<WatchRenderer::Run>::iterator WatchRenderer::find_run(long id) {
                         [id](const Run& run) { return run.id == id; });
 }
 
-void WatchRenderer::run_started(const Json& event, double now_s, std::vector<Line>& lines) {
+void WatchRenderer::run_started(const api::SweepEvent& event, double now_s,
+                                std::vector<Line>& lines) {
     Run run;
-    run.id = integer_field(event, "run_id");
-    run.config = without_controls(text_field(event, "config_label", ""));
-    run.workload = without_controls(text_field(event, "workload", ""));
+    run.id = event.run_id.value_or(0);
+    run.config = without_controls(shown(event.config_label, ""));
+    run.workload = without_controls(shown(event.workload, ""));
     run.started_at = run.phase_started_at = now_s;
     lines.push_back({LineKind::kStarted, describe(run) + " started"});
     if (auto found = find_run(run.id); found != running_.end()) {
@@ -140,16 +141,17 @@ void WatchRenderer::run_started(const Json& event, double now_s, std::vector<Lin
 
 // A line only when the phase changes: the bench's ticks (one a second, the
 // same message, a new fraction) move the live line and nothing else.
-void WatchRenderer::run_progress(const Json& event, double now_s, std::vector<Line>& lines) {
-    const long id = integer_field(event, "run_id");
+void WatchRenderer::run_progress(const api::SweepEvent& event, double now_s,
+                                 std::vector<Line>& lines) {
+    const long id = event.run_id.value_or(0);
     auto run = find_run(id);
     if (run == running_.end()) {
         // The watch began while this run ran: no run_started for it.
         running_.push_back(run_seen_late(id, event, now_s));
         run = std::prev(running_.end());
     }
-    const std::string phase = without_controls(text_field(event, "phase", ""));
-    const std::string message = without_controls(text_field(event, "message", ""));
+    const std::string phase = without_controls(shown(event.phase, ""));
+    const std::string message = without_controls(shown(event.message, ""));
     if (phase != run->phase) {
         lines.push_back({LineKind::kPhase,
                          describe(*run) + ": " + phase + (message.empty() ? "" : ": " + message)});
@@ -157,14 +159,14 @@ void WatchRenderer::run_progress(const Json& event, double now_s, std::vector<Li
         run->phase_started_at = now_s;
     }
     if (!message.empty()) run->message = message;
-    const Json& fraction = field(event, "fraction");
-    run->fraction = fraction.is_number() ? std::optional(fraction.get<double>()) : std::nullopt;
+    run->fraction = event.fraction;
 }
 
 // A run first seen by a progress event: what run_started would have said,
 // asked of the daemon, and its time so far (the event's "time" less the
 // run's start, both the daemon's clock) carried over to the watcher's.
-WatchRenderer::Run WatchRenderer::run_seen_late(long id, const Json& event, double now_s) const {
+WatchRenderer::Run WatchRenderer::run_seen_late(long id, const api::SweepEvent& event,
+                                                double now_s) const {
     Run run;
     run.id = id;
     run.started_at = run.phase_started_at = now_s;
@@ -172,25 +174,25 @@ WatchRenderer::Run WatchRenderer::run_seen_late(long id, const Json& event, doub
     const RunIdentity identity = run_identity(run_lookup_(id));
     run.config = without_controls(identity.config_label);
     run.workload = without_controls(identity.workload);
-    const auto event_time = parse_utc_seconds(text_field(event, "time", ""));
+    const auto event_time = parse_utc_seconds(event.time.value_or(""));
     if (identity.started_at && event_time && *event_time >= *identity.started_at)
         run.started_at = now_s - static_cast<double>(*event_time - *identity.started_at);
     return run;
 }
 
-void WatchRenderer::run_finished(const Json& event, double now_s, std::vector<Line>& lines) {
-    const long id = integer_field(event, "run_id");
+void WatchRenderer::run_finished(const api::SweepEvent& event, double now_s,
+                                 std::vector<Line>& lines) {
+    const long id = event.run_id.value_or(0);
     auto found = find_run(id);
     Run run;
     if (found != running_.end()) run = *found;
     run.id = id;
-    const std::string status = text_field(event, "status", "");
-    const std::string message = without_controls(text_field(event, "message", ""));
+    const std::string status = shown(event.status, "");
+    const std::string message = without_controls(shown(event.message, ""));
     std::string text = describe(run) + " " + status;
     // The daemon's own measure when it sends one; else what we saw of it.
-    const Json& total_s = field(event, "total_s");
-    if (total_s.is_number()) {
-        text += " after " + format_duration(total_s.get<double>());
+    if (event.total_s) {
+        text += " after " + format_duration(*event.total_s);
     } else if (found != running_.end()) {
         text += " after " + format_duration(now_s - run.started_at);
     }

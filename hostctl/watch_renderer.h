@@ -51,9 +51,11 @@ class WatchRenderer {
     WatchRenderer(std::ostream& out, WatchDetail detail, WatchTerminal terminal,
                   RunLookup run_lookup = {});
 
-    // Takes in one event; `now_s` is the watcher's clock in seconds (elapsed
-    // times and, when the daemon gives none, the ETA are measured on it).
-    void on_event(const Json& event, double now_s);
+    // Takes in one event, decoded, and `as_sent`, its line as the daemon
+    // sent it (kJson prints that); `now_s` is the watcher's clock in seconds
+    // (elapsed times and, when the daemon gives none, the ETA are measured
+    // on it).
+    void on_event(const api::SweepEvent& event, const Json& as_sent, double now_s);
     // Redraws the running runs so that their elapsed times move between
     // events (a run booting sends none); does nothing without a terminal,
     // before the first event and after the last.
@@ -87,12 +89,12 @@ class WatchRenderer {
         std::string text;
     };
 
-    std::vector<Line> lines_for(const Json& event, double now_s);
-    void run_started(const Json& event, double now_s, std::vector<Line>& lines);
-    void run_progress(const Json& event, double now_s, std::vector<Line>& lines);
-    void run_finished(const Json& event, double now_s, std::vector<Line>& lines);
+    std::vector<Line> lines_for(const api::SweepEvent& event, double now_s);
+    void run_started(const api::SweepEvent& event, double now_s, std::vector<Line>& lines);
+    void run_progress(const api::SweepEvent& event, double now_s, std::vector<Line>& lines);
+    void run_finished(const api::SweepEvent& event, double now_s, std::vector<Line>& lines);
     std::vector<Run>::iterator find_run(long id);
-    Run run_seen_late(long id, const Json& event, double now_s) const;
+    Run run_seen_late(long id, const api::SweepEvent& event, double now_s) const;
     std::string describe(const Run& run) const;
     bool shows(LineKind kind) const;
     std::vector<std::string> live_lines(double now_s) const;

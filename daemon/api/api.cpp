@@ -6,6 +6,7 @@
 
 #include "common/api/compare.h"
 #include "common/api/configurations.h"
+#include "common/api/events.h"
 #include "common/api/hosts.h"
 #include "common/api/plan.h"
 #include "common/api/sweeps.h"
@@ -96,6 +97,17 @@ Result<SpecBody> spec_body(const RouteCall& call) {
                           "body (Content-Type: application/toml)");
     }
     return spec;
+}
+
+// An event of the stream that the stream writes itself (its first and,
+// for a finished sweep, its last): the sweep's status now.
+api::SweepEvent sweep_state_event(const char* type, std::int64_t sweep_id, SweepStatus status) {
+    api::SweepEvent event;
+    event.type = type;
+    event.sweep_id = sweep_id;
+    event.time = utc_now_iso8601();
+    event.status = to_string(status);
+    return event;
 }
 
 http::Response json_response(const Json& body, int status = 200) {
@@ -435,24 +447,18 @@ class Api {
             auto current = store->get_sweep(sweep_id);
             if (!current.ok()) return;
             auto summary = sweep_summary(*store, current.value(), scheduler);
-            Json snapshot = {{"type", "snapshot"},
-                             {"sweep_id", sweep_id},
-                             {"status", current->status},
-                             {"total_runs", current->total_runs},
-                             {"time", utc_now_iso8601()}};
+            api::SweepEvent snapshot = sweep_state_event("snapshot", sweep_id, current->status);
+            snapshot.total_runs = current->total_runs;
             if (summary.ok()) {
-                snapshot["counts"] = to_json(*summary->counts);
-                if (summary->eta_s) snapshot["eta_s"] = *summary->eta_s;
+                snapshot.counts = summary->counts;
+                snapshot.eta_s = summary->eta_s;
             }
-            if (!sink.write(json_line(snapshot))) return;
-            const SweepStatus status = current->status;
-            if (is_final(status)) {
-                Json end = {{"type", "sweep_finished"},
-                            {"sweep_id", sweep_id},
-                            {"status", status},
-                            {"time", utc_now_iso8601()}};
-                if (summary.ok()) end["counts"] = to_json(*summary->counts);
-                sink.write(json_line(end));
+            if (!sink.write(json_line(to_json(snapshot)))) return;
+            if (is_final(current->status)) {
+                api::SweepEvent end =
+                    sweep_state_event("sweep_finished", sweep_id, current->status);
+                end.counts = snapshot.counts;
+                sink.write(json_line(to_json(end)));
                 return;
             }
             while (true) {
@@ -460,7 +466,9 @@ class Api {
                 if (events->is_shut_down()) return;
                 if (batch.empty()) {
                     // Keep-alive, and notice clients that went away.
-                    if (!sink.write("{\"type\":\"keepalive\"}\n")) return;
+                    api::SweepEvent keepalive;
+                    keepalive.type = "keepalive";
+                    if (!sink.write(json_line(to_json(keepalive)))) return;
                     continue;
                 }
                 for (auto& event : batch) {

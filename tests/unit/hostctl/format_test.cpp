@@ -321,9 +321,10 @@ TEST_CASE("run details: what verification did not check, as lines", "[hostctl][f
 
 TEST_CASE("progress follows the event stream", "[hostctl][format]") {
     ds::hostctl::SweepProgress progress;
-    progress.apply(Json::parse(R"({"type":"snapshot","sweep_id":12,"status":"running",
+    progress.apply(ds::api::test::decoded<ds::api::SweepEvent>(
+                       Json::parse(R"({"type":"snapshot","sweep_id":12,"status":"running",
         "total_runs":8,"counts":{"pending":6,"running":1,"succeeded":1,"failed":0,
-        "cancelled":0}})"),
+        "cancelled":0}})")),
                    0);
     CHECK(ds::hostctl::format_progress_bar(progress, 8) ==
           "[#-------]  1/8 runs  1 ok  0 failed  1 running  ETA ?");
@@ -331,29 +332,34 @@ TEST_CASE("progress follows the event stream", "[hostctl][format]") {
     // No eta_s from the daemon: estimated from what finished while watching.
     Json failed = Json::parse(R"({"type":"run_finished","run_id":5,"status":"failed",
         "message":"guest did not boot within 300 s","total_runs":8})");
-    progress.apply(failed, 60);
+    progress.apply(ds::api::test::decoded<ds::api::SweepEvent>(failed), 60);
     CHECK(progress.counts().failed == 1);
     CHECK(progress.counts().running == 0);
     REQUIRE(progress.eta_seconds());
     CHECK(*progress.eta_seconds() == Approx(360));
-    CHECK(ds::hostctl::format_event_line(failed, progress) ==
+    CHECK(ds::hostctl::format_event_line(ds::api::test::decoded<ds::api::SweepEvent>(failed),
+                                         progress) ==
           "run 5 failed: guest did not boot within 300 s (2/8 done, 1 failed, ETA 6m00s)");
 
     // The daemon's own numbers win when present.
-    progress.apply(Json::parse(R"({"type":"progress","counts":{"pending":4,"running":2,
-        "succeeded":1,"failed":1,"cancelled":0},"eta_s":3725.4})"),
+    progress.apply(ds::api::test::decoded<ds::api::SweepEvent>(
+                       Json::parse(R"({"type":"progress","counts":{"pending":4,"running":2,
+        "succeeded":1,"failed":1,"cancelled":0},"eta_s":3725.4})")),
                    61);
     CHECK(ds::hostctl::format_progress_bar(progress, 8) ==
           "[##------]  2/8 runs  1 ok  1 failed  2 running  ETA 1h02m");
-    CHECK(ds::hostctl::format_event_line(Json::parse(R"({"type":"keepalive"})"), progress) == "");
     CHECK(ds::hostctl::format_event_line(
-              Json::parse(R"({"type":"run_progress","run_id":6,"phase":"booted",
-                  "message":"agent connected"})"),
-              progress) == "run 6: booted: agent connected");
+              ds::api::test::decoded<ds::api::SweepEvent>(Json::parse(R"({"type":"keepalive"})")),
+              progress) == "");
+    CHECK(ds::hostctl::format_event_line(ds::api::test::decoded<ds::api::SweepEvent>(Json::parse(
+                                             R"({"type":"run_progress","run_id":6,"phase":"booted",
+                  "message":"agent connected"})")),
+                                         progress) == "run 6: booted: agent connected");
 
     CHECK_FALSE(progress.finished());
-    progress.apply(Json::parse(R"({"type":"sweep_finished","status":"failed","counts":{
-        "pending":0,"running":0,"succeeded":7,"failed":1,"cancelled":0}})"),
+    progress.apply(ds::api::test::decoded<ds::api::SweepEvent>(
+                       Json::parse(R"({"type":"sweep_finished","status":"failed","counts":{
+        "pending":0,"running":0,"succeeded":7,"failed":1,"cancelled":0}})")),
                    500);
     CHECK(progress.finished());
     CHECK_FALSE(progress.all_succeeded());
@@ -365,9 +371,12 @@ TEST_CASE("progress follows the event stream", "[hostctl][format]") {
 
 TEST_CASE("watch summary: adaptive repetitions' extra rounds count in the total", "[format]") {
     ds::hostctl::SweepProgress progress;
-    progress.apply(Json::parse(R"({"type":"snapshot","status":"running","total_runs":12})"), 0);
-    progress.apply(Json::parse(R"({"type":"sweep_finished","status":"succeeded","counts":{
-        "pending":0,"running":0,"succeeded":16,"failed":0,"cancelled":0}})"),
+    progress.apply(ds::api::test::decoded<ds::api::SweepEvent>(
+                       Json::parse(R"({"type":"snapshot","status":"running","total_runs":12})")),
+                   0);
+    progress.apply(ds::api::test::decoded<ds::api::SweepEvent>(
+                       Json::parse(R"({"type":"sweep_finished","status":"succeeded","counts":{
+        "pending":0,"running":0,"succeeded":16,"failed":0,"cancelled":0}})")),
                    180);
     CHECK(ds::hostctl::format_watch_summary(1, progress) ==
           "sweep 1 succeeded: 16 succeeded, 0 failed, 0 cancelled of 16 runs");
@@ -452,7 +461,7 @@ TEST_CASE("wide compare table of a sysbench-oltp sweep ranks by TPS", "[format]"
 }
 
 TEST_CASE("run counts include timed-out runs", "[format]") {
-    const auto counts = ds::hostctl::parse_counts(
+    const auto counts = ds::api::test::decoded<ds::api::RunCounts>(
         ds::hostctl::Json{{"succeeded", 2}, {"failed", 1}, {"timed_out", 3}, {"cancelled", 0}});
     CHECK(counts.timed_out == 3);
     CHECK(counts.done() == 6);

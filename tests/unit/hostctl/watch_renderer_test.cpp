@@ -6,12 +6,19 @@
 #include <catch2/catch.hpp>
 #include <sstream>
 
+#include "unit/api_messages.h"
+
 using ds::hostctl::Json;
 using ds::hostctl::WatchDetail;
 using ds::hostctl::WatchRenderer;
 using ds::hostctl::WatchTerminal;
 
 namespace {
+
+// Feeds `line` to `renderer` as hostctl's watch does: decoded, and as sent.
+void feed(WatchRenderer& renderer, const Json& line, double now_s) {
+    renderer.on_event(ds::api::test::decoded<ds::api::SweepEvent>(line), line, now_s);
+}
 
 // An event with its watcher clock (seconds).
 struct Timed {
@@ -104,7 +111,7 @@ std::string render(const std::vector<Timed>& events, WatchDetail detail, WatchTe
     std::ostringstream out;
     WatchRenderer renderer(out, detail, std::move(terminal));
     for (std::size_t i = 0; i < events.size() && i < count; ++i)
-        renderer.on_event(events[i].event, events[i].at);
+        feed(renderer, events[i].event, events[i].at);
     if (count >= events.size()) renderer.end(4);
     return out.str();
 }
@@ -212,9 +219,9 @@ TEST_CASE("a pipe watch that starts while a run runs shows that run from its nex
           "[hostctl][watch]") {
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, {false, {}});
-    renderer.on_event(progress_event(7, "bench", "fio running", 0.3), 0);
-    renderer.on_event(progress_event(7, "bench", "fio running", 0.4), 1);
-    renderer.on_event(progress_event(7, "trim", "fstrim /mnt/data"), 2);
+    feed(renderer, progress_event(7, "bench", "fio running", 0.3), 0);
+    feed(renderer, progress_event(7, "bench", "fio running", 0.4), 1);
+    feed(renderer, progress_event(7, "trim", "fstrim /mnt/data"), 2);
     CHECK(out.str() == "run 7: bench: fio running\nrun 7: trim: fstrim /mnt/data\n");
 }
 
@@ -276,8 +283,8 @@ TEST_CASE("the live area follows the terminal's width as it changes", "[hostctl]
     std::size_t columns = 100;
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, {true, [&columns] { return columns; }});
-    renderer.on_event(started_event(1, "ext4 cache=none bus=virtio-blk"), 0);
-    renderer.on_event(progress_event(1, "bench", "fio running", 0.5), 3);
+    feed(renderer, started_event(1, "ext4 cache=none bus=virtio-blk"), 0);
+    feed(renderer, progress_event(1, "bench", "fio running", 0.5), 3);
     columns = 30;
     renderer.tick(4);
     const auto screen = screen_after(out.str(), 100);
@@ -290,15 +297,15 @@ TEST_CASE("tick moves a running run's elapsed time without an event", "[hostctl]
     WatchRenderer renderer(out, WatchDetail::kNormal, terminal(100));
     renderer.tick(0);
     CHECK(out.str().empty());  // no event yet: nothing to show
-    renderer.on_event(started_event(1, "ext4 cache=none bus=virtio-blk"), 0);
-    renderer.on_event(progress_event(1, "boot", "guest image: on host local"), 1);
+    feed(renderer, started_event(1, "ext4 cache=none bus=virtio-blk"), 0);
+    feed(renderer, progress_event(1, "boot", "guest image: on host local"), 1);
     renderer.tick(65);
     CHECK(screen_after(out.str(), 100).front() ==
           "run 1  ext4 cache=none bus=virtio-blk  randrw  boot 1m04s  1m05s in all  guest image: "
           "on host local");
     std::ostringstream pipe;
     WatchRenderer lines(pipe, WatchDetail::kNormal, {false, {}});
-    lines.on_event(started_event(1, "ext4"), 0);
+    feed(lines, started_event(1, "ext4"), 0);
     const std::string before = pipe.str();
     lines.tick(5);
     CHECK(pipe.str() == before);  // no terminal: a tick prints nothing
@@ -307,7 +314,7 @@ TEST_CASE("tick moves a running run's elapsed time without an event", "[hostctl]
 TEST_CASE("a terminal shows at most kMaxLiveRuns runs, then how many more", "[hostctl][watch]") {
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, terminal(100));
-    for (long run = 1; run <= 11; ++run) renderer.on_event(started_event(run, "ext4"), 0);
+    for (long run = 1; run <= 11; ++run) feed(renderer, started_event(run, "ext4"), 0);
     const auto screen = screen_after(out.str(), 100);
     REQUIRE(screen.size() == WatchRenderer::kMaxLiveRuns + 2);
     CHECK(screen[WatchRenderer::kMaxLiveRuns] == "+3 more running");
@@ -316,8 +323,8 @@ TEST_CASE("a terminal shows at most kMaxLiveRuns runs, then how many more", "[ho
 TEST_CASE("a guest's control characters never reach the terminal", "[hostctl][watch]") {
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, terminal(100));
-    renderer.on_event(started_event(1, "ext4"), 0);
-    renderer.on_event(progress_event(1, "bench\033[2J", "fio\r\033[31m running\a"), 1);
+    feed(renderer, started_event(1, "ext4"), 0);
+    feed(renderer, progress_event(1, "bench\033[2J", "fio\r\033[31m running\a"), 1);
     const std::string text = out.str();
     CHECK(text.find("\033[2J") == std::string::npos);
     CHECK(text.find("\033[31m") == std::string::npos);
@@ -374,7 +381,7 @@ TEST_CASE("a succeeded run's summary line names its key metric, asked once per s
     };
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, {false, {}}, lookup);
-    for (const auto& timed : recorded_sweep()) renderer.on_event(timed.event, timed.at);
+    for (const auto& timed : recorded_sweep()) feed(renderer, timed.event, timed.at);
     CHECK_THAT(out.str(),
                Catch::Contains("run 1 (ext4 cache=none bus=virtio-blk, randrw) succeeded "
                                "after 34s: read_iops 2273 (1/3 done"));
@@ -414,7 +421,7 @@ TEST_CASE("a run that started before the watch is named as run_started would hav
     WatchRenderer renderer(out, WatchDetail::kNormal, terminal(100), lookup);
     Json event = progress_event(7, "format", "mkfs.ext4 -F /dev/vdb");
     event["time"] = "2026-12-05T04:00:09Z";  // 9 s into the run
-    renderer.on_event(event, 2);
+    feed(renderer, event, 2);
     renderer.tick(3);
     CHECK(screen_after(out.str(), 100).front() ==
           "run 7  ext4 cache=none bus=virtio-blk  randrw  format 1s  10s in all  mkfs.ext4 -F "
@@ -422,7 +429,7 @@ TEST_CASE("a run that started before the watch is named as run_started would hav
     // Without an answer from the daemon: the run's id and what the event says.
     std::ostringstream bare;
     WatchRenderer unknown(bare, WatchDetail::kNormal, {false, {}}, [](long) { return Json(); });
-    unknown.on_event(event, 2);
+    feed(unknown, event, 2);
     CHECK(bare.str() == "run 7: format: mkfs.ext4 -F /dev/vdb\n");
 }
 
