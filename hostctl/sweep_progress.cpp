@@ -127,13 +127,12 @@ std::string format_event_line(const api::SweepEvent& event, const SweepProgress&
     return "";  // progress, keepalive and types newer than this client
 }
 
-std::string format_judged_metric(const Json& run_reply) {
-    const Json& run = field(run_reply, "run");
-    const Json& workload = field(run, "workload");
+std::string format_judged_metric(const api::RunEntry& run) {
+    const Json& workload = run.workload;
     const WorkloadKind* kind = find_workload_kind(text_field(workload, "kind", ""));
     if (kind == nullptr) return "";
     const std::string name(judged_metric(*kind, field(workload, "params")).name);
-    const auto value = number_field(field(run, "metrics"), name);
+    const auto value = number_field(run.metrics, name);
     if (!value || !std::isfinite(*value)) return "";
     char digits[32];
     std::snprintf(digits, sizeof digits, std::fabs(*value) >= 100 ? "%.0f" : "%.3g", *value);
@@ -148,13 +147,11 @@ std::optional<long long> parse_utc_seconds(std::string_view text) {
     return static_cast<long long>(::timegm(&utc));
 }
 
-RunIdentity run_identity(const Json& run_reply) {
-    const Json& run = field(run_reply, "run");
+RunIdentity run_identity(const api::RunEntry& run) {
     RunIdentity identity;
-    if (!run.is_object()) return identity;
-    identity.config_label = run_config_label(field(run, "config"));
-    identity.workload = text_field(run, "workload_name", "");
-    identity.started_at = parse_utc_seconds(text_field(run, "started_at", ""));
+    identity.config_label = run_config_label(run.config);
+    identity.workload = run.workload_name.value_or("");
+    identity.started_at = parse_utc_seconds(run.started_at.value_or(""));
     return identity;
 }
 

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "common/api/events.h"
+#include "common/api/runs.h"
 #include "hostctl/format.h"
 #include "hostctl/sweep_format.h"
 
@@ -51,13 +52,13 @@ std::string format_tally(const SweepProgress& progress);
 // A plain line for one event (non-TTY output), or "" for events not worth a
 // line (progress ticks without a message, unknown types).
 std::string format_event_line(const api::SweepEvent& event, const SweepProgress& progress);
-// GET /v1/runs/{id} reply -> the metric the run is judged by (its workload
-// kind's primary metric, or the write-only one for a writing fio job) as
-// "read_iops 2273" (3 significant digits below 100); "" when the reply has
-// no such metric (a failed run, an unknown kind, an older daemon).
-std::string format_judged_metric(const Json& run_reply);
+// A run (GET /v1/runs/{id}'s) -> the metric the run is judged by (its
+// workload kind's primary metric, or the write-only one for a writing fio
+// job) as "read_iops 2273" (3 significant digits below 100); "" when the run
+// has no such metric (a failed run, an unknown kind, an older daemon).
+std::string format_judged_metric(const api::RunEntry& run);
 // What a watch needs of a run it first sees mid-way (it started before the
-// watch began), from a GET /v1/runs/{id} reply: the run_started event's
+// watch began), from GET /v1/runs/{id}'s run: the run_started event's
 // config_label and workload, and when it started (seconds since the epoch,
 // unset when the reply has no "started_at" of the form
 // "2026-11-29T20:00:00Z").
@@ -66,7 +67,7 @@ struct RunIdentity {
     std::string workload;
     std::optional<long long> started_at;
 };
-RunIdentity run_identity(const Json& run_reply);
+RunIdentity run_identity(const api::RunEntry& run);
 // "2026-11-29T20:00:00Z" (the daemon's times, common/clock.h) -> seconds
 // since the epoch; nullopt for anything else.
 std::optional<long long> parse_utc_seconds(std::string_view text);

@@ -75,9 +75,12 @@ ExitCode watch_sweep(Invocation& invocation, long sweep_id) {
     // What events do not carry (a run's metrics; the configuration of a run
     // that started before the watch): one GET per such run, on a second
     // connection (the daemon serves each on a thread of its own).
-    const RunLookup run_lookup = [&client = invocation.client](long run_id) {
+    const RunLookup run_lookup =
+        [&client = invocation.client](long run_id) -> std::optional<api::RunEntry> {
         ApiReply reply = client.get("/v1/runs/" + std::to_string(run_id));
-        return reply.ok() ? reply.body : Json();
+        if (!reply.ok()) return std::nullopt;
+        auto decoded = api::RunShowReply::from_json(reply.body);
+        return decoded.ok() ? decoded->run : std::nullopt;
     };
     WatchRenderer renderer(
         invocation.out, detail,

@@ -171,7 +171,9 @@ WatchRenderer::Run WatchRenderer::run_seen_late(long id, const api::SweepEvent& 
     run.id = id;
     run.started_at = run.phase_started_at = now_s;
     if (!run_lookup_) return run;
-    const RunIdentity identity = run_identity(run_lookup_(id));
+    const std::optional<api::RunEntry> looked_up = run_lookup_(id);
+    if (!looked_up) return run;
+    const RunIdentity identity = run_identity(*looked_up);
     run.config = without_controls(identity.config_label);
     run.workload = without_controls(identity.workload);
     const auto event_time = parse_utc_seconds(event.time.value_or(""));
@@ -199,7 +201,9 @@ void WatchRenderer::run_finished(const api::SweepEvent& event, double now_s,
     const bool succeeded = parse_run_status(status) == RunStatus::kSucceeded;
     // --quiet shows no succeeded run: no need to ask.
     if (succeeded && run_lookup_ && detail_ == WatchDetail::kNormal) {
-        if (std::string metric = without_controls(format_judged_metric(run_lookup_(id)));
+        const std::optional<api::RunEntry> looked_up = run_lookup_(id);
+        if (std::string metric =
+                looked_up ? without_controls(format_judged_metric(*looked_up)) : "";
             !metric.empty())
             text += ": " + metric;
     }

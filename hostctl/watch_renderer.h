@@ -15,11 +15,12 @@
 
 namespace ds::hostctl {
 
-// A run as GET /v1/runs/{id} answers it ({"run": {...}}), null when there
-// is no answer. Asked once for each run that succeeds (its key metric, which
-// run_finished does not carry) and once for each run first seen mid-way (it
-// started before the watch: its configuration and start time).
-using RunLookup = std::function<Json(long run_id)>;
+// A run as GET /v1/runs/{id} answers it, nullopt when there is no answer
+// (or none this client reads: the run's details only decorate a line).
+// Asked once for each run that succeeds (its key metric, which run_finished
+// does not carry) and once for each run first seen mid-way (it started
+// before the watch: its configuration and start time).
+using RunLookup = std::function<std::optional<api::RunEntry>(long run_id)>;
 
 // How much a watch shows: everything (as a terminal or as plain lines), only
 // what went wrong and the end (--quiet), or the events themselves (--json).

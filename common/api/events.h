@@ -18,31 +18,33 @@ namespace ds::api {
 // run_finished (run_id, status, message, total_s), progress (counts,
 // eta_s), round_decision (decision, total_runs, counts), sweep_finished
 // (status, counts) and keepalive. The event bus adds sweep_id and time to
-// every event it carries, the stream total_runs.
+// every event it carries, the stream total_runs. Every field has an
+// initializer, so the daemon names only the ones it sets
+// (SweepEvent{.type = ..., .run_id = ...}).
 struct SweepEvent {
-    std::optional<std::string> type;
-    std::optional<std::int64_t> sweep_id;
-    std::optional<std::string> time;  // "2026-11-29T20:00:00Z"
+    std::optional<std::string> type{};
+    std::optional<std::int64_t> sweep_id{};
+    std::optional<std::string> time{};  // "2026-11-29T20:00:00Z"
     // The sweep's (snapshot, sweep_finished) or the run's (run_finished),
     // common/status.h's spelling.
-    std::optional<std::string> status;
-    std::optional<std::int64_t> total_runs;
-    std::optional<RunCounts> counts;
-    std::optional<double> eta_s;
-    std::optional<std::int64_t> run_id;
-    std::optional<std::string> config_id;
-    std::optional<std::string> config_label;
-    std::optional<std::string> workload;  // its name
-    std::optional<std::int64_t> repetition;
-    std::optional<std::string> phase;
-    std::optional<std::string> message;  // progress; run_finished: the failure reason
-    std::optional<double> elapsed_s;
-    std::optional<double> fraction;  // 0 to 1
-    std::optional<double> total_s;
+    std::optional<std::string> status{};
+    std::optional<std::int64_t> total_runs{};
+    std::optional<RunCounts> counts{};
+    std::optional<double> eta_s{};
+    std::optional<std::int64_t> run_id{};
+    std::optional<std::string> config_id{};
+    std::optional<std::string> config_label{};
+    std::optional<std::string> workload{};  // its name
+    std::optional<std::int64_t> repetition{};
+    std::optional<std::string> phase{};
+    std::optional<std::string> message{};  // progress; run_finished: the failure reason
+    std::optional<double> elapsed_s{};
+    std::optional<double> fraction{};  // 0 to 1
+    std::optional<double> total_s{};
     // The adaptive repetitions' decision ({after_round, decision, reason,
     // widest}), kept as JSON as SweepSummary's round_decisions are: hostctl
     // prints both with one printer.
-    std::optional<Json> decision;
+    std::optional<Json> decision{};
 
     static Result<SweepEvent> from_json(const Json& json, std::string_view path = "");
     bool operator==(const SweepEvent&) const = default;

@@ -14,6 +14,12 @@ Result<RunCounts> RunCounts::from_json(const Json& json, std::string_view path) 
     return in.finish(counts);
 }
 
+RunCounts RunCounts::from_by_status(const std::map<std::string, int>& by_status) {
+    // An object of integers always reads; the keys are from_json's.
+    auto counts = from_json(Json(by_status));
+    return counts.ok() ? counts.value() : RunCounts{};
+}
+
 Json to_json(const RunCounts& counts) {
     return {{"pending", counts.pending},     {"running", counts.running},
             {"succeeded", counts.succeeded}, {"failed", counts.failed},

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct RunCounts {
     std::int64_t done() const { return succeeded + failed + timed_out + cancelled; }
 
     static Result<RunCounts> from_json(const Json& json, std::string_view path = "");
+    // From counts by status spelling (the store's run_counts); a status it
+    // does not name counts 0.
+    static RunCounts from_by_status(const std::map<std::string, int>& by_status);
     bool operator==(const RunCounts&) const = default;
 };
 Json to_json(const RunCounts& counts);

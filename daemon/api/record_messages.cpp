@@ -23,8 +23,7 @@ Result<api::SweepSummary> sweep_summary(Store& store, const SweepRecord& sweep,
     summary.dropped = sweep.dropped;
     summary.varying_axes = sweep.varying_axes.get<std::vector<std::string>>();
     DS_ASSIGN_OR_RETURN(const auto counts, store.run_counts(sweep.id));
-    // The store counts every status by its spelling, RunCounts' keys.
-    DS_ASSIGN_OR_RETURN(summary.counts, api::RunCounts::from_json(Json(counts)));
+    summary.counts = api::RunCounts::from_by_status(counts);
     if (scheduler) {
         double eta = scheduler->eta_seconds(sweep.id);
         if (eta >= 0) summary.eta_s = eta;

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/api/events.h"
 #include "common/clock.h"
 #include "common/settings.h"
 
@@ -34,6 +35,11 @@ class EventBus {
     // the clock's wall time).
     // The newest event is always kept, even one larger than the byte bound.
     void publish(std::int64_t sweep_id, Json event);
+    // The daemon's events are api::SweepEvent, the stream's line (docs/api.md
+    // "Event stream"); the history holds them encoded.
+    void publish(std::int64_t sweep_id, const api::SweepEvent& event) {
+        publish(sweep_id, to_json(event));
+    }
 
     // Events of `sweep_id` with a sequence number > *cursor, waiting up to
     // `timeout` for the first one. Advances *cursor past what it returns.

@@ -92,8 +92,8 @@ PlacementRequest placement_request(const RunRecord& run, const SweepPlacement& p
     return request;
 }
 
-void RunAttempt::publish(Json event) {
-    if (env_.events != nullptr) env_.events->publish(run_.sweep_id, std::move(event));
+void RunAttempt::publish(const api::SweepEvent& event) {
+    if (env_.events != nullptr) env_.events->publish(run_.sweep_id, event);
 }
 
 void RunAttempt::notify(const std::function<void(RunObserver&)>& call) {
@@ -163,12 +163,12 @@ bool RunAttempt::start() {
         }
         return false;
     }
-    publish(Json{{"type", "run_started"},
-                 {"run_id", run_.id},
-                 {"config_id", run_.config_id},
-                 {"config_label", config_label(run_.config)},
-                 {"workload", run_.workload_name},
-                 {"repetition", run_.repetition}});
+    publish({.type = "run_started",
+             .run_id = run_.id,
+             .config_id = run_.config_id,
+             .config_label = config_label(run_.config),
+             .workload = run_.workload_name,
+             .repetition = run_.repetition});
     versions_ = {{"disksweepd", std::string(disksweep_version())}};
     if (host_baseline_) {
         versions_["kernel"] = host_kernel_release();
@@ -259,10 +259,10 @@ Status RunAttempt::provision_from_golden() {
                                 return golden_preparation(vm, volume).execute_golden_preparation();
                             },
                             [this](const std::string& message) {
-                                publish(Json{{"type", "run_progress"},
-                                             {"run_id", run_.id},
-                                             {"phase", "dataset"},
-                                             {"message", message}});
+                                publish({.type = "run_progress",
+                                         .run_id = run_.id,
+                                         .phase = "dataset",
+                                         .message = message});
                             },
                             cancelled_));
     volume_ = clone.volume;
@@ -322,10 +322,10 @@ Status RunAttempt::boot() {
     }
     DS_TRY(identity_.check(versions_));
     timings_["guest_boot_s"] = seconds_since(guest_start, *env_.clock);
-    publish(Json{{"type", "run_progress"},
-                 {"run_id", run_.id},
-                 {"phase", "booted"},
-                 {"message", "agent connected"}});
+    publish({.type = "run_progress",
+             .run_id = run_.id,
+             .phase = "booted",
+             .message = "agent connected"});
     return ok_status();
 }
 
@@ -533,11 +533,11 @@ Status RunAttempt::measure_durability() {
                         durability_->measure(acks_ ? acks_->entries() : std::vector<AckEntry>{},
                                              checker_guests(), *env_.clock, cancelled_,
                                              [this](const std::string& message, double fraction) {
-                                                 publish(Json{{"type", "run_progress"},
-                                                              {"run_id", run_.id},
-                                                              {"phase", "durability"},
-                                                              {"message", message},
-                                                              {"fraction", fraction}});
+                                                 publish({.type = "run_progress",
+                                                          .run_id = run_.id,
+                                                          .phase = "durability",
+                                                          .message = message,
+                                                          .fraction = fraction});
                                              }));
     applied_["durability"] = std::move(record);
     return ok_status();
@@ -576,10 +576,10 @@ Status RunAttempt::host_job() {
     if (env_.host_processes == nullptr)
         return make_error(errc::kUnsupported, "this disksweepd cannot run host baselines");
     const int timeout_s = workload_->timeout_s > 0 ? workload_->timeout_s : run_timeout_s_;
-    publish(Json{{"type", "run_progress"},
-                 {"run_id", run_.id},
-                 {"phase", "bench"},
-                 {"message", "fio on the raw volume, from the host"}});
+    publish({.type = "run_progress",
+             .run_id = run_.id,
+             .phase = "bench",
+             .message = "fio on the raw volume, from the host"});
     auto result = run_host_fio(*workload_, volume_->source, config_->disk_size_bytes,
                                *env_.host_processes, std::chrono::seconds(timeout_s));
     if (!result.ok()) {
@@ -598,13 +598,12 @@ Status RunAttempt::host_job() {
 
 void RunAttempt::publish_progress(const guest::Progress& progress) {
     // Checked and cut to guest::kMaxTextBytes per text by the session.
-    Json event = {{"type", "run_progress"},
-                  {"run_id", run_.id},
-                  {"phase", progress.phase},
-                  {"message", progress.message},
-                  {"elapsed_s", progress.elapsed_s}};
-    if (progress.fraction) event["fraction"] = *progress.fraction;
-    publish(std::move(event));
+    publish({.type = "run_progress",
+             .run_id = run_.id,
+             .phase = progress.phase,
+             .message = progress.message,
+             .elapsed_s = progress.elapsed_s,
+             .fraction = progress.fraction});
 }
 
 // The hypervisor's I/O counters of the data disk, or null where it has none
@@ -750,11 +749,13 @@ Status RunAttempt::record() {
         run_.status = RunStatus::kFailed;
         run_.failure_reason = "cannot record result: " + stored.error().message;
     }
-    publish(Json{{"type", "run_finished"},
-                 {"run_id", run_.id},
-                 {"status", run_.status},
-                 {"message", run_.failure_reason},
-                 {"total_s", timings_["total_s"]}});
+    // total_s is set by then; were it not, the event would go without it.
+    const Json& total_s = timings_["total_s"];
+    publish({.type = "run_finished",
+             .status = to_string(run_.status),
+             .run_id = run_.id,
+             .message = run_.failure_reason,
+             .total_s = total_s.is_number() ? std::optional(total_s.get<double>()) : std::nullopt});
     return stored;
 }
 

@@ -148,7 +148,7 @@ class RunAttempt {
     Error job_failure(const Error& error, int wait_s);
     void publish_progress(const guest::Progress& progress);
     // To the sweep's event stream; hello-only attempts have none.
-    void publish(Json event);
+    void publish(const api::SweepEvent& event);
     void read_disk_counters(Json& into);
     // The QEMU threads' CPU times and the host's counters now (host_cpu.h).
     Json sample_host_cpu();

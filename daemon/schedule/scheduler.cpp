@@ -11,6 +11,16 @@
 
 namespace ds {
 
+namespace {
+// The sweep's runs by status, for its events; none when the store cannot
+// say (the event then goes without them).
+std::optional<api::RunCounts> run_counts(Store& store, std::int64_t sweep_id) {
+    auto counts = store.run_counts(sweep_id);
+    if (!counts.ok()) return std::nullopt;
+    return api::RunCounts::from_by_status(counts.value());
+}
+}  // namespace
+
 Scheduler::Scheduler(Store& store, EventBus& events, ExecuteRun execute, int max_parallel_runs,
                      const Clock& clock)
     : store_(store),
@@ -124,10 +134,9 @@ void Scheduler::finish_sweep_locked(QueuedSweep& sweep) {
                                : sweep.any_failed ? SweepStatus::kFailed
                                                   : SweepStatus::kSucceeded;
     (void)store_.set_sweep_status(sweep.id, status, utc_now_iso8601(clock_));
-    Json event = {{"type", "sweep_finished"}, {"status", status}};
-    auto counts = store_.run_counts(sweep.id);
-    if (counts.ok()) event["counts"] = counts.value();
-    events_.publish(sweep.id, std::move(event));
+    events_.publish(sweep.id, api::SweepEvent{.type = "sweep_finished",
+                                              .status = to_string(status),
+                                              .counts = run_counts(store_, sweep.id)});
     if (!sweep_finished_) return;
     try {
         sweep_finished_(sweep.id);
@@ -157,12 +166,13 @@ void Scheduler::settle_drained(std::unique_lock<std::mutex>& lock,
                   << ": cannot decide about another round: " << outcome.error().message
                   << std::endl;
     } else if (!outcome->decision.is_null()) {
-        Json event = {{"type", "round_decision"}, {"decision", outcome->decision}};
+        api::SweepEvent event{.type = "round_decision",
+                              .counts = run_counts(store_, id),
+                              .decision = outcome->decision};
         if (auto sweep_record = store_.get_sweep(id); sweep_record.ok()) {
-            event["total_runs"] = sweep_record->total_runs;
+            event.total_runs = sweep_record->total_runs;
         }
-        if (auto counts = store_.run_counts(id); counts.ok()) event["counts"] = counts.value();
-        events_.publish(id, std::move(event));
+        events_.publish(id, event);
     }
     if (outcome.ok() && !outcome->added_runs.empty()) {
         if (sweep->cancelled) {
@@ -205,10 +215,10 @@ RunRecord Scheduler::execute_guarded(const RunRecord& run, const SweepTimeouts& 
             // store's record stands.
             if (auto stored = store_.get_run(run.id); stored.ok()) failed = stored.value();
         }
-        events_.publish(run.sweep_id, Json{{"type", "run_finished"},
-                                           {"run_id", run.id},
-                                           {"status", failed.status},
-                                           {"message", failed.failure_reason}});
+        events_.publish(run.sweep_id, api::SweepEvent{.type = "run_finished",
+                                                      .status = to_string(failed.status),
+                                                      .run_id = run.id,
+                                                      .message = failed.failure_reason});
     } catch (...) {
         std::cerr << "disksweepd: BUG: cannot record run " << run.id << " as failed" << std::endl;
     }
@@ -280,13 +290,14 @@ void Scheduler::worker_loop() {
             it->finished_seconds += seconds;
             if (finished.status == RunStatus::kFailed || finished.status == RunStatus::kTimedOut)
                 it->any_failed = true;
-            Json event = {{"type", "progress"}};
-            auto counts = store_.run_counts(it->id);
-            if (counts.ok()) event["counts"] = counts.value();
             double mean = it->finished_seconds / it->finished_runs;
-            event["eta_s"] = mean * (static_cast<double>(it->pending.size()) + 0.5 * it->running) /
-                             max_parallel_runs_;
-            events_.publish(it->id, std::move(event));
+            events_.publish(
+                it->id,
+                api::SweepEvent{
+                    .type = "progress",
+                    .counts = run_counts(store_, it->id),
+                    .eta_s = mean * (static_cast<double>(it->pending.size()) + 0.5 * it->running) /
+                             max_parallel_runs_});
             if (it->pending.empty() && it->running == 0 && !it->settling) {
                 settle_drained(lock, it);
             }

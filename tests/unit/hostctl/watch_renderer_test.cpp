@@ -15,6 +15,13 @@ using ds::hostctl::WatchTerminal;
 
 namespace {
 
+// A GET /v1/runs/ID reply as the watch's RunLookup answers it: its run,
+// nullopt for no answer (null).
+std::optional<ds::api::RunEntry> run_of(const Json& reply) {
+    if (reply.is_null()) return std::nullopt;
+    return ds::api::test::decoded<ds::api::RunShowReply>(reply).run;
+}
+
 // Feeds `line` to `renderer` as hostctl's watch does: decoded, and as sent.
 void feed(WatchRenderer& renderer, const Json& line, double now_s) {
     renderer.on_event(ds::api::test::decoded<ds::api::SweepEvent>(line), line, now_s);
@@ -374,10 +381,11 @@ TEST_CASE("a succeeded run's summary line names its key metric, asked once per s
     std::vector<long> asked;
     const auto lookup = [&asked](long run_id) {
         asked.push_back(run_id);
-        return run_id == 1 ? Json{{"run",
-                                   {{"workload", {{"kind", "fio"}, {"params", {{"rw", "randrw"}}}}},
-                                    {"metrics", {{"read_iops", 2273.4}}}}}}
-                           : Json();
+        return run_of(run_id == 1
+                          ? Json{{"run",
+                                  {{"workload", {{"kind", "fio"}, {"params", {{"rw", "randrw"}}}}},
+                                   {"metrics", {{"read_iops", 2273.4}}}}}}
+                          : Json());
     };
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, {false, {}}, lookup);
@@ -400,12 +408,12 @@ TEST_CASE("format_judged_metric picks the metric the run's workload is judged by
              {{"workload", {{"kind", kind}, {"params", {{"rw", rw}}}}},
               {"metrics", {{"read_iops", 2273.4}, {"write_iops", 97.25}, {"total_s", 12.5}}}}}};
     };
-    CHECK(format_judged_metric(reply("fio", "randrw")) == "read_iops 2273");
-    CHECK(format_judged_metric(reply("fio", "randwrite")) == "write_iops 97.2");
-    CHECK(format_judged_metric(reply("mariadb-atis", "")) == "total_s 12.5");
-    CHECK(format_judged_metric(reply("sysbench-oltp", "")).empty());  // no tps in it
-    CHECK(format_judged_metric(reply("no-such-kind", "")).empty());
-    CHECK(format_judged_metric(Json::object()).empty());
+    CHECK(format_judged_metric(*run_of(reply("fio", "randrw"))) == "read_iops 2273");
+    CHECK(format_judged_metric(*run_of(reply("fio", "randwrite"))) == "write_iops 97.2");
+    CHECK(format_judged_metric(*run_of(reply("mariadb-atis", ""))) == "total_s 12.5");
+    CHECK(format_judged_metric(*run_of(reply("sysbench-oltp", ""))).empty());  // no tps in it
+    CHECK(format_judged_metric(*run_of(reply("no-such-kind", ""))).empty());
+    CHECK(format_judged_metric(ds::api::RunEntry{}).empty());
 }
 
 TEST_CASE("a run that started before the watch is named as run_started would have",
@@ -415,7 +423,7 @@ TEST_CASE("a run that started before the watch is named as run_started would hav
         Json run = {{"id", 7}, {"workload_name", "randrw"}, {"started_at", "2026-12-05T04:00:00Z"}};
         run["config"] = {
             {"filesystem", {{"type", "ext4"}}}, {"cache", "none"}, {"bus", "virtio-blk"}};
-        return Json{{"run", run}};
+        return run_of(Json{{"run", run}});
     };
     std::ostringstream out;
     WatchRenderer renderer(out, WatchDetail::kNormal, terminal(100), lookup);
@@ -428,7 +436,8 @@ TEST_CASE("a run that started before the watch is named as run_started would hav
           "/dev/vdb");
     // Without an answer from the daemon: the run's id and what the event says.
     std::ostringstream bare;
-    WatchRenderer unknown(bare, WatchDetail::kNormal, {false, {}}, [](long) { return Json(); });
+    WatchRenderer unknown(bare, WatchDetail::kNormal, {false, {}},
+                          [](long) { return run_of(Json()); });
     feed(unknown, event, 2);
     CHECK(bare.str() == "run 7: format: mkfs.ext4 -F /dev/vdb\n");
 }
